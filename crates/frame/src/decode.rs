@@ -1,0 +1,118 @@
+//! Compressed and colour inputs, converted to gray.
+//!
+//! Colour becomes gray with Rec.601 luma, Y = 0.299 R + 0.587 G + 0.114 B, rounded half up in exact
+//! integer arithmetic: (299 R + 587 G + 114 B + 500) / 1000. Alpha is dropped. 8-bit images stay
+//! 8-bit (maxval 255), 16-bit ones become 16-bit (maxval 65535).
+
+use std::io::{BufRead, Cursor, Read};
+
+use image::{DynamicImage, ImageFormat, ImageReader};
+
+use crate::pnm::read_full;
+use crate::{FrameError, Frame, Format, Pixels};
+
+/// Rec.601 luma of interleaved RGB samples.
+pub(crate) fn rgb_to_gray(rgb: Pixels) -> Pixels {
+    fn luma(r: u16, g: u16, b: u16) -> u32 {
+        (299 * r as u32 + 587 * g as u32 + 114 * b as u32 + 500) / 1000
+    }
+    match rgb {
+        Pixels::U8(v) => Pixels::U8(v.chunks_exact(3).map(|p| luma(p[0] as u16, p[1] as u16, p[2] as u16) as u8).collect()),
+        Pixels::U16(v) => Pixels::U16(v.chunks_exact(3).map(|p| luma(p[0], p[1], p[2]) as u16).collect()),
+    }
+}
+
+/// The bytes of one image of `format` whose first two bytes, `magic`, were already read.
+/// PNG and BMP say where they end, so a stream may hold several; JPEG and TIFF take the rest of
+/// the input.
+pub(crate) fn take_image<R: BufRead>(input: &mut R, index: usize, format: ImageFormat, magic: [u8; 2]) -> Result<Vec<u8>, FrameError> {
+    let io = |e: std::io::Error| FrameError::io(index, &e);
+    let truncated = |what: &str| FrameError::invalid(index, format!("truncated {what}"));
+    let mut bytes = magic.to_vec();
+    let take = |input: &mut R, bytes: &mut Vec<u8>, n: usize| -> Result<bool, FrameError> {
+        let start = bytes.len();
+        input.take(n as u64).read_to_end(bytes).map_err(io)?;
+        Ok(bytes.len() - start == n)
+    };
+    match format {
+        ImageFormat::Png => {
+            if !take(input, &mut bytes, 6)? || bytes != b"\x89PNG\r\n\x1a\n" {
+                return Err(FrameError::invalid(index, "bad PNG signature"));
+            }
+            loop {
+                let start = bytes.len();
+                if !take(input, &mut bytes, 8)? {
+                    return Err(truncated("PNG: no IEND chunk"));
+                }
+                let len = u32::from_be_bytes([bytes[start], bytes[start + 1], bytes[start + 2], bytes[start + 3]]);
+                let kind = [bytes[start + 4], bytes[start + 5], bytes[start + 6], bytes[start + 7]];
+                if !take(input, &mut bytes, len as usize + 4)? {
+                    return Err(truncated("PNG chunk"));
+                }
+                if &kind == b"IEND" {
+                    break;
+                }
+            }
+        }
+        ImageFormat::Bmp => {
+            let mut size = [0u8; 4];
+            if read_full(input, &mut size).map_err(io)? < 4 {
+                return Err(truncated("BMP header"));
+            }
+            bytes.extend_from_slice(&size);
+            let size = u32::from_le_bytes(size) as usize;
+            if size < 6 || !take(input, &mut bytes, size - 6)? {
+                return Err(truncated("BMP file"));
+            }
+        }
+        _ => {
+            input.read_to_end(&mut bytes).map_err(io)?;
+        }
+    }
+    Ok(bytes)
+}
+
+fn reader(bytes: &[u8], format: ImageFormat) -> ImageReader<Cursor<&[u8]>> {
+    ImageReader::with_format(Cursor::new(bytes), format)
+}
+
+/// The image's size, read from its header alone.
+pub(crate) fn dimensions(bytes: &[u8], format: ImageFormat) -> Result<(usize, usize), String> {
+    let (w, h) = reader(bytes, format).into_dimensions().map_err(|e| format!("bad {format:?} image: {e}"))?;
+    Ok((w as usize, h as usize))
+}
+
+/// Decodes a whole image to a gray frame (its size was checked already).
+pub(crate) fn decode(bytes: &[u8], format: ImageFormat) -> Result<Frame, String> {
+    let mut r = reader(bytes, format);
+    r.no_limits();
+    let img = r.decode().map_err(|e| format!("bad {format:?} image: {e}"))?;
+    let (w, h) = (img.width() as usize, img.height() as usize);
+    let (maxval, pixels) = match img {
+        DynamicImage::ImageLuma8(i) => (255, Pixels::U8(i.into_raw())),
+        DynamicImage::ImageLumaA8(i) => (255, Pixels::U8(i.into_raw().chunks_exact(2).map(|p| p[0]).collect())),
+        DynamicImage::ImageLuma16(i) => (65535, Pixels::U16(i.into_raw())),
+        DynamicImage::ImageLumaA16(i) => (65535, Pixels::U16(i.into_raw().chunks_exact(2).map(|p| p[0]).collect())),
+        DynamicImage::ImageRgb8(i) => (255, rgb_to_gray(Pixels::U8(i.into_raw()))),
+        DynamicImage::ImageRgba8(i) => {
+            (255, rgb_to_gray(Pixels::U8(i.into_raw().chunks_exact(4).flat_map(|p| [p[0], p[1], p[2]]).collect())))
+        }
+        DynamicImage::ImageRgb16(i) => (65535, rgb_to_gray(Pixels::U16(i.into_raw()))),
+        other => (65535, rgb_to_gray(Pixels::U16(other.to_rgb16().into_raw()))),
+    };
+    let mut frame = Frame::new(w, h, maxval, pixels);
+    frame.format = Format::Decoded;
+    Ok(frame)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn luma_rounds_half_up_exactly() {
+        // 0.299*1 + 0.587*1 + 0.114*1 = 1; 0.299*255 = 76.245 -> 76; 0.587*255 = 149.685 -> 150.
+        assert_eq!(rgb_to_gray(Pixels::U8(vec![1, 1, 1, 255, 0, 0, 0, 255, 0])), Pixels::U8(vec![1, 76, 150]));
+        assert_eq!(rgb_to_gray(Pixels::U16(vec![65535, 65535, 65535])), Pixels::U16(vec![65535]));
+    }
+}

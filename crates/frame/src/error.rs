@@ -1,0 +1,44 @@
+use std::fmt;
+use std::io;
+
+/// What kind of failure a [`FrameError`] is: the caller maps these to exit codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameErrorKind {
+    /// The input is not a valid frame (bad header, truncated data, sample over maxval, ...).
+    Invalid,
+    /// The frame is valid but outside what the caller allowed (`--max-pixels`).
+    TooLarge,
+    /// Reading or writing failed at the operating-system level.
+    Io(io::ErrorKind),
+}
+
+/// An error tied to one frame of a stream (1-based), e.g. `frame 3: truncated pixel data`.
+#[derive(Debug, Clone)]
+pub struct FrameError {
+    pub frame: usize,
+    pub kind: FrameErrorKind,
+    pub message: String,
+}
+
+impl FrameError {
+    pub fn invalid(frame: usize, message: impl Into<String>) -> Self {
+        FrameError { frame, kind: FrameErrorKind::Invalid, message: message.into() }
+    }
+
+    pub fn io(frame: usize, err: &io::Error) -> Self {
+        FrameError { frame, kind: FrameErrorKind::Io(err.kind()), message: err.to_string() }
+    }
+
+    /// True when the output was closed by its reader: the caller should end quietly.
+    pub fn is_broken_pipe(&self) -> bool {
+        self.kind == FrameErrorKind::Io(io::ErrorKind::BrokenPipe)
+    }
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "frame {}: {}", self.frame, self.message)
+    }
+}
+
+impl std::error::Error for FrameError {}

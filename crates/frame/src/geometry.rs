@@ -1,0 +1,170 @@
+//! Geometry metadata: where a frame's pixels came from in the original image.
+//!
+//! Coordinates are pixel indices: the centre of pixel (x, y) is the point (x, y). A frame's
+//! [`Geometry`] maps those coordinates to the original image's, and records the original's size,
+//! so that a later filter can tell data pixels from padding and find a line of the original.
+//! In PGM and PAM headers it is one comment line, so plain viewers still open the file:
+//!
+//! `# histopipe-geometry A B C D E F W H`
+//!
+//! meaning X = A x + B y + C, Y = D x + E y + F, original size W x H. Numbers are written in
+//! the shortest form that reads back to the same `f64`.
+
+use std::fmt;
+
+/// The affine map (x, y) -> (a x + b y + c, d x + e y + f).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Affine {
+    pub a: f64,
+    pub b: f64,
+    pub c: f64,
+    pub d: f64,
+    pub e: f64,
+    pub f: f64,
+}
+
+impl Affine {
+    pub const IDENTITY: Affine = Affine { a: 1.0, b: 0.0, c: 0.0, d: 0.0, e: 1.0, f: 0.0 };
+
+    pub fn translation(dx: f64, dy: f64) -> Affine {
+        Affine { c: dx, f: dy, ..Affine::IDENTITY }
+    }
+
+    pub fn apply(&self, x: f64, y: f64) -> (f64, f64) {
+        (self.a * x + self.b * y + self.c, self.d * x + self.e * y + self.f)
+    }
+
+    /// `self` after `first`: the map x -> self(first(x)).
+    pub fn after(&self, first: &Affine) -> Affine {
+        Affine {
+            a: self.a * first.a + self.b * first.d,
+            b: self.a * first.b + self.b * first.e,
+            c: self.a * first.c + self.b * first.f + self.c,
+            d: self.d * first.a + self.e * first.d,
+            e: self.d * first.b + self.e * first.e,
+            f: self.d * first.c + self.e * first.f + self.f,
+        }
+    }
+
+    /// The inverse map, or `None` if the map is singular.
+    pub fn inverse(&self) -> Option<Affine> {
+        let det = self.a * self.e - self.b * self.d;
+        if det == 0.0 || !det.is_finite() {
+            return None;
+        }
+        let (a, b, d, e) = (self.e / det, -self.b / det, -self.d / det, self.a / det);
+        Some(Affine { a, b, c: -(a * self.c + b * self.f), d, e, f: -(d * self.c + e * self.f) })
+    }
+}
+
+/// A frame's place in the original image.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Geometry {
+    /// From this frame's pixel coordinates to the original's.
+    pub to_original: Affine,
+    pub original_width: usize,
+    pub original_height: usize,
+}
+
+pub(crate) const COMMENT_KEY: &str = "histopipe-geometry";
+
+impl Geometry {
+    /// The frame is the original.
+    pub fn identity(width: usize, height: usize) -> Geometry {
+        Geometry { to_original: Affine::IDENTITY, original_width: width, original_height: height }
+    }
+
+    /// The geometry of a frame whose pixel (x, y) is this frame's pixel `new_to_old(x, y)`.
+    pub fn then(&self, new_to_old: &Affine) -> Geometry {
+        Geometry { to_original: self.to_original.after(new_to_old), ..self.clone() }
+    }
+
+    /// Whether the point (x, y) of this frame falls on a pixel of the original: its position in the
+    /// original, rounded to the nearest pixel (halves up), is inside the original's bounds.
+    pub fn is_original(&self, x: f64, y: f64) -> bool {
+        let (ox, oy) = self.to_original.apply(x, y);
+        let (rx, ry) = ((ox + 0.5).floor(), (oy + 0.5).floor());
+        rx >= 0.0 && ry >= 0.0 && rx < self.original_width as f64 && ry < self.original_height as f64
+    }
+
+    /// Parses the text after `#` of a header comment; `None` if it is not a geometry comment.
+    pub(crate) fn parse_comment(comment: &str) -> Option<Result<Geometry, String>> {
+        let rest = comment.trim().strip_prefix(COMMENT_KEY)?;
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let bad = || format!("bad geometry comment '{}'", comment.trim());
+        if fields.len() != 8 {
+            return Some(Err(bad()));
+        }
+        let mut m = [0f64; 6];
+        for (slot, field) in m.iter_mut().zip(&fields) {
+            match field.parse::<f64>() {
+                Ok(v) if v.is_finite() => *slot = v,
+                _ => return Some(Err(bad())),
+            }
+        }
+        let (Ok(w), Ok(h)) = (fields[6].parse::<usize>(), fields[7].parse::<usize>()) else {
+            return Some(Err(bad()));
+        };
+        let [a, b, c, d, e, f] = m;
+        Some(Ok(Geometry { to_original: Affine { a, b, c, d, e, f }, original_width: w, original_height: h }))
+    }
+}
+
+impl fmt::Display for Geometry {
+    /// The header comment's text, without the leading `#`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = &self.to_original;
+        write!(
+            f,
+            " {COMMENT_KEY} {} {} {} {} {} {} {} {}",
+            m.a, m.b, m.c, m.d, m.e, m.f, self.original_width, self.original_height
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comment_round_trips_exactly() {
+        let g = Geometry {
+            to_original: Affine { a: 0.1 + 0.2, b: -1.0 / 3.0, c: 1e-300, d: 7.0, e: -0.0, f: 123456.789 },
+            original_width: 640,
+            original_height: 480,
+        };
+        let text = g.to_string();
+        assert_eq!(Geometry::parse_comment(&text).unwrap().unwrap(), g);
+    }
+
+    #[test]
+    fn bad_comments_are_errors_and_others_are_ignored() {
+        assert!(Geometry::parse_comment(" made by GIMP").is_none());
+        assert!(Geometry::parse_comment(" histopipe-geometry 1 0 0 0 1 0 10").unwrap().is_err());
+        assert!(Geometry::parse_comment(" histopipe-geometry 1 0 x 0 1 0 10 10").unwrap().is_err());
+        assert!(Geometry::parse_comment(" histopipe-geometry 1 0 inf 0 1 0 10 10").unwrap().is_err());
+    }
+
+    #[test]
+    fn compose_and_invert() {
+        let rot = Affine { a: 0.6, b: -0.8, c: 3.0, d: 0.8, e: 0.6, f: -2.0 };
+        let t = Affine::translation(5.0, 7.0);
+        let both = rot.after(&t);
+        let (x, y) = both.apply(1.5, -2.0);
+        let (ex, ey) = rot.apply(6.5, 5.0);
+        assert!((x - ex).abs() < 1e-12 && (y - ey).abs() < 1e-12);
+        let inv = both.inverse().unwrap();
+        let (bx, by) = inv.apply(x, y);
+        assert!((bx - 1.5).abs() < 1e-12 && (by + 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn original_pixels_after_a_translation() {
+        let g = Geometry::identity(4, 3).then(&Affine::translation(-2.0, -1.0));
+        assert!(g.is_original(2.0, 1.0));
+        assert!(g.is_original(5.0, 3.0));
+        assert!(!g.is_original(1.0, 1.0));
+        assert!(!g.is_original(6.0, 1.0));
+        assert!(!g.is_original(2.0, 4.0));
+    }
+}

@@ -1,0 +1,207 @@
+//! Netpbm headers (PGM P2/P5, PPM P3/P6, PAM P7) and rasters.
+
+use std::io::{self, BufRead};
+
+use crate::geometry::Geometry;
+use crate::FrameError;
+
+/// What a PNM/PAM header says.
+pub(crate) struct Header {
+    pub width: usize,
+    pub height: usize,
+    pub maxval: u16,
+    /// Samples per pixel: 1 (gray) or 3 (RGB).
+    pub channels: usize,
+    pub geometry: Option<Geometry>,
+}
+
+/// Byte-level access to a header, with the frame number for error messages.
+pub(crate) struct HeaderCursor<'a, R: BufRead> {
+    input: &'a mut R,
+    frame: usize,
+    geometry: Option<Geometry>,
+}
+
+impl<'a, R: BufRead> HeaderCursor<'a, R> {
+    pub fn new(input: &'a mut R, frame: usize) -> Self {
+        HeaderCursor { input, frame, geometry: None }
+    }
+
+    fn peek(&mut self) -> Result<Option<u8>, FrameError> {
+        loop {
+            match self.input.fill_buf() {
+                Ok(buf) => return Ok(buf.first().copied()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(FrameError::io(self.frame, &e)),
+            }
+        }
+    }
+
+    fn next(&mut self) -> Result<Option<u8>, FrameError> {
+        let b = self.peek()?;
+        if b.is_some() {
+            self.input.consume(1);
+        }
+        Ok(b)
+    }
+
+    fn invalid(&self, msg: impl Into<String>) -> FrameError {
+        FrameError::invalid(self.frame, msg)
+    }
+
+    /// Reads the rest of a `#` comment line and keeps a geometry comment.
+    fn comment(&mut self) -> Result<(), FrameError> {
+        let mut text = Vec::new();
+        while let Some(b) = self.next()? {
+            if b == b'\n' || b == b'\r' {
+                break;
+            }
+            text.push(b);
+        }
+        if let Some(parsed) = Geometry::parse_comment(&String::from_utf8_lossy(&text)) {
+            self.geometry = Some(parsed.map_err(|m| self.invalid(m))?);
+        }
+        Ok(())
+    }
+
+    /// Skips whitespace and comments before a header field.
+    fn skip_space(&mut self) -> Result<(), FrameError> {
+        while let Some(b) = self.peek()? {
+            if b == b'#' {
+                self.input.consume(1);
+                self.comment()?;
+            } else if b.is_ascii_whitespace() {
+                self.input.consume(1);
+            } else {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// A whitespace-delimited token of at most 64 bytes; empty at end of input.
+    fn token(&mut self) -> Result<String, FrameError> {
+        let mut tok = Vec::new();
+        while let Some(b) = self.peek()? {
+            if b.is_ascii_whitespace() || b == b'#' {
+                break;
+            }
+            if tok.len() == 64 {
+                break;
+            }
+            tok.push(b);
+            self.input.consume(1);
+        }
+        Ok(String::from_utf8_lossy(&tok).into_owned())
+    }
+
+    /// A header number: decimal digits only, in 1..=max.
+    fn number(&mut self, what: &str, max: u64) -> Result<u64, FrameError> {
+        self.skip_space()?;
+        let tok = self.token()?;
+        if tok.is_empty() {
+            return Err(self.invalid(format!("truncated header: no {what}")));
+        }
+        if !tok.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(self.invalid(format!("bad {what} '{tok}': not a decimal number")));
+        }
+        match tok.parse::<u64>() {
+            Ok(0) => Err(self.invalid(format!("{what} is 0"))),
+            Ok(v) if v <= max => Ok(v),
+            _ => Err(self.invalid(format!("{what} {tok} is too large (at most {max})"))),
+        }
+    }
+
+    /// The rest of a PNM header after its magic (`channels` samples per pixel).
+    pub fn pnm(mut self, channels: usize) -> Result<Header, FrameError> {
+        let width = self.number("width", u32::MAX as u64)? as usize;
+        let height = self.number("height", u32::MAX as u64)? as usize;
+        let maxval = self.number("maxval", 65535)? as u16;
+        // Exactly one whitespace byte separates the header from the raster.
+        match self.next()? {
+            Some(b) if b.is_ascii_whitespace() => {}
+            Some(_) => return Err(self.invalid("bad maxval: garbage after the number")),
+            None => return Err(self.invalid("truncated header: no raster after maxval")),
+        }
+        Ok(Header { width, height, maxval, channels, geometry: self.geometry })
+    }
+
+    /// The rest of a PAM header after `P7`.
+    pub fn pam(mut self) -> Result<Header, FrameError> {
+        let (mut width, mut height, mut depth, mut maxval) = (None, None, None, None);
+        let mut tupltype = String::new();
+        loop {
+            self.skip_space()?;
+            let key = self.token()?;
+            match key.as_str() {
+                "" => return Err(self.invalid("truncated PAM header: no ENDHDR")),
+                "ENDHDR" => break,
+                "WIDTH" => width = Some(self.number("width", u32::MAX as u64)? as usize),
+                "HEIGHT" => height = Some(self.number("height", u32::MAX as u64)? as usize),
+                "DEPTH" => depth = Some(self.number("depth", 16)? as usize),
+                "MAXVAL" => maxval = Some(self.number("maxval", 65535)? as u16),
+                "TUPLTYPE" => {
+                    while let Some(b) = self.peek()? {
+                        if b == b' ' || b == b'\t' {
+                            self.input.consume(1);
+                        } else {
+                            break;
+                        }
+                    }
+                    tupltype = self.token()?;
+                }
+                other => return Err(self.invalid(format!("unknown PAM header field '{other}'"))),
+            }
+        }
+        match self.next()? {
+            Some(b'\n') => {}
+            _ => return Err(self.invalid("bad PAM header: ENDHDR must end its line")),
+        }
+        let missing = |f: &str| self.invalid(format!("PAM header has no {f}"));
+        let (width, height) = (width.ok_or_else(|| missing("WIDTH"))?, height.ok_or_else(|| missing("HEIGHT"))?);
+        let depth = depth.ok_or_else(|| missing("DEPTH"))?;
+        let maxval = maxval.ok_or_else(|| missing("MAXVAL"))?;
+        let channels = match (depth, tupltype.as_str()) {
+            (1, "GRAYSCALE") | (1, "") => 1,
+            (3, "RGB") => 3,
+            _ => {
+                return Err(self.invalid(format!(
+                    "PAM with DEPTH {depth} and TUPLTYPE '{tupltype}' is not supported (GRAYSCALE or RGB)"
+                )))
+            }
+        };
+        Ok(Header { width, height, maxval, channels, geometry: self.geometry })
+    }
+}
+
+/// Reads as many bytes as are there, up to `buf.len()`; returns how many.
+pub(crate) fn read_full<R: BufRead>(input: &mut R, buf: &mut [u8]) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match input.read(&mut buf[done..]) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+/// Reads `count` ASCII samples (P2/P3 raster).
+pub(crate) fn read_ascii_samples<R: BufRead>(input: &mut R, frame: usize, count: usize) -> Result<Vec<u16>, FrameError> {
+    let mut out = Vec::with_capacity(count);
+    let mut cur = HeaderCursor::new(input, frame);
+    while out.len() < count {
+        cur.skip_space()?;
+        let tok = cur.token()?;
+        if tok.is_empty() {
+            return Err(cur.invalid(format!("truncated pixel data: {} of {count} samples", out.len())));
+        }
+        match tok.parse::<u16>() {
+            Ok(v) if tok.bytes().all(|b| b.is_ascii_digit()) => out.push(v),
+            _ => return Err(cur.invalid(format!("bad sample '{tok}' at sample {}", out.len()))),
+        }
+    }
+    Ok(out)
+}

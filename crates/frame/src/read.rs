@@ -1,0 +1,342 @@
+use std::io::{self, BufRead};
+
+use crate::decode;
+use crate::pnm::{read_ascii_samples, read_full, Header, HeaderCursor};
+use crate::{Depth, Format, Frame, FrameError, FrameErrorKind, Pixels};
+
+/// The default `--max-pixels`: 2^30 samples (1 GiB at 8 bits), far above any camera frame.
+pub const DEFAULT_MAX_PIXELS: u64 = 1 << 30;
+
+/// Headerless raw frames: `width x height` samples, 8-bit or 16-bit little-endian.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawSpec {
+    pub width: usize,
+    pub height: usize,
+    pub depth: Depth,
+}
+
+impl RawSpec {
+    /// Parses `WxH` (8-bit) or `WxH:16` (16-bit little-endian), as `--raw` takes it.
+    pub fn parse(text: &str) -> Result<RawSpec, String> {
+        let (size, depth) = match text.split_once(':') {
+            None => (text, Depth::U8),
+            Some((size, "8")) => (size, Depth::U8),
+            Some((size, "16")) => (size, Depth::U16),
+            Some((_, bits)) => return Err(format!("bad sample width '{bits}' (8 or 16)")),
+        };
+        let (width, height) = parse_size(size)?;
+        Ok(RawSpec { width, height, depth })
+    }
+}
+
+/// Parses `WxH`, both positive decimal numbers.
+pub fn parse_size(text: &str) -> Result<(usize, usize), String> {
+    let bad = || format!("bad size '{text}' (expected WxH, e.g. 640x480)");
+    let (w, h) = text.split_once('x').ok_or_else(bad)?;
+    let num = |s: &str| -> Result<usize, String> {
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        match s.parse::<usize>() {
+            Ok(0) => Err(format!("bad size '{text}': width and height must be positive")),
+            Ok(v) if v <= u32::MAX as usize => Ok(v),
+            _ => Err(format!("bad size '{text}': too large")),
+        }
+    };
+    Ok((num(w)?, num(h)?))
+}
+
+/// How to read a stream.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadOptions {
+    /// Headerless frames of this shape instead of self-describing ones.
+    pub raw: Option<RawSpec>,
+    /// Frames with more samples than this are refused before anything is allocated.
+    pub max_pixels: u64,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions { raw: None, max_pixels: DEFAULT_MAX_PIXELS }
+    }
+}
+
+/// Reads the frames of a stream one at a time, in order, holding at most one frame.
+pub struct FrameReader<R> {
+    input: R,
+    options: ReadOptions,
+    /// Frames returned so far.
+    count: usize,
+}
+
+impl<R: BufRead> FrameReader<R> {
+    pub fn new(input: R, options: ReadOptions) -> Self {
+        FrameReader { input, options, count: 0 }
+    }
+
+    /// The number of the next frame, counting from 1.
+    pub fn next_index(&self) -> usize {
+        self.count + 1
+    }
+
+    /// The next frame, or `None` at the end of a stream that held at least one frame.
+    /// An empty stream is an error: no filter has anything to do with it.
+    pub fn next_frame(&mut self) -> Result<Option<Frame>, FrameError> {
+        let index = self.next_index();
+        let frame = match self.options.raw {
+            Some(spec) => self.raw_frame(index, spec)?,
+            None => self.described_frame(index)?,
+        };
+        match frame {
+            Some(f) => {
+                self.count += 1;
+                Ok(Some(f))
+            }
+            None if self.count == 0 => Err(FrameError::invalid(index, "empty input: no frame to read")),
+            None => Ok(None),
+        }
+    }
+
+    fn check_size(&self, index: usize, width: usize, height: usize) -> Result<usize, FrameError> {
+        let pixels = (width as u64).checked_mul(height as u64).filter(|&n| n <= self.options.max_pixels);
+        pixels.map(|n| n as usize).ok_or_else(|| FrameError {
+            frame: index,
+            kind: FrameErrorKind::TooLarge,
+            message: format!(
+                "{width}x{height} is {} pixels, over the limit of {} (--max-pixels)",
+                width as u128 * height as u128,
+                self.options.max_pixels
+            ),
+        })
+    }
+
+    fn raw_frame(&mut self, index: usize, spec: RawSpec) -> Result<Option<Frame>, FrameError> {
+        let count = self.check_size(index, spec.width, spec.height)?;
+        let mut bytes = vec![0u8; count * spec.depth.bytes()];
+        let got = read_full(&mut self.input, &mut bytes).map_err(|e| FrameError::io(index, &e))?;
+        if got == 0 {
+            return Ok(None);
+        }
+        if got < bytes.len() {
+            return Err(FrameError::invalid(
+                index,
+                format!(
+                    "raw stream ends {got} bytes into a frame of {} bytes: not a whole number of {}x{}{} frames",
+                    bytes.len(),
+                    spec.width,
+                    spec.height,
+                    if spec.depth == Depth::U16 { ":16" } else { "" }
+                ),
+            ));
+        }
+        let (maxval, pixels) = match spec.depth {
+            Depth::U8 => (255, Pixels::U8(bytes)),
+            Depth::U16 => (65535, Pixels::U16(bytes.chunks_exact(2).map(|p| u16::from_le_bytes([p[0], p[1]])).collect())),
+        };
+        let mut frame = Frame::new(spec.width, spec.height, maxval, pixels);
+        frame.format = Format::Raw;
+        Ok(Some(frame))
+    }
+
+    fn described_frame(&mut self, index: usize) -> Result<Option<Frame>, FrameError> {
+        let io_err = |e: io::Error| FrameError::io(index, &e);
+        // Whitespace may separate the frames of a stream.
+        loop {
+            let buf = match self.input.fill_buf() {
+                Ok(buf) => buf,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io_err(e)),
+            };
+            if buf.is_empty() {
+                return Ok(None);
+            }
+            let skip = buf.iter().take_while(|b| b.is_ascii_whitespace()).count();
+            if skip == 0 {
+                break;
+            }
+            self.input.consume(skip);
+        }
+        // Two bytes tell every supported container apart.
+        let mut magic = [0u8; 2];
+        let got = read_full(&mut self.input, &mut magic).map_err(io_err)?;
+        let decoded = match magic {
+            [0x89, b'P'] => Some(image::ImageFormat::Png),
+            [b'B', b'M'] => Some(image::ImageFormat::Bmp),
+            [0xff, 0xd8] => Some(image::ImageFormat::Jpeg),
+            [b'I', b'I'] | [b'M', b'M'] => Some(image::ImageFormat::Tiff),
+            _ => None,
+        };
+        if let (Some(format), 2) = (decoded, got) {
+            let bytes = decode::take_image(&mut self.input, index, format, magic)?;
+            return self.decoded(index, &bytes, format).map(Some);
+        }
+        let cursor = HeaderCursor::new(&mut self.input, index);
+        let (header, format, ascii) = match (got, magic) {
+            (2, [b'P', b'5']) => (cursor.pnm(1)?, Format::Pgm, false),
+            (2, [b'P', b'2']) => (cursor.pnm(1)?, Format::PlainPgm, true),
+            (2, [b'P', b'6']) => (cursor.pnm(3)?, Format::Decoded, false),
+            (2, [b'P', b'3']) => (cursor.pnm(3)?, Format::Decoded, true),
+            (2, [b'P', b'7']) => (cursor.pam()?, Format::Pam, false),
+            _ => {
+                let shown: String =
+                    magic[..got].iter().map(|&b| if b.is_ascii_graphic() { b as char } else { '.' }).collect();
+                return Err(FrameError::invalid(
+                    index,
+                    format!(
+                        "unrecognized input starting '{shown}': expected PGM, PAM, PPM, PNG, JPEG, TIFF or BMP (or give --raw WxH)"
+                    ),
+                ));
+            }
+        };
+        self.pnm_raster(index, header, format, ascii).map(Some)
+    }
+
+    fn pnm_raster(&mut self, index: usize, h: Header, format: Format, ascii: bool) -> Result<Frame, FrameError> {
+        let count = self.check_size(index, h.width, h.height)?;
+        let samples = count * h.channels;
+        let depth = Depth::for_maxval(h.maxval);
+        let pixels = if ascii {
+            let values = read_ascii_samples(&mut self.input, index, samples)?;
+            check_maxval(index, values.iter().copied(), h.maxval)?;
+            match depth {
+                Depth::U8 => Pixels::U8(values.into_iter().map(|v| v as u8).collect()),
+                Depth::U16 => Pixels::U16(values),
+            }
+        } else {
+            let mut bytes = vec![0u8; samples * depth.bytes()];
+            let got = read_full(&mut self.input, &mut bytes).map_err(|e| FrameError::io(index, &e))?;
+            if got < bytes.len() {
+                return Err(FrameError::invalid(
+                    index,
+                    format!("truncated pixel data: {got} of {} bytes for {}x{}", bytes.len(), h.width, h.height),
+                ));
+            }
+            match depth {
+                Depth::U8 => {
+                    if h.maxval < 255 {
+                        check_maxval(index, bytes.iter().map(|&b| b as u16), h.maxval)?;
+                    }
+                    Pixels::U8(bytes)
+                }
+                Depth::U16 => {
+                    let values: Vec<u16> = bytes.chunks_exact(2).map(|p| u16::from_be_bytes([p[0], p[1]])).collect();
+                    if h.maxval < 65535 {
+                        check_maxval(index, values.iter().copied(), h.maxval)?;
+                    }
+                    Pixels::U16(values)
+                }
+            }
+        };
+        let pixels = if h.channels == 3 { decode::rgb_to_gray(pixels) } else { pixels };
+        let mut frame = Frame::new(h.width, h.height, h.maxval, pixels);
+        frame.format = if h.channels == 3 { Format::Decoded } else { format };
+        frame.geometry = h.geometry;
+        Ok(frame)
+    }
+
+    fn decoded(&mut self, index: usize, bytes: &[u8], format: image::ImageFormat) -> Result<Frame, FrameError> {
+        let (w, h) = decode::dimensions(bytes, format).map_err(|m| FrameError::invalid(index, m))?;
+        self.check_size(index, w, h)?;
+        decode::decode(bytes, format).map_err(|m| FrameError::invalid(index, m))
+    }
+}
+
+/// A sample over maxval makes the frame invalid: nothing downstream could trust it.
+fn check_maxval(index: usize, values: impl Iterator<Item = u16>, maxval: u16) -> Result<(), FrameError> {
+    for (i, v) in values.enumerate() {
+        if v > maxval {
+            return Err(FrameError::invalid(index, format!("sample {i} is {v}, over maxval {maxval}")));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(bytes: &[u8], options: ReadOptions) -> Result<Vec<Frame>, FrameError> {
+        let mut r = FrameReader::new(bytes, options);
+        let mut out = Vec::new();
+        while let Some(f) = r.next_frame()? {
+            out.push(f);
+        }
+        Ok(out)
+    }
+
+    fn err(bytes: &[u8]) -> String {
+        read_all(bytes, ReadOptions::default()).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn binary_and_plain_pgm() {
+        let frames = read_all(b"P5\n# c\n3 1\n255\n\x01\x02\x03P2 2 1 7 6\n7\n", ReadOptions::default()).unwrap();
+        assert_eq!(frames.len(), 2);
+        assert_eq!(frames[0].pixels, Pixels::U8(vec![1, 2, 3]));
+        assert_eq!(frames[0].format, Format::Pgm);
+        assert_eq!(frames[1].pixels, Pixels::U8(vec![6, 7]));
+        assert_eq!(frames[1].format, Format::PlainPgm);
+        assert_eq!(frames[1].maxval, 7);
+    }
+
+    #[test]
+    fn sixteen_bit_is_big_endian() {
+        let frames = read_all(b"P5 2 1 1000\n\x03\xe8\x00\x01", ReadOptions::default()).unwrap();
+        assert_eq!(frames[0].pixels, Pixels::U16(vec![1000, 1]));
+    }
+
+    #[test]
+    fn pam_gray_and_rgb() {
+        let f = read_all(b"P7\nWIDTH 2\nHEIGHT 1\nDEPTH 1\nMAXVAL 255\nTUPLTYPE GRAYSCALE\nENDHDR\n\x05\x06", ReadOptions::default()).unwrap();
+        assert_eq!(f[0].pixels, Pixels::U8(vec![5, 6]));
+        assert_eq!(f[0].format, Format::Pam);
+        let f = read_all(b"P7\nWIDTH 1\nHEIGHT 1\nDEPTH 3\nMAXVAL 255\nTUPLTYPE RGB\nENDHDR\n\xff\x00\x00", ReadOptions::default()).unwrap();
+        assert_eq!(f[0].pixels, Pixels::U8(vec![76]));
+    }
+
+    #[test]
+    fn header_errors_name_the_problem() {
+        assert!(err(b"").contains("frame 1: empty input"));
+        assert!(err(b"P9 1 1 255\n").contains("unrecognized input"));
+        assert!(err(b"P5 3").contains("truncated header: no height"));
+        assert!(err(b"P5 3 1 0\n").contains("maxval is 0"));
+        assert!(err(b"P5 3 1 65536\n").contains("maxval 65536 is too large"));
+        assert!(err(b"P5 0 1 255\n").contains("width is 0"));
+        assert!(err(b"P5 1 0 255\n").contains("height is 0"));
+        assert!(err(b"P5 3x 1 255\n").contains("bad width '3x'"));
+        assert!(err(b"P5 3 1 25a5\n\x00").contains("bad maxval '25a5'"));
+        assert!(err(b"P5 3 1 255\n\x00").contains("truncated pixel data: 1 of 3 bytes"));
+        assert!(err(b"P5 1 1 255\n\x00P5 2 1 255\n\x00").starts_with("frame 2: truncated pixel data"));
+        assert!(err(b"P5 2 1 9\n\x01\x0a").contains("sample 1 is 10, over maxval 9"));
+        assert!(err(b"P2 2 1 255 1 2x").contains("bad sample '2x'"));
+    }
+
+    #[test]
+    fn size_limit_is_checked_before_allocation() {
+        let e = read_all(b"P5 4294967295 4294967295 255\n", ReadOptions::default()).unwrap_err();
+        assert_eq!(e.kind, FrameErrorKind::TooLarge);
+        let small = ReadOptions { max_pixels: 5, ..Default::default() };
+        assert!(read_all(b"P5 3 2 255\n", small).unwrap_err().to_string().contains("6 pixels, over the limit of 5"));
+    }
+
+    #[test]
+    fn raw_frames() {
+        let spec = RawSpec::parse("2x1:16").unwrap();
+        let opts = ReadOptions { raw: Some(spec), ..Default::default() };
+        let frames = read_all(&[1, 0, 0, 1, 2, 0, 3, 0], opts).unwrap();
+        assert_eq!(frames.len(), 2);
+        assert_eq!(frames[0].pixels, Pixels::U16(vec![1, 256]));
+        assert_eq!(frames[1].maxval, 65535);
+        let e = read_all(&[1, 0, 0, 1, 2], opts).unwrap_err().to_string();
+        assert!(e.starts_with("frame 2: raw stream ends 1 bytes into a frame of 4 bytes"), "{e}");
+    }
+
+    #[test]
+    fn raw_spec_parsing() {
+        assert_eq!(RawSpec::parse("640x480").unwrap(), RawSpec { width: 640, height: 480, depth: Depth::U8 });
+        assert!(RawSpec::parse("640x").is_err());
+        assert!(RawSpec::parse("0x5").is_err());
+        assert!(RawSpec::parse("6x5:12").is_err());
+        assert!(RawSpec::parse("6 x5").is_err());
+    }
+}

@@ -1,0 +1,176 @@
+use std::io::{self, Write};
+
+use image::{ExtendedColorType, ImageEncoder};
+
+use crate::{Format, Frame, FrameError, Pixels};
+
+/// How to write a stream.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteOptions {
+    /// Write PNG instead of the input's container; only one frame can then be written.
+    pub png: bool,
+}
+
+/// Writes frames one after another, each in the container it was read in (PGM in, PGM out;
+/// raw in, raw out; colour and compressed inputs come out as binary PGM), or as PNG.
+pub struct FrameWriter<W: Write> {
+    out: W,
+    options: WriteOptions,
+    written: usize,
+    scratch: Vec<u8>,
+}
+
+impl<W: Write> FrameWriter<W> {
+    pub fn new(out: W, options: WriteOptions) -> Self {
+        FrameWriter { out, options, written: 0, scratch: Vec::new() }
+    }
+
+    /// Writes `frame` as frame number `index` of the stream (for error messages).
+    pub fn write(&mut self, index: usize, frame: &Frame) -> Result<(), FrameError> {
+        let io = |e: io::Error| FrameError::io(index, &e);
+        if self.options.png {
+            if self.written > 0 {
+                return Err(FrameError::invalid(index, "--png writes a single frame, and the stream has more"));
+            }
+            self.png(frame).map_err(|e| match e {
+                image::ImageError::IoError(e) => FrameError::io(index, &e),
+                other => FrameError::invalid(index, format!("cannot encode PNG: {other}")),
+            })?;
+        } else {
+            self.netpbm(frame).map_err(io)?;
+        }
+        self.written += 1;
+        Ok(())
+    }
+
+    /// The underlying output, for text written between or instead of frames.
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.out
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    /// The header of `frame` in its container, into `scratch`.
+    fn header(&mut self, frame: &Frame) {
+        let s = &mut self.scratch;
+        s.clear();
+        let geometry = frame.geometry.as_ref().map(|g| format!("#{g}\n")).unwrap_or_default();
+        let (w, h, m) = (frame.width, frame.height, frame.maxval);
+        let text = match frame.format {
+            Format::Raw => String::new(),
+            Format::Pam => {
+                format!("P7\nWIDTH {w}\nHEIGHT {h}\nDEPTH 1\nMAXVAL {m}\nTUPLTYPE GRAYSCALE\n{geometry}ENDHDR\n")
+            }
+            Format::PlainPgm => format!("P2\n{geometry}{w} {h}\n{m}\n"),
+            Format::Pgm | Format::Decoded => format!("P5\n{geometry}{w} {h}\n{m}\n"),
+        };
+        s.extend_from_slice(text.as_bytes());
+    }
+
+    fn netpbm(&mut self, frame: &Frame) -> io::Result<()> {
+        self.header(frame);
+        if frame.format == Format::PlainPgm {
+            plain_raster(&mut self.scratch, frame.width, &frame.pixels);
+            return self.out.write_all(&self.scratch);
+        }
+        self.out.write_all(&self.scratch)?;
+        match &frame.pixels {
+            Pixels::U8(v) => self.out.write_all(v),
+            Pixels::U16(v) => {
+                // Raw frames are little-endian (ffmpeg's gray16le); PGM and PAM big-endian.
+                let little = frame.format == Format::Raw;
+                for chunk in v.chunks(1 << 16) {
+                    self.scratch.clear();
+                    if little {
+                        self.scratch.extend(chunk.iter().flat_map(|s| s.to_le_bytes()));
+                    } else {
+                        self.scratch.extend(chunk.iter().flat_map(|s| s.to_be_bytes()));
+                    }
+                    self.out.write_all(&self.scratch)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn png(&mut self, frame: &Frame) -> image::ImageResult<()> {
+        let (w, h) = (frame.width as u32, frame.height as u32);
+        let encoder = image::codecs::png::PngEncoder::new(&mut self.out);
+        match &frame.pixels {
+            Pixels::U8(v) => encoder.write_image(v, w, h, ExtendedColorType::L8),
+            Pixels::U16(v) => {
+                let bytes: Vec<u8> = v.iter().flat_map(|s| s.to_ne_bytes()).collect();
+                encoder.write_image(&bytes, w, h, ExtendedColorType::L16)
+            }
+        }
+    }
+}
+
+/// The ASCII raster of a plain PGM: one row per line, lines kept under 70 characters.
+fn plain_raster(out: &mut Vec<u8>, width: usize, pixels: &Pixels) {
+    let mut line = 0;
+    for i in 0..pixels.len() {
+        let text = pixels.get(i).to_string();
+        let end_of_row = (i + 1) % width == 0;
+        if line > 0 && line + 1 + text.len() > 70 {
+            out.push(b'\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(b' ');
+            line += 1;
+        }
+        out.extend_from_slice(text.as_bytes());
+        line += text.len();
+        if end_of_row {
+            out.push(b'\n');
+            line = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Affine, FrameReader, Geometry, ReadOptions};
+
+    fn round_trip(frame: &Frame) -> Frame {
+        let mut bytes = Vec::new();
+        FrameWriter::new(&mut bytes, WriteOptions::default()).write(1, frame).unwrap();
+        let options = ReadOptions {
+            raw: (frame.format == Format::Raw).then_some(crate::RawSpec {
+                width: frame.width,
+                height: frame.height,
+                depth: frame.depth(),
+            }),
+            ..Default::default()
+        };
+        FrameReader::new(&bytes[..], options).next_frame().unwrap().unwrap()
+    }
+
+    #[test]
+    fn every_container_round_trips_with_geometry() {
+        let geometry = Some(Geometry::identity(7, 9).then(&Affine { a: 0.5, b: 0.25, c: -3.5, d: -0.25, e: 0.5, f: 1e-17 }));
+        for format in [Format::Pgm, Format::PlainPgm, Format::Pam, Format::Raw] {
+            for (maxval, pixels) in [(200, Pixels::U8((0..40).map(|i| (i * 5) as u8).collect())), (65535, Pixels::U16((0..40).map(|i| i * 1601).collect()))] {
+                let mut f = Frame::new(8, 5, maxval, pixels);
+                f.format = format;
+                f.geometry = if format == Format::Raw { None } else { geometry.clone() };
+                let mut back = round_trip(&f);
+                if format == Format::Raw {
+                    back.maxval = maxval;
+                }
+                assert_eq!(back, f, "{format:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn plain_lines_stay_short() {
+        let f = Frame::new(40, 1, 65535, Pixels::U16(vec![65535; 40]));
+        let mut out = Vec::new();
+        plain_raster(&mut out, f.width, &f.pixels);
+        assert!(out.split(|&b| b == b'\n').all(|l| l.len() <= 70));
+    }
+}

@@ -1,0 +1,41 @@
+//! Embeds every CUDA source of `kernels-common/` in the crate: `*.cu` files become [`Source`]
+//! constants (named after the file, upper-cased) listed in `SOURCES`, `*.cuh` headers go to
+//! `HEADERS`, which NVRTC is given by name so `#include "x.cuh"` resolves without a file system.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+fn main() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../kernels-common");
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)
+        .expect("kernels-common/ is missing")
+        .map(|e| e.expect("cannot read kernels-common/").path())
+        .collect();
+    entries.sort();
+    let (mut consts, mut sources, mut headers) = (String::new(), String::new(), String::new());
+    for path in entries {
+        println!("cargo:rerun-if-changed={}", path.display());
+        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+        let full = path.canonicalize().unwrap();
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("cu") => {
+                let ident = path.file_stem().unwrap().to_str().unwrap().to_uppercase().replace('-', "_");
+                writeln!(
+                    consts,
+                    "pub const {ident}: Source = Source {{ name: {name:?}, text: include_str!({full:?}) }};"
+                )
+                .unwrap();
+                write!(sources, "{ident}, ").unwrap();
+            }
+            Some("cuh") => write!(headers, "({name:?}, include_str!({full:?})), ").unwrap(),
+            _ => {}
+        }
+    }
+    let out = Path::new(&std::env::var("OUT_DIR").unwrap()).join("kernels.rs");
+    let text = format!(
+        "{consts}\n/// Every kernel source.\npub const SOURCES: &[Source] = &[{sources}];\n\
+         /// Every header, by the name `#include` gives.\npub const HEADERS: &[(&str, &str)] = &[{headers}];\n"
+    );
+    std::fs::write(out, text).unwrap();
+}

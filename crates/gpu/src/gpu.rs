@@ -1,0 +1,200 @@
+use std::any::{Any, TypeId};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, OnceLock};
+
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, PinnedHostSlice, ValidAsZeroBits,
+};
+use cudarc::nvrtc::Ptx;
+
+pub use cudarc::driver::LaunchConfig;
+
+use crate::kernels::Source;
+use crate::{cache, nvrtc, GpuError};
+
+/// Whether libcuda can be loaded (looked up once). cudarc panics on the first driver call when it
+/// cannot, so nothing touches the driver before this says yes.
+pub fn driver_present() -> bool {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    *PRESENT.get_or_init(|| unsafe { cudarc::driver::sys::is_culib_present() })
+}
+
+type Pool = HashMap<(&'static str, TypeId), Box<dyn Any>>;
+
+/// One GPU, as a process uses it: a context, one stream, compiled kernels, pooled buffers.
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    arch: i32,
+    nvrtc_version: (i32, i32),
+    name: String,
+    modules: RefCell<HashMap<&'static str, Arc<CudaModule>>>,
+    device_pool: RefCell<Pool>,
+    pinned_pool: RefCell<Pool>,
+}
+
+impl Gpu {
+    /// Opens device `ordinal`, or says why it cannot be used (no driver, no device, no NVRTC).
+    pub fn open(ordinal: usize) -> Result<Gpu, GpuError> {
+        if !driver_present() {
+            return Err(GpuError("no CUDA driver (libcuda.so.1 not found)".into()));
+        }
+        let count = CudaContext::device_count().map_err(|e| GpuError(format!("no usable CUDA device ({e})")))?;
+        if ordinal >= count.max(0) as usize {
+            return Err(GpuError(format!("no CUDA device {ordinal} (this machine has {count})")));
+        }
+        let nvrtc_version = nvrtc::version()?;
+        let ctx = CudaContext::new(ordinal)?;
+        // One stream: cudarc's cross-stream event tracking would only add work.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream()?;
+        let (major, minor) = ctx.compute_capability()?;
+        let name = ctx.name()?;
+        Ok(Gpu {
+            ctx,
+            stream,
+            arch: major * 10 + minor,
+            nvrtc_version,
+            name,
+            modules: RefCell::default(),
+            device_pool: RefCell::default(),
+            pinned_pool: RefCell::default(),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Compute capability as one number, e.g. 90 for sm_90.
+    pub fn arch(&self) -> i32 {
+        self.arch
+    }
+
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The process's one stream: every operation queues its work here.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Kernel `name` of `source`, compiling (or loading from the disk cache) on first use.
+    pub fn function(&self, source: &Source, name: &str) -> Result<CudaFunction, GpuError> {
+        let module = self.module(source)?;
+        module.load_function(name).map_err(|e| GpuError(format!("kernel {name} not in {}: {e}", source.name)))
+    }
+
+    fn module(&self, source: &Source) -> Result<Arc<CudaModule>, GpuError> {
+        if let Some(m) = self.modules.borrow().get(source.name) {
+            return Ok(m.clone());
+        }
+        let path = cache::path(source, self.arch, self.nvrtc_version);
+        let cached = path.as_ref().and_then(cache::load).and_then(|cubin| self.ctx.load_module(Ptx::from_binary(cubin)).ok());
+        let module = match cached {
+            Some(m) => m,
+            None => {
+                let cubin = nvrtc::compile(source, self.arch)?;
+                if let Some(p) = &path {
+                    cache::store(p, &cubin);
+                }
+                self.ctx.load_module(Ptx::from_binary(cubin))?
+            }
+        };
+        self.modules.borrow_mut().insert(source.name, module.clone());
+        Ok(module)
+    }
+
+    /// A device buffer of at least `len` elements from the pool slot `slot`; it returns to the pool
+    /// when dropped, so the next frame reuses it. Its contents are whatever was there.
+    pub fn buffer<T: DeviceRepr + 'static>(&self, slot: &'static str, len: usize) -> Result<Buffer<'_, T>, GpuError> {
+        let key = (slot, TypeId::of::<T>());
+        let pooled = self.device_pool.borrow_mut().remove(&key).and_then(|b| b.downcast::<CudaSlice<T>>().ok());
+        let slice = match pooled {
+            Some(s) if s.len() >= len => *s,
+            _ => unsafe { self.stream.alloc::<T>(len.max(1)) }?,
+        };
+        Ok(Buffer { gpu: self, slot, slice: Some(slice) })
+    }
+
+    /// Copies `data` to the device through a pooled pinned staging buffer, into pool slot `slot`.
+    pub fn upload<T: DeviceRepr + ValidAsZeroBits + Copy + 'static>(&self, slot: &'static str, data: &[T]) -> Result<Buffer<'_, T>, GpuError> {
+        let mut buf = self.buffer::<T>(slot, data.len())?;
+        if data.is_empty() {
+            return Ok(buf);
+        }
+        self.with_pinned(slot, data.len(), |pinned, stream| {
+            pinned.as_mut_slice()?.copy_from_slice(data);
+            stream.memcpy_htod(pinned, &mut buf.slice_mut(..data.len()))
+        })?;
+        Ok(buf)
+    }
+
+    /// Copies the first `out.len()` elements of `buf` into `out` (waits for the stream).
+    pub fn download<T: DeviceRepr + ValidAsZeroBits + Copy + 'static>(&self, buf: &Buffer<'_, T>, out: &mut [T]) -> Result<(), GpuError> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        self.with_pinned(buf.slot, out.len(), |pinned, stream| {
+            stream.memcpy_dtoh(&buf.slice(..out.len()), pinned)?;
+            stream.synchronize()?;
+            out.copy_from_slice(pinned.as_slice()?);
+            Ok(())
+        })
+    }
+
+    fn with_pinned<T: DeviceRepr + 'static, R>(
+        &self,
+        slot: &'static str,
+        len: usize,
+        f: impl FnOnce(&mut PinnedHostSlice<T>, &Arc<CudaStream>) -> Result<R, cudarc::driver::DriverError>,
+    ) -> Result<R, GpuError> {
+        let key = (slot, TypeId::of::<T>());
+        let pooled = self.pinned_pool.borrow_mut().remove(&key).and_then(|b| b.downcast::<PinnedHostSlice<T>>().ok());
+        let mut pinned = match pooled {
+            Some(p) if p.len() == len => *p,
+            // Plain page-locked memory: write-combined memory would make the host's reads slow.
+            _ => unsafe { self.ctx.alloc_pinned_with_flags::<T>(len, 0) }?,
+        };
+        let result = f(&mut pinned, &self.stream);
+        self.pinned_pool.borrow_mut().insert(key, Box::new(pinned));
+        Ok(result?)
+    }
+
+    /// Waits until all queued work is done and reports any error it raised.
+    pub fn synchronize(&self) -> Result<(), GpuError> {
+        Ok(self.stream.synchronize()?)
+    }
+}
+
+/// A pooled device buffer (see [`Gpu::buffer`]); dereferences to the `CudaSlice`, which may be
+/// longer than asked for.
+pub struct Buffer<'g, T: DeviceRepr + 'static> {
+    gpu: &'g Gpu,
+    slot: &'static str,
+    slice: Option<CudaSlice<T>>,
+}
+
+impl<T: DeviceRepr + 'static> Deref for Buffer<'_, T> {
+    type Target = CudaSlice<T>;
+    fn deref(&self) -> &CudaSlice<T> {
+        self.slice.as_ref().expect("buffer present until drop")
+    }
+}
+
+impl<T: DeviceRepr + 'static> DerefMut for Buffer<'_, T> {
+    fn deref_mut(&mut self) -> &mut CudaSlice<T> {
+        self.slice.as_mut().expect("buffer present until drop")
+    }
+}
+
+impl<T: DeviceRepr + 'static> Drop for Buffer<'_, T> {
+    fn drop(&mut self) {
+        if let Some(slice) = self.slice.take() {
+            self.gpu.device_pool.borrow_mut().insert((self.slot, TypeId::of::<T>()), Box::new(slice));
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! histopipe's GPU runtime, shared by every operation.
+//!
+//! One CUDA context and stream per process ([`Gpu`]), opened through cudarc's driver API loaded at
+//! run time, so binaries start on machines without CUDA. Kernels are the CUDA C sources of
+//! `kernels-common/`, embedded at build time ([`kernels`]) and compiled by NVRTC for the device's
+//! own architecture on first use, with the result cached on disk ([`cache`]). Device buffers and
+//! pinned staging buffers are pooled by name, so a stream of frames allocates once.
+//!
+//! This crate knows nothing of frames or image operations: those live in `histopipe-ops`.
+
+pub mod cache;
+mod error;
+mod gpu;
+pub mod kernels;
+pub mod nvrtc;
+
+pub use cudarc;
+pub use error::GpuError;
+pub use gpu::{Buffer, Gpu, LaunchConfig};

@@ -1,0 +1,14 @@
+//! histopipe's operations. Each is one module holding its parameters, its CPU implementation and
+//! its GPU implementation side by side, the two giving bit-identical output; [`Engine::run`] is the
+//! one place that picks which runs.
+//!
+//! The CPU implementation is the reference: integer arithmetic, or float arithmetic rounded exactly
+//! as the GPU kernel rounds it (the kernels are compiled with `--fmad=false`).
+
+mod engine;
+pub mod pad;
+mod sample;
+
+pub use engine::{Backend, BackendChoice, Engine, Op, OpError, OpErrorKind};
+pub use histopipe_gpu::{Gpu, GpuError};
+pub use sample::Sample;

@@ -1,0 +1,195 @@
+//! `pad`: place a frame inside a larger one, filling the new border with one value.
+//!
+//! The default size is the square of side D = ceil(sqrt(w^2 + h^2)), the frame's diagonal, with the
+//! frame at offset (floor((D - w) / 2), floor((D - h) / 2)): any rotation about the centre of the
+//! result keeps the whole original in view. The output's geometry maps each pixel back to the
+//! original image through that offset.
+
+use histopipe_frame::{Affine, Frame};
+use histopipe_gpu::cudarc::driver::{LaunchConfig, PushKernelArg};
+use histopipe_gpu::kernels;
+
+use crate::{with_samples, Gpu, Op, OpError, Sample};
+
+/// How large the padded frame is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PadSize {
+    /// A square of side ceil(sqrt(w^2 + h^2)), the input centred.
+    Diagonal,
+    /// Exactly `width x height`, the input centred (offsets rounded down).
+    To { width: usize, height: usize },
+    /// Explicit borders on each side.
+    Border { left: usize, top: usize, right: usize, bottom: usize },
+}
+
+/// `pad`'s parameters, as given on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PadParams {
+    pub size: PadSize,
+    pub fill: u16,
+}
+
+/// `pad` for one frame: the output size and where the input goes in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pad {
+    pub width: usize,
+    pub height: usize,
+    pub left: usize,
+    pub top: usize,
+    pub fill: u16,
+}
+
+/// ceil(sqrt(n)) exactly, for any n up to 2^65.
+fn ceil_sqrt(n: u128) -> u128 {
+    let mut r = (n as f64).sqrt() as u128;
+    while r * r > n {
+        r -= 1;
+    }
+    while r * r < n {
+        r += 1;
+    }
+    r
+}
+
+impl PadParams {
+    /// The layout for a `width x height` frame with samples up to `maxval`.
+    pub fn for_frame(&self, width: usize, height: usize, maxval: u16) -> Result<Pad, OpError> {
+        if self.fill > maxval {
+            return Err(OpError::invalid(format!("--fill {} is over the frame's maxval {maxval}", self.fill)));
+        }
+        let too_big = || OpError::invalid("padded size overflows");
+        let (w, h) = (width as u128, height as u128);
+        let (ow, oh, left, top) = match self.size {
+            PadSize::Diagonal => {
+                let d = ceil_sqrt(w * w + h * h);
+                (d, d, (d - w) / 2, (d - h) / 2)
+            }
+            PadSize::To { width: tw, height: th } => {
+                let (tw, th) = (tw as u128, th as u128);
+                if tw < w || th < h {
+                    return Err(OpError::invalid(format!(
+                        "--to {tw}x{th} is smaller than the {width}x{height} frame (pad never crops)"
+                    )));
+                }
+                (tw, th, (tw - w) / 2, (th - h) / 2)
+            }
+            PadSize::Border { left, top, right, bottom } => {
+                (w + left as u128 + right as u128, h + top as u128 + bottom as u128, left as u128, top as u128)
+            }
+        };
+        if ow > u32::MAX as u128 || oh > u32::MAX as u128 {
+            return Err(too_big());
+        }
+        Ok(Pad { width: ow as usize, height: oh as usize, left: left as usize, top: top as usize, fill: self.fill })
+    }
+}
+
+impl Pad {
+    fn output(&self, frame: &Frame, pixels: histopipe_frame::Pixels) -> Frame {
+        let mut out = frame.derive(self.width, self.height, frame.maxval, pixels);
+        let new_to_old = Affine::translation(-(self.left as f64), -(self.top as f64));
+        out.geometry = Some(frame.geometry_or_identity().then(&new_to_old));
+        out
+    }
+
+    fn cpu_samples<T: Sample>(&self, w: usize, h: usize, input: &[T]) -> Vec<T> {
+        let fill = T::from_u16(self.fill);
+        let mut out = vec![fill; self.width * self.height];
+        for (y, row) in input.chunks_exact(w).enumerate().take(h) {
+            let start = (y + self.top) * self.width + self.left;
+            out[start..start + w].copy_from_slice(row);
+        }
+        out
+    }
+
+    fn gpu_samples<T: Sample>(&self, gpu: &Gpu, w: usize, h: usize, input: &[T]) -> Result<Vec<T>, OpError> {
+        let n_out = self.width * self.height;
+        let src = gpu.upload::<T>("pad.in", input)?;
+        let mut dst = gpu.buffer::<T>("pad.out", n_out)?;
+        let f = gpu.function(&kernels::PAD, &format!("pad_{}", T::KERNEL_SUFFIX))?;
+        let (w, h, ow, oh, left, top, fill) = (
+            w as u32,
+            h as u32,
+            self.width as u32,
+            self.height as u32,
+            self.left as u32,
+            self.top as u32,
+            self.fill as u32,
+        );
+        let per_thread = 16 / std::mem::size_of::<T>();
+        let chunks = n_out.div_ceil(per_thread);
+        let cfg = LaunchConfig {
+            grid_dim: (chunks.div_ceil(256).clamp(1, 1 << 20) as u32, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let stream = gpu.stream();
+        let mut launch = stream.launch_builder(&f);
+        launch.arg(&*src).arg(&w).arg(&h).arg(&mut *dst).arg(&ow).arg(&oh).arg(&left).arg(&top).arg(&fill);
+        unsafe { launch.launch(cfg) }?;
+        let mut out = vec![T::default(); n_out];
+        gpu.download(&dst, &mut out)?;
+        Ok(out)
+    }
+}
+
+impl Op for Pad {
+    type Output = Frame;
+
+    fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
+        let pixels = with_samples!(&frame.pixels, v => Sample::into_pixels(self.cpu_samples(frame.width, frame.height, v)));
+        Ok(self.output(frame, pixels))
+    }
+
+    fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
+        let pixels = with_samples!(&frame.pixels, v => Sample::into_pixels(self.gpu_samples(gpu, frame.width, frame.height, v)?));
+        Ok(self.output(frame, pixels))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use histopipe_frame::Pixels;
+
+    #[test]
+    fn diagonal_is_the_exact_ceiling() {
+        for (w, h, d) in [(3usize, 4usize, 5usize), (1, 1, 2), (1, 2, 3), (512, 512, 725), (4096, 4096, 5793)] {
+            let p = PadParams { size: PadSize::Diagonal, fill: 0 }.for_frame(w, h, 255).unwrap();
+            assert_eq!((p.width, p.height), (d, d), "{w}x{h}");
+            assert!(d * d >= w * w + h * h && (d - 1) * (d - 1) < w * w + h * h);
+            assert_eq!((p.left, p.top), ((d - w) / 2, (d - h) / 2));
+        }
+        let huge = u32::MAX as u128;
+        let n = huge * huge * 2;
+        let r = ceil_sqrt(n);
+        assert!(r * r >= n && (r - 1) * (r - 1) < n);
+    }
+
+    #[test]
+    fn cpu_places_the_frame_and_records_the_offset() {
+        let f = Frame::new(3, 2, 255, Pixels::U8(vec![1, 2, 3, 4, 5, 6]));
+        let p = PadParams { size: PadSize::Border { left: 1, top: 2, right: 0, bottom: 1 }, fill: 9 };
+        let out = p.for_frame(3, 2, 255).unwrap().cpu(&f).unwrap();
+        assert_eq!((out.width, out.height), (4, 5));
+        #[rustfmt::skip]
+        assert_eq!(out.pixels, Pixels::U8(vec![
+            9, 9, 9, 9,
+            9, 9, 9, 9,
+            9, 1, 2, 3,
+            9, 4, 5, 6,
+            9, 9, 9, 9,
+        ]));
+        let g = out.geometry.unwrap();
+        assert_eq!(g.to_original.apply(1.0, 2.0), (0.0, 0.0));
+        assert_eq!((g.original_width, g.original_height), (3, 2));
+    }
+
+    #[test]
+    fn bad_parameters() {
+        let to = PadParams { size: PadSize::To { width: 2, height: 9 }, fill: 0 };
+        assert!(to.for_frame(3, 2, 255).unwrap_err().message.contains("smaller"));
+        let fill = PadParams { size: PadSize::Diagonal, fill: 300 };
+        assert!(fill.for_frame(3, 2, 255).unwrap_err().message.contains("over the frame's maxval"));
+    }
+}

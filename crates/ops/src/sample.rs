@@ -1,0 +1,42 @@
+use histopipe_frame::Pixels;
+use histopipe_gpu::cudarc::driver::{DeviceRepr, ValidAsZeroBits};
+
+/// A sample type (u8 or u16): what generic CPU code and kernel launches need to know of it.
+pub trait Sample: DeviceRepr + ValidAsZeroBits + Copy + Default + Into<u32> + 'static {
+    /// The suffix of this type's kernel names: `pad_u8`, `pad_u16`.
+    const KERNEL_SUFFIX: &'static str;
+    fn from_u16(v: u16) -> Self;
+    fn into_pixels(v: Vec<Self>) -> Pixels;
+}
+
+impl Sample for u8 {
+    const KERNEL_SUFFIX: &'static str = "u8";
+    fn from_u16(v: u16) -> Self {
+        v as u8
+    }
+    fn into_pixels(v: Vec<Self>) -> Pixels {
+        Pixels::U8(v)
+    }
+}
+
+impl Sample for u16 {
+    const KERNEL_SUFFIX: &'static str = "u16";
+    fn from_u16(v: u16) -> Self {
+        v
+    }
+    fn into_pixels(v: Vec<Self>) -> Pixels {
+        Pixels::U16(v)
+    }
+}
+
+/// Calls `$body` with `$v` bound to the frame's samples as `Vec<u8>` or `Vec<u16>`, for code that
+/// is generic over [`Sample`].
+#[macro_export]
+macro_rules! with_samples {
+    ($pixels:expr, $v:ident => $body:expr) => {
+        match $pixels {
+            histopipe_frame::Pixels::U8($v) => $body,
+            histopipe_frame::Pixels::U16($v) => $body,
+        }
+    };
+}

@@ -1,0 +1,16 @@
+# Sourced by scripts/test and scripts/demo: installs what histopipe's tests and demos need beyond
+# the Rust toolchain into .deps/ (once), and points the environment at it.
+#   - libnvrtc from pip's nvidia-cuda-nvrtc (no GPU needed), for compiling the kernels;
+#   - OpenCV (opencv-python-headless) and NumPy, the peers the tests compare against.
+_hp_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+_hp_py="$_hp_root/.deps/python"
+_hp_stamp="$_hp_py/.installed-v1"
+if [ ! -f "$_hp_stamp" ]; then
+  echo "scripts/env.sh: installing NVRTC, NumPy and OpenCV into .deps/python" >&2
+  python3 -m pip install --quiet --disable-pip-version-check --target "$_hp_py" --upgrade \
+    nvidia-cuda-nvrtc==13.0.88 numpy opencv-python-headless >&2 && touch "$_hp_stamp"
+fi
+export LD_LIBRARY_PATH="$_hp_py/nvidia/cu13/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PYTHONPATH="$_hp_py${PYTHONPATH:+:$PYTHONPATH}"
+export HISTOPIPE_PYTHON="${HISTOPIPE_PYTHON:-python3}"
+unset _hp_root _hp_py _hp_stamp

@@ -1,0 +1,5 @@
+//! The histopipe tools. Each module is one tool's command line ([`histopipe_cli::Tool`]); its
+//! binary in `src/bin/` is a one-line `main`. Formats live in `histopipe-frame`, operations in
+//! `histopipe-ops`, the GPU runtime in `histopipe-gpu`, the shared plumbing in `histopipe-cli`.
+
+pub mod pad;
