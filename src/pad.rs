@@ -74,7 +74,8 @@ Example:
 
     fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let params = self.params.expect("check() ran");
-        let pad = params.for_frame(frame.width, frame.height, frame.maxval).map_err(|e| Error::op(cx.index, e))?;
+        let pad =
+            params.for_frame(frame.width, frame.height, frame.maxval).map_err(|e| Error::op(cx.index, e))?;
         cx.check_pixels(pad.width, pad.height)?;
         let out = cx.run(&pad, &frame)?;
         cx.write(&out)

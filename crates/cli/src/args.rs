@@ -46,7 +46,8 @@ impl Common {
         match name {
             "--backend" => {
                 let v = parser.value()?;
-                self.backend = BackendChoice::parse(&v.string()?).map_err(|e| Error::usage(format!("--backend: {e}")))?;
+                self.backend = BackendChoice::parse(&v.string()?)
+                    .map_err(|e| Error::usage(format!("--backend: {e}")))?;
             }
             "--device" => self.device = parse_value(parser, "--device")?,
             "--raw" => {

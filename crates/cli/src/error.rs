@@ -35,7 +35,8 @@ impl Error {
     }
 
     pub fn io(err: &io::Error) -> Error {
-        let kind = if err.kind() == io::ErrorKind::BrokenPipe { ErrorKind::BrokenPipe } else { ErrorKind::Runtime };
+        let kind =
+            if err.kind() == io::ErrorKind::BrokenPipe { ErrorKind::BrokenPipe } else { ErrorKind::Runtime };
         Error { kind, frame: None, message: err.to_string() }
     }
 

@@ -131,7 +131,8 @@ fn run<T: Tool>() -> Result<(), Error> {
     let output = BufWriter::with_capacity(1 << 20, io::stdout().lock());
     let mut out = FrameWriter::new(output, WriteOptions { png: common.png });
     while let Some(frame) = reader.next_frame()? {
-        let mut cx = Context { index: reader.next_index() - 1, common: &common, engine: &mut engine, out: &mut out };
+        let mut cx =
+            Context { index: reader.next_index() - 1, common: &common, engine: &mut engine, out: &mut out };
         tool.frame(&mut cx, frame)?;
     }
     out.flush().map_err(|e| Error::io(&e))

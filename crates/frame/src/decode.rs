@@ -9,7 +9,7 @@ use std::io::{BufRead, Cursor, Read};
 use image::{DynamicImage, ImageFormat, ImageReader};
 
 use crate::pnm::read_full;
-use crate::{FrameError, Frame, Format, Pixels};
+use crate::{Format, Frame, FrameError, Pixels};
 
 /// Rec.601 luma of interleaved RGB samples.
 pub(crate) fn rgb_to_gray(rgb: Pixels) -> Pixels {
@@ -17,7 +17,9 @@ pub(crate) fn rgb_to_gray(rgb: Pixels) -> Pixels {
         (299 * r as u32 + 587 * g as u32 + 114 * b as u32 + 500) / 1000
     }
     match rgb {
-        Pixels::U8(v) => Pixels::U8(v.chunks_exact(3).map(|p| luma(p[0] as u16, p[1] as u16, p[2] as u16) as u8).collect()),
+        Pixels::U8(v) => {
+            Pixels::U8(v.chunks_exact(3).map(|p| luma(p[0] as u16, p[1] as u16, p[2] as u16) as u8).collect())
+        }
         Pixels::U16(v) => Pixels::U16(v.chunks_exact(3).map(|p| luma(p[0], p[1], p[2]) as u16).collect()),
     }
 }
@@ -25,7 +27,12 @@ pub(crate) fn rgb_to_gray(rgb: Pixels) -> Pixels {
 /// The bytes of one image of `format` whose first two bytes, `magic`, were already read.
 /// PNG and BMP say where they end, so a stream may hold several; JPEG and TIFF take the rest of
 /// the input.
-pub(crate) fn take_image<R: BufRead>(input: &mut R, index: usize, format: ImageFormat, magic: [u8; 2]) -> Result<Vec<u8>, FrameError> {
+pub(crate) fn take_image<R: BufRead>(
+    input: &mut R,
+    index: usize,
+    format: ImageFormat,
+    magic: [u8; 2],
+) -> Result<Vec<u8>, FrameError> {
     let io = |e: std::io::Error| FrameError::io(index, &e);
     let truncated = |what: &str| FrameError::invalid(index, format!("truncated {what}"));
     let mut bytes = magic.to_vec();
@@ -44,7 +51,8 @@ pub(crate) fn take_image<R: BufRead>(input: &mut R, index: usize, format: ImageF
                 if !take(input, &mut bytes, 8)? {
                     return Err(truncated("PNG: no IEND chunk"));
                 }
-                let len = u32::from_be_bytes([bytes[start], bytes[start + 1], bytes[start + 2], bytes[start + 3]]);
+                let len =
+                    u32::from_be_bytes([bytes[start], bytes[start + 1], bytes[start + 2], bytes[start + 3]]);
                 let kind = [bytes[start + 4], bytes[start + 5], bytes[start + 6], bytes[start + 7]];
                 if !take(input, &mut bytes, len as usize + 4)? {
                     return Err(truncated("PNG chunk"));
@@ -90,13 +98,18 @@ pub(crate) fn decode(bytes: &[u8], format: ImageFormat) -> Result<Frame, String>
     let (w, h) = (img.width() as usize, img.height() as usize);
     let (maxval, pixels) = match img {
         DynamicImage::ImageLuma8(i) => (255, Pixels::U8(i.into_raw())),
-        DynamicImage::ImageLumaA8(i) => (255, Pixels::U8(i.into_raw().chunks_exact(2).map(|p| p[0]).collect())),
-        DynamicImage::ImageLuma16(i) => (65535, Pixels::U16(i.into_raw())),
-        DynamicImage::ImageLumaA16(i) => (65535, Pixels::U16(i.into_raw().chunks_exact(2).map(|p| p[0]).collect())),
-        DynamicImage::ImageRgb8(i) => (255, rgb_to_gray(Pixels::U8(i.into_raw()))),
-        DynamicImage::ImageRgba8(i) => {
-            (255, rgb_to_gray(Pixels::U8(i.into_raw().chunks_exact(4).flat_map(|p| [p[0], p[1], p[2]]).collect())))
+        DynamicImage::ImageLumaA8(i) => {
+            (255, Pixels::U8(i.into_raw().chunks_exact(2).map(|p| p[0]).collect()))
         }
+        DynamicImage::ImageLuma16(i) => (65535, Pixels::U16(i.into_raw())),
+        DynamicImage::ImageLumaA16(i) => {
+            (65535, Pixels::U16(i.into_raw().chunks_exact(2).map(|p| p[0]).collect()))
+        }
+        DynamicImage::ImageRgb8(i) => (255, rgb_to_gray(Pixels::U8(i.into_raw()))),
+        DynamicImage::ImageRgba8(i) => (
+            255,
+            rgb_to_gray(Pixels::U8(i.into_raw().chunks_exact(4).flat_map(|p| [p[0], p[1], p[2]]).collect())),
+        ),
         DynamicImage::ImageRgb16(i) => (65535, rgb_to_gray(Pixels::U16(i.into_raw()))),
         other => (65535, rgb_to_gray(Pixels::U16(other.to_rgb16().into_raw()))),
     };
@@ -112,7 +125,10 @@ mod tests {
     #[test]
     fn luma_rounds_half_up_exactly() {
         // 0.299*1 + 0.587*1 + 0.114*1 = 1; 0.299*255 = 76.245 -> 76; 0.587*255 = 149.685 -> 150.
-        assert_eq!(rgb_to_gray(Pixels::U8(vec![1, 1, 1, 255, 0, 0, 0, 255, 0])), Pixels::U8(vec![1, 76, 150]));
+        assert_eq!(
+            rgb_to_gray(Pixels::U8(vec![1, 1, 1, 255, 0, 0, 0, 255, 0])),
+            Pixels::U8(vec![1, 76, 150])
+        );
         assert_eq!(rgb_to_gray(Pixels::U16(vec![65535, 65535, 65535])), Pixels::U16(vec![65535]));
     }
 }

@@ -99,7 +99,11 @@ impl Frame {
 
     /// A new frame that keeps this one's container and geometry, with other samples.
     pub fn derive(&self, width: usize, height: usize, maxval: u16, pixels: Pixels) -> Frame {
-        Frame { format: self.format, geometry: self.geometry.clone(), ..Frame::new(width, height, maxval, pixels) }
+        Frame {
+            format: self.format,
+            geometry: self.geometry.clone(),
+            ..Frame::new(width, height, maxval, pixels)
+        }
     }
 
     pub fn depth(&self) -> Depth {

@@ -158,7 +158,8 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
             _ => return Err(self.invalid("bad PAM header: ENDHDR must end its line")),
         }
         let missing = |f: &str| self.invalid(format!("PAM header has no {f}"));
-        let (width, height) = (width.ok_or_else(|| missing("WIDTH"))?, height.ok_or_else(|| missing("HEIGHT"))?);
+        let (width, height) =
+            (width.ok_or_else(|| missing("WIDTH"))?, height.ok_or_else(|| missing("HEIGHT"))?);
         let depth = depth.ok_or_else(|| missing("DEPTH"))?;
         let maxval = maxval.ok_or_else(|| missing("MAXVAL"))?;
         let channels = match (depth, tupltype.as_str()) {
@@ -189,7 +190,11 @@ pub(crate) fn read_full<R: BufRead>(input: &mut R, buf: &mut [u8]) -> io::Result
 }
 
 /// Reads `count` ASCII samples (P2/P3 raster).
-pub(crate) fn read_ascii_samples<R: BufRead>(input: &mut R, frame: usize, count: usize) -> Result<Vec<u16>, FrameError> {
+pub(crate) fn read_ascii_samples<R: BufRead>(
+    input: &mut R,
+    frame: usize,
+    count: usize,
+) -> Result<Vec<u16>, FrameError> {
     let mut out = Vec::with_capacity(count);
     let mut cur = HeaderCursor::new(input, frame);
     while out.len() < count {

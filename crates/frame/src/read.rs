@@ -131,7 +131,10 @@ impl<R: BufRead> FrameReader<R> {
         }
         let (maxval, pixels) = match spec.depth {
             Depth::U8 => (255, Pixels::U8(bytes)),
-            Depth::U16 => (65535, Pixels::U16(bytes.chunks_exact(2).map(|p| u16::from_le_bytes([p[0], p[1]])).collect())),
+            Depth::U16 => (
+                65535,
+                Pixels::U16(bytes.chunks_exact(2).map(|p| u16::from_le_bytes([p[0], p[1]])).collect()),
+            ),
         };
         let mut frame = Frame::new(spec.width, spec.height, maxval, pixels);
         frame.format = Format::Raw;
@@ -178,8 +181,10 @@ impl<R: BufRead> FrameReader<R> {
             (2, [b'P', b'3']) => (cursor.pnm(3)?, Format::Decoded, true),
             (2, [b'P', b'7']) => (cursor.pam()?, Format::Pam, false),
             _ => {
-                let shown: String =
-                    magic[..got].iter().map(|&b| if b.is_ascii_graphic() { b as char } else { '.' }).collect();
+                let shown: String = magic[..got]
+                    .iter()
+                    .map(|&b| if b.is_ascii_graphic() { b as char } else { '.' })
+                    .collect();
                 return Err(FrameError::invalid(
                     index,
                     format!(
@@ -191,7 +196,13 @@ impl<R: BufRead> FrameReader<R> {
         self.pnm_raster(index, header, format, ascii).map(Some)
     }
 
-    fn pnm_raster(&mut self, index: usize, h: Header, format: Format, ascii: bool) -> Result<Frame, FrameError> {
+    fn pnm_raster(
+        &mut self,
+        index: usize,
+        h: Header,
+        format: Format,
+        ascii: bool,
+    ) -> Result<Frame, FrameError> {
         let count = self.check_size(index, h.width, h.height)?;
         let samples = count * h.channels;
         let depth = Depth::for_maxval(h.maxval);
@@ -208,7 +219,12 @@ impl<R: BufRead> FrameReader<R> {
             if got < bytes.len() {
                 return Err(FrameError::invalid(
                     index,
-                    format!("truncated pixel data: {got} of {} bytes for {}x{}", bytes.len(), h.width, h.height),
+                    format!(
+                        "truncated pixel data: {got} of {} bytes for {}x{}",
+                        bytes.len(),
+                        h.width,
+                        h.height
+                    ),
                 ));
             }
             match depth {
@@ -219,7 +235,8 @@ impl<R: BufRead> FrameReader<R> {
                     Pixels::U8(bytes)
                 }
                 Depth::U16 => {
-                    let values: Vec<u16> = bytes.chunks_exact(2).map(|p| u16::from_be_bytes([p[0], p[1]])).collect();
+                    let values: Vec<u16> =
+                        bytes.chunks_exact(2).map(|p| u16::from_be_bytes([p[0], p[1]])).collect();
                     if h.maxval < 65535 {
                         check_maxval(index, values.iter().copied(), h.maxval)?;
                     }
@@ -234,7 +251,12 @@ impl<R: BufRead> FrameReader<R> {
         Ok(frame)
     }
 
-    fn decoded(&mut self, index: usize, bytes: &[u8], format: image::ImageFormat) -> Result<Frame, FrameError> {
+    fn decoded(
+        &mut self,
+        index: usize,
+        bytes: &[u8],
+        format: image::ImageFormat,
+    ) -> Result<Frame, FrameError> {
         let (w, h) = decode::dimensions(bytes, format).map_err(|m| FrameError::invalid(index, m))?;
         self.check_size(index, w, h)?;
         decode::decode(bytes, format).map_err(|m| FrameError::invalid(index, m))
@@ -270,7 +292,8 @@ mod tests {
 
     #[test]
     fn binary_and_plain_pgm() {
-        let frames = read_all(b"P5\n# c\n3 1\n255\n\x01\x02\x03P2 2 1 7 6\n7\n", ReadOptions::default()).unwrap();
+        let frames =
+            read_all(b"P5\n# c\n3 1\n255\n\x01\x02\x03P2 2 1 7 6\n7\n", ReadOptions::default()).unwrap();
         assert_eq!(frames.len(), 2);
         assert_eq!(frames[0].pixels, Pixels::U8(vec![1, 2, 3]));
         assert_eq!(frames[0].format, Format::Pgm);
@@ -287,10 +310,18 @@ mod tests {
 
     #[test]
     fn pam_gray_and_rgb() {
-        let f = read_all(b"P7\nWIDTH 2\nHEIGHT 1\nDEPTH 1\nMAXVAL 255\nTUPLTYPE GRAYSCALE\nENDHDR\n\x05\x06", ReadOptions::default()).unwrap();
+        let f = read_all(
+            b"P7\nWIDTH 2\nHEIGHT 1\nDEPTH 1\nMAXVAL 255\nTUPLTYPE GRAYSCALE\nENDHDR\n\x05\x06",
+            ReadOptions::default(),
+        )
+        .unwrap();
         assert_eq!(f[0].pixels, Pixels::U8(vec![5, 6]));
         assert_eq!(f[0].format, Format::Pam);
-        let f = read_all(b"P7\nWIDTH 1\nHEIGHT 1\nDEPTH 3\nMAXVAL 255\nTUPLTYPE RGB\nENDHDR\n\xff\x00\x00", ReadOptions::default()).unwrap();
+        let f = read_all(
+            b"P7\nWIDTH 1\nHEIGHT 1\nDEPTH 3\nMAXVAL 255\nTUPLTYPE RGB\nENDHDR\n\xff\x00\x00",
+            ReadOptions::default(),
+        )
+        .unwrap();
         assert_eq!(f[0].pixels, Pixels::U8(vec![76]));
     }
 
@@ -316,7 +347,10 @@ mod tests {
         let e = read_all(b"P5 4294967295 4294967295 255\n", ReadOptions::default()).unwrap_err();
         assert_eq!(e.kind, FrameErrorKind::TooLarge);
         let small = ReadOptions { max_pixels: 5, ..Default::default() };
-        assert!(read_all(b"P5 3 2 255\n", small).unwrap_err().to_string().contains("6 pixels, over the limit of 5"));
+        assert!(read_all(b"P5 3 2 255\n", small)
+            .unwrap_err()
+            .to_string()
+            .contains("6 pixels, over the limit of 5"));
     }
 
     #[test]

@@ -30,7 +30,10 @@ impl<W: Write> FrameWriter<W> {
         let io = |e: io::Error| FrameError::io(index, &e);
         if self.options.png {
             if self.written > 0 {
-                return Err(FrameError::invalid(index, "--png writes a single frame, and the stream has more"));
+                return Err(FrameError::invalid(
+                    index,
+                    "--png writes a single frame, and the stream has more",
+                ));
             }
             self.png(frame).map_err(|e| match e {
                 image::ImageError::IoError(e) => FrameError::io(index, &e),
@@ -61,7 +64,9 @@ impl<W: Write> FrameWriter<W> {
         let text = match frame.format {
             Format::Raw => String::new(),
             Format::Pam => {
-                format!("P7\nWIDTH {w}\nHEIGHT {h}\nDEPTH 1\nMAXVAL {m}\nTUPLTYPE GRAYSCALE\n{geometry}ENDHDR\n")
+                format!(
+                    "P7\nWIDTH {w}\nHEIGHT {h}\nDEPTH 1\nMAXVAL {m}\nTUPLTYPE GRAYSCALE\n{geometry}ENDHDR\n"
+                )
             }
             Format::PlainPgm => format!("P2\n{geometry}{w} {h}\n{m}\n"),
             Format::Pgm | Format::Decoded => format!("P5\n{geometry}{w} {h}\n{m}\n"),
@@ -151,9 +156,19 @@ mod tests {
 
     #[test]
     fn every_container_round_trips_with_geometry() {
-        let geometry = Some(Geometry::identity(7, 9).then(&Affine { a: 0.5, b: 0.25, c: -3.5, d: -0.25, e: 0.5, f: 1e-17 }));
+        let geometry = Some(Geometry::identity(7, 9).then(&Affine {
+            a: 0.5,
+            b: 0.25,
+            c: -3.5,
+            d: -0.25,
+            e: 0.5,
+            f: 1e-17,
+        }));
         for format in [Format::Pgm, Format::PlainPgm, Format::Pam, Format::Raw] {
-            for (maxval, pixels) in [(200, Pixels::U8((0..40).map(|i| (i * 5) as u8).collect())), (65535, Pixels::U16((0..40).map(|i| i * 1601).collect()))] {
+            for (maxval, pixels) in [
+                (200, Pixels::U8((0..40).map(|i| (i * 5) as u8).collect())),
+                (65535, Pixels::U16((0..40).map(|i| i * 1601).collect())),
+            ] {
                 let mut f = Frame::new(8, 5, maxval, pixels);
                 f.format = format;
                 f.geometry = if format == Format::Raw { None } else { geometry.clone() };

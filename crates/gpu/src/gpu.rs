@@ -5,7 +5,8 @@ use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, PinnedHostSlice, ValidAsZeroBits,
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, PinnedHostSlice,
+    ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
 
@@ -41,7 +42,8 @@ impl Gpu {
         if !driver_present() {
             return Err(GpuError("no CUDA driver (libcuda.so.1 not found)".into()));
         }
-        let count = CudaContext::device_count().map_err(|e| GpuError(format!("no usable CUDA device ({e})")))?;
+        let count =
+            CudaContext::device_count().map_err(|e| GpuError(format!("no usable CUDA device ({e})")))?;
         if ordinal >= count.max(0) as usize {
             return Err(GpuError(format!("no CUDA device {ordinal} (this machine has {count})")));
         }
@@ -93,7 +95,10 @@ impl Gpu {
             return Ok(m.clone());
         }
         let path = cache::path(source, self.arch, self.nvrtc_version);
-        let cached = path.as_ref().and_then(cache::load).and_then(|cubin| self.ctx.load_module(Ptx::from_binary(cubin)).ok());
+        let cached = path
+            .as_ref()
+            .and_then(cache::load)
+            .and_then(|cubin| self.ctx.load_module(Ptx::from_binary(cubin)).ok());
         let module = match cached {
             Some(m) => m,
             None => {
@@ -110,9 +115,14 @@ impl Gpu {
 
     /// A device buffer of at least `len` elements from the pool slot `slot`; it returns to the pool
     /// when dropped, so the next frame reuses it. Its contents are whatever was there.
-    pub fn buffer<T: DeviceRepr + 'static>(&self, slot: &'static str, len: usize) -> Result<Buffer<'_, T>, GpuError> {
+    pub fn buffer<T: DeviceRepr + 'static>(
+        &self,
+        slot: &'static str,
+        len: usize,
+    ) -> Result<Buffer<'_, T>, GpuError> {
         let key = (slot, TypeId::of::<T>());
-        let pooled = self.device_pool.borrow_mut().remove(&key).and_then(|b| b.downcast::<CudaSlice<T>>().ok());
+        let pooled =
+            self.device_pool.borrow_mut().remove(&key).and_then(|b| b.downcast::<CudaSlice<T>>().ok());
         let slice = match pooled {
             Some(s) if s.len() >= len => *s,
             _ => unsafe { self.stream.alloc::<T>(len.max(1)) }?,
@@ -121,7 +131,11 @@ impl Gpu {
     }
 
     /// Copies `data` to the device through a pooled pinned staging buffer, into pool slot `slot`.
-    pub fn upload<T: DeviceRepr + ValidAsZeroBits + Copy + 'static>(&self, slot: &'static str, data: &[T]) -> Result<Buffer<'_, T>, GpuError> {
+    pub fn upload<T: DeviceRepr + ValidAsZeroBits + Copy + 'static>(
+        &self,
+        slot: &'static str,
+        data: &[T],
+    ) -> Result<Buffer<'_, T>, GpuError> {
         let mut buf = self.buffer::<T>(slot, data.len())?;
         if data.is_empty() {
             return Ok(buf);
@@ -134,7 +148,11 @@ impl Gpu {
     }
 
     /// Copies the first `out.len()` elements of `buf` into `out` (waits for the stream).
-    pub fn download<T: DeviceRepr + ValidAsZeroBits + Copy + 'static>(&self, buf: &Buffer<'_, T>, out: &mut [T]) -> Result<(), GpuError> {
+    pub fn download<T: DeviceRepr + ValidAsZeroBits + Copy + 'static>(
+        &self,
+        buf: &Buffer<'_, T>,
+        out: &mut [T],
+    ) -> Result<(), GpuError> {
         if out.is_empty() {
             return Ok(());
         }
@@ -153,7 +171,8 @@ impl Gpu {
         f: impl FnOnce(&mut PinnedHostSlice<T>, &Arc<CudaStream>) -> Result<R, cudarc::driver::DriverError>,
     ) -> Result<R, GpuError> {
         let key = (slot, TypeId::of::<T>());
-        let pooled = self.pinned_pool.borrow_mut().remove(&key).and_then(|b| b.downcast::<PinnedHostSlice<T>>().ok());
+        let pooled =
+            self.pinned_pool.borrow_mut().remove(&key).and_then(|b| b.downcast::<PinnedHostSlice<T>>().ok());
         let mut pinned = match pooled {
             Some(p) if p.len() == len => *p,
             // Plain page-locked memory: write-combined memory would make the host's reads slow.

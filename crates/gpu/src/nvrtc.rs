@@ -79,7 +79,9 @@ impl Program {
 /// Compiles `source` to CUBIN for `sm_<arch>` (e.g. 90 for sm_90).
 pub fn compile(source: &Source, arch: i32) -> Result<Vec<u8>, GpuError> {
     require()?;
-    let c = |s: &str| CString::new(s).map_err(|_| GpuError(format!("NUL byte in kernel text of {}", source.name)));
+    let c = |s: &str| {
+        CString::new(s).map_err(|_| GpuError(format!("NUL byte in kernel text of {}", source.name)))
+    };
     let text = c(source.text)?;
     let name = c(source.name)?;
     let header_texts = HEADERS.iter().map(|(_, t)| c(t)).collect::<Result<Vec<_>, _>>()?;
@@ -103,7 +105,11 @@ pub fn compile(source: &Source, arch: i32) -> Result<Vec<u8>, GpuError> {
     let option_ptrs: Vec<*const c_char> = options.iter().map(|s| s.as_ptr()).collect();
     let r = unsafe { sys::nvrtcCompileProgram(prog.0, option_ptrs.len() as c_int, option_ptrs.as_ptr()) };
     if r != sys::nvrtcResult::NVRTC_SUCCESS {
-        return Err(GpuError(format!("NVRTC could not compile {} for sm_{arch}: {r:?}\n{}", source.name, prog.log())));
+        return Err(GpuError(format!(
+            "NVRTC could not compile {} for sm_{arch}: {r:?}\n{}",
+            source.name,
+            prog.log()
+        )));
     }
     let mut size = 0usize;
     check("CUBIN size", unsafe { sys::nvrtcGetCUBINSize(prog.0, &mut size) })?;
@@ -121,7 +127,10 @@ mod tests {
     /// nvidia-cuda-nvrtc provides libnvrtc) and fails where NVRTC is missing: scripts/test installs it.
     #[test]
     fn every_kernel_compiles_for_sm75_sm80_sm90() {
-        assert!(is_present(), "libnvrtc.so.13 not found: run scripts/test, or put nvidia/cu13/lib on LD_LIBRARY_PATH");
+        assert!(
+            is_present(),
+            "libnvrtc.so.13 not found: run scripts/test, or put nvidia/cu13/lib on LD_LIBRARY_PATH"
+        );
         assert!(!SOURCES.is_empty());
         for arch in [75, 80, 90] {
             for source in SOURCES {

@@ -6,7 +6,7 @@
 //! original image through that offset.
 
 use histopipe_frame::{Affine, Frame};
-use histopipe_gpu::cudarc::driver::{LaunchConfig, PushKernelArg};
+use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use histopipe_gpu::kernels;
 
 use crate::{with_samples, Gpu, Op, OpError, Sample};
@@ -55,7 +55,10 @@ impl PadParams {
     /// The layout for a `width x height` frame with samples up to `maxval`.
     pub fn for_frame(&self, width: usize, height: usize, maxval: u16) -> Result<Pad, OpError> {
         if self.fill > maxval {
-            return Err(OpError::invalid(format!("--fill {} is over the frame's maxval {maxval}", self.fill)));
+            return Err(OpError::invalid(format!(
+                "--fill {} is over the frame's maxval {maxval}",
+                self.fill
+            )));
         }
         let too_big = || OpError::invalid("padded size overflows");
         let (w, h) = (width as u128, height as u128);
@@ -73,14 +76,23 @@ impl PadParams {
                 }
                 (tw, th, (tw - w) / 2, (th - h) / 2)
             }
-            PadSize::Border { left, top, right, bottom } => {
-                (w + left as u128 + right as u128, h + top as u128 + bottom as u128, left as u128, top as u128)
-            }
+            PadSize::Border { left, top, right, bottom } => (
+                w + left as u128 + right as u128,
+                h + top as u128 + bottom as u128,
+                left as u128,
+                top as u128,
+            ),
         };
         if ow > u32::MAX as u128 || oh > u32::MAX as u128 {
             return Err(too_big());
         }
-        Ok(Pad { width: ow as usize, height: oh as usize, left: left as usize, top: top as usize, fill: self.fill })
+        Ok(Pad {
+            width: ow as usize,
+            height: oh as usize,
+            left: left as usize,
+            top: top as usize,
+            fill: self.fill,
+        })
     }
 }
 
@@ -103,33 +115,39 @@ impl Pad {
     }
 
     fn gpu_samples<T: Sample>(&self, gpu: &Gpu, w: usize, h: usize, input: &[T]) -> Result<Vec<T>, OpError> {
-        let n_out = self.width * self.height;
         let src = gpu.upload::<T>("pad.in", input)?;
-        let mut dst = gpu.buffer::<T>("pad.out", n_out)?;
+        let mut dst = gpu.buffer::<T>("pad.out", self.width * self.height)?;
+        self.launch(gpu, &src, w, h, &mut dst)?;
+        let mut out = vec![T::default(); self.width * self.height];
+        gpu.download(&dst, &mut out)?;
+        Ok(out)
+    }
+
+    /// Queues the pad kernel on the GPU's stream: `src` holds a `w x h` frame, `dst` receives the
+    /// padded one. Device buffers in, device buffers out, so benchmarks can time the kernel alone.
+    pub fn launch<T: Sample>(
+        &self,
+        gpu: &Gpu,
+        src: &CudaSlice<T>,
+        w: usize,
+        h: usize,
+        dst: &mut CudaSlice<T>,
+    ) -> Result<(), OpError> {
         let f = gpu.function(&kernels::PAD, &format!("pad_{}", T::KERNEL_SUFFIX))?;
-        let (w, h, ow, oh, left, top, fill) = (
-            w as u32,
-            h as u32,
-            self.width as u32,
-            self.height as u32,
-            self.left as u32,
-            self.top as u32,
-            self.fill as u32,
-        );
-        let per_thread = 16 / std::mem::size_of::<T>();
-        let chunks = n_out.div_ceil(per_thread);
+        let n_out = self.width * self.height;
+        let (w, h, ow, oh) = (w as u32, h as u32, self.width as u32, self.height as u32);
+        let (left, top, fill) = (self.left as u32, self.top as u32, self.fill as u32);
+        // Each thread writes 16 bytes of output.
+        let chunks = n_out.div_ceil(16 / std::mem::size_of::<T>());
         let cfg = LaunchConfig {
             grid_dim: (chunks.div_ceil(256).clamp(1, 1 << 20) as u32, 1, 1),
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        let stream = gpu.stream();
-        let mut launch = stream.launch_builder(&f);
-        launch.arg(&*src).arg(&w).arg(&h).arg(&mut *dst).arg(&ow).arg(&oh).arg(&left).arg(&top).arg(&fill);
+        let mut launch = gpu.stream().launch_builder(&f);
+        launch.arg(src).arg(&w).arg(&h).arg(dst).arg(&ow).arg(&oh).arg(&left).arg(&top).arg(&fill);
         unsafe { launch.launch(cfg) }?;
-        let mut out = vec![T::default(); n_out];
-        gpu.download(&dst, &mut out)?;
-        Ok(out)
+        Ok(())
     }
 }
 
@@ -154,7 +172,8 @@ mod tests {
 
     #[test]
     fn diagonal_is_the_exact_ceiling() {
-        for (w, h, d) in [(3usize, 4usize, 5usize), (1, 1, 2), (1, 2, 3), (512, 512, 725), (4096, 4096, 5793)] {
+        for (w, h, d) in [(3usize, 4usize, 5usize), (1, 1, 2), (1, 2, 3), (512, 512, 725), (4096, 4096, 5793)]
+        {
             let p = PadParams { size: PadSize::Diagonal, fill: 0 }.for_frame(w, h, 255).unwrap();
             assert_eq!((p.width, p.height), (d, d), "{w}x{h}");
             assert!(d * d >= w * w + h * h && (d - 1) * (d - 1) < w * w + h * h);

@@ -1,0 +1,129 @@
+//! The harness every tool's tests share: fixtures, running a tool, frames in and out, random
+//! frames, and the GPU gate.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use histopipe_frame::{Format, Frame, FrameReader, FrameWriter, Pixels, ReadOptions, WriteOptions};
+use histopipe_gpu::Gpu;
+
+pub fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+pub fn fixture_bytes(name: &str) -> Vec<u8> {
+    std::fs::read(fixture(name)).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
+}
+
+pub fn fixture_frame(name: &str) -> Frame {
+    read_frames(&fixture_bytes(name)).remove(0)
+}
+
+/// The 8-bit PGM fixtures with real content.
+pub const PGM_FIXTURES: &[&str] = &[
+    "camera.pgm",
+    "moon.pgm",
+    "page.pgm",
+    "coins.pgm",
+    "brick.pgm",
+    "text.pgm",
+    "clock_motion.pgm",
+    "chessboard.pgm",
+    "microaneurysms.pgm",
+];
+
+/// A tool's command, with the environment cleared of settings that would change its behaviour.
+pub fn tool(name: &str) -> Command {
+    let mut cmd = Command::cargo_bin(name).unwrap_or_else(|e| panic!("binary {name}: {e}"));
+    cmd.env_remove("HISTOPIPE_BACKEND");
+    cmd
+}
+
+/// Runs `name args` on `input` with `--backend backend`; asserts success; returns stdout.
+pub fn run_ok(name: &str, backend: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
+    let out =
+        tool(name).args(["--backend", backend]).args(args).write_stdin(input.to_vec()).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{name} {args:?} --backend {backend} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// Runs `name args` on `input`, expects failure with `code`, returns stderr (one line, checked).
+pub fn run_err(name: &str, args: &[&str], input: &[u8], code: i32) -> String {
+    let out = tool(name).args(["--backend", "cpu"]).args(args).write_stdin(input.to_vec()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{name} {args:?}: stderr {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "not one line: {stderr}");
+    assert!(stderr.starts_with(&format!("{name}: ")), "not prefixed with the tool's name: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+pub fn read_frames(bytes: &[u8]) -> Vec<Frame> {
+    read_frames_with(bytes, ReadOptions::default())
+}
+
+pub fn read_frames_with(bytes: &[u8], options: ReadOptions) -> Vec<Frame> {
+    let mut r = FrameReader::new(bytes, options);
+    let mut out = Vec::new();
+    while let Some(f) = r.next_frame().unwrap() {
+        out.push(f);
+    }
+    out
+}
+
+/// Frames as one stream, each in its own container.
+pub fn stream(frames: &[Frame]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let mut w = FrameWriter::new(&mut bytes, WriteOptions::default());
+    for (i, f) in frames.iter().enumerate() {
+        w.write(i + 1, f).unwrap();
+    }
+    drop(w);
+    bytes
+}
+
+/// A frame of uniformly random samples in 0..=maxval (8-bit for maxval <= 255).
+pub fn random_frame(rng: &mut fastrand::Rng, width: usize, height: usize, maxval: u16) -> Frame {
+    let n = width * height;
+    let pixels = if maxval <= 255 {
+        Pixels::U8((0..n).map(|_| rng.u8(0..=maxval as u8)).collect())
+    } else {
+        Pixels::U16((0..n).map(|_| rng.u16(0..=maxval)).collect())
+    };
+    let mut f = Frame::new(width, height, maxval, pixels);
+    f.format = Format::Pgm;
+    f
+}
+
+/// A fresh random generator, its seed printed so a failure can be replayed (HISTOPIPE_SEED=...).
+pub fn rng() -> fastrand::Rng {
+    let seed = std::env::var("HISTOPIPE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| fastrand::u64(..));
+    eprintln!("random seed {seed} (set HISTOPIPE_SEED to replay)");
+    fastrand::Rng::with_seed(seed)
+}
+
+/// The GPU gate: a GPU if one is usable; `None` (test skipped) if not, unless
+/// HISTOPIPE_REQUIRE_GPU=1, where a missing GPU fails the test.
+pub fn gpu() -> Option<Gpu> {
+    match Gpu::open(0) {
+        Ok(g) => Some(g),
+        Err(e) if std::env::var("HISTOPIPE_REQUIRE_GPU").as_deref() == Ok("1") => {
+            panic!("HISTOPIPE_REQUIRE_GPU=1 but no GPU can be used: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipped: no GPU ({e})");
+            None
+        }
+    }
+}
+
+/// Every tool binary.
+pub const TOOLS: &[&str] = &["pad"];

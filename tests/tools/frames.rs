@@ -1,0 +1,203 @@
+//! Every input form and every input error, through `pad` (the frame code is shared by all tools).
+
+use std::io::{Read, Write};
+use std::process::{Command as StdCommand, Stdio};
+
+use histopipe_frame::{Depth, Format, Frame, Pixels, RawSpec, ReadOptions};
+
+use crate::common::*;
+
+/// `pad --border 0` changes nothing but the geometry: the identity filter for format tests.
+fn identity(input: &[u8], extra: &[&str]) -> Vec<u8> {
+    let mut args = vec!["--border", "0"];
+    args.extend_from_slice(extra);
+    run_ok("pad", "cpu", &args, input)
+}
+
+#[test]
+fn pgm_8_and_16_bit_plain_and_pam_come_back_in_their_container() {
+    let camera = fixture_frame("camera.pgm");
+    let dem = fixture_frame("dem16.pgm");
+    assert_eq!((dem.maxval, dem.depth()), (1076, Depth::U16));
+    for mut f in [camera, dem] {
+        for format in [Format::Pgm, Format::PlainPgm, Format::Pam] {
+            f.format = format;
+            let out = identity(&stream(std::slice::from_ref(&f)), &[]);
+            let magic = match format {
+                Format::Pgm => "P5",
+                Format::PlainPgm => "P2",
+                _ => "P7",
+            };
+            assert!(out.starts_with(magic.as_bytes()), "{format:?}");
+            let back = read_frames(&out).remove(0);
+            assert_eq!((back.pixels, back.maxval, back.format), (f.pixels.clone(), f.maxval, format));
+        }
+    }
+}
+
+#[test]
+fn colour_and_compressed_inputs_become_rec601_gray_pgm() {
+    // camera.png is the same picture as camera.pgm.
+    let png = read_frames(&identity(&fixture_bytes("camera.png"), &[])).remove(0);
+    assert_eq!(png.pixels, fixture_frame("camera.pgm").pixels);
+    let astronaut = image::open(fixture("astronaut.png")).unwrap().to_rgb8();
+    let expected: Vec<u8> = astronaut
+        .pixels()
+        .map(|p| ((299 * p[0] as u32 + 587 * p[1] as u32 + 114 * p[2] as u32 + 500) / 1000) as u8)
+        .collect();
+    let out = identity(&fixture_bytes("astronaut.png"), &[]);
+    assert!(out.starts_with(b"P5"));
+    assert_eq!(read_frames(&out).remove(0).pixels, Pixels::U8(expected.clone()));
+    // The same picture as PPM, TIFF and BMP.
+    let (w, h) = astronaut.dimensions();
+    let mut ppm = format!("P6\n{w} {h}\n255\n").into_bytes();
+    ppm.extend_from_slice(astronaut.as_raw());
+    for (format, bytes) in [
+        ("ppm", ppm),
+        ("tiff", encode(&astronaut, image::ImageFormat::Tiff)),
+        ("bmp", encode(&astronaut, image::ImageFormat::Bmp)),
+    ] {
+        let f = read_frames(&identity(&bytes, &[])).remove(0);
+        assert_eq!(f.pixels, Pixels::U8(expected.clone()), "{format}");
+    }
+    let jpeg = read_frames(&identity(&fixture_bytes("rocket.jpg"), &[])).remove(0);
+    assert_eq!((jpeg.width, jpeg.height), (640, 427));
+}
+
+fn encode(img: &image::RgbImage, format: image::ImageFormat) -> Vec<u8> {
+    let mut bytes = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut bytes, format).unwrap();
+    bytes.into_inner()
+}
+
+#[test]
+fn png_output_of_one_frame_and_refusal_of_two() {
+    let camera = fixture_bytes("camera.pgm");
+    let out = identity(&camera, &["--png"]);
+    let decoded = image::load_from_memory(&out).unwrap().to_luma8();
+    assert_eq!(Pixels::U8(decoded.into_raw()), fixture_frame("camera.pgm").pixels);
+    let two = [camera.clone(), camera].concat();
+    let e = run_err("pad", &["--png"], &two, 2);
+    assert!(e.contains("frame 2") && e.contains("--png"), "{e}");
+}
+
+#[test]
+fn raw_8_and_16_bit_streams() {
+    let mut rng = rng();
+    let frames: Vec<Frame> = (0..3).map(|_| random_frame(&mut rng, 17, 5, 255)).collect();
+    let bytes: Vec<u8> = frames
+        .iter()
+        .flat_map(|f| match &f.pixels {
+            Pixels::U8(v) => v.clone(),
+            _ => unreachable!(),
+        })
+        .collect();
+    let out = identity(&bytes, &["--raw", "17x5"]);
+    assert_eq!(out, bytes, "raw in, raw out, unchanged");
+    let wide: Vec<u16> = (0..17 * 5 * 2).map(|_| rng.u16(..)).collect();
+    let bytes16: Vec<u8> = wide.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let out = identity(&bytes16, &["--raw", "17x5:16"]);
+    assert_eq!(out, bytes16);
+    let spec = RawSpec { width: 17, height: 5, depth: Depth::U16 };
+    assert_eq!(read_frames_with(&out, ReadOptions { raw: Some(spec), ..Default::default() }).len(), 2);
+}
+
+#[test]
+fn a_stream_of_mixed_frames_is_handled_in_order() {
+    let mut rng = rng();
+    let mut frames = vec![
+        random_frame(&mut rng, 3, 7, 255),
+        random_frame(&mut rng, 8, 1, 40000),
+        fixture_frame("coins.pgm"),
+    ];
+    frames[1].format = Format::PlainPgm;
+    let out = read_frames(&run_ok("pad", "cpu", &[], &stream(&frames)));
+    assert_eq!(out.len(), 3);
+    for (o, f) in out.iter().zip(&frames) {
+        let d = ((f.width * f.width + f.height * f.height) as f64).sqrt().ceil() as usize;
+        assert_eq!((o.width, o.height, o.maxval, o.format), (d, d, f.maxval, f.format));
+    }
+}
+
+#[test]
+fn bad_input_gets_one_line_naming_the_frame() {
+    let good = b"P5 2 2 255\n\x01\x02\x03\x04".to_vec();
+    let cases: Vec<(Vec<u8>, &[&str], &str)> = vec![
+        (vec![], &[], "frame 1: empty input"),
+        (b"GIF89a".to_vec(), &[], "frame 1: unrecognized input"),
+        (b"P5 2".to_vec(), &[], "frame 1: truncated header"),
+        (b"P5 2 2 255\n\x01".to_vec(), &[], "frame 1: truncated pixel data"),
+        ([good.clone(), b"P5 2 2 255\n\x01".to_vec()].concat(), &[], "frame 2: truncated pixel data"),
+        ([good.clone(), good.clone(), b"P5 2 ".to_vec()].concat(), &[], "frame 3: truncated header"),
+        (b"P5 2 2 0\n\x00\x00\x00\x00".to_vec(), &[], "frame 1: maxval is 0"),
+        (b"P5 2 2 65536\n".to_vec(), &[], "frame 1: maxval 65536 is too large"),
+        (b"P5 0 2 255\n".to_vec(), &[], "frame 1: width is 0"),
+        (b"P5 2 0 255\n".to_vec(), &[], "frame 1: height is 0"),
+        (b"P5 2z 2 255\n".to_vec(), &[], "frame 1: bad width '2z'"),
+        (b"P5 2 2 2-55\n".to_vec(), &[], "frame 1: bad maxval '2-55'"),
+        (b"P5 99999999999 2 255\n".to_vec(), &[], "frame 1: width 99999999999 is too large"),
+        (b"P5 4000000000 4000000000 255\n".to_vec(), &[], "over the limit"),
+        (good.clone(), &["--max-pixels", "3"], "frame 1: 2x2 is 4 pixels, over the limit of 3"),
+        (vec![0; 7], &["--raw", "2x2"], "frame 2: raw stream ends 3 bytes into a frame of 4 bytes"),
+        (b"P5 2 2 9\n\x01\x02\x03\x0a".to_vec(), &[], "frame 1: sample 3 is 10, over maxval 9"),
+    ];
+    for (input, args, expected) in cases {
+        let e = run_err("pad", args, &input, 2);
+        assert!(e.contains(expected), "expected '{expected}' in: {e}");
+    }
+}
+
+#[test]
+fn usage_errors_name_the_option() {
+    let good = b"P5 1 1 255\n\x00";
+    assert!(run_err("pad", &["--frobnicate"], good, 2).contains("'--frobnicate'"));
+    assert!(run_err("pad", &["--fill", "1x"], good, 2).contains("--fill: bad value '1x'"));
+    assert!(run_err("pad", &["--raw", "12"], good, 2).contains("--raw"));
+    assert!(run_err("pad", &["--backend", "tpu"], good, 2).contains("unknown backend 'tpu'"));
+    assert!(run_err("pad", &["--fill"], good, 2).contains("--fill"));
+    assert!(run_err("pad", &["stray"], good, 2).contains("unexpected argument 'stray'"));
+    let out = tool("pad").env("HISTOPIPE_BACKEND", "quantum").write_stdin(good.to_vec()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("HISTOPIPE_BACKEND"));
+}
+
+#[test]
+fn help_and_version() {
+    for name in TOOLS {
+        let help = tool(name).arg("--help").output().unwrap();
+        assert!(help.status.success());
+        let text = String::from_utf8_lossy(&help.stdout);
+        assert!(
+            text.starts_with(&format!("{name}: ")) && text.contains("Example") && text.contains("--backend"),
+            "{text}"
+        );
+        let version = tool(name).arg("--version").output().unwrap();
+        assert!(String::from_utf8_lossy(&version.stdout).starts_with(&format!("{name} (histopipe) ")));
+    }
+}
+
+#[test]
+fn a_closed_output_pipe_ends_quietly() {
+    let mut rng = rng();
+    let big = stream(&[random_frame(&mut rng, 4096, 4096, 255)]);
+    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("pad"))
+        .args(["--backend", "cpu"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&big);
+    });
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 10];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert_eq!(&first[..2], b"P5");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    assert_eq!(out.status.code(), Some(0));
+}

@@ -1,0 +1,107 @@
+use histopipe_frame::Frame;
+use histopipe_ops::pad::{PadParams, PadSize};
+use histopipe_ops::Op;
+
+use crate::common::*;
+
+fn check_placement(out: &Frame, input: &Frame, left: usize, top: usize, fill: u16) {
+    for y in 0..out.height {
+        for x in 0..out.width {
+            let inside = x >= left && y >= top && x - left < input.width && y - top < input.height;
+            let expected = if inside { input.pixels.get((y - top) * input.width + x - left) } else { fill };
+            assert_eq!(out.pixels.get(y * out.width + x), expected, "at ({x}, {y})");
+        }
+    }
+}
+
+#[test]
+fn camera_padded_to_its_diagonal() {
+    let camera = fixture_frame("camera.pgm");
+    let out = read_frames(&run_ok("pad", "cpu", &[], &fixture_bytes("camera.pgm"))).remove(0);
+    // ceil(sqrt(512^2 + 512^2)) = ceil(724.08) = 725; offset floor(213 / 2) = 106.
+    assert_eq!((out.width, out.height), (725, 725));
+    check_placement(&out, &camera, 106, 106, 0);
+    let g = out.geometry.unwrap();
+    assert_eq!(g.to_original.apply(106.0, 106.0), (0.0, 0.0));
+    assert_eq!((g.original_width, g.original_height), (512, 512));
+    assert!(g.is_original(106.0, 617.0) && !g.is_original(105.0, 300.0) && !g.is_original(300.0, 618.0));
+}
+
+#[test]
+fn sizes_borders_and_fill_on_16_bit() {
+    let dem = fixture_frame("dem16.pgm"); // 403x344, maxval 1076
+    let bytes = fixture_bytes("dem16.pgm");
+    let out = read_frames(&run_ok("pad", "cpu", &["--to", "500x400", "--fill", "1076"], &bytes)).remove(0);
+    assert_eq!((out.width, out.height, out.maxval), (500, 400, 1076));
+    check_placement(&out, &dem, 48, 28, 1076);
+    let out = read_frames(&run_ok("pad", "cpu", &["--border", "3", "--left", "1"], &bytes)).remove(0);
+    assert_eq!((out.width, out.height), (403 + 4, 344 + 6));
+    check_placement(&out, &dem, 1, 3, 0);
+    let out = read_frames(&run_ok("pad", "cpu", &["--bottom", "2"], &bytes)).remove(0);
+    check_placement(&out, &dem, 0, 0, 0);
+    assert_eq!(out.height, 346);
+}
+
+#[test]
+fn pad_composes_its_geometry() {
+    let once = run_ok("pad", "cpu", &["--border", "5"], &fixture_bytes("coins.pgm"));
+    let twice = read_frames(&run_ok("pad", "cpu", &["--left", "2", "--top", "7"], &once)).remove(0);
+    let g = twice.geometry.unwrap();
+    assert_eq!(g.to_original.apply(7.0, 12.0), (0.0, 0.0));
+    assert_eq!((g.original_width, g.original_height), (384, 303));
+}
+
+#[test]
+fn option_errors() {
+    let camera = fixture_bytes("camera.pgm");
+    assert!(run_err("pad", &["--fill", "256"], &camera, 2)
+        .contains("frame 1: --fill 256 is over the frame's maxval 255"));
+    assert!(run_err("pad", &["--to", "100x600"], &camera, 2).contains("smaller than the 512x512 frame"));
+    assert!(run_err("pad", &["--to", "600x600", "--border", "1"], &camera, 2).contains("cannot be combined"));
+    assert!(run_err("pad", &["--max-pixels", "300000"], &camera, 2).contains("the output would be 725x725"));
+}
+
+/// CPU and GPU give the same frames, on random sizes (thin ones included), depths and layouts.
+#[test]
+fn gpu_matches_cpu_on_random_frames() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let mut sizes = vec![(1, 1), (1, 257), (263, 1), (4097, 3), (31, 17)];
+    sizes.extend((0..12).map(|_| (rng.usize(1..700), rng.usize(1..700))));
+    for (i, (w, h)) in sizes.into_iter().enumerate() {
+        let maxval = if i % 2 == 0 { 255 } else { rng.u16(256..=65535) };
+        let frame = random_frame(&mut rng, w, h, maxval);
+        let size = match i % 3 {
+            0 => PadSize::Diagonal,
+            1 => PadSize::To { width: w + rng.usize(0..40), height: h + rng.usize(0..40) },
+            _ => PadSize::Border {
+                left: rng.usize(0..9),
+                top: rng.usize(0..9),
+                right: rng.usize(0..9),
+                bottom: rng.usize(0..9),
+            },
+        };
+        let pad = PadParams { size, fill: rng.u16(0..=maxval) }.for_frame(w, h, maxval).unwrap();
+        let cpu = pad.cpu(&frame).unwrap();
+        let gpu_out = pad.gpu(&gpu, &frame).unwrap();
+        assert_eq!(cpu, gpu_out, "{w}x{h} maxval {maxval} {pad:?}");
+    }
+}
+
+/// The binaries agree too, on every real fixture and a 16-bit one.
+#[test]
+fn gpu_backend_matches_cpu_backend_on_fixtures() {
+    if gpu().is_none() {
+        return;
+    }
+    for name in PGM_FIXTURES.iter().chain(&["dem16.pgm"]) {
+        let input = fixture_bytes(name);
+        let cpu = run_ok("pad", "cpu", &["--fill", "7"], &input);
+        let gpu = run_ok("pad", "gpu", &["--fill", "7"], &input);
+        assert!(cpu == gpu, "{name}: GPU output differs");
+    }
+    // A stream of several frames through one process reuses the GPU buffers.
+    let frames = [fixture_frame("camera.pgm"), fixture_frame("page.pgm"), fixture_frame("camera.pgm")];
+    let input = stream(&frames);
+    assert_eq!(run_ok("pad", "gpu", &[], &input), run_ok("pad", "cpu", &[], &input));
+}
