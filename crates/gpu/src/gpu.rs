@@ -22,9 +22,11 @@ pub fn driver_present() -> bool {
     *PRESENT.get_or_init(|| unsafe { cudarc::driver::sys::is_culib_present() })
 }
 
-type Pool = HashMap<(&'static str, TypeId), Box<dyn Any>>;
+type Pool = HashMap<(&'static str, TypeId), Box<dyn Any + Send>>;
 
 /// One GPU, as a process uses it: a context, one stream, compiled kernels, pooled buffers.
+/// It may be opened on one thread and used on another (see `histopipe_ops::Engine`), but is used
+/// by one thread at a time.
 pub struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
@@ -115,7 +117,7 @@ impl Gpu {
 
     /// A device buffer of at least `len` elements from the pool slot `slot`; it returns to the pool
     /// when dropped, so the next frame reuses it. Its contents are whatever was there.
-    pub fn buffer<T: DeviceRepr + 'static>(
+    pub fn buffer<T: DeviceRepr + Send + 'static>(
         &self,
         slot: &'static str,
         len: usize,
@@ -131,7 +133,7 @@ impl Gpu {
     }
 
     /// Copies `data` to the device through a pooled pinned staging buffer, into pool slot `slot`.
-    pub fn upload<T: DeviceRepr + ValidAsZeroBits + Copy + 'static>(
+    pub fn upload<T: DeviceRepr + ValidAsZeroBits + Copy + Send + 'static>(
         &self,
         slot: &'static str,
         data: &[T],
@@ -148,7 +150,7 @@ impl Gpu {
     }
 
     /// Copies the first `out.len()` elements of `buf` into `out` (waits for the stream).
-    pub fn download<T: DeviceRepr + ValidAsZeroBits + Copy + 'static>(
+    pub fn download<T: DeviceRepr + ValidAsZeroBits + Copy + Send + 'static>(
         &self,
         buf: &Buffer<'_, T>,
         out: &mut [T],
@@ -164,7 +166,7 @@ impl Gpu {
         })
     }
 
-    fn with_pinned<T: DeviceRepr + 'static, R>(
+    fn with_pinned<T: DeviceRepr + Send + 'static, R>(
         &self,
         slot: &'static str,
         len: usize,
@@ -191,26 +193,26 @@ impl Gpu {
 
 /// A pooled device buffer (see [`Gpu::buffer`]); dereferences to the `CudaSlice`, which may be
 /// longer than asked for.
-pub struct Buffer<'g, T: DeviceRepr + 'static> {
+pub struct Buffer<'g, T: DeviceRepr + Send + 'static> {
     gpu: &'g Gpu,
     slot: &'static str,
     slice: Option<CudaSlice<T>>,
 }
 
-impl<T: DeviceRepr + 'static> Deref for Buffer<'_, T> {
+impl<T: DeviceRepr + Send + 'static> Deref for Buffer<'_, T> {
     type Target = CudaSlice<T>;
     fn deref(&self) -> &CudaSlice<T> {
         self.slice.as_ref().expect("buffer present until drop")
     }
 }
 
-impl<T: DeviceRepr + 'static> DerefMut for Buffer<'_, T> {
+impl<T: DeviceRepr + Send + 'static> DerefMut for Buffer<'_, T> {
     fn deref_mut(&mut self) -> &mut CudaSlice<T> {
         self.slice.as_mut().expect("buffer present until drop")
     }
 }
 
-impl<T: DeviceRepr + 'static> Drop for Buffer<'_, T> {
+impl<T: DeviceRepr + Send + 'static> Drop for Buffer<'_, T> {
     fn drop(&mut self) {
         if let Some(slice) = self.slice.take() {
             self.gpu.device_pool.borrow_mut().insert((self.slot, TypeId::of::<T>()), Box::new(slice));

@@ -1,4 +1,5 @@
 use std::fmt;
+use std::thread::JoinHandle;
 
 use histopipe_frame::Frame;
 use histopipe_gpu::{Gpu, GpuError};
@@ -76,33 +77,67 @@ pub trait Op {
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Self::Output, OpError>;
 }
 
-/// Chooses the backend once and runs operations on it. The GPU is opened on first use, so a tool
-/// that never needs it (or runs with `--backend cpu`) never touches the CUDA driver.
+/// The GPU as the engine sees it: being opened on a background thread, open, or unusable.
+enum GpuState {
+    Opening(JoinHandle<Result<Gpu, GpuError>>),
+    Ready(Gpu),
+    Failed(GpuError),
+}
+
+/// Chooses the backend and runs operations on it; the one place where CPU and GPU are chosen.
+///
+/// Opening a GPU (driver, context, NVRTC) takes a few hundred milliseconds, far more than a small
+/// frame takes on the CPU. So the GPU is opened on a background thread as soon as the engine is
+/// made, overlapping the reading of the first frame. With `auto`, frames are served by the CPU
+/// until the GPU is ready and by the GPU from then on; both give identical output, so the switch
+/// cannot be seen. With `gpu`, the first frame waits for it. With `cpu`, the driver is never touched.
 pub struct Engine {
     choice: BackendChoice,
-    device: usize,
-    gpu: Option<Result<Gpu, GpuError>>,
+    gpu: Option<GpuState>,
 }
 
 impl Engine {
     pub fn new(choice: BackendChoice, device: usize) -> Engine {
-        Engine { choice, device, gpu: None }
+        let gpu = (choice != BackendChoice::Cpu).then(|| {
+            let opener = std::thread::Builder::new().name("histopipe-gpu-open".into());
+            match opener.spawn(move || Gpu::open(device)) {
+                Ok(handle) => GpuState::Opening(handle),
+                Err(e) => GpuState::Failed(GpuError(format!("cannot start a thread to open the GPU: {e}"))),
+            }
+        });
+        Engine { choice, gpu }
     }
 
     pub fn choice(&self) -> BackendChoice {
         self.choice
     }
 
-    /// The backend operations run on: an error only for `--backend gpu` without a usable GPU.
+    /// The backend the next operation runs on: an error only for `--backend gpu` without a
+    /// usable GPU.
     pub fn backend(&mut self) -> Result<Backend<'_>, OpError> {
-        if self.choice == BackendChoice::Cpu {
-            return Ok(Backend::Cpu);
+        let Some(state) = self.gpu.as_mut() else { return Ok(Backend::Cpu) };
+        if let GpuState::Opening(handle) = state {
+            if self.choice == BackendChoice::Auto && !handle.is_finished() {
+                return Ok(Backend::Cpu);
+            }
+            let GpuState::Opening(handle) =
+                std::mem::replace(state, GpuState::Failed(GpuError(String::new())))
+            else {
+                unreachable!("matched above")
+            };
+            *state = match handle.join() {
+                Ok(Ok(gpu)) => GpuState::Ready(gpu),
+                Ok(Err(e)) => GpuState::Failed(e),
+                Err(_) => GpuState::Failed(GpuError("opening the GPU panicked".into())),
+            };
         }
-        let device = self.device;
-        match self.gpu.get_or_insert_with(|| Gpu::open(device)) {
-            Ok(gpu) => Ok(Backend::Gpu(gpu)),
-            Err(_) if self.choice == BackendChoice::Auto => Ok(Backend::Cpu),
-            Err(e) => Err(OpError { kind: OpErrorKind::Gpu, message: format!("--backend gpu: {e}") }),
+        match state {
+            GpuState::Ready(gpu) => Ok(Backend::Gpu(gpu)),
+            GpuState::Failed(_) if self.choice == BackendChoice::Auto => Ok(Backend::Cpu),
+            GpuState::Failed(e) => {
+                Err(OpError { kind: OpErrorKind::Gpu, message: format!("--backend gpu: {e}") })
+            }
+            GpuState::Opening(_) => unreachable!("resolved above"),
         }
     }
 
