@@ -201,3 +201,43 @@ fn a_closed_output_pipe_ends_quietly() {
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// 100 frames of 3840x2160 pass through with memory bounded by a few frames (measured as the
+/// child's peak resident set by Python's getrusage, the one portable probe CI has).
+#[test]
+fn a_long_4k_stream_runs_in_bounded_memory() {
+    let (w, h, n) = (3840usize, 2160usize, 100usize);
+    let script = format!(
+        r#"
+import resource, subprocess, sys
+frame = b"P5\n{w} {h}\n255\n" + bytes(range(256)) * ({w} * {h} // 256)
+p = subprocess.Popen([sys.argv[1], "--backend", "cpu", "--border", "0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+import threading
+def feed():
+    for _ in range({n}):
+        p.stdin.write(frame)
+    p.stdin.close()
+t = threading.Thread(target=feed); t.start()
+total = 0
+while True:
+    chunk = p.stdout.read(1 << 20)
+    if not chunk:
+        break
+    total += len(chunk)
+t.join(); p.wait()
+print(p.returncode, total, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"#
+    );
+    let python = std::env::var("HISTOPIPE_PYTHON").unwrap_or_else(|_| "python3".into());
+    let out = std::process::Command::new(python)
+        .args(["-c", &script, assert_cmd::cargo::cargo_bin("pad").to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let fields: Vec<u64> = text.split_whitespace().map(|f| f.parse().unwrap()).collect();
+    assert_eq!(fields[0], 0, "pad failed: {}", String::from_utf8_lossy(&out.stderr));
+    let frame_bytes = (w * h) as u64;
+    assert!(fields[1] > n as u64 * frame_bytes, "output too short: {}", fields[1]);
+    let peak = fields[2] * 1024;
+    assert!(peak < 6 * frame_bytes, "peak memory {peak} bytes is more than 6 frames of {frame_bytes}");
+}
