@@ -10,7 +10,7 @@ pub struct Pad {
     /// left, top, right, bottom
     sides: [Option<usize>; 4],
     fill: u16,
-    params: Option<PadParams>,
+    size: Option<PadSize>,
 }
 
 impl Tool for Pad {
@@ -68,12 +68,12 @@ Example:
             }
             (None, false) => PadSize::Diagonal,
         };
-        self.params = Some(PadParams { size, fill: self.fill });
+        self.size = Some(size);
         Ok(())
     }
 
     fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
-        let params = self.params.expect("check() ran");
+        let params = PadParams { size: self.size.unwrap_or(PadSize::Diagonal), fill: self.fill };
         let pad =
             params.for_frame(frame.width, frame.height, frame.maxval).map_err(|e| Error::op(cx.index, e))?;
         cx.check_pixels(pad.width, pad.height)?;

@@ -1,6 +1,7 @@
 use std::any::{Any, TypeId};
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, OnceLock};
 
@@ -129,7 +130,7 @@ impl Gpu {
             Some(s) if s.len() >= len => *s,
             _ => unsafe { self.stream.alloc::<T>(len.max(1)) }?,
         };
-        Ok(Buffer { gpu: self, slot, slice: Some(slice) })
+        Ok(Buffer { gpu: self, slot, slice: ManuallyDrop::new(slice) })
     }
 
     /// Copies `data` to the device through a pooled pinned staging buffer, into pool slot `slot`.
@@ -196,26 +197,27 @@ impl Gpu {
 pub struct Buffer<'g, T: DeviceRepr + Send + 'static> {
     gpu: &'g Gpu,
     slot: &'static str,
-    slice: Option<CudaSlice<T>>,
+    /// Taken out only in `drop`, to go back to the pool.
+    slice: ManuallyDrop<CudaSlice<T>>,
 }
 
 impl<T: DeviceRepr + Send + 'static> Deref for Buffer<'_, T> {
     type Target = CudaSlice<T>;
     fn deref(&self) -> &CudaSlice<T> {
-        self.slice.as_ref().expect("buffer present until drop")
+        &self.slice
     }
 }
 
 impl<T: DeviceRepr + Send + 'static> DerefMut for Buffer<'_, T> {
     fn deref_mut(&mut self) -> &mut CudaSlice<T> {
-        self.slice.as_mut().expect("buffer present until drop")
+        &mut self.slice
     }
 }
 
 impl<T: DeviceRepr + Send + 'static> Drop for Buffer<'_, T> {
     fn drop(&mut self) {
-        if let Some(slice) = self.slice.take() {
-            self.gpu.device_pool.borrow_mut().insert((self.slot, TypeId::of::<T>()), Box::new(slice));
-        }
+        // SAFETY: `slice` is not used again after this.
+        let slice = unsafe { ManuallyDrop::take(&mut self.slice) };
+        self.gpu.device_pool.borrow_mut().insert((self.slot, TypeId::of::<T>()), Box::new(slice));
     }
 }
