@@ -78,6 +78,6 @@ Example:
             params.for_frame(frame.width, frame.height, frame.maxval).map_err(|e| Error::op(cx.index, e))?;
         cx.check_pixels(pad.width, pad.height)?;
         let out = cx.run(&pad, &frame)?;
-        cx.write(&out)
+        cx.write(out)
     }
 }

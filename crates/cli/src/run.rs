@@ -1,12 +1,14 @@
 use std::ffi::OsString;
 use std::io::{self, BufReader, BufWriter, Write};
 use std::process::ExitCode;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::JoinHandle;
 
 use histopipe_frame::{Frame, FrameReader, FrameWriter, ReadOptions, WriteOptions};
 use histopipe_ops::{Engine, Op};
 use lexopt::{Arg, Parser};
 
-use crate::{Common, Error, COMMON_HELP};
+use crate::{Common, Error, ErrorKind, COMMON_HELP};
 
 /// One histopipe tool: its options, and what it does with each frame.
 pub trait Tool: Default {
@@ -43,7 +45,14 @@ pub struct Context<'a> {
     pub index: usize,
     pub common: &'a Common,
     pub engine: &'a mut Engine,
-    out: &'a mut FrameWriter<BufWriter<io::StdoutLock<'static>>>,
+    out: &'a SyncSender<Output>,
+    text: Vec<u8>,
+}
+
+/// What the frame loop hands to the writer thread, in order.
+enum Output {
+    Frame(usize, Frame),
+    Bytes(Vec<u8>),
 }
 
 impl Context<'_> {
@@ -53,13 +62,31 @@ impl Context<'_> {
     }
 
     /// Writes a frame to the output, in its own container (or PNG with `--png`).
-    pub fn write(&mut self, frame: &Frame) -> Result<(), Error> {
-        Ok(self.out.write(self.index, frame)?)
+    pub fn write(&mut self, frame: Frame) -> Result<(), Error> {
+        self.flush_text()?;
+        self.send(Output::Frame(self.index, frame))
     }
 
-    /// The output as bytes, for tools that write text.
-    pub fn text(&mut self) -> &mut impl Write {
-        self.out.get_mut()
+    /// The output as bytes, for tools that write text; sent on when the frame is done.
+    pub fn text(&mut self) -> &mut Vec<u8> {
+        &mut self.text
+    }
+
+    fn flush_text(&mut self) -> Result<(), Error> {
+        if self.text.is_empty() {
+            return Ok(());
+        }
+        let text = std::mem::take(&mut self.text);
+        self.send(Output::Bytes(text))
+    }
+
+    /// A send fails only when the writer has stopped, and the writer's error says why.
+    fn send(&self, item: Output) -> Result<(), Error> {
+        self.out.send(item).map_err(|_| Error {
+            kind: ErrorKind::Runtime,
+            frame: None,
+            message: WRITER_GONE.into(),
+        })
     }
 
     /// Refuses an output frame over `--max-pixels`, before anything is allocated for it.
@@ -119,6 +146,51 @@ fn option<T: Tool>(common: &mut Common, tool: &mut T, name: &str, parser: &mut P
     }
 }
 
+const WRITER_GONE: &str = "the output writer stopped";
+
+/// Reads frames on a thread of its own, so reading overlaps the work on earlier frames. The thread
+/// is not joined: if the tool stops early, it may be blocked on a read that never ends.
+fn spawn_reader(common: &Common) -> Receiver<Result<Frame, Error>> {
+    let (tx, rx) = sync_channel(1);
+    let options = ReadOptions { raw: common.raw, max_pixels: common.max_pixels };
+    std::thread::spawn(move || {
+        let input = BufReader::with_capacity(1 << 20, io::stdin().lock());
+        let mut reader = FrameReader::new(input, options);
+        loop {
+            let item = match reader.next_frame() {
+                Ok(Some(frame)) => Ok(frame),
+                Ok(None) => break,
+                Err(e) => Err(Error::from(e)),
+            };
+            let stop = item.is_err();
+            if tx.send(item).is_err() || stop {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Writes on a thread of its own, so writing overlaps the work on later frames.
+fn spawn_writer(common: &Common) -> (SyncSender<Output>, JoinHandle<Result<(), Error>>) {
+    let (tx, rx) = sync_channel::<Output>(1);
+    let options = WriteOptions { png: common.png };
+    let handle = std::thread::spawn(move || {
+        let output = BufWriter::with_capacity(1 << 20, io::stdout().lock());
+        let mut out = FrameWriter::new(output, options);
+        for item in rx {
+            match item {
+                Output::Frame(index, frame) => out.write(index, &frame)?,
+                Output::Bytes(bytes) => out.get_mut().write_all(&bytes).map_err(|e| Error::io(&e))?,
+            }
+        }
+        out.flush().map_err(|e| Error::io(&e))
+    });
+    (tx, handle)
+}
+
+/// The frame loop: a reader thread, this thread running the tool on each frame in order, and a
+/// writer thread, joined by channels that hold one frame each, so memory stays a few frames.
 fn run<T: Tool>() -> Result<(), Error> {
     let mut tool = T::default();
     let common = match parse_args(&mut tool, std::env::args_os().skip(1))? {
@@ -126,16 +198,27 @@ fn run<T: Tool>() -> Result<(), Error> {
         Parsed::Printed => return Ok(()),
     };
     let mut engine = Engine::new(common.backend, common.device);
-    let input = BufReader::with_capacity(1 << 20, io::stdin().lock());
-    let mut reader = FrameReader::new(input, ReadOptions { raw: common.raw, max_pixels: common.max_pixels });
-    let output = BufWriter::with_capacity(1 << 20, io::stdout().lock());
-    let mut out = FrameWriter::new(output, WriteOptions { png: common.png });
-    while let Some(frame) = reader.next_frame()? {
+    let frames = spawn_reader(&common);
+    let (out, writer) = spawn_writer(&common);
+    let mut worked = Ok(());
+    for (i, item) in frames.iter().enumerate() {
         let mut cx =
-            Context { index: reader.next_index() - 1, common: &common, engine: &mut engine, out: &mut out };
-        tool.frame(&mut cx, frame)?;
+            Context { index: i + 1, common: &common, engine: &mut engine, out: &out, text: Vec::new() };
+        worked = item.and_then(|frame| tool.frame(&mut cx, frame)).and_then(|()| cx.flush_text());
+        if worked.is_err() {
+            break;
+        }
     }
-    out.flush().map_err(|e| Error::io(&e))
+    drop(out);
+    let written = writer.join().unwrap_or_else(|_| {
+        Err(Error { kind: ErrorKind::Runtime, frame: None, message: "the output writer panicked".into() })
+    });
+    match (worked, written) {
+        // The writer's own error explains a failed hand-over, and a closed output ends quietly.
+        (Err(e), Err(w)) if e.message == WRITER_GONE || w.kind == ErrorKind::BrokenPipe => Err(w),
+        (Err(e), _) => Err(e),
+        (Ok(()), written) => written,
+    }
 }
 
 /// The whole of a tool's `main`: runs it, reports an error as one line on stderr, exits.
@@ -143,7 +226,7 @@ pub fn main<T: Tool>() -> ExitCode {
     match run::<T>() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            if e.kind != crate::ErrorKind::BrokenPipe {
+            if e.kind != ErrorKind::BrokenPipe {
                 eprintln!("{}: {e}", T::NAME);
             }
             ExitCode::from(e.exit_code())
