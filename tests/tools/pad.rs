@@ -105,3 +105,29 @@ fn gpu_backend_matches_cpu_backend_on_fixtures() {
     let input = stream(&frames);
     assert_eq!(run_ok("pad", "gpu", &[], &input), run_ok("pad", "cpu", &[], &input));
 }
+
+/// The first GPU run compiles and caches its kernels; an unwritable cache is skipped silently.
+#[test]
+fn gpu_kernel_cache_is_written_and_an_unwritable_one_is_skipped() {
+    if gpu().is_none() {
+        return;
+    }
+    let input = fixture_bytes("coins.pgm");
+    let dir = std::env::temp_dir().join(format!("histopipe-cache-{}", std::process::id()));
+    let run = |cache: &std::path::Path| {
+        let out = tool("pad")
+            .args(["--backend", "gpu"])
+            .env("XDG_CACHE_HOME", cache)
+            .write_stdin(input.clone())
+            .output()
+            .unwrap();
+        assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+    };
+    let first = run(&dir);
+    let cached: Vec<_> = std::fs::read_dir(dir.join("histopipe/kernels")).unwrap().collect();
+    assert_eq!(cached.len(), 1, "one module compiled and cached");
+    assert_eq!(run(&dir), first, "the cached kernel gives the same output");
+    assert_eq!(run(std::path::Path::new("/proc/no-such-dir")), first);
+    let _ = std::fs::remove_dir_all(dir);
+}

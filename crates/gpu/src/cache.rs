@@ -58,3 +58,33 @@ pub fn store(path: &PathBuf, cubin: &[u8]) {
         let _ = std::fs::remove_file(&tmp);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::SOURCES;
+
+    #[test]
+    fn the_key_changes_with_source_arch_and_nvrtc_version() {
+        let a = SOURCES[0];
+        let edited = Source { name: a.name, text: "// edited\n" };
+        let base = path(&a, 90, (13, 0));
+        assert!(base.is_some());
+        for other in [path(&a, 80, (13, 0)), path(&a, 90, (13, 1)), path(&edited, 90, (13, 0))] {
+            assert_ne!(other, base);
+        }
+        assert_eq!(path(&a, 90, (13, 0)), base, "the key is stable");
+    }
+
+    #[test]
+    fn store_and_load_round_trip_and_failures_are_silent() {
+        let dir = std::env::temp_dir().join(format!("histopipe-cache-test-{}", std::process::id()));
+        let file = dir.join("k.cubin");
+        store(&file, b"\x7fELF fake");
+        assert_eq!(load(&file).as_deref(), Some(&b"\x7fELF fake"[..]));
+        std::fs::write(&file, b"not an ELF").unwrap();
+        assert_eq!(load(&file), None, "a corrupt entry is a miss");
+        store(&PathBuf::from("/proc/histopipe/unwritable/k.cubin"), b"\x7fELF");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
