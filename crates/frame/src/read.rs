@@ -373,4 +373,33 @@ mod tests {
         assert!(RawSpec::parse("6x5:12").is_err());
         assert!(RawSpec::parse("6 x5").is_err());
     }
+
+    /// Mangled headers and rasters are errors, never panics or endless loops.
+    #[test]
+    fn mutated_inputs_never_panic() {
+        let seeds: [&[u8]; 5] = [
+            b"P5\n# histopipe-geometry 1 0 -2 0 1 -3 4 4\n3 2\n255\n\x01\x02\x03\x04\x05\x06",
+            b"P2 2 2 300 1 2 3 299\n",
+            b"P7\nWIDTH 2\nHEIGHT 1\nDEPTH 1\nMAXVAL 65535\nTUPLTYPE GRAYSCALE\nENDHDR\n\x01\x02\x03\x04",
+            b"P6 1 1 255\n\x01\x02\x03",
+            b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x00\x00\x00\x00",
+        ];
+        let mut rng = fastrand::Rng::with_seed(0x5eed);
+        for _ in 0..20000 {
+            let mut input = seeds[rng.usize(..seeds.len())].to_vec();
+            for _ in 0..rng.usize(1..4) {
+                let i = rng.usize(..input.len());
+                match rng.u8(..3) {
+                    0 => input[i] = rng.u8(..),
+                    1 => input.truncate(i),
+                    _ => input.insert(i, b"0123456789 #\nP5x"[rng.usize(..16)]),
+                }
+                if input.is_empty() {
+                    break;
+                }
+            }
+            let options = ReadOptions { max_pixels: 1 << 16, ..Default::default() };
+            let _ = read_all(&input, options);
+        }
+    }
 }
