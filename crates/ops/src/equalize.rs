@@ -16,7 +16,7 @@ use histopipe_frame::Frame;
 use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use histopipe_gpu::kernels;
 
-use crate::histogram::{self, Bins};
+use crate::histogram::{self, check_len, Bins};
 use crate::{with_samples, Gpu, Op, OpError, Sample};
 
 /// The equalization operation (it has no parameters).
@@ -63,6 +63,15 @@ pub fn launch_lut<T: Sample>(
     total: usize,
     lut: &mut CudaSlice<T>,
 ) -> Result<(), OpError> {
+    if levels == 0 || levels > 1 << (8 * std::mem::size_of::<T>()) {
+        return Err(OpError::invalid(format!(
+            "a {}-bit table of {levels} levels",
+            8 * std::mem::size_of::<T>()
+        )));
+    }
+    check_len("cumulative counts", cdf.len(), levels)?;
+    check_len("cdf_min", cdf_min.len(), 1)?;
+    check_len("look-up table", lut.len(), levels)?;
     let f = gpu.function(&kernels::EQUALIZE, &format!("lut_{}", T::KERNEL_SUFFIX))?;
     let cfg = LaunchConfig {
         grid_dim: (levels.div_ceil(256) as u32, 1, 1),
@@ -85,6 +94,15 @@ pub fn launch_map<T: Sample>(
     levels: usize,
     dst: &mut CudaSlice<T>,
 ) -> Result<(), OpError> {
+    check_len("map input", src.len(), n)?;
+    check_len("map output", dst.len(), n)?;
+    check_len("look-up table", lut.len(), levels)?;
+    if levels > 1 << (8 * std::mem::size_of::<T>()) {
+        return Err(OpError::invalid(format!(
+            "a {}-bit table of {levels} levels",
+            8 * std::mem::size_of::<T>()
+        )));
+    }
     if n == 0 {
         return Ok(());
     }

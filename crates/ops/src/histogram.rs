@@ -108,8 +108,18 @@ pub fn count<T: Sample>(samples: &[T], bins: Bins) -> Vec<u64> {
     counts
 }
 
-/// Queues the histogram of the `n` samples of `src` into `hist` (at least `bins.count()` long),
-/// which it zeroes first. Samples must be at most the maxval `bins` was made for.
+/// Refuses device buffers shorter than a launch needs (the kernels would read or write past them).
+pub(crate) fn check_len(what: &str, len: usize, needed: usize) -> Result<(), OpError> {
+    if len < needed {
+        return Err(OpError::invalid(format!(
+            "{what}: a buffer of {len} elements where {needed} are needed"
+        )));
+    }
+    Ok(())
+}
+
+/// Queues the histogram of the first `n` samples of `src` into `hist` (at least `bins.count()`
+/// long), which it zeroes first. Samples must be at most the maxval `bins` was made for.
 pub fn launch_histogram<T: Sample>(
     gpu: &Gpu,
     src: &CudaSlice<T>,
@@ -117,6 +127,8 @@ pub fn launch_histogram<T: Sample>(
     bins: Bins,
     hist: &mut CudaSlice<u64>,
 ) -> Result<(), OpError> {
+    check_len("histogram input", src.len(), n)?;
+    check_len("histogram", hist.len(), bins.count())?;
     gpu.stream().memset_zeros(&mut hist.slice_mut(..bins.count()))?;
     if n == 0 {
         return Ok(());
@@ -147,6 +159,12 @@ pub fn launch_scan(
     cdf: &mut CudaSlice<u64>,
     cdf_min: &mut CudaSlice<u64>,
 ) -> Result<(), OpError> {
+    check_len("scan input", hist.len(), bins)?;
+    check_len("scan output", cdf.len(), bins)?;
+    check_len("cdf_min", cdf_min.len(), 1)?;
+    if bins == 0 || bins > u32::MAX as usize {
+        return Err(OpError::invalid(format!("scan of {bins} counts")));
+    }
     let f = gpu.function(&kernels::HISTOGRAM, "scan")?;
     let threads = bins.next_multiple_of(32).clamp(32, 1024) as u32;
     let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
