@@ -19,6 +19,47 @@ __device__ __forceinline__ u64 vector_chunks(const T* in, u64 n) {
     return ((size_t)in & 15) == 0 ? n / (16 / sizeof(T)) : 0;
 }
 
+// At most PRIVATE_BINS bins (the 8-bin histograms of the published CPU/GPU comparison): with so
+// few bins, shared-memory atomics would mostly wait on each other. Each thread counts in registers
+// instead (one compare per bin and sample, the loop unrolled so the counters stay in registers),
+// then each warp sums its lanes' counters by shuffles and one lane adds them to the histogram.
+#define PRIVATE_BINS 8
+
+template <typename T>
+__device__ void histogram_private(const T* __restrict__ in, u64 n, u32 bins, u32 levels,
+                                  u64* __restrict__ hist) {
+    constexpr u32 PER = 16 / sizeof(T);
+    u32 mine[PRIVATE_BINS];
+#pragma unroll
+    for (u32 j = 0; j < PRIVATE_BINS; j++) mine[j] = 0;
+    auto add = [&](u32 v) {
+        const u32 b = bin_of(v, bins, levels);
+#pragma unroll
+        for (u32 j = 0; j < PRIVATE_BINS; j++) mine[j] += b == j;
+    };
+    const u64 chunks = vector_chunks(in, n);
+    const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
+    for (u64 c = first; c < chunks; c += stride) {
+        union {
+            uint4 v;
+            T s[PER];
+        } buf;
+        buf.v = reinterpret_cast<const uint4*>(in)[c];
+#pragma unroll
+        for (u32 k = 0; k < PER; k++) add(buf.s[k]);
+    }
+    for (u64 i = chunks * PER + first; i < n; i += stride) add(in[i]);
+    // Every lane of every (full) warp gets here, as the full-mask shuffles need.
+#pragma unroll
+    for (u32 j = 0; j < PRIVATE_BINS; j++) {
+        u32 count = mine[j];
+#pragma unroll
+        for (u32 d = 16; d > 0; d >>= 1) count += __shfl_down_sync(FULL_MASK, count, d);
+        if ((threadIdx.x & 31) == 0 && j < bins && count)
+            atomicAdd((unsigned long long*)&hist[j], (unsigned long long)count);
+    }
+}
+
 // Each block counts into its own copy in shared memory (bins * 4 bytes of dynamic shared memory),
 // then adds its non-zero counts to the global histogram: one global atomic per bin and block.
 template <typename T>
@@ -76,6 +117,14 @@ __device__ void histogram_global(const T* __restrict__ in, u64 n, u32 bins, u32 
     }
     for (u64 i = chunks * PER + first; i < n; i += stride)
         atomicAdd((unsigned long long*)&hist[bin_of(in[i], bins, levels)], 1ull);
+}
+
+extern "C" __global__ void histogram_private_u8(const u8* in, u64 n, u32 bins, u32 levels, u64* hist) {
+    histogram_private<u8>(in, n, bins, levels, hist);
+}
+
+extern "C" __global__ void histogram_private_u16(const u16* in, u64 n, u32 bins, u32 levels, u64* hist) {
+    histogram_private<u16>(in, n, bins, levels, hist);
 }
 
 extern "C" __global__ void histogram_shared_u8(const u8* in, u64 n, u32 bins, u32 levels, u64* hist) {

@@ -114,7 +114,7 @@ fn gpu_matches_cpu() {
     let mut rng = rng();
     for (w, h, maxval) in [(1, 1, 255), (1, 301, 65535), (257, 1, 1076), (4097, 3, 255), (640, 480, 65535)] {
         let frame = random_frame(&mut rng, w, h, maxval);
-        for bins in [None, Some(1), Some(8), Some(maxval as usize)] {
+        for bins in [None, Some(1), Some(8), Some(9), Some(maxval as usize)] {
             let op = Histogram { bins };
             assert_eq!(op.cpu(&frame).unwrap(), op.gpu(&gpu, &frame).unwrap(), "{w}x{h} {maxval} {bins:?}");
         }

@@ -1,6 +1,6 @@
 use histopipe_frame::{Format, Frame, Pixels};
 use histopipe_ops::equalize::Equalize;
-use histopipe_ops::histogram::{Bins, Histogram, SHARED_MAX_BINS};
+use histopipe_ops::histogram::{Bins, Histogram, PRIVATE_MAX_BINS, SHARED_MAX_BINS};
 use histopipe_ops::Op;
 
 use crate::common::*;
@@ -217,9 +217,11 @@ fn gpu_matches_cpu_on_awkward_frames() {
             assert_eq!(h.cpu(frame).unwrap(), h.gpu(&gpu, frame).unwrap(), "{what}, {bins:?} bins");
         }
     }
-    // Both histogram kernels (shared-memory copies, global atomics) on the same frame.
+    // Every histogram kernel (registers, shared-memory copies, global atomics) on the same frame,
+    // at the bin counts where the choice changes.
     let frame = &frames[frames.len() - 1];
-    for n in [SHARED_MAX_BINS as usize, SHARED_MAX_BINS as usize + 1] {
+    let edges = [PRIVATE_MAX_BINS, PRIVATE_MAX_BINS + 1, SHARED_MAX_BINS, SHARED_MAX_BINS + 1];
+    for n in edges.map(|n| n as usize) {
         assert!(Bins::new(Some(n), 65535).is_ok());
         let h = Histogram { bins: Some(n) };
         assert_eq!(h.cpu(frame).unwrap(), h.gpu(&gpu, frame).unwrap(), "{n} bins");

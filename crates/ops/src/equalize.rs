@@ -24,8 +24,8 @@ use crate::{with_samples, Gpu, Op, OpError, Sample};
 pub struct Equalize;
 
 /// The output level of a level whose cumulative count is `cdf`; see the module's documentation.
-/// `eight_bit` selects OpenCV's float rule.
-pub fn level(cdf: u64, cdf_min: u64, total: u64, maxval: u16, eight_bit: bool) -> u16 {
+/// `eight_bit` selects OpenCV's float rule. Needs cdf_min < total (a frame of several values).
+fn level(cdf: u64, cdf_min: u64, total: u64, maxval: u16, eight_bit: bool) -> u16 {
     let above = cdf.saturating_sub(cdf_min);
     let span = total - cdf_min;
     if eight_bit {

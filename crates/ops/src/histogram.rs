@@ -11,6 +11,9 @@ use histopipe_gpu::kernels;
 
 use crate::{with_samples, Gpu, Op, OpError, Sample};
 
+/// Most bins counted in per-thread registers (`PRIVATE_BINS` in histogram.cu).
+pub const PRIVATE_MAX_BINS: u32 = 8;
+
 /// Most bins a block can count in shared memory (4 bytes each, within the 48 KiB every GPU gives
 /// without opting in); above it the histogram kernel uses global atomics.
 pub const SHARED_MAX_BINS: u32 = 12 * 1024;
@@ -133,8 +136,12 @@ pub fn launch_histogram<T: Sample>(
     if n == 0 {
         return Ok(());
     }
-    let shared = bins.count <= SHARED_MAX_BINS;
-    let kind = if shared { "shared" } else { "global" };
+    let kind = match bins.count {
+        c if c <= PRIVATE_MAX_BINS => "private",
+        c if c <= SHARED_MAX_BINS => "shared",
+        _ => "global",
+    };
+    let shared = kind == "shared";
     let f = gpu.function(&kernels::HISTOGRAM, &format!("histogram_{kind}_{}", T::KERNEL_SUFFIX))?;
     let chunks = n.div_ceil(16 / std::mem::size_of::<T>());
     // A few blocks per SM keep every SM busy; more would only add merges of the per-block copies.
