@@ -16,7 +16,7 @@ use histopipe_frame::Frame;
 use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use histopipe_gpu::kernels;
 
-use crate::histogram::{self, check_len, Bins};
+use crate::histogram::{self, check_len, Bins, Distribution};
 use crate::{with_samples, Gpu, Op, OpError, Sample};
 
 /// The equalization operation (it has no parameters).
@@ -124,15 +124,8 @@ pub fn launch_map<T: Sample>(
 impl Equalize {
     fn cpu_samples<T: Sample>(samples: &[T], maxval: u16) -> Result<Vec<T>, OpError> {
         let bins = Bins::new(None, maxval)?;
-        let counts = histogram::count(samples, bins);
-        let cdf: Vec<u64> = counts
-            .iter()
-            .scan(0u64, |sum, &c| {
-                *sum += c;
-                Some(*sum)
-            })
-            .collect();
-        let lut = table::<T>(&cdf, maxval);
+        let dist = Distribution::from_counts(bins, histogram::count(samples, bins));
+        let lut = table::<T>(&dist.cumulative, maxval);
         Ok(samples.iter().map(|&v| lut[v.into() as usize]).collect())
     }
 

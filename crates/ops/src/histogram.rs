@@ -73,7 +73,8 @@ pub struct Distribution {
 }
 
 impl Distribution {
-    fn from_counts(bins: Bins, counts: Vec<u64>) -> Distribution {
+    /// The distribution with these counts, accumulated on the CPU.
+    pub fn from_counts(bins: Bins, counts: Vec<u64>) -> Distribution {
         let cumulative = counts
             .iter()
             .scan(0u64, |sum, &c| {
