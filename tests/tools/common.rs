@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
+use std::process::Command as StdCommand;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use assert_cmd::Command;
 use histopipe_frame::{Format, Frame, FrameReader, FrameWriter, Pixels, ReadOptions, WriteOptions};
@@ -126,4 +128,48 @@ pub fn gpu() -> Option<Gpu> {
 }
 
 /// Every tool binary.
-pub const TOOLS: &[&str] = &["pad"];
+pub const TOOLS: &[&str] = &["cdf", "equalize", "pad"];
+
+/// Runs a Python snippet with OpenCV, the peer implementation tests compare against, and returns
+/// what it writes to stdout. The interpreter is `$HISTOPIPE_PYTHON` (scripts/env.sh sets it and
+/// the PYTHONPATH holding cv2 and NumPy), else `python3`.
+///
+/// The snippet runs after `import sys, numpy as np, cv2`; `inputs` are written to temporary files
+/// whose paths are `sys.argv[1:]`, and it writes its result bytes with `sys.stdout.buffer.write`.
+/// If cv2 cannot be imported, the test fails with a message saying to run scripts/test (CI does):
+/// a comparison with OpenCV is never skipped silently.
+///
+/// Example: `opencv("a = np.fromfile(sys.argv[1], np.uint8).reshape(2, 3)\n...", &[&bytes])`.
+pub fn opencv(script: &str, inputs: &[&[u8]]) -> Vec<u8> {
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    const NO_CV2: i32 = 97;
+    let call = CALLS.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir();
+    let paths: Vec<PathBuf> = (0..inputs.len())
+        .map(|i| dir.join(format!("histopipe-opencv-{}-{call}-{i}", std::process::id())))
+        .collect();
+    for (path, bytes) in paths.iter().zip(inputs) {
+        std::fs::write(path, bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+    let python = std::env::var("HISTOPIPE_PYTHON").unwrap_or_else(|_| "python3".into());
+    let prelude = format!(
+        "import sys\ntry:\n    import numpy as np, cv2\nexcept ImportError as e:\n    \
+         print(e, file=sys.stderr); sys.exit({NO_CV2})\n"
+    );
+    let out = StdCommand::new(&python).arg("-c").arg(prelude + script).args(&paths).output();
+    for path in &paths {
+        let _ = std::fs::remove_file(path);
+    }
+    let out =
+        out.unwrap_or_else(|e| panic!("cannot run {python} ($HISTOPIPE_PYTHON): {e}; run scripts/test"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(NO_CV2) {
+        panic!(
+            "OpenCV (cv2) and NumPy cannot be imported by {python}: {}; run the tests through \
+             scripts/test, which installs them (CI does)",
+            stderr.trim()
+        );
+    }
+    assert!(out.status.success(), "the OpenCV snippet failed: {stderr}");
+    out.stdout
+}

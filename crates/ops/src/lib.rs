@@ -6,6 +6,8 @@
 //! as the GPU kernel rounds it (the kernels are compiled with `--fmad=false`).
 
 mod engine;
+pub mod equalize;
+pub mod histogram;
 pub mod pad;
 mod sample;
 

@@ -1,0 +1,207 @@
+//! `equalize`: global histogram equalization, each frame through a look-up table built from its
+//! own cumulative distribution: l' = round((cdf(l) - cdf_min) / (N - cdf_min) * maxval), with N the
+//! pixel count and cdf_min the smallest non-zero cdf value (the count of the lowest level present).
+//!
+//! - 8-bit frames use OpenCV's `equalizeHist` arithmetic, so a maxval-255 frame comes out byte for
+//!   byte as `cv2.equalizeHist` makes it: scale = maxval / (N - cdf_min) and the product
+//!   (cdf(l) - cdf_min) * scale in `f32`, each rounded to nearest, then rounded half to even and
+//!   clamped to 0..=maxval.
+//! - 16-bit frames round exactly, half up, in integers: (2 (cdf - cdf_min) maxval + D) div 2D with
+//!   D = N - cdf_min.
+//! - A frame of one value (D = 0) is left as it is, as OpenCV does.
+//!
+//! Levels below the lowest present map to 0; no sample uses them.
+
+use histopipe_frame::Frame;
+use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use histopipe_gpu::kernels;
+
+use crate::histogram::{self, check_len, Bins, Distribution};
+use crate::{with_samples, Gpu, Op, OpError, Sample};
+
+/// The equalization operation (it has no parameters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Equalize;
+
+/// The output level of a level whose cumulative count is `cdf`; see the module's documentation.
+/// `eight_bit` selects OpenCV's float rule. Needs cdf_min < total (a frame of several values).
+fn level(cdf: u64, cdf_min: u64, total: u64, maxval: u16, eight_bit: bool) -> u16 {
+    let above = cdf.saturating_sub(cdf_min);
+    let span = total - cdf_min;
+    if eight_bit {
+        // u64 -> f32 rounds to nearest-even, as C's int -> float does in OpenCV.
+        let scale = maxval as f32 / span as f32;
+        let r = (above as f32 * scale).round_ties_even();
+        r.clamp(0.0, maxval as f32) as u16
+    } else {
+        ((2 * above as u128 * maxval as u128 + span as u128) / (2 * span as u128)) as u16
+    }
+}
+
+/// The look-up table for a frame with cumulative distribution `cdf` (one entry per level).
+pub fn table<T: Sample>(cdf: &[u64], maxval: u16) -> Vec<T> {
+    let total = cdf.last().copied().unwrap_or(0);
+    let cdf_min = cdf.iter().copied().find(|&c| c != 0).unwrap_or(0);
+    let eight_bit = std::mem::size_of::<T>() == 1;
+    cdf.iter()
+        .enumerate()
+        .map(|(l, &c)| {
+            // One value everywhere: the identity (only that level is ever looked up).
+            let out = if cdf_min == total { l as u16 } else { level(c, cdf_min, total, maxval, eight_bit) };
+            T::from_u16(out)
+        })
+        .collect()
+}
+
+/// Queues the look-up table for `levels` levels (maxval + 1) from the cumulative distribution
+/// `cdf`, its smallest non-zero value `cdf_min[0]` and the pixel count `total`, into `lut`.
+pub fn launch_lut<T: Sample>(
+    gpu: &Gpu,
+    cdf: &CudaSlice<u64>,
+    cdf_min: &CudaSlice<u64>,
+    levels: usize,
+    total: usize,
+    lut: &mut CudaSlice<T>,
+) -> Result<(), OpError> {
+    if levels == 0 || levels > 1 << (8 * std::mem::size_of::<T>()) {
+        return Err(OpError::invalid(format!(
+            "a {}-bit table of {levels} levels",
+            8 * std::mem::size_of::<T>()
+        )));
+    }
+    check_len("cumulative counts", cdf.len(), levels)?;
+    check_len("cdf_min", cdf_min.len(), 1)?;
+    check_len("look-up table", lut.len(), levels)?;
+    let f = gpu.function(&kernels::EQUALIZE, &format!("lut_{}", T::KERNEL_SUFFIX))?;
+    let cfg = LaunchConfig {
+        grid_dim: (levels.div_ceil(256) as u32, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (levels, total, maxval) = (levels as u32, total as u64, levels as u32 - 1);
+    let mut launch = gpu.stream().launch_builder(&f);
+    launch.arg(cdf).arg(cdf_min).arg(&levels).arg(&total).arg(&maxval).arg(lut);
+    unsafe { launch.launch(cfg) }?;
+    Ok(())
+}
+
+/// Queues dst[i] = lut[src[i]] for the `n` samples of `src`; `lut` has `levels` entries (maxval + 1).
+pub fn launch_map<T: Sample>(
+    gpu: &Gpu,
+    src: &CudaSlice<T>,
+    n: usize,
+    lut: &CudaSlice<T>,
+    levels: usize,
+    dst: &mut CudaSlice<T>,
+) -> Result<(), OpError> {
+    check_len("map input", src.len(), n)?;
+    check_len("map output", dst.len(), n)?;
+    check_len("look-up table", lut.len(), levels)?;
+    if levels > 1 << (8 * std::mem::size_of::<T>()) {
+        return Err(OpError::invalid(format!(
+            "a {}-bit table of {levels} levels",
+            8 * std::mem::size_of::<T>()
+        )));
+    }
+    if n == 0 {
+        return Ok(());
+    }
+    let f = gpu.function(&kernels::EQUALIZE, &format!("map_{}", T::KERNEL_SUFFIX))?;
+    // Each thread maps 16 bytes per step.
+    let chunks = n.div_ceil(16 / std::mem::size_of::<T>());
+    let cfg = LaunchConfig {
+        grid_dim: (chunks.div_ceil(256).clamp(1, 1 << 20) as u32, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (n, levels) = (n as u64, levels as u32);
+    let mut launch = gpu.stream().launch_builder(&f);
+    launch.arg(src).arg(&n).arg(lut).arg(&levels).arg(dst);
+    unsafe { launch.launch(cfg) }?;
+    Ok(())
+}
+
+impl Equalize {
+    fn cpu_samples<T: Sample>(samples: &[T], maxval: u16) -> Result<Vec<T>, OpError> {
+        let bins = Bins::new(None, maxval)?;
+        let dist = Distribution::from_counts(bins, histogram::count(samples, bins));
+        let lut = table::<T>(&dist.cumulative, maxval);
+        Ok(samples.iter().map(|&v| lut[v.into() as usize]).collect())
+    }
+
+    fn gpu_samples<T: Sample>(gpu: &Gpu, samples: &[T], maxval: u16) -> Result<Vec<T>, OpError> {
+        let bins = Bins::new(None, maxval)?;
+        let levels = bins.levels();
+        let n = samples.len();
+        let src = gpu.upload("equalize.in", samples)?;
+        let mut hist = gpu.buffer::<u64>("equalize.counts", levels)?;
+        let mut cdf = gpu.buffer::<u64>("equalize.cdf", levels)?;
+        let mut cdf_min = gpu.buffer::<u64>("equalize.cdf_min", 1)?;
+        let mut lut = gpu.buffer::<T>("equalize.lut", levels)?;
+        let mut dst = gpu.buffer::<T>("equalize.out", n)?;
+        histogram::launch_histogram(gpu, &src, n, bins, &mut hist)?;
+        histogram::launch_scan(gpu, &hist, levels, &mut cdf, &mut cdf_min)?;
+        launch_lut(gpu, &cdf, &cdf_min, levels, n, &mut lut)?;
+        launch_map(gpu, &src, n, &lut, levels, &mut dst)?;
+        let mut out = vec![T::default(); n];
+        gpu.download(&dst, &mut out)?;
+        Ok(out)
+    }
+}
+
+impl Op for Equalize {
+    type Output = Frame;
+
+    fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
+        let pixels =
+            with_samples!(&frame.pixels, v => Sample::into_pixels(Self::cpu_samples(v, frame.maxval)?));
+        Ok(frame.derive(frame.width, frame.height, frame.maxval, pixels))
+    }
+
+    fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
+        let pixels =
+            with_samples!(&frame.pixels, v => Sample::into_pixels(Self::gpu_samples(gpu, v, frame.maxval)?));
+        Ok(frame.derive(frame.width, frame.height, frame.maxval, pixels))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use histopipe_frame::Pixels;
+
+    fn equalize(maxval: u16, pixels: Pixels) -> Pixels {
+        let n = pixels.len();
+        Equalize.cpu(&Frame::new(n, 1, maxval, pixels)).unwrap().pixels
+    }
+
+    #[test]
+    fn constant_frames_are_unchanged() {
+        assert_eq!(equalize(255, Pixels::U8(vec![77; 5])), Pixels::U8(vec![77; 5]));
+        assert_eq!(equalize(1000, Pixels::U16(vec![999; 3])), Pixels::U16(vec![999; 3]));
+    }
+
+    #[test]
+    fn two_values_go_to_the_extremes() {
+        assert_eq!(equalize(255, Pixels::U8(vec![10, 20, 20, 10])), Pixels::U8(vec![0, 255, 255, 0]));
+        assert_eq!(equalize(4095, Pixels::U16(vec![7, 9, 9])), Pixels::U16(vec![0, 4095, 4095]));
+    }
+
+    #[test]
+    fn sixteen_bit_rounds_half_up() {
+        // N = 5, cdf_min = 1, D = 4.
+        assert_eq!(level(2, 1, 5, 1000, false), 250);
+        assert_eq!(equalize(300, Pixels::U16(vec![0, 1, 2, 2, 2])), Pixels::U16(vec![0, 75, 300, 300, 300]));
+        assert_eq!(level(3, 1, 5, 1, false), 1); // 2 * 1 / 4 = 0.5 -> 1
+        assert_eq!(level(2, 1, 5, 1, false), 0); // 0.25 -> 0
+    }
+
+    #[test]
+    fn eight_bit_rounds_half_to_even_like_opencv() {
+        // N - cdf_min = 2: scale 127.5; 1 * 127.5 rounds to 128 (even), not 127.
+        assert_eq!(level(2, 1, 3, 255, true), 128);
+        // scale 255 / 6 = 42.5: 3 * 42.5 = 127.5 -> 128; 1 * 42.5 -> 42.
+        assert_eq!(level(4, 1, 7, 255, true), 128);
+        assert_eq!(level(2, 1, 7, 255, true), 42);
+    }
+}

@@ -1,0 +1,270 @@
+//! `histogram`: counts of equal-width bins over 0..=maxval and their cumulative distribution,
+//! shared by `cdf`, `equalize` and every later histogram-based tool.
+//!
+//! With L = maxval + 1 levels and N bins (1 <= N <= L), sample v falls in bin floor(v * N / L);
+//! bin b holds the values ceil(b * L / N) ..= ceil((b + 1) * L / N) - 1, so the bins partition
+//! 0..=maxval, none is empty, and their widths differ by at most one.
+
+use histopipe_frame::Frame;
+use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use histopipe_gpu::kernels;
+
+use crate::{with_samples, Gpu, Op, OpError, Sample};
+
+/// Most bins counted in per-thread registers (`PRIVATE_BINS` in histogram.cu).
+pub const PRIVATE_MAX_BINS: u32 = 8;
+
+/// Most bins a block can count in shared memory (4 bytes each, within the 48 KiB every GPU gives
+/// without opting in); above it the histogram kernel uses global atomics.
+pub const SHARED_MAX_BINS: u32 = 12 * 1024;
+
+/// Equal-width bins over 0..=maxval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bins {
+    count: u32,
+    levels: u32,
+}
+
+impl Bins {
+    /// `count` bins for samples 0..=maxval, or `None` for one bin per level.
+    pub fn new(count: Option<usize>, maxval: u16) -> Result<Bins, OpError> {
+        let levels = maxval as u32 + 1;
+        let count = match count {
+            None => levels,
+            Some(n) if n >= 1 && n <= levels as usize => n as u32,
+            Some(n) => {
+                return Err(OpError::invalid(format!(
+                    "--bins {n}: a frame with maxval {maxval} has 1 to {levels} bins"
+                )))
+            }
+        };
+        Ok(Bins { count, levels })
+    }
+
+    pub fn count(&self) -> usize {
+        self.count as usize
+    }
+
+    /// maxval + 1.
+    pub fn levels(&self) -> usize {
+        self.levels as usize
+    }
+
+    /// The bin of sample `v` (at most maxval).
+    pub fn of(&self, v: u32) -> usize {
+        // v * count < 2^32: v <= 65535 and count <= 65536.
+        (v * self.count / self.levels) as usize
+    }
+
+    /// The lowest and highest value of bin `b`.
+    pub fn range(&self, b: usize) -> (u32, u32) {
+        let ceil_div = |b: u64| (b * self.levels as u64).div_ceil(self.count as u64) as u32;
+        (ceil_div(b as u64), ceil_div(b as u64 + 1) - 1)
+    }
+}
+
+/// A frame's histogram and its cumulative distribution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Distribution {
+    pub bins: Bins,
+    pub counts: Vec<u64>,
+    /// cumulative[b] = counts[0] + ... + counts[b]; the last is the pixel count.
+    pub cumulative: Vec<u64>,
+}
+
+impl Distribution {
+    /// The distribution with these counts, accumulated on the CPU.
+    pub fn from_counts(bins: Bins, counts: Vec<u64>) -> Distribution {
+        let cumulative = counts
+            .iter()
+            .scan(0u64, |sum, &c| {
+                *sum += c;
+                Some(*sum)
+            })
+            .collect();
+        Distribution { bins, counts, cumulative }
+    }
+
+    /// The smallest non-zero cumulative count (0 when there are no pixels).
+    pub fn cdf_min(&self) -> u64 {
+        self.cumulative.iter().copied().find(|&c| c != 0).unwrap_or(0)
+    }
+}
+
+/// The histogram operation: `bins` equal-width bins (`None`: one per level).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Histogram {
+    pub bins: Option<usize>,
+}
+
+/// The histogram of `samples` on the CPU.
+pub fn count<T: Sample>(samples: &[T], bins: Bins) -> Vec<u64> {
+    let mut counts = vec![0u64; bins.count()];
+    if bins.count == bins.levels {
+        for &v in samples {
+            counts[v.into() as usize] += 1;
+        }
+    } else {
+        for &v in samples {
+            counts[bins.of(v.into())] += 1;
+        }
+    }
+    counts
+}
+
+/// Refuses device buffers shorter than a launch needs (the kernels would read or write past them).
+pub(crate) fn check_len(what: &str, len: usize, needed: usize) -> Result<(), OpError> {
+    if len < needed {
+        return Err(OpError::invalid(format!(
+            "{what}: a buffer of {len} elements where {needed} are needed"
+        )));
+    }
+    Ok(())
+}
+
+/// Queues the histogram of the first `n` samples of `src` into `hist` (at least `bins.count()`
+/// long), which it zeroes first. Samples must be at most the maxval `bins` was made for.
+pub fn launch_histogram<T: Sample>(
+    gpu: &Gpu,
+    src: &CudaSlice<T>,
+    n: usize,
+    bins: Bins,
+    hist: &mut CudaSlice<u64>,
+) -> Result<(), OpError> {
+    check_len("histogram input", src.len(), n)?;
+    check_len("histogram", hist.len(), bins.count())?;
+    gpu.stream().memset_zeros(&mut hist.slice_mut(..bins.count()))?;
+    if n == 0 {
+        return Ok(());
+    }
+    let kind = match bins.count {
+        c if c <= PRIVATE_MAX_BINS => "private",
+        c if c <= SHARED_MAX_BINS => "shared",
+        _ => "global",
+    };
+    let shared = kind == "shared";
+    let f = gpu.function(&kernels::HISTOGRAM, &format!("histogram_{kind}_{}", T::KERNEL_SUFFIX))?;
+    let chunks = n.div_ceil(16 / std::mem::size_of::<T>());
+    // A few blocks per SM keep every SM busy; more would only add merges of the per-block copies.
+    let cfg = LaunchConfig {
+        grid_dim: (chunks.div_ceil(256).clamp(1, 512) as u32, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: if shared { bins.count * 4 } else { 0 },
+    };
+    let (n, count, levels) = (n as u64, bins.count, bins.levels);
+    let mut launch = gpu.stream().launch_builder(&f);
+    launch.arg(src).arg(&n).arg(&count).arg(&levels).arg(hist);
+    unsafe { launch.launch(cfg) }?;
+    Ok(())
+}
+
+/// Queues the inclusive scan of the first `bins` counts of `hist` into `cdf`, and the smallest
+/// non-zero cumulative count (0 if none) into `cdf_min[0]`.
+pub fn launch_scan(
+    gpu: &Gpu,
+    hist: &CudaSlice<u64>,
+    bins: usize,
+    cdf: &mut CudaSlice<u64>,
+    cdf_min: &mut CudaSlice<u64>,
+) -> Result<(), OpError> {
+    check_len("scan input", hist.len(), bins)?;
+    check_len("scan output", cdf.len(), bins)?;
+    check_len("cdf_min", cdf_min.len(), 1)?;
+    if bins == 0 || bins > u32::MAX as usize {
+        return Err(OpError::invalid(format!("scan of {bins} counts")));
+    }
+    let f = gpu.function(&kernels::HISTOGRAM, "scan")?;
+    let threads = bins.next_multiple_of(32).clamp(32, 1024) as u32;
+    let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
+    let bins = bins as u32;
+    let mut launch = gpu.stream().launch_builder(&f);
+    launch.arg(hist).arg(&bins).arg(cdf).arg(cdf_min);
+    unsafe { launch.launch(cfg) }?;
+    Ok(())
+}
+
+impl Histogram {
+    fn bins_for(&self, frame: &Frame) -> Result<Bins, OpError> {
+        Bins::new(self.bins, frame.maxval)
+    }
+
+    fn gpu_samples<T: Sample>(&self, gpu: &Gpu, samples: &[T], bins: Bins) -> Result<Distribution, OpError> {
+        let src = gpu.upload("histogram.in", samples)?;
+        let mut hist = gpu.buffer::<u64>("histogram.counts", bins.count())?;
+        let mut cdf = gpu.buffer::<u64>("histogram.cdf", bins.count())?;
+        let mut cdf_min = gpu.buffer::<u64>("histogram.cdf_min", 1)?;
+        launch_histogram(gpu, &src, samples.len(), bins, &mut hist)?;
+        launch_scan(gpu, &hist, bins.count(), &mut cdf, &mut cdf_min)?;
+        let mut counts = vec![0u64; bins.count()];
+        let mut cumulative = vec![0u64; bins.count()];
+        gpu.download(&hist, &mut counts)?;
+        gpu.download(&cdf, &mut cumulative)?;
+        Ok(Distribution { bins, counts, cumulative })
+    }
+}
+
+impl Op for Histogram {
+    type Output = Distribution;
+
+    fn cpu(&self, frame: &Frame) -> Result<Distribution, OpError> {
+        let bins = self.bins_for(frame)?;
+        let counts = with_samples!(&frame.pixels, v => count(v, bins));
+        Ok(Distribution::from_counts(bins, counts))
+    }
+
+    fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Distribution, OpError> {
+        let bins = self.bins_for(frame)?;
+        with_samples!(&frame.pixels, v => self.gpu_samples(gpu, v, bins))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use histopipe_frame::Pixels;
+
+    #[test]
+    fn bins_partition_the_levels() {
+        for maxval in [1u16, 2, 7, 100, 255, 1076, 4095, 65535] {
+            let levels = maxval as usize + 1;
+            let mut counts: Vec<usize> = (1..=levels.min(40)).collect();
+            counts.extend([levels / 3 + 1, levels - 1, levels].into_iter().filter(|&n| n >= 1));
+            for n in counts {
+                let bins = Bins::new(Some(n), maxval).unwrap();
+                let mut next = 0u32;
+                for b in 0..n {
+                    let (lo, hi) = bins.range(b);
+                    assert_eq!(lo, next, "maxval {maxval}, {n} bins, bin {b}");
+                    assert!(hi >= lo);
+                    assert_eq!((bins.of(lo), bins.of(hi)), (b, b));
+                    next = hi + 1;
+                }
+                assert_eq!(next, maxval as u32 + 1);
+            }
+        }
+    }
+
+    #[test]
+    fn eight_bins_of_32_on_8_bit() {
+        let bins = Bins::new(Some(8), 255).unwrap();
+        for b in 0..8 {
+            assert_eq!(bins.range(b), (32 * b as u32, 32 * b as u32 + 31));
+        }
+    }
+
+    #[test]
+    fn bad_bin_counts() {
+        assert!(Bins::new(Some(0), 255).is_err());
+        assert!(Bins::new(Some(257), 255).unwrap_err().message.contains("1 to 256 bins"));
+        assert_eq!(Bins::new(None, 1076).unwrap().count(), 1077);
+    }
+
+    #[test]
+    fn cpu_counts_and_accumulates() {
+        let f = Frame::new(3, 2, 255, Pixels::U8(vec![0, 31, 32, 255, 255, 100]));
+        let d = Histogram { bins: Some(8) }.cpu(&f).unwrap();
+        assert_eq!(d.counts, vec![2, 1, 0, 1, 0, 0, 0, 2]);
+        assert_eq!(d.cumulative, vec![2, 3, 3, 4, 4, 4, 4, 6]);
+        assert_eq!(d.cdf_min(), 2);
+    }
+}

@@ -1,0 +1,79 @@
+// equalize: the look-up table from the cumulative distribution (histogram.cu's scan), and the map
+// of every sample through it. The rules are documented in docs/equalize.md and mirrored exactly by
+// crates/ops/src/equalize.rs.
+#include "histopipe.cuh"
+
+// 8-bit: OpenCV's equalizeHist arithmetic. scale = maxval / (N - cdf_min) and the product
+// (cdf - cdf_min) * scale in single precision, each operation rounded to nearest (explicit _rn
+// intrinsics, whatever the compiler flags), then rounded half to even and clamped to 0..maxval.
+// A constant frame (cdf_min == N) maps to itself.
+extern "C" __global__ void lut_u8(const u64* __restrict__ cdf, const u64* __restrict__ cdf_min, u32 levels,
+                                  u64 total, u32 maxval, u8* __restrict__ lut) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= levels) return;
+    const u64 least = *cdf_min, c = cdf[i];
+    if (least == total) {
+        lut[i] = (u8)i;
+        return;
+    }
+    const float scale = __fdiv_rn((float)maxval, __ull2float_rn(total - least));
+    const u64 above = c > least ? c - least : 0;
+    const int r = __float2int_rn(__fmul_rn(__ull2float_rn(above), scale));
+    lut[i] = (u8)(r < 0 ? 0 : r > (int)maxval ? maxval : r);
+}
+
+// 16-bit: round half up of (cdf - cdf_min) * maxval / (N - cdf_min), in integers (exact while
+// N < 2^46). A constant frame maps to itself.
+extern "C" __global__ void lut_u16(const u64* __restrict__ cdf, const u64* __restrict__ cdf_min, u32 levels,
+                                   u64 total, u32 maxval, u16* __restrict__ lut) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= levels) return;
+    const u64 least = *cdf_min, c = cdf[i];
+    if (least == total) {
+        lut[i] = (u16)i;
+        return;
+    }
+    const u64 span = total - least;
+    const u64 above = c > least ? c - least : 0;
+    lut[i] = (u16)((2 * above * maxval + span) / (2 * span));
+}
+
+// out[i] = lut[in[i]]. 16 bytes per thread with vector loads and stores when both buffers are
+// 16-byte aligned (pooled buffers are), a scalar grid-stride loop for the rest. An 8-bit table is
+// staged in shared memory; a 16-bit one (128 KiB) is read through the read-only cache.
+template <typename T, bool SHARED>
+__device__ void map(const T* __restrict__ in, u64 n, const T* __restrict__ lut, u32 levels,
+                    T* __restrict__ out) {
+    constexpr u32 PER = 16 / sizeof(T);
+    __shared__ T staged[SHARED ? 256 : 1];
+    if constexpr (SHARED) {
+        for (u32 i = threadIdx.x; i < levels; i += blockDim.x) staged[i] = lut[i];
+        __syncthreads();
+    }
+    auto look_up = [&](T v) -> T {
+        if constexpr (SHARED) return staged[v];
+        else return __ldg(&lut[v]);
+    };
+    const bool aligned = (((size_t)in | (size_t)out) & 15) == 0;
+    const u64 chunks = aligned ? n / PER : 0;
+    const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
+    for (u64 c = first; c < chunks; c += stride) {
+        union {
+            uint4 v;
+            T s[PER];
+        } buf;
+        buf.v = reinterpret_cast<const uint4*>(in)[c];
+#pragma unroll
+        for (u32 k = 0; k < PER; k++) buf.s[k] = look_up(buf.s[k]);
+        reinterpret_cast<uint4*>(out)[c] = buf.v;
+    }
+    for (u64 i = chunks * PER + first; i < n; i += stride) out[i] = look_up(in[i]);
+}
+
+extern "C" __global__ void map_u8(const u8* in, u64 n, const u8* lut, u32 levels, u8* out) {
+    map<u8, true>(in, n, lut, levels, out);
+}
+
+extern "C" __global__ void map_u16(const u16* in, u64 n, const u16* lut, u32 levels, u16* out) {
+    map<u16, false>(in, n, lut, levels, out);
+}

@@ -1,0 +1,198 @@
+// histogram: counts of equal-width bins over 0..maxval, and their inclusive scan (the cumulative
+// distribution) with its smallest non-zero value.
+//
+// Sample v falls in bin v * bins / levels (integer division, levels = maxval + 1). v * bins is at
+// most 65535 * 65536 < 2^32, so 32-bit arithmetic is exact. Counts are 64-bit: a frame may hold
+// more than 2^32 pixels.
+#include "histopipe.cuh"
+
+#define FULL_MASK 0xffffffffu
+
+__device__ __forceinline__ u32 bin_of(u32 v, u32 bins, u32 levels) {
+    return bins == levels ? v : v * bins / levels;
+}
+
+// Samples are read 16 bytes at a time when the input is 16-byte aligned (pooled buffers are);
+// the rest, or all of a misaligned input, goes through the scalar grid-stride loop.
+template <typename T>
+__device__ __forceinline__ u64 vector_chunks(const T* in, u64 n) {
+    return ((size_t)in & 15) == 0 ? n / (16 / sizeof(T)) : 0;
+}
+
+// At most PRIVATE_BINS bins (the 8-bin histograms of the published CPU/GPU comparison): with so
+// few bins, shared-memory atomics would mostly wait on each other. Each thread counts in registers
+// instead (one compare per bin and sample, the loop unrolled so the counters stay in registers),
+// then each warp sums its lanes' counters by shuffles and one lane adds them to the histogram.
+#define PRIVATE_BINS 8
+
+template <typename T>
+__device__ void histogram_private(const T* __restrict__ in, u64 n, u32 bins, u32 levels,
+                                  u64* __restrict__ hist) {
+    constexpr u32 PER = 16 / sizeof(T);
+    u32 mine[PRIVATE_BINS];
+#pragma unroll
+    for (u32 j = 0; j < PRIVATE_BINS; j++) mine[j] = 0;
+    auto add = [&](u32 v) {
+        const u32 b = bin_of(v, bins, levels);
+#pragma unroll
+        for (u32 j = 0; j < PRIVATE_BINS; j++) mine[j] += b == j;
+    };
+    const u64 chunks = vector_chunks(in, n);
+    const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
+    for (u64 c = first; c < chunks; c += stride) {
+        union {
+            uint4 v;
+            T s[PER];
+        } buf;
+        buf.v = reinterpret_cast<const uint4*>(in)[c];
+#pragma unroll
+        for (u32 k = 0; k < PER; k++) add(buf.s[k]);
+    }
+    for (u64 i = chunks * PER + first; i < n; i += stride) add(in[i]);
+    // Every lane of every (full) warp gets here, as the full-mask shuffles need.
+#pragma unroll
+    for (u32 j = 0; j < PRIVATE_BINS; j++) {
+        u32 count = mine[j];
+#pragma unroll
+        for (u32 d = 16; d > 0; d >>= 1) count += __shfl_down_sync(FULL_MASK, count, d);
+        if ((threadIdx.x & 31) == 0 && j < bins && count)
+            atomicAdd((unsigned long long*)&hist[j], (unsigned long long)count);
+    }
+}
+
+// Each block counts into its own copy in shared memory (bins * 4 bytes of dynamic shared memory),
+// then adds its non-zero counts to the global histogram: one global atomic per bin and block.
+template <typename T>
+__device__ void histogram_shared(const T* __restrict__ in, u64 n, u32 bins, u32 levels,
+                                 u64* __restrict__ hist) {
+    extern __shared__ u32 local[];
+    constexpr u32 PER = 16 / sizeof(T);
+    for (u32 b = threadIdx.x; b < bins; b += blockDim.x) local[b] = 0;
+    __syncthreads();
+    const u64 chunks = vector_chunks(in, n);
+    const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
+    for (u64 c = first; c < chunks; c += stride) {
+        union {
+            uint4 v;
+            T s[PER];
+        } buf;
+        buf.v = reinterpret_cast<const uint4*>(in)[c];
+#pragma unroll
+        for (u32 k = 0; k < PER; k++) atomicAdd(&local[bin_of(buf.s[k], bins, levels)], 1u);
+    }
+    for (u64 i = chunks * PER + first; i < n; i += stride) atomicAdd(&local[bin_of(in[i], bins, levels)], 1u);
+    __syncthreads();
+    for (u32 b = threadIdx.x; b < bins; b += blockDim.x) {
+        const u32 count = local[b];
+        if (count) atomicAdd((unsigned long long*)&hist[b], (unsigned long long)count);
+    }
+}
+
+// Too many bins for shared memory (16-bit levels): atomics straight to the global histogram.
+// Lanes of a warp whose samples share a bin add once, with the group's size, so a skewed frame
+// (one value everywhere) costs one atomic per warp instead of 32. Every lane of a warp runs the
+// same number of iterations (the loop bound is the warp's first chunk), as __match_any_sync needs.
+template <typename T>
+__device__ void histogram_global(const T* __restrict__ in, u64 n, u32 bins, u32 levels,
+                                 u64* __restrict__ hist) {
+    constexpr u32 PER = 16 / sizeof(T);
+    const u32 lane = threadIdx.x & 31;
+    const u64 chunks = vector_chunks(in, n);
+    const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
+    for (u64 c = first; c - lane < chunks; c += stride) {
+        const bool valid = c < chunks;
+        union {
+            uint4 v;
+            T s[PER];
+        } buf;
+        buf.v = valid ? reinterpret_cast<const uint4*>(in)[c] : make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (u32 k = 0; k < PER; k++) {
+            // An idle lane gets a bin no real sample has, so it groups only with itself.
+            const u32 b = valid ? bin_of(buf.s[k], bins, levels) : 0xffffffffu;
+            const u32 group = __match_any_sync(FULL_MASK, b);
+            if (valid && lane == (u32)(__ffs(group) - 1))
+                atomicAdd((unsigned long long*)&hist[b], (unsigned long long)__popc(group));
+        }
+    }
+    for (u64 i = chunks * PER + first; i < n; i += stride)
+        atomicAdd((unsigned long long*)&hist[bin_of(in[i], bins, levels)], 1ull);
+}
+
+extern "C" __global__ void histogram_private_u8(const u8* in, u64 n, u32 bins, u32 levels, u64* hist) {
+    histogram_private<u8>(in, n, bins, levels, hist);
+}
+
+extern "C" __global__ void histogram_private_u16(const u16* in, u64 n, u32 bins, u32 levels, u64* hist) {
+    histogram_private<u16>(in, n, bins, levels, hist);
+}
+
+extern "C" __global__ void histogram_shared_u8(const u8* in, u64 n, u32 bins, u32 levels, u64* hist) {
+    histogram_shared<u8>(in, n, bins, levels, hist);
+}
+
+extern "C" __global__ void histogram_shared_u16(const u16* in, u64 n, u32 bins, u32 levels, u64* hist) {
+    histogram_shared<u16>(in, n, bins, levels, hist);
+}
+
+extern "C" __global__ void histogram_global_u8(const u8* in, u64 n, u32 bins, u32 levels, u64* hist) {
+    histogram_global<u8>(in, n, bins, levels, hist);
+}
+
+extern "C" __global__ void histogram_global_u16(const u16* in, u64 n, u32 bins, u32 levels, u64* hist) {
+    histogram_global<u16>(in, n, bins, levels, hist);
+}
+
+// Inclusive scan of `bins` counts by one block (blockDim.x a multiple of 32, at most 1024), tile by
+// tile of blockDim.x counts with a running carry: a Hillis-Steele scan within each warp by
+// shuffles (no shared memory, so no bank conflicts), then the same over the warps' totals. Also
+// writes the smallest non-zero cumulative count (0 for an empty histogram) to *cdf_min.
+extern "C" __global__ void scan(const u64* __restrict__ counts, u32 bins, u64* __restrict__ cdf,
+                                u64* __restrict__ cdf_min) {
+    __shared__ u64 warp_sums[32];
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    u64 carry = 0;
+    u64 least = ~0ull;
+    for (u32 base = 0; base < bins; base += blockDim.x) {
+        const u32 i = base + threadIdx.x;
+        u64 x = i < bins ? counts[i] : 0;
+#pragma unroll
+        for (u32 d = 1; d < 32; d <<= 1) {
+            const u64 y = __shfl_up_sync(FULL_MASK, x, d);
+            if (lane >= d) x += y;
+        }
+        if (lane == 31) warp_sums[warp] = x;
+        __syncthreads();
+        if (warp == 0) {
+            u64 s = lane < warps ? warp_sums[lane] : 0;
+#pragma unroll
+            for (u32 d = 1; d < 32; d <<= 1) {
+                const u64 y = __shfl_up_sync(FULL_MASK, s, d);
+                if (lane >= d) s += y;
+            }
+            warp_sums[lane] = s;
+        }
+        __syncthreads();
+        x += carry + (warp > 0 ? warp_sums[warp - 1] : 0);
+        if (i < bins) {
+            cdf[i] = x;
+            if (x != 0 && x < least) least = x;
+        }
+        carry += warp_sums[warps - 1];
+        // warp_sums is rewritten by the next tile.
+        __syncthreads();
+    }
+#pragma unroll
+    for (u32 d = 16; d > 0; d >>= 1) {
+        const u64 other = __shfl_xor_sync(FULL_MASK, least, d);
+        if (other < least) least = other;
+    }
+    if (lane == 0) warp_sums[warp] = least;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        u64 m = ~0ull;
+        for (u32 w = 0; w < warps; w++)
+            if (warp_sums[w] < m) m = warp_sums[w];
+        *cdf_min = m == ~0ull ? 0 : m;
+    }
+}

@@ -1,0 +1,113 @@
+use std::io::Write;
+
+use histopipe_cli::lexopt::Parser;
+use histopipe_cli::{parse_value, Context, Error, Tool};
+use histopipe_frame::Frame;
+use histopipe_ops::histogram::{Distribution, Histogram};
+
+/// `cdf`: each frame's histogram and cumulative distribution as a table.
+#[derive(Default)]
+pub struct Cdf {
+    bins: Option<usize>,
+    tsv: bool,
+}
+
+const COLUMNS: [&str; 7] = ["frame", "bin", "lower", "upper", "count", "cumulative", "fraction"];
+
+impl Tool for Cdf {
+    const NAME: &'static str = "cdf";
+    const HELP: &'static str = "\
+cdf: print each frame's histogram and its cumulative distribution, one row per bin.
+
+Bins are equal-width over 0..maxval: with L = maxval + 1 levels and N bins, value v falls in bin
+floor(v * N / L), and bin b covers ceil(b * L / N) ..= ceil((b + 1) * L / N) - 1.
+Columns: frame,bin,lower,upper,count,cumulative,fraction (one header line; frames numbered from
+1); fraction = cumulative / pixels, rounded half up to 6 decimals. See docs/cdf.md.
+
+Usage: cdf [OPTIONS] < in.pgm > cdf.csv
+
+Options:
+  --bins N           N equal-width bins, 1..maxval+1 [default: one per level, maxval + 1]
+  --format F         csv or tsv [default: csv]
+
+Example:
+  cdf --bins 8 < camera.pgm";
+
+    fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
+        match name {
+            "--bins" => {
+                let n: usize = parse_value(parser, name)?;
+                if n == 0 {
+                    return Err(Error::usage("--bins: must be at least 1"));
+                }
+                self.bins = Some(n);
+            }
+            "--format" => {
+                let f: String = parse_value(parser, name)?;
+                self.tsv = match f.as_str() {
+                    "csv" => false,
+                    "tsv" => true,
+                    _ => return Err(Error::usage(format!("--format: unknown format '{f}' (csv or tsv)"))),
+                };
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
+        let dist = cx.run(&Histogram { bins: self.bins }, &frame)?;
+        let text = self.table(cx.index, &dist);
+        cx.text().write_all(text.as_bytes()).map_err(|e| Error::io(&e))
+    }
+}
+
+/// `num / den` rounded half up to 6 decimals, exactly ("0.000000" when `den` is 0).
+fn fraction(num: u64, den: u64) -> String {
+    if den == 0 {
+        return "0.000000".into();
+    }
+    let millionths = (2 * num as u128 * 1_000_000 + den as u128) / (2 * den as u128);
+    format!("{}.{:06}", millionths / 1_000_000, millionths % 1_000_000)
+}
+
+impl Cdf {
+    fn table(&self, index: usize, dist: &Distribution) -> String {
+        let sep = if self.tsv { "\t" } else { "," };
+        let mut text = String::new();
+        if index == 1 {
+            text.push_str(&COLUMNS.join(sep));
+            text.push('\n');
+        }
+        let total = dist.cumulative.last().copied().unwrap_or(0);
+        for (b, (&count, &cumulative)) in dist.counts.iter().zip(&dist.cumulative).enumerate() {
+            let (lower, upper) = dist.bins.range(b);
+            let fields = [
+                index.to_string(),
+                b.to_string(),
+                lower.to_string(),
+                upper.to_string(),
+                count.to_string(),
+                cumulative.to_string(),
+                fraction(cumulative, total),
+            ];
+            text.push_str(&fields.join(sep));
+            text.push('\n');
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fraction;
+
+    #[test]
+    fn fractions_round_half_up_exactly() {
+        assert_eq!(fraction(1, 3), "0.333333");
+        assert_eq!(fraction(2, 3), "0.666667");
+        assert_eq!(fraction(1, 2_000_000), "0.000001"); // exactly half a millionth
+        assert_eq!(fraction(7, 7), "1.000000");
+        assert_eq!(fraction(0, 0), "0.000000");
+    }
+}
