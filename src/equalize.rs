@@ -25,6 +25,6 @@ Example:
 
     fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let out = cx.run(&equalize::Equalize, &frame)?;
-        cx.write(&out)
+        cx.write(out)
     }
 }
