@@ -2,4 +2,6 @@
 //! binary in `src/bin/` is a one-line `main`. Formats live in `histopipe-frame`, operations in
 //! `histopipe-ops`, the GPU runtime in `histopipe-gpu`, the shared plumbing in `histopipe-cli`.
 
+pub mod colhist;
 pub mod pad;
+pub mod rotate;

@@ -1,6 +1,8 @@
 //! Integration tests: one test binary, one module per tool, all through the real binaries
 //! (assert_cmd) and, for CPU/GPU parity, through the operations themselves.
 
+mod colhist;
 mod common;
 mod frames;
 mod pad;
+mod rotate;

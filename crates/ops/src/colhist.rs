@@ -17,9 +17,6 @@ use histopipe_gpu::kernels;
 
 use crate::{with_samples, Gpu, Op, OpError, Sample};
 
-/// The most bins `--bins` accepts: one per 16-bit value.
-pub const MAX_BINS: u32 = 65536;
-
 /// u32 counters of shared memory a block may use: 48 KiB, the limit without opting in.
 const SHARED_COUNTERS: u32 = 12 * 1024;
 /// Lines (columns or rows) per block at most: one warp's worth of neighbouring columns.
@@ -51,8 +48,13 @@ pub struct ColHistParams {
 impl ColHistParams {
     pub fn for_frame(&self, frame: &Frame) -> Result<ColHist, OpError> {
         let bins = self.bins.unwrap_or_else(|| default_bins(frame.maxval));
-        if !(1..=MAX_BINS).contains(&bins) {
-            return Err(OpError::invalid(format!("--bins {bins} is not in 1..={MAX_BINS}")));
+        let levels = frame.maxval as u32 + 1;
+        if bins == 0 || bins > levels {
+            // More bins than values would leave some bins holding no value at all.
+            return Err(OpError::invalid(format!(
+                "--bins {bins} is not in 1..={levels} (the frame's maxval {} + 1)",
+                frame.maxval
+            )));
         }
         let mask = if self.count_padding { None } else { frame.geometry.clone() };
         Ok(ColHist { bins, rows: self.rows, maxval: frame.maxval, mask })
@@ -92,13 +94,12 @@ impl ColHist {
         }
     }
 
-    /// The lowest and highest sample value of bin `b`: ceil(b (maxval + 1) / N) up to the next
-    /// bin's lowest minus one (empty when the bins are narrower than one value).
-    pub fn bin_range(&self, b: u32) -> (u32, Option<u32>) {
+    /// The lowest and highest sample value of bin `b`: from ceil(b (maxval + 1) / N) to the next
+    /// bin's lowest minus one.
+    pub fn bin_range(&self, b: u32) -> (u32, u32) {
         let levels = self.maxval as u64 + 1;
         let low = |b: u64| (b * levels).div_ceil(self.bins as u64) as u32;
-        let (lo, next) = (low(b as u64), low(b as u64 + 1));
-        (lo, (next > lo).then(|| next - 1))
+        (low(b as u64), low(b as u64 + 1) - 1)
     }
 
     fn cpu_counts<T: Sample>(&self, w: usize, h: usize, input: &[T]) -> Vec<u32> {
@@ -222,12 +223,10 @@ mod tests {
         assert_eq!(bin_of(300, 4, 255), 3);
         let h = ColHist { bins: 3, rows: false, maxval: 9, mask: None };
         // 10 values in 3 bins: 0..=3, 4..=6, 7..=9
-        assert_eq!(
-            (h.bin_range(0), h.bin_range(1), h.bin_range(2)),
-            ((0, Some(3)), (4, Some(6)), (7, Some(9)))
-        );
-        let narrow = ColHist { bins: 8, rows: false, maxval: 3, mask: None };
-        assert_eq!(narrow.bin_range(1), (1, None));
+        assert_eq!((h.bin_range(0), h.bin_range(1), h.bin_range(2)), ((0, 3), (4, 6), (7, 9)));
+        let f = Frame::new(1, 1, 3, Pixels::U8(vec![0]));
+        let too_many = ColHistParams { bins: Some(5), ..Default::default() }.for_frame(&f);
+        assert!(too_many.unwrap_err().message.contains("not in 1..=4"));
     }
 
     #[test]
