@@ -103,7 +103,10 @@ fn counts_match_a_straightforward_count() {
             assert_eq!(out[0].lines, (0..lines).collect::<Vec<_>>());
         }
         // Without geometry every pixel counts.
-        let out = colhist_cpu(&args.iter().map(String::as_str).collect::<Vec<_>>(), &stream(&[f.clone()]));
+        let out = colhist_cpu(
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
+            &stream(std::slice::from_ref(&f)),
+        );
         assert_eq!(block_counts(&out[0]), expected_counts(&f, n, false, true));
         args.clear();
     }

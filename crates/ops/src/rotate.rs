@@ -90,11 +90,14 @@ impl Turn {
     }
 }
 
+/// A point (x, y) in pixel coordinates.
+pub type Point = (f64, f64);
+
 /// A line of the original image, through two points: `X0,Y0,X1,Y1` on the command line.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Line {
-    pub from: (f64, f64),
-    pub to: (f64, f64),
+    pub from: Point,
+    pub to: Point,
 }
 
 impl FromStr for Line {
@@ -118,7 +121,7 @@ impl FromStr for Line {
 
 impl Line {
     /// The two points in the coordinates of a frame with geometry `geometry`.
-    pub fn in_frame(&self, geometry: &Geometry) -> Result<((f64, f64), (f64, f64)), OpError> {
+    pub fn in_frame(&self, geometry: &Geometry) -> Result<(Point, Point), OpError> {
         let inv = geometry
             .to_original
             .inverse()
