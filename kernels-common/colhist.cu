@@ -39,18 +39,19 @@ __device__ void colhist_tiled(const T* __restrict__ px, u32 w, u32 h, u32 maxval
     const u32 nl = min(tile, lines - l0), na = min(span, along - a0);
     for (u32 i = threadIdx.x; i < bins * tile; i += blockDim.x) sh[i] = 0;
     __syncthreads();
-    const u64 total = (u64)nl * na;
-    for (u64 i = threadIdx.x; i < total; i += blockDim.x) {
+    // The host keeps tile * span under 2^31, so 32-bit indices suffice (no 64-bit division).
+    const u32 total = nl * na;
+    for (u32 i = threadIdx.x; i < total; i += blockDim.x) {
         // Consecutive threads take consecutive x: coalesced reads in both directions.
         u32 l, a, x, y;
         if (ROWS) {
-            l = (u32)(i / na);
-            a = (u32)(i - (u64)l * na);
+            l = i / na;
+            a = i - l * na;
             x = a0 + a;
             y = l0 + l;
         } else {
-            a = (u32)(i / nl);
-            l = (u32)(i - (u64)a * nl);
+            a = i / nl;
+            l = i - a * nl;
             x = l0 + l;
             y = a0 + a;
         }

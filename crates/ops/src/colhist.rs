@@ -47,6 +47,9 @@ pub struct ColHistParams {
 
 impl ColHistParams {
     pub fn for_frame(&self, frame: &Frame) -> Result<ColHist, OpError> {
+        if frame.width > u32::MAX as usize || frame.height > u32::MAX as usize {
+            return Err(OpError::invalid("frames wider or taller than 2^32 - 1 pixels are not supported"));
+        }
         let bins = self.bins.unwrap_or_else(|| default_bins(frame.maxval));
         let levels = frame.maxval as u32 + 1;
         if bins == 0 || bins > levels {
@@ -167,7 +170,12 @@ impl ColHist {
             let tiles = (lines as u32).div_ceil(tile);
             // Enough blocks to fill a large GPU, each still covering a long stretch of its lines
             // so that merging its shared counts stays cheap next to counting.
-            let parts = 2048u32.div_ceil(tiles).clamp(1, (along as u32).div_ceil(64).clamp(1, 65535));
+            // The kernel indexes a block's tile * span pixels in 32 bits: keep them under 2^31.
+            let fewest = ((along as u64 * tile as u64) >> 31) as u32 + 1;
+            let parts = 2048u32
+                .div_ceil(tiles)
+                .max(fewest)
+                .clamp(1, (along as u32).div_ceil(64).clamp(fewest, 65535));
             let span = (along as u32).div_ceil(parts);
             let parts = (along as u32).div_ceil(span);
             let cfg = LaunchConfig {

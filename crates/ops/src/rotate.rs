@@ -156,6 +156,9 @@ impl RotateParams {
                 self.fill, frame.maxval
             )));
         }
+        if frame.width > u32::MAX as usize || frame.height > u32::MAX as usize {
+            return Err(OpError::invalid("frames wider or taller than 2^32 - 1 pixels are not supported"));
+        }
         let turn = match self.by {
             RotateBy::Degrees(d) => Turn::degrees(d)?,
             RotateBy::Line(line) => {
