@@ -391,8 +391,9 @@ mod tests {
     fn quarter_turns_match_the_general_formula_with_half_pixel_centres() {
         for (w, h) in [(4usize, 3usize), (5, 3), (2, 7), (1, 1), (6, 6)] {
             let f = frame(w, h);
+            let Pixels::U8(input) = &f.pixels else { unreachable!() };
             for q in 0..4u8 {
-                let out = Rotate {
+                let rotate = Rotate {
                     turn: Turn::Quarter(q),
                     width: w,
                     height: h,
@@ -400,24 +401,12 @@ mod tests {
                     fill: 0,
                     maxval: 255,
                 };
-                let quarter = out.cpu_samples(match &f.pixels {
-                    Pixels::U8(v) => v.as_slice(),
-                    _ => unreachable!(),
-                });
+                let quarter = rotate.cpu_samples(input);
                 let m = Turn::Quarter(q).new_to_old(w, h);
-                let Pixels::U8(input) = &f.pixels else { unreachable!() };
                 let general: Vec<u8> = (0..w * h)
                     .map(|i| {
-                        sample_at(
-                            input,
-                            w,
-                            h,
-                            m.apply((i % w) as f64, (i / w) as f64).0,
-                            m.apply((i % w) as f64, (i / w) as f64).1,
-                            0u8,
-                            255,
-                            false,
-                        )
+                        let (sx, sy) = m.apply((i % w) as f64, (i / w) as f64);
+                        sample_at(input, w, h, sx, sy, 0u8, 255, false)
                     })
                     .collect();
                 assert_eq!(quarter, general, "{w}x{h} q={q}");
