@@ -3,5 +3,7 @@
 //! `histopipe-ops`, the GPU runtime in `histopipe-gpu`, the shared plumbing in `histopipe-cli`.
 
 pub mod cdf;
+pub mod colhist;
 pub mod equalize;
 pub mod pad;
+pub mod rotate;

@@ -128,7 +128,7 @@ pub fn gpu() -> Option<Gpu> {
 }
 
 /// Every tool binary.
-pub const TOOLS: &[&str] = &["cdf", "equalize", "pad"];
+pub const TOOLS: &[&str] = &["pad", "rotate", "colhist", "cdf", "equalize"];
 
 /// Runs a Python snippet with OpenCV, the peer implementation tests compare against, and returns
 /// what it writes to stdout. The interpreter is `$HISTOPIPE_PYTHON` (scripts/env.sh sets it and

@@ -2,7 +2,9 @@
 //! (assert_cmd) and, for CPU/GPU parity, through the operations themselves.
 
 mod cdf;
+mod colhist;
 mod common;
 mod equalize;
 mod frames;
 mod pad;
+mod rotate;

@@ -5,10 +5,12 @@
 //! The CPU implementation is the reference: integer arithmetic, or float arithmetic rounded exactly
 //! as the GPU kernel rounds it (the kernels are compiled with `--fmad=false`).
 
+pub mod colhist;
 mod engine;
 pub mod equalize;
 pub mod histogram;
 pub mod pad;
+pub mod rotate;
 mod sample;
 
 pub use engine::{Backend, BackendChoice, Engine, Op, OpError, OpErrorKind};

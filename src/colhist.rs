@@ -1,0 +1,225 @@
+use std::io::Write;
+
+use histopipe_cli::lexopt::{Parser, ValueExt};
+use histopipe_cli::{parse_value, Common, Context, Error, Tool};
+use histopipe_frame::{Format, Frame, Pixels};
+use histopipe_ops::colhist::{ColHist as ColHistOp, ColHistParams, Histograms};
+use histopipe_ops::rotate::Line;
+
+/// What `colhist` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Output {
+    #[default]
+    Csv,
+    Tsv,
+    Pgm,
+}
+
+/// `colhist`: a histogram of every column (or row) of each frame.
+#[derive(Default)]
+pub struct ColHist {
+    params: ColHistParams,
+    line: Option<Line>,
+    output: Output,
+    text: Vec<u8>,
+}
+
+/// The text is handed to the output in pieces of about this size, so a huge matrix is never
+/// held twice.
+const FLUSH_AT: usize = 1 << 20;
+
+/// A distance in pixels under which the two ends of `--line` count as in one column: far below
+/// a pixel, far above the rounding of the geometry's composed maps.
+const VERTICAL_TOLERANCE: f64 = 1e-6;
+
+impl Tool for ColHist {
+    const NAME: &'static str = "colhist";
+    const HELP: &'static str = "\
+colhist: a histogram of every column of each frame, a bins x width matrix of counts.
+
+Sample v goes in bin floor(v * N / (maxval + 1)) of N bins of equal width over 0..maxval. Only
+pixels of the original image count (through the geometry metadata: pad's border and the corners a
+rotation brings in do not); without metadata every pixel counts.
+
+Usage: colhist [OPTIONS] < in.pgm > h.csv
+
+Options:
+  --bins N           N bins, 1..=maxval+1 [default: one per value for 8-bit frames, 256 for 16-bit]
+  --rows             a histogram of every row instead (a bins x height matrix)
+  --count-padding    count every pixel, padding included
+  --line X0,Y0,X1,Y1 only the column this line of the original image lies on; the line must be
+                     vertical in the frame (rotate --line first)
+  --format F         csv, tsv, or pgm: the matrix as a 16-bit PGM image, bin 0 on top, counts
+                     over 65535 clamped [default: csv]
+
+The text formats write, per frame, a line '# frame N: ...', a header 'bin,low,high,' and the column
+(or row) numbers, then one row per bin: its number, its lowest and highest value, its counts.
+
+Example:
+  pad < a.pgm | rotate --line 0,0,400,400 | colhist --line 0,0,400,400 > line.csv";
+
+    fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
+        match name {
+            "--bins" => self.params.bins = Some(parse_value(parser, name)?),
+            "--rows" => self.params.rows = true,
+            "--count-padding" => self.params.count_padding = true,
+            "--line" => self.line = Some(parse_value(parser, name)?),
+            "--format" => {
+                let v = parser.value()?.string()?;
+                self.output = match v.as_str() {
+                    "csv" => Output::Csv,
+                    "tsv" => Output::Tsv,
+                    "pgm" => Output::Pgm,
+                    _ => {
+                        return Err(Error::usage(format!("--format: unknown format '{v}' (csv, tsv or pgm)")))
+                    }
+                };
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn check(&mut self, _: &Common) -> Result<(), Error> {
+        if self.line.is_some() && self.params.rows {
+            return Err(Error::usage("--line takes one column: it cannot be combined with --rows"));
+        }
+        Ok(())
+    }
+
+    fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
+        let op = self.params.for_frame(&frame).map_err(|e| Error::op(cx.index, e))?;
+        let column = match &self.line {
+            Some(line) => Some(line_column(cx, &frame, line)?),
+            None => None,
+        };
+        let mut h = cx.run(&op, &frame)?;
+        if let Some(x) = column {
+            h = Histograms { bins: h.bins, lines: 1, counts: (0..h.bins).map(|b| h.get(b, x)).collect() };
+        }
+        let what = match (column, op.rows) {
+            (Some(x), _) => format!("column {x}"),
+            (None, true) => "rows".to_owned(),
+            (None, false) => "columns".to_owned(),
+        };
+        match self.output {
+            Output::Pgm => cx.write(matrix_image(&h)),
+            Output::Csv | Output::Tsv => {
+                let sep = if self.output == Output::Csv { b',' } else { b'\t' };
+                let header = format!(
+                    "# frame {}: {}x{}, maxval {}, {} bins, {what}\n",
+                    cx.index, frame.width, frame.height, frame.maxval, op.bins
+                );
+                self.text.clear();
+                self.text.extend_from_slice(header.as_bytes());
+                write_table(cx, &mut self.text, &op, &h, column, sep)
+            }
+        }
+    }
+}
+
+/// The column `line` of the original lies on in `frame`, which must be vertical there.
+fn line_column(cx: &Context<'_>, frame: &Frame, line: &Line) -> Result<usize, Error> {
+    let ((x0, y0), (x1, y1)) =
+        line.in_frame(&frame.geometry_or_identity()).map_err(|e| Error::op(cx.index, e))?;
+    if (x1 - x0).abs() > VERTICAL_TOLERANCE * (1.0 + (y1 - y0).abs()) {
+        return Err(cx.invalid(format!(
+            "--line is not vertical in this frame (its ends are at x = {x0:.3} and x = {x1:.3}): \
+             turn it with rotate --line first"
+        )));
+    }
+    let x = ((x0 + x1) / 2.0 + 0.5).floor();
+    if !(x >= 0.0 && x < frame.width as f64) {
+        return Err(
+            cx.invalid(format!("--line lies at x = {x:.0}, outside the {}-pixel-wide frame", frame.width))
+        );
+    }
+    Ok(x as usize)
+}
+
+/// The counts as a 16-bit image, one row per bin: samples are the counts (clamped to 65535) and
+/// maxval the largest of them (at least 256, so the image is 16-bit), so viewers show it stretched.
+fn matrix_image(h: &Histograms) -> Frame {
+    let samples: Vec<u16> = h.counts.iter().map(|&c| c.min(65535) as u16).collect();
+    let maxval = samples.iter().copied().max().unwrap_or(0).max(256);
+    let mut f = Frame::new(h.lines, h.bins, maxval, Pixels::U16(samples));
+    f.format = Format::Pgm;
+    f
+}
+
+fn write_table(
+    cx: &mut Context<'_>,
+    text: &mut Vec<u8>,
+    op: &ColHistOp,
+    h: &Histograms,
+    column: Option<usize>,
+    sep: u8,
+) -> Result<(), Error> {
+    text.extend_from_slice(b"bin");
+    text.push(sep);
+    text.extend_from_slice(b"low");
+    text.push(sep);
+    text.extend_from_slice(b"high");
+    match column {
+        Some(x) => {
+            text.push(sep);
+            push_u64(text, x as u64);
+        }
+        None => {
+            for line in 0..h.lines {
+                text.push(sep);
+                push_u64(text, line as u64);
+            }
+        }
+    }
+    text.push(b'\n');
+    for (bin, counts) in h.counts.chunks_exact(h.lines.max(1)).enumerate().take(h.bins) {
+        let (low, high) = op.bin_range(bin as u32);
+        push_u64(text, bin as u64);
+        text.push(sep);
+        push_u64(text, low as u64);
+        text.push(sep);
+        push_u64(text, high as u64);
+        for &c in counts {
+            text.push(sep);
+            push_u64(text, c as u64);
+        }
+        text.push(b'\n');
+        if text.len() >= FLUSH_AT {
+            cx.text().write_all(text).map_err(|e| Error::io(&e))?;
+            text.clear();
+        }
+    }
+    cx.text().write_all(text).map_err(|e| Error::io(&e))
+}
+
+/// Appends `v` in decimal: a table is mostly small counts, and `format!` per number would dominate.
+fn push_u64(out: &mut Vec<u8>, mut v: u64) {
+    if v < 10 {
+        out.push(b'0' + v as u8);
+        return;
+    }
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    while v > 0 {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_in_decimal() {
+        let mut out = Vec::new();
+        for v in [0u64, 7, 10, 65535, u64::MAX] {
+            push_u64(&mut out, v);
+            out.push(b' ');
+        }
+        assert_eq!(out, b"0 7 10 65535 18446744073709551615 ");
+    }
+}

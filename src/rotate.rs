@@ -1,0 +1,97 @@
+use std::ffi::OsString;
+
+use histopipe_cli::lexopt::{Parser, ValueExt};
+use histopipe_cli::{parse_value, Common, Context, Error, Tool};
+use histopipe_frame::Frame;
+use histopipe_ops::rotate::{Interpolation, Line, RotateBy, RotateParams};
+
+/// `rotate`: turn each frame about its centre, or so that a line of the original is vertical.
+#[derive(Default)]
+pub struct Rotate {
+    angle: Option<f64>,
+    line: Option<Line>,
+    interpolation: Interpolation,
+    fill: u16,
+    params: Option<RotateParams>,
+}
+
+impl Rotate {
+    fn set_angle(&mut self, text: &str) -> Result<(), Error> {
+        if self.angle.is_some() {
+            return Err(Error::usage(format!("unexpected argument '{text}': the angle is already given")));
+        }
+        let angle =
+            text.parse::<f64>().ok().filter(|a| a.is_finite()).ok_or_else(|| {
+                Error::usage(format!("bad angle '{text}': expected degrees, e.g. 45 or -12.5"))
+            })?;
+        self.angle = Some(angle);
+        Ok(())
+    }
+}
+
+impl Tool for Rotate {
+    const NAME: &'static str = "rotate";
+    const HELP: &'static str = "\
+rotate: turn each frame about its centre, keeping its size (pad first to crop nothing).
+
+A positive ANGLE (degrees) turns the picture counter-clockwise as displayed, about the centre
+((W-1)/2, (H-1)/2). Each output pixel takes the input pixel its centre maps to (nearest neighbour,
+halves rounded up); pixels that map outside the input get the fill value. Multiples of 90 degrees
+are exact permutations of the pixels; 0 changes nothing. The geometry metadata is updated.
+
+Usage: rotate ANGLE [OPTIONS] < in.pgm > out.pgm
+       rotate --line X0,Y0,X1,Y1 [OPTIONS] < in.pgm > out.pgm
+
+Options:
+  --line X0,Y0,X1,Y1 turn so that the line through these two points of the original image (through
+                     the geometry metadata, so it works after pad) is vertical, from (X0,Y0) at the
+                     top to (X1,Y1) at the bottom
+  --bilinear         interpolate between the four nearest input pixels (rounded half up)
+  --fill V           the value of pixels from outside the input, 0..maxval [default: 0]
+
+Example:
+  pad < a.pgm | rotate --line 0,0,400,400 | colhist --line 0,0,400,400 > line.csv";
+
+    fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
+        match name {
+            "--line" => self.line = Some(parse_value(parser, name)?),
+            "--bilinear" => self.interpolation = Interpolation::Bilinear,
+            "--fill" => self.fill = parse_value(parser, name)?,
+            // A negative angle looks like a short option to the parser: -45 is -4 with value 5.
+            _ if name.len() == 2 && name.as_bytes()[1].is_ascii_digit() || name == "-." => {
+                let rest = match parser.optional_value() {
+                    Some(v) => v.string()?,
+                    None => String::new(),
+                };
+                self.set_angle(&format!("{name}{rest}"))?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn positional(&mut self, value: OsString) -> Result<(), Error> {
+        let text = value.string()?;
+        self.set_angle(&text)
+    }
+
+    fn check(&mut self, _: &Common) -> Result<(), Error> {
+        let by = match (self.angle, self.line) {
+            (Some(_), Some(_)) => return Err(Error::usage("give an ANGLE or --line, not both")),
+            (Some(a), None) => RotateBy::Degrees(a),
+            (None, Some(l)) => RotateBy::Line(l),
+            (None, None) => {
+                return Err(Error::usage("missing ANGLE (degrees) or --line X0,Y0,X1,Y1 (see --help)"))
+            }
+        };
+        self.params = Some(RotateParams { by, interpolation: self.interpolation, fill: self.fill });
+        Ok(())
+    }
+
+    fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
+        let params = self.params.expect("check() ran");
+        let rotate = params.for_frame(&frame).map_err(|e| Error::op(cx.index, e))?;
+        let out = cx.run(&rotate, &frame)?;
+        cx.write(out)
+    }
+}

@@ -1,0 +1,331 @@
+use histopipe_frame::{Frame, Geometry, Pixels};
+use histopipe_ops::colhist::ColHistParams;
+use histopipe_ops::Op;
+
+use crate::common::*;
+
+/// One frame's block of colhist's text output.
+#[derive(Debug, PartialEq)]
+struct Block {
+    marker: String,
+    /// The column (or row) numbers of the header.
+    lines: Vec<usize>,
+    /// Per bin: low, high, counts.
+    rows: Vec<(u32, u32, Vec<u32>)>,
+}
+
+impl Block {
+    fn count(&self, bin: usize, line: usize) -> u32 {
+        self.rows[bin].2[line]
+    }
+}
+
+fn parse(text: &[u8], sep: char) -> Vec<Block> {
+    let text = std::str::from_utf8(text).unwrap();
+    let mut blocks: Vec<Block> = Vec::new();
+    let mut lines = text.lines();
+    while let Some(marker) = lines.next() {
+        assert!(marker.starts_with("# frame "), "not a block marker: {marker}");
+        let header: Vec<&str> = lines.next().unwrap().split(sep).collect();
+        assert_eq!(header[..3], ["bin", "low", "high"]);
+        let columns: Vec<usize> = header[3..].iter().map(|c| c.parse().unwrap()).collect();
+        let mut block = Block { marker: marker.to_owned(), lines: columns, rows: Vec::new() };
+        let bins: usize = marker.split(", ").find_map(|p| p.strip_suffix(" bins")).unwrap().parse().unwrap();
+        for bin in 0..bins {
+            let fields: Vec<u32> = lines.next().unwrap().split(sep).map(|c| c.parse().unwrap()).collect();
+            assert_eq!(fields[0] as usize, bin);
+            assert_eq!(fields.len(), 3 + block.lines.len());
+            block.rows.push((fields[1], fields[2], fields[3..].to_vec()));
+        }
+        blocks.push(block);
+    }
+    blocks
+}
+
+fn colhist_cpu(args: &[&str], input: &[u8]) -> Vec<Block> {
+    parse(&run_ok("colhist", "cpu", args, input), ',')
+}
+
+/// The straightforward count: every pixel, its bin by the documented formula, data pixels only
+/// unless `all`.
+fn expected_counts(f: &Frame, bins: u32, rows: bool, all: bool) -> Vec<Vec<u32>> {
+    let lines = if rows { f.height } else { f.width };
+    let mut counts = vec![vec![0u32; lines]; bins as usize];
+    for y in 0..f.height {
+        for x in 0..f.width {
+            let data = all || f.geometry.as_ref().is_none_or(|g| g.is_original(x as f64, y as f64));
+            if data {
+                let v = f.pixels.get(y * f.width + x) as u64;
+                let bin = (v * bins as u64 / (f.maxval as u64 + 1)) as usize;
+                counts[bin][if rows { y } else { x }] += 1;
+            }
+        }
+    }
+    counts
+}
+
+fn block_counts(b: &Block) -> Vec<Vec<u32>> {
+    b.rows.iter().map(|r| r.2.clone()).collect()
+}
+
+#[test]
+fn counts_match_a_straightforward_count() {
+    let mut rng = rng();
+    for (i, maxval) in [255u16, 100, 1076, 65535].into_iter().enumerate() {
+        let (w, h) = (rng.usize(1..90), rng.usize(1..90));
+        let f = random_frame(&mut rng, w, h, maxval);
+        let rotated = read_frames(&run_ok(
+            "rotate",
+            "cpu",
+            &["37"],
+            &run_ok("pad", "cpu", &["--border", "3"], &stream(std::slice::from_ref(&f))),
+        ))
+        .remove(0);
+        let bins = [None, Some(7), Some(256), Some(1)][i];
+        let mut args: Vec<String> = bins.map(|b| vec!["--bins".into(), b.to_string()]).unwrap_or_default();
+        let n = bins.unwrap_or(if maxval <= 255 { maxval as u32 + 1 } else { 256 });
+        for (rows, all) in [(false, false), (true, false), (false, true)] {
+            let mut a = args.clone();
+            if rows {
+                a.push("--rows".into());
+            }
+            if all {
+                a.push("--count-padding".into());
+            }
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            let out = colhist_cpu(&a, &stream(std::slice::from_ref(&rotated)));
+            assert_eq!(
+                block_counts(&out[0]),
+                expected_counts(&rotated, n, rows, all),
+                "maxval {maxval} {a:?}"
+            );
+            let lines = if rows { rotated.height } else { rotated.width };
+            assert_eq!(out[0].lines, (0..lines).collect::<Vec<_>>());
+        }
+        // Without geometry every pixel counts.
+        let out = colhist_cpu(
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
+            &stream(std::slice::from_ref(&f)),
+        );
+        assert_eq!(block_counts(&out[0]), expected_counts(&f, n, false, true));
+        args.clear();
+    }
+}
+
+#[test]
+fn bin_ranges_in_the_table() {
+    let f = Frame::new(2, 1, 9, Pixels::U8(vec![3, 4]));
+    let out = colhist_cpu(&["--bins", "3"], &stream(&[f]));
+    let ranges: Vec<(u32, u32)> = out[0].rows.iter().map(|r| (r.0, r.1)).collect();
+    assert_eq!(ranges, [(0, 3), (4, 6), (7, 9)]);
+    assert_eq!(block_counts(&out[0]), [vec![1, 0], vec![0, 1], vec![0, 0]]);
+    assert_eq!(out[0].marker, "# frame 1: 2x1, maxval 9, 3 bins, columns");
+}
+
+/// Every column's counts sum to its number of data pixels (Geometry::is_original, the documented
+/// rule), on 8- and 16-bit fixtures padded and turned.
+#[test]
+fn column_sums_are_the_data_pixels() {
+    for name in ["camera.pgm", "dem16.pgm"] {
+        let padded = run_ok("pad", "cpu", &[], &fixture_bytes(name));
+        let rotated = run_ok("rotate", "cpu", &["45"], &padded);
+        let frame = read_frames(&rotated).remove(0);
+        let g = frame.geometry.clone().unwrap();
+        let block = colhist_cpu(&[], &rotated).remove(0);
+        let mut total = 0;
+        for x in 0..frame.width {
+            let data = (0..frame.height).filter(|&y| g.is_original(x as f64, y as f64)).count() as u32;
+            let sum: u32 = block.rows.iter().map(|r| r.2[x]).sum();
+            assert_eq!(sum, data, "{name} column {x}");
+            total += sum as usize;
+        }
+        // A nearest-neighbour turn keeps the original's area, give or take its outline.
+        let original = fixture_frame(name).pixel_count() as f64;
+        assert!((total as f64 - original).abs() < 0.01 * original, "{name}: {total} data pixels");
+    }
+}
+
+#[test]
+fn pad_then_rotate_0_shifts_the_columns_by_the_offset() {
+    for name in ["coins.pgm", "dem16.pgm"] {
+        let original = fixture_frame(name);
+        let padded = run_ok("pad", "cpu", &[], &fixture_bytes(name));
+        let frame = read_frames(&padded).remove(0);
+        let left = (frame.width - original.width) / 2;
+        let block = colhist_cpu(&[], &run_ok("rotate", "cpu", &["0"], &padded)).remove(0);
+        let plain = block_counts(&colhist_cpu(&[], &fixture_bytes(name)).remove(0));
+        for x in 0..frame.width {
+            for (bin, row) in plain.iter().enumerate() {
+                let expected = if x >= left && x - left < original.width { row[x - left] } else { 0 };
+                assert_eq!(block.count(bin, x), expected, "{name}: column {x} bin {bin}");
+            }
+        }
+    }
+}
+
+/// The line through (0, 0) and (4, 4) of a 6x6 frame whose diagonal pixels hold known values.
+/// pad makes it 9x9 with the frame at (1, 1), so the line y = x goes through the centre (4, 4)
+/// and rotate --line leaves it on column 4. That column samples the line at unit steps from the
+/// centre: row y comes from the original point (k, k), k = floor(3 + (y - 4) cos 45 + 0.5), the
+/// documented nearest-neighbour sampling, and only those diagonal pixels are counted.
+#[test]
+fn the_histogram_of_a_diagonal_line() {
+    let mut pixels = vec![0u8; 36];
+    for k in 0..6 {
+        pixels[k * 6 + k] = 10 + 20 * k as u8;
+    }
+    let f = Frame::new(6, 6, 255, Pixels::U8(pixels));
+    let padded = run_ok("pad", "cpu", &[], &stream(&[f]));
+    let turned = run_ok("rotate", "cpu", &["--line", "0,0,4,4"], &padded);
+    let block = colhist_cpu(&["--line", "0,0,4,4"], &turned).remove(0);
+    assert_eq!(block.lines, [4]);
+    assert!(block.marker.ends_with("column 4"), "{}", block.marker);
+    let mut expected = vec![0u32; 256];
+    for y in 0..9 {
+        let k = (3.0 + (y as f64 - 4.0) * std::f64::consts::FRAC_1_SQRT_2 + 0.5).floor() as i64;
+        if (0..6).contains(&k) {
+            expected[10 + 20 * k as usize] += 1;
+        }
+    }
+    let got: Vec<u32> = block.rows.iter().map(|r| r.2[0]).collect();
+    assert_eq!(got, expected);
+    // Every diagonal pixel is seen, nothing off the diagonal is.
+    assert!((0..6).all(|k| got[10 + 20 * k] >= 1) && got[0] == 0);
+}
+
+#[test]
+fn the_line_pipeline_on_8_and_16_bit_fixtures() {
+    for name in ["camera.pgm", "dem16.pgm"] {
+        let padded = run_ok("pad", "cpu", &[], &fixture_bytes(name));
+        let line = "0,0,300,200";
+        let turned = run_ok("rotate", "cpu", &["--line", line], &padded);
+        let frame = read_frames(&turned).remove(0);
+        let block = colhist_cpu(&["--line", line], &turned).remove(0);
+        let x = block.lines[0];
+        let full = colhist_cpu(&[], &turned).remove(0);
+        let column: Vec<u32> = full.rows.iter().map(|r| r.2[x]).collect();
+        assert_eq!(block.rows.iter().map(|r| r.2[0]).collect::<Vec<_>>(), column, "{name}");
+        // The column holds the line: the original's line from (0, 0) through (300, 200) runs to
+        // the far edge, ceil(hypot) pixels at unit steps, give or take one at each end.
+        let g = frame.geometry.unwrap();
+        let data = (0..frame.height).filter(|&y| g.is_original(x as f64, y as f64)).count();
+        assert_eq!(column.iter().sum::<u32>() as usize, data);
+        assert!(data > 300, "{name}: {data}");
+    }
+}
+
+#[test]
+fn tsv_pgm_rows_and_streams() {
+    let camera = fixture_bytes("camera.pgm");
+    let csv = run_ok("colhist", "cpu", &["--bins", "16"], &camera);
+    let tsv = run_ok("colhist", "cpu", &["--bins", "16", "--format", "tsv"], &camera);
+    assert_eq!(parse(&tsv, '\t'), parse(&csv, ','));
+    // PGM: one row per bin, samples the counts.
+    let pgm = read_frames(&run_ok("colhist", "cpu", &["--bins", "16", "--format", "pgm"], &camera)).remove(0);
+    let block = parse(&csv, ',').remove(0);
+    assert_eq!((pgm.width, pgm.height), (512, 16));
+    let top = block.rows.iter().flat_map(|r| r.2.iter()).copied().max().unwrap();
+    assert_eq!(pgm.maxval as u32, top.max(256));
+    for bin in 0..16 {
+        for x in 0..512 {
+            assert_eq!(pgm.pixels.get(bin * 512 + x) as u32, block.count(bin, x));
+        }
+    }
+    // Counts over 65535 are clamped.
+    let tall = Frame::new(1, 70000, 255, Pixels::U8(vec![0; 70000]));
+    let pgm = read_frames(&run_ok("colhist", "cpu", &["--format", "pgm", "--bins", "2"], &stream(&[tall])))
+        .remove(0);
+    assert_eq!((pgm.maxval, pgm.pixels), (65535, Pixels::U16(vec![65535, 0])));
+    // A stream: one block per frame, marked, each its own size.
+    let frames = [fixture_frame("camera.pgm"), fixture_frame("coins.pgm"), fixture_frame("dem16.pgm")];
+    let blocks = colhist_cpu(&["--rows"], &stream(&frames));
+    assert_eq!(blocks.len(), 3);
+    for (i, (b, f)) in blocks.iter().zip(&frames).enumerate() {
+        assert!(
+            b.marker.starts_with(&format!("# frame {}: {}x{}", i + 1, f.width, f.height)),
+            "{}",
+            b.marker
+        );
+        assert_eq!(block_counts(b), expected_counts(f, 256, true, true));
+    }
+    assert_eq!(read_frames(&run_ok("colhist", "cpu", &["--format", "pgm"], &stream(&frames))).len(), 3);
+}
+
+#[test]
+fn option_errors() {
+    let camera = fixture_bytes("camera.pgm");
+    assert!(run_err("colhist", &["--bins", "0"], &camera, 2).contains("frame 1: --bins 0 is not in 1..=256"));
+    assert!(run_err("colhist", &["--bins", "x"], &camera, 2).contains("--bins: bad value 'x'"));
+    assert!(run_err("colhist", &["--format", "xml"], &camera, 2).contains("unknown format 'xml'"));
+    assert!(run_err("colhist", &["--line", "0,0,1,1", "--rows"], &camera, 2).contains("cannot be combined"));
+    assert!(
+        run_err("colhist", &["--line", "0,0,10,10"], &camera, 2).contains("frame 1: --line is not vertical")
+    );
+    assert!(run_err("colhist", &["--line", "600,0,600,10"], &camera, 2).contains("outside"));
+}
+
+/// CPU and GPU count the same: random frames, sizes, bins (past shared memory too), columns and
+/// rows, with and without a data-pixel mask.
+#[test]
+fn gpu_matches_cpu_on_random_frames() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let mut sizes = vec![(1, 1), (1, 3000), (3000, 1), (4097, 3), (33, 65), (200, 300)];
+    sizes.extend((0..12).map(|_| (rng.usize(1..900), rng.usize(1..900))));
+    for (i, (w, h)) in sizes.into_iter().enumerate() {
+        let maxval = match i {
+            3 | 5 => 65535,
+            _ if i % 2 == 0 => 255,
+            _ => rng.u16(256..=65535),
+        };
+        let mut frame = random_frame(&mut rng, w, h, maxval);
+        if i % 3 != 2 {
+            let turn = histopipe_ops::rotate::Turn::degrees(rng.f64() * 360.0).unwrap();
+            let g = Geometry::identity(rng.usize(1..=w), rng.usize(1..=h));
+            frame.geometry = Some(g.then(&turn.new_to_old(w, h)));
+        }
+        let levels = maxval as u32 + 1;
+        // Odd i are 16-bit: there, bin counts past 12288 take the global-atomics kernel.
+        let bins = match i % 4 {
+            0 => None,
+            1 => Some(levels.min(rng.u32(12289..=65536))),
+            2 => Some(rng.u32(1..=levels.min(300))),
+            _ => Some(levels.min(rng.u32(300..=5000))),
+        };
+        for (rows, count_padding) in [(false, false), (true, false), (false, true)] {
+            let op = ColHistParams { bins, rows, count_padding }.for_frame(&frame).unwrap();
+            let cpu = op.cpu(&frame).unwrap();
+            let gpu_out = op.gpu(&gpu, &frame).unwrap();
+            assert!(
+                cpu == gpu_out,
+                "{w}x{h} maxval {maxval} bins {} rows {rows}: GPU counts differ",
+                op.bins
+            );
+        }
+    }
+}
+
+/// The pipelines of the issue on both backends, 8- and 16-bit, single frames and a stream.
+#[test]
+fn gpu_pipelines_match_cpu() {
+    if gpu().is_none() {
+        return;
+    }
+    let frames = [fixture_frame("camera.pgm"), fixture_frame("dem16.pgm"), fixture_frame("coins.pgm")];
+    let inputs = [fixture_bytes("camera.pgm"), fixture_bytes("dem16.pgm"), stream(&frames)];
+    for input in &inputs {
+        for backend_args in [
+            (&["45"][..], &[][..]),
+            (&["--line", "0,0,300,300"], &["--line", "0,0,300,300"]),
+            (&["-20", "--bilinear"], &["--rows", "--bins", "64"]),
+        ] {
+            let (rot, hist) = backend_args;
+            let run = |b: &str| {
+                let padded = run_ok("pad", b, &[], input);
+                let turned = run_ok("rotate", b, rot, &padded);
+                run_ok("colhist", b, hist, &turned)
+            };
+            assert!(run("cpu") == run("gpu"), "{rot:?} | colhist {hist:?}: GPU output differs");
+        }
+    }
+}

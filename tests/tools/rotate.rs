@@ -1,0 +1,240 @@
+use histopipe_frame::{Frame, Pixels};
+use histopipe_ops::rotate::{Interpolation, Line, RotateBy, RotateParams};
+use histopipe_ops::Op;
+
+use crate::common::*;
+
+fn rotate_cpu(args: &[&str], input: &[u8]) -> Frame {
+    read_frames(&run_ok("rotate", "cpu", args, input)).remove(0)
+}
+
+/// The documented inverse map of a turn by `degrees` about the centre of a `w x h` frame,
+/// evaluated as docs/rotate.md writes it.
+fn source_point(degrees: f64, w: usize, h: usize, x: usize, y: usize) -> (f64, f64) {
+    let (sin, cos) = (degrees % 360.0).to_radians().sin_cos();
+    let (cx, cy) = ((w as f64 - 1.0) / 2.0, (h as f64 - 1.0) / 2.0);
+    let (x, y) = (x as f64, y as f64);
+    (cos * x - sin * y + (cx - (cos * cx - sin * cy)), sin * x + cos * y + (cy - (sin * cx + cos * cy)))
+}
+
+#[test]
+fn zero_is_the_identity_and_four_quarter_turns_are_too() {
+    let mut rng = rng();
+    for maxval in [255, 1076] {
+        let square = random_frame(&mut rng, 37, 37, maxval);
+        let input = stream(std::slice::from_ref(&square));
+        assert_eq!(run_ok("rotate", "cpu", &["0"], &input), input, "rotate 0 changes nothing");
+        assert_eq!(run_ok("rotate", "cpu", &["-360"], &input), input);
+        let mut bytes = input.clone();
+        for _ in 0..4 {
+            bytes = run_ok("rotate", "cpu", &["90"], &bytes);
+        }
+        assert_eq!(read_frames(&bytes).remove(0).pixels, square.pixels);
+    }
+}
+
+#[test]
+fn quarter_turns_are_exact_permutations() {
+    let mut rng = rng();
+    let f = random_frame(&mut rng, 7, 5, 255);
+    let input = stream(std::slice::from_ref(&f));
+    let at = |x: usize, y: usize| f.pixels.get(y * 7 + x);
+    // Half a turn: (x, y) <- (W-1-x, H-1-y), for any size.
+    let half = rotate_cpu(&["180"], &input);
+    for y in 0..5 {
+        for x in 0..7 {
+            assert_eq!(half.pixels.get(y * 7 + x), at(6 - x, 4 - y));
+        }
+    }
+    // A counter-clockwise quarter turn of a square: (x, y) <- (W-1-y, x).
+    let sq = random_frame(&mut rng, 6, 6, 65535);
+    let out = rotate_cpu(&["90"], &stream(std::slice::from_ref(&sq)));
+    for y in 0..6 {
+        for x in 0..6 {
+            assert_eq!(out.pixels.get(y * 6 + x), sq.pixels.get(x * 6 + 5 - y), "({x}, {y})");
+        }
+    }
+    assert_eq!(rotate_cpu(&["-90"], &input), rotate_cpu(&["270"], &input));
+    // 7x5 turned by 90: the centre (3, 2) stays, W - H is even so every pixel comes from a pixel.
+    let q = rotate_cpu(&["90", "--fill", "0"], &input);
+    assert_eq!(q.pixels.get(2 * 7 + 3), at(3, 2));
+    assert_eq!(q.pixels.get(2 * 7 + 4), at(3, 3)); // right of the centre <- below it (6 to 3 o'clock)
+}
+
+#[test]
+fn nearest_neighbour_follows_the_documented_inverse_map() {
+    let mut rng = rng();
+    for (w, h, maxval) in [(61, 40, 255u16), (33, 47, 4095)] {
+        let f = random_frame(&mut rng, w, h, maxval);
+        let input = stream(std::slice::from_ref(&f));
+        for angle in [30.0, -17.25, 45.0, 123.4, 1000.0] {
+            let fill = rng.u16(0..=maxval);
+            let out = rotate_cpu(&[&angle.to_string(), "--fill", &fill.to_string()], &input);
+            for y in 0..h {
+                for x in 0..w {
+                    let (sx, sy) = source_point(angle, w, h, x, y);
+                    let (nx, ny) = ((sx + 0.5).floor(), (sy + 0.5).floor());
+                    let inside = nx >= 0.0 && ny >= 0.0 && nx < w as f64 && ny < h as f64;
+                    let expected = if inside { f.pixels.get(ny as usize * w + nx as usize) } else { fill };
+                    assert_eq!(out.pixels.get(y * w + x), expected, "{angle} at ({x}, {y})");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn bilinear_reproduces_a_ramp() {
+    // On f(x, y) = 2 x + 3 y + 5 bilinear interpolation is exact: every pixel whose four
+    // neighbours are inside gets floor(f(sx, sy) + 0.5), up to the last bit of the arithmetic.
+    let (w, h) = (90, 70);
+    let ramp: Vec<u16> = (0..w * h).map(|i| (2 * (i % w) + 3 * (i / w) + 5) as u16).collect();
+    let f = Frame::new(w, h, 500, Pixels::U16(ramp));
+    let out = rotate_cpu(&["21", "--bilinear"], &stream(&[f]));
+    let mut checked = 0;
+    for y in 0..h {
+        for x in 0..w {
+            let (sx, sy) = source_point(21.0, w, h, x, y);
+            if sx < 0.0 || sy < 0.0 || sx > (w - 1) as f64 || sy > (h - 1) as f64 {
+                continue;
+            }
+            let exact = 2.0 * sx + 3.0 * sy + 5.0;
+            let got = out.pixels.get(y * w + x) as f64;
+            assert!((got - exact).abs() <= 0.5 + 1e-9, "({x}, {y}): {got} for {exact}");
+            checked += 1;
+        }
+    }
+    assert!(checked > w * h / 2);
+}
+
+#[test]
+fn geometry_finds_the_original_pixels_after_pad_and_rotate() {
+    for name in ["coins.pgm", "dem16.pgm"] {
+        let original = fixture_frame(name);
+        let padded = run_ok("pad", "cpu", &[], &fixture_bytes(name));
+        let out = rotate_cpu(&["33.3"], &padded);
+        let g = out.geometry.clone().unwrap();
+        let (mut data, mut differ) = (0, 0);
+        for y in 0..out.height {
+            for x in 0..out.width {
+                if !g.is_original(x as f64, y as f64) {
+                    continue;
+                }
+                let (ox, oy) = g.to_original.apply(x as f64, y as f64);
+                let (ox, oy) = ((ox + 0.5).floor() as usize, (oy + 0.5).floor() as usize);
+                data += 1;
+                differ += (out.pixels.get(y * out.width + x) != original.pixels.get(oy * original.width + ox))
+                    as usize;
+            }
+        }
+        // The composed map and rotate's own can round differently only at an exact half.
+        assert_eq!(differ, 0, "{name}: {differ} of {data} data pixels are not the original's");
+        assert!(data as f64 > 0.97 * original.pixel_count() as f64, "{name}: {data}");
+    }
+}
+
+#[test]
+fn line_is_turned_vertical_first_point_on_top() {
+    let padded = run_ok("pad", "cpu", &[], &fixture_bytes("camera.pgm"));
+    for (line, quarter) in
+        [("0,0,400,400", false), ("10,20,300,40", false), ("5,5,5,300", true), ("300,9,5,9", true)]
+    {
+        let out = rotate_cpu(&["--line", line], &padded);
+        let l: Line = line.parse().unwrap();
+        let ((x0, y0), (x1, y1)) = l.in_frame(out.geometry.as_ref().unwrap()).unwrap();
+        assert!((x0 - x1).abs() < 1e-9, "{line}: x {x0} and {x1}");
+        assert!(y0 < y1, "{line}: the first point is not on top");
+        if quarter {
+            let g = out.geometry.unwrap().to_original;
+            assert!(
+                [g.a, g.b, g.d, g.e].iter().all(|v| v.fract() == 0.0),
+                "{line}: not a quarter turn: {g:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn negative_angles_parse_as_angles() {
+    let input = fixture_bytes("text.pgm");
+    assert_eq!(
+        run_ok("rotate", "cpu", &["-12.5"], &input),
+        run_ok("rotate", "cpu", &["--", "-12.5"], &input)
+    );
+    assert_eq!(run_ok("rotate", "cpu", &["-90"], &input), run_ok("rotate", "cpu", &["270"], &input));
+    assert_eq!(run_ok("rotate", "cpu", &["-.5"], &input), run_ok("rotate", "cpu", &["-0.5"], &input));
+}
+
+#[test]
+fn option_errors() {
+    let camera = fixture_bytes("camera.pgm");
+    assert!(run_err("rotate", &[], &camera, 2).contains("missing ANGLE"));
+    assert!(run_err("rotate", &["abc"], &camera, 2).contains("bad angle 'abc'"));
+    assert!(run_err("rotate", &["10", "20"], &camera, 2).contains("already given"));
+    assert!(run_err("rotate", &["10", "--line", "0,0,1,1"], &camera, 2).contains("not both"));
+    assert!(run_err("rotate", &["--line", "0,0,1"], &camera, 2).contains("four numbers"));
+    assert!(run_err("rotate", &["--line", "3,3,3,3"], &camera, 2).contains("same"));
+    assert!(run_err("rotate", &["10", "--fill", "256"], &camera, 2)
+        .contains("frame 1: --fill 256 is over the frame's maxval 255"));
+    assert!(run_err("rotate", &["inf"], &camera, 2).contains("bad angle"));
+}
+
+/// CPU and GPU give the same frames: both interpolations, random angles (multiples of 90 too),
+/// 8- and 16-bit, odd and thin sizes, with and without geometry.
+#[test]
+fn gpu_matches_cpu_on_random_frames() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let mut sizes = vec![(1, 1), (1, 257), (263, 1), (4097, 3), (31, 17), (64, 64)];
+    sizes.extend((0..14).map(|_| (rng.usize(1..600), rng.usize(1..600))));
+    for (i, (w, h)) in sizes.into_iter().enumerate() {
+        let maxval = if i % 2 == 0 { 255 } else { rng.u16(256..=65535) };
+        let mut frame = random_frame(&mut rng, w, h, maxval);
+        if i % 3 == 0 {
+            frame.geometry = Some(
+                histopipe_frame::Geometry::identity(w, h)
+                    .then(&histopipe_frame::Affine::translation(-(rng.f64() * 5.0), rng.f64() * 5.0)),
+            );
+        }
+        let angle = match i % 4 {
+            0 => 90.0 * rng.i32(-8..8) as f64,
+            _ => rng.f64() * 720.0 - 360.0,
+        };
+        for interpolation in [Interpolation::Nearest, Interpolation::Bilinear] {
+            let fill = rng.u16(0..=maxval);
+            let by = if i % 5 == 4 {
+                let p = |r: &mut fastrand::Rng| (r.f64() * w as f64, r.f64() * h as f64);
+                RotateBy::Line(Line { from: p(&mut rng), to: p(&mut rng) })
+            } else {
+                RotateBy::Degrees(angle)
+            };
+            let rotate = RotateParams { by, interpolation, fill }.for_frame(&frame).unwrap();
+            let cpu = rotate.cpu(&frame).unwrap();
+            let gpu_out = rotate.gpu(&gpu, &frame).unwrap();
+            assert!(cpu == gpu_out, "{w}x{h} maxval {maxval} {rotate:?}: GPU output differs");
+        }
+    }
+}
+
+/// The binaries agree too, on the fixtures and a stream, both interpolations.
+#[test]
+fn gpu_backend_matches_cpu_backend_on_fixtures() {
+    if gpu().is_none() {
+        return;
+    }
+    for name in PGM_FIXTURES.iter().chain(&["dem16.pgm"]) {
+        let padded = run_ok("pad", "cpu", &[], &fixture_bytes(name));
+        for args in [&["45"][..], &["-33.7", "--bilinear", "--fill", "9"], &["90"], &["--line", "0,0,100,60"]]
+        {
+            let cpu = run_ok("rotate", "cpu", args, &padded);
+            let gpu = run_ok("rotate", "gpu", args, &padded);
+            assert!(cpu == gpu, "{name} {args:?}: GPU output differs");
+        }
+    }
+    let frames = [fixture_frame("camera.pgm"), fixture_frame("page.pgm"), fixture_frame("camera.pgm")];
+    let input = stream(&frames);
+    assert_eq!(
+        run_ok("rotate", "gpu", &["17", "--bilinear"], &input),
+        run_ok("rotate", "cpu", &["17", "--bilinear"], &input)
+    );
+}
