@@ -191,19 +191,18 @@ fn spawn_writer(common: &Common) -> (SyncSender<Output>, JoinHandle<Result<(), E
 
 /// The frame loop: a reader thread, this thread running the tool on each frame in order, and a
 /// writer thread, joined by channels that hold one frame each, so memory stays a few frames.
-fn run<T: Tool>() -> Result<(), Error> {
+fn run<T: Tool>(engine: &mut Option<Engine>) -> Result<(), Error> {
     let mut tool = T::default();
     let common = match parse_args(&mut tool, std::env::args_os().skip(1))? {
         Parsed::Run(c) => c,
         Parsed::Printed => return Ok(()),
     };
-    let mut engine = Engine::new(common.backend, common.device);
+    let engine = engine.insert(Engine::new(common.backend, common.device));
     let frames = spawn_reader(&common);
     let (out, writer) = spawn_writer(&common);
     let mut worked = Ok(());
     for (i, item) in frames.iter().enumerate() {
-        let mut cx =
-            Context { index: i + 1, common: &common, engine: &mut engine, out: &out, text: Vec::new() };
+        let mut cx = Context { index: i + 1, common: &common, engine, out: &out, text: Vec::new() };
         worked = item.and_then(|frame| tool.frame(&mut cx, frame)).and_then(|()| cx.flush_text());
         if worked.is_err() {
             break;
@@ -223,13 +222,22 @@ fn run<T: Tool>() -> Result<(), Error> {
 
 /// The whole of a tool's `main`: runs it, reports an error as one line on stderr, exits.
 pub fn main<T: Tool>() -> ExitCode {
-    match run::<T>() {
-        Ok(()) => ExitCode::SUCCESS,
+    let mut engine = None;
+    let code = match run::<T>(&mut engine) {
+        Ok(()) => 0,
         Err(e) => {
             if e.kind != ErrorKind::BrokenPipe {
                 eprintln!("{}: {e}", T::NAME);
             }
-            ExitCode::from(e.exit_code())
+            e.exit_code()
         }
+    };
+    if engine.is_some_and(|e| e.is_opening()) {
+        // The GPU is still being opened on a background thread (`auto` served every frame on the
+        // CPU). A normal exit would wait for the driver to finish loading, tens of milliseconds
+        // for nothing: the output is flushed (the writer thread flushed it) and stderr is
+        // unbuffered, so end the process at once.
+        unsafe { libc::_exit(code as i32) }
     }
+    ExitCode::from(code)
 }

@@ -112,6 +112,11 @@ impl Engine {
         self.choice
     }
 
+    /// Whether the GPU is still being opened in the background (nothing has waited for it).
+    pub fn is_opening(&self) -> bool {
+        matches!(self.gpu, Some(GpuState::Opening(_)))
+    }
+
     /// The backend the next operation runs on: an error only for `--backend gpu` without a
     /// usable GPU.
     pub fn backend(&mut self) -> Result<Backend<'_>, OpError> {
