@@ -2,4 +2,7 @@
 //! binary in `src/bin/` is a one-line `main`. Formats live in `histopipe-frame`, operations in
 //! `histopipe-ops`, the GPU runtime in `histopipe-gpu`, the shared plumbing in `histopipe-cli`.
 
+pub mod edges;
+pub mod hough_lines;
+pub mod hough_vote;
 pub mod pad;

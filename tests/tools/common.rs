@@ -126,4 +126,4 @@ pub fn gpu() -> Option<Gpu> {
 }
 
 /// Every tool binary.
-pub const TOOLS: &[&str] = &["pad"];
+pub const TOOLS: &[&str] = &["pad", "edges", "hough-vote", "hough-lines"];

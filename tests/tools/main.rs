@@ -2,5 +2,8 @@
 //! (assert_cmd) and, for CPU/GPU parity, through the operations themselves.
 
 mod common;
+mod edges;
 mod frames;
+mod hough;
+mod opencv;
 mod pad;

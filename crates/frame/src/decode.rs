@@ -118,6 +118,30 @@ pub(crate) fn decode(bytes: &[u8], format: ImageFormat) -> Result<Frame, String>
     Ok(frame)
 }
 
+/// An image file's pixels as 8-bit RGB, for tools that draw on a picture: PNG, JPEG, TIFF and BMP
+/// keep their colour (16-bit samples narrowed by the `image` crate); anything [`crate::FrameReader`]
+/// reads (PGM, PAM, PPM) is taken as its first frame, gray (PPM converted by Rec.601 luma), each
+/// sample scaled to 0..=255 as round(v · 255 / maxval).
+pub fn read_rgb8(bytes: &[u8]) -> Result<(usize, usize, Vec<u8>), String> {
+    if let Ok(format) = image::guess_format(bytes) {
+        if matches!(format, ImageFormat::Png | ImageFormat::Jpeg | ImageFormat::Tiff | ImageFormat::Bmp) {
+            let img = reader(bytes, format).decode().map_err(|e| format!("bad {format:?} image: {e}"))?;
+            let rgb = img.to_rgb8();
+            return Ok((rgb.width() as usize, rgb.height() as usize, rgb.into_raw()));
+        }
+    }
+    let mut r = crate::FrameReader::new(bytes, crate::ReadOptions::default());
+    let frame = r.next_frame().map_err(|e| e.message)?.ok_or("empty image")?;
+    let m = frame.maxval as u32;
+    let rgb = (0..frame.pixel_count())
+        .flat_map(|i| {
+            let v = ((frame.pixels.get(i) as u32 * 255 + m / 2) / m) as u8;
+            [v, v, v]
+        })
+        .collect();
+    Ok((frame.width, frame.height, rgb))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,9 @@
 //! The CPU implementation is the reference: integer arithmetic, or float arithmetic rounded exactly
 //! as the GPU kernel rounds it (the kernels are compiled with `--fmad=false`).
 
+pub mod edges;
 mod engine;
+pub mod hough;
 pub mod pad;
 mod sample;
 
