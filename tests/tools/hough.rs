@@ -162,6 +162,7 @@ fn errors() {
     let (edges, _) = edge_map("page.pgm");
     let acc = run_ok("hough-vote", "cpu", &[], &edges);
     assert!(run_err("hough-lines", &[], &acc, 2).contains("give --threshold T or --top N"));
+    assert!(run_err("hough-lines", &["--top", "1", "--ppm"], &acc, 2).contains("--ppm only goes with --draw"));
     assert!(run_err("hough-lines", &["--top", "1"], &edges, 2)
         .contains("frame 1: no '# histopipe-hough' header comment"));
     let camera = fixture("camera.pgm");
@@ -237,5 +238,53 @@ fn gpu_backend_matches_cpu_backend_in_the_pipeline() {
             let l = run_ok("hough-lines", "gpu", &["--threshold", "50"], &a);
             assert_eq!(l, run_ok("hough-lines", "cpu", &["--threshold", "50"], &a), "{name}: lines differ");
         }
+    }
+}
+
+/// Timings for the closing note (not a check): `cargo test --release --test tools -- --ignored
+/// --nocapture gpu_timings` on the GPU machine. Each voting strategy on the Canny edges of a
+/// 4096x3112 frame and on random maps of several densities.
+#[test]
+#[ignore]
+fn gpu_timings() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let frame = bench_frame();
+    let canny = histopipe_ops::edges::Canny { low: 50.0, high: 150.0, l2: false, blur: None };
+    let mut maps = vec![("Canny edges of tiled brick.pgm", canny.cpu(&frame).unwrap())];
+    for density in [0.01, 0.03, 0.07, 0.3] {
+        let px = (0..frame.pixel_count()).map(|_| if rng.f64() < density { 255u8 } else { 0 }).collect();
+        maps.push(("random", Frame::new(frame.width, frame.height, 255, Pixels::U8(px))));
+    }
+    for (what, map) in maps {
+        let Pixels::U8(v) = &map.pixels else { unreachable!() };
+        let fraction = v.iter().filter(|&&p| p != 0).count() as f64 / v.len() as f64;
+        let space = HoughSpace::new(HoughParams::default(), map.width, map.height).unwrap();
+        let cells = space.thetas * space.rhos;
+        let src = gpu.upload::<u8>("bench.edges", v).unwrap();
+        let mut points = gpu.buffer::<u32>("bench.points", v.len()).unwrap();
+        let mut count = gpu.buffer::<u32>("bench.count", 1).unwrap();
+        let (c, s) = space.tables();
+        let cos = gpu.upload::<f32>("bench.cos", &c).unwrap();
+        let sin = gpu.upload::<f32>("bench.sin", &s).unwrap();
+        let mut acc = gpu.buffer::<u32>("bench.acc", cells).unwrap();
+        let compact = gpu_time_ms(&gpu, 20, || {
+            gpu.stream().memset_zeros(&mut *count).unwrap();
+            HoughVote::launch_compact(&gpu, &src, v.len(), &mut points, &mut count).unwrap();
+        });
+        let global = gpu_time_ms(&gpu, 10, || {
+            gpu.stream().memset_zeros(&mut *acc).unwrap();
+            HoughVote::launch_vote_global(&gpu, &space, &points, &count, &cos, &sin, &mut acc).unwrap();
+        });
+        let shared = gpu_time_ms(&gpu, 10, || {
+            HoughVote::launch_vote_shared(&gpu, &space, &points, &count, &cos, &sin, &mut acc).unwrap();
+        });
+        println!(
+            "{} {}x{} {what}, {:.2}% edge pixels: compaction {compact:.3} ms, global atomics {global:.3} ms (zeroing included), shared per-angle {shared:.3} ms",
+            gpu.name(),
+            map.width,
+            map.height,
+            100.0 * fraction
+        );
     }
 }
