@@ -77,8 +77,9 @@ impl Canny {
         (low.floor() as i32, high.floor() as i32)
     }
 
-    /// Checks the parameters and the frame: Canny is defined here on 8-bit samples only.
-    pub fn check(&self, frame: &Frame) -> Result<(), OpError> {
+    /// Checks the parameters and the frame, and returns its samples: Canny is defined here on
+    /// 8-bit samples only.
+    pub fn input<'f>(&self, frame: &'f Frame) -> Result<&'f [u8], OpError> {
         for (name, v) in [("--low", self.low), ("--high", self.high)] {
             if !(v >= 0.0 && v.is_finite()) {
                 return Err(OpError::invalid(format!("{name} {v} must be a non-negative number")));
@@ -89,27 +90,20 @@ impl Canny {
                 return Err(OpError::invalid(format!("--blur {s} must be in (0, {MAX_SIGMA}]")));
             }
         }
-        if frame.maxval > 255 {
-            return Err(OpError::invalid(format!(
+        match &frame.pixels {
+            Pixels::U8(v) => Ok(v),
+            Pixels::U16(_) => Err(OpError::invalid(format!(
                 "16-bit input (maxval {}) is not supported: the thresholds are for 8-bit gradients; \
                  convert the frame to 8 bits first",
                 frame.maxval
-            )));
+            ))),
         }
-        Ok(())
     }
 
     fn output(&self, frame: &Frame, edges: Vec<u8>) -> Frame {
         let mut out = frame.derive(frame.width, frame.height, 255, Pixels::U8(edges));
         out.annotations.clear();
         out
-    }
-
-    fn samples(frame: &Frame) -> &[u8] {
-        match &frame.pixels {
-            Pixels::U8(v) => v,
-            Pixels::U16(_) => &[],
-        }
     }
 }
 
@@ -357,10 +351,9 @@ impl Op for Canny {
     type Output = Frame;
 
     fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
-        self.check(frame)?;
+        let mut src = self.input(frame)?;
         let (w, h) = (frame.width, frame.height);
         let blurred;
-        let mut src = Self::samples(frame);
         if let Some(sigma) = self.blur {
             blurred = blur_cpu(src, w, h, &gaussian_weights(sigma));
             src = &blurred;
@@ -371,10 +364,10 @@ impl Op for Canny {
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
-        self.check(frame)?;
+        let input = self.input(frame)?;
         let (w, h) = (frame.width, frame.height);
         let n = w * h;
-        let mut src = gpu.upload::<u8>("edges.in", Self::samples(frame))?;
+        let mut src = gpu.upload::<u8>("edges.in", input)?;
         if let Some(sigma) = self.blur {
             let k = gaussian_weights(sigma);
             let weights = gpu.upload::<f32>("edges.weights", &k)?;
