@@ -70,7 +70,8 @@ Example:
             let out = cx.text();
             let mut text = String::from("rho,theta,theta_degrees,votes\n");
             for l in &lines {
-                text.push_str(&format!("{},{},{},{}\n", l.rho, l.theta, l.theta_degrees, l.votes));
+                let degrees = degrees_text(l.theta_degrees);
+                text.push_str(&format!("{},{},{degrees},{}\n", l.rho, l.theta, l.votes));
             }
             return out.write_all(text.as_bytes()).map_err(|e| Error::io(&e));
         };
@@ -90,5 +91,28 @@ Example:
         }
         draw_lines(&mut rgb, w, h, &lines);
         histopipe_frame::write_rgb8(cx.text(), w, h, &rgb, !self.ppm).map_err(|e| Error::io(&e))
+    }
+}
+
+/// Degrees with at most 10 decimals, trailing zeros dropped: the grid θ_min + n θ_step computed in
+/// f64 reads 0.30000000000000004 where the user meant 0.3.
+fn degrees_text(v: f64) -> String {
+    let text = format!("{v:.10}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text == "-0" {
+        "0".into()
+    } else {
+        text.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn degrees_are_short() {
+        assert_eq!(super::degrees_text(-90.0 + 846.0 * 0.1), "-5.4");
+        assert_eq!(super::degrees_text(90.0), "90");
+        assert_eq!(super::degrees_text(-0.0), "0");
+        assert_eq!(super::degrees_text(0.25), "0.25");
     }
 }
