@@ -91,8 +91,9 @@ extern "C" __global__ void canny_nms(const int* __restrict__ mag, const u8* __re
 // promotes weak pixels next to strong ones until the tile is stable, then writes the promoted
 // pixels back. Promotion only ever turns WEAK into STRONG, and only next to a STRONG pixel, so
 // blocks racing on each other's halos can delay a promotion to a later pass but never make a wrong
-// one; the host repeats passes until one changes nothing, which is the unique fixpoint.
-extern "C" __global__ void canny_hysteresis(u8* map, u32 w, u32 h, u32* changed) {
+// one; the host repeats passes until one changes nothing, which is the unique fixpoint. Each pass
+// of a batch has its own flag, changed[slot].
+extern "C" __global__ void canny_hysteresis(u8* map, u32 w, u32 h, u32* changed, u32 slot) {
     __shared__ u8 tile[CANNY_TILE + 2][CANNY_TILE + 2];
     __shared__ int again;
     const int tx = threadIdx.x, ty = threadIdx.y;
@@ -124,7 +125,7 @@ extern "C" __global__ void canny_hysteresis(u8* map, u32 w, u32 h, u32* changed)
     const int gx = x0 + lx, gy = y0 + ly;
     if (before == CANNY_WEAK && tile[ly][lx] == CANNY_STRONG && (u32)gx < w && (u32)gy < h) {
         map[(u64)gy * w + gx] = CANNY_STRONG;
-        *changed = 1;
+        changed[slot] = 1;
     }
 }
 

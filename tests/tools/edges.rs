@@ -193,7 +193,7 @@ fn gpu_timings() {
     let mut mag = gpu.buffer::<i32>("bench.mag", n).unwrap();
     let mut dir = gpu.buffer::<u8>("bench.dir", n).unwrap();
     let mut map = gpu.buffer::<u8>("bench.map", n).unwrap();
-    let mut changed = gpu.buffer::<u32>("bench.changed", 1).unwrap();
+    let mut changed = gpu.buffer::<u32>("bench.changed", histopipe_ops::edges::HYSTERESIS_BATCH).unwrap();
     let mut dst = gpu.buffer::<u8>("bench.out", n).unwrap();
     let nms = gpu_time_ms(&gpu, 20, || {
         canny.launch_gradient_nms(&gpu, &src, w, h, &mut mag, &mut dir, &mut map).unwrap()

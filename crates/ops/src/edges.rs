@@ -228,6 +228,9 @@ fn grid(n: usize, block: u32) -> u32 {
 /// The tile edge of the hysteresis kernel (its blocks are TILE x TILE threads).
 const TILE: u32 = 32;
 
+/// Hysteresis passes queued between two looks at their flags.
+pub const HYSTERESIS_BATCH: usize = 4;
+
 impl Canny {
     /// Queues the blur kernels: `src` (w x h) through `tmp` (f32, w x h) into `dst`; `weights`
     /// holds [`gaussian_weights`].
@@ -285,13 +288,14 @@ impl Canny {
     }
 
     /// Queues one hysteresis pass over `map`: each 32x32 tile promotes, until stable within the
-    /// tile, weak pixels next to strong ones; `changed[0]` becomes non-zero if any pixel changed.
+    /// tile, weak pixels next to strong ones; `changed[slot]` becomes non-zero if any pixel changed.
     pub fn launch_hysteresis_pass(
         gpu: &Gpu,
         map: &mut CudaSlice<u8>,
         w: usize,
         h: usize,
         changed: &mut CudaSlice<u32>,
+        slot: u32,
     ) -> Result<(), OpError> {
         let cfg = LaunchConfig {
             grid_dim: ((w as u32).div_ceil(TILE), (h as u32).div_ceil(TILE), 1),
@@ -301,13 +305,15 @@ impl Canny {
         let (w32, h32) = (w as u32, h as u32);
         let f = gpu.function(&kernels::CANNY, "canny_hysteresis")?;
         let mut l = gpu.stream().launch_builder(&f);
-        l.arg(map).arg(&w32).arg(&h32).arg(changed);
+        l.arg(map).arg(&w32).arg(&h32).arg(changed).arg(&slot);
         unsafe { l.launch(cfg) }?;
         Ok(())
     }
 
     /// Runs hysteresis passes until one changes nothing (a fixpoint: the unique set of weak pixels
-    /// connected to strong ones); waits for the stream after each pass. Returns the pass count.
+    /// connected to strong ones). Passes are queued [`HYSTERESIS_BATCH`] at a time, each with its
+    /// own flag in `changed` (at least that long), and the host waits once per batch: a pass over
+    /// a stable map is cheaper than a round trip. Returns the number of passes run.
     pub fn hysteresis(
         gpu: &Gpu,
         map: &mut CudaSlice<u8>,
@@ -318,14 +324,17 @@ impl Canny {
         let mut passes = 0;
         loop {
             gpu.stream().memset_zeros(&mut *changed)?;
-            Self::launch_hysteresis_pass(gpu, map, w, h, changed)?;
-            passes += 1;
-            let mut flag = [0u32];
-            gpu.stream().memcpy_dtoh(&changed.slice(..1), &mut flag)?;
-            gpu.stream().synchronize()?;
-            if flag[0] == 0 {
-                return Ok(passes);
+            for slot in 0..HYSTERESIS_BATCH {
+                Self::launch_hysteresis_pass(gpu, map, w, h, changed, slot as u32)?;
             }
+            let mut flags = [0u32; HYSTERESIS_BATCH];
+            gpu.stream().memcpy_dtoh(&changed.slice(..HYSTERESIS_BATCH), &mut flags)?;
+            gpu.stream().synchronize()?;
+            // Once a pass changes nothing, the map is the fixpoint and every later pass idles.
+            if let Some(k) = flags.iter().position(|&f| f == 0) {
+                return Ok(passes + k + 1);
+            }
+            passes += HYSTERESIS_BATCH;
         }
     }
 
@@ -379,7 +388,7 @@ impl Op for Canny {
         let mut mag = gpu.buffer::<i32>("edges.mag", n)?;
         let mut dir = gpu.buffer::<u8>("edges.dir", n)?;
         let mut map = gpu.buffer::<u8>("edges.map", n)?;
-        let mut changed = gpu.buffer::<u32>("edges.changed", 1)?;
+        let mut changed = gpu.buffer::<u32>("edges.changed", HYSTERESIS_BATCH)?;
         self.launch_gradient_nms(gpu, &src, w, h, &mut mag, &mut dir, &mut map)?;
         Self::hysteresis(gpu, &mut map, w, h, &mut changed)?;
         let mut dst = gpu.buffer::<u8>("edges.out", n)?;
