@@ -35,8 +35,8 @@ Usage: hough-lines --threshold T [OPTIONS] < accumulator.pgm > lines.csv
 Options:
   --threshold T      keep cells with more than T votes [default with --top: 0]
   --top N            keep the N strongest lines
-  --draw IMAGE       instead of CSV, write IMAGE (PNG, JPEG, TIFF, BMP in colour; PGM, PAM
-                     or PPM as gray) with the lines drawn in red, as PNG
+  --draw IMAGE       instead of CSV, write IMAGE (PGM, PPM, PAM, PNG, JPEG, TIFF or BMP, gray
+                     or colour) with the lines drawn in red, as PNG
   --ppm              with --draw: write binary PPM instead of PNG
 
 Example:

@@ -155,6 +155,15 @@ fn drawing_lines() {
         &acc,
     );
     assert!(ppm.starts_with(b"P6\n200 200\n255\n") && ppm.len() == 15 + 200 * 200 * 3);
+    // A colour picture keeps its colour under the lines (camera's edges are 512x512 too).
+    let (camera_edges, _) = edge_map("camera.pgm");
+    let acc = run_ok("hough-vote", "cpu", &[], &camera_edges);
+    let astronaut = fixture("astronaut.png");
+    let png = run_ok("hough-lines", "cpu", &["--top", "2", "--draw", astronaut.to_str().unwrap()], &acc);
+    let drawn = image::load_from_memory(&png).unwrap().to_rgb8();
+    let original = image::open(&astronaut).unwrap().to_rgb8();
+    let kept = drawn.pixels().zip(original.pixels()).filter(|(d, o)| d == o).count();
+    assert!(kept > 500 * 500 && drawn.pixels().filter(|p| p.0 == [255, 0, 0]).count() >= 2 * 400);
 }
 
 #[test]
