@@ -4,6 +4,9 @@
 
 pub mod cdf;
 pub mod colhist;
+pub mod edges;
 pub mod equalize;
+pub mod hough_lines;
+pub mod hough_vote;
 pub mod pad;
 pub mod rotate;

@@ -4,7 +4,10 @@
 mod cdf;
 mod colhist;
 mod common;
+mod edges;
 mod equalize;
 mod frames;
+mod hough;
+mod opencv;
 mod pad;
 mod rotate;

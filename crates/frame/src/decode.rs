@@ -8,7 +8,7 @@ use std::io::{BufRead, Cursor, Read};
 
 use image::{DynamicImage, ImageFormat, ImageReader};
 
-use crate::pnm::read_full;
+use crate::pnm::{read_ascii_samples, read_full, HeaderCursor};
 use crate::{Format, Frame, FrameError, Pixels};
 
 /// Rec.601 luma of interleaved RGB samples.
@@ -118,9 +118,75 @@ pub(crate) fn decode(bytes: &[u8], format: ImageFormat) -> Result<Frame, String>
     Ok(frame)
 }
 
+/// An image file's pixels as 8-bit RGB, for tools that draw on a picture. Colour stays colour:
+/// PNG, JPEG, TIFF and BMP through the `image` crate (16-bit samples narrowed by it), PPM (P6, P3)
+/// and PAM RGB here; gray images (PGM, PAM GRAYSCALE) become gray RGB. Netpbm samples are scaled
+/// to 0..=255 as round(v · 255 / maxval), halves up.
+pub fn read_rgb8(bytes: &[u8]) -> Result<(usize, usize, Vec<u8>), String> {
+    if let Ok(format) = image::guess_format(bytes) {
+        if matches!(format, ImageFormat::Png | ImageFormat::Jpeg | ImageFormat::Tiff | ImageFormat::Bmp) {
+            let img = reader(bytes, format).decode().map_err(|e| format!("bad {format:?} image: {e}"))?;
+            let rgb = img.to_rgb8();
+            return Ok((rgb.width() as usize, rgb.height() as usize, rgb.into_raw()));
+        }
+    }
+    if let Some(rgb) = netpbm_rgb8(bytes)? {
+        return Ok(rgb);
+    }
+    let mut r = crate::FrameReader::new(bytes, crate::ReadOptions::default());
+    let frame = r.next_frame().map_err(|e| e.message)?.ok_or("empty image")?;
+    let m = frame.maxval as u32;
+    let rgb = (0..frame.pixel_count())
+        .flat_map(|i| {
+            let v = ((frame.pixels.get(i) as u32 * 255 + m / 2) / m) as u8;
+            [v, v, v]
+        })
+        .collect();
+    Ok((frame.width, frame.height, rgb))
+}
+
+/// A colour PPM or PAM image as 8-bit RGB; `None` for any other input (gray ones included).
+fn netpbm_rgb8(bytes: &[u8]) -> Result<Option<(usize, usize, Vec<u8>)>, String> {
+    let mut input = bytes.get(2..).unwrap_or_default();
+    let cursor = HeaderCursor::new(&mut input, 1);
+    let (header, ascii) = match bytes.get(..2) {
+        Some(b"P6") => (cursor.pnm(3), false),
+        Some(b"P3") => (cursor.pnm(3), true),
+        Some(b"P7") => (cursor.pam(), false),
+        _ => return Ok(None),
+    };
+    let h = header.map_err(|e| e.message)?;
+    if h.channels != 3 {
+        return Ok(None);
+    }
+    let n = h.width.checked_mul(h.height).and_then(|n| n.checked_mul(3)).ok_or("image too large")?;
+    let samples: Vec<u16> = if ascii {
+        read_ascii_samples(&mut input, 1, n).map_err(|e| e.message)?
+    } else if h.maxval <= 255 {
+        input.get(..n).ok_or("truncated pixel data")?.iter().map(|&b| b as u16).collect()
+    } else {
+        let raw = input.get(..2 * n).ok_or("truncated pixel data")?;
+        raw.chunks_exact(2).map(|p| u16::from_be_bytes([p[0], p[1]])).collect()
+    };
+    let m = h.maxval as u32;
+    let rgb = samples.iter().map(|&v| ((v.min(h.maxval) as u32 * 255 + m / 2) / m) as u8).collect();
+    Ok(Some((h.width, h.height, rgb)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rgb8_of_colour_and_gray_netpbm() {
+        assert_eq!(
+            read_rgb8(b"P6 2 1 255\n\x01\x02\x03\x04\x05\x06").unwrap(),
+            (2, 1, vec![1, 2, 3, 4, 5, 6])
+        );
+        assert_eq!(read_rgb8(b"P3 1 1 10 10 5 0").unwrap(), (1, 1, vec![255, 128, 0]));
+        assert_eq!(read_rgb8(b"P5 2 1 255\n\x07\x09").unwrap(), (2, 1, vec![7, 7, 7, 9, 9, 9]));
+        assert!(read_rgb8(b"P6 2 1 255\n\x01").unwrap_err().contains("truncated"));
+    }
 
     #[test]
     fn luma_rounds_half_up_exactly() {

@@ -85,6 +85,30 @@ pub struct Frame {
     pub format: Format,
     /// Where this frame's pixels sit in the original image, when a filter has moved them.
     pub geometry: Option<Geometry>,
+    /// Other `histopipe-*` header comments, in order (see [`Annotation`]).
+    pub annotations: Vec<Annotation>,
+}
+
+/// A header comment `# histopipe-KEY VALUE` other than geometry: parameters one tool hands to the
+/// next through a file or a pipe (e.g. `hough`, the axes of a Hough accumulator). The frame crate
+/// keeps and writes them verbatim; what a value means is the business of the tools that use it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Annotation {
+    /// The word after `histopipe-`: lowercase ASCII letters, digits and `-`.
+    pub key: String,
+    /// The rest of the line, trimmed; never holds a line break.
+    pub value: String,
+}
+
+impl Annotation {
+    /// Parses the text after `#` of a header comment; `None` if it is not a `histopipe-*` one.
+    pub(crate) fn parse_comment(comment: &str) -> Option<Annotation> {
+        let rest = comment.trim().strip_prefix("histopipe-")?;
+        let (key, value) = rest.split_once(|c: char| c.is_ascii_whitespace()).unwrap_or((rest, ""));
+        let valid =
+            !key.is_empty() && key.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        valid.then(|| Annotation { key: key.to_owned(), value: value.trim().to_owned() })
+    }
 }
 
 impl Frame {
@@ -94,7 +118,7 @@ impl Frame {
         assert_eq!(width.checked_mul(height), Some(pixels.len()), "frame size and sample count disagree");
         assert!(maxval >= 1, "maxval must be at least 1");
         assert_eq!(Depth::for_maxval(maxval), pixels.depth(), "sample width does not match maxval {maxval}");
-        Frame { width, height, maxval, pixels, format: Format::Pgm, geometry: None }
+        Frame { width, height, maxval, pixels, format: Format::Pgm, geometry: None, annotations: Vec::new() }
     }
 
     /// A new frame that keeps this one's container and geometry, with other samples.
@@ -102,6 +126,7 @@ impl Frame {
         Frame {
             format: self.format,
             geometry: self.geometry.clone(),
+            annotations: self.annotations.clone(),
             ..Frame::new(width, height, maxval, pixels)
         }
     }
@@ -114,8 +139,45 @@ impl Frame {
         self.width * self.height
     }
 
+    /// The value of annotation `key`, if the frame has one.
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.annotations.iter().find(|a| a.key == key).map(|a| a.value.as_str())
+    }
+
+    /// Sets annotation `key` (an error in the calling code if the key is not lowercase ASCII
+    /// letters, digits and `-`); line breaks in `value` become spaces, so the header stays valid.
+    pub fn set_annotation(&mut self, key: &str, value: &str) {
+        assert!(
+            !key.is_empty() && key.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+            "bad annotation key '{key}'"
+        );
+        let value = value.replace(['\n', '\r'], " ").trim().to_owned();
+        match self.annotations.iter_mut().find(|a| a.key == key) {
+            Some(a) => a.value = value,
+            None => self.annotations.push(Annotation { key: key.to_owned(), value }),
+        }
+    }
+
     /// The geometry if the frame has one, else the identity onto itself.
     pub fn geometry_or_identity(&self) -> Geometry {
         self.geometry.clone().unwrap_or_else(|| Geometry::identity(self.width, self.height))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn annotations_parse_and_replace() {
+        let a = Annotation::parse_comment(" histopipe-hough theta-min=0  rho-step=1 ").unwrap();
+        assert_eq!((a.key.as_str(), a.value.as_str()), ("hough", "theta-min=0  rho-step=1"));
+        assert!(Annotation::parse_comment(" made by GIMP").is_none());
+        assert!(Annotation::parse_comment(" histopipe-Bad x").is_none());
+        let mut f = Frame::new(1, 1, 255, Pixels::U8(vec![0]));
+        f.set_annotation("hough", "a\nb");
+        f.set_annotation("hough", "c");
+        assert_eq!(f.annotation("hough"), Some("c"));
+        assert_eq!(f.annotations.len(), 1);
     }
 }

@@ -1,7 +1,7 @@
 //! Frames and frame streams: everything histopipe knows about image formats.
 //!
 //! A [`Frame`] is one grayscale image (8- or 16-bit samples, a maxval, the container it came in and
-//! optional [`Geometry`]). [`FrameReader`] reads a stream of frames from any byte source: PGM (P5,
+//! optional [`Geometry`] and [`Annotation`]s). [`FrameReader`] reads a stream of frames from any byte source: PGM (P5,
 //! P2), PAM (P7 GRAYSCALE), PPM (P6) and PNG/JPEG/TIFF/BMP converted to gray, or headerless raw
 //! frames; [`FrameWriter`] writes frames back in the container they were read in, or as PNG.
 //!
@@ -15,8 +15,9 @@ mod pnm;
 mod read;
 mod write;
 
+pub use decode::read_rgb8;
 pub use error::{FrameError, FrameErrorKind};
-pub use frame::{Depth, Format, Frame, Pixels};
+pub use frame::{Annotation, Depth, Format, Frame, Pixels};
 pub use geometry::{Affine, Geometry};
 pub use read::{parse_size, FrameReader, RawSpec, ReadOptions, DEFAULT_MAX_PIXELS};
-pub use write::{FrameWriter, WriteOptions};
+pub use write::{write_rgb8, FrameWriter, WriteOptions};

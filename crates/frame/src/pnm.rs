@@ -3,7 +3,7 @@
 use std::io::{self, BufRead};
 
 use crate::geometry::Geometry;
-use crate::FrameError;
+use crate::{Annotation, FrameError};
 
 /// What a PNM/PAM header says.
 pub(crate) struct Header {
@@ -13,6 +13,7 @@ pub(crate) struct Header {
     /// Samples per pixel: 1 (gray) or 3 (RGB).
     pub channels: usize,
     pub geometry: Option<Geometry>,
+    pub annotations: Vec<Annotation>,
 }
 
 /// Byte-level access to a header, with the frame number for error messages.
@@ -20,11 +21,12 @@ pub(crate) struct HeaderCursor<'a, R: BufRead> {
     input: &'a mut R,
     frame: usize,
     geometry: Option<Geometry>,
+    annotations: Vec<Annotation>,
 }
 
 impl<'a, R: BufRead> HeaderCursor<'a, R> {
     pub fn new(input: &'a mut R, frame: usize) -> Self {
-        HeaderCursor { input, frame, geometry: None }
+        HeaderCursor { input, frame, geometry: None, annotations: Vec::new() }
     }
 
     fn peek(&mut self) -> Result<Option<u8>, FrameError> {
@@ -49,7 +51,7 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
         FrameError::invalid(self.frame, msg)
     }
 
-    /// Reads the rest of a `#` comment line and keeps a geometry comment.
+    /// Reads the rest of a `#` comment line and keeps a geometry or other `histopipe-*` comment.
     fn comment(&mut self) -> Result<(), FrameError> {
         let mut text = Vec::new();
         while let Some(b) = self.next()? {
@@ -60,6 +62,9 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
         }
         if let Some(parsed) = Geometry::parse_comment(&String::from_utf8_lossy(&text)) {
             self.geometry = Some(parsed.map_err(|m| self.invalid(m))?);
+        } else if let Some(a) = Annotation::parse_comment(&String::from_utf8_lossy(&text)) {
+            self.annotations.retain(|old| old.key != a.key);
+            self.annotations.push(a);
         }
         Ok(())
     }
@@ -123,7 +128,7 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
             Some(_) => return Err(self.invalid("bad maxval: garbage after the number")),
             None => return Err(self.invalid("truncated header: no raster after maxval")),
         }
-        Ok(Header { width, height, maxval, channels, geometry: self.geometry })
+        Ok(Header { width, height, maxval, channels, geometry: self.geometry, annotations: self.annotations })
     }
 
     /// The rest of a PAM header after `P7`.
@@ -171,7 +176,7 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
                 )))
             }
         };
-        Ok(Header { width, height, maxval, channels, geometry: self.geometry })
+        Ok(Header { width, height, maxval, channels, geometry: self.geometry, annotations: self.annotations })
     }
 }
 

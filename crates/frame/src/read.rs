@@ -248,6 +248,7 @@ impl<R: BufRead> FrameReader<R> {
         let mut frame = Frame::new(h.width, h.height, h.maxval, pixels);
         frame.format = if h.channels == 3 { Format::Decoded } else { format };
         frame.geometry = h.geometry;
+        frame.annotations = h.annotations;
         Ok(frame)
     }
 

@@ -59,7 +59,10 @@ impl<W: Write> FrameWriter<W> {
     fn header(&mut self, frame: &Frame) {
         let s = &mut self.scratch;
         s.clear();
-        let geometry = frame.geometry.as_ref().map(|g| format!("#{g}\n")).unwrap_or_default();
+        let mut geometry = frame.geometry.as_ref().map(|g| format!("#{g}\n")).unwrap_or_default();
+        for a in &frame.annotations {
+            geometry.push_str(&format!("# histopipe-{} {}\n", a.key, a.value));
+        }
         let (w, h, m) = (frame.width, frame.height, frame.maxval);
         let text = match frame.format {
             Format::Raw => String::new(),
@@ -111,6 +114,27 @@ impl<W: Write> FrameWriter<W> {
             }
         }
     }
+}
+
+/// Writes one 8-bit RGB image (`width * height` interleaved triples) as PNG, or as binary PPM (P6)
+/// when `png` is false: the output of tools that draw on an image.
+pub fn write_rgb8<W: Write>(
+    out: &mut W,
+    width: usize,
+    height: usize,
+    rgb: &[u8],
+    png: bool,
+) -> io::Result<()> {
+    assert_eq!(width * height * 3, rgb.len(), "RGB image size and sample count disagree");
+    if !png {
+        out.write_all(format!("P6\n{width} {height}\n255\n").as_bytes())?;
+        return out.write_all(rgb);
+    }
+    let encoder = image::codecs::png::PngEncoder::new(out);
+    encoder.write_image(rgb, width as u32, height as u32, ExtendedColorType::Rgb8).map_err(|e| match e {
+        image::ImageError::IoError(e) => e,
+        other => io::Error::other(format!("cannot encode PNG: {other}")),
+    })
 }
 
 /// The ASCII raster of a plain PGM: one row per line, lines kept under 70 characters.
@@ -172,6 +196,10 @@ mod tests {
                 let mut f = Frame::new(8, 5, maxval, pixels);
                 f.format = format;
                 f.geometry = if format == Format::Raw { None } else { geometry.clone() };
+                if format != Format::Raw {
+                    f.set_annotation("hough", "theta-min=0 rho-step=0.5");
+                    f.set_annotation("x-1", "");
+                }
                 let mut back = round_trip(&f);
                 if format == Format::Raw {
                     back.maxval = maxval;

@@ -6,9 +6,11 @@
 //! as the GPU kernel rounds it (the kernels are compiled with `--fmad=false`).
 
 pub mod colhist;
+pub mod edges;
 mod engine;
 pub mod equalize;
 pub mod histogram;
+pub mod hough;
 pub mod pad;
 pub mod rotate;
 mod sample;

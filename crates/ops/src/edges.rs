@@ -1,0 +1,441 @@
+//! `edges`: Canny edge detection, pixel for pixel as OpenCV's `cv::Canny(img, low, high, 3, L2)`.
+//!
+//! 1. Gradients by the 3x3 Sobel kernels, the frame's border replicated (`BORDER_REPLICATE`):
+//!    dx = (p[y-1][x+1] - p[y-1][x-1]) + 2 (p[y][x+1] - p[y][x-1]) + (p[y+1][x+1] - p[y+1][x-1]),
+//!    dy likewise down the columns.
+//! 2. Magnitude m = |dx| + |dy| (L1), or dx² + dy² (L2, compared with squared thresholds).
+//! 3. Non-maximum suppression in integers: with tan(22.5°) as TG22 = round(0.41421356 · 2^15), the
+//!    direction is horizontal when |dy|·2^15 < |dx|·TG22 (keep if m > left and m >= right),
+//!    vertical when |dy|·2^15 > |dx|·(TG22 + 2^16) (keep if m > above and m >= below), else
+//!    diagonal (keep if m is greater than both neighbours along the diagonal that dx·dy's sign
+//!    picks). Magnitudes outside the frame count as 0. Only pixels with m > low are considered.
+//! 4. Thresholds: `low`/`high` swapped if low > high; for L2 each is first capped at 32767 and
+//!    squared when positive; then floored to integers. A kept pixel with m > high is strong, else
+//!    weak; the edges are the strong pixels and every weak pixel 8-connected to one through weak
+//!    pixels. That set is unique, so the order in which hysteresis visits pixels does not matter:
+//!    the CPU floods from a stack, the GPU promotes weak neighbours of strong pixels to a fixpoint.
+//!
+//! An optional Gaussian blur first (`blur`) is histopipe's own, not OpenCV's (see
+//! [`gaussian_weights`]): separable, f32, the same on both backends.
+
+use histopipe_frame::{Frame, Pixels};
+use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use histopipe_gpu::kernels;
+
+use crate::{Gpu, Op, OpError};
+
+/// OpenCV's fixed-point tan(22.5°): round(0.4142135623730950488 · 2^15).
+pub const TG22: i32 = 13573;
+
+/// Map values between the stages (one byte per pixel).
+const NONE: u8 = 0;
+const WEAK: u8 = 1;
+const STRONG: u8 = 2;
+
+/// The largest blur sigma accepted: beyond it the kernel would be wider than any sensible frame.
+pub const MAX_SIGMA: f64 = 100.0;
+
+/// `edges`' parameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Canny {
+    /// Hysteresis thresholds on the gradient magnitude, as OpenCV takes them (any non-negative
+    /// numbers; swapped if low > high).
+    pub low: f64,
+    pub high: f64,
+    /// L2 magnitude sqrt(dx² + dy²) instead of |dx| + |dy|.
+    pub l2: bool,
+    /// Gaussian blur of this sigma first.
+    pub blur: Option<f64>,
+}
+
+/// The Gaussian kernel for `sigma`: radius r = ceil(3 sigma), weights exp(-i² / (2 sigma²)) for
+/// i = -r..=r, divided by their sum in f64, then rounded to f32. Both passes sum the products in
+/// f32 in the order i = -r..=r from 0.0, and the result is rounded half to even and clamped to
+/// 0..=255; borders are replicated.
+pub fn gaussian_weights(sigma: f64) -> Vec<f32> {
+    let r = (3.0 * sigma).ceil().max(1.0) as i64;
+    let w: Vec<f64> = (-r..=r).map(|i| (-((i * i) as f64) / (2.0 * sigma * sigma)).exp()).collect();
+    let sum: f64 = w.iter().sum();
+    w.iter().map(|v| (v / sum) as f32).collect()
+}
+
+impl Canny {
+    /// The integer thresholds the magnitudes are compared with, as OpenCV derives them.
+    pub fn thresholds(&self) -> (i32, i32) {
+        let (mut low, mut high) =
+            if self.low > self.high { (self.high, self.low) } else { (self.low, self.high) };
+        if self.l2 {
+            low = low.min(32767.0);
+            high = high.min(32767.0);
+            if low > 0.0 {
+                low *= low;
+            }
+            if high > 0.0 {
+                high *= high;
+            }
+        }
+        (low.floor() as i32, high.floor() as i32)
+    }
+
+    /// Checks the parameters and the frame, and returns its samples: Canny is defined here on
+    /// 8-bit samples only.
+    pub fn input<'f>(&self, frame: &'f Frame) -> Result<&'f [u8], OpError> {
+        for (name, v) in [("--low", self.low), ("--high", self.high)] {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(OpError::invalid(format!("{name} {v} must be a non-negative number")));
+            }
+        }
+        if let Some(s) = self.blur {
+            if !(s > 0.0 && s <= MAX_SIGMA) {
+                return Err(OpError::invalid(format!("--blur {s} must be in (0, {MAX_SIGMA}]")));
+            }
+        }
+        match &frame.pixels {
+            Pixels::U8(v) => Ok(v),
+            Pixels::U16(_) => Err(OpError::invalid(format!(
+                "16-bit input (maxval {}) is not supported: the thresholds are for 8-bit gradients; \
+                 convert the frame to 8 bits first",
+                frame.maxval
+            ))),
+        }
+    }
+
+    fn output(&self, frame: &Frame, edges: Vec<u8>) -> Frame {
+        let mut out = frame.derive(frame.width, frame.height, 255, Pixels::U8(edges));
+        out.annotations.clear();
+        out
+    }
+}
+
+/// Separable Gaussian blur of an 8-bit frame (see [`gaussian_weights`]).
+pub fn blur_cpu(src: &[u8], w: usize, h: usize, k: &[f32]) -> Vec<u8> {
+    let r = (k.len() / 2) as isize;
+    let clamp = |v: isize, n: usize| v.clamp(0, n as isize - 1) as usize;
+    let mut tmp = vec![0f32; w * h];
+    for y in 0..h {
+        for x in 0..w {
+            let mut acc = 0f32;
+            for (i, &kw) in k.iter().enumerate() {
+                acc += kw * src[y * w + clamp(x as isize + i as isize - r, w)] as f32;
+            }
+            tmp[y * w + x] = acc;
+        }
+    }
+    let mut out = vec![0u8; w * h];
+    for y in 0..h {
+        for x in 0..w {
+            let mut acc = 0f32;
+            for (i, &kw) in k.iter().enumerate() {
+                acc += kw * tmp[clamp(y as isize + i as isize - r, h) * w + x];
+            }
+            out[y * w + x] = acc.round_ties_even().clamp(0.0, 255.0) as u8;
+        }
+    }
+    out
+}
+
+/// Sobel gradients of pixel (x, y), borders replicated.
+fn sobel(src: &[u8], w: usize, h: usize, x: usize, y: usize) -> (i32, i32) {
+    let (xl, xr) = (x.saturating_sub(1), (x + 1).min(w - 1));
+    let (yu, yd) = (y.saturating_sub(1), (y + 1).min(h - 1));
+    let p = |xx: usize, yy: usize| src[yy * w + xx] as i32;
+    let dx = (p(xr, yu) - p(xl, yu)) + 2 * (p(xr, y) - p(xl, y)) + (p(xr, yd) - p(xl, yd));
+    let dy = (p(xl, yd) - p(xl, yu)) + 2 * (p(x, yd) - p(x, yu)) + (p(xr, yd) - p(xr, yu));
+    (dx, dy)
+}
+
+/// Which neighbours non-maximum suppression compares with, from the gradient (OpenCV's sectors):
+/// 0 left/right, 1 above/below, 2 the diagonal (-1,-1)/(+1,+1), 3 the diagonal (+1,-1)/(-1,+1).
+fn direction(dx: i32, dy: i32) -> u8 {
+    let x = dx.abs();
+    let y = dy.abs() << 15;
+    let tg22x = x * TG22;
+    if y < tg22x {
+        0
+    } else if y > tg22x + (x << 16) {
+        1
+    } else if (dx ^ dy) < 0 {
+        3
+    } else {
+        2
+    }
+}
+
+/// Stages 1–3 on the CPU: the map of NONE / WEAK / STRONG pixels.
+fn nms_cpu(src: &[u8], w: usize, h: usize, l2: bool, low: i32, high: i32) -> Vec<u8> {
+    let mut mag = vec![0i32; w * h];
+    let mut dir = vec![0u8; w * h];
+    for y in 0..h {
+        for x in 0..w {
+            let (dx, dy) = sobel(src, w, h, x, y);
+            mag[y * w + x] = if l2 { dx * dx + dy * dy } else { dx.abs() + dy.abs() };
+            dir[y * w + x] = direction(dx, dy);
+        }
+    }
+    let at = |x: isize, y: isize| {
+        if x < 0 || y < 0 || x >= w as isize || y >= h as isize {
+            0
+        } else {
+            mag[y as usize * w + x as usize]
+        }
+    };
+    let mut map = vec![NONE; w * h];
+    for y in 0..h {
+        for x in 0..w {
+            let m = mag[y * w + x];
+            if m <= low {
+                continue;
+            }
+            let (xi, yi) = (x as isize, y as isize);
+            let keep = match dir[y * w + x] {
+                0 => m > at(xi - 1, yi) && m >= at(xi + 1, yi),
+                1 => m > at(xi, yi - 1) && m >= at(xi, yi + 1),
+                2 => m > at(xi - 1, yi - 1) && m > at(xi + 1, yi + 1),
+                _ => m > at(xi + 1, yi - 1) && m > at(xi - 1, yi + 1),
+            };
+            if keep {
+                map[y * w + x] = if m > high { STRONG } else { WEAK };
+            }
+        }
+    }
+    map
+}
+
+/// Stage 4 on the CPU: floods from every strong pixel through weak ones; returns 0/255 edges.
+fn hysteresis_cpu(mut map: Vec<u8>, w: usize, h: usize) -> Vec<u8> {
+    let mut stack: Vec<usize> = (0..map.len()).filter(|&i| map[i] == STRONG).collect();
+    while let Some(i) = stack.pop() {
+        let (x, y) = ((i % w) as isize, (i / w) as isize);
+        for (ox, oy) in [(-1, -1), (0, -1), (1, -1), (-1, 0), (1, 0), (-1, 1), (0, 1), (1, 1)] {
+            let (nx, ny) = (x + ox, y + oy);
+            if nx < 0 || ny < 0 || nx >= w as isize || ny >= h as isize {
+                continue;
+            }
+            let j = ny as usize * w + nx as usize;
+            if map[j] == WEAK {
+                map[j] = STRONG;
+                stack.push(j);
+            }
+        }
+    }
+    map.iter().map(|&v| if v == STRONG { 255 } else { 0 }).collect()
+}
+
+fn grid(n: usize, block: u32) -> u32 {
+    n.div_ceil(block as usize).clamp(1, 1 << 20) as u32
+}
+
+/// The tile edge of the hysteresis kernel (its blocks are TILE x TILE threads).
+const TILE: u32 = 32;
+
+/// Hysteresis passes queued between two looks at their flags.
+pub const HYSTERESIS_BATCH: usize = 4;
+
+impl Canny {
+    /// Queues the blur kernels: `src` (w x h) through `tmp` (f32, w x h) into `dst`; `weights`
+    /// holds [`gaussian_weights`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_blur(
+        gpu: &Gpu,
+        src: &CudaSlice<u8>,
+        w: usize,
+        h: usize,
+        weights: &CudaSlice<f32>,
+        taps: usize,
+        tmp: &mut CudaSlice<f32>,
+        dst: &mut CudaSlice<u8>,
+    ) -> Result<(), OpError> {
+        let cfg =
+            LaunchConfig { grid_dim: (grid(w * h, 256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let (w32, h32, r) = (w as u32, h as u32, (taps / 2) as u32);
+        let f = gpu.function(&kernels::CANNY, "gauss_rows")?;
+        let mut l = gpu.stream().launch_builder(&f);
+        l.arg(src).arg(&w32).arg(&h32).arg(weights).arg(&r).arg(&mut *tmp);
+        unsafe { l.launch(cfg) }?;
+        let f = gpu.function(&kernels::CANNY, "gauss_cols")?;
+        let mut l = gpu.stream().launch_builder(&f);
+        l.arg(&*tmp).arg(&w32).arg(&h32).arg(weights).arg(&r).arg(dst);
+        unsafe { l.launch(cfg) }?;
+        Ok(())
+    }
+
+    /// Queues stages 1–3: gradients of `src` (w x h) into `mag` and `dir`, then the NONE / WEAK /
+    /// STRONG map (one byte per pixel) into `map`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_gradient_nms(
+        &self,
+        gpu: &Gpu,
+        src: &CudaSlice<u8>,
+        w: usize,
+        h: usize,
+        mag: &mut CudaSlice<i32>,
+        dir: &mut CudaSlice<u8>,
+        map: &mut CudaSlice<u8>,
+    ) -> Result<(), OpError> {
+        let (low, high) = self.thresholds();
+        let cfg =
+            LaunchConfig { grid_dim: (grid(w * h, 256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let (w32, h32, l2) = (w as u32, h as u32, self.l2 as u32);
+        let f = gpu.function(&kernels::CANNY, "canny_gradient")?;
+        let mut l = gpu.stream().launch_builder(&f);
+        l.arg(src).arg(&w32).arg(&h32).arg(&l2).arg(&mut *mag).arg(&mut *dir);
+        unsafe { l.launch(cfg) }?;
+        let f = gpu.function(&kernels::CANNY, "canny_nms")?;
+        let mut l = gpu.stream().launch_builder(&f);
+        l.arg(&*mag).arg(&*dir).arg(&w32).arg(&h32).arg(&low).arg(&high).arg(map);
+        unsafe { l.launch(cfg) }?;
+        Ok(())
+    }
+
+    /// Queues one hysteresis pass over `map`: each 32x32 tile promotes, until stable within the
+    /// tile, weak pixels next to strong ones; `changed[slot]` becomes non-zero if any pixel changed.
+    pub fn launch_hysteresis_pass(
+        gpu: &Gpu,
+        map: &mut CudaSlice<u8>,
+        w: usize,
+        h: usize,
+        changed: &mut CudaSlice<u32>,
+        slot: u32,
+    ) -> Result<(), OpError> {
+        let cfg = LaunchConfig {
+            grid_dim: ((w as u32).div_ceil(TILE), (h as u32).div_ceil(TILE), 1),
+            block_dim: (TILE, TILE, 1),
+            shared_mem_bytes: 0,
+        };
+        let (w32, h32) = (w as u32, h as u32);
+        let f = gpu.function(&kernels::CANNY, "canny_hysteresis")?;
+        let mut l = gpu.stream().launch_builder(&f);
+        l.arg(map).arg(&w32).arg(&h32).arg(changed).arg(&slot);
+        unsafe { l.launch(cfg) }?;
+        Ok(())
+    }
+
+    /// Runs hysteresis passes until one changes nothing (a fixpoint: the unique set of weak pixels
+    /// connected to strong ones). Passes are queued [`HYSTERESIS_BATCH`] at a time, each with its
+    /// own flag in `changed` (at least that long), and the host waits once per batch: a pass over
+    /// a stable map is cheaper than a round trip. Returns the number of passes run.
+    pub fn hysteresis(
+        gpu: &Gpu,
+        map: &mut CudaSlice<u8>,
+        w: usize,
+        h: usize,
+        changed: &mut CudaSlice<u32>,
+    ) -> Result<usize, OpError> {
+        let mut passes = 0;
+        loop {
+            gpu.stream().memset_zeros(&mut *changed)?;
+            for slot in 0..HYSTERESIS_BATCH {
+                Self::launch_hysteresis_pass(gpu, map, w, h, changed, slot as u32)?;
+            }
+            let mut flags = [0u32; HYSTERESIS_BATCH];
+            gpu.stream().memcpy_dtoh(&changed.slice(..HYSTERESIS_BATCH), &mut flags)?;
+            gpu.stream().synchronize()?;
+            // Once a pass changes nothing, the map is the fixpoint and every later pass idles.
+            if let Some(k) = flags.iter().position(|&f| f == 0) {
+                return Ok(passes + k + 1);
+            }
+            passes += HYSTERESIS_BATCH;
+        }
+    }
+
+    /// Queues the last step: 255 where `map` is STRONG, else 0, for `n` pixels.
+    pub fn launch_finish(
+        gpu: &Gpu,
+        map: &CudaSlice<u8>,
+        n: usize,
+        dst: &mut CudaSlice<u8>,
+    ) -> Result<(), OpError> {
+        let cfg =
+            LaunchConfig { grid_dim: (grid(n, 256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let n64 = n as u64;
+        let f = gpu.function(&kernels::CANNY, "canny_finish")?;
+        let mut l = gpu.stream().launch_builder(&f);
+        l.arg(map).arg(&n64).arg(dst);
+        unsafe { l.launch(cfg) }?;
+        Ok(())
+    }
+}
+
+impl Op for Canny {
+    type Output = Frame;
+
+    fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
+        let mut src = self.input(frame)?;
+        let (w, h) = (frame.width, frame.height);
+        let blurred;
+        if let Some(sigma) = self.blur {
+            blurred = blur_cpu(src, w, h, &gaussian_weights(sigma));
+            src = &blurred;
+        }
+        let (low, high) = self.thresholds();
+        let map = nms_cpu(src, w, h, self.l2, low, high);
+        Ok(self.output(frame, hysteresis_cpu(map, w, h)))
+    }
+
+    fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
+        let input = self.input(frame)?;
+        let (w, h) = (frame.width, frame.height);
+        let n = w * h;
+        let mut src = gpu.upload::<u8>("edges.in", input)?;
+        if let Some(sigma) = self.blur {
+            let k = gaussian_weights(sigma);
+            let weights = gpu.upload::<f32>("edges.weights", &k)?;
+            let mut tmp = gpu.buffer::<f32>("edges.blur", n)?;
+            let mut blurred = gpu.buffer::<u8>("edges.blurred", n)?;
+            Self::launch_blur(gpu, &src, w, h, &weights, k.len(), &mut tmp, &mut blurred)?;
+            src = blurred;
+        }
+        let mut mag = gpu.buffer::<i32>("edges.mag", n)?;
+        let mut dir = gpu.buffer::<u8>("edges.dir", n)?;
+        let mut map = gpu.buffer::<u8>("edges.map", n)?;
+        let mut changed = gpu.buffer::<u32>("edges.changed", HYSTERESIS_BATCH)?;
+        self.launch_gradient_nms(gpu, &src, w, h, &mut mag, &mut dir, &mut map)?;
+        Self::hysteresis(gpu, &mut map, w, h, &mut changed)?;
+        let mut dst = gpu.buffer::<u8>("edges.out", n)?;
+        Self::launch_finish(gpu, &map, n, &mut dst)?;
+        let mut out = vec![0u8; n];
+        gpu.download(&dst, &mut out)?;
+        Ok(self.output(frame, out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tg22_is_opencvs_constant() {
+        assert_eq!(TG22, (0.414_213_562_373_095_05_f64 * 32768.0 + 0.5) as i32);
+    }
+
+    #[test]
+    fn thresholds_follow_opencv() {
+        let c = |low, high, l2| Canny { low, high, l2, blur: None }.thresholds();
+        assert_eq!(c(50.7, 150.2, false), (50, 150));
+        assert_eq!(c(150.0, 50.0, false), (50, 150));
+        assert_eq!(c(10.5, 40000.0, true), (110, 32767 * 32767));
+    }
+
+    #[test]
+    fn a_step_gives_one_thin_edge() {
+        // Left half 0, right half 200: the step between columns 3 and 4.
+        let (w, h) = (8, 5);
+        let px: Vec<u8> = (0..w * h).map(|i| if i % w >= 4 { 200 } else { 0 }).collect();
+        let f = Frame::new(w, h, 255, Pixels::U8(px));
+        let out = Canny { low: 50.0, high: 100.0, l2: false, blur: None }.cpu(&f).unwrap();
+        let Pixels::U8(e) = out.pixels else { panic!() };
+        for y in 0..h {
+            let row: Vec<u8> = e[y * w..(y + 1) * w].to_vec();
+            assert_eq!(row, vec![0, 0, 0, 255, 0, 0, 0, 0], "row {y}");
+        }
+    }
+
+    #[test]
+    fn blur_weights_sum_to_one() {
+        let k = gaussian_weights(1.4);
+        assert_eq!(k.len(), 2 * 5 + 1);
+        assert!((k.iter().map(|&v| v as f64).sum::<f64>() - 1.0).abs() < 1e-6);
+        let flat = blur_cpu(&[77; 12], 4, 3, &k);
+        assert!(flat.iter().all(|&v| v == 77));
+    }
+}

@@ -1,0 +1,655 @@
+//! `hough-vote` and `hough-lines`: the standard Hough transform for lines, vote for vote and line
+//! for line as OpenCV's `cv::HoughLines` (`HoughLinesStandard`).
+//!
+//! The accumulator has one row per angle and one column per distance. With the angles given in
+//! degrees and converted to radians in f64 (`f64::to_radians`), θ_step as f32, ρ_step as f32:
+//! - rows: n = floor((θ_max − θ_min) / θ_step) + 1, less one if n > 1 and
+//!   |π − (n − 1) θ_step| < θ_step / 2 (so that θ and θ + π are not both voted for);
+//! - columns: m = round_half_even(f32(2 (W + H) + 1) / ρ_step), column c holding distance
+//!   (c − (m − 1) / 2) ρ_step (integer division): [`HoughSpace::rho_offset`] is (m − 1) / 2;
+//! - tables: a = f32(θ_min), then a += θ_step in f32 after each row; cos_n = f32(cos(a) · (1 / ρ_step)),
+//!   sin_n = f32(sin(a) · (1 / ρ_step)), the product taken in f64 and 1 / ρ_step in f32;
+//! - each non-zero pixel (x, y) votes in every row n for column
+//!   round_half_even(f32(x) · cos_n + f32(y) · sin_n) + (m − 1) / 2, in f32 without fused
+//!   multiply-add.
+//!
+//! Lines are the cells with more than `threshold` votes that beat their 4 neighbours (cells
+//! outside count as 0) strictly on the left and above and at least equally on the right and below,
+//! ordered by votes, then by row-major index; a line's ρ is f32(c − (m − 1) / 2) · ρ_step and its θ
+//! f32(θ_min) + f32(n) · θ_step, in f32 as OpenCV reports them.
+
+use histopipe_frame::{Frame, Pixels};
+use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use histopipe_gpu::kernels;
+
+use crate::{with_samples, Gpu, Op, OpError, Sample};
+
+/// The annotation key of an accumulator's parameterization (`# histopipe-hough ...`).
+pub const ANNOTATION: &str = "hough";
+
+/// The most cells an accumulator may have (4 GiB of u32 counters would be absurd for lines).
+pub const MAX_CELLS: u64 = 1 << 28;
+
+/// The accumulator's axes as given on the command line: angles in degrees, ρ step in pixels.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HoughParams {
+    pub theta_min: f64,
+    pub theta_max: f64,
+    pub theta_step: f64,
+    pub rho_step: f64,
+}
+
+impl Default for HoughParams {
+    /// OpenCV's `HoughLines(img, 1, CV_PI / 180, ...)`: θ in [0°, 180°) by 1°, ρ by 1 pixel.
+    fn default() -> Self {
+        HoughParams { theta_min: 0.0, theta_max: 180.0, theta_step: 1.0, rho_step: 1.0 }
+    }
+}
+
+/// An accumulator's layout for a `width x height` source: see the module documentation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HoughSpace {
+    pub params: HoughParams,
+    /// The edge map's size.
+    pub width: usize,
+    pub height: usize,
+    /// Rows of the accumulator (angles).
+    pub thetas: usize,
+    /// Columns of the accumulator (distances).
+    pub rhos: usize,
+}
+
+impl HoughSpace {
+    /// The layout for a `width x height` edge map, or why the parameters cannot make one.
+    pub fn new(params: HoughParams, width: usize, height: usize) -> Result<HoughSpace, OpError> {
+        let HoughParams { theta_min, theta_max, theta_step, rho_step } = params;
+        if !(theta_step > 0.0 && theta_step.is_finite() && (theta_step.to_radians() as f32) > 0.0) {
+            return Err(OpError::invalid(format!(
+                "--theta-step {theta_step} must be a positive number of degrees"
+            )));
+        }
+        if !(rho_step > 0.0
+            && rho_step.is_finite()
+            && (rho_step as f32) > 0.0
+            && (rho_step as f32).is_finite())
+        {
+            return Err(OpError::invalid(format!(
+                "--rho-step {rho_step} must be a positive number of pixels"
+            )));
+        }
+        if !(theta_min.is_finite() && theta_max.is_finite() && theta_max >= theta_min) {
+            return Err(OpError::invalid(format!(
+                "--theta-max {theta_max} must be at least --theta-min {theta_min}"
+            )));
+        }
+        let step = (theta_step.to_radians() as f32) as f64;
+        let span = (theta_max.to_radians() - theta_min.to_radians()) / step;
+        if span > 1e7 {
+            return Err(OpError::invalid("too many angles: raise --theta-step"));
+        }
+        let mut thetas = span.floor() as i64 + 1;
+        if thetas > 1 && (std::f64::consts::PI - (thetas - 1) as f64 * step).abs() < step / 2.0 {
+            thetas -= 1;
+        }
+        let rhos = (((width + height) * 2 + 1) as f32 / rho_step as f32).round_ties_even();
+        if !(1.0..=1e9).contains(&rhos) {
+            return Err(OpError::invalid(format!("--rho-step {rho_step} gives no distance bins")));
+        }
+        let space = HoughSpace { params, width, height, thetas: thetas as usize, rhos: rhos as usize };
+        if space.thetas as u64 * space.rhos as u64 > MAX_CELLS {
+            return Err(OpError::invalid(format!(
+                "the accumulator would have {} x {} cells, over {MAX_CELLS}: raise --theta-step or --rho-step",
+                space.rhos, space.thetas
+            )));
+        }
+        space.check_votes_fit()?;
+        Ok(space)
+    }
+
+    /// Every vote must land inside the accumulator. The vote is monotone in x and in y for a fixed
+    /// angle (rounded products and sums are monotone), so the four corners bound it.
+    fn check_votes_fit(&self) -> Result<(), OpError> {
+        let (cos, sin) = self.tables();
+        let (xm, ym) = (self.width.saturating_sub(1), self.height.saturating_sub(1));
+        for n in 0..self.thetas {
+            for (x, y) in [(0, 0), (xm, 0), (0, ym), (xm, ym)] {
+                let c = vote_column(x, y, cos[n], sin[n], self.rho_offset());
+                if c < 0 || c >= self.rhos as i64 {
+                    return Err(OpError::invalid(format!(
+                        "--rho-step {} is too coarse for a {}x{} frame: votes would fall outside the accumulator",
+                        self.params.rho_step, self.width, self.height
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The column of distance 0: (m − 1) / 2.
+    pub fn rho_offset(&self) -> usize {
+        (self.rhos - 1) / 2
+    }
+
+    fn theta_step_f32(&self) -> f32 {
+        self.params.theta_step.to_radians() as f32
+    }
+
+    fn theta_min_f32(&self) -> f32 {
+        self.params.theta_min.to_radians() as f32
+    }
+
+    /// OpenCV's cosine and sine tables, divided by ρ_step.
+    pub fn tables(&self) -> (Vec<f32>, Vec<f32>) {
+        let irho = 1.0f32 / self.params.rho_step as f32;
+        let step = self.theta_step_f32();
+        let mut ang = self.theta_min_f32();
+        let (mut cos, mut sin) = (Vec::with_capacity(self.thetas), Vec::with_capacity(self.thetas));
+        for _ in 0..self.thetas {
+            cos.push(((ang as f64).cos() * irho as f64) as f32);
+            sin.push(((ang as f64).sin() * irho as f64) as f32);
+            ang += step;
+        }
+        (cos, sin)
+    }
+
+    /// The distance of column `c`, as OpenCV reports it.
+    pub fn rho(&self, c: usize) -> f32 {
+        (c as i64 - self.rho_offset() as i64) as f32 * self.params.rho_step as f32
+    }
+
+    /// The angle of row `n` in radians, as OpenCV reports it.
+    pub fn theta(&self, n: usize) -> f32 {
+        self.theta_min_f32() + n as f32 * self.theta_step_f32()
+    }
+
+    /// The angle of row `n` in degrees on the nominal grid, θ_min + n θ_step (f64).
+    pub fn theta_degrees(&self, n: usize) -> f64 {
+        self.params.theta_min + n as f64 * self.params.theta_step
+    }
+
+    /// The annotation value that describes this layout.
+    pub fn annotation(&self) -> String {
+        let p = &self.params;
+        format!(
+            "theta-min={} theta-max={} theta-step={} rho-step={} rho-offset={} source={}x{}",
+            p.theta_min,
+            p.theta_max,
+            p.theta_step,
+            p.rho_step,
+            self.rho_offset(),
+            self.width,
+            self.height
+        )
+    }
+
+    /// The layout of an accumulator frame, from its annotation; checked against its size.
+    pub fn of_frame(frame: &Frame) -> Result<HoughSpace, OpError> {
+        let text = frame.annotation(ANNOTATION).ok_or_else(|| {
+            OpError::invalid(
+                "no '# histopipe-hough' header comment: not an accumulator written by hough-vote",
+            )
+        })?;
+        let bad = |why: &str| OpError::invalid(format!("bad '# histopipe-hough {text}' comment: {why}"));
+        let mut params = HoughParams::default();
+        let (mut offset, mut source) = (None, None);
+        for field in text.split_whitespace() {
+            let (key, value) = field.split_once('=').ok_or_else(|| bad("fields are KEY=VALUE"))?;
+            let num = || value.parse::<f64>().map_err(|_| bad(&format!("{key} is not a number")));
+            match key {
+                "theta-min" => params.theta_min = num()?,
+                "theta-max" => params.theta_max = num()?,
+                "theta-step" => params.theta_step = num()?,
+                "rho-step" => params.rho_step = num()?,
+                "rho-offset" => offset = Some(value.parse::<usize>().map_err(|_| bad("bad rho-offset"))?),
+                "source" => source = Some(histopipe_frame::parse_size(value).map_err(|e| bad(&e))?),
+                _ => {} // later versions may add fields
+            }
+        }
+        let (w, h) = source.ok_or_else(|| bad("no source=WxH"))?;
+        let space = HoughSpace::new(params, w, h).map_err(|e| bad(&e.message))?;
+        if (frame.width, frame.height) != (space.rhos, space.thetas) || offset != Some(space.rho_offset()) {
+            return Err(bad(&format!(
+                "it describes a {}x{} accumulator with rho-offset {}, and the frame is {}x{}",
+                space.rhos,
+                space.thetas,
+                space.rho_offset(),
+                frame.width,
+                frame.height
+            )));
+        }
+        Ok(space)
+    }
+}
+
+/// The column pixel (x, y) votes for, OpenCV's float arithmetic exactly.
+fn vote_column(x: usize, y: usize, cos: f32, sin: f32, offset: usize) -> i64 {
+    (x as f32 * cos + y as f32 * sin).round_ties_even() as i64 + offset as i64
+}
+
+/// How the GPU votes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    /// Edge pixels compacted into a list, each (pixel, angle) adds 1 to a global counter atomically.
+    Global,
+    /// Edge list as above; one block per angle (and range of distances) counts in shared memory,
+    /// then writes its row of the accumulator: no global atomics.
+    Shared,
+    /// The one measured faster: see docs/hough-vote.md.
+    Auto,
+}
+
+impl Strategy {
+    pub fn parse(text: &str) -> Result<Strategy, String> {
+        match text {
+            "global" => Ok(Strategy::Global),
+            "shared" => Ok(Strategy::Shared),
+            "auto" => Ok(Strategy::Auto),
+            _ => Err(format!("unknown strategy '{text}' (global, shared or auto)")),
+        }
+    }
+}
+
+/// `hough-vote` for frames of any size.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HoughVote {
+    pub params: HoughParams,
+    pub strategy: Strategy,
+}
+
+/// Shared memory per block of the shared strategy: 12288 counters, 48 KiB, the limit every
+/// architecture grants without opting in. Wider accumulators are split into column ranges.
+pub const SHARED_COLUMNS: usize = 12288;
+
+impl HoughVote {
+    pub fn space(&self, frame: &Frame) -> Result<HoughSpace, OpError> {
+        HoughSpace::new(self.params, frame.width, frame.height)
+    }
+
+    /// The counters, row-major, `thetas x rhos`.
+    pub fn votes_cpu(space: &HoughSpace, frame: &Frame) -> Vec<u32> {
+        let (cos, sin) = space.tables();
+        let offset = space.rho_offset();
+        let mut acc = vec![0u32; space.thetas * space.rhos];
+        let w = frame.width;
+        for i in 0..frame.pixel_count() {
+            if frame.pixels.get(i) == 0 {
+                continue;
+            }
+            let (x, y) = (i % w, i / w);
+            for n in 0..space.thetas {
+                acc[n * space.rhos + vote_column(x, y, cos[n], sin[n], offset) as usize] += 1;
+            }
+        }
+        acc
+    }
+
+    /// The accumulator frame: 16-bit, maxval max(256, most votes), the layout as annotation.
+    fn output(space: &HoughSpace, counts: Vec<u16>, most: u32) -> Frame {
+        let mut f = Frame::new(space.rhos, space.thetas, most.max(256) as u16, Pixels::U16(counts));
+        f.set_annotation(ANNOTATION, &space.annotation());
+        f
+    }
+
+    fn too_many(most: u32) -> OpError {
+        OpError::invalid(format!(
+            "a cell has {most} votes, more than a 16-bit accumulator holds (65535): split the frame"
+        ))
+    }
+
+    /// Queues the compaction of `src`'s non-zero pixels (w x h) into `points` (pixel indices, in no
+    /// particular order) and their number into `count[0]`, which must be zero beforehand.
+    pub fn launch_compact<T: Sample>(
+        gpu: &Gpu,
+        src: &CudaSlice<T>,
+        n: usize,
+        points: &mut CudaSlice<u32>,
+        count: &mut CudaSlice<u32>,
+    ) -> Result<(), OpError> {
+        let f = gpu.function(&kernels::HOUGH, &format!("hough_compact_{}", T::KERNEL_SUFFIX))?;
+        let cfg =
+            LaunchConfig { grid_dim: (grid(n, 256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let n64 = n as u64;
+        let mut l = gpu.stream().launch_builder(&f);
+        l.arg(src).arg(&n64).arg(points).arg(count);
+        unsafe { l.launch(cfg) }?;
+        Ok(())
+    }
+
+    /// Queues strategy (a): `acc` (thetas x rhos u32, zeroed beforehand) gets one atomic add per
+    /// (edge pixel, angle). `points`/`count` come from [`HoughVote::launch_compact`]; `cos`/`sin`
+    /// are [`HoughSpace::tables`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_vote_global(
+        gpu: &Gpu,
+        space: &HoughSpace,
+        points: &CudaSlice<u32>,
+        count: &CudaSlice<u32>,
+        cos: &CudaSlice<f32>,
+        sin: &CudaSlice<f32>,
+        acc: &mut CudaSlice<u32>,
+    ) -> Result<(), OpError> {
+        let f = gpu.function(&kernels::HOUGH, "hough_vote_global")?;
+        // Enough blocks along the points to fill the GPU even with few angles.
+        let cfg = LaunchConfig {
+            grid_dim: (64, space.thetas.min(65535) as u32, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (w, thetas, rhos, off) =
+            (space.width as u32, space.thetas as u32, space.rhos as u32, space.rho_offset() as u32);
+        let mut l = gpu.stream().launch_builder(&f);
+        l.arg(points).arg(count).arg(&w).arg(cos).arg(sin).arg(&thetas).arg(&rhos).arg(&off).arg(acc);
+        unsafe { l.launch(cfg) }?;
+        Ok(())
+    }
+
+    /// Queues strategy (b): one block per (angle, range of [`SHARED_COLUMNS`] columns) counts the
+    /// votes in shared memory and writes its part of the row of `acc` (no zeroing needed).
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_vote_shared(
+        gpu: &Gpu,
+        space: &HoughSpace,
+        points: &CudaSlice<u32>,
+        count: &CudaSlice<u32>,
+        cos: &CudaSlice<f32>,
+        sin: &CudaSlice<f32>,
+        acc: &mut CudaSlice<u32>,
+    ) -> Result<(), OpError> {
+        let f = gpu.function(&kernels::HOUGH, "hough_vote_shared")?;
+        let columns = space.rhos.min(SHARED_COLUMNS);
+        let cfg = LaunchConfig {
+            grid_dim: (space.thetas as u32, space.rhos.div_ceil(columns) as u32, 1),
+            block_dim: (512, 1, 1),
+            shared_mem_bytes: (columns * 4) as u32,
+        };
+        let (w, rhos, off, cols) =
+            (space.width as u32, space.rhos as u32, space.rho_offset() as u32, columns as u32);
+        let mut l = gpu.stream().launch_builder(&f);
+        l.arg(points).arg(count).arg(&w).arg(cos).arg(sin).arg(&rhos).arg(&off).arg(&cols).arg(acc);
+        unsafe { l.launch(cfg) }?;
+        Ok(())
+    }
+
+    /// Queues the narrowing of `n` u32 counters to u16 (saturating) and their maximum into
+    /// `most[0]` (zero beforehand): the caller refuses a maximum over 65535.
+    pub fn launch_narrow(
+        gpu: &Gpu,
+        acc: &CudaSlice<u32>,
+        n: usize,
+        out: &mut CudaSlice<u16>,
+        most: &mut CudaSlice<u32>,
+    ) -> Result<(), OpError> {
+        let f = gpu.function(&kernels::HOUGH, "hough_narrow")?;
+        let cfg = LaunchConfig {
+            grid_dim: (grid(n, 256).min(4096), 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let n64 = n as u64;
+        let mut l = gpu.stream().launch_builder(&f);
+        l.arg(acc).arg(&n64).arg(out).arg(most);
+        unsafe { l.launch(cfg) }?;
+        Ok(())
+    }
+
+    fn gpu_samples<T: Sample>(&self, gpu: &Gpu, space: &HoughSpace, input: &[T]) -> Result<Frame, OpError> {
+        if input.len() > u32::MAX as usize {
+            return Err(OpError::invalid("the GPU votes frames of fewer than 2^32 pixels"));
+        }
+        let cells = space.thetas * space.rhos;
+        let src = gpu.upload::<T>("hough.in", input)?;
+        let mut points = gpu.buffer::<u32>("hough.points", input.len())?;
+        let mut count = gpu.buffer::<u32>("hough.count", 1)?;
+        let mut most = gpu.buffer::<u32>("hough.most", 1)?;
+        gpu.stream().memset_zeros(&mut *count)?;
+        gpu.stream().memset_zeros(&mut *most)?;
+        let (cos, sin) = space.tables();
+        let cos = gpu.upload::<f32>("hough.cos", &cos)?;
+        let sin = gpu.upload::<f32>("hough.sin", &sin)?;
+        let mut acc = gpu.buffer::<u32>("hough.acc", cells)?;
+        Self::launch_compact(gpu, &src, input.len(), &mut points, &mut count)?;
+        match self.strategy {
+            Strategy::Global => {
+                gpu.stream().memset_zeros(&mut *acc)?;
+                Self::launch_vote_global(gpu, space, &points, &count, &cos, &sin, &mut acc)?;
+            }
+            Strategy::Shared | Strategy::Auto => {
+                Self::launch_vote_shared(gpu, space, &points, &count, &cos, &sin, &mut acc)?;
+            }
+        }
+        let mut narrow = gpu.buffer::<u16>("hough.out", cells)?;
+        Self::launch_narrow(gpu, &acc, cells, &mut narrow, &mut most)?;
+        let mut top = [0u32];
+        gpu.download(&most, &mut top)?;
+        if top[0] > 65535 {
+            return Err(Self::too_many(top[0]));
+        }
+        let mut out = vec![0u16; cells];
+        gpu.download(&narrow, &mut out)?;
+        Ok(Self::output(space, out, top[0]))
+    }
+}
+
+fn grid(n: usize, block: u32) -> u32 {
+    n.div_ceil(block as usize).clamp(1, 1 << 20) as u32
+}
+
+impl Op for HoughVote {
+    type Output = Frame;
+
+    fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
+        let space = self.space(frame)?;
+        let acc = Self::votes_cpu(&space, frame);
+        let most = acc.iter().copied().max().unwrap_or(0);
+        if most > 65535 {
+            return Err(Self::too_many(most));
+        }
+        Ok(Self::output(&space, acc.into_iter().map(|v| v as u16).collect(), most))
+    }
+
+    fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
+        let space = self.space(frame)?;
+        with_samples!(&frame.pixels, v => self.gpu_samples(gpu, &space, v))
+    }
+}
+
+/// One detected line.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Line {
+    /// Distance from the edge map's pixel (0, 0), in pixels (f32, as OpenCV reports it).
+    pub rho: f32,
+    /// Angle of the normal, radians (f32, as OpenCV reports it).
+    pub theta: f32,
+    /// The same angle on the nominal degree grid.
+    pub theta_degrees: f64,
+    pub votes: u32,
+    /// The accumulator cell: row (angle) and column (distance).
+    pub row: usize,
+    pub column: usize,
+}
+
+/// `hough-lines`: local maxima of an accumulator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HoughLines {
+    /// Keep cells with more votes than this.
+    pub threshold: u32,
+    /// Keep at most this many, the strongest.
+    pub top: Option<usize>,
+}
+
+impl HoughLines {
+    fn counts(frame: &Frame) -> Vec<u16> {
+        match &frame.pixels {
+            Pixels::U8(v) => v.iter().map(|&s| s as u16).collect(),
+            Pixels::U16(v) => v.clone(),
+        }
+    }
+
+    /// Orders the peak cells (row-major indices) as OpenCV does and makes them lines.
+    fn lines(&self, space: &HoughSpace, acc: &[u16], mut peaks: Vec<usize>) -> Vec<Line> {
+        peaks.sort_unstable_by(|&a, &b| acc[b].cmp(&acc[a]).then(a.cmp(&b)));
+        if let Some(top) = self.top {
+            peaks.truncate(top);
+        }
+        peaks
+            .into_iter()
+            .map(|i| {
+                let (row, column) = (i / space.rhos, i % space.rhos);
+                Line {
+                    rho: space.rho(column),
+                    theta: space.theta(row),
+                    theta_degrees: space.theta_degrees(row),
+                    votes: acc[i] as u32,
+                    row,
+                    column,
+                }
+            })
+            .collect()
+    }
+
+    /// Queues the peak search over `acc` (rows x cols u16): indices of local maxima over the
+    /// threshold into `peaks` (in no particular order), their number into `count[0]` (zero
+    /// beforehand).
+    pub fn launch_peaks(
+        &self,
+        gpu: &Gpu,
+        acc: &CudaSlice<u16>,
+        cols: usize,
+        rows: usize,
+        peaks: &mut CudaSlice<u32>,
+        count: &mut CudaSlice<u32>,
+    ) -> Result<(), OpError> {
+        let f = gpu.function(&kernels::HOUGH, "hough_peaks")?;
+        let cfg = LaunchConfig {
+            grid_dim: (grid(cols * rows, 256), 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (c, r, t) = (cols as u32, rows as u32, self.threshold);
+        let mut l = gpu.stream().launch_builder(&f);
+        l.arg(acc).arg(&c).arg(&r).arg(&t).arg(peaks).arg(count);
+        unsafe { l.launch(cfg) }?;
+        Ok(())
+    }
+}
+
+impl Op for HoughLines {
+    type Output = Vec<Line>;
+
+    fn cpu(&self, frame: &Frame) -> Result<Vec<Line>, OpError> {
+        let space = HoughSpace::of_frame(frame)?;
+        let acc = Self::counts(frame);
+        let (cols, rows) = (space.rhos, space.thetas);
+        let at = |c: isize, r: isize| {
+            if c < 0 || r < 0 || c >= cols as isize || r >= rows as isize {
+                0
+            } else {
+                acc[r as usize * cols + c as usize]
+            }
+        };
+        let mut peaks = Vec::new();
+        for r in 0..rows as isize {
+            for c in 0..cols as isize {
+                let v = at(c, r);
+                if v as u32 > self.threshold
+                    && v > at(c - 1, r)
+                    && v >= at(c + 1, r)
+                    && v > at(c, r - 1)
+                    && v >= at(c, r + 1)
+                {
+                    peaks.push(r as usize * cols + c as usize);
+                }
+            }
+        }
+        Ok(self.lines(&space, &acc, peaks))
+    }
+
+    fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Vec<Line>, OpError> {
+        let space = HoughSpace::of_frame(frame)?;
+        let acc = Self::counts(frame);
+        let n = acc.len();
+        let src = gpu.upload::<u16>("lines.in", &acc)?;
+        let mut peaks = gpu.buffer::<u32>("lines.peaks", n)?;
+        let mut count = gpu.buffer::<u32>("lines.count", 1)?;
+        gpu.stream().memset_zeros(&mut *count)?;
+        self.launch_peaks(gpu, &src, space.rhos, space.thetas, &mut peaks, &mut count)?;
+        let mut k = [0u32];
+        gpu.download(&count, &mut k)?;
+        let mut found = vec![0u32; k[0] as usize];
+        gpu.download(&peaks, &mut found)?;
+        Ok(self.lines(&space, &acc, found.into_iter().map(|i| i as usize).collect()))
+    }
+}
+
+/// Draws `lines` in red (255, 0, 0), one pixel wide, across an RGB image (`width * height`
+/// triples) whose pixel (0, 0) is the edge map's: each line x cos θ + y sin θ = ρ is sampled once
+/// per column where it is closer to horizontal (y rounded half to even), else once per row.
+pub fn draw_lines(rgb: &mut [u8], width: usize, height: usize, lines: &[Line]) {
+    let mut put = |x: f64, y: f64| {
+        let (x, y) = (x.round_ties_even(), y.round_ties_even());
+        if x >= 0.0 && y >= 0.0 && x < width as f64 && y < height as f64 {
+            let i = (y as usize * width + x as usize) * 3;
+            rgb[i..i + 3].copy_from_slice(&[255, 0, 0]);
+        }
+    };
+    for l in lines {
+        let (rho, theta) = (l.rho as f64, l.theta as f64);
+        let (c, s) = (theta.cos(), theta.sin());
+        if s.abs() >= c.abs() {
+            for x in 0..width {
+                put(x as f64, (rho - x as f64 * c) / s);
+            }
+        } else {
+            for y in 0..height {
+                put((rho - y as f64 * s) / c, y as f64);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_layout_is_opencvs() {
+        let s = HoughSpace::new(HoughParams::default(), 384, 191).unwrap();
+        assert_eq!((s.thetas, s.rhos, s.rho_offset()), (180, 2 * (384 + 191) + 1, 384 + 191));
+        assert_eq!(s.theta(90), 90.0f32 * (std::f64::consts::PI / 180.0) as f32);
+        // A full turn keeps its last angle, 360°: only a span of π drops it (OpenCV's rule).
+        let full = HoughSpace::new(HoughParams { theta_max: 360.0, ..Default::default() }, 10, 10).unwrap();
+        assert_eq!(full.thetas, 361);
+    }
+
+    #[test]
+    fn a_horizontal_line_peaks_at_90_degrees() {
+        let (w, h) = (40, 30);
+        let px: Vec<u8> = (0..w * h).map(|i| if i / w == 12 { 255 } else { 0 }).collect();
+        let f = Frame::new(w, h, 255, Pixels::U8(px));
+        let acc = HoughVote { params: HoughParams::default(), strategy: Strategy::Auto }.cpu(&f).unwrap();
+        let lines = HoughLines { threshold: 30, top: None }.cpu(&acc).unwrap();
+        assert_eq!(lines.len(), 1);
+        assert_eq!((lines[0].rho, lines[0].theta_degrees, lines[0].votes), (12.0, 90.0, 40));
+    }
+
+    #[test]
+    fn annotation_round_trips_and_is_checked() {
+        let s = HoughSpace::new(
+            HoughParams { theta_min: -90.0, theta_max: 90.0, theta_step: 0.5, rho_step: 0.7 },
+            33,
+            21,
+        )
+        .unwrap();
+        let mut f = Frame::new(s.rhos, s.thetas, 65535, Pixels::U16(vec![0; s.rhos * s.thetas]));
+        f.set_annotation(ANNOTATION, &s.annotation());
+        assert_eq!(HoughSpace::of_frame(&f).unwrap(), s);
+        f.set_annotation(ANNOTATION, "theta-min=0 source=33x21");
+        assert!(HoughSpace::of_frame(&f).unwrap_err().message.contains("frame is"));
+    }
+
+    #[test]
+    fn coarse_rho_steps_are_refused() {
+        let p = HoughParams { rho_step: 1000.0, ..Default::default() };
+        assert!(HoughSpace::new(p, 512, 512).unwrap_err().message.contains("too coarse"));
+    }
+}

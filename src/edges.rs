@@ -1,0 +1,53 @@
+use histopipe_cli::lexopt::Parser;
+use histopipe_cli::{parse_value, Context, Error, Tool};
+use histopipe_frame::Frame;
+use histopipe_ops::edges::Canny;
+
+/// `edges`: Canny edge detection, as OpenCV's `cv2.Canny(img, low, high, 3, L2gradient)`.
+pub struct Edges {
+    canny: Canny,
+}
+
+impl Default for Edges {
+    fn default() -> Self {
+        Edges { canny: Canny { low: 50.0, high: 150.0, l2: false, blur: None } }
+    }
+}
+
+impl Tool for Edges {
+    const NAME: &'static str = "edges";
+    const HELP: &'static str = "\
+edges: Canny edge detection; each 8-bit frame becomes a PGM of 0 (no edge) and 255 (edge).
+
+Without --blur the output equals OpenCV's cv2.Canny(img, LOW, HIGH, apertureSize=3,
+L2gradient=...) pixel for pixel, borders included: 3x3 Sobel gradients (border replicated),
+non-maximum suppression along the gradient, double threshold and hysteresis over 8-connected
+pixels. 16-bit frames are refused (convert them to 8 bits first).
+
+Usage: edges [OPTIONS] < in.pgm > edges.pgm
+
+Options:
+  --low T            lower hysteresis threshold on the gradient magnitude [default: 50]
+  --high T           upper threshold: pixels above it start edges [default: 150]
+  --l2               magnitude sqrt(dx^2 + dy^2) instead of |dx| + |dy|
+  --blur SIGMA       Gaussian blur of this sigma first (radius ceil(3 SIGMA)); off by default
+
+Example:
+  edges --low 50 --high 150 < page.pgm | hough-vote | hough-lines --threshold 100 > lines.csv";
+
+    fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
+        match name {
+            "--low" => self.canny.low = parse_value(parser, name)?,
+            "--high" => self.canny.high = parse_value(parser, name)?,
+            "--l2" => self.canny.l2 = true,
+            "--blur" => self.canny.blur = Some(parse_value(parser, name)?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
+        let out = cx.run(&self.canny, &frame)?;
+        cx.write(out)
+    }
+}

@@ -1,0 +1,66 @@
+use histopipe_cli::lexopt::Parser;
+use histopipe_cli::{parse_value, Context, Error, Tool};
+use histopipe_frame::Frame;
+use histopipe_ops::hough::{HoughParams, HoughVote as Vote, Strategy};
+
+/// `hough-vote`: the Hough accumulator of an edge map, as a 16-bit PGM.
+pub struct HoughVote {
+    vote: Vote,
+}
+
+impl Default for HoughVote {
+    fn default() -> Self {
+        HoughVote { vote: Vote { params: HoughParams::default(), strategy: Strategy::Auto } }
+    }
+}
+
+impl Tool for HoughVote {
+    const NAME: &'static str = "hough-vote";
+    const HELP: &'static str = "\
+hough-vote: the standard Hough transform of an edge map (non-zero samples are edges).
+
+Each edge pixel (x, y) votes, for every angle theta of the grid, for the distance
+rho = x cos(theta) + y sin(theta), with OpenCV's float arithmetic: the counts equal those of
+cv2.HoughLines(edges, RHO_STEP, radians(THETA_STEP), ...). The output is a 16-bit PGM with one
+row per angle and one column per distance (maxval: the most votes, at least 256); its header
+comment '# histopipe-hough ...' records the axes and the source size for hough-lines. A cell
+with more than 65535 votes is an error.
+
+Usage: hough-vote [OPTIONS] < edges.pgm > accumulator.pgm
+
+Options:
+  --theta-min DEG    first angle [default: 0]
+  --theta-max DEG    end of the angles, OpenCV's rule: floor((max - min) / step) + 1 angles,
+                     less one when they would span 180 degrees [default: 180]
+  --theta-step DEG   angle step [default: 1]
+  --rho-step PX      distance step [default: 1]
+  --strategy S       GPU voting: global (atomics in global memory), shared (one block per
+                     angle, counts in shared memory) or auto [default: auto]; same output
+
+Example:
+  edges < brick.pgm | hough-vote --theta-min -90 --theta-max 90 > acc.pgm";
+
+    fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
+        let p = &mut self.vote.params;
+        match name {
+            "--theta-min" => p.theta_min = parse_value(parser, name)?,
+            "--theta-max" => p.theta_max = parse_value(parser, name)?,
+            "--theta-step" => p.theta_step = parse_value(parser, name)?,
+            "--rho-step" => p.rho_step = parse_value(parser, name)?,
+            "--strategy" => {
+                let v: String = parse_value(parser, name)?;
+                self.vote.strategy =
+                    Strategy::parse(&v).map_err(|e| Error::usage(format!("--strategy: {e}")))?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
+        let space = self.vote.space(&frame).map_err(|e| Error::op(cx.index, e))?;
+        cx.check_pixels(space.rhos, space.thetas)?;
+        let out = cx.run(&self.vote, &frame)?;
+        cx.write(out)
+    }
+}

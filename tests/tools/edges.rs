@@ -1,0 +1,215 @@
+use histopipe_frame::{Frame, Pixels};
+use histopipe_ops::edges::Canny;
+use histopipe_ops::Op;
+
+use crate::common::*;
+use crate::opencv::{self, CannyCase};
+
+/// Threshold pairs covering L1 and L2, fractional, swapped, zero and saturating thresholds.
+const SETTINGS: &[(f64, f64, bool)] = &[
+    (50.0, 150.0, false),
+    (100.0, 200.0, true),
+    (20.0, 40.0, false),
+    (30.7, 90.2, true),
+    (200.0, 100.0, false),
+    (0.0, 0.0, false),
+    (0.0, 10.0, true),
+    (1000.0, 3000.0, false),
+    (500.0, 40000.0, true),
+];
+
+fn samples(f: &Frame) -> Vec<u8> {
+    match &f.pixels {
+        Pixels::U8(v) => v.clone(),
+        Pixels::U16(_) => panic!("edges writes 8-bit frames"),
+    }
+}
+
+/// A frame with real structure: random blocks, smoothed by a box filter, plus a little noise.
+fn structured_frame(rng: &mut fastrand::Rng, w: usize, h: usize) -> Frame {
+    let cell = rng.usize(2..9);
+    let levels: Vec<u8> = (0..(w / cell + 1) * (h / cell + 1)).map(|_| rng.u8(..)).collect();
+    let px = (0..w * h)
+        .map(|i| {
+            let (x, y) = (i % w, i / w);
+            levels[(y / cell) * (w / cell + 1) + x / cell].saturating_add(rng.u8(0..12))
+        })
+        .collect();
+    Frame::new(w, h, 255, Pixels::U8(px))
+}
+
+fn random_frames(rng: &mut fastrand::Rng) -> Vec<Frame> {
+    let mut sizes = vec![(1, 1), (1, 7), (9, 1), (2, 2), (3, 40), (64, 3)];
+    sizes.extend((0..14).map(|_| (rng.usize(1..90), rng.usize(1..90))));
+    sizes
+        .into_iter()
+        .enumerate()
+        .map(
+            |(i, (w, h))| if i % 2 == 0 { random_frame(rng, w, h, 255) } else { structured_frame(rng, w, h) },
+        )
+        .collect()
+}
+
+/// The binary equals cv2.Canny on every fixture, for every setting, borders included.
+#[test]
+fn binary_matches_opencv_on_fixtures() {
+    let frames: Vec<Frame> = PGM_FIXTURES.iter().map(|n| fixture_frame(n)).collect();
+    let mut cases = Vec::new();
+    let mut ours = Vec::new();
+    for (name, frame) in PGM_FIXTURES.iter().zip(&frames) {
+        for &(low, high, l2) in &SETTINGS[..4] {
+            let mut args = vec!["--low".to_string(), low.to_string(), "--high".to_string(), high.to_string()];
+            if l2 {
+                args.push("--l2".into());
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = read_frames(&run_ok("edges", "cpu", &args, &fixture_bytes(name))).remove(0);
+            assert_eq!((out.width, out.height, out.maxval), (frame.width, frame.height, 255));
+            ours.push((name, low, high, l2, samples(&out)));
+            cases.push(CannyCase { frame, low, high, l2 });
+        }
+    }
+    let mut edges = 0;
+    for ((name, low, high, l2, got), want) in ours.into_iter().zip(opencv::canny(&cases)) {
+        let diff = got.iter().zip(&want).filter(|(a, b)| a != b).count();
+        assert_eq!(diff, 0, "{name} --low {low} --high {high} l2 {l2}: {diff} pixels differ from cv2.Canny");
+        edges += got.iter().filter(|&&v| v == 255).count();
+    }
+    assert!(edges > 100_000, "only {edges} edge pixels in all: the comparison would prove little");
+}
+
+/// The CPU operation equals cv2.Canny on random frames of every shape, thin ones included.
+#[test]
+fn matches_opencv_on_random_frames() {
+    let mut rng = rng();
+    let frames = random_frames(&mut rng);
+    let mut cases = Vec::new();
+    let mut ours = Vec::new();
+    for (i, frame) in frames.iter().enumerate() {
+        for &(low, high, l2) in SETTINGS.iter().skip(i % 3).step_by(3) {
+            let canny = Canny { low, high, l2, blur: None };
+            ours.push((frame.width, frame.height, canny, samples(&canny.cpu(frame).unwrap())));
+            cases.push(CannyCase { frame, low, high, l2 });
+        }
+    }
+    for ((w, h, canny, got), want) in ours.into_iter().zip(opencv::canny(&cases)) {
+        assert!(got == want, "{w}x{h} {canny:?}: differs from cv2.Canny");
+    }
+}
+
+#[test]
+fn blur_smooths_before_detecting() {
+    let input = fixture_bytes("camera.pgm");
+    let plain = samples(&read_frames(&run_ok("edges", "cpu", &[], &input))[0]);
+    let blurred = samples(&read_frames(&run_ok("edges", "cpu", &["--blur", "2"], &input))[0]);
+    let count = |v: &[u8]| v.iter().filter(|&&p| p == 255).count();
+    assert!(count(&blurred) > 0 && count(&blurred) < count(&plain), "blur should remove texture edges");
+    // A stream of frames gives one edge map per frame.
+    let two = stream(&[fixture_frame("page.pgm"), fixture_frame("camera.pgm")]);
+    assert_eq!(read_frames(&run_ok("edges", "cpu", &[], &two)).len(), 2);
+}
+
+#[test]
+fn errors() {
+    let dem = fixture_bytes("dem16.pgm");
+    assert!(run_err("edges", &[], &dem, 2).contains("frame 1: 16-bit input (maxval 1076) is not supported"));
+    let cam = fixture_bytes("camera.pgm");
+    assert!(run_err("edges", &["--low", "-3"], &cam, 2).contains("--low -3 must be a non-negative number"));
+    assert!(run_err("edges", &["--blur", "0"], &cam, 2).contains("--blur 0 must be in"));
+    assert!(run_err("edges", &["--high", "x"], &cam, 2).contains("--high: bad value 'x'"));
+}
+
+/// CPU and GPU give the same edges on random frames, every setting, with and without blur.
+#[test]
+fn gpu_matches_cpu_on_random_frames() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let mut frames = random_frames(&mut rng);
+    frames.push(structured_frame(&mut rng, 1500, 1100));
+    for (i, frame) in frames.iter().enumerate() {
+        for &(low, high, l2) in SETTINGS {
+            let blur = (i % 4 == 1).then(|| rng.f64() * 3.0 + 0.3);
+            let canny = Canny { low, high, l2, blur };
+            let cpu = canny.cpu(frame).unwrap();
+            assert_eq!(cpu, canny.gpu(&gpu, frame).unwrap(), "{}x{} {canny:?}", frame.width, frame.height);
+        }
+    }
+}
+
+/// A long weak spiral must be followed across many GPU tiles: hysteresis to the fixpoint.
+#[test]
+fn gpu_hysteresis_follows_long_weak_chains() {
+    let Some(gpu) = gpu() else { return };
+    let (w, h) = (300, 300);
+    let mut px = vec![0u8; w * h];
+    // A comb of level 60 (its outline is weak for high = 400) whose outline is one curve of
+    // ~28000 pixels going back and forth across the tiles, started by one bright corner.
+    for y in 4..h - 4 {
+        for x in 4..w - 4 {
+            let tooth = (y - 4) % 6 < 3;
+            if tooth || x < 7 {
+                px[y * w + x] = if y < 7 && x < 10 { 255 } else { 60 };
+            }
+        }
+    }
+    let frame = Frame::new(w, h, 255, Pixels::U8(px));
+    let canny = Canny { low: 100.0, high: 400.0, l2: false, blur: None };
+    let cpu = canny.cpu(&frame).unwrap();
+    assert!(samples(&cpu).iter().filter(|&&v| v == 255).count() > 20000);
+    assert_eq!(cpu, canny.gpu(&gpu, &frame).unwrap());
+}
+
+/// The binaries agree on every fixture, and on a stream through one process.
+#[test]
+fn gpu_backend_matches_cpu_backend_on_fixtures() {
+    if gpu().is_none() {
+        return;
+    }
+    for name in PGM_FIXTURES {
+        let input = fixture_bytes(name);
+        for args in [&["--low", "30", "--high", "90"][..], &["--l2", "--blur", "1.5"]] {
+            assert!(
+                run_ok("edges", "cpu", args, &input) == run_ok("edges", "gpu", args, &input),
+                "{name} {args:?}"
+            );
+        }
+    }
+    let input =
+        stream(&[fixture_frame("camera.pgm"), fixture_frame("page.pgm"), fixture_frame("camera.pgm")]);
+    assert_eq!(run_ok("edges", "gpu", &[], &input), run_ok("edges", "cpu", &[], &input));
+}
+
+/// Timings for the closing note (not a check): `cargo test --release --test tools -- --ignored
+/// --nocapture gpu_timings` on the GPU machine.
+#[test]
+#[ignore]
+fn gpu_timings() {
+    let Some(gpu) = gpu() else { return };
+    let frame = bench_frame();
+    let (w, h) = (frame.width, frame.height);
+    let n = w * h;
+    let canny = Canny { low: 50.0, high: 150.0, l2: false, blur: None };
+    let src = gpu.upload::<u8>("bench.in", &samples(&frame)).unwrap();
+    let mut mag = gpu.buffer::<i32>("bench.mag", n).unwrap();
+    let mut dir = gpu.buffer::<u8>("bench.dir", n).unwrap();
+    let mut map = gpu.buffer::<u8>("bench.map", n).unwrap();
+    let mut changed = gpu.buffer::<u32>("bench.changed", histopipe_ops::edges::HYSTERESIS_BATCH).unwrap();
+    let mut dst = gpu.buffer::<u8>("bench.out", n).unwrap();
+    let nms = gpu_time_ms(&gpu, 20, || {
+        canny.launch_gradient_nms(&gpu, &src, w, h, &mut mag, &mut dir, &mut map).unwrap()
+    });
+    let mut passes = 0;
+    let all = gpu_time_ms(&gpu, 20, || {
+        canny.launch_gradient_nms(&gpu, &src, w, h, &mut mag, &mut dir, &mut map).unwrap();
+        passes = Canny::hysteresis(&gpu, &mut map, w, h, &mut changed).unwrap();
+        Canny::launch_finish(&gpu, &map, n, &mut dst).unwrap();
+    });
+    let mut out = vec![0u8; n];
+    gpu.download(&dst, &mut out).unwrap();
+    let edges = out.iter().filter(|&&v| v == 255).count();
+    println!(
+        "{} {w}x{h}: Canny gradient+suppression {nms:.3} ms, whole Canny {all:.3} ms ({passes} hysteresis passes), {:.2}% edge pixels",
+        gpu.name(),
+        100.0 * edges as f64 / n as f64
+    );
+}

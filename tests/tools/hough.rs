@@ -1,0 +1,299 @@
+use histopipe_frame::{Frame, Pixels};
+use histopipe_ops::hough::{HoughLines, HoughParams, HoughSpace, HoughVote, Line, Strategy};
+use histopipe_ops::Op;
+
+use crate::common::*;
+use crate::opencv::{self, CvLine};
+
+/// Our CSV: (rho, theta, theta_degrees, votes) per line.
+fn parse_csv(bytes: &[u8]) -> Vec<(f32, f32, f64, u32)> {
+    let text = String::from_utf8(bytes.to_vec()).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("rho,theta,theta_degrees,votes"));
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap(), f[3].parse().unwrap())
+        })
+        .collect()
+}
+
+fn assert_same_lines(ours: &[(f32, f32, f64, u32)], cv: &[CvLine], what: &str) {
+    assert_eq!(ours.len(), cv.len(), "{what}: {} lines, cv2.HoughLines found {}", ours.len(), cv.len());
+    for (i, (o, c)) in ours.iter().zip(cv).enumerate() {
+        assert!(
+            (o.0 - c.rho).abs() <= 1e-3 && (o.1 - c.theta).abs() <= 1e-6 && o.3 == c.votes,
+            "{what}: line {i} is {o:?}, cv2 says {c:?}"
+        );
+    }
+}
+
+fn edge_map(name: &str) -> (Vec<u8>, Frame) {
+    let bytes = run_ok("edges", "cpu", &[], &fixture_bytes(name));
+    let frame = read_frames(&bytes).remove(0);
+    (bytes, frame)
+}
+
+/// `edges | hough-vote | hough-lines --threshold T` gives cv2.HoughLines's lines, in its order.
+#[test]
+fn pipeline_matches_opencv_on_fixtures() {
+    for (name, thresholds) in
+        [("page.pgm", [60, 100]), ("brick.pgm", [80, 150]), ("chessboard.pgm", [40, 100])]
+    {
+        let (edges, frame) = edge_map(name);
+        let acc = run_ok("hough-vote", "cpu", &[], &edges);
+        for t in thresholds {
+            let ours = parse_csv(&run_ok("hough-lines", "cpu", &["--threshold", &t.to_string()], &acc));
+            let cv =
+                opencv::hough_lines(&frame, 1.0, std::f64::consts::PI / 180.0, t, 0.0, std::f64::consts::PI);
+            assert!(!cv.is_empty(), "{name}: no lines over {t}");
+            assert_same_lines(&ours, &cv, &format!("{name} --threshold {t}"));
+        }
+    }
+}
+
+/// Other axes, as OpenCV's min_theta/max_theta/rho/theta arguments (the radians computed as
+/// hough-vote computes them), including the published system's [-90, 90).
+#[test]
+fn other_axes_match_opencv() {
+    let (edges, frame) = edge_map("brick.pgm");
+    let axes: &[(f64, f64, f64, f64, u32)] = &[
+        (-90.0, 90.0, 1.0, 1.0, 60),
+        (0.0, 180.0, 0.5, 2.0, 80),
+        (10.0, 120.0, 2.0, 0.7, 50),
+        (0.0, 360.0, 3.0, 1.5, 60),
+    ];
+    for &(min, max, step, rho, t) in axes {
+        let args: Vec<String> =
+            [("--theta-min", min), ("--theta-max", max), ("--theta-step", step), ("--rho-step", rho)]
+                .iter()
+                .flat_map(|(k, v)| [k.to_string(), v.to_string()])
+                .collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let acc = run_ok("hough-vote", "cpu", &args, &edges);
+        let ours = parse_csv(&run_ok("hough-lines", "cpu", &["--threshold", &t.to_string()], &acc));
+        let cv = opencv::hough_lines(&frame, rho, step.to_radians(), t, min.to_radians(), max.to_radians());
+        assert_same_lines(&ours, &cv, &format!("{args:?}"));
+        let first = ours.first().expect("some lines");
+        let n = ((first.2 - min) / step).round();
+        assert!((first.2 - (min + n * step)).abs() < 1e-9, "degrees on the nominal grid: {}", first.2);
+    }
+}
+
+/// Synthetic lines of known rho and theta are found where they were drawn, as OpenCV finds them.
+#[test]
+fn synthetic_lines_are_found() {
+    let (w, h) = (240, 160);
+    let known = [(50.0f64, 30.0f64), (-40.0, 120.0), (100.0, 90.0), (130.0, 0.0)];
+    let mut px = vec![0u8; w * h];
+    for &(rho, deg) in &known {
+        let (c, s) = (deg.to_radians().cos(), deg.to_radians().sin());
+        for y in 0..h {
+            for x in 0..w {
+                if (x as f64 * c + y as f64 * s - rho).abs() < 0.5 {
+                    px[y * w + x] = 255;
+                }
+            }
+        }
+    }
+    let frame = Frame::new(w, h, 255, Pixels::U8(px));
+    let acc = run_ok("hough-vote", "cpu", &[], &stream(std::slice::from_ref(&frame)));
+    let ours = parse_csv(&run_ok("hough-lines", "cpu", &["--top", "4"], &acc));
+    let cv = opencv::hough_lines(&frame, 1.0, std::f64::consts::PI / 180.0, 0, 0.0, std::f64::consts::PI);
+    assert_same_lines(&ours, &cv[..4], "synthetic");
+    let mut found: Vec<(f64, f64)> = ours.iter().map(|l| (l.0 as f64, l.2)).collect();
+    let mut want = known.to_vec();
+    found.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    want.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    assert_eq!(found, want);
+}
+
+#[test]
+fn accumulator_format_and_metadata() {
+    let (edges, _) = edge_map("page.pgm");
+    let acc = read_frames(&run_ok("hough-vote", "cpu", &[], &edges)).remove(0);
+    // 384x191: 2 (384 + 191) + 1 distances, 180 angles.
+    assert_eq!((acc.width, acc.height), (1151, 180));
+    assert!(acc.maxval >= 256);
+    assert_eq!(
+        acc.annotation("hough"),
+        Some("theta-min=0 theta-max=180 theta-step=1 rho-step=1 rho-offset=575 source=384x191")
+    );
+    let space = HoughSpace::of_frame(&acc).unwrap();
+    assert_eq!((space.thetas, space.rhos), (180, 1151));
+    // A hand-made edge map: two edge pixels both vote once in every row.
+    let mut f = Frame::new(5, 4, 255, Pixels::U8(vec![0; 20]));
+    if let Pixels::U8(v) = &mut f.pixels {
+        v[7] = 1;
+        v[18] = 200;
+    }
+    let acc = read_frames(&run_ok("hough-vote", "cpu", &[], &stream(&[f]))).remove(0);
+    let Pixels::U16(v) = &acc.pixels else { panic!("16-bit") };
+    for row in v.chunks(acc.width) {
+        assert_eq!(row.iter().map(|&c| c as u32).sum::<u32>(), 2);
+    }
+}
+
+#[test]
+fn drawing_lines() {
+    let (edges, _) = edge_map("chessboard.pgm");
+    let acc = run_ok("hough-vote", "cpu", &[], &edges);
+    let png = run_ok(
+        "hough-lines",
+        "cpu",
+        &["--top", "3", "--draw", fixture("chessboard.pgm").to_str().unwrap()],
+        &acc,
+    );
+    let img = image::load_from_memory(&png).unwrap().to_rgb8();
+    assert_eq!(img.dimensions(), (200, 200));
+    let red = img.pixels().filter(|p| p.0 == [255, 0, 0]).count();
+    assert!(red >= 3 * 150, "{red} red pixels for 3 lines across a 200x200 board");
+    let ppm = run_ok(
+        "hough-lines",
+        "cpu",
+        &["--top", "3", "--ppm", "--draw", fixture("chessboard.pgm").to_str().unwrap()],
+        &acc,
+    );
+    assert!(ppm.starts_with(b"P6\n200 200\n255\n") && ppm.len() == 15 + 200 * 200 * 3);
+    // A colour picture keeps its colour under the lines (camera's edges are 512x512 too).
+    let (camera_edges, _) = edge_map("camera.pgm");
+    let acc = run_ok("hough-vote", "cpu", &[], &camera_edges);
+    let astronaut = fixture("astronaut.png");
+    let png = run_ok("hough-lines", "cpu", &["--top", "2", "--draw", astronaut.to_str().unwrap()], &acc);
+    let drawn = image::load_from_memory(&png).unwrap().to_rgb8();
+    let original = image::open(&astronaut).unwrap().to_rgb8();
+    let kept = drawn.pixels().zip(original.pixels()).filter(|(d, o)| d == o).count();
+    assert!(kept > 500 * 500 && drawn.pixels().filter(|p| p.0 == [255, 0, 0]).count() >= 2 * 400);
+}
+
+#[test]
+fn errors() {
+    let (edges, _) = edge_map("page.pgm");
+    let acc = run_ok("hough-vote", "cpu", &[], &edges);
+    assert!(run_err("hough-lines", &[], &acc, 2).contains("give --threshold T or --top N"));
+    assert!(run_err("hough-lines", &["--top", "1", "--ppm"], &acc, 2).contains("--ppm only goes with --draw"));
+    assert!(run_err("hough-lines", &["--top", "1"], &edges, 2)
+        .contains("frame 1: no '# histopipe-hough' header comment"));
+    let camera = fixture("camera.pgm");
+    assert!(run_err("hough-lines", &["--top", "1", "--draw", camera.to_str().unwrap()], &acc, 2)
+        .contains("is 512x512, but the accumulator is of a 384x191 edge map"));
+    assert!(run_err("hough-vote", &["--theta-step", "0"], &edges, 2)
+        .contains("--theta-step 0 must be a positive number"));
+    assert!(
+        run_err("hough-vote", &["--theta-min", "50", "--theta-max", "10"], &edges, 2).contains("at least")
+    );
+    assert!(run_err("hough-vote", &["--strategy", "fast"], &edges, 2).contains("unknown strategy"));
+    // 70000 edge pixels in a row all vote for rho = 0 at 90 degrees: over 16 bits, an error.
+    let row = Frame::new(70000, 1, 255, Pixels::U8(vec![255; 70000]));
+    let e = run_err("hough-vote", &["--theta-step", "30"], &stream(&[row]), 2);
+    assert!(e.contains("frame 1: a cell has 70000 votes, more than a 16-bit accumulator holds"), "{e}");
+}
+
+/// Edge maps for the GPU: the fixtures' Canny edges, sparse and dense random maps, a 16-bit map
+/// and one wider than a shared-memory block's 12288 distances.
+fn gpu_edge_maps(rng: &mut fastrand::Rng) -> Vec<Frame> {
+    let mut maps: Vec<Frame> = ["page.pgm", "brick.pgm", "chessboard.pgm", "camera.pgm"]
+        .iter()
+        .map(|n| read_frames(&run_ok("edges", "cpu", &[], &fixture_bytes(n))).remove(0))
+        .collect();
+    for (w, h, density) in [(1, 1, 1.0), (37, 1, 0.5), (300, 200, 0.02), (300, 200, 0.6), (5000, 1300, 0.01)]
+    {
+        let px = (0..w * h).map(|_| if rng.f64() < density { 255 } else { 0 }).collect();
+        maps.push(Frame::new(w, h, 255, Pixels::U8(px)));
+    }
+    let px16 = (0..90 * 70).map(|_| if rng.f64() < 0.1 { rng.u16(1..) } else { 0 }).collect();
+    maps.push(Frame::new(90, 70, 65535, Pixels::U16(px16)));
+    maps
+}
+
+/// Both GPU strategies give the CPU's accumulator exactly, and the GPU's lines are the CPU's.
+#[test]
+fn gpu_matches_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let params = [
+        HoughParams::default(),
+        HoughParams { theta_min: -90.0, theta_max: 90.0, theta_step: 0.5, rho_step: 0.7 },
+        HoughParams { theta_min: 0.0, theta_max: 360.0, theta_step: 7.0, rho_step: 3.0 },
+    ];
+    for map in gpu_edge_maps(&mut rng) {
+        for p in params {
+            let cpu = HoughVote { params: p, strategy: Strategy::Auto }.cpu(&map).unwrap();
+            for strategy in [Strategy::Global, Strategy::Shared, Strategy::Auto] {
+                let got = HoughVote { params: p, strategy }.gpu(&gpu, &map).unwrap();
+                assert!(got == cpu, "{}x{} {p:?} {strategy:?}: accumulators differ", map.width, map.height);
+            }
+            for lines in [HoughLines { threshold: 0, top: None }, HoughLines { threshold: 20, top: Some(50) }]
+            {
+                let c: Vec<Line> = lines.cpu(&cpu).unwrap();
+                assert_eq!(c, lines.gpu(&gpu, &cpu).unwrap(), "{}x{} {p:?} {lines:?}", map.width, map.height);
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_backend_matches_cpu_backend_in_the_pipeline() {
+    if gpu().is_none() {
+        return;
+    }
+    for name in ["page.pgm", "brick.pgm", "chessboard.pgm"] {
+        let input = fixture_bytes(name);
+        let e_cpu = run_ok("edges", "cpu", &[], &input);
+        assert!(e_cpu == run_ok("edges", "gpu", &[], &input), "{name}: edges differ");
+        for strategy in ["global", "shared"] {
+            let a = run_ok("hough-vote", "gpu", &["--strategy", strategy], &e_cpu);
+            assert!(a == run_ok("hough-vote", "cpu", &[], &e_cpu), "{name} {strategy}: accumulators differ");
+            let l = run_ok("hough-lines", "gpu", &["--threshold", "50"], &a);
+            assert_eq!(l, run_ok("hough-lines", "cpu", &["--threshold", "50"], &a), "{name}: lines differ");
+        }
+    }
+}
+
+/// Timings for the closing note (not a check): `cargo test --release --test tools -- --ignored
+/// --nocapture gpu_timings` on the GPU machine. Each voting strategy on the Canny edges of a
+/// 4096x3112 frame and on random maps of several densities.
+#[test]
+#[ignore]
+fn gpu_timings() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let frame = bench_frame();
+    let canny = histopipe_ops::edges::Canny { low: 50.0, high: 150.0, l2: false, blur: None };
+    let mut maps = vec![("Canny edges of tiled brick.pgm", canny.cpu(&frame).unwrap())];
+    for density in [0.01, 0.03, 0.07, 0.3] {
+        let px = (0..frame.pixel_count()).map(|_| if rng.f64() < density { 255u8 } else { 0 }).collect();
+        maps.push(("random", Frame::new(frame.width, frame.height, 255, Pixels::U8(px))));
+    }
+    for (what, map) in maps {
+        let Pixels::U8(v) = &map.pixels else { unreachable!() };
+        let fraction = v.iter().filter(|&&p| p != 0).count() as f64 / v.len() as f64;
+        let space = HoughSpace::new(HoughParams::default(), map.width, map.height).unwrap();
+        let cells = space.thetas * space.rhos;
+        let src = gpu.upload::<u8>("bench.edges", v).unwrap();
+        let mut points = gpu.buffer::<u32>("bench.points", v.len()).unwrap();
+        let mut count = gpu.buffer::<u32>("bench.count", 1).unwrap();
+        let (c, s) = space.tables();
+        let cos = gpu.upload::<f32>("bench.cos", &c).unwrap();
+        let sin = gpu.upload::<f32>("bench.sin", &s).unwrap();
+        let mut acc = gpu.buffer::<u32>("bench.acc", cells).unwrap();
+        let compact = gpu_time_ms(&gpu, 20, || {
+            gpu.stream().memset_zeros(&mut *count).unwrap();
+            HoughVote::launch_compact(&gpu, &src, v.len(), &mut points, &mut count).unwrap();
+        });
+        let global = gpu_time_ms(&gpu, 10, || {
+            gpu.stream().memset_zeros(&mut *acc).unwrap();
+            HoughVote::launch_vote_global(&gpu, &space, &points, &count, &cos, &sin, &mut acc).unwrap();
+        });
+        let shared = gpu_time_ms(&gpu, 10, || {
+            HoughVote::launch_vote_shared(&gpu, &space, &points, &count, &cos, &sin, &mut acc).unwrap();
+        });
+        println!(
+            "{} {}x{} {what}, {:.2}% edge pixels: compaction {compact:.3} ms, global atomics {global:.3} ms (zeroing included), shared per-angle {shared:.3} ms",
+            gpu.name(),
+            map.width,
+            map.height,
+            100.0 * fraction
+        );
+    }
+}

@@ -1,0 +1,145 @@
+//! OpenCV as the reference: runs `$HISTOPIPE_PYTHON` (default `python3`) with cv2 and NumPy, which
+//! scripts/test installs into .deps/python. A missing cv2 fails the test: CI always has it.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use histopipe_frame::{Frame, Pixels};
+
+/// A fresh path in the temp directory, unique to this process, this call and `name` (tests run in
+/// parallel threads of one process).
+pub fn temp_path(name: &str) -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let k = NEXT.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!("histopipe-test-{}-{k}-{name}", std::process::id()))
+}
+
+/// Runs a Python script with cv2 and numpy imported, `input` on its stdin; returns its stdout.
+pub fn python(script: &str, input: &str) -> String {
+    let exe = std::env::var("HISTOPIPE_PYTHON").unwrap_or_else(|_| "python3".into());
+    let full = format!("import sys\nimport numpy as np\nimport cv2\n{script}");
+    let mut child = Command::new(&exe)
+        .args(["-c", &full])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("cannot run {exe} ({e}): run scripts/test, which sets up Python and OpenCV")
+        });
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("No module named"),
+        "OpenCV (cv2) or NumPy cannot be imported by {exe}: run scripts/test, which installs them \
+         into .deps/python and sets PYTHONPATH\n{stderr}"
+    );
+    assert!(out.status.success(), "python failed:\n{stderr}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Writes an 8-bit frame's samples, headerless, to a temp file; returns its path.
+pub fn write_samples(frame: &Frame, name: &str) -> PathBuf {
+    let Pixels::U8(v) = &frame.pixels else { panic!("OpenCV comparisons take 8-bit frames") };
+    let path = temp_path(name);
+    std::fs::write(&path, v).unwrap();
+    path
+}
+
+/// One `cv2.Canny` call.
+pub struct CannyCase<'a> {
+    pub frame: &'a Frame,
+    pub low: f64,
+    pub high: f64,
+    pub l2: bool,
+}
+
+/// `cv2.Canny(img, low, high, apertureSize=3, L2gradient=l2)` for every case, in one Python run.
+pub fn canny(cases: &[CannyCase]) -> Vec<Vec<u8>> {
+    let mut input = String::new();
+    let mut outs = Vec::new();
+    for (i, c) in cases.iter().enumerate() {
+        let src = write_samples(c.frame, &format!("canny-in-{i}"));
+        let out = temp_path(&format!("canny-out-{i}"));
+        input.push_str(&format!(
+            "{} {} {} {:?} {:?} {} {}\n",
+            src.display(),
+            c.frame.width,
+            c.frame.height,
+            c.low,
+            c.high,
+            c.l2 as u8,
+            out.display()
+        ));
+        outs.push((src, out));
+    }
+    python(
+        "for line in sys.stdin:\n\
+         \x20   src, w, h, lo, hi, l2, out = line.split()\n\
+         \x20   img = np.fromfile(src, np.uint8).reshape(int(h), int(w))\n\
+         \x20   cv2.Canny(img, float(lo), float(hi), apertureSize=3, L2gradient=l2 == '1').tofile(out)\n",
+        &input,
+    );
+    outs.into_iter()
+        .map(|(src, out)| {
+            let v = std::fs::read(&out).unwrap();
+            let _ = std::fs::remove_file(src);
+            let _ = std::fs::remove_file(out);
+            v
+        })
+        .collect()
+}
+
+/// A line as OpenCV reports it: rho, theta (float32) and votes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CvLine {
+    pub rho: f32,
+    pub theta: f32,
+    pub votes: u32,
+}
+
+/// `cv2.HoughLines(edges, rho, theta, threshold, min_theta=.., max_theta=..)`, with the votes of
+/// `cv2.HoughLinesWithAccumulator` (checked to give the same lines in the same order).
+pub fn hough_lines(
+    edges: &Frame,
+    rho: f64,
+    theta: f64,
+    threshold: u32,
+    min_theta: f64,
+    max_theta: f64,
+) -> Vec<CvLine> {
+    let src = write_samples(edges, "hough-in");
+    let out = python(
+        "src, w, h, rho, theta, thr, mn, mx = sys.stdin.read().split()\n\
+         e = np.fromfile(src, np.uint8).reshape(int(h), int(w))\n\
+         args = (e, float(rho), float(theta), int(thr))\n\
+         kw = dict(min_theta=float(mn), max_theta=float(mx))\n\
+         a = cv2.HoughLines(*args, **kw)\n\
+         b = cv2.HoughLinesWithAccumulator(*args, **kw)\n\
+         a = np.zeros((0, 2), np.float32) if a is None else a.reshape(-1, 2)\n\
+         b = np.zeros((0, 3), np.float32) if b is None else b.reshape(-1, 3)\n\
+         assert (a == b[:, :2]).all(), 'HoughLines and HoughLinesWithAccumulator disagree'\n\
+         for r, t, v in b: print(repr(float(r)), repr(float(t)), int(v))\n",
+        &format!(
+            "{} {} {} {rho:?} {theta:?} {threshold} {min_theta:?} {max_theta:?}",
+            src.display(),
+            edges.width,
+            edges.height
+        ),
+    );
+    let _ = std::fs::remove_file(src);
+    out.lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            CvLine {
+                rho: f[0].parse::<f64>().unwrap() as f32,
+                theta: f[1].parse::<f64>().unwrap() as f32,
+                votes: f[2].parse().unwrap(),
+            }
+        })
+        .collect()
+}
