@@ -19,6 +19,7 @@
 #include <npp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -126,6 +127,7 @@ __global__ void spin(unsigned long long ns) {
 struct Stats {
   double median, min, p90;
   int runs;
+  double queue_us;  // host time to queue one run
 };
 
 static Stats stats_of(std::vector<double> v) {
@@ -136,6 +138,7 @@ static Stats stats_of(std::vector<double> v) {
   s.min = v[0];
   s.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
   s.p90 = v[(size_t)std::lround((n - 1) * 0.9)];
+  s.queue_us = 0;
   return s;
 }
 
@@ -155,13 +158,22 @@ struct Timer {
     budget_ms = quick ? 60 : 300;
   }
 
+  // As crates/bench/src/timing.rs: each batch spins at least twice as long as the host took to
+  // queue the previous one (scaled to a full batch), so the GPU never waits for the host.
+  unsigned long long spin_ns = 1500000ull;
+  double queue_ns = 0;
+
   std::vector<double> batch(long& i, int n, const std::function<void(long)>& run) {
-    spin<<<1, 1, 0, stream>>>(1500000ull);
+    spin<<<1, 1, 0, stream>>>(spin_ns);
     CUDA(cudaEventRecord(ev[0], stream));
+    auto t0 = std::chrono::steady_clock::now();
     for (int k = 0; k < n; k++) {
       run(i++);
       CUDA(cudaEventRecord(ev[k + 1], stream));
     }
+    double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    queue_ns += ns;
+    spin_ns = std::min(100000000ull, std::max(spin_ns, (unsigned long long)(2 * ns * BATCH / n)));
     CUDA(cudaStreamSynchronize(stream));
     CUDA(cudaGetLastError());
     std::vector<double> out;
@@ -179,13 +191,16 @@ struct Timer {
     CUDA(cudaStreamSynchronize(stream));
     CUDA(cudaGetLastError());
     double est = stats_of(batch(i, 3, run)).median;
+    queue_ns = 0;
     int runs = (int)std::min<double>(max_runs, std::max<double>(min_runs, budget_ms / std::max(est, 1e-4)));
     std::vector<double> samples;
     while ((int)samples.size() < runs) {
       auto b = batch(i, std::min(BATCH, runs - (int)samples.size()), run);
       samples.insert(samples.end(), b.begin(), b.end());
     }
-    return stats_of(samples);
+    Stats s = stats_of(samples);
+    s.queue_us = queue_ns / 1e3 / s.runs;
+    return s;
   }
 };
 
@@ -198,8 +213,9 @@ static int set_count(size_t bytes_per_set) {
 static void emit(const char* op, const char* impl, const std::string& content, int w, int h, const Stats& s,
                  const std::string& extra = "") {
   printf("{\"suite\":\"kernel\",\"op\":\"%s\",\"impl\":\"%s\",\"content\":\"%s\",\"width\":%d,\"height\":%d,"
-         "\"median_ms\":%.6f,\"min_ms\":%.6f,\"p90_ms\":%.6f,\"runs\":%d%s%s}\n",
-         op, impl, content.c_str(), w, h, s.median, s.min, s.p90, s.runs, extra.empty() ? "" : ",", extra.c_str());
+         "\"median_ms\":%.6f,\"min_ms\":%.6f,\"p90_ms\":%.6f,\"runs\":%d,\"queue_us\":%.3f%s%s}\n",
+         op, impl, content.c_str(), w, h, s.median, s.min, s.p90, s.runs, s.queue_us, extra.empty() ? "" : ",",
+         extra.c_str());
   fflush(stdout);
 }
 

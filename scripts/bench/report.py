@@ -374,8 +374,12 @@ def main():
              "GB/s counts bytes read + written. `real` is tests/fixtures/camera.pgm scaled up by nearest "
              "neighbour, `random` uniform bytes; the peers read the same raw files.")
     L.append("- Peers: CUB `DeviceHistogram::HistogramEven` and NPP (`_Ctx` calls on the same stream) from "
-             "`scripts/bench/peers.cu`; OpenCV from `scripts/bench/cpu_peers.py` on all threads "
-             "(`opencv-all`) and one (`opencv-1`). Hough entries use OpenCV's Canny edge map of the frame.")
+             "`scripts/bench/peers.cu`, timed the same way; NPP `equalize` is HistogramEven + a 256-thread "
+             "LUT kernel (OpenCV's formula) + LUTPalette. OpenCV from `scripts/bench/cpu_peers.py` on all "
+             "threads (`opencv-all`) and one (`opencv-1`), host clock. Hough entries (ours and peers) use "
+             "OpenCV's Canny edge map of the frame (Canny 50/150). Every GPU line in the JSON has "
+             "`queue_us`, the host time to queue one run: at or above the median, that call is bound by "
+             "its launches (or synchronizes inside).")
     L.append("- Whole tools: wall time of one process per frame (PGM file in, file out); empty cache = a "
              "fresh `XDG_CACHE_HOME`; OpenCV one-liners include the interpreter's start and imports.")
     L.append("- Streams: `cat F | FILTER | cat > /dev/null` against `cat F | cat | cat > /dev/null`.")

@@ -178,10 +178,11 @@ fn emit(
     extra: &str,
 ) -> Result<(), BenchError> {
     let num = |v: f64| if v.is_finite() { format!("{v:.6}") } else { "null".into() };
+    let queue = stats.queue_us.map(|q| format!(",\"queue_us\":{}", num(q))).unwrap_or_default();
     writeln!(
         out,
         "{{\"suite\":\"kernel\",\"op\":\"{op}\",\"impl\":\"{imp}\",\"content\":\"{}\",\"width\":{},\
-         \"height\":{},\"median_ms\":{},\"min_ms\":{},\"p90_ms\":{},\"runs\":{}{}{extra}}}",
+         \"height\":{},\"median_ms\":{},\"min_ms\":{},\"p90_ms\":{},\"runs\":{}{queue}{}{extra}}}",
         input.content.name(),
         input.width,
         input.height,

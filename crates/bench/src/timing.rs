@@ -5,6 +5,7 @@
 //! interval is one run's device time without the host's launch gaps (the GPU is always backed up).
 //! Each run is one sample; the statistics are over all samples.
 
+use std::cell::Cell;
 use std::time::Instant;
 
 use histopipe_gpu::cudarc::driver::sys::CUevent_flags;
@@ -41,6 +42,9 @@ pub struct Stats {
     pub min: f64,
     pub p90: f64,
     pub runs: usize,
+    /// Host time to queue one run, in microseconds (GPU timings only): where it exceeds the
+    /// median, a stream of single runs would be bound by launches, not by the kernels.
+    pub queue_us: Option<f64>,
 }
 
 impl Stats {
@@ -48,11 +52,11 @@ impl Stats {
         samples.sort_by(f64::total_cmp);
         let n = samples.len();
         if n == 0 {
-            return Stats { median: f64::NAN, min: f64::NAN, p90: f64::NAN, runs: 0 };
+            return Stats { median: f64::NAN, min: f64::NAN, p90: f64::NAN, runs: 0, queue_us: None };
         }
         let at = |q: f64| samples[((n - 1) as f64 * q).round() as usize];
         let median = if n % 2 == 1 { samples[n / 2] } else { (samples[n / 2 - 1] + samples[n / 2]) / 2.0 };
-        Stats { median, min: samples[0], p90: at(0.9), runs: n }
+        Stats { median, min: samples[0], p90: at(0.9), runs: n, queue_us: None }
     }
 }
 
@@ -71,14 +75,16 @@ extern "C" __global__ void spin(unsigned long long ns) {
 
 /// Runs per batch: the host queues them while the spin kernel runs.
 const BATCH: usize = 50;
-/// Spin long enough to cover queuing a batch (a launch and an event record are a few
-/// microseconds each).
+/// The first spin; each batch then spins at least twice as long as the host took to queue the
+/// previous one, so the GPU never waits for the host inside a batch.
 const SPIN_NS: u64 = 1_500_000;
+const MAX_SPIN_NS: u64 = 100_000_000;
 
 pub struct GpuTimer<'g> {
     gpu: &'g Gpu,
     events: Vec<CudaEvent>,
     plan: Plan,
+    spin_ns: Cell<u64>,
 }
 
 impl<'g> GpuTimer<'g> {
@@ -86,14 +92,15 @@ impl<'g> GpuTimer<'g> {
         let events = (0..=BATCH)
             .map(|_| gpu.context().new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(GpuTimer { gpu, events, plan })
+        Ok(GpuTimer { gpu, events, plan, spin_ns: Cell::new(SPIN_NS) })
     }
 
     fn spin(&self) -> Result<(), BenchError> {
         let f = self.gpu.function(&SPIN, "spin")?;
         let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
         let mut launch = self.gpu.stream().launch_builder(&f);
-        launch.arg(&SPIN_NS);
+        let ns = self.spin_ns.get();
+        launch.arg(&ns);
         unsafe { launch.launch(cfg) }?;
         Ok(())
     }
@@ -108,15 +115,20 @@ impl<'g> GpuTimer<'g> {
             i += 1;
         }
         self.gpu.synchronize()?;
-        let probe = self.batch(&mut i, 3, run)?;
+        let (probe, _) = self.batch(&mut i, 3, run)?;
         let runs = self.plan.runs_for(Stats::of(probe).median);
         let mut samples = Vec::with_capacity(runs);
+        let mut queue_ns = 0.0;
         while samples.len() < runs {
             let n = (runs - samples.len()).min(BATCH);
-            samples.extend(self.batch(&mut i, n, run)?);
+            let (batch, ns) = self.batch(&mut i, n, run)?;
+            samples.extend(batch);
+            queue_ns += ns;
         }
         stream.synchronize()?;
-        Ok(Stats::of(samples))
+        let mut stats = Stats::of(samples);
+        stats.queue_us = Some(queue_ns / 1e3 / stats.runs.max(1) as f64);
+        Ok(stats)
     }
 
     fn batch(
@@ -124,17 +136,25 @@ impl<'g> GpuTimer<'g> {
         i: &mut usize,
         n: usize,
         run: &mut dyn FnMut(usize) -> Result<(), BenchError>,
-    ) -> Result<Vec<f64>, BenchError> {
+    ) -> Result<(Vec<f64>, f64), BenchError> {
         let stream = self.gpu.stream();
         self.spin()?;
         self.events[0].record(stream)?;
+        let t = Instant::now();
         for k in 0..n {
             run(*i)?;
             *i += 1;
             self.events[k + 1].record(stream)?;
         }
+        let queue_ns = t.elapsed().as_nanos() as f64;
+        // Sized for a full batch, whatever this one's length.
+        let next = (2.0 * queue_ns * BATCH as f64 / n as f64) as u64;
+        self.spin_ns.set(next.clamp(self.spin_ns.get(), MAX_SPIN_NS));
         stream.synchronize()?;
-        (0..n).map(|k| Ok(self.events[k].elapsed_ms(&self.events[k + 1])? as f64)).collect()
+        let samples = (0..n)
+            .map(|k| Ok(self.events[k].elapsed_ms(&self.events[k + 1])? as f64))
+            .collect::<Result<_, BenchError>>()?;
+        Ok((samples, queue_ns))
     }
 }
 
