@@ -30,10 +30,17 @@ impl Plan {
     pub const QUICK: Plan = Plan { warmup: 2, min_runs: 5, max_runs: 50, budget_ms: 60.0 };
 
     fn runs_for(&self, estimate_ms: f64) -> usize {
+        // Slow cases (dense 16K^2 Hough) are not worth many runs of a scarce device.
+        if estimate_ms > SLOW_MS {
+            return SLOW_RUNS.min(self.max_runs);
+        }
         let fit = (self.budget_ms / estimate_ms.max(1e-4)) as usize;
         fit.clamp(self.min_runs, self.max_runs)
     }
 }
+
+const SLOW_MS: f64 = 250.0;
+const SLOW_RUNS: usize = 3;
 
 /// Order statistics of one case's samples, in milliseconds.
 #[derive(Debug, Clone, Copy)]
@@ -194,7 +201,8 @@ mod tests {
     fn runs_fit_the_budget() {
         let p = Plan { warmup: 1, min_runs: 5, max_runs: 100, budget_ms: 100.0 };
         assert_eq!(p.runs_for(10.0), 10);
-        assert_eq!(p.runs_for(1000.0), 5);
+        assert_eq!(p.runs_for(200.0), 5);
+        assert_eq!(p.runs_for(1000.0), 3);
         assert_eq!(p.runs_for(0.001), 100);
     }
 }
