@@ -198,18 +198,24 @@ def streams(args):
     files = {"raw": os.path.join(work, "stream.raw"), "pgm": os.path.join(work, "stream.pgm"),
              "edges": os.path.join(work, "stream-edges.raw")}
     header = b"P5\n%d %d\n255\n" % (w, h)
-    for kind, path in files.items():
+
+    def ensure(kind):
+        """Writes the N-frame stream file of `kind` on first use; False when its frame is missing."""
+        path = files[kind]
         one = {"raw": frame, "pgm": header + frame, "edges": edges}[kind]
         if one is None:
-            continue
-        with open(path, "wb") as f:
-            for _ in range(n):
-                f.write(one)
+            return False
+        if not os.path.exists(path):
+            with open(path, "wb") as f:
+                for _ in range(n):
+                    f.write(one)
+        return True
+
     base = {"suite": "stream", "width": w, "height": h, "frames": n}
 
     def measure(name, pipeline, source, backend):
         path = files[source]
-        if not os.path.exists(path):
+        if not ensure(source):
             out({**base, "name": name, "impl": backend, "status": f"no {source} stream"})
             return
         env = {**os.environ}
