@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""OpenCV, histopipe's CPU peer, on the inputs histopipe-bench writes.
+
+    cpu_peers.py edges --dir D --sizes WxH,... [--content real,random] [--low 50 --high 150]
+        writes D/edges-<content>-<W>x<H>.u8, cv2.Canny's edge map of each input (0 or 255): the
+        one edge map every Hough implementation (ours, NPP's, OpenCV's) is timed on.
+    cpu_peers.py kernels --dir D --sizes ... [--threads all|1] [--ops ...] [--quick] ...
+        times the OpenCV calls in process (time.perf_counter, warm-up, median of runs fitted to a
+        time budget) and prints one JSON line per case, the format of histopipe-bench.
+
+The operations and their OpenCV calls (the parameters are the benchmark's, see scripts/bench/run):
+histogram calcHist (256 bins), equalize equalizeHist, rotate.nearest / rotate.bilinear
+warpAffine about the centre, pad copyMakeBorder to the diagonal, edges Canny (aperture 3, L1),
+hough HoughLines(edges, 1, pi/180, T) on the edge map.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+import cv2
+import numpy as np
+
+OPS = ["histogram", "equalize", "rotate", "pad", "edges", "hough"]
+
+
+def parse_sizes(text):
+    out = []
+    for s in filter(None, text.split(",")):
+        w, h = s.split("x")
+        out.append((int(w), int(h)))
+    return out
+
+
+def load(dir_, prefix, content, w, h):
+    path = os.path.join(dir_, f"{prefix}{content}-{w}x{h}.u8")
+    if not os.path.exists(path):
+        return None
+    a = np.fromfile(path, dtype=np.uint8)
+    if a.size != w * h:
+        return None
+    return a.reshape(h, w)
+
+
+def ceil_sqrt(n):
+    r = math.isqrt(n)
+    return r if r * r == n else r + 1
+
+
+def time_cpu(fn, quick):
+    """Warm-up, then runs fitted to the budget; one run only when a run takes over a second."""
+    budget, min_runs, max_runs = (60.0, 3, 30) if quick else (300.0, 5, 100)
+    t = time.perf_counter()
+    fn()
+    first = (time.perf_counter() - t) * 1e3
+    if first > 1000:
+        samples = [first]
+    else:
+        runs = max(min_runs, min(max_runs, int(budget / max(first, 1e-3))))
+        if first > 50:
+            runs = min_runs
+        samples = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            fn()
+            samples.append((time.perf_counter() - t) * 1e3)
+    samples.sort()
+    n = len(samples)
+    return {
+        "median_ms": statistics.median(samples),
+        "min_ms": samples[0],
+        "p90_ms": samples[round((n - 1) * 0.9)],
+        "runs": n,
+    }
+
+
+def cases(img, args):
+    """(op, function) pairs for one frame; hough needs the edge map, given separately."""
+    h, w = img.shape
+    if "histogram" in args.ops:
+        yield "histogram", lambda: cv2.calcHist([img], [0], None, [256], [0, 256])
+    if "equalize" in args.ops:
+        yield "equalize", lambda: cv2.equalizeHist(img)
+    if "rotate" in args.ops:
+        m = cv2.getRotationMatrix2D(((w - 1) / 2.0, (h - 1) / 2.0), args.angle, 1.0)
+        for name, flag in (("rotate.nearest", cv2.INTER_NEAREST), ("rotate.bilinear", cv2.INTER_LINEAR)):
+            yield name, (lambda flag=flag: cv2.warpAffine(img, m, (w, h), flags=flag, borderValue=0))
+    if "pad" in args.ops:
+        d = ceil_sqrt(w * w + h * h)
+        left, top = (d - w) // 2, (d - h) // 2
+        yield "pad", lambda: cv2.copyMakeBorder(
+            img, top, d - h - top, left, d - w - left, cv2.BORDER_CONSTANT, value=0
+        )
+    if "edges" in args.ops:
+        yield "edges", lambda: cv2.Canny(img, args.low, args.high, apertureSize=3, L2gradient=False)
+
+
+def kernels(args):
+    threads = os.cpu_count() if args.threads == "all" else int(args.threads)
+    cv2.setNumThreads(threads)
+    impl = "opencv-all" if args.threads == "all" else f"opencv-{threads}"
+    print(json.dumps({"suite": "device", "impl": impl, "opencv": cv2.__version__, "threads": threads}), flush=True)
+    for w, h in args.sizes:
+        for content in args.content:
+            img = load(args.dir, "", content, w, h)
+            if img is None:
+                print(f"cpu_peers: {content}-{w}x{h}.u8 missing, skipped", file=sys.stderr)
+                continue
+            base = {"suite": "kernel", "impl": impl, "content": content, "width": w, "height": h, "threads": threads}
+            todo = list(cases(img, args))
+            if "hough" in args.ops and w * h <= args.slow_max_pixels:
+                edges = load(args.dir, "edges-", content, w, h)
+                if edges is not None:
+                    todo.append(("hough", lambda edges=edges: cv2.HoughLines(edges, 1, np.pi / 180, args.hough_threshold)))
+            for op, fn in todo:
+                r = time_cpu(fn, args.quick)
+                print(json.dumps({**base, "op": op, **r}), flush=True)
+
+
+def edges(args):
+    for w, h in args.sizes:
+        for content in args.content:
+            path = os.path.join(args.dir, f"edges-{content}-{w}x{h}.u8")
+            if os.path.exists(path) and os.path.getsize(path) == w * h:
+                continue
+            img = load(args.dir, "", content, w, h)
+            if img is None:
+                print(f"cpu_peers: {content}-{w}x{h}.u8 missing, no edge map", file=sys.stderr)
+                continue
+            e = cv2.Canny(img, args.low, args.high, apertureSize=3, L2gradient=False)
+            e.tofile(path)
+            print(f"cpu_peers: wrote {path} ({np.count_nonzero(e) / e.size:.3%} edge pixels)", file=sys.stderr)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("command", choices=["kernels", "edges"])
+    p.add_argument("--dir", default="bench-inputs")
+    p.add_argument("--sizes", type=parse_sizes, default=parse_sizes("640x651,2560x1707,3932x4000,4096x3112,7680x4320,16384x16384"))
+    p.add_argument("--content", type=lambda s: s.split(","), default=["real", "random"])
+    p.add_argument("--ops", type=lambda s: s.split(","), default=OPS)
+    p.add_argument("--threads", default="all", help="all, or a number (cv2.setNumThreads)")
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--angle", type=float, default=30.0)
+    p.add_argument("--low", type=int, default=50)
+    p.add_argument("--high", type=int, default=150)
+    p.add_argument("--hough-threshold", type=int, default=200)
+    p.add_argument("--slow-max-pixels", type=int, default=4096 * 3112,
+                   help="HoughLines only on frames of at most this many pixels (it takes seconds beyond)")
+    args = p.parse_args()
+    {"kernels": kernels, "edges": edges}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()

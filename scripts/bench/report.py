@@ -1,0 +1,410 @@
+#!/usr/bin/env python3
+"""Writes docs/BENCHMARKS.md and the plot from one benchmark run's JSON lines.
+
+    report.py --results DIR --md docs/BENCHMARKS.md --plot DIR/benchmarks.png [--command "..."]
+
+DIR holds kernels.jsonl (histopipe-bench, peers, cpu_peers.py), tools.jsonl, streams.jsonl and
+meta.json (GPU, driver, versions). Standard library only; matplotlib for a PNG plot when it can be
+imported, else a self-written SVG (the plot's suffix follows).
+"""
+import argparse
+import json
+import math
+import os
+from collections import defaultdict
+
+# Our op -> the peers' op it is compared with (same work on the same input).
+PEER_OP = {
+    "pad": "pad",
+    "rotate.nearest": "rotate.nearest",
+    "rotate.bilinear": "rotate.bilinear",
+    "colhist": "histogram",
+    "cdf": "histogram",
+    "equalize.histogram": "histogram",
+    "equalize": "equalize",
+    "edges": "edges",
+    "hough-vote": "hough",
+    "hough": "hough",
+}
+HISTOGRAMS = ["colhist", "cdf", "equalize.histogram"]
+GPU_PEERS = ["cub", "npp"]
+CPU_PEERS = ["opencv-all", "opencv-1"]
+IMPL_ORDER = ["histopipe-gpu", "copy", "cub", "npp", "cuda", "histopipe-cpu", "opencv-all", "opencv-1"]
+# The issue's CPU targets: our CPU backend over OpenCV on the same thread count.
+CPU_TARGETS = {"colhist": 1.5, "cdf": 1.5, "equalize.histogram": 1.5, "equalize": 1.5,
+               "rotate.nearest": 1.5, "rotate.bilinear": 1.5, "edges": 2.0, "hough": 1.0}
+
+
+def load_jsonl(path):
+    rows = []
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith("{"):
+                    try:
+                        rows.append(json.loads(line))
+                    except ValueError:
+                        pass
+    return rows
+
+
+def fmt_ms(v):
+    if v is None:
+        return "–"
+    if v >= 100:
+        return f"{v:.0f}"
+    return f"{v:.3g}"
+
+
+def table_row(cells):
+    """One Markdown table row; a `|` inside a cell (a pipeline's name) is escaped."""
+    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+
+def fmt_ratio(v):
+    return "–" if v is None else f"{v:.3g}x"
+
+
+def size_key(r):
+    return (r["width"] * r["height"], r["width"], r["content"])
+
+
+class Kernels:
+    def __init__(self, rows):
+        self.t = {}  # (op, impl, w, h, content) -> row
+        self.ops = []
+        for r in rows:
+            if r.get("suite") != "kernel" or r.get("median_ms") is None:
+                continue
+            self.t[(r["op"], r["impl"], r["width"], r["height"], r["content"])] = r
+            if r["op"] not in self.ops:
+                self.ops.append(r["op"])
+        self.ours = [op for op in self.ops if self.get(op, "histopipe-gpu") or self.get(op, "histopipe-cpu")]
+
+    def get(self, op, impl, w=None, h=None, content=None):
+        if w is None:
+            return [r for k, r in self.t.items() if k[0] == op and k[1] == impl]
+        r = self.t.get((op, impl, w, h, content))
+        return r["median_ms"] if r else None
+
+    def cases(self, op):
+        keys = {(k[2], k[3], k[4]) for k in self.t if k[0] == op}
+        return sorted(keys, key=lambda c: (c[0] * c[1], c[0], c[2]))
+
+    def impls(self, op):
+        found = {k[1] for k in self.t if k[0] == op}
+        return [i for i in IMPL_ORDER if i in found] + sorted(found - set(IMPL_ORDER))
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def kernel_tables(k):
+    out = []
+    shown = set()
+    for op in k.ours + [o for o in k.ops if o not in k.ours]:
+        if op in shown:
+            continue
+        shown.add(op)
+        peer_op = PEER_OP.get(op)
+        ours = op in k.ours
+        impls = k.impls(op)
+        peer_impls = [i for i in k.impls(peer_op) if i not in ("histopipe-gpu", "histopipe-cpu", "copy")] if ours and peer_op else []
+        title = f"### `{op}`" + (f" (peers: their `{peer_op}`)" if ours and peer_op and peer_op != op else "")
+        out.append(title)
+        out.append("")
+        head = ["size", "content"] + [f"{i} ms" for i in impls]
+        if ours:
+            head += [f"{i} ms" for i in peer_impls if peer_op != op]
+            head += ["ours/copy", "GB/s ours", "GB/s copy"] + [f"ours/{i}" for i in peer_impls if i in GPU_PEERS]
+            head += ["cpu/opencv-1", "cpu/opencv-all"]
+        out.append("| " + " | ".join(head) + " |")
+        out.append("|" + "---|" * len(head))
+        for w, h, c in k.cases(op):
+            cells = [f"{w}x{h}", c] + [fmt_ms(k.get(op, i, w, h, c)) for i in impls]
+            if ours:
+                cells += [fmt_ms(k.get(peer_op, i, w, h, c)) for i in peer_impls if peer_op != op]
+                g = k.get(op, "histopipe-gpu", w, h, c)
+                cp = k.get(op, "copy", w, h, c)
+                row = k.t.get((op, "histopipe-gpu", w, h, c), {})
+                crow = k.t.get((op, "copy", w, h, c), {})
+                gbs = lambda nbytes, ms: f"{nbytes / ms / 1e6:.0f}" if nbytes and ms else "–"
+                cells += [fmt_ratio(ratio(g, cp)), gbs(row.get("traffic_bytes"), g), gbs(2 * crow.get("copy_bytes", 0), cp)]
+                cells += [fmt_ratio(ratio(g, k.get(peer_op, i, w, h, c))) for i in peer_impls if i in GPU_PEERS]
+                cpu = k.get(op, "histopipe-cpu", w, h, c)
+                cells += [fmt_ratio(ratio(cpu, k.get(peer_op, i, w, h, c))) for i in ("opencv-1", "opencv-all")]
+            out.append(table_row(cells))
+        out.append("")
+    return out
+
+
+def check(rows, target, case, measured, limit):
+    """One target row: measured ratio against the limit (met when measured <= limit)."""
+    if measured is None:
+        rows.append((target, case, "–", f"≤ {limit:g}", "not measured"))
+    elif measured <= limit:
+        rows.append((target, case, f"{measured:.3g}", f"≤ {limit:g}", "met"))
+    else:
+        rows.append((target, case, f"{measured:.3g}", f"≤ {limit:g}", f"missed by {100 * (measured / limit - 1):.0f}%"))
+
+
+def targets(k, tools, streams):
+    rows = []
+    big = 3932 * 4000
+    for op in HISTOGRAMS:
+        cases = [c for c in k.cases(op) if c[0] * c[1] >= big] or [None]
+        for c in cases:
+            if c is None:
+                check(rows, f"`{op}` ≤ CUB HistogramEven (≥ 3932x4000)", "–", None, 1)
+                continue
+            w, h, content = c
+            check(rows, f"`{op}` ≤ CUB HistogramEven", f"{w}x{h} {content}",
+                  ratio(k.get(op, "histopipe-gpu", w, h, content), k.get("histogram", "cub", w, h, content)), 1)
+        for content in ("real", "random"):
+            check(rows, f"`{op}` within 2x of the memory floor", f"16384x16384 {content}",
+                  ratio(k.get(op, "histopipe-gpu", 16384, 16384, content), k.get(op, "copy", 16384, 16384, content)), 2)
+    for op, peer, label in (("equalize", "equalize", "NPP HistogramEven + LUT"),
+                            ("rotate.nearest", "rotate.nearest", "NPP Rotate (nearest)"),
+                            ("rotate.bilinear", "rotate.bilinear", "NPP Rotate (linear)"),
+                            ("edges", "edges", "NPP FilterCannyBorder"),
+                            ("hough", "hough", "NPP FilterHoughLine")):
+        cases = k.cases(op) if op in k.ours else []
+        if not cases:
+            check(rows, f"`{op}` faster than {label}", "–", None, 1)
+        for w, h, c in cases:
+            check(rows, f"`{op}` faster than {label}", f"{w}x{h} {c}",
+                  ratio(k.get(op, "histopipe-gpu", w, h, c), k.get(peer, "npp", w, h, c)), 1)
+    for op, limit in CPU_TARGETS.items():
+        peer = PEER_OP[op]
+        cases = [c for c in k.cases(op)
+                 if k.get(op, "histopipe-cpu", *c) is not None and k.get(peer, "opencv-1", *c) is not None]
+        if not cases:
+            check(rows, f"CPU `{op}` within {limit:g}x of OpenCV (1 thread)", "–", None, limit)
+        for w, h, c in cases:
+            check(rows, f"CPU `{op}` within {limit:g}x of OpenCV (1 thread)", f"{w}x{h} {c}",
+                  ratio(k.get(op, "histopipe-cpu", w, h, c), k.get(peer, "opencv-1", w, h, c)), limit)
+    # Streams: every filter at >= 80% of cat's fps, i.e. cat_fps / fps <= 1.25; auto within 10% of gpu.
+    cat = {}
+    for s in streams:
+        if s.get("name") == "cat" and s.get("fps"):
+            cat[s["source"]] = max(cat.get(s["source"], 0), s["fps"])
+    by = {(s.get("name"), s.get("impl")): s for s in streams if s.get("fps")}
+    for (name, impl), s in by.items():
+        if name == "cat" or impl != "gpu":
+            continue
+        check(rows, "stream ≥ 80% of `cat` (cat fps / fps ≤ 1.25)", f"{name} gpu",
+              ratio(cat.get(s["source"]), s["fps"]), 1.25)
+        a = by.get((name, "auto"))
+        check(rows, "stream: auto within 10% of gpu (gpu fps / auto fps ≤ 1.1)", name,
+              ratio(s["fps"], a["fps"]) if a else None, 1.1)
+    # Single frames: auto no more than 10% slower than cpu on the smallest frame (warm cache).
+    small = min((t["width"] * t["height"] for t in tools if t.get("warm_ms")), default=None)
+    tt = {(t["tool"], t["impl"], t["width"] * t["height"]): t for t in tools if t.get("warm_ms")}
+    for tool in sorted({t["tool"] for t in tools}):
+        a, c = tt.get((tool, "histopipe-auto", small)), tt.get((tool, "histopipe-cpu", small))
+        if a and c:
+            check(rows, "single small frame: auto ≤ 1.1 × cpu (warm)", f"{tool} {a['width']}x{a['height']}",
+                  a["warm_ms"] / c["warm_ms"], 1.1)
+            check(rows, "single small frame: auto ≤ 1.1 × cpu (empty cache)", f"{tool} {a['width']}x{a['height']}",
+                  ratio(a.get("cold_ms"), c.get("cold_ms")), 1.1)
+    out = ["| target | case | measured | required | verdict |", "|---|---|---|---|---|"]
+    out += [table_row(r) for r in rows]
+    return out
+
+
+def tool_table(tools):
+    if not tools:
+        return ["(not run)"]
+    out = ["| tool | size | impl | empty cache ms | warm ms | note |", "|---|---|---|---|---|---|"]
+    for t in sorted(tools, key=lambda t: (t["tool"], t["width"] * t["height"], t.get("impl", ""))):
+        out.append(table_row([t["tool"], f"{t['width']}x{t['height']} {t['content']}", t.get("impl", ""),
+                              fmt_ms(t.get("cold_ms")), fmt_ms(t.get("warm_ms")), t.get("status", "")]))
+    return out
+
+
+def stream_table(streams):
+    if not streams:
+        return ["(not run)"]
+    cat = {}
+    for s in streams:
+        if s.get("name") == "cat" and s.get("fps"):
+            cat[s["source"]] = max(cat.get(s["source"], 0), s["fps"])
+    out = ["| stream | input | backend | frames/s | % of cat | note |", "|---|---|---|---|---|---|"]
+    for s in streams:
+        if s.get("name") == "cat" and s.get("fps") and cat.get(s["source"]) != s["fps"]:
+            continue
+        fps = s.get("fps")
+        pct = f"{100 * fps / cat[s['source']]:.0f}%" if fps and cat.get(s.get("source")) else "–"
+        out.append(table_row([s.get("name", ""), s.get("source", ""), s.get("impl", ""),
+                              f"{fps:.1f}" if fps else "–", pct, s.get("status", "")]))
+    return out
+
+
+def series(k):
+    """op -> line label -> content -> [(pixels, ms)], for the plot: each of our ops with its peers'
+    lines, then the peers' ops none of ours is compared with yet."""
+    mapped = {PEER_OP.get(op, op) for op in k.ours}
+    ops = k.ours + [o for o in k.ops if o not in k.ours and o not in mapped and o != "copy.frame"]
+    data = {}
+    for op in ops:
+        lines = defaultdict(lambda: defaultdict(list))
+        for src_op in dict.fromkeys([op, PEER_OP.get(op, op)]):
+            for (o, impl, w, h, c), r in k.t.items():
+                if o == src_op and (src_op == op or impl not in ("copy", "histopipe-gpu", "histopipe-cpu")):
+                    lines[impl if src_op == op else f"{impl} {src_op}"][c].append((w * h, r["median_ms"]))
+        data[op] = lines
+    return data
+
+
+def plot_matplotlib(data, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(data)
+    cols = min(3, n)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 4 * rows), squeeze=False)
+    for ax, (op, lines) in zip(axes.ravel(), data.items()):
+        for j, (impl, by_content) in enumerate(sorted(lines.items())):
+            for c, pts in sorted(by_content.items()):
+                pts.sort()
+                ax.plot([p for p, _ in pts], [m for _, m in pts], "-o" if c == "random" else "--x", ms=3,
+                        color=f"C{j % 10}", label=f"{impl} ({c})")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(op)
+        ax.set_xlabel("pixels")
+        ax.set_ylabel("median ms")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=6)
+    for ax in axes.ravel()[n:]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def plot_svg(data, path):
+    colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"]
+    pw, ph, cols = 420, 300, 3
+    rows = max(1, math.ceil(len(data) / cols))
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{pw * cols}" height="{ph * rows}" font-family="sans-serif" font-size="10">',
+             '<rect width="100%" height="100%" fill="white"/>']
+    for idx, (op, lines) in enumerate(data.items()):
+        ox, oy = (idx % cols) * pw, (idx // cols) * ph
+        pts = [p for by in lines.values() for l in by.values() for p in l if p[1] > 0]
+        if not pts:
+            continue
+        x0, x1 = math.log10(min(p for p, _ in pts)), math.log10(max(p for p, _ in pts)) + 1e-9
+        y0, y1 = math.log10(min(m for _, m in pts)), math.log10(max(m for _, m in pts)) + 1e-9
+        L, R, T, B = ox + 50, ox + pw - 150, oy + 25, oy + ph - 35
+        sx = lambda p: L + (math.log10(p) - x0) / max(x1 - x0, 1e-9) * (R - L)
+        sy = lambda m: B - (math.log10(m) - y0) / max(y1 - y0, 1e-9) * (B - T)
+        parts.append(f'<text x="{ox + pw / 2 - 60}" y="{oy + 15}" font-size="12">{op} (log-log: pixels vs median ms)</text>')
+        parts.append(f'<rect x="{L}" y="{T}" width="{R - L}" height="{B - T}" fill="none" stroke="#999"/>')
+        parts.append(f'<text x="{L}" y="{B + 14}">{10 ** x0:.3g} px</text><text x="{R - 50}" y="{B + 14}">{10 ** x1:.3g} px</text>')
+        parts.append(f'<text x="{ox + 2}" y="{B}">{10 ** y0:.3g}</text><text x="{ox + 2}" y="{T + 8}">{10 ** y1:.3g} ms</text>')
+        k = 0
+        for j, (impl, by_content) in enumerate(sorted(lines.items())):
+            for c, l in sorted(by_content.items()):
+                l = sorted(p for p in l if p[1] > 0)
+                col = colours[j % len(colours)]
+                dash = "" if c == "random" else ' stroke-dasharray="4,3"'
+                poly = " ".join(f"{sx(p):.1f},{sy(m):.1f}" for p, m in l)
+                parts.append(f'<polyline points="{poly}" fill="none" stroke="{col}" stroke-width="1.5"{dash}/>')
+                parts.append(f'<text x="{R + 5}" y="{T + 10 + 11 * k}" fill="{col}">{impl} ({c})</text>')
+                k += 1
+    parts.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(parts))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--results", required=True)
+    p.add_argument("--md", default="docs/BENCHMARKS.md")
+    p.add_argument("--plot", required=True, help="the plot's path without suffix: .png with matplotlib, else .svg")
+    p.add_argument("--command", default="scripts/bench/run")
+    a = p.parse_args()
+    kern = Kernels(load_jsonl(os.path.join(a.results, "kernels.jsonl")))
+    tools = [t for t in load_jsonl(os.path.join(a.results, "tools.jsonl")) if t.get("suite") == "tool"]
+    streams = [s for s in load_jsonl(os.path.join(a.results, "streams.jsonl")) if s.get("suite") == "stream"]
+    meta = {}
+    if os.path.exists(os.path.join(a.results, "meta.json")):
+        with open(os.path.join(a.results, "meta.json")) as f:
+            meta = json.load(f)
+    devices = [r for r in load_jsonl(os.path.join(a.results, "kernels.jsonl")) if r.get("suite") == "device"]
+
+    data = series(kern)
+    plot = a.plot
+    try:
+        plot_matplotlib(data, plot + ".png")
+        plot += ".png"
+    except ImportError:
+        plot_svg(data, plot + ".svg")
+        plot += ".svg"
+    plot_name = os.path.basename(plot)
+    md_dir = os.path.dirname(os.path.abspath(a.md))
+    os.makedirs(md_dir, exist_ok=True)
+    plot_in_docs = os.path.join(md_dir, plot_name)
+    if os.path.abspath(plot) != plot_in_docs:
+        with open(plot, "rb") as src, open(plot_in_docs, "wb") as dst:
+            dst.write(src.read())
+
+    L = ["# Benchmarks", ""]
+    L.append("Generated by `scripts/bench/report.py` from one run of `scripts/bench/run`; do not edit by hand.")
+    L.append("")
+    L.append(f"- GPU: {meta.get('gpu', '?')}; driver {meta.get('driver', '?')}; CUDA {meta.get('cuda', '?')}")
+    for d in devices:
+        extras = ", ".join(f"{k} {v}" for k, v in d.items() if k not in ("suite",))
+        L.append(f"- {extras}")
+    L.append(f"- CPU: {meta.get('cpu', '?')}, {meta.get('threads', '?')} threads; commit {meta.get('commit', '?')}; {meta.get('date', '')}")
+    L.append(f"- Reproduce (repository root, GPU machine, after `. .carry/on-device`): `{a.command}`")
+    L.append("")
+    L.append("## Method")
+    L.append("")
+    L.append("- Kernels: in process, 8-bit frames, CUDA events between back-to-back runs queued behind a "
+             "spin kernel (so host launch gaps are not counted), after warm-up; median (and min/p90 in the "
+             "JSON) of runs fitted to a time budget. Runs rotate among input/output sets totalling ≥ 256 MiB "
+             "(at most 256 sets), so inputs come from device memory, not L2. `copy` is a device-to-device "
+             "copy timed in the same run (`copy_bytes`: the frame's bytes, or the output's when larger); "
+             "GB/s counts bytes read + written. `real` is tests/fixtures/camera.pgm scaled up by nearest "
+             "neighbour, `random` uniform bytes; the peers read the same raw files.")
+    L.append("- Peers: CUB `DeviceHistogram::HistogramEven` and NPP (`_Ctx` calls on the same stream) from "
+             "`scripts/bench/peers.cu`, timed the same way; NPP `equalize` is HistogramEven + a 256-thread "
+             "LUT kernel (OpenCV's formula) + LUTPalette. OpenCV from `scripts/bench/cpu_peers.py` on all "
+             "threads (`opencv-all`) and one (`opencv-1`), host clock. Hough entries (ours and peers) use "
+             "OpenCV's Canny edge map of the frame (Canny 50/150). Every GPU line in the JSON has "
+             "`queue_us`, the host time to queue one run: at or above the median, that call is bound by "
+             "its launches (or synchronizes inside).")
+    L.append("- Whole tools: wall time of one process per frame (PGM file in, file out); empty cache = a "
+             "fresh `XDG_CACHE_HOME`; OpenCV one-liners include the interpreter's start and imports.")
+    L.append("- Streams: `cat F | FILTER | cat > /dev/null` against `cat F | cat | cat > /dev/null`.")
+    L.append("")
+    L.append("## Targets (issue 6)")
+    L.append("")
+    L += targets(kern, tools, streams)
+    L.append("")
+    L.append("## Kernels (median ms)")
+    L.append("")
+    L.append(f"![time against frame size]({plot_name})")
+    L.append("")
+    L += kernel_tables(kern)
+    L.append("## Whole tools (process wall time, ms)")
+    L.append("")
+    L += tool_table(tools)
+    L.append("")
+    L.append("## Streams")
+    L.append("")
+    L += stream_table(streams)
+    L.append("")
+    with open(a.md, "w") as f:
+        f.write("\n".join(L))
+    print(f"report: wrote {a.md} and {plot}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""Whole-tool benchmarks: process times of each filter, and frame streams through filters and pipelines.
+
+    tools.py tools --dir D --work W [--sizes ...] [--backends gpu,cpu,auto] [--only pad,...] [--quick]
+        each filter on one PGM frame of each size: first with an empty kernel cache (a fresh
+        XDG_CACHE_HOME), then warm (median of runs), per backend; next to an OpenCV Python
+        one-liner doing the same work (interpreter start and imports included, as a user pays).
+    tools.py streams --dir D --work W [--frames 300] [--backends gpu,auto] [--only ...]
+        N frames of 3840x2160 8-bit through each filter (raw frames, --raw) and through the three
+        pipelines (a multi-frame PGM stream, so the geometry metadata flows), in frames per
+        second, next to `cat` through the same pipe (the I/O ceiling).
+
+Tools missing from PATH are reported as missing, not failed: the benchmark runs on any subset.
+Every result is one JSON line on stdout.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+# What each filter is run with, and the OpenCV one-liner doing the same work (argv[1] the input
+# PGM, argv[2] the output file). The Hough parameters are OpenCV's HoughLines(img, 1, pi/180, T).
+CANNY = "--low 50 --high 150"
+HOUGH_T = 200
+TOOLS = {
+    "pad": {
+        "args": [],
+        "input": "frame",
+        "opencv": "import cv2,sys,math;i=cv2.imread(sys.argv[1],0);h,w=i.shape;d=math.isqrt(w*w+h*h-1)+1;"
+        "l,t=(d-w)//2,(d-h)//2;cv2.imwrite(sys.argv[2]+'.pgm',cv2.copyMakeBorder(i,t,d-h-t,l,d-w-l,cv2.BORDER_CONSTANT,value=0))",
+    },
+    "rotate": {
+        "args": ["30"],
+        "input": "frame",
+        "opencv": "import cv2,sys;i=cv2.imread(sys.argv[1],0);h,w=i.shape;"
+        "m=cv2.getRotationMatrix2D(((w-1)/2,(h-1)/2),30,1);cv2.imwrite(sys.argv[2]+'.pgm',cv2.warpAffine(i,m,(w,h),flags=cv2.INTER_NEAREST))",
+    },
+    "colhist": {
+        "args": [],
+        "input": "frame",
+        "opencv": "import cv2,sys,numpy as n;i=cv2.imread(sys.argv[1],0);h,w=i.shape;"
+        "c=n.bincount((i.astype(n.int64)*w+n.arange(w)).ravel(),minlength=256*w).reshape(256,w);"
+        "n.savetxt(sys.argv[2],c,fmt='%d',delimiter=',')",
+    },
+    "cdf": {
+        "args": [],
+        "input": "frame",
+        "opencv": "import cv2,sys,numpy as n;i=cv2.imread(sys.argv[1],0);c=cv2.calcHist([i],[0],None,[256],[0,256]).ravel();"
+        "s=n.cumsum(c);n.savetxt(sys.argv[2],n.c_[n.arange(256),c,s,s/s[-1]],delimiter=',')",
+    },
+    "equalize": {
+        "args": [],
+        "input": "frame",
+        "opencv": "import cv2,sys;cv2.imwrite(sys.argv[2]+'.pgm',cv2.equalizeHist(cv2.imread(sys.argv[1],0)))",
+    },
+    "edges": {
+        "args": CANNY.split(),
+        "input": "frame",
+        "opencv": "import cv2,sys;cv2.imwrite(sys.argv[2]+'.pgm',cv2.Canny(cv2.imread(sys.argv[1],0),50,150))",
+    },
+    "hough-vote": {"args": [], "input": "edges", "opencv": None},
+    "hough-lines": {
+        "args": ["--threshold", str(HOUGH_T)],
+        "input": "accumulator",
+        # OpenCV has no separate accumulator: its one-liner votes and selects (hough-vote + hough-lines).
+        "opencv": "import cv2,sys,numpy as n;l=cv2.HoughLines(cv2.imread(sys.argv[1],0),1,n.pi/180,%d);"
+        "n.savetxt(sys.argv[2],l.reshape(-1,2) if l is not None else n.zeros((0,2)),delimiter=',')" % HOUGH_T,
+        "opencv_input": "edges",
+    },
+}
+
+PIPELINES = {
+    "pad|rotate 45|colhist": "pad | rotate 45 | colhist",
+    "pad|rotate --line|colhist --line": "pad | rotate --line 0,0,400,400 | colhist --line 0,0,400,400",
+    "edges|hough-vote|hough-lines": f"edges {CANNY} | hough-vote | hough-lines --threshold {HOUGH_T}",
+}
+
+
+def out(obj):
+    print(json.dumps(obj), flush=True)
+
+
+def have(tool):
+    return shutil.which(tool) is not None
+
+
+def write_pgm(path, w, h, data):
+    with open(path, "wb") as f:
+        f.write(b"P5\n%d %d\n255\n" % (w, h))
+        f.write(data)
+
+
+def raw(dir_, prefix, content, w, h):
+    path = os.path.join(dir_, f"{prefix}{content}-{w}x{h}.u8")
+    if not os.path.exists(path) or os.path.getsize(path) != w * h:
+        return None
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def run_timed(cmd, stdin_path, stdout_path, env, timeout):
+    """Wall time of one process (or shell pipeline) in ms, or an error string."""
+    t = time.perf_counter()
+    with open(stdin_path, "rb") as i, open(stdout_path, "wb") as o:
+        try:
+            r = subprocess.run(cmd, stdin=i, stdout=o, stderr=subprocess.PIPE, env=env, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None, f"timed out after {timeout} s"
+    ms = (time.perf_counter() - t) * 1e3
+    if r.returncode != 0:
+        return None, f"exit {r.returncode}: {r.stderr.decode(errors='replace').strip()[-300:]}"
+    return ms, None
+
+
+def tools(args):
+    work = args.work
+    os.makedirs(work, exist_ok=True)
+    sink = os.path.join(work, "out.tmp")
+    for name in (TOOLS if args.only is None else args.only):
+        spec = TOOLS[name]
+        present = have(name)
+        for w, h in args.sizes:
+            for content in args.content:
+                base = {"suite": "tool", "tool": name, "content": content, "width": w, "height": h}
+                # The tool's input: the frame, its edge map, or the accumulator hough-vote makes of it.
+                frame_pgm = os.path.join(work, f"{content}-{w}x{h}.pgm")
+                edges_pgm = os.path.join(work, f"edges-{content}-{w}x{h}.pgm")
+                acc_pgm = os.path.join(work, f"acc-{content}-{w}x{h}.pgm")
+                for path, prefix in ((frame_pgm, ""), (edges_pgm, "edges-")):
+                    if not os.path.exists(path):
+                        data = raw(args.dir, prefix, content, w, h)
+                        if data is not None:
+                            write_pgm(path, w, h, data)
+                if spec["input"] == "accumulator" and not os.path.exists(acc_pgm) and have("hough-vote") and os.path.exists(edges_pgm):
+                    run_timed(["hough-vote", "--backend", "cpu"], edges_pgm, acc_pgm, os.environ, args.timeout)
+                tool_in = {"frame": frame_pgm, "edges": edges_pgm, "accumulator": acc_pgm}[spec["input"]]
+                if not present:
+                    out({**base, "impl": "histopipe", "status": "missing"})
+                elif not os.path.exists(tool_in):
+                    out({**base, "impl": "histopipe", "status": f"no input {os.path.basename(tool_in)}"})
+                else:
+                    for backend in args.backends:
+                        cache = tempfile.mkdtemp(prefix="hp-cache-", dir=work)
+                        env = {**os.environ, "XDG_CACHE_HOME": cache}
+                        cmd = [name, *spec["args"], "--backend", backend]
+                        cold, err = run_timed(cmd, tool_in, sink, env, args.timeout)
+                        warm = []
+                        for _ in range(args.warm_runs if err is None else 0):
+                            ms, err = run_timed(cmd, tool_in, sink, env, args.timeout)
+                            if err:
+                                break
+                            warm.append(ms)
+                        shutil.rmtree(cache, ignore_errors=True)
+                        r = {**base, "impl": f"histopipe-{backend}", "cold_ms": cold}
+                        if warm:
+                            r.update(warm_ms=statistics.median(warm), warm_min_ms=min(warm), runs=len(warm))
+                        if err:
+                            r["status"] = err
+                        out(r)
+                if spec["opencv"]:
+                    cv_in = {"frame": frame_pgm, "edges": edges_pgm}[spec.get("opencv_input", spec["input"])]
+                    if os.path.exists(cv_in):
+                        cmd = [sys.executable, "-c", spec["opencv"], cv_in, sink + ".cv"]
+                        times, err = [], None
+                        for _ in range(1 + args.warm_runs):
+                            t = time.perf_counter()
+                            r = subprocess.run(cmd, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=args.timeout)
+                            if r.returncode:
+                                err = r.stderr.decode(errors="replace").strip()[-300:]
+                                break
+                            times.append((time.perf_counter() - t) * 1e3)
+                        r = {**base, "impl": "opencv-python"}
+                        if times:
+                            r.update(cold_ms=times[0], warm_ms=statistics.median(times[1:] or times), runs=len(times))
+                        if err:
+                            r["status"] = err
+                        out(r)
+    for f in (sink, sink + ".cv", sink + ".cv.pgm"):
+        if os.path.exists(f):
+            os.remove(f)
+
+
+def streams(args):
+    work = args.work
+    os.makedirs(work, exist_ok=True)
+    w, h = args.size
+    frame = raw(args.dir, "", "real", w, h)
+    edges = raw(args.dir, "edges-", "real", w, h)
+    if frame is None:
+        out({"suite": "stream", "status": f"no input real-{w}x{h}.u8 in {args.dir}"})
+        return
+    n = args.frames
+    files = {"raw": os.path.join(work, "stream.raw"), "pgm": os.path.join(work, "stream.pgm"),
+             "edges": os.path.join(work, "stream-edges.raw")}
+    header = b"P5\n%d %d\n255\n" % (w, h)
+
+    def ensure(kind):
+        """Writes the N-frame stream file of `kind` on first use; False when its frame is missing."""
+        path = files[kind]
+        one = {"raw": frame, "pgm": header + frame, "edges": edges}[kind]
+        if one is None:
+            return False
+        if not os.path.exists(path):
+            with open(path, "wb") as f:
+                for _ in range(n):
+                    f.write(one)
+        return True
+
+    base = {"suite": "stream", "width": w, "height": h, "frames": n}
+
+    def measure(name, pipeline, source, backend):
+        path = files[source]
+        if not ensure(source):
+            out({**base, "name": name, "impl": backend, "status": f"no {source} stream"})
+            return
+        env = {**os.environ}
+        if backend not in ("cat",):
+            env["HISTOPIPE_BACKEND"] = backend
+        cmd = ["bash", "-o", "pipefail", "-c", f"cat | {pipeline} | cat > /dev/null"]
+        ms, err = run_timed(cmd, path, os.devnull, env, args.timeout)
+        r = {**base, "name": name, "impl": backend, "source": source}
+        if ms is not None:
+            r.update(seconds=ms / 1e3, fps=n / (ms / 1e3))
+        if err:
+            r["status"] = err
+        out(r)
+
+    rawopt = f"--raw {w}x{h}"
+    for source in ("raw", "pgm"):
+        measure("cat", "cat", source, "cat")
+    for name in (TOOLS if args.only is None else args.only):
+        if name == "hough-lines":
+            continue  # its input is an accumulator stream: timed in the Hough pipeline
+        if not have(name):
+            out({**base, "name": name, "status": "missing"})
+            continue
+        source = "edges" if TOOLS[name]["input"] == "edges" else "raw"
+        cmd = " ".join([name, *TOOLS[name]["args"], rawopt])
+        for backend in args.backends:
+            measure(name, cmd, source, backend)
+    for name, pipeline in PIPELINES.items():
+        missing = [t for t in {s.split()[0] for s in pipeline.split("|")} if not have(t)]
+        if args.only is not None and not any(t in args.only for t in {s.split()[0] for s in pipeline.split("|")}):
+            continue
+        if missing:
+            out({**base, "name": name, "status": "missing " + ",".join(sorted(missing))})
+            continue
+        for backend in args.backends:
+            measure(name, pipeline, "pgm", backend)
+    for source in ("raw", "pgm"):
+        measure("cat", "cat", source, "cat")
+    for path in files.values():
+        if os.path.exists(path):
+            os.remove(path)
+
+
+def only_tools(text):
+    names = []
+    for n in text.split(","):
+        names += [t for t in TOOLS if t == n or t.startswith(n + "-") or n.startswith(t + ".")]
+    return names
+
+
+def parse_sizes(text):
+    return [tuple(int(v) for v in s.split("x")) for s in filter(None, text.split(","))]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("command", choices=["tools", "streams"])
+    p.add_argument("--dir", default="bench-inputs")
+    p.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "histopipe-bench-work"))
+    p.add_argument("--sizes", type=parse_sizes, default=parse_sizes("640x651,2560x1707,3932x4000,4096x3112,7680x4320"))
+    p.add_argument("--content", type=lambda s: s.split(","), default=["real"])
+    p.add_argument("--backends", type=lambda s: s.split(","), default=None)
+    p.add_argument("--only", type=only_tools, default=None,
+                   help="tools (or ops: hough means hough-vote and hough-lines) to run; others are skipped")
+    p.add_argument("--warm-runs", type=int, default=3)
+    p.add_argument("--frames", type=int, default=300)
+    p.add_argument("--size", type=lambda s: tuple(int(v) for v in s.split("x")), default=(3840, 2160))
+    p.add_argument("--timeout", type=float, default=120.0)
+    args = p.parse_args()
+    if args.backends is None:
+        args.backends = ["gpu", "cpu", "auto"] if args.command == "tools" else ["gpu", "auto"]
+    {"tools": tools, "streams": streams}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
