@@ -189,6 +189,22 @@ fn spawn_writer(common: &Common) -> (SyncSender<Output>, JoinHandle<Result<(), E
     (tx, handle)
 }
 
+/// Settings that make streams of large frames cheap; each is best effort.
+fn tune_process_for_streams() {
+    // Larger pipes (64 KiB by default on Linux) mean fewer wake-ups per frame on both sides.
+    #[cfg(target_os = "linux")]
+    for fd in [0, 1] {
+        unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, 1 << 20) };
+    }
+    // glibc returns every freed large block to the kernel, so each frame's buffers would be
+    // page-faulted in afresh; keeping them in the heap lets the next frame reuse them.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 30);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+    }
+}
+
 /// The frame loop: a reader thread, this thread running the tool on each frame in order, and a
 /// writer thread, joined by channels that hold one frame each, so memory stays a few frames.
 fn run<T: Tool>(engine: &mut Option<Engine>) -> Result<(), Error> {
@@ -197,9 +213,12 @@ fn run<T: Tool>(engine: &mut Option<Engine>) -> Result<(), Error> {
         Parsed::Run(c) => c,
         Parsed::Printed => return Ok(()),
     };
-    let engine = engine.insert(Engine::new(common.backend, common.device));
+    tune_process_for_streams();
+    // The threads first: opening the GPU loads the driver, and while it does, the loader's lock
+    // would hold up the creation of any other thread.
     let frames = spawn_reader(&common);
     let (out, writer) = spawn_writer(&common);
+    let engine = engine.insert(Engine::new(common.backend, common.device));
     let mut worked = Ok(());
     for (i, item) in frames.iter().enumerate() {
         let mut cx = Context { index: i + 1, common: &common, engine, out: &out, text: Vec::new() };
