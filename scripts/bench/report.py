@@ -21,8 +21,11 @@ PEER_OP = {
     "colhist": "histogram",
     "cdf": "histogram",
     "equalize.histogram": "histogram",
+    "equalize.map": "equalize.map",
     "equalize": "equalize",
     "edges": "edges",
+    "hough-vote.global": "hough",
+    "hough-vote.shared": "hough",
     "hough-vote": "hough",
     "hough": "hough",
 }

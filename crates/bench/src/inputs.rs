@@ -46,8 +46,6 @@ impl Content {
 }
 
 /// Which frame an entry reads: the frame itself or its edge map.
-// `Edges` is for the Hough entries, which land with the Hough operations.
-#[allow(dead_code)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputKind {
     Frame,

@@ -98,8 +98,10 @@ Options:
   --sizes WxH,...      frame sizes [default: 640x651,2560x1707,3932x4000,4096x3112,7680x4320,16384x16384]
   --content C,...      real (the fixture scaled up), random (uniform) [default: both]
   --fixture F          the real content's source [default: tests/fixtures/camera.pgm]
-  --only a,b           only these entries (see list); a name also selects its sub-entries (hough:
-                       hough-vote, hough-lines; equalize: equalize.histogram)
+  --only a,b           only these entries (see list); a name also selects its sub-entries (rotate:
+                       rotate.nearest, rotate.bilinear; equalize: equalize.histogram, .scan, .map;
+                       edges: edges.gradient; hough: hough-vote, hough-vote.global, .shared,
+                       hough-lines)
   --quick              fewer runs per case
   --cpu-max-pixels N   time the CPU implementations on frames of at most N pixels [default: 33554432]
   --no-cpu             never time the CPU implementations

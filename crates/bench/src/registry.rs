@@ -4,30 +4,50 @@
 //! filled, and a closure that queues one run of the operation's kernels on `gpu.stream()` (through
 //! the operation's public `launch` functions, so only kernels are timed: no upload, no download,
 //! no allocation). The harness (`main.rs`) does the rest: input sets, the memory floor, timing,
-//! JSON. Adding an operation is one function here and one line in [`all`]; for instance, once
-//! `histopipe_ops::equalize` exists:
+//! JSON. Adding an operation is one function here and one line in [`all`]; `equalize` below is a
+//! typical one:
 //!
 //! ```ignore
 //! fn equalize(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
-//!     let op = Equalize::new(255);                               // the op's parameters
 //!     let n = input.width * input.height;
-//!     let mut sets = Sets::new(gpu, input, n)?;                  // K inputs, K outputs of n bytes
-//!     let mut scratch = gpu.stream().alloc_zeros::<u32>(256)?;   // whatever the launch needs
-//!     let (w, h) = (input.width, input.height);
-//!     Ok(Case::new(n, n, 2 * n, sets.count(), move |gpu, i| {
+//!     let bins = levels()?;
+//!     let mut sets = Sets::new(gpu, input, n)?;                 // K inputs, K outputs of n bytes
+//!     let mut hist = gpu.stream().alloc_zeros::<u64>(256)?;     // whatever the launches need
+//!     // ... cdf, cdf_min, lut likewise
+//!     let case = Case::new(n, 2 * n, sets.count(), move |gpu, i| {
 //!         let (src, dst) = sets.pair(i);
-//!         op.launch(gpu, src, w, h, &mut scratch, dst)?;
+//!         launch_histogram(gpu, src, n, bins, &mut hist)?;
+//!         // ... launch_scan, launch_lut
+//!         launch_map(gpu, src, n, &lut, 256, dst)?;
 //!         Ok(())
-//!     })
-//!     .with_cpu(move |frame| op.cpu(frame).map(drop)))
+//!     });
+//!     Ok(case.with_cpu(move |frame| {
+//!         black_box(Equalize.cpu(frame)?);
+//!         Ok(())
+//!     }))
 //! }
 //! // in all():  Entry::frame("equalize", equalize),
 //! ```
+//!
+//! [`Sets`] also makes outputs of other types ([`Sets::with_output`]), no outputs
+//! ([`Sets::inputs_only`], for a histogram or a list of lines kept in one buffer) and copies of an
+//! input made on the device ([`Sets::from_device`], the accumulator of `hough-lines`). Buffers that
+//! an operation only passes between its own kernels are one per entry, as the tools' pool keeps
+//! one per slot. A closure may wait on the host (Canny's hysteresis does, as the tool does): the
+//! waits are then part of its time, and its `queue_us` is about its median.
+
+use std::hint::black_box;
 
 use histopipe_frame::{Frame, Pixels};
-use histopipe_gpu::cudarc::driver::CudaSlice;
+use histopipe_gpu::cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use histopipe_gpu::Gpu;
+use histopipe_ops::colhist::{default_bins, ColHist};
+use histopipe_ops::edges::{Canny, HYSTERESIS_BATCH};
+use histopipe_ops::equalize::{launch_lut, launch_map, Equalize};
+use histopipe_ops::histogram::{self, launch_histogram, launch_scan, Bins, Histogram};
+use histopipe_ops::hough::{self, HoughLines, HoughParams, HoughSpace, HoughVote, Strategy};
 use histopipe_ops::pad::{PadParams, PadSize};
+use histopipe_ops::rotate::{Interpolation, Rotate, Turn};
 use histopipe_ops::Op;
 
 use crate::inputs::{Input, InputKind};
@@ -52,26 +72,32 @@ impl Entry {
         Entry { name, input: InputKind::Frame, prepare }
     }
 
-    #[allow(dead_code)] // for the Hough entries, which land with the Hough operations
+    /// An entry whose input is the frame's Canny edge map (the Hough entries).
     pub const fn edges(name: &'static str, prepare: fn(&Gpu, &Input) -> Result<Case, BenchError>) -> Entry {
         Entry { name, input: InputKind::Edges, prepare }
     }
 }
 
-/// Every timed operation, in report order.
+/// Every timed operation, in report order. A name with a `.` is a part (or a variant) of the
+/// operation before the `.`: `--only equalize` selects `equalize.histogram` too.
 pub fn all() -> Vec<Entry> {
     vec![
         Entry::frame("pad", pad),
-        // Entry::frame("rotate.nearest", rotate_nearest),
-        // Entry::frame("rotate.bilinear", rotate_bilinear),
-        // Entry::frame("colhist", colhist),
-        // Entry::frame("cdf", cdf),
-        // Entry::frame("equalize.histogram", equalize_histogram),
-        // Entry::frame("equalize", equalize),
-        // Entry::frame("edges", edges),
-        // Entry::edges("hough-vote", hough_vote),
-        // Entry::edges("hough-lines", hough_lines),
-        // Entry::edges("hough", hough_vote_and_lines),
+        Entry::frame("rotate.nearest", rotate_nearest),
+        Entry::frame("rotate.bilinear", rotate_bilinear),
+        Entry::frame("colhist", colhist),
+        Entry::frame("cdf", cdf),
+        Entry::frame("equalize.histogram", equalize_histogram),
+        Entry::frame("equalize.scan", equalize_scan),
+        Entry::frame("equalize.map", equalize_map),
+        Entry::frame("equalize", equalize),
+        Entry::frame("edges.gradient", edges_gradient),
+        Entry::frame("edges", edges),
+        Entry::edges("hough-vote.global", hough_vote_global),
+        Entry::edges("hough-vote.shared", hough_vote_shared),
+        Entry::edges("hough-vote", hough_vote),
+        Entry::edges("hough-lines", hough_lines),
+        Entry::edges("hough", hough_vote_and_lines),
     ]
 }
 
@@ -118,28 +144,54 @@ pub fn set_count(bytes_per_set: usize) -> usize {
 }
 
 /// K copies of the input on the device, each with its own output buffer, K from [`set_count`].
-pub struct Sets {
-    inputs: Vec<CudaSlice<u8>>,
-    outputs: Vec<CudaSlice<u8>>,
+/// Inputs of `I` (the 8-bit frame, or a device-made input such as an accumulator), outputs of `O`.
+pub struct Sets<I = u8, O = u8> {
+    inputs: Vec<CudaSlice<I>>,
+    outputs: Vec<CudaSlice<O>>,
 }
 
 impl Sets {
     /// Uploads `input` once and copies it on the device into the other sets; outputs of
     /// `out_len` bytes, zeroed.
     pub fn new(gpu: &Gpu, input: &Input, out_len: usize) -> Result<Sets, BenchError> {
+        Sets::with_output(gpu, input, out_len)
+    }
+
+    /// The input's copies only, for operations whose outputs are too small to matter (a
+    /// histogram, a list of lines): they keep theirs in one buffer of their own; [`Sets::pair`]
+    /// must not be called.
+    pub fn inputs_only(gpu: &Gpu, input: &Input) -> Result<Sets, BenchError> {
+        Sets::with_output(gpu, input, 0)
+    }
+}
+
+impl<O: DeviceRepr + ValidAsZeroBits> Sets<u8, O> {
+    /// As [`Sets::new`], with outputs of `out_len` elements of `O` (none when 0).
+    pub fn with_output(gpu: &Gpu, input: &Input, out_len: usize) -> Result<Sets<u8, O>, BenchError> {
+        let first = gpu.stream().clone_htod(&input.pixels)?;
+        Sets::from_device(gpu, first, out_len)
+    }
+}
+
+impl<I: DeviceRepr, O: DeviceRepr + ValidAsZeroBits> Sets<I, O> {
+    /// `first` and its copies on the device, each with an output of `out_len` elements of `O`,
+    /// zeroed (no outputs when 0).
+    pub fn from_device(gpu: &Gpu, first: CudaSlice<I>, out_len: usize) -> Result<Sets<I, O>, BenchError> {
         let stream = gpu.stream();
-        let k = set_count(input.pixels.len() + out_len);
-        let first = stream.clone_htod(&input.pixels)?;
+        let per_set = first.len() * std::mem::size_of::<I>() + out_len * std::mem::size_of::<O>();
+        let k = set_count(per_set);
         let mut inputs = Vec::with_capacity(k);
-        let mut outputs = Vec::with_capacity(k);
+        let mut outputs = Vec::with_capacity(if out_len > 0 { k } else { 0 });
         for _ in 1..k {
-            let mut copy = unsafe { stream.alloc::<u8>(input.pixels.len()) }?;
+            let mut copy = unsafe { stream.alloc::<I>(first.len()) }?;
             stream.memcpy_dtod(&first, &mut copy)?;
             inputs.push(copy);
         }
         inputs.push(first);
-        for _ in 0..k {
-            outputs.push(stream.alloc_zeros::<u8>(out_len.max(1))?);
+        if out_len > 0 {
+            for _ in 0..k {
+                outputs.push(stream.alloc_zeros::<O>(out_len)?);
+            }
         }
         stream.synchronize()?;
         Ok(Sets { inputs, outputs })
@@ -149,8 +201,13 @@ impl Sets {
         self.inputs.len()
     }
 
+    /// The input of run `i`.
+    pub fn input(&self, i: usize) -> &CudaSlice<I> {
+        &self.inputs[i % self.inputs.len()]
+    }
+
     /// The input and output of run `i`.
-    pub fn pair(&mut self, i: usize) -> (&CudaSlice<u8>, &mut CudaSlice<u8>) {
+    pub fn pair(&mut self, i: usize) -> (&CudaSlice<I>, &mut CudaSlice<O>) {
         let k = i % self.inputs.len();
         (&self.inputs[k], &mut self.outputs[k])
     }
@@ -174,7 +231,419 @@ fn pad(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
         Ok(())
     });
     Ok(case.with_cpu(move |frame| {
-        op.cpu(frame)?;
+        black_box(op.cpu(frame)?);
+        Ok(())
+    }))
+}
+
+/// The benchmark's parameters, shared with the peers (scripts/bench/run sets theirs to the same).
+const ROTATE_DEGREES: f64 = 30.0;
+const CANNY: Canny = Canny { low: 50.0, high: 150.0, l2: false, blur: None };
+const HOUGH_THRESHOLD: u32 = 200;
+
+/// `rotate 30` (`--bilinear` or not): the frame turned by 30 degrees about its centre, in place of
+/// itself, fill 0. Not a quarter turn, so the general (affine) kernel.
+fn rotate(gpu: &Gpu, input: &Input, interpolation: Interpolation) -> Result<Case, BenchError> {
+    let (w, h) = (input.width, input.height);
+    let n = w * h;
+    let turn = Turn::degrees(ROTATE_DEGREES)?;
+    let op = Rotate { turn, width: w, height: h, interpolation, fill: 0, maxval: 255 };
+    let mut sets = Sets::new(gpu, input, n)?;
+    let case = Case::new(n, 2 * n, sets.count(), move |gpu, i| {
+        let (src, dst) = sets.pair(i);
+        op.launch(gpu, src, dst)?;
+        Ok(())
+    });
+    Ok(case.with_cpu(move |frame| {
+        black_box(op.cpu(frame)?);
+        Ok(())
+    }))
+}
+
+fn rotate_nearest(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+    rotate(gpu, input, Interpolation::Nearest)
+}
+
+fn rotate_bilinear(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+    rotate(gpu, input, Interpolation::Bilinear)
+}
+
+/// `colhist`: 256 bins (the 8-bit default), columns, every pixel counted (a frame without
+/// geometry). Output: the 256 x width u32 counts, one matrix per set. Memory floor: a copy of the
+/// frame or of the counts, whichever is larger.
+fn colhist(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+    let (w, h) = (input.width, input.height);
+    let n = w * h;
+    let op = ColHist { bins: default_bins(255), rows: false, maxval: 255, mask: None };
+    let out_len = op.bins as usize * w;
+    let out_bytes = 4 * out_len;
+    let mut sets = Sets::<u8, u32>::with_output(gpu, input, out_len)?;
+    let cpu_op = op.clone();
+    let case = Case::new(n.max(out_bytes), n + out_bytes, sets.count(), move |gpu, i| {
+        let (src, counts) = sets.pair(i);
+        op.launch(gpu, src, w, h, counts)?;
+        Ok(())
+    });
+    Ok(case.with_cpu(move |frame| {
+        black_box(cpu_op.cpu(frame)?);
+        Ok(())
+    }))
+}
+
+/// The 8-bit frames' bins: one per level, 256.
+fn levels() -> Result<Bins, BenchError> {
+    Ok(Bins::new(None, 255)?)
+}
+
+/// `cdf`: the 256-bin histogram and its inclusive scan (with cdf_min), as `Histogram::gpu`
+/// queues them (its downloads aside).
+fn cdf(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+    let n = input.width * input.height;
+    let bins = levels()?;
+    let sets = Sets::inputs_only(gpu, input)?;
+    let stream = gpu.stream();
+    let mut hist = stream.alloc_zeros::<u64>(bins.count())?;
+    let mut cdf = stream.alloc_zeros::<u64>(bins.count())?;
+    let mut cdf_min = stream.alloc_zeros::<u64>(1)?;
+    let out_bytes = 2 * 8 * bins.count() + 8;
+    let case = Case::new(n, n + out_bytes, sets.count(), move |gpu, i| {
+        launch_histogram(gpu, sets.input(i), n, bins, &mut hist)?;
+        launch_scan(gpu, &hist, bins.count(), &mut cdf, &mut cdf_min)?;
+        Ok(())
+    });
+    Ok(case.with_cpu(move |frame| {
+        black_box(Histogram { bins: None }.cpu(frame)?);
+        Ok(())
+    }))
+}
+
+/// The 8-bit samples of a host frame.
+fn samples(frame: &Frame) -> Result<&[u8], BenchError> {
+    match &frame.pixels {
+        Pixels::U8(v) => Ok(v),
+        Pixels::U16(_) => Err(BenchError("the benchmark's frames are 8-bit".into())),
+    }
+}
+
+/// `equalize`'s first step, alone: the 256-bin histogram (zeroing included), the work CUB's
+/// HistogramEven does.
+fn equalize_histogram(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+    let n = input.width * input.height;
+    let bins = levels()?;
+    let sets = Sets::inputs_only(gpu, input)?;
+    let mut hist = gpu.stream().alloc_zeros::<u64>(bins.count())?;
+    let case = Case::new(n, n + 8 * bins.count(), sets.count(), move |gpu, i| {
+        launch_histogram(gpu, sets.input(i), n, bins, &mut hist)?;
+        Ok(())
+    });
+    Ok(case.with_cpu(move |frame| {
+        black_box(histogram::count(samples(frame)?, bins));
+        Ok(())
+    }))
+}
+
+/// `equalize`'s middle steps, alone: the scan of the frame's histogram (computed once,
+/// beforehand) and the look-up table from it; two one-block kernels, latency more than
+/// bandwidth. No input sets (the histogram is 2 KiB); the memory floor is still the frame's copy.
+/// CPU: the same two steps of `Equalize::cpu` on the frame's counts.
+fn equalize_scan(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+    let n = input.width * input.height;
+    let bins = levels()?;
+    let levels = bins.levels();
+    let stream = gpu.stream();
+    let src = stream.clone_htod(&input.pixels)?;
+    let mut hist = stream.alloc_zeros::<u64>(levels)?;
+    launch_histogram(gpu, &src, n, bins, &mut hist)?;
+    stream.synchronize()?;
+    drop(src);
+    let mut cdf = stream.alloc_zeros::<u64>(levels)?;
+    let mut cdf_min = stream.alloc_zeros::<u64>(1)?;
+    let mut lut = stream.alloc_zeros::<u8>(levels)?;
+    let traffic = 8 * levels + 8 * levels + 8 + levels;
+    let case = Case::new(n, traffic, 1, move |gpu, _| {
+        launch_scan(gpu, &hist, levels, &mut cdf, &mut cdf_min)?;
+        launch_lut(gpu, &cdf, &cdf_min, levels, n, &mut lut)?;
+        Ok(())
+    });
+    let counts = histogram::count(&input.pixels, bins);
+    Ok(case.with_cpu(move |_frame| {
+        let dist = histogram::Distribution::from_counts(bins, counts.clone());
+        black_box(histopipe_ops::equalize::table::<u8>(&dist.cumulative, 255));
+        Ok(())
+    }))
+}
+
+/// `equalize`'s last step, alone: each sample through the frame's look-up table (computed once,
+/// beforehand, by the same kernels), the work NPP's LUTPalette does. CPU: the same mapping as
+/// `Equalize::cpu` (`lut[v]` for each sample).
+fn equalize_map(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+    let n = input.width * input.height;
+    let bins = levels()?;
+    let levels = bins.levels();
+    let mut sets = Sets::new(gpu, input, n)?;
+    let stream = gpu.stream();
+    let mut lut = stream.alloc_zeros::<u8>(levels)?;
+    {
+        let mut hist = stream.alloc_zeros::<u64>(levels)?;
+        let mut cdf = stream.alloc_zeros::<u64>(levels)?;
+        let mut cdf_min = stream.alloc_zeros::<u64>(1)?;
+        launch_histogram(gpu, sets.input(0), n, bins, &mut hist)?;
+        launch_scan(gpu, &hist, levels, &mut cdf, &mut cdf_min)?;
+        launch_lut(gpu, &cdf, &cdf_min, levels, n, &mut lut)?;
+        stream.synchronize()?;
+    }
+    let mut host_lut = vec![0u8; levels];
+    stream.memcpy_dtoh(&lut, &mut host_lut)?;
+    stream.synchronize()?;
+    let case = Case::new(n, 2 * n, sets.count(), move |gpu, i| {
+        let (src, dst) = sets.pair(i);
+        launch_map(gpu, src, n, &lut, levels, dst)?;
+        Ok(())
+    });
+    Ok(case.with_cpu(move |frame| {
+        let mapped: Vec<u8> = samples(frame)?.iter().map(|&v| host_lut[v as usize]).collect();
+        black_box(mapped);
+        Ok(())
+    }))
+}
+
+/// `equalize`: histogram, scan, look-up table, mapping: all of OpenCV's equalizeHist, as
+/// `Equalize::gpu` queues it (its upload and download aside). Memory floor: a copy of the frame.
+fn equalize(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+    let n = input.width * input.height;
+    let bins = levels()?;
+    let levels = bins.levels();
+    let mut sets = Sets::new(gpu, input, n)?;
+    let stream = gpu.stream();
+    let mut hist = stream.alloc_zeros::<u64>(levels)?;
+    let mut cdf = stream.alloc_zeros::<u64>(levels)?;
+    let mut cdf_min = stream.alloc_zeros::<u64>(1)?;
+    let mut lut = stream.alloc_zeros::<u8>(levels)?;
+    let case = Case::new(n, 2 * n, sets.count(), move |gpu, i| {
+        let (src, dst) = sets.pair(i);
+        launch_histogram(gpu, src, n, bins, &mut hist)?;
+        launch_scan(gpu, &hist, levels, &mut cdf, &mut cdf_min)?;
+        launch_lut(gpu, &cdf, &cdf_min, levels, n, &mut lut)?;
+        launch_map(gpu, src, n, &lut, levels, dst)?;
+        Ok(())
+    });
+    Ok(case.with_cpu(move |frame| {
+        black_box(Equalize.cpu(frame)?);
+        Ok(())
+    }))
+}
+
+/// Canny's stages 1 to 3 alone (`edges --low 50 --high 150`): Sobel gradients and magnitudes,
+/// then non-maximum suppression and the double threshold into the NONE / WEAK / STRONG map (one
+/// map per set; the magnitudes and directions in one pair of buffers, as the tool's pool keeps
+/// them). No CPU timing: that stage of the CPU implementation is not public.
+fn edges_gradient(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+    let (w, h) = (input.width, input.height);
+    let n = w * h;
+    let mut sets = Sets::new(gpu, input, n)?;
+    let stream = gpu.stream();
+    let mut mag = stream.alloc_zeros::<i32>(n)?;
+    let mut dir = stream.alloc_zeros::<u8>(n)?;
+    Ok(Case::new(n, 2 * n, sets.count(), move |gpu, i| {
+        let (src, map) = sets.pair(i);
+        CANNY.launch_gradient_nms(gpu, src, w, h, &mut mag, &mut dir, map)?;
+        Ok(())
+    }))
+}
+
+/// `edges --low 50 --high 150` (L1, no blur), the whole of `Canny::gpu` but its upload and
+/// download: gradients and suppression, hysteresis to its fixpoint, the 0/255 output. Hysteresis
+/// waits on the host once per batch of passes (to read their flags), as the tool does: those
+/// round trips are in the time, and `queue_us` is about the median.
+fn edges(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+    let (w, h) = (input.width, input.height);
+    let n = w * h;
+    let mut sets = Sets::new(gpu, input, n)?;
+    let stream = gpu.stream();
+    let mut mag = stream.alloc_zeros::<i32>(n)?;
+    let mut dir = stream.alloc_zeros::<u8>(n)?;
+    let mut map = stream.alloc_zeros::<u8>(n)?;
+    let mut changed = stream.alloc_zeros::<u32>(HYSTERESIS_BATCH)?;
+    let case = Case::new(n, 2 * n, sets.count(), move |gpu, i| {
+        let (src, dst) = sets.pair(i);
+        CANNY.launch_gradient_nms(gpu, src, w, h, &mut mag, &mut dir, &mut map)?;
+        Canny::hysteresis(gpu, &mut map, w, h, &mut changed)?;
+        Canny::launch_finish(gpu, &map, n, dst)?;
+        Ok(())
+    });
+    Ok(case.with_cpu(move |frame| {
+        black_box(CANNY.cpu(frame)?);
+        Ok(())
+    }))
+}
+
+/// The Hough transform's device buffers apart from the edge map and the accumulator, as
+/// `HoughVote::gpu` has them: OpenCV's default axes (rho 1 pixel, theta 1 degree over 180).
+struct HoughScratch {
+    space: HoughSpace,
+    pixels: usize,
+    points: CudaSlice<u32>,
+    count: CudaSlice<u32>,
+    most: CudaSlice<u32>,
+    cos: CudaSlice<f32>,
+    sin: CudaSlice<f32>,
+    acc: CudaSlice<u32>,
+}
+
+impl HoughScratch {
+    fn new(gpu: &Gpu, input: &Input) -> Result<HoughScratch, BenchError> {
+        let pixels = input.width * input.height;
+        if pixels > u32::MAX as usize {
+            return Err(BenchError("the GPU votes frames of fewer than 2^32 pixels".into()));
+        }
+        let space = HoughSpace::new(HoughParams::default(), input.width, input.height)?;
+        let (cos, sin) = space.tables();
+        let stream = gpu.stream();
+        Ok(HoughScratch {
+            space,
+            pixels,
+            points: stream.alloc_zeros::<u32>(pixels.max(1))?,
+            count: stream.alloc_zeros::<u32>(1)?,
+            most: stream.alloc_zeros::<u32>(1)?,
+            cos: stream.clone_htod(&cos)?,
+            sin: stream.clone_htod(&sin)?,
+            acc: stream.alloc_zeros::<u32>(space.thetas * space.rhos)?,
+        })
+    }
+
+    /// Accumulator cells: thetas x rhos.
+    fn cells(&self) -> usize {
+        self.space.thetas * self.space.rhos
+    }
+
+    /// Queues what `HoughVote::gpu` queues for the edge map `src` with `strategy`: compaction of
+    /// the edge pixels, the votes, the narrowing of the counters to u16 into `out` (`cells` long)
+    /// with the most votes. Its downloads, and its check of the most votes, are not GPU work.
+    fn vote(
+        &mut self,
+        gpu: &Gpu,
+        strategy: Strategy,
+        src: &CudaSlice<u8>,
+        out: &mut CudaSlice<u16>,
+    ) -> Result<(), BenchError> {
+        let stream = gpu.stream();
+        stream.memset_zeros(&mut self.count)?;
+        stream.memset_zeros(&mut self.most)?;
+        HoughVote::launch_compact(gpu, src, self.pixels, &mut self.points, &mut self.count)?;
+        let (space, points, count, cos, sin) = (&self.space, &self.points, &self.count, &self.cos, &self.sin);
+        match strategy {
+            Strategy::Global => {
+                stream.memset_zeros(&mut self.acc)?;
+                HoughVote::launch_vote_global(gpu, space, points, count, cos, sin, &mut self.acc)?;
+            }
+            // As `HoughVote::gpu`: auto is the shared strategy.
+            Strategy::Shared | Strategy::Auto => {
+                HoughVote::launch_vote_shared(gpu, space, points, count, cos, sin, &mut self.acc)?;
+            }
+        }
+        HoughVote::launch_narrow(gpu, &self.acc, self.cells(), out, &mut self.most)?;
+        Ok(())
+    }
+}
+
+/// `hough-vote` with `strategy` on the edge map: one u16 accumulator per set. Memory floor: a copy
+/// of the edge map or of the accumulator, whichever is larger.
+fn hough_vote_case(gpu: &Gpu, input: &Input, strategy: Strategy) -> Result<Case, BenchError> {
+    let n = input.width * input.height;
+    let mut scratch = HoughScratch::new(gpu, input)?;
+    let cells = scratch.cells();
+    let out_bytes = 2 * cells;
+    let mut sets = Sets::<u8, u16>::with_output(gpu, input, cells)?;
+    Ok(Case::new(n.max(out_bytes), n + out_bytes, sets.count(), move |gpu, i| {
+        let (src, acc) = sets.pair(i);
+        scratch.vote(gpu, strategy, src, acc)
+    }))
+}
+
+/// `hough-vote --strategy global`: atomics in global memory. No CPU timing (the CPU has one way
+/// to vote: see `hough-vote`).
+fn hough_vote_global(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+    hough_vote_case(gpu, input, Strategy::Global)
+}
+
+/// `hough-vote --strategy shared`: one block per angle counting in shared memory.
+fn hough_vote_shared(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+    hough_vote_case(gpu, input, Strategy::Shared)
+}
+
+/// `hough-vote` as the tool runs it (`--strategy auto`).
+fn hough_vote(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+    let vote = HoughVote { params: HoughParams::default(), strategy: Strategy::Auto };
+    Ok(hough_vote_case(gpu, input, vote.strategy)?.with_cpu(move |frame| {
+        black_box(vote.cpu(frame)?);
+        Ok(())
+    }))
+}
+
+/// `hough-lines --threshold 200` on the accumulator `hough-vote` makes of the edge map (made once,
+/// beforehand, on the GPU, and copied into the sets): the peak search as `HoughLines::gpu` queues
+/// it. Its sorting of the few peaks on the host is not timed. Memory floor: a copy of the
+/// accumulator. CPU: `HoughLines::cpu` on the same accumulator.
+fn hough_lines(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+    let lines = HoughLines { threshold: HOUGH_THRESHOLD, top: None };
+    let stream = gpu.stream();
+    let (space, acc, frame) = {
+        let mut scratch = HoughScratch::new(gpu, input)?;
+        let cells = scratch.cells();
+        let src = stream.clone_htod(&input.pixels)?;
+        let mut acc = stream.alloc_zeros::<u16>(cells)?;
+        scratch.vote(gpu, Strategy::Auto, &src, &mut acc)?;
+        let mut most = [0u32];
+        let mut counts = vec![0u16; cells];
+        stream.memcpy_dtoh(&scratch.most, &mut most)?;
+        stream.memcpy_dtoh(&acc, &mut counts)?;
+        stream.synchronize()?;
+        // The accumulator as hough-vote writes it: 16-bit, maxval at least 256, its layout.
+        let space = scratch.space;
+        let maxval = most[0].clamp(256, 65535) as u16;
+        let mut frame = Frame::new(space.rhos, space.thetas, maxval, Pixels::U16(counts));
+        frame.set_annotation(hough::ANNOTATION, &space.annotation());
+        (space, acc, frame)
+    };
+    let cells = acc.len();
+    let sets = Sets::<u16, u8>::from_device(gpu, acc, 0)?;
+    let mut peaks = stream.alloc_zeros::<u32>(cells)?;
+    let mut count = stream.alloc_zeros::<u32>(1)?;
+    let case = Case::new(2 * cells, 2 * cells, sets.count(), move |gpu, i| {
+        gpu.stream().memset_zeros(&mut count)?;
+        lines.launch_peaks(gpu, sets.input(i), space.rhos, space.thetas, &mut peaks, &mut count)?;
+        Ok(())
+    });
+    Ok(case.with_cpu(move |_edges| {
+        black_box(lines.cpu(&frame)?);
+        Ok(())
+    }))
+}
+
+/// `hough-vote | hough-lines --threshold 200` on the edge map, the GPU work of both tools (what
+/// NPP's FilterHoughLine and OpenCV's HoughLines do): compaction, votes (auto), narrowing, peak
+/// search. Memory floor: a copy of the edge map.
+fn hough_vote_and_lines(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+    let n = input.width * input.height;
+    let vote = HoughVote { params: HoughParams::default(), strategy: Strategy::Auto };
+    let lines = HoughLines { threshold: HOUGH_THRESHOLD, top: None };
+    let mut scratch = HoughScratch::new(gpu, input)?;
+    let space = scratch.space;
+    let cells = scratch.cells();
+    let mut sets = Sets::<u8, u16>::with_output(gpu, input, cells)?;
+    let stream = gpu.stream();
+    let mut peaks = stream.alloc_zeros::<u32>(cells)?;
+    let mut count = stream.alloc_zeros::<u32>(1)?;
+    let case = Case::new(n, n, sets.count(), move |gpu, i| {
+        let (src, acc) = sets.pair(i);
+        scratch.vote(gpu, vote.strategy, src, acc)?;
+        gpu.stream().memset_zeros(&mut count)?;
+        lines.launch_peaks(gpu, acc, space.rhos, space.thetas, &mut peaks, &mut count)?;
+        Ok(())
+    });
+    Ok(case.with_cpu(move |frame| {
+        let acc = vote.cpu(frame)?;
+        black_box(lines.cpu(&acc)?);
         Ok(())
     }))
 }

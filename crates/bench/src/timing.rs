@@ -116,6 +116,9 @@ impl<'g> GpuTimer<'g> {
     /// input sets).
     pub fn time(&self, run: &mut dyn FnMut(usize) -> Result<(), BenchError>) -> Result<Stats, BenchError> {
         let stream = self.gpu.stream();
+        // Each case sizes its own spin: one that waits on the host inside a run (edges) would
+        // otherwise leave the longest spin to every later case.
+        self.spin_ns.set(SPIN_NS);
         let mut i = 0;
         for _ in 0..self.plan.warmup {
             run(i)?;
