@@ -214,13 +214,14 @@ fn run<T: Tool>(engine: &mut Option<Engine>) -> Result<(), Error> {
         Parsed::Printed => return Ok(()),
     };
     tune_process_for_streams();
-    // The threads first: opening the GPU loads the driver, and while it does, the loader's lock
-    // would hold up the creation of any other thread.
+    // The threads first: opening the GPU (at once with `--backend gpu`) loads the driver, and
+    // while it does, the loader's lock would hold up the creation of any other thread.
     let frames = spawn_reader(&common);
     let (out, writer) = spawn_writer(&common);
     let engine = engine.insert(Engine::new(common.backend, common.device));
     let mut worked = Ok(());
     for (i, item) in frames.iter().enumerate() {
+        engine.begin_frame(i + 1);
         let mut cx = Context { index: i + 1, common: &common, engine, out: &out, text: Vec::new() };
         worked = item.and_then(|frame| tool.frame(&mut cx, frame)).and_then(|()| cx.flush_text());
         if worked.is_err() {

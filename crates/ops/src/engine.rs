@@ -87,25 +87,44 @@ enum GpuState {
 /// Chooses the backend and runs operations on it; the one place where CPU and GPU are chosen.
 ///
 /// Opening a GPU (driver, context, NVRTC) takes a few hundred milliseconds, far more than a small
-/// frame takes on the CPU. So the GPU is opened on a background thread as soon as the engine is
-/// made, overlapping the reading of the first frame. With `auto`, frames are served by the CPU
-/// until the GPU is ready and by the GPU from then on; both give identical output, so the switch
-/// cannot be seen. With `gpu`, the first frame waits for it. With `cpu`, the driver is never touched.
+/// frame takes on the CPU, so it happens on a background thread:
+/// - `gpu`: opened as soon as the engine is made, overlapping the reading of the first frame,
+///   which then waits for it.
+/// - `auto`: opened once a second frame arrives, so a single frame costs exactly what it costs on
+///   the CPU (loading the driver meanwhile would slow the CPU's work: it holds the process's
+///   memory-map lock for tens of milliseconds). Frames are served by the CPU until the GPU is
+///   ready and by the GPU from then on; both give identical output, so the switch cannot be seen.
+/// - `cpu`: the driver is never touched.
 pub struct Engine {
     choice: BackendChoice,
+    device: usize,
     gpu: Option<GpuState>,
 }
 
 impl Engine {
     pub fn new(choice: BackendChoice, device: usize) -> Engine {
-        let gpu = (choice != BackendChoice::Cpu).then(|| {
-            let opener = std::thread::Builder::new().name("histopipe-gpu-open".into());
-            match opener.spawn(move || Gpu::open(device)) {
-                Ok(handle) => GpuState::Opening(handle),
-                Err(e) => GpuState::Failed(GpuError(format!("cannot start a thread to open the GPU: {e}"))),
-            }
+        let mut engine = Engine { choice, device, gpu: None };
+        if choice == BackendChoice::Gpu {
+            engine.start_opening();
+        }
+        engine
+    }
+
+    fn start_opening(&mut self) {
+        let device = self.device;
+        let opener = std::thread::Builder::new().name("histopipe-gpu-open".into());
+        self.gpu = Some(match opener.spawn(move || Gpu::open(device)) {
+            Ok(handle) => GpuState::Opening(handle),
+            Err(e) => GpuState::Failed(GpuError(format!("cannot start a thread to open the GPU: {e}"))),
         });
-        Engine { choice, gpu }
+    }
+
+    /// Called before the work on frame `index` (from 1): with `auto`, a second frame means a
+    /// stream, worth the GPU.
+    pub fn begin_frame(&mut self, index: usize) {
+        if self.choice == BackendChoice::Auto && index >= 2 && self.gpu.is_none() {
+            self.start_opening();
+        }
     }
 
     pub fn choice(&self) -> BackendChoice {
