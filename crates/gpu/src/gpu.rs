@@ -134,7 +134,7 @@ impl Gpu {
     }
 
     /// Copies `data` to the device through a pooled pinned staging buffer, into pool slot `slot`.
-    pub fn upload<T: DeviceRepr + ValidAsZeroBits + Copy + Send + 'static>(
+    pub fn upload<T: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync + 'static>(
         &self,
         slot: &'static str,
         data: &[T],
@@ -144,14 +144,14 @@ impl Gpu {
             return Ok(buf);
         }
         self.with_pinned(slot, data.len(), |pinned, stream| {
-            pinned.as_mut_slice()?.copy_from_slice(data);
+            staging_copy(pinned.as_mut_slice()?, data);
             stream.memcpy_htod(pinned, &mut buf.slice_mut(..data.len()))
         })?;
         Ok(buf)
     }
 
     /// Copies the first `out.len()` elements of `buf` into `out` (waits for the stream).
-    pub fn download<T: DeviceRepr + ValidAsZeroBits + Copy + Send + 'static>(
+    pub fn download<T: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync + 'static>(
         &self,
         buf: &Buffer<'_, T>,
         out: &mut [T],
@@ -162,7 +162,7 @@ impl Gpu {
         self.with_pinned(buf.slot, out.len(), |pinned, stream| {
             stream.memcpy_dtoh(&buf.slice(..out.len()), pinned)?;
             stream.synchronize()?;
-            out.copy_from_slice(pinned.as_slice()?);
+            staging_copy(out, pinned.as_slice()?);
             Ok(())
         })
     }
@@ -190,6 +190,25 @@ impl Gpu {
     pub fn synchronize(&self) -> Result<(), GpuError> {
         Ok(self.stream.synchronize()?)
     }
+}
+
+/// Copies between a frame and its pinned staging buffer. One core copies about 10 GB/s, so a 4K
+/// frame would take most of a frame period of a fast stream; large copies are split over a few
+/// threads, which the memory system serves in parallel.
+fn staging_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
+    const PIECE_BYTES: usize = 1 << 21;
+    let bytes = std::mem::size_of_val(src);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8).min(bytes / PIECE_BYTES);
+    if threads <= 1 {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let per = src.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        for (d, s) in dst.chunks_mut(per).zip(src.chunks(per)) {
+            scope.spawn(move || d.copy_from_slice(s));
+        }
+    });
 }
 
 /// A pooled device buffer (see [`Gpu::buffer`]); dereferences to the `CudaSlice`, which may be

@@ -2,7 +2,7 @@ use histopipe_frame::Pixels;
 use histopipe_gpu::cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 
 /// A sample type (u8 or u16): what generic CPU code and kernel launches need to know of it.
-pub trait Sample: DeviceRepr + ValidAsZeroBits + Copy + Default + Into<u32> + Send + 'static {
+pub trait Sample: DeviceRepr + ValidAsZeroBits + Copy + Default + Into<u32> + Send + Sync + 'static {
     /// The suffix of this type's kernel names: `pad_u8`, `pad_u16`.
     const KERNEL_SUFFIX: &'static str;
     fn from_u16(v: u16) -> Self;
