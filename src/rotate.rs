@@ -12,7 +12,6 @@ pub struct Rotate {
     line: Option<Line>,
     interpolation: Interpolation,
     fill: u16,
-    params: Option<RotateParams>,
 }
 
 impl Rotate {
@@ -26,6 +25,19 @@ impl Rotate {
             })?;
         self.angle = Some(angle);
         Ok(())
+    }
+
+    /// The operation's parameters from the options (checked once before the first frame).
+    fn params(&self) -> Result<RotateParams, Error> {
+        let by = match (self.angle, self.line) {
+            (Some(_), Some(_)) => return Err(Error::usage("give an ANGLE or --line, not both")),
+            (Some(a), None) => RotateBy::Degrees(a),
+            (None, Some(l)) => RotateBy::Line(l),
+            (None, None) => {
+                return Err(Error::usage("missing ANGLE (degrees) or --line X0,Y0,X1,Y1 (see --help)"))
+            }
+        };
+        Ok(RotateParams { by, interpolation: self.interpolation, fill: self.fill })
     }
 }
 
@@ -76,20 +88,11 @@ Example:
     }
 
     fn check(&mut self, _: &Common) -> Result<(), Error> {
-        let by = match (self.angle, self.line) {
-            (Some(_), Some(_)) => return Err(Error::usage("give an ANGLE or --line, not both")),
-            (Some(a), None) => RotateBy::Degrees(a),
-            (None, Some(l)) => RotateBy::Line(l),
-            (None, None) => {
-                return Err(Error::usage("missing ANGLE (degrees) or --line X0,Y0,X1,Y1 (see --help)"))
-            }
-        };
-        self.params = Some(RotateParams { by, interpolation: self.interpolation, fill: self.fill });
-        Ok(())
+        self.params().map(drop)
     }
 
     fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
-        let params = self.params.expect("check() ran");
+        let params = self.params()?;
         let rotate = params.for_frame(&frame).map_err(|e| Error::op(cx.index, e))?;
         let out = cx.run(&rotate, &frame)?;
         cx.write(out)

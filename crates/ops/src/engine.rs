@@ -139,29 +139,26 @@ impl Engine {
     /// The backend the next operation runs on: an error only for `--backend gpu` without a
     /// usable GPU.
     pub fn backend(&mut self) -> Result<Backend<'_>, OpError> {
-        let Some(state) = self.gpu.as_mut() else { return Ok(Backend::Cpu) };
-        if let GpuState::Opening(handle) = state {
-            if self.choice == BackendChoice::Auto && !handle.is_finished() {
-                return Ok(Backend::Cpu);
-            }
-            let GpuState::Opening(handle) =
-                std::mem::replace(state, GpuState::Failed(GpuError(String::new())))
-            else {
-                unreachable!("matched above")
-            };
-            *state = match handle.join() {
-                Ok(Ok(gpu)) => GpuState::Ready(gpu),
-                Ok(Err(e)) => GpuState::Failed(e),
-                Err(_) => GpuState::Failed(GpuError("opening the GPU panicked".into())),
-            };
+        let auto = self.choice == BackendChoice::Auto;
+        if matches!(&self.gpu, Some(GpuState::Opening(handle)) if auto && !handle.is_finished()) {
+            return Ok(Backend::Cpu);
         }
-        match state {
-            GpuState::Ready(gpu) => Ok(Backend::Gpu(gpu)),
-            GpuState::Failed(_) if self.choice == BackendChoice::Auto => Ok(Backend::Cpu),
-            GpuState::Failed(e) => {
+        if let Some(GpuState::Opening(_)) = &self.gpu {
+            if let Some(GpuState::Opening(handle)) = self.gpu.take() {
+                self.gpu = Some(match handle.join() {
+                    Ok(Ok(gpu)) => GpuState::Ready(gpu),
+                    Ok(Err(e)) => GpuState::Failed(e),
+                    Err(_) => GpuState::Failed(GpuError("opening the GPU panicked".into())),
+                });
+            }
+        }
+        match &self.gpu {
+            Some(GpuState::Ready(gpu)) => Ok(Backend::Gpu(gpu)),
+            Some(GpuState::Failed(e)) if !auto => {
                 Err(OpError { kind: OpErrorKind::Gpu, message: format!("--backend gpu: {e}") })
             }
-            GpuState::Opening(_) => unreachable!("resolved above"),
+            // Not asked for yet (`cpu`, or `auto` before a second frame), or unusable with `auto`.
+            _ => Ok(Backend::Cpu),
         }
     }
 
@@ -170,6 +167,54 @@ impl Engine {
         match self.backend()? {
             Backend::Cpu => op.cpu(frame),
             Backend::Gpu(gpu) => op.gpu(gpu, frame),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu_usable() -> bool {
+        let usable = Gpu::open(0).is_ok();
+        assert!(usable || std::env::var("HISTOPIPE_REQUIRE_GPU").as_deref() != Ok("1"), "no GPU");
+        usable
+    }
+
+    #[test]
+    fn cpu_never_opens_and_auto_waits_for_a_second_frame() {
+        let mut cpu = Engine::new(BackendChoice::Cpu, 0);
+        cpu.begin_frame(2);
+        assert!(matches!(cpu.backend(), Ok(Backend::Cpu)) && cpu.gpu.is_none());
+        let mut auto = Engine::new(BackendChoice::Auto, 0);
+        auto.begin_frame(1);
+        assert!(matches!(auto.backend(), Ok(Backend::Cpu)) && auto.gpu.is_none());
+        auto.begin_frame(2);
+        assert!(auto.gpu.is_some(), "a second frame starts opening the GPU");
+    }
+
+    /// The backend stays what it became: asking again neither loses an open GPU nor retries.
+    #[test]
+    fn the_chosen_backend_is_kept() {
+        let mut gpu = Engine::new(BackendChoice::Gpu, 0);
+        if gpu_usable() {
+            for _ in 0..3 {
+                assert!(matches!(gpu.backend(), Ok(Backend::Gpu(_))));
+            }
+            let mut auto = Engine::new(BackendChoice::Auto, 0);
+            auto.begin_frame(2);
+            while auto.is_opening() {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                let _ = auto.backend();
+            }
+            for _ in 0..3 {
+                assert!(matches!(auto.backend(), Ok(Backend::Gpu(_))));
+            }
+        } else {
+            for _ in 0..3 {
+                let e = gpu.backend().err().map(|e| e.kind);
+                assert_eq!(e, Some(OpErrorKind::Gpu), "--backend gpu without a GPU is an error, every time");
+            }
         }
     }
 }
