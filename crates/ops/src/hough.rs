@@ -594,21 +594,55 @@ impl HoughLines {
         }
     }
 
-    /// Orders the peak cells (row-major indices) as OpenCV does and makes them lines.
-    fn lines(&self, space: &HoughSpace, acc: &[u16], mut peaks: Vec<usize>) -> Vec<Line> {
-        peaks.sort_unstable_by(|&a, &b| acc[b].cmp(&acc[a]).then(a.cmp(&b)));
-        if let Some(top) = self.top {
-            peaks.truncate(top);
+    /// A peak's sort key: fewer missing votes first, then the smaller row-major index, which is
+    /// OpenCV's order (votes descending, index ascending); plain u64 comparisons sort it.
+    fn key(votes: u32, index: usize) -> u64 {
+        (u64::from(65535u32.saturating_sub(votes)) << 32) | index as u64
+    }
+
+    /// The local maxima over the threshold of `acc` (`rows x cols`), as sort keys, row by row.
+    fn peaks<T: Sample>(&self, acc: &[T], cols: usize, rows: usize) -> Vec<u64> {
+        let mut keys = Vec::new();
+        if cols == 0 {
+            return keys;
         }
-        peaks
-            .into_iter()
-            .map(|i| {
+        // Rows outside the accumulator count as 0, as OpenCV's border does.
+        let zeros = vec![T::default(); cols];
+        let row = |r: usize| if r < rows { &acc[r * cols..(r + 1) * cols] } else { &zeros[..] };
+        for r in 0..rows {
+            let (up, here, down) = (if r > 0 { row(r - 1) } else { &zeros[..] }, row(r), row(r + 1));
+            for c in 0..cols {
+                let v: u32 = here[c].into();
+                if v <= self.threshold {
+                    continue;
+                }
+                let left = if c > 0 { here[c - 1].into() } else { 0 };
+                let right = if c + 1 < cols { here[c + 1].into() } else { 0 };
+                if v > left && v >= right && v > up[c].into() && v >= down[c].into() {
+                    keys.push(Self::key(v, r * cols + c));
+                }
+            }
+        }
+        keys
+    }
+
+    /// Orders the peaks (sort keys) as OpenCV does, keeps the `top` first and makes them lines.
+    fn lines(&self, space: &HoughSpace, mut keys: Vec<u64>) -> Vec<Line> {
+        if let Some(top) = self.top.filter(|&top| top < keys.len()) {
+            // Only the `top` smallest keys need sorting.
+            keys.select_nth_unstable(top);
+            keys.truncate(top);
+        }
+        keys.sort_unstable();
+        keys.into_iter()
+            .map(|key| {
+                let (votes, i) = (65535 - (key >> 32) as u32, (key & 0xffff_ffff) as usize);
                 let (row, column) = (i / space.rhos, i % space.rhos);
                 Line {
                     rho: space.rho(column),
                     theta: space.theta(row),
                     theta_degrees: space.theta_degrees(row),
-                    votes: acc[i] as u32,
+                    votes,
                     row,
                     column,
                 }
@@ -647,30 +681,8 @@ impl Op for HoughLines {
 
     fn cpu(&self, frame: &Frame) -> Result<Vec<Line>, OpError> {
         let space = HoughSpace::of_frame(frame)?;
-        let acc = Self::counts(frame);
-        let (cols, rows) = (space.rhos, space.thetas);
-        let at = |c: isize, r: isize| {
-            if c < 0 || r < 0 || c >= cols as isize || r >= rows as isize {
-                0
-            } else {
-                acc[r as usize * cols + c as usize]
-            }
-        };
-        let mut peaks = Vec::new();
-        for r in 0..rows as isize {
-            for c in 0..cols as isize {
-                let v = at(c, r);
-                if v as u32 > self.threshold
-                    && v > at(c - 1, r)
-                    && v >= at(c + 1, r)
-                    && v > at(c, r - 1)
-                    && v >= at(c, r + 1)
-                {
-                    peaks.push(r as usize * cols + c as usize);
-                }
-            }
-        }
-        Ok(self.lines(&space, &acc, peaks))
+        let keys = with_samples!(&frame.pixels, v => self.peaks(v, space.rhos, space.thetas));
+        Ok(self.lines(&space, keys))
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Vec<Line>, OpError> {
@@ -686,7 +698,8 @@ impl Op for HoughLines {
         gpu.download(&count, &mut k)?;
         let mut found = vec![0u32; k[0] as usize];
         gpu.download(&peaks, &mut found)?;
-        Ok(self.lines(&space, &acc, found.into_iter().map(|i| i as usize).collect()))
+        let keys = found.into_iter().map(|i| Self::key(acc[i as usize].into(), i as usize)).collect();
+        Ok(self.lines(&space, keys))
     }
 }
 
