@@ -323,13 +323,13 @@ impl Rotate {
             return Ok(());
         }
         let (w, h, fill) = (self.width as u32, self.height as u32, self.fill as u32);
-        let cfg = LaunchConfig {
-            grid_dim: (w.div_ceil(32), h.div_ceil(8).min(65535), 1),
-            block_dim: (32, 8, 1),
-            shared_mem_bytes: 0,
-        };
         match self.turn {
             Turn::Quarter(q) => {
+                let cfg = LaunchConfig {
+                    grid_dim: (w.div_ceil(32), h.div_ceil(8).min(65535), 1),
+                    block_dim: (32, 8, 1),
+                    shared_mem_bytes: 0,
+                };
                 let f = gpu.function(&kernels::ROTATE, &format!("rotate_quarter_{}", T::KERNEL_SUFFIX))?;
                 let q = q as u32 & 3;
                 let mut launch = gpu.stream().launch_builder(&f);
@@ -337,14 +337,24 @@ impl Rotate {
                 unsafe { launch.launch(cfg) }?;
             }
             Turn::Angle { .. } => {
-                let f = gpu.function(&kernels::ROTATE, &format!("rotate_affine_{}", T::KERNEL_SUFFIX))?;
+                // One block of 256 threads per 64 x 32 output tile (TILE_W, TILE_H in rotate.cu);
+                // the kernel loops over tile rows beyond the grid's 65535.
+                let cfg = LaunchConfig {
+                    grid_dim: (w.div_ceil(64), h.div_ceil(32).min(65535), 1),
+                    block_dim: (256, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                let kind = match self.interpolation {
+                    Interpolation::Nearest => "nearest",
+                    Interpolation::Bilinear => "bilinear",
+                };
+                let f = gpu.function(&kernels::ROTATE, &format!("rotate_{kind}_{}", T::KERNEL_SUFFIX))?;
                 let m = self.new_to_old();
                 let maxval = self.maxval as u32;
-                let bilinear = (self.interpolation == Interpolation::Bilinear) as u32;
                 let mut launch = gpu.stream().launch_builder(&f);
                 launch.arg(src).arg(&w).arg(&h).arg(dst);
                 launch.arg(&m.a).arg(&m.b).arg(&m.c).arg(&m.d).arg(&m.e).arg(&m.f);
-                launch.arg(&fill).arg(&maxval).arg(&bilinear);
+                launch.arg(&fill).arg(&maxval);
                 unsafe { launch.launch(cfg) }?;
             }
         }
