@@ -2,29 +2,80 @@
 // crates/ops/src/rotate.rs, and every expression here is evaluated in the same type and order
 // (kernels are compiled with --fmad=false, so no multiply-add is contracted).
 //
-// 32x8 blocks, grid-stride in both directions so any frame size is covered.
+// Both kernels work on output tiles through shared memory; the grid has a block per tile column
+// and loops over tile rows past gridDim.y, so any frame size is covered.
 #include "histopipe.cuh"
 
-// Quarter turns: doubled offsets from the centre keep half-pixel centres (W - H odd) in integers;
-// the source is floor((s + 1) / 2) of the doubled coordinate s, the half-up rounding of s / 2.
+// Quarter turns. Doubled offsets from the centre keep half-pixel centres (W - H odd) in integers;
+// the source of output (x, y) is the half-up rounding of the halved doubled coordinate, which
+// comes to (K1 = floor((W + H - 1) / 2), K2 = floor((H - W + 1) / 2), K3 = floor((W - H + 1) / 2))
+//   q = 1: (K1 - y, x + K2)      q = 2: (W - 1 - x, H - 1 - y)      q = 3: (y + K3, K1 - x)
+// (crates/ops/src/rotate.rs computes it per pixel from the doubled offsets). So a 32 x 32 output
+// tile comes from a 32 x 32 input tile, read with coalesced rows into shared memory and written
+// out turned: a tiled transpose (for q = 1 and 3) without the strided column reads.
+#define QUARTER_TILE 32
+#define QUARTER_PITCH 33  // u32 cells; 33 puts a tile column's cells in 32 distinct banks
+
+// The input tile's origin (column c0, row r0) for the output tile at (x0, y0).
+__device__ __forceinline__ void quarter_source(u32 w, u32 h, u32 q, i64 x0, i64 y0, i64* c0, i64* r0) {
+    const i64 W = w, H = h, k1 = (W + H - 1) >> 1, k2 = (H - W + 1) >> 1, k3 = (W - H + 1) >> 1;
+    const i64 last = QUARTER_TILE - 1;
+    switch (q & 3) {
+        case 0: *c0 = x0; *r0 = y0; break;
+        case 1: *c0 = k1 - y0 - last; *r0 = x0 + k2; break;
+        case 2: *c0 = W - 1 - x0 - last; *r0 = H - 1 - y0 - last; break;
+        default: *c0 = y0 + k3; *r0 = k1 - x0 - last; break;
+    }
+}
+
+// Phase 1: input tile cell (i, j) = input pixel (c0 + j, r0 + i), or the fill value outside.
+// Threads are 32 x 8 (tx, ty); tx walks a row.
 template <typename T>
-__device__ void rotate_quarter(const T* __restrict__ in, u32 w, u32 h, T* __restrict__ out, u32 q, T fill) {
-    const i64 w2 = (i64)w - 1, h2 = (i64)h - 1;
-    for (u32 y = blockIdx.y * blockDim.y + threadIdx.y; y < h; y += gridDim.y * blockDim.y) {
-        for (u32 x = blockIdx.x * blockDim.x + threadIdx.x; x < w; x += gridDim.x * blockDim.x) {
-            const i64 dx = 2 * (i64)x - w2, dy = 2 * (i64)y - h2;
-            i64 sx2, sy2;
-            switch (q & 3) {
-                case 0: sx2 = dx; sy2 = dy; break;
-                case 1: sx2 = -dy; sy2 = dx; break;
-                case 2: sx2 = -dx; sy2 = -dy; break;
-                default: sx2 = dy; sy2 = -dx; break;
-            }
-            // Arithmetic shift: floor division by 2 for negative values too.
-            const i64 sx = (sx2 + w2 + 1) >> 1, sy = (sy2 + h2 + 1) >> 1;
-            const bool inside = sx >= 0 && sy >= 0 && sx < (i64)w && sy < (i64)h;
-            out[(u64)y * w + x] = inside ? in[(u64)sy * w + (u64)sx] : fill;
+__device__ void quarter_tile_load(const T* __restrict__ in, u32 w, u32 h, u32 q, u32 fill, i64 x0, i64 y0,
+                                  u32* tile, u32 tx, u32 ty) {
+    i64 c0, r0;
+    quarter_source(w, h, q, x0, y0, &c0, &r0);
+    const i64 c = c0 + tx;
+    for (u32 i = ty; i < QUARTER_TILE; i += 8) {
+        const i64 r = r0 + i;
+        const bool inside = c >= 0 && r >= 0 && c < (i64)w && r < (i64)h;
+        tile[i * QUARTER_PITCH + tx] = inside ? (u32)__ldg(in + ((u64)r * w + (u64)c)) : fill;
+    }
+}
+
+// Phase 2: output pixel (x0 + tx, y0 + j) from the cell its source fell in.
+template <typename T>
+__device__ void quarter_tile_store(const u32* tile, u32 w, u32 h, u32 q, i64 x0, i64 y0, T* __restrict__ out,
+                                   u32 tx, u32 ty) {
+    const u32 last = QUARTER_TILE - 1;
+    const i64 x = x0 + tx;
+    if (x >= (i64)w) return;
+    for (u32 j = ty; j < QUARTER_TILE; j += 8) {
+        const i64 y = y0 + j;
+        if (y >= (i64)h) return;
+        u32 cell;
+        switch (q & 3) {
+            case 0: cell = j * QUARTER_PITCH + tx; break;
+            case 1: cell = tx * QUARTER_PITCH + (last - j); break;
+            case 2: cell = (last - j) * QUARTER_PITCH + (last - tx); break;
+            default: cell = (last - tx) * QUARTER_PITCH + j; break;
         }
+        out[(u64)y * w + (u64)x] = (T)tile[cell];
+    }
+}
+
+template <typename T>
+__device__ void rotate_quarter(const T* __restrict__ in, u32 w, u32 h, T* __restrict__ out, u32 q, u32 fill) {
+    __shared__ u32 tile[QUARTER_TILE * QUARTER_PITCH];
+    const i64 x0 = (i64)blockIdx.x * QUARTER_TILE;
+    const u32 tiles_y = (u32)(((u64)h + QUARTER_TILE - 1) / QUARTER_TILE);
+    // Block-uniform loop (the barriers need every thread): tile rows beyond the grid's.
+    for (u32 t = blockIdx.y; t < tiles_y; t += gridDim.y) {
+        const i64 y0 = (i64)t * QUARTER_TILE;
+        quarter_tile_load<T>(in, w, h, q, fill, x0, y0, tile, threadIdx.x, threadIdx.y);
+        __syncthreads();
+        quarter_tile_store<T>(tile, w, h, q, x0, y0, out, threadIdx.x, threadIdx.y);
+        __syncthreads();
     }
 }
 
@@ -167,12 +218,14 @@ __device__ void rotate_affine(const T* __restrict__ in, u32 w, u32 h, T* __restr
     }
 }
 
-extern "C" __global__ void rotate_quarter_u8(const u8* in, u32 w, u32 h, u8* out, u32 q, u32 fill) {
-    rotate_quarter<u8>(in, w, h, out, q, (u8)fill);
+extern "C" __global__ void __launch_bounds__(256) rotate_quarter_u8(const u8* in, u32 w, u32 h, u8* out, u32 q,
+                                                                     u32 fill) {
+    rotate_quarter<u8>(in, w, h, out, q, fill);
 }
 
-extern "C" __global__ void rotate_quarter_u16(const u16* in, u32 w, u32 h, u16* out, u32 q, u32 fill) {
-    rotate_quarter<u16>(in, w, h, out, q, (u16)fill);
+extern "C" __global__ void __launch_bounds__(256) rotate_quarter_u16(const u16* in, u32 w, u32 h, u16* out, u32 q,
+                                                                      u32 fill) {
+    rotate_quarter<u16>(in, w, h, out, q, fill);
 }
 
 #define ROTATE_AFFINE_KERNEL(NAME, T, BILINEAR)                                                            \

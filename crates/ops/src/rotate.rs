@@ -329,8 +329,10 @@ impl Rotate {
         let (w, h, fill) = (self.width as u32, self.height as u32, self.fill as u32);
         match self.turn {
             Turn::Quarter(q) => {
+                // One block of 32 x 8 threads per 32 x 32 output tile (QUARTER_TILE in rotate.cu);
+                // the kernel loops over tile rows beyond the grid's 65535.
                 let cfg = LaunchConfig {
-                    grid_dim: (w.div_ceil(32), h.div_ceil(8).min(65535), 1),
+                    grid_dim: (w.div_ceil(32), h.div_ceil(32).min(65535), 1),
                     block_dim: (32, 8, 1),
                     shared_mem_bytes: 0,
                 };
