@@ -267,9 +267,12 @@ impl Rotate {
         );
         out.extend(std::iter::repeat_n(fill, lo));
         if !bilinear {
-            out.extend((lo..hi).map(|x| {
+            let Affine { a, c, d, f, .. } = m;
+            out.extend((lo..hi).map(move |x| {
+                let fx = x as i64 as f64;
+                let (sx, sy) = (a * fx + by + c, d * fx + ey + f);
                 // SAFETY: in the run, 0 <= s + 0.5 < W (resp. H) <= 2^32.
-                let (nx, ny) = unsafe { (to_index(sx(x) + 0.5), to_index(sy(x) + 0.5)) };
+                let (nx, ny) = unsafe { (to_index(sx + 0.5), to_index(sy + 0.5)) };
                 input[ny * w + nx]
             }));
         } else {
@@ -282,8 +285,12 @@ impl Rotate {
             let maxval = self.maxval as u32;
             let edge = |x: usize| sample_at(input, w, h, sx(x), sy(x), fill, self.maxval, true);
             out.extend((lo..ilo).map(edge));
-            out.extend((ilo..ihi).map(|x| {
-                let (sx, sy) = (sx(x), sy(x));
+            // A `move` closure: its copies of the coefficients stay in registers, where through
+            // references they would be reloaded after every store (which might alias them).
+            let Affine { a, c, d, f, .. } = m;
+            out.extend((ilo..ihi).map(move |x| {
+                let fx = x as i64 as f64;
+                let (sx, sy) = (a * fx + by + c, d * fx + ey + f);
                 // SAFETY: in the run, 0 <= s < W - 1 (resp. H - 1) < 2^32.
                 let (ix, iy) = unsafe { (to_index(sx), to_index(sy)) };
                 let (tx, ty) = (sx - ix as i64 as f64, sy - iy as i64 as f64);
