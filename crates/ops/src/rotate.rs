@@ -285,27 +285,34 @@ impl Rotate {
             let maxval = self.maxval as u32;
             let edge = |x: usize| sample_at(input, w, h, sx(x), sy(x), fill, self.maxval, true);
             out.extend((lo..ilo).map(edge));
-            // A `move` closure: its copies of the coefficients stay in registers, where through
-            // references they would be reloaded after every store (which might alias them).
+            // In chunks, two passes: the coordinates (short, independent chains), then the
+            // gathers and blends. One pass per pixel makes a chain so long (conversions, a load,
+            // more conversions) that the out-of-order window holds only three or four pixels.
             let Affine { a, c, d, f, .. } = m;
-            out.extend((ilo..ihi).map(move |x| {
-                let fx = x as i64 as f64;
-                let (sx, sy) = (a * fx + by + c, d * fx + ey + f);
-                // SAFETY: in the run, 0 <= s < W - 1 (resp. H - 1) < 2^32.
-                let (ix, iy) = unsafe { (to_index(sx), to_index(sy)) };
-                let (tx, ty) = (sx - ix as i64 as f64, sy - iy as i64 as f64);
-                let tap = |v: T| Into::<u32>::into(v) as f64;
-                let i = iy * w + ix;
-                let (r0, r1) = (&input[i..i + 2], &input[i + w..i + w + 2]);
-                let (p00, p10, p01, p11) = (tap(r0[0]), tap(r0[1]), tap(r1[0]), tap(r1[1]));
-                let top = (1.0 - tx) * p00 + tx * p10;
-                let bottom = (1.0 - tx) * p01 + tx * p11;
-                // At least 0.5 (non-negative taps and weights), at most 65535.5: the floor is a
-                // truncation, and the clamp commutes with it.
-                // SAFETY: that range.
-                let v = unsafe { to_index((1.0 - ty) * top + ty * bottom + 0.5) }.min(maxval as usize);
-                T::from_u16(v as u16)
-            }));
+            let maxval = maxval as usize;
+            for start in (ilo..ihi).step_by(CHUNK) {
+                let end = (start + CHUNK).min(ihi);
+                let mut at = [(0usize, 0.0f64, 0.0f64); CHUNK];
+                for (x, slot) in (start..end).zip(&mut at) {
+                    let fx = x as i64 as f64;
+                    let (sx, sy) = (a * fx + by + c, d * fx + ey + f);
+                    // SAFETY: in the run, 0 <= s < W - 1 (resp. H - 1) < 2^32.
+                    let (ix, iy) = unsafe { (to_index(sx), to_index(sy)) };
+                    *slot = (iy * w + ix, sx - ix as i64 as f64, sy - iy as i64 as f64);
+                }
+                out.extend(at[..end - start].iter().map(move |&(i, tx, ty)| {
+                    let tap = |v: T| Into::<u32>::into(v) as f64;
+                    let (r0, r1) = (&input[i..i + 2], &input[i + w..i + w + 2]);
+                    let (p00, p10, p01, p11) = (tap(r0[0]), tap(r0[1]), tap(r1[0]), tap(r1[1]));
+                    let top = (1.0 - tx) * p00 + tx * p10;
+                    let bottom = (1.0 - tx) * p01 + tx * p11;
+                    // At least 0.5 (non-negative taps and weights), at most 65535.5: the floor
+                    // is a truncation, and the clamp commutes with it.
+                    // SAFETY: that range.
+                    let v = unsafe { to_index((1.0 - ty) * top + ty * bottom + 0.5) }.min(maxval);
+                    T::from_u16(v as u16)
+                }));
+            }
             out.extend((ihi..hi).map(edge));
         }
         out.extend(std::iter::repeat_n(fill, w - hi));
@@ -374,6 +381,9 @@ impl Rotate {
         Ok(())
     }
 }
+
+/// Pixels per pass of the bilinear loop (see `Rotate::affine_row`).
+const CHUNK: usize = 64;
 
 /// The run `lo..hi` of `0..n` where `0 <= v(x) < limit`, for `v` non-decreasing in x when
 /// `increasing`, else non-increasing (constant either way): each bound is where a monotone test
