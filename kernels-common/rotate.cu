@@ -2,83 +2,240 @@
 // crates/ops/src/rotate.rs, and every expression here is evaluated in the same type and order
 // (kernels are compiled with --fmad=false, so no multiply-add is contracted).
 //
-// 32x8 blocks, grid-stride in both directions so any frame size is covered.
+// Both kernels work on output tiles through shared memory; the grid has a block per tile column
+// and loops over tile rows past gridDim.y, so any frame size is covered.
 #include "histopipe.cuh"
 
-// Quarter turns: doubled offsets from the centre keep half-pixel centres (W - H odd) in integers;
-// the source is floor((s + 1) / 2) of the doubled coordinate s, the half-up rounding of s / 2.
-template <typename T>
-__device__ void rotate_quarter(const T* __restrict__ in, u32 w, u32 h, T* __restrict__ out, u32 q, T fill) {
-    const i64 w2 = (i64)w - 1, h2 = (i64)h - 1;
-    for (u32 y = blockIdx.y * blockDim.y + threadIdx.y; y < h; y += gridDim.y * blockDim.y) {
-        for (u32 x = blockIdx.x * blockDim.x + threadIdx.x; x < w; x += gridDim.x * blockDim.x) {
-            const i64 dx = 2 * (i64)x - w2, dy = 2 * (i64)y - h2;
-            i64 sx2, sy2;
-            switch (q & 3) {
-                case 0: sx2 = dx; sy2 = dy; break;
-                case 1: sx2 = -dy; sy2 = dx; break;
-                case 2: sx2 = -dx; sy2 = -dy; break;
-                default: sx2 = dy; sy2 = -dx; break;
-            }
-            // Arithmetic shift: floor division by 2 for negative values too.
-            const i64 sx = (sx2 + w2 + 1) >> 1, sy = (sy2 + h2 + 1) >> 1;
-            const bool inside = sx >= 0 && sy >= 0 && sx < (i64)w && sy < (i64)h;
-            out[(u64)y * w + x] = inside ? in[(u64)sy * w + (u64)sx] : fill;
-        }
+// Quarter turns. Doubled offsets from the centre keep half-pixel centres (W - H odd) in integers;
+// the source of output (x, y) is the half-up rounding of the halved doubled coordinate, which
+// comes to (K1 = floor((W + H - 1) / 2), K2 = floor((H - W + 1) / 2), K3 = floor((W - H + 1) / 2))
+//   q = 1: (K1 - y, x + K2)      q = 2: (W - 1 - x, H - 1 - y)      q = 3: (y + K3, K1 - x)
+// (crates/ops/src/rotate.rs computes it per pixel from the doubled offsets). So a 32 x 32 output
+// tile comes from a 32 x 32 input tile, read with coalesced rows into shared memory and written
+// out turned: a tiled transpose (for q = 1 and 3) without the strided column reads.
+#define QUARTER_TILE 32
+#define QUARTER_PITCH 33  // u32 cells; 33 puts a tile column's cells in 32 distinct banks
+
+// The input tile's origin (column c0, row r0) for the output tile at (x0, y0).
+__device__ __forceinline__ void quarter_source(u32 w, u32 h, u32 q, i64 x0, i64 y0, i64* c0, i64* r0) {
+    const i64 W = w, H = h, k1 = (W + H - 1) >> 1, k2 = (H - W + 1) >> 1, k3 = (W - H + 1) >> 1;
+    const i64 last = QUARTER_TILE - 1;
+    switch (q & 3) {
+        case 0: *c0 = x0; *r0 = y0; break;
+        case 1: *c0 = k1 - y0 - last; *r0 = x0 + k2; break;
+        case 2: *c0 = W - 1 - x0 - last; *r0 = H - 1 - y0 - last; break;
+        default: *c0 = y0 + k3; *r0 = k1 - x0 - last; break;
     }
 }
 
-// The sample at input pixel (x, y), or the fill value outside the input (bilinear neighbours).
+// Phase 1: input tile cell (i, j) = input pixel (c0 + j, r0 + i), or the fill value outside.
+// Threads are 32 x 8 (tx, ty); tx walks a row.
 template <typename T>
-__device__ __forceinline__ double at(const T* __restrict__ in, u32 w, u32 h, double x, double y, u32 fill) {
-    const bool inside = x >= 0.0 && y >= 0.0 && x < (double)w && y < (double)h;
-    return inside ? (double)(u32)in[(u64)y * w + (u64)x] : (double)fill;
+__device__ void quarter_tile_load(const T* __restrict__ in, u32 w, u32 h, u32 q, u32 fill, i64 x0, i64 y0,
+                                  u32* tile, u32 tx, u32 ty) {
+    i64 c0, r0;
+    quarter_source(w, h, q, x0, y0, &c0, &r0);
+    const i64 c = c0 + tx;
+    for (u32 i = ty; i < QUARTER_TILE; i += 8) {
+        const i64 r = r0 + i;
+        const bool inside = c >= 0 && r >= 0 && c < (i64)w && r < (i64)h;
+        tile[i * QUARTER_PITCH + tx] = inside ? (u32)__ldg(in + ((u64)r * w + (u64)c)) : fill;
+    }
 }
 
-// Any other angle: (sx, sy) = (a x + b y + c, d x + e y + f), Affine::apply's order, in double.
+// Phase 2: output pixel (x0 + tx, y0 + j) from the cell its source fell in.
 template <typename T>
+__device__ void quarter_tile_store(const u32* tile, u32 w, u32 h, u32 q, i64 x0, i64 y0, T* __restrict__ out,
+                                   u32 tx, u32 ty) {
+    const u32 last = QUARTER_TILE - 1;
+    const i64 x = x0 + tx;
+    if (x >= (i64)w) return;
+    for (u32 j = ty; j < QUARTER_TILE; j += 8) {
+        const i64 y = y0 + j;
+        if (y >= (i64)h) return;
+        u32 cell;
+        switch (q & 3) {
+            case 0: cell = j * QUARTER_PITCH + tx; break;
+            case 1: cell = tx * QUARTER_PITCH + (last - j); break;
+            case 2: cell = (last - j) * QUARTER_PITCH + (last - tx); break;
+            default: cell = (last - tx) * QUARTER_PITCH + j; break;
+        }
+        out[(u64)y * w + (u64)x] = (T)tile[cell];
+    }
+}
+
+template <typename T>
+__device__ void rotate_quarter(const T* __restrict__ in, u32 w, u32 h, T* __restrict__ out, u32 q, u32 fill) {
+    __shared__ u32 tile[QUARTER_TILE * QUARTER_PITCH];
+    const i64 x0 = (i64)blockIdx.x * QUARTER_TILE;
+    const u32 tiles_y = (u32)(((u64)h + QUARTER_TILE - 1) / QUARTER_TILE);
+    // Block-uniform loop (the barriers need every thread): tile rows beyond the grid's.
+    for (u32 t = blockIdx.y; t < tiles_y; t += gridDim.y) {
+        const i64 y0 = (i64)t * QUARTER_TILE;
+        quarter_tile_load<T>(in, w, h, q, fill, x0, y0, tile, threadIdx.x, threadIdx.y);
+        __syncthreads();
+        quarter_tile_store<T>(tile, w, h, q, x0, y0, out, threadIdx.x, threadIdx.y);
+        __syncthreads();
+    }
+}
+
+// General turns. Each block makes one 64 x 32 tile of the output with 256 threads, 8 pixels each.
+// A warp computes 8 x 4 patches of the tile (lane = 8 ly + lx): the input points of such a patch
+// lie close together, so a gather touches few cache lines whatever the angle (a 32 x 1 row of
+// output at 30 degrees reads 16 input rows). The tile goes through shared memory so that the
+// output is written with 8-element vector stores.
+#define ROTATE_TILE_W 64
+#define ROTATE_TILE_H 32
+#define ROTATE_THREADS 256
+// Padded rows: a warp's 4 patch rows fall in distinct banks, and each row stays 16-byte aligned
+// for u8 (72 B) and u16 (144 B).
+#define ROTATE_PITCH 72
+
+// 1.5 * 2^52: for |v| < 2^51, v + M rounded down is M + floor(v) exactly (ulp 1 in [2^52, 2^53)),
+// with floor(v) in the low bits. One full-rate add replaces floor and a double-to-integer
+// conversion, both quarter-rate on recent GPUs.
+#define ROTATE_FLOOR_MAGIC 6755399441055744.0
+// 2^52 with an integer k < 2^32 in the low word is 2^52 + k: an exact u32 to double by one add.
+#define ROTATE_TWO_52 4503599627370496.0
+
+// floor(v) for |v| < 2^51, as a double and in *k as its low 32 bits (two's complement).
+__device__ __forceinline__ double rotate_floor(double v, u32* k) {
+    const double t = __dadd_rd(v, ROTATE_FLOOR_MAGIC);
+    *k = (u32)__double2loint(t);
+    return __dsub_rn(t, ROTATE_FLOOR_MAGIC);
+}
+
+__device__ __forceinline__ double rotate_u32_to_double(u32 v) {
+    return __dsub_rn(__hiloint2double(0x43300000, (int)v), ROTATE_TWO_52);
+}
+
+// The map's coefficients and the frame, as every thread needs them.
+struct RotateMap {
+    double a, b, c, d, e, f;
+    double wf, hf;
+    u32 w, h;
+};
+
+// Output pixel (fx, fy), with ax = a fx and dx = d fx hoisted by the caller (the same products):
+// (sx, sy) = ((a x + b y) + c, (d x + e y) + f), Affine::apply's order, each operation rounded on
+// its own (the _rn intrinsics are never contracted). Nearest: the pixel floor(s + 0.5) when
+// 0 <= s + 0.5 < W (W an integer: the same test as on the floor). Bilinear: sample_at in
+// crates/ops/src/rotate.rs, operation for operation.
+template <typename T, bool BILINEAR>
+__device__ __forceinline__ T rotate_pixel(const T* __restrict__ in, const RotateMap& m, double ax, double dx,
+                                          double fy, T fill, double fillf, u32 maxval) {
+    const double sx = __dadd_rn(__dadd_rn(ax, __dmul_rn(m.b, fy)), m.c);
+    const double sy = __dadd_rn(__dadd_rn(dx, __dmul_rn(m.e, fy)), m.f);
+    const double vx = __dadd_rn(sx, 0.5), vy = __dadd_rn(sy, 0.5);
+    const bool inside = vx >= 0.0 && vy >= 0.0 && vx < m.wf && vy < m.hf;
+    if (!BILINEAR) {
+        u32 nx, ny;
+        rotate_floor(vx, &nx);
+        rotate_floor(vy, &ny);
+        // The load is unconditional (pixel 0 when outside) so a thread's loads can all be in flight.
+        const T v = __ldg(in + (inside ? (u64)ny * m.w + nx : 0));
+        return inside ? v : fill;
+    } else {
+        // Inside: -0.5 <= s < W - 0.5, so the taps' coordinates are -1..W; as u32, -1 is >= W.
+        u32 ix, iy;
+        const double x0 = rotate_floor(sx, &ix), y0 = rotate_floor(sy, &iy);
+        const double tx = __dsub_rn(sx, x0), ty = __dsub_rn(sy, y0);
+        const u32 ix1 = ix + 1, iy1 = iy + 1;
+        const bool x0in = ix < m.w, x1in = ix1 < m.w, y0in = iy < m.h, y1in = iy1 < m.h;
+        const bool i00 = inside && x0in && y0in, i10 = inside && x1in && y0in;
+        const bool i01 = inside && x0in && y1in, i11 = inside && x1in && y1in;
+        const u64 r0 = (u64)iy * m.w, r1 = (u64)iy1 * m.w;
+        const T v00 = __ldg(in + (i00 ? r0 + ix : 0)), v10 = __ldg(in + (i10 ? r0 + ix1 : 0));
+        const T v01 = __ldg(in + (i01 ? r1 + ix : 0)), v11 = __ldg(in + (i11 ? r1 + ix1 : 0));
+        const double p00 = i00 ? rotate_u32_to_double(v00) : fillf;
+        const double p10 = i10 ? rotate_u32_to_double(v10) : fillf;
+        const double p01 = i01 ? rotate_u32_to_double(v01) : fillf;
+        const double p11 = i11 ? rotate_u32_to_double(v11) : fillf;
+        const double ux = __dsub_rn(1.0, tx);
+        const double top = __dadd_rn(__dmul_rn(ux, p00), __dmul_rn(tx, p10));
+        const double bottom = __dadd_rn(__dmul_rn(ux, p01), __dmul_rn(tx, p11));
+        const double r = __dadd_rn(__dadd_rn(__dmul_rn(__dsub_rn(1.0, ty), top), __dmul_rn(ty, bottom)), 0.5);
+        // r >= 0.5 (taps and weights are non-negative), far below 2^51; min commutes with floor.
+        u32 k;
+        rotate_floor(r, &k);
+        return inside ? (T)(k < maxval ? k : maxval) : fill;
+    }
+}
+
+// Phase 1: the tile at (tile_x, tile_y) into shared memory. Every thread computes its 8 pixels,
+// also those past the frame's edge (their reads are tested like any other; phase 2 drops them).
+template <typename T, bool BILINEAR>
+__device__ void rotate_tile_compute(const T* __restrict__ in, const RotateMap& m, u32 tile_x, u32 tile_y,
+                                    T* tile, u32 tid, T fill, u32 maxval) {
+    const u32 lane = tid & 31, lx = (tid >> 5) * 8 + (lane & 7), ly = lane >> 3;
+    const double fx = (double)tile_x + (double)lx;
+    const double ax = __dmul_rn(m.a, fx), dx = __dmul_rn(m.d, fx);
+    const double fy0 = (double)tile_y + (double)ly;
+    const double fillf = rotate_u32_to_double((u32)fill);
+#pragma unroll
+    for (u32 i = 0; i < ROTATE_TILE_H / 4; i++) {
+        // Integers below 2^53: the sum is exact, the same as converting y.
+        const double fy = __dadd_rn(fy0, (double)(4 * i));
+        tile[(4 * i + ly) * ROTATE_PITCH + lx] = rotate_pixel<T, BILINEAR>(in, m, ax, dx, fy, fill, fillf, maxval);
+    }
+}
+
+// Phase 2: the tile's pixels inside the frame to the output, 8 consecutive ones per thread, as one
+// vector store where the row is whole and aligned.
+template <typename T>
+__device__ void rotate_tile_store(const T* tile, u32 w, u32 h, u32 tile_x, u32 tile_y, T* __restrict__ out,
+                                  u32 tid) {
+    const u32 r = tid >> 3, col = (tid & 7) * 8;
+    const u64 y = (u64)tile_y + r, x = (u64)tile_x + col;
+    if (y >= h) return;
+    T* dst = out + y * w + x;
+    const T* src = tile + r * ROTATE_PITCH + col;
+    if (x + 8 <= w && ((u64)dst & (8 * sizeof(T) - 1)) == 0) {
+        if (sizeof(T) == 1) {
+            *(uint2*)dst = *(const uint2*)src;
+        } else {
+            *(uint4*)dst = *(const uint4*)src;
+        }
+    } else {
+        for (u32 k = 0; k < 8 && x + k < w; k++) dst[k] = src[k];
+    }
+}
+
+template <typename T, bool BILINEAR>
 __device__ void rotate_affine(const T* __restrict__ in, u32 w, u32 h, T* __restrict__ out, double a, double b,
-                              double c, double d, double e, double f, u32 fill, u32 maxval, u32 bilinear) {
-    for (u32 y = blockIdx.y * blockDim.y + threadIdx.y; y < h; y += gridDim.y * blockDim.y) {
-        for (u32 x = blockIdx.x * blockDim.x + threadIdx.x; x < w; x += gridDim.x * blockDim.x) {
-            const double fx = (double)x, fy = (double)y;
-            const double sx = a * fx + b * fy + c;
-            const double sy = d * fx + e * fy + f;
-            const double nx = floor(sx + 0.5), ny = floor(sy + 0.5);
-            T v;
-            if (!(nx >= 0.0 && ny >= 0.0 && nx < (double)w && ny < (double)h)) {
-                v = (T)fill;
-            } else if (!bilinear) {
-                v = in[(u64)ny * w + (u64)nx];
-            } else {
-                const double x0 = floor(sx), y0 = floor(sy);
-                const double tx = sx - x0, ty = sy - y0;
-                const double p00 = at(in, w, h, x0, y0, fill), p10 = at(in, w, h, x0 + 1.0, y0, fill);
-                const double p01 = at(in, w, h, x0, y0 + 1.0, fill), p11 = at(in, w, h, x0 + 1.0, y0 + 1.0, fill);
-                const double top = (1.0 - tx) * p00 + tx * p10;
-                const double bottom = (1.0 - tx) * p01 + tx * p11;
-                const double r = fmin(floor((1.0 - ty) * top + ty * bottom + 0.5), (double)maxval);
-                v = (T)(u32)r;
-            }
-            out[(u64)y * w + x] = v;
-        }
+                              double c, double d, double e, double f, u32 fill, u32 maxval) {
+    __shared__ __align__(16) T tile[ROTATE_TILE_H * ROTATE_PITCH];
+    const RotateMap m = {a, b, c, d, e, f, (double)w, (double)h, w, h};
+    // The grid has ceil(W / 64) columns, so tile_x < W, and tile_y < H below: no u32 overflow.
+    const u32 tile_x = blockIdx.x * ROTATE_TILE_W, tiles_y = (u32)(((u64)h + ROTATE_TILE_H - 1) / ROTATE_TILE_H);
+    // Block-uniform loop (the barriers need every thread): tile rows beyond the grid's.
+    for (u32 ty = blockIdx.y; ty < tiles_y; ty += gridDim.y) {
+        const u32 tile_y = ty * ROTATE_TILE_H;
+        rotate_tile_compute<T, BILINEAR>(in, m, tile_x, tile_y, tile, threadIdx.x, (T)fill, maxval);
+        __syncthreads();
+        rotate_tile_store<T>(tile, w, h, tile_x, tile_y, out, threadIdx.x);
+        __syncthreads();
     }
 }
 
-extern "C" __global__ void rotate_quarter_u8(const u8* in, u32 w, u32 h, u8* out, u32 q, u32 fill) {
-    rotate_quarter<u8>(in, w, h, out, q, (u8)fill);
+extern "C" __global__ void __launch_bounds__(256) rotate_quarter_u8(const u8* in, u32 w, u32 h, u8* out, u32 q,
+                                                                     u32 fill) {
+    rotate_quarter<u8>(in, w, h, out, q, fill);
 }
 
-extern "C" __global__ void rotate_quarter_u16(const u16* in, u32 w, u32 h, u16* out, u32 q, u32 fill) {
-    rotate_quarter<u16>(in, w, h, out, q, (u16)fill);
+extern "C" __global__ void __launch_bounds__(256) rotate_quarter_u16(const u16* in, u32 w, u32 h, u16* out, u32 q,
+                                                                      u32 fill) {
+    rotate_quarter<u16>(in, w, h, out, q, fill);
 }
 
-extern "C" __global__ void rotate_affine_u8(const u8* in, u32 w, u32 h, u8* out, double a, double b, double c,
-                                            double d, double e, double f, u32 fill, u32 maxval, u32 bilinear) {
-    rotate_affine<u8>(in, w, h, out, a, b, c, d, e, f, fill, maxval, bilinear);
-}
+#define ROTATE_AFFINE_KERNEL(NAME, T, BILINEAR)                                                            \
+    extern "C" __global__ void __launch_bounds__(ROTATE_THREADS)                                         \
+        NAME(const T* in, u32 w, u32 h, T* out, double a, double b, double c, double d, double e, double f, \
+             u32 fill, u32 maxval) {                                                                     \
+        rotate_affine<T, BILINEAR>(in, w, h, out, a, b, c, d, e, f, fill, maxval);                       \
+    }
 
-extern "C" __global__ void rotate_affine_u16(const u16* in, u32 w, u32 h, u16* out, double a, double b, double c,
-                                             double d, double e, double f, u32 fill, u32 maxval, u32 bilinear) {
-    rotate_affine<u16>(in, w, h, out, a, b, c, d, e, f, fill, maxval, bilinear);
-}
+ROTATE_AFFINE_KERNEL(rotate_nearest_u8, u8, false)
+ROTATE_AFFINE_KERNEL(rotate_nearest_u16, u16, false)
+ROTATE_AFFINE_KERNEL(rotate_bilinear_u8, u8, true)
+ROTATE_AFFINE_KERNEL(rotate_bilinear_u16, u16, true)

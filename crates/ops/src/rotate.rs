@@ -231,17 +231,91 @@ impl Rotate {
                 }
             }
             Turn::Angle { .. } => {
-                let m = self.new_to_old();
                 let bilinear = self.interpolation == Interpolation::Bilinear;
                 for y in 0..h {
-                    for x in 0..w {
-                        let (sx, sy) = m.apply(x as f64, y as f64);
-                        out.push(sample_at(input, w, h, sx, sy, fill, self.maxval, bilinear));
-                    }
+                    self.affine_row(input, y, bilinear, &mut out);
                 }
             }
         }
         out
+    }
+
+    /// Appends output row `y` of a general turn to `out`. Each pixel is exactly [`sample_at`] of
+    /// `new_to_old().apply(x, y)`; the row is only split where that is cheaper to evaluate.
+    ///
+    /// `a x + b y + c` is evaluated as `(a x + B) + c` with `B = b y` computed once per row: the
+    /// same operations in the same order as `Affine::apply`. Each coordinate, and each rounded
+    /// step after it, is a monotone function of x, so the pixels whose nearest source pixel is
+    /// inside (and, for bilinear, those whose four taps are) form one run of the row, found by
+    /// binary search with the exact per-pixel test. Outside it is the fill value; inside it, no
+    /// test and no `floor` (a library call without SSE4.1) is needed, since the coordinates there
+    /// are non-negative and `floor` is truncation.
+    fn affine_row<T: Sample>(&self, input: &[T], y: usize, bilinear: bool, out: &mut Vec<T>) {
+        let (w, h) = (self.width, self.height);
+        let (wf, hf) = (w as f64, h as f64);
+        let m = self.new_to_old();
+        let fill = T::from_u16(self.fill);
+        let fy = y as f64;
+        let (by, ey) = (m.b * fy, m.e * fy);
+        // Through i64: exact below 2^53, and one instruction where usize to f64 is a sequence.
+        let sx = |x: usize| m.a * x as i64 as f64 + by + m.c;
+        let sy = |x: usize| m.d * x as i64 as f64 + ey + m.f;
+        // The nearest pixel floor(s + 0.5) is in 0..W exactly when 0 <= s + 0.5 < W (W integer).
+        let (lo, hi) = intersect(
+            run_within(w, m.a >= 0.0, |x| sx(x) + 0.5, wf),
+            run_within(w, m.d >= 0.0, |x| sy(x) + 0.5, hf),
+        );
+        out.extend(std::iter::repeat_n(fill, lo));
+        if !bilinear {
+            let Affine { a, c, d, f, .. } = m;
+            out.extend((lo..hi).map(move |x| {
+                let fx = x as i64 as f64;
+                let (sx, sy) = (a * fx + by + c, d * fx + ey + f);
+                // SAFETY: in the run, 0 <= s + 0.5 < W (resp. H) <= 2^32.
+                let (nx, ny) = unsafe { (to_index(sx + 0.5), to_index(sy + 0.5)) };
+                input[ny * w + nx]
+            }));
+        } else {
+            // All four taps are inside when 0 <= s and floor(s) + 1 < W, that is s < W - 1; such
+            // points are also inside for nearest, so this run lies within (lo, hi).
+            let (i0, i1) =
+                intersect(run_within(w, m.a >= 0.0, sx, wf - 1.0), run_within(w, m.d >= 0.0, sy, hf - 1.0));
+            let ilo = i0.clamp(lo, hi);
+            let ihi = i1.clamp(ilo, hi);
+            let maxval = self.maxval as u32;
+            let edge = |x: usize| sample_at(input, w, h, sx(x), sy(x), fill, self.maxval, true);
+            out.extend((lo..ilo).map(edge));
+            // In chunks, two passes: the coordinates (short, independent chains), then the
+            // gathers and blends. One pass per pixel makes a chain so long (conversions, a load,
+            // more conversions) that the out-of-order window holds only three or four pixels.
+            let Affine { a, c, d, f, .. } = m;
+            let maxval = maxval as usize;
+            for start in (ilo..ihi).step_by(CHUNK) {
+                let end = (start + CHUNK).min(ihi);
+                let mut at = [(0usize, 0.0f64, 0.0f64); CHUNK];
+                for (x, slot) in (start..end).zip(&mut at) {
+                    let fx = x as i64 as f64;
+                    let (sx, sy) = (a * fx + by + c, d * fx + ey + f);
+                    // SAFETY: in the run, 0 <= s < W - 1 (resp. H - 1) < 2^32.
+                    let (ix, iy) = unsafe { (to_index(sx), to_index(sy)) };
+                    *slot = (iy * w + ix, sx - ix as i64 as f64, sy - iy as i64 as f64);
+                }
+                out.extend(at[..end - start].iter().map(move |&(i, tx, ty)| {
+                    let tap = |v: T| Into::<u32>::into(v) as f64;
+                    let (r0, r1) = (&input[i..i + 2], &input[i + w..i + w + 2]);
+                    let (p00, p10, p01, p11) = (tap(r0[0]), tap(r0[1]), tap(r1[0]), tap(r1[1]));
+                    let top = (1.0 - tx) * p00 + tx * p10;
+                    let bottom = (1.0 - tx) * p01 + tx * p11;
+                    // At least 0.5 (non-negative taps and weights), at most 65535.5: the floor
+                    // is a truncation, and the clamp commutes with it.
+                    // SAFETY: that range.
+                    let v = unsafe { to_index((1.0 - ty) * top + ty * bottom + 0.5) }.min(maxval);
+                    T::from_u16(v as u16)
+                }));
+            }
+            out.extend((ihi..hi).map(edge));
+        }
+        out.extend(std::iter::repeat_n(fill, w - hi));
     }
 
     fn gpu_samples<T: Sample>(&self, gpu: &Gpu, input: &[T]) -> Result<Vec<T>, OpError> {
@@ -267,13 +341,15 @@ impl Rotate {
             return Ok(());
         }
         let (w, h, fill) = (self.width as u32, self.height as u32, self.fill as u32);
-        let cfg = LaunchConfig {
-            grid_dim: (w.div_ceil(32), h.div_ceil(8).min(65535), 1),
-            block_dim: (32, 8, 1),
-            shared_mem_bytes: 0,
-        };
         match self.turn {
             Turn::Quarter(q) => {
+                // One block of 32 x 8 threads per 32 x 32 output tile (QUARTER_TILE in rotate.cu);
+                // the kernel loops over tile rows beyond the grid's 65535.
+                let cfg = LaunchConfig {
+                    grid_dim: (w.div_ceil(32), h.div_ceil(32).min(65535), 1),
+                    block_dim: (32, 8, 1),
+                    shared_mem_bytes: 0,
+                };
                 let f = gpu.function(&kernels::ROTATE, &format!("rotate_quarter_{}", T::KERNEL_SUFFIX))?;
                 let q = q as u32 & 3;
                 let mut launch = gpu.stream().launch_builder(&f);
@@ -281,14 +357,24 @@ impl Rotate {
                 unsafe { launch.launch(cfg) }?;
             }
             Turn::Angle { .. } => {
-                let f = gpu.function(&kernels::ROTATE, &format!("rotate_affine_{}", T::KERNEL_SUFFIX))?;
+                // One block of 256 threads per 64 x 32 output tile (TILE_W, TILE_H in rotate.cu);
+                // the kernel loops over tile rows beyond the grid's 65535.
+                let cfg = LaunchConfig {
+                    grid_dim: (w.div_ceil(64), h.div_ceil(32).min(65535), 1),
+                    block_dim: (256, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                let kind = match self.interpolation {
+                    Interpolation::Nearest => "nearest",
+                    Interpolation::Bilinear => "bilinear",
+                };
+                let f = gpu.function(&kernels::ROTATE, &format!("rotate_{kind}_{}", T::KERNEL_SUFFIX))?;
                 let m = self.new_to_old();
                 let maxval = self.maxval as u32;
-                let bilinear = (self.interpolation == Interpolation::Bilinear) as u32;
                 let mut launch = gpu.stream().launch_builder(&f);
                 launch.arg(src).arg(&w).arg(&h).arg(dst);
                 launch.arg(&m.a).arg(&m.b).arg(&m.c).arg(&m.d).arg(&m.e).arg(&m.f);
-                launch.arg(&fill).arg(&maxval).arg(&bilinear);
+                launch.arg(&fill).arg(&maxval);
                 unsafe { launch.launch(cfg) }?;
             }
         }
@@ -296,9 +382,55 @@ impl Rotate {
     }
 }
 
+/// Pixels per pass of the bilinear loop (see `Rotate::affine_row`).
+const CHUNK: usize = 64;
+
+/// The run `lo..hi` of `0..n` where `0 <= v(x) < limit`, for `v` non-decreasing in x when
+/// `increasing`, else non-increasing (constant either way): each bound is where a monotone test
+/// flips, found by bisection with the exact test.
+fn run_within(n: usize, increasing: bool, v: impl Fn(usize) -> f64, limit: f64) -> (usize, usize) {
+    let (at_least_zero, below_limit) = (|x| v(x) >= 0.0, |x| v(x) < limit);
+    let (lo, hi) = if increasing {
+        (first(n, at_least_zero), first(n, |x| !below_limit(x)))
+    } else {
+        (first(n, below_limit), first(n, |x| !at_least_zero(x)))
+    };
+    (lo, hi.max(lo))
+}
+
+/// The first x in `0..n` where `test` holds (`n` if none), for a test that is false, then true.
+fn first(n: usize, test: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if test(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo
+}
+
+/// The common part of two runs, as a run `lo..hi` with `lo <= hi`.
+fn intersect((a0, a1): (usize, usize), (b0, b1): (usize, usize)) -> (usize, usize) {
+    let lo = a0.max(b0);
+    (lo, a1.min(b1).max(lo))
+}
+
+/// floor(v) for v in `0..2^52`, where it is truncation: one instruction, where `as` adds the
+/// saturation and NaN tests (a seventh of the bilinear loop's time).
+///
+/// # Safety
+/// `v` must be in `0..2^52` (finite and representable, as `f64::to_int_unchecked` requires).
+unsafe fn to_index(v: f64) -> usize {
+    debug_assert!((0.0..4503599627370496.0).contains(&v), "{v}");
+    unsafe { v.to_int_unchecked::<i64>() as usize }
+}
+
 /// The sample at input point (sx, sy). A point whose nearest pixel is outside the input takes the
 /// fill value; for bilinear, neighbours outside the input count as the fill value. The kernel
-/// `rotate_affine` repeats this operation for operation.
+/// `rotate_pixel` in rotate.cu repeats this operation for operation.
 #[allow(clippy::too_many_arguments)]
 fn sample_at<T: Sample>(
     input: &[T],
@@ -410,6 +542,35 @@ mod tests {
                     })
                     .collect();
                 assert_eq!(quarter, general, "{w}x{h} q={q}");
+            }
+        }
+    }
+
+    /// The row-wise evaluation (runs found by bisection, no per-pixel tests inside them) gives
+    /// exactly the per-pixel reference: `sample_at` of `Affine::apply`, at every pixel.
+    #[test]
+    fn general_turns_match_the_per_pixel_reference() {
+        let mut rng = fastrand::Rng::with_seed(6);
+        let mut sizes = vec![(1usize, 1usize), (1, 9), (9, 1), (2, 2), (3, 70), (70, 3), (64, 64)];
+        sizes.extend((0..12).map(|_| (rng.usize(1..160), rng.usize(1..160))));
+        let mut angles = vec![30.0, -30.0, 45.0, 135.0, -135.0, 89.999999, 90.000001, 1e-9, -1e-9, 179.9999];
+        angles.extend((0..12).map(|_| rng.f64() * 720.0 - 360.0));
+        for (w, h) in sizes {
+            let input: Vec<u16> = (0..w * h).map(|_| rng.u16(0..=1000)).collect();
+            for &angle in &angles {
+                for interpolation in [Interpolation::Nearest, Interpolation::Bilinear] {
+                    let turn = Turn::degrees(angle).unwrap();
+                    let rotate = Rotate { turn, width: w, height: h, interpolation, fill: 7, maxval: 1000 };
+                    let m = rotate.new_to_old();
+                    let bilinear = interpolation == Interpolation::Bilinear;
+                    let reference: Vec<u16> = (0..w * h)
+                        .map(|i| {
+                            let (sx, sy) = m.apply((i % w) as f64, (i / w) as f64);
+                            sample_at(&input, w, h, sx, sy, 7, 1000, bilinear)
+                        })
+                        .collect();
+                    assert!(rotate.cpu_samples(&input) == reference, "{w}x{h} {angle} {interpolation:?}");
+                }
             }
         }
     }
