@@ -213,3 +213,39 @@ fn gpu_timings() {
         100.0 * edges as f64 / n as f64
     );
 }
+
+/// CPU timings against cv2.Canny on one thread (not a check): `cargo test --release --test tools
+/// -- --ignored --nocapture cpu_timings`; writes the frames as raw bytes to the temp dir for
+/// `cv2.Canny` on the same samples.
+#[test]
+#[ignore]
+fn cpu_timings() {
+    let camera = fixture_frame("camera.pgm");
+    let scaled = |w: usize, h: usize| {
+        let (cw, ch) = (camera.width, camera.height);
+        let px =
+            (0..w * h).map(|i| camera.pixels.get((i / w * ch / h) * cw + i % w * cw / w) as u8).collect();
+        Frame::new(w, h, 255, Pixels::U8(px))
+    };
+    let mut rng = rng();
+    let frames = [
+        ("random", random_frame(&mut rng, 4096, 3112, 255)),
+        ("real", scaled(4096, 3112)),
+        ("real", scaled(3932, 4000)),
+        ("brick", bench_frame()),
+    ];
+    let canny = Canny { low: 50.0, high: 150.0, l2: false, blur: None };
+    for (name, frame) in &frames {
+        let path = std::env::temp_dir().join(format!("edges-{name}-{}x{}.u8", frame.width, frame.height));
+        std::fs::write(&path, samples(frame)).unwrap();
+        let mut times: Vec<f64> = (0..7)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                std::hint::black_box(canny.cpu(frame).unwrap());
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        println!("{} {name}: {:.1} ms median", path.display(), times[3]);
+    }
+}

@@ -134,16 +134,6 @@ pub fn blur_cpu(src: &[u8], w: usize, h: usize, k: &[f32]) -> Vec<u8> {
     out
 }
 
-/// Sobel gradients of pixel (x, y), borders replicated.
-fn sobel(src: &[u8], w: usize, h: usize, x: usize, y: usize) -> (i32, i32) {
-    let (xl, xr) = (x.saturating_sub(1), (x + 1).min(w - 1));
-    let (yu, yd) = (y.saturating_sub(1), (y + 1).min(h - 1));
-    let p = |xx: usize, yy: usize| src[yy * w + xx] as i32;
-    let dx = (p(xr, yu) - p(xl, yu)) + 2 * (p(xr, y) - p(xl, y)) + (p(xr, yd) - p(xl, yd));
-    let dy = (p(xl, yd) - p(xl, yu)) + 2 * (p(x, yd) - p(x, yu)) + (p(xr, yd) - p(xr, yu));
-    (dx, dy)
-}
-
 /// Which neighbours non-maximum suppression compares with, from the gradient (OpenCV's sectors):
 /// 0 left/right, 1 above/below, 2 the diagonal (-1,-1)/(+1,+1), 3 the diagonal (+1,-1)/(-1,+1).
 fn direction(dx: i32, dy: i32) -> u8 {
@@ -161,64 +151,147 @@ fn direction(dx: i32, dy: i32) -> u8 {
     }
 }
 
-/// Stages 1–3 on the CPU: the map of NONE / WEAK / STRONG pixels.
-fn nms_cpu(src: &[u8], w: usize, h: usize, l2: bool, low: i32, high: i32) -> Vec<u8> {
-    let mut mag = vec![0i32; w * h];
-    let mut dir = vec![0u8; w * h];
-    for y in 0..h {
-        for x in 0..w {
-            let (dx, dy) = sobel(src, w, h, x, y);
-            mag[y * w + x] = if l2 { dx * dx + dy * dy } else { dx.abs() + dy.abs() };
-            dir[y * w + x] = direction(dx, dy);
+/// Sobel gradients and magnitudes of row `y`, borders replicated: `dx`, `dy` and `mag` hold w
+/// values; `mag` is the middle of a row of w + 2 whose two ends stay 0 (outside the frame).
+/// Rows are summed first (the vertical [1 2 1] and [-1 0 1] kernels), then the columns, on whole
+/// slices so that the loops vectorize; only the two end columns are clamped.
+#[allow(clippy::too_many_arguments)]
+fn gradient_row(
+    src: &[u8],
+    w: usize,
+    h: usize,
+    y: usize,
+    l2: bool,
+    sums: &mut [i32],
+    diffs: &mut [i32],
+    dx: &mut [i32],
+    dy: &mut [i32],
+    mag: &mut [i32],
+) {
+    let up = &src[y.saturating_sub(1) * w..][..w];
+    let mid = &src[y * w..][..w];
+    let down = &src[(y + 1).min(h - 1) * w..][..w];
+    // sums / diffs are padded by one replicated column on each side.
+    for (((s, d), (&u, &c)), &b) in
+        sums[1..=w].iter_mut().zip(&mut diffs[1..=w]).zip(up.iter().zip(mid)).zip(down)
+    {
+        *s = u as i32 + 2 * c as i32 + b as i32;
+        *d = b as i32 - u as i32;
+    }
+    sums[0] = sums[1];
+    diffs[0] = diffs[1];
+    sums[w + 1] = sums[w];
+    diffs[w + 1] = diffs[w];
+    for (x, (gx, gy)) in dx.iter_mut().zip(dy.iter_mut()).enumerate() {
+        *gx = sums[x + 2] - sums[x];
+        *gy = diffs[x] + 2 * diffs[x + 1] + diffs[x + 2];
+    }
+    let m = &mut mag[1..=w];
+    if l2 {
+        for ((m, &gx), &gy) in m.iter_mut().zip(&*dx).zip(&*dy) {
+            *m = gx * gx + gy * gy;
+        }
+    } else {
+        for ((m, &gx), &gy) in m.iter_mut().zip(&*dx).zip(&*dy) {
+            *m = gx.abs() + gy.abs();
         }
     }
-    let at = |x: isize, y: isize| {
-        if x < 0 || y < 0 || x >= w as isize || y >= h as isize {
-            0
-        } else {
-            mag[y as usize * w + x as usize]
-        }
-    };
-    let mut map = vec![NONE; w * h];
+}
+
+/// One row's gradients and magnitudes (see [`gradient_row`]).
+struct GradientRow {
+    dx: Vec<i32>,
+    dy: Vec<i32>,
+    /// w + 2 magnitudes, 0 at both ends.
+    mag: Vec<i32>,
+}
+
+impl GradientRow {
+    fn new(w: usize) -> Self {
+        GradientRow { dx: vec![0; w], dy: vec![0; w], mag: vec![0; w + 2] }
+    }
+}
+
+/// Stages 1–4 on the CPU, OpenCV's way: three rows of magnitudes at a time, suppression into a
+/// map with a one-pixel NONE border (so that hysteresis needs no bounds checks), strong pixels
+/// pushed on a stack as they are found, then a flood from the stack through weak pixels.
+/// Returns the 0/255 edges.
+fn canny_cpu(src: &[u8], w: usize, h: usize, l2: bool, low: i32, high: i32) -> Vec<u8> {
+    if w == 0 || h == 0 {
+        return Vec::new();
+    }
+    let mw = w + 2;
+    let mut map = vec![NONE; mw * (h + 2)];
+    let mut stack: Vec<usize> = Vec::new();
+    let (mut sums, mut diffs) = (vec![0i32; w + 2], vec![0i32; w + 2]);
+    // rows[0..3]: the gradients of rows y - 1, y and y + 1; a row outside the frame has m = 0.
+    let mut rows = [GradientRow::new(w), GradientRow::new(w), GradientRow::new(w)];
+    gradient_row(src, w, h, 0, l2, &mut sums, &mut diffs, &mut rows[1].dx, &mut rows[1].dy, &mut rows[1].mag);
     for y in 0..h {
+        if y + 1 < h {
+            let next = &mut rows[2];
+            gradient_row(
+                src,
+                w,
+                h,
+                y + 1,
+                l2,
+                &mut sums,
+                &mut diffs,
+                &mut next.dx,
+                &mut next.dy,
+                &mut next.mag,
+            );
+        } else {
+            rows[2].mag.fill(0);
+        }
+        let [above, row, below] = &rows;
+        let (ma, mc, mb) = (&above.mag[..], &row.mag[..], &below.mag[..]);
+        let base = (y + 1) * mw + 1;
+        let out = &mut map[base..base + w];
         for x in 0..w {
-            let m = mag[y * w + x];
+            // Magnitude column x of the padded rows is frame column x - 1.
+            let m = mc[x + 1];
             if m <= low {
                 continue;
             }
-            let (xi, yi) = (x as isize, y as isize);
-            let keep = match dir[y * w + x] {
-                0 => m > at(xi - 1, yi) && m >= at(xi + 1, yi),
-                1 => m > at(xi, yi - 1) && m >= at(xi, yi + 1),
-                2 => m > at(xi - 1, yi - 1) && m > at(xi + 1, yi + 1),
-                _ => m > at(xi + 1, yi - 1) && m > at(xi - 1, yi + 1),
+            let (gx, gy) = (row.dx[x], row.dy[x]);
+            let keep = match direction(gx, gy) {
+                0 => m > mc[x] && m >= mc[x + 2],
+                1 => m > ma[x + 1] && m >= mb[x + 1],
+                2 => m > ma[x] && m > mb[x + 2],
+                _ => m > ma[x + 2] && m > mb[x],
             };
             if keep {
-                map[y * w + x] = if m > high { STRONG } else { WEAK };
+                if m > high {
+                    out[x] = STRONG;
+                    stack.push(base + x);
+                } else {
+                    out[x] = WEAK;
+                }
             }
         }
+        rows.rotate_left(1);
     }
-    map
-}
-
-/// Stage 4 on the CPU: floods from every strong pixel through weak ones; returns 0/255 edges.
-fn hysteresis_cpu(mut map: Vec<u8>, w: usize, h: usize) -> Vec<u8> {
-    let mut stack: Vec<usize> = (0..map.len()).filter(|&i| map[i] == STRONG).collect();
+    let offsets = [mw + 1, mw, mw - 1, 1];
     while let Some(i) = stack.pop() {
-        let (x, y) = ((i % w) as isize, (i / w) as isize);
-        for (ox, oy) in [(-1, -1), (0, -1), (1, -1), (-1, 0), (1, 0), (-1, 1), (0, 1), (1, 1)] {
-            let (nx, ny) = (x + ox, y + oy);
-            if nx < 0 || ny < 0 || nx >= w as isize || ny >= h as isize {
-                continue;
-            }
-            let j = ny as usize * w + nx as usize;
-            if map[j] == WEAK {
-                map[j] = STRONG;
-                stack.push(j);
+        // The border ring is NONE, so i ± offset stays inside the map.
+        for &o in &offsets {
+            for j in [i - o, i + o] {
+                if map[j] == WEAK {
+                    map[j] = STRONG;
+                    stack.push(j);
+                }
             }
         }
     }
-    map.iter().map(|&v| if v == STRONG { 255 } else { 0 }).collect()
+    let mut edges = vec![0u8; w * h];
+    for (dst, m) in edges.chunks_exact_mut(w).zip(map.chunks_exact(mw).skip(1)) {
+        for (d, &v) in dst.iter_mut().zip(&m[1..=w]) {
+            *d = if v == STRONG { 255 } else { 0 };
+        }
+    }
+    edges
 }
 
 fn grid(n: usize, block: u32) -> u32 {
@@ -368,8 +441,7 @@ impl Op for Canny {
             src = &blurred;
         }
         let (low, high) = self.thresholds();
-        let map = nms_cpu(src, w, h, self.l2, low, high);
-        Ok(self.output(frame, hysteresis_cpu(map, w, h)))
+        Ok(self.output(frame, canny_cpu(src, w, h, self.l2, low, high)))
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
