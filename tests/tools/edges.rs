@@ -190,25 +190,21 @@ fn gpu_timings() {
     let n = w * h;
     let canny = Canny { low: 50.0, high: 150.0, l2: false, blur: None };
     let src = gpu.upload::<u8>("bench.in", &samples(&frame)).unwrap();
-    let mut mag = gpu.buffer::<i32>("bench.mag", n).unwrap();
-    let mut dir = gpu.buffer::<u8>("bench.dir", n).unwrap();
     let mut map = gpu.buffer::<u8>("bench.map", n).unwrap();
-    let mut changed = gpu.buffer::<u32>("bench.changed", histopipe_ops::edges::HYSTERESIS_BATCH).unwrap();
+    let mut labels = gpu.buffer::<u32>("bench.labels", n).unwrap();
     let mut dst = gpu.buffer::<u8>("bench.out", n).unwrap();
-    let nms = gpu_time_ms(&gpu, 20, || {
-        canny.launch_gradient_nms(&gpu, &src, w, h, &mut mag, &mut dir, &mut map).unwrap()
-    });
-    let mut passes = 0;
+    let nms =
+        gpu_time_ms(&gpu, 20, || canny.launch_gradient_nms(&gpu, &src, w, h, &mut map, &mut labels).unwrap());
     let all = gpu_time_ms(&gpu, 20, || {
-        canny.launch_gradient_nms(&gpu, &src, w, h, &mut mag, &mut dir, &mut map).unwrap();
-        passes = Canny::hysteresis(&gpu, &mut map, w, h, &mut changed).unwrap();
-        Canny::launch_finish(&gpu, &map, n, &mut dst).unwrap();
+        canny.launch_gradient_nms(&gpu, &src, w, h, &mut map, &mut labels).unwrap();
+        Canny::launch_hysteresis(&gpu, &mut map, &mut labels, w, h).unwrap();
+        Canny::launch_finish(&gpu, &map, &labels, n, &mut dst).unwrap();
     });
     let mut out = vec![0u8; n];
     gpu.download(&dst, &mut out).unwrap();
     let edges = out.iter().filter(|&&v| v == 255).count();
     println!(
-        "{} {w}x{h}: Canny gradient+suppression {nms:.3} ms, whole Canny {all:.3} ms ({passes} hysteresis passes), {:.2}% edge pixels",
+        "{} {w}x{h}: Canny gradient+suppression {nms:.3} ms, whole Canny {all:.3} ms, {:.2}% edge pixels",
         gpu.name(),
         100.0 * edges as f64 / n as f64
     );

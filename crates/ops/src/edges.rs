@@ -298,11 +298,9 @@ fn grid(n: usize, block: u32) -> u32 {
     n.div_ceil(block as usize).clamp(1, 1 << 20) as u32
 }
 
-/// The tile edge of the hysteresis kernel (its blocks are TILE x TILE threads).
-const TILE: u32 = 32;
-
-/// Hysteresis passes queued between two looks at their flags.
-pub const HYSTERESIS_BATCH: usize = 4;
+/// The tile of `canny_nms` (`CANNY_TW` x `CANNY_TH` in canny.cu) and its blocks' shape.
+const NMS_TILE: (u32, u32) = (128, 16);
+const NMS_BLOCK: (u32, u32) = (32, 8);
 
 impl Canny {
     /// Queues the blur kernels: `src` (w x h) through `tmp` (f32, w x h) into `dst`; `weights`
@@ -332,8 +330,10 @@ impl Canny {
         Ok(())
     }
 
-    /// Queues stages 1–3: gradients of `src` (w x h) into `mag` and `dir`, then the NONE / WEAK /
-    /// STRONG map (one byte per pixel) into `map`.
+    /// Queues stages 1–3 as one kernel: the NONE / WEAK / STRONG map (one byte per pixel) of
+    /// `src` (w x h) into `map`, and for every kept pixel its own index into `labels`, where
+    /// [`Canny::launch_hysteresis`] starts. Frames need fewer than 2^32 pixels (see
+    /// [`Canny::gpu_size_ok`]).
     #[allow(clippy::too_many_arguments)]
     pub fn launch_gradient_nms(
         &self,
@@ -341,89 +341,79 @@ impl Canny {
         src: &CudaSlice<u8>,
         w: usize,
         h: usize,
-        mag: &mut CudaSlice<i32>,
-        dir: &mut CudaSlice<u8>,
         map: &mut CudaSlice<u8>,
+        labels: &mut CudaSlice<u32>,
     ) -> Result<(), OpError> {
+        if w == 0 || h == 0 {
+            return Ok(());
+        }
         let (low, high) = self.thresholds();
-        let cfg =
-            LaunchConfig { grid_dim: (grid(w * h, 256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        let (w32, h32, l2) = (w as u32, h as u32, self.l2 as u32);
-        let f = gpu.function(&kernels::CANNY, "canny_gradient")?;
-        let mut l = gpu.stream().launch_builder(&f);
-        l.arg(src).arg(&w32).arg(&h32).arg(&l2).arg(&mut *mag).arg(&mut *dir);
-        unsafe { l.launch(cfg) }?;
-        let f = gpu.function(&kernels::CANNY, "canny_nms")?;
-        let mut l = gpu.stream().launch_builder(&f);
-        l.arg(&*mag).arg(&*dir).arg(&w32).arg(&h32).arg(&low).arg(&high).arg(map);
-        unsafe { l.launch(cfg) }?;
-        Ok(())
-    }
-
-    /// Queues one hysteresis pass over `map`: each 32x32 tile promotes, until stable within the
-    /// tile, weak pixels next to strong ones; `changed[slot]` becomes non-zero if any pixel changed.
-    pub fn launch_hysteresis_pass(
-        gpu: &Gpu,
-        map: &mut CudaSlice<u8>,
-        w: usize,
-        h: usize,
-        changed: &mut CudaSlice<u32>,
-        slot: u32,
-    ) -> Result<(), OpError> {
         let cfg = LaunchConfig {
-            grid_dim: ((w as u32).div_ceil(TILE), (h as u32).div_ceil(TILE), 1),
-            block_dim: (TILE, TILE, 1),
+            grid_dim: ((w as u32).div_ceil(NMS_TILE.0), (h as u32).div_ceil(NMS_TILE.1), 1),
+            block_dim: (NMS_BLOCK.0, NMS_BLOCK.1, 1),
             shared_mem_bytes: 0,
         };
-        let (w32, h32) = (w as u32, h as u32);
-        let f = gpu.function(&kernels::CANNY, "canny_hysteresis")?;
+        let (w32, h32, l2) = (w as u32, h as u32, self.l2 as u32);
+        let f = gpu.function(&kernels::CANNY, "canny_nms")?;
         let mut l = gpu.stream().launch_builder(&f);
-        l.arg(map).arg(&w32).arg(&h32).arg(changed).arg(&slot);
+        l.arg(src).arg(&w32).arg(&h32).arg(&l2).arg(&low).arg(&high).arg(map).arg(labels);
         unsafe { l.launch(cfg) }?;
         Ok(())
     }
 
-    /// Runs hysteresis passes until one changes nothing (a fixpoint: the unique set of weak pixels
-    /// connected to strong ones). Passes are queued [`HYSTERESIS_BATCH`] at a time, each with its
-    /// own flag in `changed` (at least that long), and the host waits once per batch: a pass over
-    /// a stable map is cheaper than a round trip. Returns the number of passes run.
-    pub fn hysteresis(
-        gpu: &Gpu,
-        map: &mut CudaSlice<u8>,
-        w: usize,
-        h: usize,
-        changed: &mut CudaSlice<u32>,
-    ) -> Result<usize, OpError> {
-        let mut passes = 0;
-        loop {
-            gpu.stream().memset_zeros(&mut *changed)?;
-            for slot in 0..HYSTERESIS_BATCH {
-                Self::launch_hysteresis_pass(gpu, map, w, h, changed, slot as u32)?;
-            }
-            let mut flags = [0u32; HYSTERESIS_BATCH];
-            gpu.stream().memcpy_dtoh(&changed.slice(..HYSTERESIS_BATCH), &mut flags)?;
-            gpu.stream().synchronize()?;
-            // Once a pass changes nothing, the map is the fixpoint and every later pass idles.
-            if let Some(k) = flags.iter().position(|&f| f == 0) {
-                return Ok(passes + k + 1);
-            }
-            passes += HYSTERESIS_BATCH;
-        }
+    /// Whether a frame of `n` pixels fits the GPU backend: `labels` holds pixel indices in 32 bits.
+    pub fn gpu_size_ok(n: usize) -> bool {
+        n < u32::MAX as usize
     }
 
-    /// Queues the last step: 255 where `map` is STRONG, else 0, for `n` pixels.
+    /// Queues hysteresis over the `map` and `labels` of [`Canny::launch_gradient_nms`] (w x h):
+    /// union-find joins 8-connected kept pixels into components, then each label is pointed at
+    /// its component's root and the roots of components holding a strong pixel become STRONG.
+    /// Two kernels, no host round trip; the result does not depend on scheduling (the components
+    /// are unique).
+    pub fn launch_hysteresis(
+        gpu: &Gpu,
+        map: &mut CudaSlice<u8>,
+        labels: &mut CudaSlice<u32>,
+        w: usize,
+        h: usize,
+    ) -> Result<(), OpError> {
+        let n = w * h;
+        if n == 0 {
+            return Ok(());
+        }
+        let cfg =
+            LaunchConfig { grid_dim: (grid(n, 256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let (w32, h32, n64) = (w as u32, h as u32, n as u64);
+        let f = gpu.function(&kernels::CANNY, "canny_union_neighbours")?;
+        let mut l = gpu.stream().launch_builder(&f);
+        l.arg(&*map).arg(&w32).arg(&h32).arg(&mut *labels);
+        unsafe { l.launch(cfg) }?;
+        let f = gpu.function(&kernels::CANNY, "canny_flatten")?;
+        let mut l = gpu.stream().launch_builder(&f);
+        l.arg(map).arg(&n64).arg(labels);
+        unsafe { l.launch(cfg) }?;
+        Ok(())
+    }
+
+    /// Queues the last step, after [`Canny::launch_hysteresis`]: for `n` pixels, 255 where the
+    /// pixel is kept and its root in `labels` is STRONG, else 0.
     pub fn launch_finish(
         gpu: &Gpu,
         map: &CudaSlice<u8>,
+        labels: &CudaSlice<u32>,
         n: usize,
         dst: &mut CudaSlice<u8>,
     ) -> Result<(), OpError> {
+        if n == 0 {
+            return Ok(());
+        }
         let cfg =
             LaunchConfig { grid_dim: (grid(n, 256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         let n64 = n as u64;
         let f = gpu.function(&kernels::CANNY, "canny_finish")?;
         let mut l = gpu.stream().launch_builder(&f);
-        l.arg(map).arg(&n64).arg(dst);
+        l.arg(map).arg(labels).arg(&n64).arg(dst);
         unsafe { l.launch(cfg) }?;
         Ok(())
     }
@@ -448,6 +438,11 @@ impl Op for Canny {
         let input = self.input(frame)?;
         let (w, h) = (frame.width, frame.height);
         let n = w * h;
+        if !Self::gpu_size_ok(n) {
+            return Err(OpError::invalid(format!(
+                "{w}x{h} is too large for the GPU backend (fewer than 2^32 pixels)"
+            )));
+        }
         let mut src = gpu.upload::<u8>("edges.in", input)?;
         if let Some(sigma) = self.blur {
             let k = gaussian_weights(sigma);
@@ -457,14 +452,12 @@ impl Op for Canny {
             Self::launch_blur(gpu, &src, w, h, &weights, k.len(), &mut tmp, &mut blurred)?;
             src = blurred;
         }
-        let mut mag = gpu.buffer::<i32>("edges.mag", n)?;
-        let mut dir = gpu.buffer::<u8>("edges.dir", n)?;
         let mut map = gpu.buffer::<u8>("edges.map", n)?;
-        let mut changed = gpu.buffer::<u32>("edges.changed", HYSTERESIS_BATCH)?;
-        self.launch_gradient_nms(gpu, &src, w, h, &mut mag, &mut dir, &mut map)?;
-        Self::hysteresis(gpu, &mut map, w, h, &mut changed)?;
+        let mut labels = gpu.buffer::<u32>("edges.labels", n)?;
+        self.launch_gradient_nms(gpu, &src, w, h, &mut map, &mut labels)?;
+        Self::launch_hysteresis(gpu, &mut map, &mut labels, w, h)?;
         let mut dst = gpu.buffer::<u8>("edges.out", n)?;
-        Self::launch_finish(gpu, &map, n, &mut dst)?;
+        Self::launch_finish(gpu, &map, &labels, n, &mut dst)?;
         let mut out = vec![0u8; n];
         gpu.download(&dst, &mut out)?;
         Ok(self.output(frame, out))
