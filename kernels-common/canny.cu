@@ -35,12 +35,50 @@ extern "C" __global__ void gauss_cols(const float* __restrict__ tmp, u32 w, u32 
     }
 }
 
-// Stages 1-3 fused: each block loads its CANNY_TW x CANNY_TH tile of the input with a two-pixel
-// halo (coordinates clamped: BORDER_REPLICATE) into shared memory, computes the magnitudes of the
-// tile and a one-pixel halo there (0 outside the frame), then suppresses and thresholds each pixel
-// of the tile, recomputing its gradient from shared memory (only where m > low, the only place
-// the direction matters). Only the one-byte map leaves the block, and for kept pixels the label
-// hysteresis starts from: its own index. Per pixel the arithmetic is the CPU backend's.
+// Hysteresis as connected components: the edges are exactly the kept pixels whose 8-connected
+// component of kept pixels holds a strong one. Union-find as in ECL-CC (Jaiganesh & Burtscher,
+// 2018): a label always names a pixel of the same component with an index no larger than its own,
+// a root names itself, a root is hooked under a smaller one by atomicCAS (which fails if it
+// stopped being a root meanwhile), and finds shorten the paths they walk by pointing each node at
+// its grandparent (an ancestor, so still in the component). The components, and so the edges, do
+// not depend on the order in which threads run. Works on shared and global labels alike.
+__device__ __forceinline__ u32 canny_find(u32* labels, u32 x) {
+    u32 curr = labels[x];
+    if (curr != x) {
+        u32 prev = x, next;
+        while (curr > (next = labels[curr])) {
+            labels[prev] = next;
+            prev = curr;
+            curr = next;
+        }
+    }
+    return curr;
+}
+
+__device__ void canny_union(u32* labels, u32 a, u32 b) {
+    a = canny_find(labels, a);
+    b = canny_find(labels, b);
+    while (a != b) {
+        if (a > b) {
+            const u32 t = a;
+            a = b;
+            b = t;
+        }
+        const u32 old = atomicCAS(&labels[b], b, a);
+        if (old == b) return;
+        b = canny_find(labels, old);
+    }
+}
+
+// Stages 1-3 fused, and hysteresis within the tile: each block loads its CANNY_TW x CANNY_TH tile
+// of the input with a two-pixel halo (coordinates clamped: BORDER_REPLICATE) into shared memory,
+// computes the magnitudes of the tile and a one-pixel halo there (0 outside the frame), then
+// suppresses and thresholds each pixel of the tile, recomputing its gradient from shared memory
+// (only where m > low, the only place the direction matters), and writes the one-byte map. Then
+// it joins the tile's kept pixels into components in shared memory and writes, for each kept
+// pixel, the global index of its component's root within the tile (the smallest index, as tile
+// order is frame order) into `labels`: the trees stay one level deep until components are joined
+// across tiles. Per pixel the arithmetic is the CPU backend's.
 // Blocks are 32 x 8 threads; thread (tx, ty) handles columns tx + 32 j and rows ty + 8 i, so a
 // warp touches 32 consecutive bytes (one sector) and 32 consecutive shared words (no conflicts).
 #define CANNY_TW 128
@@ -63,6 +101,8 @@ extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
               u32* __restrict__ labels) {
     __shared__ u8 in[CANNY_TH + 4][CANNY_TW + 4];
     __shared__ int mag[CANNY_TH + 2][CANNY_TW + 2];
+    __shared__ u8 kept[CANNY_TH][CANNY_TW];
+    __shared__ u32 local[CANNY_TH * CANNY_TW];
     const int tid = threadIdx.y * CANNY_BX + threadIdx.x;
     const int x0 = (int)(blockIdx.x * CANNY_TW), y0 = (int)(blockIdx.y * CANNY_TH);
     for (int k = tid; k < (CANNY_TH + 4) * (CANNY_TW + 4); k += CANNY_BX * CANNY_BY) {
@@ -83,17 +123,15 @@ extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
     }
     __syncthreads();
     for (int ty = threadIdx.y; ty < CANNY_TH; ty += CANNY_BY) {
-        const int gy = y0 + ty;
-        if ((u32)gy >= h) break;
         for (int tx = threadIdx.x; tx < CANNY_TW; tx += CANNY_BX) {
-            const int gx = x0 + tx;
-            if ((u32)gx >= w) break;
+            const int gx = x0 + tx, gy = y0 + ty;
             // The pixel is mag[ty + 1][tx + 1] and in[ty + 2][tx + 2].
             const int* ma = mag[ty];
             const int* mc = mag[ty + 1];
             const int* mb = mag[ty + 2];
             const int m = mc[tx + 1];
             u8 out = CANNY_NONE;
+            // Outside the frame m is 0, and low >= 0: such places stay NONE.
             if (m > low) {
                 int dx, dy;
                 canny_sobel(in, tx + 2, ty + 2, dx, dy);
@@ -106,63 +144,66 @@ extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
                 else keep = m > ma[tx] && m > mb[tx + 2];
                 if (keep) out = m > high ? CANNY_STRONG : CANNY_WEAK;
             }
-            const u64 i = (u64)gy * w + gx;
-            map[i] = out;
-            if (out != CANNY_NONE) labels[i] = (u32)i;
+            kept[ty][tx] = out;
+            local[ty * CANNY_TW + tx] = ty * CANNY_TW + tx;
+            if ((u32)gx < w && (u32)gy < h) map[(u64)gy * w + gx] = out;
+        }
+    }
+    __syncthreads();
+    // Each kept pixel joins its kept neighbours W, NW, N and NE inside the tile: every 8-connected
+    // pair of the tile once.
+    for (int ty = threadIdx.y; ty < CANNY_TH; ty += CANNY_BY) {
+        for (int tx = threadIdx.x; tx < CANNY_TW; tx += CANNY_BX) {
+            if (kept[ty][tx] == CANNY_NONE) continue;
+            const u32 k = ty * CANNY_TW + tx;
+            if (tx > 0 && kept[ty][tx - 1] != CANNY_NONE) canny_union(local, k, k - 1);
+            if (ty > 0) {
+                if (tx > 0 && kept[ty - 1][tx - 1] != CANNY_NONE) canny_union(local, k, k - CANNY_TW - 1);
+                if (kept[ty - 1][tx] != CANNY_NONE) canny_union(local, k, k - CANNY_TW);
+                if (tx + 1 < CANNY_TW && kept[ty - 1][tx + 1] != CANNY_NONE) canny_union(local, k, k - CANNY_TW + 1);
+            }
+        }
+    }
+    __syncthreads();
+    for (int ty = threadIdx.y; ty < CANNY_TH; ty += CANNY_BY) {
+        for (int tx = threadIdx.x; tx < CANNY_TW; tx += CANNY_BX) {
+            // Kept pixels are all inside the frame.
+            if (kept[ty][tx] == CANNY_NONE) continue;
+            const u32 r = canny_find(local, ty * CANNY_TW + tx);
+            labels[(u64)(y0 + ty) * w + x0 + tx] = (u32)((u64)(y0 + r / CANNY_TW) * w + x0 + r % CANNY_TW);
         }
     }
 }
 
-// Hysteresis as connected components: the edges are exactly the kept pixels whose 8-connected
-// component of kept pixels holds a strong one. Union-find over `labels` (Playne & Hawick, 2018):
-// a label only ever decreases and always names a pixel of the same component, a root names
-// itself, and linking is one atomicMin on a root; a stale read only costs a retry. The
-// components, and so the edges, do not depend on the order in which threads run.
-__device__ __forceinline__ u32 canny_find(const u32* labels, u32 x) {
-    u32 p;
-    while ((p = labels[x]) != x) x = p;
-    return x;
-}
-
-__device__ void canny_union(u32* labels, u32 a, u32 b) {
-    for (;;) {
-        a = canny_find(labels, a);
-        b = canny_find(labels, b);
-        if (a == b) return;
-        // Link the larger root under the smaller; if it stopped being a root meanwhile, go on
-        // from what it points at now.
-        if (a < b) {
-            const u32 old = atomicMin(&labels[b], a);
-            if (old == b) return;
-            b = old;
-        } else {
-            const u32 old = atomicMin(&labels[a], b);
-            if (old == a) return;
-            a = old;
-        }
-    }
-}
-
-// Joins each kept pixel with its kept neighbours on the left and in the row above (W, NW, N,
-// NE): with every pixel doing so, each 8-connected pair is joined once.
-extern "C" __global__ void canny_union_neighbours(const u8* __restrict__ map, u32 w, u32 h, u32* labels) {
-    const u64 n = (u64)w * h;
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-        if (map[i] == CANNY_NONE) continue;
-        const u32 y = (u32)(i / w), x = (u32)(i - (u64)y * w);
-        if (x > 0 && map[i - 1] != CANNY_NONE) canny_union(labels, (u32)i, (u32)(i - 1));
-        if (y > 0) {
-            const u64 up = i - w;
-            if (x > 0 && map[up - 1] != CANNY_NONE) canny_union(labels, (u32)i, (u32)(up - 1));
-            if (map[up] != CANNY_NONE) canny_union(labels, (u32)i, (u32)up);
-            if (x + 1 < w && map[up + 1] != CANNY_NONE) canny_union(labels, (u32)i, (u32)(up + 1));
-        }
+// Joins the components of neighbouring tiles: one block per tile of canny_nms, one thread per
+// pixel of its top row, left column and right column, each joining its kept neighbours W, NW, N
+// and NE that lie in another tile (every 8-connected pair across tiles has its lower or side
+// pixel there).
+#define CANNY_BORDER (CANNY_TW + 2 * (CANNY_TH - 1))
+extern "C" __global__ void canny_union_borders(const u8* __restrict__ map, u32 w, u32 h, u32* labels) {
+    const u32 k = threadIdx.x;
+    if (k >= CANNY_BORDER) return;
+    const u32 x0 = blockIdx.x * CANNY_TW, y0 = blockIdx.y * CANNY_TH;
+    u32 x, y;
+    if (k < CANNY_TW) x = x0 + k, y = y0;
+    else if (k < CANNY_TW + CANNY_TH - 1) x = x0, y = y0 + 1 + (k - CANNY_TW);
+    else x = x0 + CANNY_TW - 1, y = y0 + 1 + (k - CANNY_TW - (CANNY_TH - 1));
+    if (x >= w || y >= h) return;
+    const u64 i = (u64)y * w + x;
+    if (map[i] == CANNY_NONE) return;
+    const int dxs[4] = {-1, -1, 0, 1}, dys[4] = {0, -1, -1, -1};
+    for (int d = 0; d < 4; d++) {
+        const int nx = (int)x + dxs[d], ny = (int)y + dys[d];
+        if (nx < 0 || ny < 0 || (u32)nx >= w) continue;
+        if ((u32)nx / CANNY_TW == blockIdx.x && (u32)ny / CANNY_TH == blockIdx.y) continue;
+        const u64 j = (u64)ny * w + nx;
+        if (map[j] != CANNY_NONE) canny_union(labels, (u32)i, (u32)j);
     }
 }
 
 // After every union: points each kept pixel's label straight at its root, and marks the root of
-// every strong pixel's component STRONG. Concurrent writers of one label or one root write the
-// same value, and map only changes WEAK -> STRONG, so which pixels are kept is never in doubt.
+// every strong pixel's component STRONG. Concurrent writers of one root write the same value, and
+// map only changes WEAK -> STRONG, so which pixels are kept is never in doubt.
 extern "C" __global__ void canny_flatten(u8* map, u64 n, u32* labels) {
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
         const u8 v = map[i];

@@ -331,9 +331,9 @@ impl Canny {
     }
 
     /// Queues stages 1–3 as one kernel: the NONE / WEAK / STRONG map (one byte per pixel) of
-    /// `src` (w x h) into `map`, and for every kept pixel its own index into `labels`, where
-    /// [`Canny::launch_hysteresis`] starts. Frames need fewer than 2^32 pixels (see
-    /// [`Canny::gpu_size_ok`]).
+    /// `src` (w x h) into `map`, and, for every kept pixel, the root of its component within its
+    /// tile into `labels`, where [`Canny::launch_hysteresis`] goes on. Frames need fewer than
+    /// 2^32 pixels (see [`Canny::gpu_size_ok`]).
     #[allow(clippy::too_many_arguments)]
     pub fn launch_gradient_nms(
         &self,
@@ -361,16 +361,17 @@ impl Canny {
         Ok(())
     }
 
-    /// Whether a frame of `n` pixels fits the GPU backend: `labels` holds pixel indices in 32 bits.
-    pub fn gpu_size_ok(n: usize) -> bool {
-        n < u32::MAX as usize
+    /// Whether a w x h frame fits the GPU backend: `labels` holds pixel indices in 32 bits, and
+    /// the tiles' rows are a grid dimension (at most 65535).
+    pub fn gpu_size_ok(w: usize, h: usize) -> bool {
+        w.checked_mul(h).is_some_and(|n| n < u32::MAX as usize) && h.div_ceil(NMS_TILE.1 as usize) <= 65535
     }
 
-    /// Queues hysteresis over the `map` and `labels` of [`Canny::launch_gradient_nms`] (w x h):
-    /// union-find joins 8-connected kept pixels into components, then each label is pointed at
-    /// its component's root and the roots of components holding a strong pixel become STRONG.
-    /// Two kernels, no host round trip; the result does not depend on scheduling (the components
-    /// are unique).
+    /// Queues the rest of hysteresis over the `map` and `labels` of [`Canny::launch_gradient_nms`]
+    /// (w x h): union-find joins the tiles' components across tile borders, then each label is
+    /// pointed at its component's root and the roots of components holding a strong pixel become
+    /// STRONG. Two kernels, no host round trip; the result does not depend on scheduling (the
+    /// components are unique).
     pub fn launch_hysteresis(
         gpu: &Gpu,
         map: &mut CudaSlice<u8>,
@@ -382,13 +383,19 @@ impl Canny {
         if n == 0 {
             return Ok(());
         }
-        let cfg =
-            LaunchConfig { grid_dim: (grid(n, 256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         let (w32, h32, n64) = (w as u32, h as u32, n as u64);
-        let f = gpu.function(&kernels::CANNY, "canny_union_neighbours")?;
+        // One block per tile of canny_nms, one thread per pixel of its top row and side columns.
+        let border = LaunchConfig {
+            grid_dim: (w32.div_ceil(NMS_TILE.0), h32.div_ceil(NMS_TILE.1), 1),
+            block_dim: ((NMS_TILE.0 + 2 * (NMS_TILE.1 - 1)).next_multiple_of(32), 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let f = gpu.function(&kernels::CANNY, "canny_union_borders")?;
         let mut l = gpu.stream().launch_builder(&f);
         l.arg(&*map).arg(&w32).arg(&h32).arg(&mut *labels);
-        unsafe { l.launch(cfg) }?;
+        unsafe { l.launch(border) }?;
+        let cfg =
+            LaunchConfig { grid_dim: (grid(n, 256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         let f = gpu.function(&kernels::CANNY, "canny_flatten")?;
         let mut l = gpu.stream().launch_builder(&f);
         l.arg(map).arg(&n64).arg(labels);
@@ -438,9 +445,10 @@ impl Op for Canny {
         let input = self.input(frame)?;
         let (w, h) = (frame.width, frame.height);
         let n = w * h;
-        if !Self::gpu_size_ok(n) {
+        if !Self::gpu_size_ok(w, h) {
             return Err(OpError::invalid(format!(
-                "{w}x{h} is too large for the GPU backend (fewer than 2^32 pixels)"
+                "{w}x{h} is too large for the GPU backend (fewer than 2^32 pixels, at most {} rows)",
+                65535 * NMS_TILE.1
             )));
         }
         let mut src = gpu.upload::<u8>("edges.in", input)?;
@@ -492,6 +500,19 @@ mod tests {
         for y in 0..h {
             let row: Vec<u8> = e[y * w..(y + 1) * w].to_vec();
             assert_eq!(row, vec![0, 0, 0, 255, 0, 0, 0, 0], "row {y}");
+        }
+    }
+
+    #[test]
+    fn tile_shapes_match_the_kernel() {
+        let text = kernels::CANNY.text;
+        for (name, v) in [
+            ("CANNY_TW", NMS_TILE.0),
+            ("CANNY_TH", NMS_TILE.1),
+            ("CANNY_BX", NMS_BLOCK.0),
+            ("CANNY_BY", NMS_BLOCK.1),
+        ] {
+            assert!(text.contains(&format!("#define {name} {v}\n")), "{name} is not {v} in canny.cu");
         }
     }
 
