@@ -136,7 +136,7 @@ fn gpu_matches_cpu_on_random_frames() {
     }
 }
 
-/// A long weak spiral must be followed across many GPU tiles: hysteresis to the fixpoint.
+/// A long weak spiral must be followed across many GPU tiles: components joined across tile borders.
 #[test]
 fn gpu_hysteresis_follows_long_weak_chains() {
     let Some(gpu) = gpu() else { return };
