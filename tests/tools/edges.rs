@@ -229,6 +229,7 @@ fn cpu_timings() {
         ("real", scaled(4096, 3112)),
         ("real", scaled(3932, 4000)),
         ("brick", bench_frame()),
+        ("random", random_frame(&mut rng, 7680, 4320, 255)),
     ];
     let canny = Canny { low: 50.0, high: 150.0, l2: false, blur: None };
     for (name, frame) in &frames {
