@@ -201,9 +201,9 @@ extern "C" __global__ void canny_union_borders(const u8* __restrict__ map, u32 w
     }
 }
 
-// After every union: points each kept pixel's label straight at its root, and marks the root of
-// every strong pixel's component STRONG. Concurrent writers of one root write the same value, and
-// map only changes WEAK -> STRONG, so which pixels are kept is never in doubt.
+// After every union (the roots are fixed now): shortens each kept pixel's path to its root, and
+// marks the root of every strong pixel's component STRONG. Concurrent writers of one root write
+// the same value, and map only changes WEAK -> STRONG, so which pixels are kept is never in doubt.
 extern "C" __global__ void canny_flatten(u8* map, u64 n, u32* labels) {
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
         const u8 v = map[i];
@@ -214,9 +214,18 @@ extern "C" __global__ void canny_flatten(u8* map, u64 n, u32* labels) {
     }
 }
 
-// 255 where the pixel is kept and its component's root is STRONG, else 0.
+// 255 where the pixel is kept and its component's root is STRONG, else 0. The root is walked to,
+// not read as labels[i]: in canny_flatten a finder that read labels[i] before it was set may
+// still overwrite it with an older ancestor (paths are short by now, so the walk is too).
 extern "C" __global__ void canny_finish(const u8* __restrict__ map, const u32* __restrict__ labels, u64 n,
                                         u8* __restrict__ out) {
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
-        out[i] = map[i] != CANNY_NONE && map[labels[i]] == CANNY_STRONG ? 255 : 0;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        u8 v = 0;
+        if (map[i] != CANNY_NONE) {
+            u32 x = (u32)i, p;
+            while ((p = labels[x]) != x) x = p;
+            v = map[x] == CANNY_STRONG ? 255 : 0;
+        }
+        out[i] = v;
+    }
 }

@@ -369,8 +369,8 @@ impl Canny {
     }
 
     /// Queues the rest of hysteresis over the `map` and `labels` of [`Canny::launch_gradient_nms`]
-    /// (w x h): union-find joins the tiles' components across tile borders, then each label is
-    /// pointed at its component's root and the roots of components holding a strong pixel become
+    /// (w x h): union-find joins the tiles' components across tile borders, then the paths to
+    /// the roots are shortened and the roots of components holding a strong pixel become
     /// STRONG. Two kernels, no host round trip; the result does not depend on scheduling (the
     /// components are unique).
     pub fn launch_hysteresis(
