@@ -183,9 +183,12 @@ fn gradient_row(
     diffs[0] = diffs[1];
     sums[w + 1] = sums[w];
     diffs[w + 1] = diffs[w];
-    for (x, (gx, gy)) in dx.iter_mut().zip(dy.iter_mut()).enumerate() {
-        *gx = sums[x + 2] - sums[x];
-        *gy = diffs[x] + 2 * diffs[x + 1] + diffs[x + 2];
+    // Shifted slices rather than indices: no bounds checks inside the loops.
+    for ((gx, &l), &r) in dx.iter_mut().zip(&sums[..w]).zip(&sums[2..]) {
+        *gx = r - l;
+    }
+    for (((gy, &l), &c), &r) in dy.iter_mut().zip(&diffs[..w]).zip(&diffs[1..=w]).zip(&diffs[2..]) {
+        *gy = l + 2 * c + r;
     }
     let m = &mut mag[1..=w];
     if l2 {
