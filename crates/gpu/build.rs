@@ -7,7 +7,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../kernels-common");
+    // Read at run time, not baked in with env!: a build script compiled in another checkout (a
+    // copied target/) would otherwise keep embedding that checkout's kernels.
+    let dir = Path::new(&std::env::var("CARGO_MANIFEST_DIR")?).join("../../kernels-common");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut entries: Vec<_> = std::fs::read_dir(&dir)
         .map_err(|e| format!("kernels-common/: {e}"))?

@@ -136,7 +136,7 @@ fn gpu_matches_cpu_on_random_frames() {
     }
 }
 
-/// A long weak spiral must be followed across many GPU tiles: hysteresis to the fixpoint.
+/// A long weak spiral must be followed across many GPU tiles: components joined across tile borders.
 #[test]
 fn gpu_hysteresis_follows_long_weak_chains() {
     let Some(gpu) = gpu() else { return };
@@ -190,26 +190,59 @@ fn gpu_timings() {
     let n = w * h;
     let canny = Canny { low: 50.0, high: 150.0, l2: false, blur: None };
     let src = gpu.upload::<u8>("bench.in", &samples(&frame)).unwrap();
-    let mut mag = gpu.buffer::<i32>("bench.mag", n).unwrap();
-    let mut dir = gpu.buffer::<u8>("bench.dir", n).unwrap();
     let mut map = gpu.buffer::<u8>("bench.map", n).unwrap();
-    let mut changed = gpu.buffer::<u32>("bench.changed", histopipe_ops::edges::HYSTERESIS_BATCH).unwrap();
+    let mut labels = gpu.buffer::<u32>("bench.labels", n).unwrap();
     let mut dst = gpu.buffer::<u8>("bench.out", n).unwrap();
-    let nms = gpu_time_ms(&gpu, 20, || {
-        canny.launch_gradient_nms(&gpu, &src, w, h, &mut mag, &mut dir, &mut map).unwrap()
-    });
-    let mut passes = 0;
+    let nms =
+        gpu_time_ms(&gpu, 20, || canny.launch_gradient_nms(&gpu, &src, w, h, &mut map, &mut labels).unwrap());
     let all = gpu_time_ms(&gpu, 20, || {
-        canny.launch_gradient_nms(&gpu, &src, w, h, &mut mag, &mut dir, &mut map).unwrap();
-        passes = Canny::hysteresis(&gpu, &mut map, w, h, &mut changed).unwrap();
-        Canny::launch_finish(&gpu, &map, n, &mut dst).unwrap();
+        canny.launch_gradient_nms(&gpu, &src, w, h, &mut map, &mut labels).unwrap();
+        Canny::launch_hysteresis(&gpu, &mut map, &mut labels, w, h).unwrap();
+        Canny::launch_finish(&gpu, &map, &labels, n, &mut dst).unwrap();
     });
     let mut out = vec![0u8; n];
     gpu.download(&dst, &mut out).unwrap();
     let edges = out.iter().filter(|&&v| v == 255).count();
     println!(
-        "{} {w}x{h}: Canny gradient+suppression {nms:.3} ms, whole Canny {all:.3} ms ({passes} hysteresis passes), {:.2}% edge pixels",
+        "{} {w}x{h}: Canny gradient+suppression {nms:.3} ms, whole Canny {all:.3} ms, {:.2}% edge pixels",
         gpu.name(),
         100.0 * edges as f64 / n as f64
     );
+}
+
+/// CPU timings against cv2.Canny on one thread (not a check): `cargo test --release --test tools
+/// -- --ignored --nocapture cpu_timings`; writes the frames as raw bytes to the temp dir for
+/// `cv2.Canny` on the same samples.
+#[test]
+#[ignore]
+fn cpu_timings() {
+    let camera = fixture_frame("camera.pgm");
+    let scaled = |w: usize, h: usize| {
+        let (cw, ch) = (camera.width, camera.height);
+        let px =
+            (0..w * h).map(|i| camera.pixels.get((i / w * ch / h) * cw + i % w * cw / w) as u8).collect();
+        Frame::new(w, h, 255, Pixels::U8(px))
+    };
+    let mut rng = rng();
+    let frames = [
+        ("random", random_frame(&mut rng, 4096, 3112, 255)),
+        ("real", scaled(4096, 3112)),
+        ("real", scaled(3932, 4000)),
+        ("brick", bench_frame()),
+        ("random", random_frame(&mut rng, 7680, 4320, 255)),
+    ];
+    let canny = Canny { low: 50.0, high: 150.0, l2: false, blur: None };
+    for (name, frame) in &frames {
+        let path = std::env::temp_dir().join(format!("edges-{name}-{}x{}.u8", frame.width, frame.height));
+        std::fs::write(&path, samples(frame)).unwrap();
+        let mut times: Vec<f64> = (0..7)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                std::hint::black_box(canny.cpu(frame).unwrap());
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        println!("{} {name}: {:.1} ms median", path.display(), times[3]);
+    }
 }

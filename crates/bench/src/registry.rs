@@ -42,7 +42,7 @@ use histopipe_frame::{Frame, Pixels};
 use histopipe_gpu::cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use histopipe_gpu::Gpu;
 use histopipe_ops::colhist::{default_bins, ColHist};
-use histopipe_ops::edges::{Canny, HYSTERESIS_BATCH};
+use histopipe_ops::edges::Canny;
 use histopipe_ops::equalize::{launch_lut, launch_map, Equalize};
 use histopipe_ops::histogram::{self, launch_histogram, launch_scan, Bins, Histogram};
 use histopipe_ops::hough::{self, HoughLines, HoughParams, HoughSpace, HoughVote, Strategy};
@@ -433,42 +433,36 @@ fn equalize(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
     }))
 }
 
-/// Canny's stages 1 to 3 alone (`edges --low 50 --high 150`): Sobel gradients and magnitudes,
-/// then non-maximum suppression and the double threshold into the NONE / WEAK / STRONG map (one
-/// map per set; the magnitudes and directions in one pair of buffers, as the tool's pool keeps
-/// them). No CPU timing: that stage of the CPU implementation is not public.
+/// Canny's stages 1 to 3 alone (`edges --low 50 --high 150`): one kernel from the frame to the
+/// NONE / WEAK / STRONG map (one map per set) and the kept pixels' starting labels (one buffer, as
+/// the tool's pool keeps it). No CPU timing: that stage of the CPU implementation is not public.
 fn edges_gradient(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
     let (w, h) = (input.width, input.height);
     let n = w * h;
     let mut sets = Sets::new(gpu, input, n)?;
-    let stream = gpu.stream();
-    let mut mag = stream.alloc_zeros::<i32>(n)?;
-    let mut dir = stream.alloc_zeros::<u8>(n)?;
+    let mut labels = gpu.stream().alloc_zeros::<u32>(n)?;
     Ok(Case::new(n, 2 * n, sets.count(), move |gpu, i| {
         let (src, map) = sets.pair(i);
-        CANNY.launch_gradient_nms(gpu, src, w, h, &mut mag, &mut dir, map)?;
+        CANNY.launch_gradient_nms(gpu, src, w, h, map, &mut labels)?;
         Ok(())
     }))
 }
 
 /// `edges --low 50 --high 150` (L1, no blur), the whole of `Canny::gpu` but its upload and
-/// download: gradients and suppression, hysteresis to its fixpoint, the 0/255 output. Hysteresis
-/// waits on the host once per batch of passes (to read their flags), as the tool does: those
-/// round trips are in the time, and `queue_us` is about the median.
+/// download: the fused gradient / suppression / threshold kernel, hysteresis by union-find (two
+/// kernels) and the 0/255 output; nothing waits on the host.
 fn edges(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
     let (w, h) = (input.width, input.height);
     let n = w * h;
     let mut sets = Sets::new(gpu, input, n)?;
     let stream = gpu.stream();
-    let mut mag = stream.alloc_zeros::<i32>(n)?;
-    let mut dir = stream.alloc_zeros::<u8>(n)?;
     let mut map = stream.alloc_zeros::<u8>(n)?;
-    let mut changed = stream.alloc_zeros::<u32>(HYSTERESIS_BATCH)?;
+    let mut labels = stream.alloc_zeros::<u32>(n)?;
     let case = Case::new(n, 2 * n, sets.count(), move |gpu, i| {
         let (src, dst) = sets.pair(i);
-        CANNY.launch_gradient_nms(gpu, src, w, h, &mut mag, &mut dir, &mut map)?;
-        Canny::hysteresis(gpu, &mut map, w, h, &mut changed)?;
-        Canny::launch_finish(gpu, &map, n, dst)?;
+        CANNY.launch_gradient_nms(gpu, src, w, h, &mut map, &mut labels)?;
+        Canny::launch_hysteresis(gpu, &mut map, &mut labels, w, h)?;
+        Canny::launch_finish(gpu, &map, &labels, n, dst)?;
         Ok(())
     });
     Ok(case.with_cpu(move |frame| {

@@ -13,7 +13,8 @@
 //!    squared when positive; then floored to integers. A kept pixel with m > high is strong, else
 //!    weak; the edges are the strong pixels and every weak pixel 8-connected to one through weak
 //!    pixels. That set is unique, so the order in which hysteresis visits pixels does not matter:
-//!    the CPU floods from a stack, the GPU promotes weak neighbours of strong pixels to a fixpoint.
+//!    the CPU floods from a stack; the GPU labels the 8-connected components of kept pixels by
+//!    union-find and keeps the components that hold a strong pixel (the same set).
 //!
 //! An optional Gaussian blur first (`blur`) is histopipe's own, not OpenCV's (see
 //! [`gaussian_weights`]): separable, f32, the same on both backends.
@@ -134,16 +135,6 @@ pub fn blur_cpu(src: &[u8], w: usize, h: usize, k: &[f32]) -> Vec<u8> {
     out
 }
 
-/// Sobel gradients of pixel (x, y), borders replicated.
-fn sobel(src: &[u8], w: usize, h: usize, x: usize, y: usize) -> (i32, i32) {
-    let (xl, xr) = (x.saturating_sub(1), (x + 1).min(w - 1));
-    let (yu, yd) = (y.saturating_sub(1), (y + 1).min(h - 1));
-    let p = |xx: usize, yy: usize| src[yy * w + xx] as i32;
-    let dx = (p(xr, yu) - p(xl, yu)) + 2 * (p(xr, y) - p(xl, y)) + (p(xr, yd) - p(xl, yd));
-    let dy = (p(xl, yd) - p(xl, yu)) + 2 * (p(x, yd) - p(x, yu)) + (p(xr, yd) - p(xr, yu));
-    (dx, dy)
-}
-
 /// Which neighbours non-maximum suppression compares with, from the gradient (OpenCV's sectors):
 /// 0 left/right, 1 above/below, 2 the diagonal (-1,-1)/(+1,+1), 3 the diagonal (+1,-1)/(-1,+1).
 fn direction(dx: i32, dy: i32) -> u8 {
@@ -161,75 +152,159 @@ fn direction(dx: i32, dy: i32) -> u8 {
     }
 }
 
-/// Stages 1–3 on the CPU: the map of NONE / WEAK / STRONG pixels.
-fn nms_cpu(src: &[u8], w: usize, h: usize, l2: bool, low: i32, high: i32) -> Vec<u8> {
-    let mut mag = vec![0i32; w * h];
-    let mut dir = vec![0u8; w * h];
-    for y in 0..h {
-        for x in 0..w {
-            let (dx, dy) = sobel(src, w, h, x, y);
-            mag[y * w + x] = if l2 { dx * dx + dy * dy } else { dx.abs() + dy.abs() };
-            dir[y * w + x] = direction(dx, dy);
+/// Sobel gradients and magnitudes of row `y`, borders replicated: `dx`, `dy` and `mag` hold w
+/// values; `mag` is the middle of a row of w + 2 whose two ends stay 0 (outside the frame).
+/// Rows are summed first (the vertical [1 2 1] and [-1 0 1] kernels), then the columns, on whole
+/// slices so that the loops vectorize; only the two end columns are clamped.
+#[allow(clippy::too_many_arguments)]
+fn gradient_row(
+    src: &[u8],
+    w: usize,
+    h: usize,
+    y: usize,
+    l2: bool,
+    sums: &mut [i32],
+    diffs: &mut [i32],
+    dx: &mut [i32],
+    dy: &mut [i32],
+    mag: &mut [i32],
+) {
+    let up = &src[y.saturating_sub(1) * w..][..w];
+    let mid = &src[y * w..][..w];
+    let down = &src[(y + 1).min(h - 1) * w..][..w];
+    // sums / diffs are padded by one replicated column on each side.
+    for (((s, d), (&u, &c)), &b) in
+        sums[1..=w].iter_mut().zip(&mut diffs[1..=w]).zip(up.iter().zip(mid)).zip(down)
+    {
+        *s = u as i32 + 2 * c as i32 + b as i32;
+        *d = b as i32 - u as i32;
+    }
+    sums[0] = sums[1];
+    diffs[0] = diffs[1];
+    sums[w + 1] = sums[w];
+    diffs[w + 1] = diffs[w];
+    // Shifted slices rather than indices: no bounds checks inside the loops.
+    for ((gx, &l), &r) in dx.iter_mut().zip(&sums[..w]).zip(&sums[2..]) {
+        *gx = r - l;
+    }
+    for (((gy, &l), &c), &r) in dy.iter_mut().zip(&diffs[..w]).zip(&diffs[1..=w]).zip(&diffs[2..]) {
+        *gy = l + 2 * c + r;
+    }
+    let m = &mut mag[1..=w];
+    if l2 {
+        for ((m, &gx), &gy) in m.iter_mut().zip(&*dx).zip(&*dy) {
+            *m = gx * gx + gy * gy;
+        }
+    } else {
+        for ((m, &gx), &gy) in m.iter_mut().zip(&*dx).zip(&*dy) {
+            *m = gx.abs() + gy.abs();
         }
     }
-    let at = |x: isize, y: isize| {
-        if x < 0 || y < 0 || x >= w as isize || y >= h as isize {
-            0
-        } else {
-            mag[y as usize * w + x as usize]
-        }
-    };
-    let mut map = vec![NONE; w * h];
+}
+
+/// One row's gradients and magnitudes (see [`gradient_row`]).
+struct GradientRow {
+    dx: Vec<i32>,
+    dy: Vec<i32>,
+    /// w + 2 magnitudes, 0 at both ends.
+    mag: Vec<i32>,
+}
+
+impl GradientRow {
+    fn new(w: usize) -> Self {
+        GradientRow { dx: vec![0; w], dy: vec![0; w], mag: vec![0; w + 2] }
+    }
+}
+
+/// Stages 1–4 on the CPU, OpenCV's way: three rows of magnitudes at a time, suppression into a
+/// map with a one-pixel NONE border (so that hysteresis needs no bounds checks), strong pixels
+/// pushed on a stack as they are found, then a flood from the stack through weak pixels.
+/// Returns the 0/255 edges.
+fn canny_cpu(src: &[u8], w: usize, h: usize, l2: bool, low: i32, high: i32) -> Vec<u8> {
+    if w == 0 || h == 0 {
+        return Vec::new();
+    }
+    let mw = w + 2;
+    let mut map = vec![NONE; mw * (h + 2)];
+    let mut stack: Vec<usize> = Vec::new();
+    let (mut sums, mut diffs) = (vec![0i32; w + 2], vec![0i32; w + 2]);
+    // rows[0..3]: the gradients of rows y - 1, y and y + 1; a row outside the frame has m = 0.
+    let mut rows = [GradientRow::new(w), GradientRow::new(w), GradientRow::new(w)];
+    gradient_row(src, w, h, 0, l2, &mut sums, &mut diffs, &mut rows[1].dx, &mut rows[1].dy, &mut rows[1].mag);
     for y in 0..h {
+        if y + 1 < h {
+            let next = &mut rows[2];
+            gradient_row(
+                src,
+                w,
+                h,
+                y + 1,
+                l2,
+                &mut sums,
+                &mut diffs,
+                &mut next.dx,
+                &mut next.dy,
+                &mut next.mag,
+            );
+        } else {
+            rows[2].mag.fill(0);
+        }
+        let [above, row, below] = &rows;
+        let (ma, mc, mb) = (&above.mag[..], &row.mag[..], &below.mag[..]);
+        let base = (y + 1) * mw + 1;
+        let out = &mut map[base..base + w];
         for x in 0..w {
-            let m = mag[y * w + x];
+            // Magnitude column x of the padded rows is frame column x - 1.
+            let m = mc[x + 1];
             if m <= low {
                 continue;
             }
-            let (xi, yi) = (x as isize, y as isize);
-            let keep = match dir[y * w + x] {
-                0 => m > at(xi - 1, yi) && m >= at(xi + 1, yi),
-                1 => m > at(xi, yi - 1) && m >= at(xi, yi + 1),
-                2 => m > at(xi - 1, yi - 1) && m > at(xi + 1, yi + 1),
-                _ => m > at(xi + 1, yi - 1) && m > at(xi - 1, yi + 1),
+            let (gx, gy) = (row.dx[x], row.dy[x]);
+            let keep = match direction(gx, gy) {
+                0 => m > mc[x] && m >= mc[x + 2],
+                1 => m > ma[x + 1] && m >= mb[x + 1],
+                2 => m > ma[x] && m > mb[x + 2],
+                _ => m > ma[x + 2] && m > mb[x],
             };
             if keep {
-                map[y * w + x] = if m > high { STRONG } else { WEAK };
+                if m > high {
+                    out[x] = STRONG;
+                    stack.push(base + x);
+                } else {
+                    out[x] = WEAK;
+                }
             }
         }
+        rows.rotate_left(1);
     }
-    map
-}
-
-/// Stage 4 on the CPU: floods from every strong pixel through weak ones; returns 0/255 edges.
-fn hysteresis_cpu(mut map: Vec<u8>, w: usize, h: usize) -> Vec<u8> {
-    let mut stack: Vec<usize> = (0..map.len()).filter(|&i| map[i] == STRONG).collect();
+    let offsets = [mw + 1, mw, mw - 1, 1];
     while let Some(i) = stack.pop() {
-        let (x, y) = ((i % w) as isize, (i / w) as isize);
-        for (ox, oy) in [(-1, -1), (0, -1), (1, -1), (-1, 0), (1, 0), (-1, 1), (0, 1), (1, 1)] {
-            let (nx, ny) = (x + ox, y + oy);
-            if nx < 0 || ny < 0 || nx >= w as isize || ny >= h as isize {
-                continue;
-            }
-            let j = ny as usize * w + nx as usize;
-            if map[j] == WEAK {
-                map[j] = STRONG;
-                stack.push(j);
+        // The border ring is NONE, so i ± offset stays inside the map.
+        for &o in &offsets {
+            for j in [i - o, i + o] {
+                if map[j] == WEAK {
+                    map[j] = STRONG;
+                    stack.push(j);
+                }
             }
         }
     }
-    map.iter().map(|&v| if v == STRONG { 255 } else { 0 }).collect()
+    let mut edges = vec![0u8; w * h];
+    for (dst, m) in edges.chunks_exact_mut(w).zip(map.chunks_exact(mw).skip(1)) {
+        for (d, &v) in dst.iter_mut().zip(&m[1..=w]) {
+            *d = if v == STRONG { 255 } else { 0 };
+        }
+    }
+    edges
 }
 
 fn grid(n: usize, block: u32) -> u32 {
     n.div_ceil(block as usize).clamp(1, 1 << 20) as u32
 }
 
-/// The tile edge of the hysteresis kernel (its blocks are TILE x TILE threads).
-const TILE: u32 = 32;
-
-/// Hysteresis passes queued between two looks at their flags.
-pub const HYSTERESIS_BATCH: usize = 4;
+/// The tile of `canny_nms` (`CANNY_TW` x `CANNY_TH` in canny.cu) and its blocks' shape.
+const NMS_TILE: (u32, u32) = (128, 16);
+const NMS_BLOCK: (u32, u32) = (32, 8);
 
 impl Canny {
     /// Queues the blur kernels: `src` (w x h) through `tmp` (f32, w x h) into `dst`; `weights`
@@ -259,8 +334,10 @@ impl Canny {
         Ok(())
     }
 
-    /// Queues stages 1–3: gradients of `src` (w x h) into `mag` and `dir`, then the NONE / WEAK /
-    /// STRONG map (one byte per pixel) into `map`.
+    /// Queues stages 1–3 as one kernel: the NONE / WEAK / STRONG map (one byte per pixel) of
+    /// `src` (w x h) into `map`, and, for every kept pixel, the root of its component within its
+    /// tile into `labels`, where [`Canny::launch_hysteresis`] goes on. Frames need fewer than
+    /// 2^32 pixels (see [`Canny::gpu_size_ok`]).
     #[allow(clippy::too_many_arguments)]
     pub fn launch_gradient_nms(
         &self,
@@ -268,89 +345,86 @@ impl Canny {
         src: &CudaSlice<u8>,
         w: usize,
         h: usize,
-        mag: &mut CudaSlice<i32>,
-        dir: &mut CudaSlice<u8>,
         map: &mut CudaSlice<u8>,
+        labels: &mut CudaSlice<u32>,
     ) -> Result<(), OpError> {
+        if w == 0 || h == 0 {
+            return Ok(());
+        }
         let (low, high) = self.thresholds();
-        let cfg =
-            LaunchConfig { grid_dim: (grid(w * h, 256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        let (w32, h32, l2) = (w as u32, h as u32, self.l2 as u32);
-        let f = gpu.function(&kernels::CANNY, "canny_gradient")?;
-        let mut l = gpu.stream().launch_builder(&f);
-        l.arg(src).arg(&w32).arg(&h32).arg(&l2).arg(&mut *mag).arg(&mut *dir);
-        unsafe { l.launch(cfg) }?;
-        let f = gpu.function(&kernels::CANNY, "canny_nms")?;
-        let mut l = gpu.stream().launch_builder(&f);
-        l.arg(&*mag).arg(&*dir).arg(&w32).arg(&h32).arg(&low).arg(&high).arg(map);
-        unsafe { l.launch(cfg) }?;
-        Ok(())
-    }
-
-    /// Queues one hysteresis pass over `map`: each 32x32 tile promotes, until stable within the
-    /// tile, weak pixels next to strong ones; `changed[slot]` becomes non-zero if any pixel changed.
-    pub fn launch_hysteresis_pass(
-        gpu: &Gpu,
-        map: &mut CudaSlice<u8>,
-        w: usize,
-        h: usize,
-        changed: &mut CudaSlice<u32>,
-        slot: u32,
-    ) -> Result<(), OpError> {
         let cfg = LaunchConfig {
-            grid_dim: ((w as u32).div_ceil(TILE), (h as u32).div_ceil(TILE), 1),
-            block_dim: (TILE, TILE, 1),
+            grid_dim: ((w as u32).div_ceil(NMS_TILE.0), (h as u32).div_ceil(NMS_TILE.1), 1),
+            block_dim: (NMS_BLOCK.0, NMS_BLOCK.1, 1),
             shared_mem_bytes: 0,
         };
-        let (w32, h32) = (w as u32, h as u32);
-        let f = gpu.function(&kernels::CANNY, "canny_hysteresis")?;
+        let (w32, h32, l2) = (w as u32, h as u32, self.l2 as u32);
+        let f = gpu.function(&kernels::CANNY, "canny_nms")?;
         let mut l = gpu.stream().launch_builder(&f);
-        l.arg(map).arg(&w32).arg(&h32).arg(changed).arg(&slot);
+        l.arg(src).arg(&w32).arg(&h32).arg(&l2).arg(&low).arg(&high).arg(map).arg(labels);
         unsafe { l.launch(cfg) }?;
         Ok(())
     }
 
-    /// Runs hysteresis passes until one changes nothing (a fixpoint: the unique set of weak pixels
-    /// connected to strong ones). Passes are queued [`HYSTERESIS_BATCH`] at a time, each with its
-    /// own flag in `changed` (at least that long), and the host waits once per batch: a pass over
-    /// a stable map is cheaper than a round trip. Returns the number of passes run.
-    pub fn hysteresis(
-        gpu: &Gpu,
-        map: &mut CudaSlice<u8>,
-        w: usize,
-        h: usize,
-        changed: &mut CudaSlice<u32>,
-    ) -> Result<usize, OpError> {
-        let mut passes = 0;
-        loop {
-            gpu.stream().memset_zeros(&mut *changed)?;
-            for slot in 0..HYSTERESIS_BATCH {
-                Self::launch_hysteresis_pass(gpu, map, w, h, changed, slot as u32)?;
-            }
-            let mut flags = [0u32; HYSTERESIS_BATCH];
-            gpu.stream().memcpy_dtoh(&changed.slice(..HYSTERESIS_BATCH), &mut flags)?;
-            gpu.stream().synchronize()?;
-            // Once a pass changes nothing, the map is the fixpoint and every later pass idles.
-            if let Some(k) = flags.iter().position(|&f| f == 0) {
-                return Ok(passes + k + 1);
-            }
-            passes += HYSTERESIS_BATCH;
-        }
+    /// Whether a w x h frame fits the GPU backend: `labels` holds pixel indices in 32 bits, and
+    /// the tiles' rows are a grid dimension (at most 65535).
+    pub fn gpu_size_ok(w: usize, h: usize) -> bool {
+        w.checked_mul(h).is_some_and(|n| n < u32::MAX as usize) && h.div_ceil(NMS_TILE.1 as usize) <= 65535
     }
 
-    /// Queues the last step: 255 where `map` is STRONG, else 0, for `n` pixels.
+    /// Queues the rest of hysteresis over the `map` and `labels` of [`Canny::launch_gradient_nms`]
+    /// (w x h): union-find joins the tiles' components across tile borders, then the paths to
+    /// the roots are shortened and the roots of components holding a strong pixel become
+    /// STRONG. Two kernels, no host round trip; the result does not depend on scheduling (the
+    /// components are unique).
+    pub fn launch_hysteresis(
+        gpu: &Gpu,
+        map: &mut CudaSlice<u8>,
+        labels: &mut CudaSlice<u32>,
+        w: usize,
+        h: usize,
+    ) -> Result<(), OpError> {
+        let n = w * h;
+        if n == 0 {
+            return Ok(());
+        }
+        let (w32, h32, n64) = (w as u32, h as u32, n as u64);
+        // One block per tile of canny_nms, one thread per pixel of its top row and side columns.
+        let border = LaunchConfig {
+            grid_dim: (w32.div_ceil(NMS_TILE.0), h32.div_ceil(NMS_TILE.1), 1),
+            block_dim: ((NMS_TILE.0 + 2 * (NMS_TILE.1 - 1)).next_multiple_of(32), 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let f = gpu.function(&kernels::CANNY, "canny_union_borders")?;
+        let mut l = gpu.stream().launch_builder(&f);
+        l.arg(&*map).arg(&w32).arg(&h32).arg(&mut *labels);
+        unsafe { l.launch(border) }?;
+        let cfg =
+            LaunchConfig { grid_dim: (grid(n, 256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let f = gpu.function(&kernels::CANNY, "canny_flatten")?;
+        let mut l = gpu.stream().launch_builder(&f);
+        l.arg(map).arg(&n64).arg(labels);
+        unsafe { l.launch(cfg) }?;
+        Ok(())
+    }
+
+    /// Queues the last step, after [`Canny::launch_hysteresis`]: for `n` pixels, 255 where the
+    /// pixel is kept and its root in `labels` is STRONG, else 0.
     pub fn launch_finish(
         gpu: &Gpu,
         map: &CudaSlice<u8>,
+        labels: &CudaSlice<u32>,
         n: usize,
         dst: &mut CudaSlice<u8>,
     ) -> Result<(), OpError> {
+        if n == 0 {
+            return Ok(());
+        }
         let cfg =
             LaunchConfig { grid_dim: (grid(n, 256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         let n64 = n as u64;
         let f = gpu.function(&kernels::CANNY, "canny_finish")?;
         let mut l = gpu.stream().launch_builder(&f);
-        l.arg(map).arg(&n64).arg(dst);
+        l.arg(map).arg(labels).arg(&n64).arg(dst);
         unsafe { l.launch(cfg) }?;
         Ok(())
     }
@@ -368,14 +442,19 @@ impl Op for Canny {
             src = &blurred;
         }
         let (low, high) = self.thresholds();
-        let map = nms_cpu(src, w, h, self.l2, low, high);
-        Ok(self.output(frame, hysteresis_cpu(map, w, h)))
+        Ok(self.output(frame, canny_cpu(src, w, h, self.l2, low, high)))
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
         let input = self.input(frame)?;
         let (w, h) = (frame.width, frame.height);
         let n = w * h;
+        if !Self::gpu_size_ok(w, h) {
+            return Err(OpError::invalid(format!(
+                "{w}x{h} is too large for the GPU backend (fewer than 2^32 pixels, at most {} rows)",
+                65535 * NMS_TILE.1
+            )));
+        }
         let mut src = gpu.upload::<u8>("edges.in", input)?;
         if let Some(sigma) = self.blur {
             let k = gaussian_weights(sigma);
@@ -385,14 +464,12 @@ impl Op for Canny {
             Self::launch_blur(gpu, &src, w, h, &weights, k.len(), &mut tmp, &mut blurred)?;
             src = blurred;
         }
-        let mut mag = gpu.buffer::<i32>("edges.mag", n)?;
-        let mut dir = gpu.buffer::<u8>("edges.dir", n)?;
         let mut map = gpu.buffer::<u8>("edges.map", n)?;
-        let mut changed = gpu.buffer::<u32>("edges.changed", HYSTERESIS_BATCH)?;
-        self.launch_gradient_nms(gpu, &src, w, h, &mut mag, &mut dir, &mut map)?;
-        Self::hysteresis(gpu, &mut map, w, h, &mut changed)?;
+        let mut labels = gpu.buffer::<u32>("edges.labels", n)?;
+        self.launch_gradient_nms(gpu, &src, w, h, &mut map, &mut labels)?;
+        Self::launch_hysteresis(gpu, &mut map, &mut labels, w, h)?;
         let mut dst = gpu.buffer::<u8>("edges.out", n)?;
-        Self::launch_finish(gpu, &map, n, &mut dst)?;
+        Self::launch_finish(gpu, &map, &labels, n, &mut dst)?;
         let mut out = vec![0u8; n];
         gpu.download(&dst, &mut out)?;
         Ok(self.output(frame, out))
@@ -427,6 +504,19 @@ mod tests {
         for y in 0..h {
             let row: Vec<u8> = e[y * w..(y + 1) * w].to_vec();
             assert_eq!(row, vec![0, 0, 0, 255, 0, 0, 0, 0], "row {y}");
+        }
+    }
+
+    #[test]
+    fn tile_shapes_match_the_kernel() {
+        let text = kernels::CANNY.text;
+        for (name, v) in [
+            ("CANNY_TW", NMS_TILE.0),
+            ("CANNY_TH", NMS_TILE.1),
+            ("CANNY_BX", NMS_BLOCK.0),
+            ("CANNY_BY", NMS_BLOCK.1),
+        ] {
+            assert!(text.contains(&format!("#define {name} {v}\n")), "{name} is not {v} in canny.cu");
         }
     }
 
