@@ -80,6 +80,96 @@ __device__ void colhist_global(const T* __restrict__ px, u32 w, u32 h, u32 maxva
     }
 }
 
+// colhist_pairs_*: columns, at most PAIR_MAX_BINS bins (colhist.rs keeps the two equal). Block
+// (i, j) counts the 64 columns [64 i, 64 i + 64) over the rows [j span, j span + span). Lane l of
+// every warp owns the pair of columns 2l, 2l + 1 of the tile, read with one two-sample load per
+// row; the pair's two 16-bit counters of bin b share the 32-bit word sh[32 b + l] (low half:
+// column 2l, high half: 2l + 1). So the 32 atomics of one warp instruction always go to 32
+// different banks and never to the same word, whatever the image (constant regions included).
+// A half gains at most one count per row and the host keeps span <= 65535, so it never carries
+// into the other. Each warp takes every warps-th row, PAIR_UNROLL rows' loads issued before their
+// atomics so that several loads are in flight per thread.
+//
+// The merge adds each non-zero pair of counters to the global matrix with one 64-bit atomic on
+// the two neighbouring u32 counters (when w is even and counts 8-byte aligned, so the pair is an
+// aligned u64): exact, because the low counter's final value is a column's count, at most
+// h <= 2^32 - 1, so no partial sum ever carries into the high one. A grid of one block per tile
+// (gridDim.y == 1) stores every counter instead, zeros included, and the host skips the memset.
+#define PAIR_MAX_BINS 384
+#define PAIR_TILE 64
+#define PAIR_UNROLL 8
+
+template <typename T> struct Pair;
+template <> struct Pair<u8> {
+    typedef u16 type;
+};
+template <> struct Pair<u16> {
+    typedef u32 type;
+};
+
+template <typename T, bool MASKED>
+__device__ void colhist_pairs(const T* __restrict__ px, u32 w, u32 h, u32 maxval, u32 bins, u32 span,
+                              const Mask& mask, u32* __restrict__ counts) {
+    typedef typename Pair<T>::type P;
+    extern __shared__ u32 sh[];
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const u32 x0 = blockIdx.x * PAIR_TILE, y0 = blockIdx.y * span;
+    const u32 y1 = min(h, y0 + span);
+    for (u32 i = threadIdx.x; i < bins * 32; i += blockDim.x) sh[i] = 0;
+    __syncthreads();
+    const u32 x = x0 + 2 * lane;
+    const bool left = x < w, right = x + 1 < w;
+    // One aligned P load per row when every row starts on a P boundary (x is even).
+    const bool paired = right && (w & 1) == 0 && ((size_t)px & (sizeof(P) - 1)) == 0;
+    const bool identity = bins == maxval + 1;
+    auto bin = [&](u32 v) -> u32 { return identity ? min(v, bins - 1) : bin_of(v, bins, maxval); };
+    for (u32 y = y0 + warp; y < y1; y += warps * PAIR_UNROLL) {
+        u32 lo[PAIR_UNROLL], hi[PAIR_UNROLL];
+#pragma unroll
+        for (u32 u = 0; u < PAIR_UNROLL; u++) {
+            const u32 row = y + u * warps;
+            lo[u] = hi[u] = 0;
+            if (row >= y1) continue;
+            const T* r = px + (u64)row * w;
+            if (paired) {
+                const P two = *reinterpret_cast<const P*>(r + x);
+                // Little-endian: the lower address, column x, is the low half.
+                lo[u] = (u32)(two & (P)((1u << (8 * sizeof(T))) - 1));
+                hi[u] = (u32)(two >> (8 * sizeof(T)));
+            } else {
+                if (left) lo[u] = r[x];
+                if (right) hi[u] = r[x + 1];
+            }
+        }
+#pragma unroll
+        for (u32 u = 0; u < PAIR_UNROLL; u++) {
+            const u32 row = y + u * warps;
+            if (row >= y1) continue;
+            if (left && (!MASKED || mask.counts(x, row))) atomicAdd(&sh[bin(lo[u]) * 32 + lane], 1u);
+            if (right && (!MASKED || mask.counts(x + 1, row))) atomicAdd(&sh[bin(hi[u]) * 32 + lane], 1u << 16);
+        }
+    }
+    __syncthreads();
+    const bool store = gridDim.y == 1;
+    const bool wide = (w & 1) == 0 && ((size_t)counts & 7) == 0;
+    for (u32 i = threadIdx.x; i < bins * 32; i += blockDim.x) {
+        const u32 b = i >> 5, xl = x0 + 2 * (i & 31);
+        if (xl >= w) continue;
+        const u32 word = sh[i], c0 = word & 0xffffu, c1 = word >> 16;
+        u32* at = counts + (u64)b * w + xl;
+        if (store) {
+            at[0] = c0;
+            if (xl + 1 < w) at[1] = c1;
+        } else if (wide) {
+            // xl is even and so is b * w: an aligned pair (see above for why no carry crosses).
+            if (word) atomicAdd((unsigned long long*)at, ((unsigned long long)c1 << 32) | c0);
+        } else {
+            if (c0) atomicAdd(at, c0);
+            if (c1) atomicAdd(at + 1, c1);
+        }
+    }
+}
+
 #define COLHIST_KERNELS(T, DIR, ROWS)                                                                          \
     extern "C" __global__ void colhist_tiled_##DIR##_##T(const T* px, u32 w, u32 h, u32 maxval, u32 bins,      \
                                                          u32 tile, u32 span, u32 masked, double a, double b,   \
@@ -95,6 +185,20 @@ __device__ void colhist_global(const T* __restrict__ px, u32 w, u32 h, u32 maxva
         const Mask mask{masked, a, b, c, d, e, f, ow, oh};                                                     \
         colhist_global<T, ROWS>(px, w, h, maxval, bins, mask, counts);                                        \
     }
+
+#define COLHIST_PAIR_KERNELS(T)                                                                                \
+    extern "C" __global__ void colhist_pairs_##T(const T* px, u32 w, u32 h, u32 maxval, u32 bins, u32 tile,   \
+                                                 u32 span, u32 masked, double a, double b, double c, double d, \
+                                                 double e, double f, double ow, double oh, u32* counts) {      \
+        const Mask mask{masked, a, b, c, d, e, f, ow, oh};                                                     \
+        if (masked)                                                                                            \
+            colhist_pairs<T, true>(px, w, h, maxval, bins, span, mask, counts);                               \
+        else                                                                                                   \
+            colhist_pairs<T, false>(px, w, h, maxval, bins, span, mask, counts);                              \
+    }
+
+COLHIST_PAIR_KERNELS(u8)
+COLHIST_PAIR_KERNELS(u16)
 
 COLHIST_KERNELS(u8, cols, false)
 COLHIST_KERNELS(u8, rows, true)

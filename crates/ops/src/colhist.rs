@@ -11,6 +11,8 @@
 //! memory with shared atomics, then adds its non-zero counts to the global matrix; with too many
 //! bins for even one line's histogram in shared memory it counts into global memory directly.
 
+use std::ops::Range;
+
 use histopipe_frame::{Frame, Geometry};
 use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use histopipe_gpu::kernels;
@@ -22,6 +24,98 @@ const SHARED_COUNTERS: u32 = 12 * 1024;
 /// Lines (columns or rows) per block at most: one warp's worth of neighbouring columns.
 const MAX_TILE: u32 = 32;
 const THREADS: u32 = 256;
+
+/// Most bins of the column kernel `colhist_pairs_*` (`PAIR_MAX_BINS` in colhist.cu): a tile's
+/// 64 columns of 16-bit counters, bins x 128 bytes, within the 48 KiB of shared memory every GPU
+/// gives a block without opting in.
+const PAIR_MAX_BINS: u32 = 384;
+/// Columns per block of `colhist_pairs_*` (`PAIR_TILE`): two per lane of a warp.
+const PAIR_TILE: usize = 64;
+const PAIR_THREADS: u32 = 512;
+/// Blocks `colhist_pairs_*` aims for: about two per SM of an H100 or H200 (132 SMs).
+const PAIR_BLOCKS: usize = 264;
+/// Fewest rows per block of `colhist_pairs_*`: fewer would make the merge cost more than counting.
+const PAIR_MIN_ROWS: usize = 256;
+
+/// Interleaved copies of a row's histogram on the CPU: runs of equal samples would otherwise make
+/// each increment wait for the previous one's store.
+const ROW_COPIES: usize = 4;
+/// Above this many bins the copies' zeroing and summing per row would cost more than they save.
+const ROW_COPY_MAX_BINS: usize = 1024;
+
+/// Columns of 8-bit samples counted together on the CPU: their 16-bit counters take 32 KiB (an L1
+/// data cache); wider strips spill them to L2, narrower ones spend more per row than per sample.
+const BYTE_STRIP: usize = 64;
+/// Rows a strip's 16-bit counters can take before one could overflow (a column gains at most one
+/// count per row); they are then added to 32-bit totals.
+const BYTE_BAND: usize = u16::MAX as usize;
+/// Rows ahead whose strip is prefetched: in a frame at least a page wide every row of a strip is
+/// on its own page, where the hardware prefetchers stop.
+const PREFETCH_ROWS: usize = 6;
+
+/// Columns of 8-bit samples, strip by strip of [`BYTE_STRIP`] columns, each counted into
+/// counters laid out [bin][column of the strip]: neighbouring columns of equal value hit
+/// neighbouring counters (column-major histograms 512 bytes apart would share a few cache sets).
+fn count_columns_8bit(
+    w: usize,
+    input: &[u8],
+    lut: &[u8; 256],
+    bins: usize,
+    spans: &[Range<usize>],
+    counts: &mut [u32],
+) {
+    const S: usize = BYTE_STRIP;
+    let mut narrow = Box::new([[0u16; S]; 256]);
+    let mut wide = vec![[0u32; S]; bins];
+    let rows: Vec<_> = input.chunks_exact(w).zip(spans).collect();
+    for x0 in (0..w).step_by(S) {
+        let x1 = (x0 + S).min(w);
+        wide.iter_mut().for_each(|bin| bin.fill(0));
+        for (band_start, band) in (0..).step_by(BYTE_BAND).zip(rows.chunks(BYTE_BAND)) {
+            for (y, (row, span)) in (band_start..).zip(band) {
+                if let Some((ahead, _)) = rows.get(y + PREFETCH_ROWS) {
+                    prefetch(&ahead[x0..x1]);
+                }
+                let (from, to) = (span.start.max(x0), span.end.min(x1));
+                if from >= to {
+                    continue;
+                }
+                // Indices a byte and a masked column: the compiler drops their bounds checks.
+                for (c, &v) in (from - x0..).zip(&row[from..to]) {
+                    narrow[lut[v as usize] as usize][c & (S - 1)] += 1;
+                }
+            }
+            for (total, part) in wide.iter_mut().zip(narrow.iter_mut()) {
+                for (t, &p) in total.iter_mut().zip(part.iter()) {
+                    *t += p as u32;
+                }
+                part.fill(0);
+            }
+        }
+        for (b, bin) in wide.iter().enumerate() {
+            counts[b * w + x0..b * w + x1].copy_from_slice(&bin[..x1 - x0]);
+        }
+    }
+}
+
+/// Asks for the cache lines of `bytes` ahead of their use.
+fn prefetch(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in bytes.chunks(64) {
+        // SAFETY: a prefetch is only a hint: it reads nothing into the program and never faults.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(line.as_ptr().cast())
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
+}
+
+/// Columns counted together on the CPU: their counters take about 32 KiB (an L1 data cache), at
+/// least 8 columns so each row's read covers a few bytes, at most 512.
+fn cpu_strip(bins: usize) -> usize {
+    (8192 / bins).clamp(8, 512)
+}
 
 /// The default number of bins: one per value for 8-bit frames, 256 for 16-bit ones.
 pub fn default_bins(maxval: u16) -> u32 {
@@ -105,24 +199,126 @@ impl ColHist {
         (low(b as u64), low(b as u64 + 1) - 1)
     }
 
+    /// The counts on the CPU. Columns are counted in strips of [`cpu_strip`] columns whose
+    /// counters stay in the L1 cache (counting the whole width at once spreads one row's
+    /// increments over bins x width counters: 4 MiB for 4096 columns), rows one at a time with
+    /// [`ROW_COPIES`] interleaved copies of the row's histogram. Data pixels come as one range per
+    /// row ([`Geometry::row_span`]); only a geometry whose coefficients are too large for that
+    /// falls back to testing every pixel.
     fn cpu_counts<T: Sample>(&self, w: usize, h: usize, input: &[T]) -> Vec<u32> {
         let lines = self.lines(w, h);
-        let mut counts = vec![0u32; self.bins as usize * lines];
-        let lut: Vec<u32> =
-            (0..=self.maxval as u32).map(|v| bin_of(v, self.bins, self.maxval) * lines as u32).collect();
-        let last = (self.bins - 1) * lines as u32;
-        for (y, row) in input.chunks_exact(w.max(1)).enumerate().take(h) {
-            for (x, &v) in row.iter().enumerate() {
-                if let Some(g) = &self.mask {
-                    if !g.is_original(x as f64, y as f64) {
-                        continue;
+        let bins = self.bins as usize;
+        let mut counts = vec![0u32; bins * lines];
+        if w == 0 || h == 0 {
+            return counts;
+        }
+        let spans = match &self.mask {
+            None => Some(vec![0..w; h]),
+            Some(g) => (0..h).map(|y| g.row_span(y, w)).collect::<Option<Vec<_>>>(),
+        };
+        let Some(spans) = spans else {
+            self.cpu_counts_per_pixel(w, h, input, &mut counts);
+            return counts;
+        };
+        // bin_of for every value a sample of this type can hold (values over maxval: the last bin).
+        let all_values = 1usize << (8 * std::mem::size_of::<T>());
+        let lut: Vec<u32> = (0..all_values as u32).map(|v| bin_of(v, self.bins, self.maxval)).collect();
+        let bin = |v: T| lut[Into::<u32>::into(v) as usize] as usize;
+        let rows = input.chunks_exact(w).take(h);
+        if let (Some(bytes), true) = (T::bytes(input), bins <= 256) {
+            self.cpu_counts_8bit(w, h, bytes, &spans, &mut counts);
+            return counts;
+        }
+        if self.rows {
+            let copies = if bins <= ROW_COPY_MAX_BINS { ROW_COPIES } else { 1 };
+            let mut local = vec![0u32; copies * bins];
+            for (y, (row, span)) in rows.zip(&spans).enumerate() {
+                local.fill(0);
+                let row = &row[span.clone()];
+                let mut quads = row.chunks_exact(copies);
+                for quad in &mut quads {
+                    for (k, &v) in quad.iter().enumerate() {
+                        local[k * bins + bin(v)] += 1;
                     }
                 }
-                let base = lut.get(Into::<u32>::into(v) as usize).copied().unwrap_or(last);
-                counts[base as usize + if self.rows { y } else { x }] += 1;
+                for &v in quads.remainder() {
+                    local[bin(v)] += 1;
+                }
+                for b in 0..bins {
+                    counts[b * lines + y] = (0..copies).map(|k| local[k * bins + b]).sum();
+                }
+            }
+        } else {
+            let strip = cpu_strip(bins);
+            let mut local = vec![0u32; bins * strip];
+            for x0 in (0..w).step_by(strip) {
+                let x1 = (x0 + strip).min(w);
+                local.fill(0);
+                for (row, span) in rows.clone().zip(&spans) {
+                    let (from, to) = (span.start.max(x0), span.end.min(x1));
+                    if from >= to {
+                        continue;
+                    }
+                    // local[bin * strip + column in the strip]: one row's samples hit distinct
+                    // counters, so equal neighbours never wait on each other's increments.
+                    for (c, &v) in (from - x0..).zip(&row[from..to]) {
+                        local[bin(v) * strip + c] += 1;
+                    }
+                }
+                for b in 0..bins {
+                    counts[b * lines + x0..b * lines + x1]
+                        .copy_from_slice(&local[b * strip..b * strip + x1 - x0]);
+                }
             }
         }
         counts
+    }
+
+    /// [`ColHist::cpu_counts`] for 8-bit samples and at most 256 bins: a sample's bin is one
+    /// byte of a 256-entry table and every counter array has 256 entries, so no index is ever
+    /// checked at run time.
+    fn cpu_counts_8bit(&self, w: usize, h: usize, input: &[u8], spans: &[Range<usize>], counts: &mut [u32]) {
+        let lines = self.lines(w, h);
+        let bins = self.bins as usize;
+        let mut lut = [0u8; 256];
+        for (v, b) in (0u32..).zip(lut.iter_mut()) {
+            *b = bin_of(v, self.bins, self.maxval) as u8;
+        }
+        let rows = input.chunks_exact(w).take(h);
+        if self.rows {
+            for (y, (row, span)) in rows.zip(spans).enumerate() {
+                let mut local = [[0u32; 256]; ROW_COPIES];
+                let row = &row[span.clone()];
+                let mut groups = row.chunks_exact(ROW_COPIES);
+                for group in &mut groups {
+                    for (copy, &v) in local.iter_mut().zip(group) {
+                        copy[lut[v as usize] as usize] += 1;
+                    }
+                }
+                for &v in groups.remainder() {
+                    local[0][lut[v as usize] as usize] += 1;
+                }
+                for b in 0..bins {
+                    counts[b * lines + y] = local.iter().map(|copy| copy[b]).sum();
+                }
+            }
+        } else {
+            count_columns_8bit(w, input, &lut, bins, spans, counts);
+        }
+    }
+
+    /// The straightforward count, testing every pixel against the mask.
+    fn cpu_counts_per_pixel<T: Sample>(&self, w: usize, h: usize, input: &[T], counts: &mut [u32]) {
+        let lines = self.lines(w, h);
+        for (y, row) in input.chunks_exact(w).enumerate().take(h) {
+            for (x, &v) in row.iter().enumerate() {
+                if self.mask.as_ref().is_some_and(|g| !g.is_original(x as f64, y as f64)) {
+                    continue;
+                }
+                let bin = bin_of(v.into(), self.bins, self.maxval) as usize;
+                counts[bin * lines + if self.rows { y } else { x }] += 1;
+            }
+        }
     }
 
     fn gpu_counts<T: Sample>(&self, gpu: &Gpu, w: usize, h: usize, input: &[T]) -> Result<Vec<u32>, OpError> {
@@ -150,6 +346,9 @@ impl ColHist {
         let along = if self.rows { w } else { h };
         if lines == 0 || along == 0 {
             return Ok(());
+        }
+        if !self.rows && self.bins <= PAIR_MAX_BINS {
+            return self.launch_pairs(gpu, src, w, h, counts);
         }
         gpu.stream().memset_zeros(&mut counts.slice_mut(..self.bins as usize * lines))?;
         let direction = if self.rows { "rows" } else { "cols" };
@@ -187,6 +386,53 @@ impl ColHist {
         };
         let f =
             gpu.function(&kernels::COLHIST, &format!("colhist_{name}_{direction}_{}", T::KERNEL_SUFFIX))?;
+        let mut launch = gpu.stream().launch_builder(&f);
+        launch.arg(src).arg(&w32).arg(&h32).arg(&maxval).arg(&bins).arg(&tile).arg(&span);
+        launch.arg(&masked).arg(&m.a).arg(&m.b).arg(&m.c).arg(&m.d).arg(&m.e).arg(&m.f).arg(&ow).arg(&oh);
+        launch.arg(counts);
+        unsafe { launch.launch(cfg) }?;
+        Ok(())
+    }
+
+    /// [`ColHist::launch`] for columns and at most [`PAIR_MAX_BINS`] bins: `colhist_pairs_*` in
+    /// colhist.cu, blocks of [`PAIR_TILE`] columns by `span` rows.
+    fn launch_pairs<T: Sample>(
+        &self,
+        gpu: &Gpu,
+        src: &CudaSlice<T>,
+        w: usize,
+        h: usize,
+        counts: &mut CudaSlice<u32>,
+    ) -> Result<(), OpError> {
+        let tiles = w.div_ceil(PAIR_TILE);
+        // Enough blocks to cover the GPU, but no more: every extra part along the columns adds
+        // one merge of bins x 64 counters (global atomics) per tile. At least PAIR_MIN_ROWS rows
+        // per block, at most 65535 (a 16-bit counter's limit).
+        let parts =
+            PAIR_BLOCKS.div_ceil(tiles).min(h.div_ceil(PAIR_MIN_ROWS)).max(h.div_ceil(u16::MAX as usize));
+        let span = h.div_ceil(parts);
+        let parts = h.div_ceil(span);
+        if parts > u16::MAX as usize {
+            return Err(OpError::invalid("frames taller than 65535 x 65535 rows are not supported"));
+        }
+        if parts > 1 {
+            // A single part stores every counter itself.
+            gpu.stream().memset_zeros(&mut counts.slice_mut(..self.bins as usize * w))?;
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (tiles as u32, parts as u32, 1),
+            block_dim: (PAIR_THREADS, 1, 1),
+            shared_mem_bytes: self.bins * 32 * 4,
+        };
+        let (w32, h32, maxval, bins, tile, span) =
+            (w as u32, h as u32, self.maxval as u32, self.bins, PAIR_TILE as u32, span as u32);
+        let (masked, g) = match &self.mask {
+            Some(g) => (1u32, g.clone()),
+            None => (0u32, Geometry::identity(w, h)),
+        };
+        let m = g.to_original;
+        let (ow, oh) = (g.original_width as f64, g.original_height as f64);
+        let f = gpu.function(&kernels::COLHIST, &format!("colhist_pairs_{}", T::KERNEL_SUFFIX))?;
         let mut launch = gpu.stream().launch_builder(&f);
         launch.arg(src).arg(&w32).arg(&h32).arg(&maxval).arg(&bins).arg(&tile).arg(&span);
         launch.arg(&masked).arg(&m.a).arg(&m.b).arg(&m.c).arg(&m.d).arg(&m.e).arg(&m.f).arg(&ow).arg(&oh);

@@ -18,6 +18,14 @@ pub const PRIVATE_MAX_BINS: u32 = 8;
 /// without opting in); above it the histogram kernel uses global atomics.
 pub const SHARED_MAX_BINS: u32 = 12 * 1024;
 
+/// Threads per block of the histogram kernels.
+const HISTOGRAM_THREADS: u32 = 256;
+
+/// Interleaved copies of the histogram counted on the CPU ([`count`]).
+const CPU_COPIES: usize = 4;
+/// Most bins counted in [`CPU_COPIES`] copies; 16-bit levels' copies would not stay in cache.
+const CPU_COPY_MAX_BINS: usize = 4096;
+
 /// Equal-width bins over 0..=maxval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bins {
@@ -98,18 +106,65 @@ pub struct Histogram {
 }
 
 /// The histogram of `samples` on the CPU.
+///
+/// Up to [`CPU_COPY_MAX_BINS`] bins, [`CPU_COPIES`] interleaved copies of the histogram are
+/// counted and summed at the end: in a run of equal samples each increment would otherwise wait
+/// for the previous one's store to reach the load (a store-to-load dependency of several cycles);
+/// with the copies, consecutive samples go to different counters.
 pub fn count<T: Sample>(samples: &[T], bins: Bins) -> Vec<u64> {
-    let mut counts = vec![0u64; bins.count()];
-    if bins.count == bins.levels {
-        for &v in samples {
-            counts[v.into() as usize] += 1;
-        }
-    } else {
-        for &v in samples {
-            counts[bins.of(v.into())] += 1;
+    let n = bins.count();
+    if let (Some(bytes), true) = (T::bytes(samples), n <= 256) {
+        return count_bytes(bytes, bins);
+    }
+    // bin for every value a sample of this type can hold; valid samples are at most maxval.
+    let all_values = 1u32 << (8 * std::mem::size_of::<T>());
+    let lut: Vec<u32> = (0..all_values).map(|v| bins.of(v.min(bins.levels - 1)) as u32).collect();
+    let bin = |v: T| lut[Into::<u32>::into(v) as usize] as usize;
+    let copies = if n <= CPU_COPY_MAX_BINS { CPU_COPIES } else { 1 };
+    let mut local = vec![0u64; copies * n];
+    let mut groups = samples.chunks_exact(copies);
+    for group in &mut groups {
+        for (k, &v) in group.iter().enumerate() {
+            local[k * n + bin(v)] += 1;
         }
     }
-    counts
+    for &v in groups.remainder() {
+        local[bin(v)] += 1;
+    }
+    (0..n).map(|b| (0..copies).map(|k| local[k * n + b]).sum()).collect()
+}
+
+/// [`count`] for 8-bit samples and at most 256 bins: 256-entry tables indexed by a byte, so no
+/// index is checked at run time; 32-bit counters, added to the 64-bit totals every 2^32 - 1
+/// samples at most.
+fn count_bytes(samples: &[u8], bins: Bins) -> Vec<u64> {
+    let mut lut = [0u8; 256];
+    for (v, b) in (0u32..).zip(lut.iter_mut()) {
+        *b = bins.of(v.min(bins.levels - 1)) as u8;
+    }
+    let mut totals = [0u64; 256];
+    for part in samples.chunks(u32::MAX as usize) {
+        let mut local = [[0u32; 256]; CPU_COPIES];
+        let mut groups = part.chunks_exact(CPU_COPIES);
+        for group in &mut groups {
+            for (copy, &v) in local.iter_mut().zip(group) {
+                copy[lut[v as usize] as usize] += 1;
+            }
+        }
+        for &v in groups.remainder() {
+            local[0][lut[v as usize] as usize] += 1;
+        }
+        for (b, total) in totals.iter_mut().enumerate() {
+            *total += local.iter().map(|copy| copy[b] as u64).sum::<u64>();
+        }
+    }
+    totals[..bins.count()].to_vec()
+}
+
+/// Copies of the histogram a block of [`HISTOGRAM_THREADS`] keeps in shared memory: one per warp
+/// while they fit in [`SHARED_MAX_BINS`] counters (`copies()` in histogram.cu, the same rule).
+fn shared_copies(bins: u32) -> u32 {
+    (SHARED_MAX_BINS / bins).min(HISTOGRAM_THREADS / 32)
 }
 
 /// Refuses device buffers shorter than a launch needs (the kernels would read or write past them).
@@ -148,8 +203,8 @@ pub fn launch_histogram<T: Sample>(
     // A few blocks per SM keep every SM busy; more would only add merges of the per-block copies.
     let cfg = LaunchConfig {
         grid_dim: (chunks.div_ceil(256).clamp(1, 512) as u32, 1, 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: if shared { bins.count * 4 } else { 0 },
+        block_dim: (HISTOGRAM_THREADS, 1, 1),
+        shared_mem_bytes: if shared { shared_copies(bins.count) * bins.count * 4 } else { 0 },
     };
     let (n, count, levels) = (n as u64, bins.count, bins.levels);
     let mut launch = gpu.stream().launch_builder(&f);
