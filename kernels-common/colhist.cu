@@ -170,6 +170,74 @@ __device__ void colhist_pairs(const T* __restrict__ px, u32 w, u32 h, u32 maxval
     }
 }
 
+// colhist_warp_rows_*: rows, at most PAIR_MAX_BINS bins. Warp k of block i counts row
+// i * warps + k alone, into its own histogram in shared memory (bins x 4 bytes per warp), then
+// stores all of it, zeros included, into the row's column of the matrix: no global atomics and no
+// zeroing. The row is read 16 bytes per lane (two loads in flight) between a scalar head up to
+// the first 16-byte boundary and a scalar tail; without a mask, each lane adds each run of equal
+// bins among its 16 bytes with one atomic (neighbouring pixels are often equal).
+template <typename T, bool MASKED>
+__device__ void colhist_warp_rows(const T* __restrict__ px, u32 w, u32 h, u32 maxval, u32 bins, const Mask& mask,
+                                  u32* __restrict__ counts) {
+    extern __shared__ u32 sh[];
+    constexpr u32 PER = 16 / sizeof(T);
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const u32 y = blockIdx.x * warps + warp;
+    u32* hist = sh + warp * bins;
+    for (u32 b = lane; b < bins; b += 32) hist[b] = 0;
+    __syncwarp();
+    const bool identity = bins == maxval + 1;
+    auto bin = [&](u32 v) -> u32 { return identity ? min(v, bins - 1) : bin_of(v, bins, maxval); };
+    if (y < h) {
+        const T* row = px + (u64)y * w;
+        auto add = [&](u32 x, u32 v) {
+            if (!MASKED || mask.counts(x, y)) atomicAdd(&hist[bin(v)], 1u);
+        };
+        auto add16 = [&](uint4 v, u32 x) {
+            union {
+                uint4 v;
+                T s[PER];
+            } buf;
+            buf.v = v;
+            if (MASKED) {
+#pragma unroll
+                for (u32 k = 0; k < PER; k++) add(x + k, buf.s[k]);
+                return;
+            }
+            u32 prev = bin(buf.s[0]), run = 1;
+#pragma unroll
+            for (u32 k = 1; k < PER; k++) {
+                const u32 b = bin(buf.s[k]);
+                if (b == prev) {
+                    run++;
+                } else {
+                    atomicAdd(&hist[prev], run);
+                    prev = b;
+                    run = 1;
+                }
+            }
+            atomicAdd(&hist[prev], run);
+        };
+        // A T pointer is a multiple of sizeof(T), and so is 16 - (its address mod 16).
+        const u32 r = (u32)((size_t)row & 15);
+        const u32 head = min(w, r ? (16 - r) / (u32)sizeof(T) : 0u);
+        if (lane < head) add(lane, row[lane]);
+        const u32 chunks = (w - head) / PER;
+        const uint4* body = reinterpret_cast<const uint4*>(row + head);
+        u32 c = lane;
+        for (; c + 32 < chunks; c += 64) {
+            const uint4 a = body[c], b = body[c + 32];
+            add16(a, head + c * PER);
+            add16(b, head + (c + 32) * PER);
+        }
+        if (c < chunks) add16(body[c], head + c * PER);
+        for (u32 x = head + chunks * PER + lane; x < w; x += 32) add(x, row[x]);
+    }
+    __syncwarp();
+    if (y < h)
+        for (u32 b = lane; b < bins; b += 32) counts[(u64)b * h + y] = hist[b];
+}
+
 #define COLHIST_KERNELS(T, DIR, ROWS)                                                                          \
     extern "C" __global__ void colhist_tiled_##DIR##_##T(const T* px, u32 w, u32 h, u32 maxval, u32 bins,      \
                                                          u32 tile, u32 span, u32 masked, double a, double b,   \
@@ -196,6 +264,21 @@ __device__ void colhist_pairs(const T* __restrict__ px, u32 w, u32 h, u32 maxval
         else                                                                                                   \
             colhist_pairs<T, false>(px, w, h, maxval, bins, span, mask, counts);                              \
     }
+
+#define COLHIST_WARP_ROW_KERNELS(T)                                                                            \
+    extern "C" __global__ void colhist_warp_rows_##T(const T* px, u32 w, u32 h, u32 maxval, u32 bins,         \
+                                                     u32 tile, u32 span, u32 masked, double a, double b,       \
+                                                     double c, double d, double e, double f, double ow,        \
+                                                     double oh, u32* counts) {                                 \
+        const Mask mask{masked, a, b, c, d, e, f, ow, oh};                                                     \
+        if (masked)                                                                                            \
+            colhist_warp_rows<T, true>(px, w, h, maxval, bins, mask, counts);                                 \
+        else                                                                                                   \
+            colhist_warp_rows<T, false>(px, w, h, maxval, bins, mask, counts);                                \
+    }
+
+COLHIST_WARP_ROW_KERNELS(u8)
+COLHIST_WARP_ROW_KERNELS(u16)
 
 COLHIST_PAIR_KERNELS(u8)
 COLHIST_PAIR_KERNELS(u16)

@@ -8,6 +8,26 @@
 
 #define FULL_MASK 0xffffffffu
 
+__device__ void scan_block(const u64* __restrict__ counts, u32 bins, u64* __restrict__ cdf,
+                           u64* __restrict__ cdf_min);
+
+// The end of every histogram kernel. When cdf is not null (the same for the whole grid), the last
+// block to finish scans the histogram, so `cdf` costs no second launch ("last block done", as in
+// CUDA's threadFenceReduction sample): every thread fences its atomics on hist, the block then
+// counts itself done in hist[bins] (zeroed with the histogram), and the block that counts last
+// sees every other block's atomics.
+__device__ void scan_when_last(u64* hist, u32 bins, u64* cdf, u64* cdf_min) {
+    if (cdf == nullptr) return;
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd((unsigned long long*)&hist[bins], 1ull) == gridDim.x - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    scan_block(hist, bins, cdf, cdf_min);
+}
+
 __device__ __forceinline__ u32 bin_of(u32 v, u32 bins, u32 levels) {
     return bins == levels ? v : v * bins / levels;
 }
@@ -152,43 +172,57 @@ __device__ void histogram_global(const T* __restrict__ in, u64 n, u32 bins, u32 
         atomicAdd((unsigned long long*)&hist[bin_of(in[i], bins, levels)], 1ull);
 }
 
-extern "C" __global__ void histogram_private_u8(const u8* in, u64 n, u32 bins, u32 levels, u64* hist) {
+extern "C" __global__ void histogram_private_u8(const u8* in, u64 n, u32 bins, u32 levels, u64* hist,
+                                                 u64* cdf, u64* cdf_min) {
     histogram_private<u8>(in, n, bins, levels, hist);
+    scan_when_last(hist, bins, cdf, cdf_min);
 }
 
-extern "C" __global__ void histogram_private_u16(const u16* in, u64 n, u32 bins, u32 levels, u64* hist) {
+extern "C" __global__ void histogram_private_u16(const u16* in, u64 n, u32 bins, u32 levels, u64* hist,
+                                                 u64* cdf, u64* cdf_min) {
     histogram_private<u16>(in, n, bins, levels, hist);
+    scan_when_last(hist, bins, cdf, cdf_min);
 }
 
-extern "C" __global__ void histogram_shared_u8(const u8* in, u64 n, u32 bins, u32 levels, u64* hist) {
+extern "C" __global__ void histogram_shared_u8(const u8* in, u64 n, u32 bins, u32 levels, u64* hist,
+                                                 u64* cdf, u64* cdf_min) {
     histogram_shared<u8>(in, n, bins, levels, hist);
+    scan_when_last(hist, bins, cdf, cdf_min);
 }
 
-extern "C" __global__ void histogram_shared_u16(const u16* in, u64 n, u32 bins, u32 levels, u64* hist) {
+extern "C" __global__ void histogram_shared_u16(const u16* in, u64 n, u32 bins, u32 levels, u64* hist,
+                                                 u64* cdf, u64* cdf_min) {
     histogram_shared<u16>(in, n, bins, levels, hist);
+    scan_when_last(hist, bins, cdf, cdf_min);
 }
 
-extern "C" __global__ void histogram_global_u8(const u8* in, u64 n, u32 bins, u32 levels, u64* hist) {
+extern "C" __global__ void histogram_global_u8(const u8* in, u64 n, u32 bins, u32 levels, u64* hist,
+                                                 u64* cdf, u64* cdf_min) {
     histogram_global<u8>(in, n, bins, levels, hist);
+    scan_when_last(hist, bins, cdf, cdf_min);
 }
 
-extern "C" __global__ void histogram_global_u16(const u16* in, u64 n, u32 bins, u32 levels, u64* hist) {
+extern "C" __global__ void histogram_global_u16(const u16* in, u64 n, u32 bins, u32 levels, u64* hist,
+                                                 u64* cdf, u64* cdf_min) {
     histogram_global<u16>(in, n, bins, levels, hist);
+    scan_when_last(hist, bins, cdf, cdf_min);
 }
 
 // Inclusive scan of `bins` counts by one block (blockDim.x a multiple of 32, at most 1024), tile by
 // tile of blockDim.x counts with a running carry: a Hillis-Steele scan within each warp by
 // shuffles (no shared memory, so no bank conflicts), then the same over the warps' totals. Also
-// writes the smallest non-zero cumulative count (0 for an empty histogram) to *cdf_min.
-extern "C" __global__ void scan(const u64* __restrict__ counts, u32 bins, u64* __restrict__ cdf,
-                                u64* __restrict__ cdf_min) {
+// writes the smallest non-zero cumulative count (0 for an empty histogram) to *cdf_min. Counts
+// are read from L2 (__ldcg): in a histogram kernel's last block they were written by other
+// blocks' atomics.
+__device__ void scan_block(const u64* __restrict__ counts, u32 bins, u64* __restrict__ cdf,
+                           u64* __restrict__ cdf_min) {
     __shared__ u64 warp_sums[32];
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     u64 carry = 0;
     u64 least = ~0ull;
     for (u32 base = 0; base < bins; base += blockDim.x) {
         const u32 i = base + threadIdx.x;
-        u64 x = i < bins ? counts[i] : 0;
+        u64 x = i < bins ? __ldcg(&counts[i]) : 0;
 #pragma unroll
         for (u32 d = 1; d < 32; d <<= 1) {
             const u64 y = __shfl_up_sync(FULL_MASK, x, d);
@@ -228,4 +262,9 @@ extern "C" __global__ void scan(const u64* __restrict__ counts, u32 bins, u64* _
             if (warp_sums[w] < m) m = warp_sums[w];
         *cdf_min = m == ~0ull ? 0 : m;
     }
+}
+
+extern "C" __global__ void scan(const u64* __restrict__ counts, u32 bins, u64* __restrict__ cdf,
+                                u64* __restrict__ cdf_min) {
+    scan_block(counts, bins, cdf, cdf_min);
 }

@@ -32,6 +32,8 @@ const PAIR_MAX_BINS: u32 = 384;
 /// Columns per block of `colhist_pairs_*` (`PAIR_TILE`): two per lane of a warp.
 const PAIR_TILE: usize = 64;
 const PAIR_THREADS: u32 = 512;
+/// Threads per block of `colhist_warp_rows_*`: eight rows.
+const ROW_THREADS: u32 = 256;
 /// Blocks `colhist_pairs_*` aims for: about two per SM of an H100 or H200 (132 SMs).
 const PAIR_BLOCKS: usize = 264;
 /// Fewest rows per block of `colhist_pairs_*`: fewer would make the merge cost more than counting.
@@ -347,8 +349,8 @@ impl ColHist {
         if lines == 0 || along == 0 {
             return Ok(());
         }
-        if !self.rows && self.bins <= PAIR_MAX_BINS {
-            return self.launch_pairs(gpu, src, w, h, counts);
+        if self.bins <= PAIR_MAX_BINS {
+            return self.launch_small(gpu, src, w, h, counts);
         }
         gpu.stream().memset_zeros(&mut counts.slice_mut(..self.bins as usize * lines))?;
         let direction = if self.rows { "rows" } else { "cols" };
@@ -394,9 +396,10 @@ impl ColHist {
         Ok(())
     }
 
-    /// [`ColHist::launch`] for columns and at most [`PAIR_MAX_BINS`] bins: `colhist_pairs_*` in
-    /// colhist.cu, blocks of [`PAIR_TILE`] columns by `span` rows.
-    fn launch_pairs<T: Sample>(
+    /// [`ColHist::launch`] for at most [`PAIR_MAX_BINS`] bins: columns by `colhist_pairs_*` in
+    /// colhist.cu, blocks of [`PAIR_TILE`] columns by `span` rows; rows by
+    /// `colhist_warp_rows_*`, a warp per row.
+    fn launch_small<T: Sample>(
         &self,
         gpu: &Gpu,
         src: &CudaSlice<T>,
@@ -404,25 +407,39 @@ impl ColHist {
         h: usize,
         counts: &mut CudaSlice<u32>,
     ) -> Result<(), OpError> {
-        let tiles = w.div_ceil(PAIR_TILE);
-        // Enough blocks to cover the GPU, but no more: every extra part along the columns adds
-        // one merge of bins x 64 counters (global atomics) per tile. At least PAIR_MIN_ROWS rows
-        // per block, at most 65535 (a 16-bit counter's limit).
-        let parts =
-            PAIR_BLOCKS.div_ceil(tiles).min(h.div_ceil(PAIR_MIN_ROWS)).max(h.div_ceil(u16::MAX as usize));
-        let span = h.div_ceil(parts);
-        let parts = h.div_ceil(span);
-        if parts > u16::MAX as usize {
-            return Err(OpError::invalid("frames taller than 65535 x 65535 rows are not supported"));
-        }
-        if parts > 1 {
-            // A single part stores every counter itself.
-            gpu.stream().memset_zeros(&mut counts.slice_mut(..self.bins as usize * w))?;
-        }
-        let cfg = LaunchConfig {
-            grid_dim: (tiles as u32, parts as u32, 1),
-            block_dim: (PAIR_THREADS, 1, 1),
-            shared_mem_bytes: self.bins * 32 * 4,
+        let (name, cfg, span) = if self.rows {
+            // Each warp stores its row's whole histogram: nothing to zero.
+            let warps = (ROW_THREADS / 32) as usize;
+            // h < 2^32 (for_frame), so at most 2^29 blocks: within the grid's 2^31 - 1.
+            let blocks = h.div_ceil(warps);
+            let cfg = LaunchConfig {
+                grid_dim: (blocks as u32, 1, 1),
+                block_dim: (ROW_THREADS, 1, 1),
+                shared_mem_bytes: self.bins * warps as u32 * 4,
+            };
+            ("warp_rows", cfg, 0)
+        } else {
+            let tiles = w.div_ceil(PAIR_TILE);
+            // Enough blocks to cover the GPU, but no more: every extra part along the rows adds
+            // one merge of bins x 64 counters (global atomics) per tile. At least PAIR_MIN_ROWS
+            // rows per block, at most 65535 (a 16-bit counter's limit).
+            let parts =
+                PAIR_BLOCKS.div_ceil(tiles).min(h.div_ceil(PAIR_MIN_ROWS)).max(h.div_ceil(u16::MAX as usize));
+            let span = h.div_ceil(parts);
+            let parts = h.div_ceil(span);
+            if parts > u16::MAX as usize {
+                return Err(OpError::invalid("frames taller than 65535 x 65535 rows are not supported"));
+            }
+            if parts > 1 {
+                // A single part stores every counter itself.
+                gpu.stream().memset_zeros(&mut counts.slice_mut(..self.bins as usize * w))?;
+            }
+            let cfg = LaunchConfig {
+                grid_dim: (tiles as u32, parts as u32, 1),
+                block_dim: (PAIR_THREADS, 1, 1),
+                shared_mem_bytes: self.bins * 32 * 4,
+            };
+            ("pairs", cfg, span)
         };
         let (w32, h32, maxval, bins, tile, span) =
             (w as u32, h as u32, self.maxval as u32, self.bins, PAIR_TILE as u32, span as u32);
@@ -432,7 +449,7 @@ impl ColHist {
         };
         let m = g.to_original;
         let (ow, oh) = (g.original_width as f64, g.original_height as f64);
-        let f = gpu.function(&kernels::COLHIST, &format!("colhist_pairs_{}", T::KERNEL_SUFFIX))?;
+        let f = gpu.function(&kernels::COLHIST, &format!("colhist_{name}_{}", T::KERNEL_SUFFIX))?;
         let mut launch = gpu.stream().launch_builder(&f);
         launch.arg(src).arg(&w32).arg(&h32).arg(&maxval).arg(&bins).arg(&tile).arg(&span);
         launch.arg(&masked).arg(&m.a).arg(&m.b).arg(&m.c).arg(&m.d).arg(&m.e).arg(&m.f).arg(&ow).arg(&oh);

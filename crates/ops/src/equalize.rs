@@ -149,13 +149,12 @@ impl Equalize {
         let levels = bins.levels();
         let n = samples.len();
         let src = gpu.upload("equalize.in", samples)?;
-        let mut hist = gpu.buffer::<u64>("equalize.counts", levels)?;
+        let mut hist = gpu.buffer::<u64>("equalize.counts", levels + 1)?;
         let mut cdf = gpu.buffer::<u64>("equalize.cdf", levels)?;
         let mut cdf_min = gpu.buffer::<u64>("equalize.cdf_min", 1)?;
         let mut lut = gpu.buffer::<T>("equalize.lut", levels)?;
         let mut dst = gpu.buffer::<T>("equalize.out", n)?;
-        histogram::launch_histogram(gpu, &src, n, bins, &mut hist)?;
-        histogram::launch_scan(gpu, &hist, levels, &mut cdf, &mut cdf_min)?;
+        histogram::launch_distribution(gpu, &src, n, bins, &mut hist, &mut cdf, &mut cdf_min)?;
         launch_lut(gpu, &cdf, &cdf_min, levels, n, &mut lut)?;
         launch_map(gpu, &src, n, &lut, levels, &mut dst)?;
         let mut out = vec![T::default(); n];

@@ -186,9 +186,48 @@ pub fn launch_histogram<T: Sample>(
     bins: Bins,
     hist: &mut CudaSlice<u64>,
 ) -> Result<(), OpError> {
-    check_len("histogram input", src.len(), n)?;
     check_len("histogram", hist.len(), bins.count())?;
-    gpu.stream().memset_zeros(&mut hist.slice_mut(..bins.count()))?;
+    queue_histogram(gpu, src, n, bins, hist, None)
+}
+
+/// Queues the histogram (as [`launch_histogram`]) and its scan (as [`launch_scan`]) in one kernel:
+/// the last block to finish scans. `hist` must hold `bins.count() + 1` counts: the last is the
+/// blocks' completion counter.
+pub fn launch_distribution<T: Sample>(
+    gpu: &Gpu,
+    src: &CudaSlice<T>,
+    n: usize,
+    bins: Bins,
+    hist: &mut CudaSlice<u64>,
+    cdf: &mut CudaSlice<u64>,
+    cdf_min: &mut CudaSlice<u64>,
+) -> Result<(), OpError> {
+    check_len("histogram and its counter", hist.len(), bins.count() + 1)?;
+    check_len("scan output", cdf.len(), bins.count())?;
+    check_len("cdf_min", cdf_min.len(), 1)?;
+    if n == 0 {
+        // No kernel runs: the scan of an empty histogram is zeros, and so is cdf_min.
+        gpu.stream().memset_zeros(&mut hist.slice_mut(..bins.count()))?;
+        gpu.stream().memset_zeros(&mut cdf.slice_mut(..bins.count()))?;
+        gpu.stream().memset_zeros(&mut cdf_min.slice_mut(..1))?;
+        return Ok(());
+    }
+    queue_histogram(gpu, src, n, bins, hist, Some((cdf, cdf_min)))
+}
+
+/// The histogram kernel, with the scan in its last block when `scan` holds its outputs.
+fn queue_histogram<T: Sample>(
+    gpu: &Gpu,
+    src: &CudaSlice<T>,
+    n: usize,
+    bins: Bins,
+    hist: &mut CudaSlice<u64>,
+    scan: Option<(&mut CudaSlice<u64>, &mut CudaSlice<u64>)>,
+) -> Result<(), OpError> {
+    check_len("histogram input", src.len(), n)?;
+    // The completion counter after the counts starts at zero too.
+    let zeroed = if scan.is_some() { bins.count() + 1 } else { bins.count() };
+    gpu.stream().memset_zeros(&mut hist.slice_mut(..zeroed))?;
     if n == 0 {
         return Ok(());
     }
@@ -202,13 +241,19 @@ pub fn launch_histogram<T: Sample>(
     let chunks = n.div_ceil(16 / std::mem::size_of::<T>());
     // A few blocks per SM keep every SM busy; more would only add merges of the per-block copies.
     let cfg = LaunchConfig {
-        grid_dim: (chunks.div_ceil(256).clamp(1, 512) as u32, 1, 1),
+        grid_dim: (chunks.div_ceil(HISTOGRAM_THREADS as usize).clamp(1, 512) as u32, 1, 1),
         block_dim: (HISTOGRAM_THREADS, 1, 1),
         shared_mem_bytes: if shared { shared_copies(bins.count) * bins.count * 4 } else { 0 },
     };
     let (n, count, levels) = (n as u64, bins.count, bins.levels);
+    // A null pointer for the scan's outputs: the kernels then skip the scan.
+    let null = 0u64;
     let mut launch = gpu.stream().launch_builder(&f);
     launch.arg(src).arg(&n).arg(&count).arg(&levels).arg(hist);
+    match scan {
+        Some((cdf, cdf_min)) => launch.arg(cdf).arg(cdf_min),
+        None => launch.arg(&null).arg(&null),
+    };
     unsafe { launch.launch(cfg) }?;
     Ok(())
 }
@@ -245,11 +290,10 @@ impl Histogram {
 
     fn gpu_samples<T: Sample>(&self, gpu: &Gpu, samples: &[T], bins: Bins) -> Result<Distribution, OpError> {
         let src = gpu.upload("histogram.in", samples)?;
-        let mut hist = gpu.buffer::<u64>("histogram.counts", bins.count())?;
+        let mut hist = gpu.buffer::<u64>("histogram.counts", bins.count() + 1)?;
         let mut cdf = gpu.buffer::<u64>("histogram.cdf", bins.count())?;
         let mut cdf_min = gpu.buffer::<u64>("histogram.cdf_min", 1)?;
-        launch_histogram(gpu, &src, samples.len(), bins, &mut hist)?;
-        launch_scan(gpu, &hist, bins.count(), &mut cdf, &mut cdf_min)?;
+        launch_distribution(gpu, &src, samples.len(), bins, &mut hist, &mut cdf, &mut cdf_min)?;
         let mut counts = vec![0u64; bins.count()];
         let mut cumulative = vec![0u64; bins.count()];
         gpu.download(&hist, &mut counts)?;
