@@ -86,7 +86,8 @@ __device__ void histogram_private(const T* __restrict__ in, u64 n, u32 bins, u32
 // contend with each other; within a warp, a thread adds each run of equal bins among its 16
 // bytes with one atomic (real images have long runs: neighbouring lanes would otherwise hit the
 // same counter and serialise), and loads two 16-byte chunks before counting either.
-#define SHARED_COUNTERS (12 * 1024)
+// SHARED_MAX_BINS in histogram.rs: 48 KiB less 512 bytes for scan_when_last's static shared memory.
+#define SHARED_COUNTERS (12 * 1024 - 128)
 
 __device__ __forceinline__ u32 copies(u32 bins) {
     const u32 fit = SHARED_COUNTERS / bins, warps = blockDim.x >> 5;

@@ -15,8 +15,14 @@ use crate::{with_samples, Gpu, Op, OpError, Sample};
 pub const PRIVATE_MAX_BINS: u32 = 8;
 
 /// Most bins a block can count in shared memory (4 bytes each, within the 48 KiB every GPU gives
-/// without opting in); above it the histogram kernel uses global atomics.
-pub const SHARED_MAX_BINS: u32 = 12 * 1024;
+/// without opting in, less 512 bytes for the static shared memory of the scan the kernels end
+/// with); above it the histogram kernel uses global atomics.
+pub const SHARED_MAX_BINS: u32 = 12 * 1024 - 128;
+
+/// Most bins whose scan the histogram kernel's last block runs itself ([`launch_distribution`]):
+/// its 256 threads scan 256 counts per step, so 16-bit levels (256 steps) go to the 1024-thread
+/// scan kernel instead.
+const FUSED_SCAN_MAX_BINS: usize = 1024;
 
 /// Threads per block of the histogram kernels.
 const HISTOGRAM_THREADS: u32 = 256;
@@ -190,8 +196,8 @@ pub fn launch_histogram<T: Sample>(
     queue_histogram(gpu, src, n, bins, hist, None)
 }
 
-/// Queues the histogram (as [`launch_histogram`]) and its scan (as [`launch_scan`]) in one kernel:
-/// the last block to finish scans. `hist` must hold `bins.count() + 1` counts: the last is the
+/// Queues the histogram (as [`launch_histogram`]) and its scan (as [`launch_scan`]) in one kernel
+/// (up to [`FUSED_SCAN_MAX_BINS`] bins; two kernels above): the last block to finish scans. `hist` must hold `bins.count() + 1` counts: the last is the
 /// blocks' completion counter.
 pub fn launch_distribution<T: Sample>(
     gpu: &Gpu,
@@ -211,6 +217,10 @@ pub fn launch_distribution<T: Sample>(
         gpu.stream().memset_zeros(&mut cdf.slice_mut(..bins.count()))?;
         gpu.stream().memset_zeros(&mut cdf_min.slice_mut(..1))?;
         return Ok(());
+    }
+    if bins.count() > FUSED_SCAN_MAX_BINS {
+        queue_histogram(gpu, src, n, bins, hist, None)?;
+        return launch_scan(gpu, hist, bins.count(), cdf, cdf_min);
     }
     queue_histogram(gpu, src, n, bins, hist, Some((cdf, cdf_min)))
 }
