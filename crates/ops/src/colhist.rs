@@ -510,6 +510,40 @@ mod tests {
     }
 
     #[test]
+    fn strips_and_spans_count_as_testing_every_pixel() {
+        let mut seed = 7u32;
+        let mut next = || {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            seed >> 8
+        };
+        let turned =
+            Geometry::identity(150, 90).then(&Affine { a: 0.8, b: -0.6, c: 30.0, d: 0.6, e: 0.8, f: -40.0 });
+        // 8-bit and 16-bit, widths across strip boundaries, bins dividing evenly or not.
+        for (w, h, maxval, bins) in
+            [(200, 70, 255, None), (130, 9, 255, Some(7)), (77, 40, 1076, None), (65, 3, 300, Some(301))]
+        {
+            let n = w * h;
+            let pixels = if maxval <= 255 {
+                Pixels::U8(
+                    (0..n).map(|i| if i % 3 == 0 { (i / 11 % 256) as u8 } else { next() as u8 }).collect(),
+                )
+            } else {
+                Pixels::U16((0..n).map(|_| (next() % (maxval as u32 + 1)) as u16).collect())
+            };
+            let mut f = Frame::new(w, h, maxval, pixels);
+            for geometry in [None, Some(turned.clone())] {
+                f.geometry = geometry;
+                for rows in [false, true] {
+                    let op = ColHistParams { bins, rows, count_padding: false }.for_frame(&f).unwrap();
+                    let mut expected = vec![0u32; op.bins as usize * op.lines(w, h)];
+                    with_samples!(&f.pixels, v => op.cpu_counts_per_pixel(w, h, v, &mut expected));
+                    assert_eq!(op.cpu(&f).unwrap().counts, expected, "{w}x{h}, maxval {maxval}, rows {rows}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn counts_columns_rows_and_only_data_pixels() {
         let mut f = Frame::new(3, 2, 3, Pixels::U8(vec![0, 1, 3, 0, 3, 3]));
         let all = ColHistParams { bins: None, rows: false, count_padding: false }.for_frame(&f).unwrap();

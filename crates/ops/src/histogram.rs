@@ -369,6 +369,30 @@ mod tests {
     }
 
     #[test]
+    fn interleaved_copies_count_as_one() {
+        let bytes: Vec<u8> = (0..10_003u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8 / (1 + (i % 5) as u8))
+            .collect();
+        let words: Vec<u16> =
+            (0..10_003u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 20) as u16 % 1077).collect();
+        for (maxval, count) in
+            [(255u16, None), (255, Some(7)), (255, Some(1)), (1076, None), (1076, Some(300))]
+        {
+            let bins = Bins::new(count, maxval).unwrap();
+            let naive = |values: &mut dyn Iterator<Item = u32>| {
+                let mut counts = vec![0u64; bins.count()];
+                values.for_each(|v| counts[bins.of(v)] += 1);
+                counts
+            };
+            if maxval == 255 {
+                assert_eq!(super::count(&bytes, bins), naive(&mut bytes.iter().map(|&v| v as u32)));
+            } else {
+                assert_eq!(super::count(&words, bins), naive(&mut words.iter().map(|&v| v as u32)));
+            }
+        }
+    }
+
+    #[test]
     fn cpu_counts_and_accumulates() {
         let f = Frame::new(3, 2, 255, Pixels::U8(vec![0, 31, 32, 255, 255, 100]));
         let d = Histogram { bins: Some(8) }.cpu(&f).unwrap();
