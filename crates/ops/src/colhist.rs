@@ -58,10 +58,11 @@ const PREFETCH_ROWS: usize = 6;
 /// Columns of 8-bit samples, strip by strip of [`BYTE_STRIP`] columns, each counted into
 /// counters laid out [bin][column of the strip]: neighbouring columns of equal value hit
 /// neighbouring counters (column-major histograms 512 bytes apart would share a few cache sets).
+#[inline(always)]
 fn count_columns_8bit(
     w: usize,
     input: &[u8],
-    lut: &[u8; 256],
+    bin: impl Fn(u8) -> u8,
     bins: usize,
     spans: &[Range<usize>],
     counts: &mut [u32],
@@ -84,7 +85,7 @@ fn count_columns_8bit(
                 }
                 // Indices a byte and a masked column: the compiler drops their bounds checks.
                 for (c, &v) in (from - x0..).zip(&row[from..to]) {
-                    narrow[lut[v as usize] as usize][c & (S - 1)] += 1;
+                    narrow[bin(v) as usize][c & (S - 1)] += 1;
                 }
             }
             for (total, part) in wide.iter_mut().zip(narrow.iter_mut()) {
@@ -314,7 +315,12 @@ impl ColHist {
                 }
             }
         } else {
-            count_columns_8bit(w, input, &lut, bins, spans, counts);
+            // One bin per level (256 of them): the sample is its bin, no table load.
+            if bins == 256 {
+                count_columns_8bit(w, input, |v| v, bins, spans, counts);
+            } else {
+                count_columns_8bit(w, input, |v| lut[v as usize], bins, spans, counts);
+            }
         }
     }
 

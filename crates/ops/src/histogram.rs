@@ -151,14 +151,11 @@ fn count_bytes(samples: &[u8], bins: Bins) -> Vec<u64> {
     let mut totals = [0u64; 256];
     for part in samples.chunks(u32::MAX as usize) {
         let mut local = [[0u32; 256]; CPU_COPIES];
-        let mut groups = part.chunks_exact(CPU_COPIES);
-        for group in &mut groups {
-            for (copy, &v) in local.iter_mut().zip(group) {
-                copy[lut[v as usize] as usize] += 1;
-            }
-        }
-        for &v in groups.remainder() {
-            local[0][lut[v as usize] as usize] += 1;
+        // One bin per level (256 of them): the sample is its bin, no table load.
+        if bins.count == 256 {
+            count_copies(part, &mut local, |v| v);
+        } else {
+            count_copies(part, &mut local, |v| lut[v as usize]);
         }
         for (b, total) in totals.iter_mut().enumerate() {
             *total += local.iter().map(|copy| copy[b] as u64).sum::<u64>();
@@ -171,6 +168,20 @@ fn count_bytes(samples: &[u8], bins: Bins) -> Vec<u64> {
 /// while they fit in [`SHARED_MAX_BINS`] counters (`copies()` in histogram.cu, the same rule).
 fn shared_copies(bins: u32) -> u32 {
     (SHARED_MAX_BINS / bins).min(HISTOGRAM_THREADS / 32)
+}
+
+/// Adds each sample's bin, `bin(v)`, to the copies in turn.
+#[inline(always)]
+fn count_copies(samples: &[u8], copies: &mut [[u32; 256]; CPU_COPIES], bin: impl Fn(u8) -> u8) {
+    let mut groups = samples.chunks_exact(CPU_COPIES);
+    for group in &mut groups {
+        for (copy, &v) in copies.iter_mut().zip(group) {
+            copy[bin(v) as usize] += 1;
+        }
+    }
+    for &v in groups.remainder() {
+        copies[0][bin(v) as usize] += 1;
+    }
 }
 
 /// Refuses device buffers shorter than a launch needs (the kernels would read or write past them).
