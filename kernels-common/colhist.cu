@@ -90,11 +90,13 @@ __device__ void colhist_global(const T* __restrict__ px, u32 w, u32 h, u32 maxva
 // into the other. Each warp takes every warps-th row, PAIR_UNROLL rows' loads issued before their
 // atomics so that several loads are in flight per thread.
 //
-// The merge adds each non-zero pair of counters to the global matrix with one 64-bit atomic on
-// the two neighbouring u32 counters (when w is even and counts 8-byte aligned, so the pair is an
-// aligned u64): exact, because the low counter's final value is a column's count, at most
-// h <= 2^32 - 1, so no partial sum ever carries into the high one. A grid of one block per tile
-// (gridDim.y == 1) stores every counter instead, zeros included, and the host skips the memset.
+// The merge: a grid of one block per tile (gridDim.y == 1) stores every counter, zeros included.
+// With several parts along the rows, each block stores its packed counters (bins x 32 words) in
+// partials[tile][part] with plain coalesced stores, and the tile's last block to finish (counted in
+// done[tile], which the host zeroes; "last block done" as in CUDA's threadFenceReduction sample)
+// adds the parts up and stores the tile's final counts: no global atomics on the matrix (global
+// atomics on every non-zero counter of every part would cost more than the counting on random
+// content), and no zeroing of the matrix.
 #define PAIR_MAX_BINS 384
 #define PAIR_TILE 64
 #define PAIR_UNROLL 8
@@ -107,9 +109,20 @@ template <> struct Pair<u16> {
     typedef u32 type;
 };
 
+// Stores the final counts c0, c1 of shared word i of the tile at column x0: bin i / 32, columns
+// x0 + 2 (i % 32) and the next one.
+__device__ __forceinline__ void store_pair(u32* counts, u32 w, u32 bins, u32 x0, u32 i, u32 c0, u32 c1) {
+    const u32 b = i >> 5, xl = x0 + 2 * (i & 31);
+    if (b >= bins || xl >= w) return;
+    u32* at = counts + (u64)b * w + xl;
+    at[0] = c0;
+    if (xl + 1 < w) at[1] = c1;
+}
+
 template <typename T, bool MASKED>
 __device__ void colhist_pairs(const T* __restrict__ px, u32 w, u32 h, u32 maxval, u32 bins, u32 span,
-                              const Mask& mask, u32* __restrict__ counts) {
+                              const Mask& mask, u32* __restrict__ counts, u32* __restrict__ partials,
+                              u32* __restrict__ done) {
     typedef typename Pair<T>::type P;
     extern __shared__ u32 sh[];
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
@@ -150,23 +163,33 @@ __device__ void colhist_pairs(const T* __restrict__ px, u32 w, u32 h, u32 maxval
         }
     }
     __syncthreads();
-    const bool store = gridDim.y == 1;
-    const bool wide = (w & 1) == 0 && ((size_t)counts & 7) == 0;
-    for (u32 i = threadIdx.x; i < bins * 32; i += blockDim.x) {
-        const u32 b = i >> 5, xl = x0 + 2 * (i & 31);
-        if (xl >= w) continue;
-        const u32 word = sh[i], c0 = word & 0xffffu, c1 = word >> 16;
-        u32* at = counts + (u64)b * w + xl;
-        if (store) {
-            at[0] = c0;
-            if (xl + 1 < w) at[1] = c1;
-        } else if (wide) {
-            // xl is even and so is b * w: an aligned pair (see above for why no carry crosses).
-            if (word) atomicAdd((unsigned long long*)at, ((unsigned long long)c1 << 32) | c0);
-        } else {
-            if (c0) atomicAdd(at, c0);
-            if (c1) atomicAdd(at + 1, c1);
+    if (gridDim.y == 1) {
+        for (u32 i = threadIdx.x; i < bins * 32; i += blockDim.x)
+            store_pair(counts, w, bins, x0, i, sh[i] & 0xffffu, sh[i] >> 16);
+        return;
+    }
+    // Several parts along the rows: publish this block's packed counters, and let the tile's last
+    // block to finish add the parts up (see the comment above colhist_pairs).
+    const u64 words = (u64)bins * 32;
+    u32* mine = partials + ((u64)blockIdx.x * gridDim.y + blockIdx.y) * words;
+    for (u32 i = threadIdx.x; i < words; i += blockDim.x) mine[i] = sh[i];
+    __threadfence();
+    __syncthreads();
+    // sh is free now: its first word carries the verdict to the whole block.
+    if (threadIdx.x == 0) sh[0] = atomicAdd(&done[blockIdx.x], 1u) == gridDim.y - 1;
+    __syncthreads();
+    if (!sh[0]) return;
+    __threadfence();
+    const u32* parts = partials + (u64)blockIdx.x * gridDim.y * words;
+    for (u32 i = threadIdx.x; i < words; i += blockDim.x) {
+        // Each half of a part is at most 65535; their sums, a column's counts, at most h < 2^32.
+        u32 c0 = 0, c1 = 0;
+        for (u32 p = 0; p < gridDim.y; p++) {
+            const u32 word = __ldcg(&parts[p * words + i]);
+            c0 += word & 0xffffu;
+            c1 += word >> 16;
         }
+        store_pair(counts, w, bins, x0, i, c0, c1);
     }
 }
 
@@ -257,12 +280,13 @@ __device__ void colhist_warp_rows(const T* __restrict__ px, u32 w, u32 h, u32 ma
 #define COLHIST_PAIR_KERNELS(T)                                                                                \
     extern "C" __global__ void colhist_pairs_##T(const T* px, u32 w, u32 h, u32 maxval, u32 bins, u32 tile,   \
                                                  u32 span, u32 masked, double a, double b, double c, double d, \
-                                                 double e, double f, double ow, double oh, u32* counts) {      \
+                                                 double e, double f, double ow, double oh, u32* counts,        \
+                                                 u32* partials, u32* done) {                                   \
         const Mask mask{masked, a, b, c, d, e, f, ow, oh};                                                     \
         if (masked)                                                                                            \
-            colhist_pairs<T, true>(px, w, h, maxval, bins, span, mask, counts);                               \
+            colhist_pairs<T, true>(px, w, h, maxval, bins, span, mask, counts, partials, done);               \
         else                                                                                                   \
-            colhist_pairs<T, false>(px, w, h, maxval, bins, span, mask, counts);                              \
+            colhist_pairs<T, false>(px, w, h, maxval, bins, span, mask, counts, partials, done);              \
     }
 
 #define COLHIST_WARP_ROW_KERNELS(T)                                                                            \

@@ -444,18 +444,14 @@ impl ColHist {
         } else {
             let tiles = w.div_ceil(PAIR_TILE);
             // Enough blocks to cover the GPU, but no more: every extra part along the rows adds
-            // one merge of bins x 64 counters (global atomics) per tile. At least PAIR_MIN_ROWS
-            // rows per block, at most 65535 (a 16-bit counter's limit).
+            // bins x 128 bytes of partial counts, stored, then read by the tile's last block. At
+            // least PAIR_MIN_ROWS rows per block, at most 65535 (a 16-bit counter's limit).
             let parts =
                 PAIR_BLOCKS.div_ceil(tiles).min(h.div_ceil(PAIR_MIN_ROWS)).max(h.div_ceil(u16::MAX as usize));
             let span = h.div_ceil(parts);
             let parts = h.div_ceil(span);
             if parts > u16::MAX as usize {
                 return Err(OpError::invalid("frames taller than 65535 x 65535 rows are not supported"));
-            }
-            if parts > 1 {
-                // A single part stores every counter itself.
-                gpu.stream().memset_zeros(&mut counts.slice_mut(..self.bins as usize * w))?;
             }
             let cfg = LaunchConfig {
                 grid_dim: (tiles as u32, parts as u32, 1),
@@ -472,11 +468,27 @@ impl ColHist {
         };
         let m = g.to_original;
         let (ow, oh) = (g.original_width as f64, g.original_height as f64);
+        // colhist_pairs_*'s scratch: each part's packed counters (bins x 32 words per block), and
+        // per tile the count of its blocks done, zeroed here. Pool buffers: the next launch on
+        // this stream reuses them only after this kernel.
+        let (tiles, parts) = (cfg.grid_dim.0 as usize, cfg.grid_dim.1 as usize);
+        let several = !self.rows && parts > 1;
+        let mut partials = gpu.buffer::<u32>(
+            "colhist.partials",
+            if several { tiles * parts * bins as usize * 32 } else { 1 },
+        )?;
+        let mut done = gpu.buffer::<u32>("colhist.done", if several { tiles } else { 1 })?;
+        if several {
+            gpu.stream().memset_zeros(&mut done.slice_mut(..tiles))?;
+        }
         let f = gpu.function(&kernels::COLHIST, &format!("colhist_{name}_{}", T::KERNEL_SUFFIX))?;
         let mut launch = gpu.stream().launch_builder(&f);
         launch.arg(src).arg(&w32).arg(&h32).arg(&maxval).arg(&bins).arg(&tile).arg(&span);
         launch.arg(&masked).arg(&m.a).arg(&m.b).arg(&m.c).arg(&m.d).arg(&m.e).arg(&m.f).arg(&ow).arg(&oh);
         launch.arg(counts);
+        if !self.rows {
+            launch.arg(&mut *partials).arg(&mut *done);
+        }
         unsafe { launch.launch(cfg) }?;
         Ok(())
     }
