@@ -14,6 +14,7 @@
 use std::ops::Range;
 
 use histopipe_frame::{Frame, Geometry};
+use histopipe_gpu::cudarc::driver::sys::CUdevice_attribute;
 use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use histopipe_gpu::kernels;
 
@@ -34,8 +35,9 @@ const PAIR_TILE: usize = 64;
 const PAIR_THREADS: u32 = 512;
 /// Threads per block of `colhist_warp_rows_*`: eight rows.
 const ROW_THREADS: u32 = 256;
-/// Blocks `colhist_pairs_*` aims for: about two per SM of an H100 or H200 (132 SMs).
-const PAIR_BLOCKS: usize = 264;
+/// Blocks of `colhist_pairs_*` an SM holds at once: 512 threads of 45-48 registers (ptxas, sm_90)
+/// take 24576 of its 65536 registers.
+const PAIR_BLOCKS_PER_SM: usize = 2;
 /// Fewest rows per block of `colhist_pairs_*`: fewer would make the merge cost more than counting.
 const PAIR_MIN_ROWS: usize = 256;
 
@@ -446,8 +448,15 @@ impl ColHist {
             // Enough blocks to cover the GPU, but no more: every extra part along the rows adds
             // bins x 128 bytes of partial counts, stored, then read by the tile's last block. At
             // least PAIR_MIN_ROWS rows per block, at most 65535 (a 16-bit counter's limit).
-            let parts =
-                PAIR_BLOCKS.div_ceil(tiles).min(h.div_ceil(PAIR_MIN_ROWS)).max(h.div_ceil(u16::MAX as usize));
+            // PAIR_BLOCKS_PER_SM blocks fit on an SM at once: fill the GPU in one wave.
+            let sms = gpu
+                .stream()
+                .context()
+                .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+                .map_or(132, |n| n.max(1) as usize);
+            let parts = (PAIR_BLOCKS_PER_SM * sms / tiles)
+                .clamp(1, h.div_ceil(PAIR_MIN_ROWS))
+                .max(h.div_ceil(u16::MAX as usize));
             let span = h.div_ceil(parts);
             let parts = h.div_ceil(span);
             if parts > u16::MAX as usize {
