@@ -8,6 +8,26 @@
 
 #define FULL_MASK 0xffffffffu
 
+__device__ void scan_block(const u64* __restrict__ counts, u32 bins, u64* __restrict__ cdf,
+                           u64* __restrict__ cdf_min);
+
+// The end of every histogram kernel. When cdf is not null (the same for the whole grid), the last
+// block to finish scans the histogram, so `cdf` costs no second launch ("last block done", as in
+// CUDA's threadFenceReduction sample): every thread fences its atomics on hist, the block then
+// counts itself done in hist[bins] (zeroed with the histogram), and the block that counts last
+// sees every other block's atomics.
+__device__ void scan_when_last(u64* hist, u32 bins, u64* cdf, u64* cdf_min) {
+    if (cdf == nullptr) return;
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd((unsigned long long*)&hist[bins], 1ull) == gridDim.x - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    scan_block(hist, bins, cdf, cdf_min);
+}
+
 __device__ __forceinline__ u32 bin_of(u32 v, u32 bins, u32 levels) {
     return bins == levels ? v : v * bins / levels;
 }
@@ -60,30 +80,64 @@ __device__ void histogram_private(const T* __restrict__ in, u64 n, u32 bins, u32
     }
 }
 
-// Each block counts into its own copy in shared memory (bins * 4 bytes of dynamic shared memory),
-// then adds its non-zero counts to the global histogram: one global atomic per bin and block.
+// Each block counts into copies in shared memory, then adds its non-zero counts to the global
+// histogram: one global atomic per bin and block. With few enough bins every warp gets its own
+// copy (copies() below; colhist.rs's shared memory size follows the same rule), so warps never
+// contend with each other; within a warp, a thread adds each run of equal bins among its 16
+// bytes with one atomic (real images have long runs: neighbouring lanes would otherwise hit the
+// same counter and serialise), and loads two 16-byte chunks before counting either.
+// SHARED_MAX_BINS in histogram.rs: 48 KiB less 512 bytes for scan_when_last's static shared memory.
+#define SHARED_COUNTERS (12 * 1024 - 128)
+
+__device__ __forceinline__ u32 copies(u32 bins) {
+    const u32 fit = SHARED_COUNTERS / bins, warps = blockDim.x >> 5;
+    return fit < warps ? fit : warps;
+}
+
 template <typename T>
 __device__ void histogram_shared(const T* __restrict__ in, u64 n, u32 bins, u32 levels,
                                  u64* __restrict__ hist) {
     extern __shared__ u32 local[];
     constexpr u32 PER = 16 / sizeof(T);
-    for (u32 b = threadIdx.x; b < bins; b += blockDim.x) local[b] = 0;
+    const u32 nc = copies(bins);
+    for (u32 b = threadIdx.x; b < bins * nc; b += blockDim.x) local[b] = 0;
     __syncthreads();
-    const u64 chunks = vector_chunks(in, n);
-    const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
-    for (u64 c = first; c < chunks; c += stride) {
+    u32* mine = local + ((threadIdx.x >> 5) % nc) * bins;
+    auto count16 = [&](uint4 v) {
         union {
             uint4 v;
             T s[PER];
         } buf;
-        buf.v = reinterpret_cast<const uint4*>(in)[c];
+        buf.v = v;
+        u32 prev = bin_of(buf.s[0], bins, levels), run = 1;
 #pragma unroll
-        for (u32 k = 0; k < PER; k++) atomicAdd(&local[bin_of(buf.s[k], bins, levels)], 1u);
+        for (u32 k = 1; k < PER; k++) {
+            const u32 b = bin_of(buf.s[k], bins, levels);
+            if (b == prev) {
+                run++;
+            } else {
+                atomicAdd(&mine[prev], run);
+                prev = b;
+                run = 1;
+            }
+        }
+        atomicAdd(&mine[prev], run);
+    };
+    const u64 chunks = vector_chunks(in, n);
+    const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
+    const uint4* vin = reinterpret_cast<const uint4*>(in);
+    u64 c = first;
+    for (; c + stride < chunks; c += 2 * stride) {
+        const uint4 a = vin[c], b = vin[c + stride];
+        count16(a);
+        count16(b);
     }
-    for (u64 i = chunks * PER + first; i < n; i += stride) atomicAdd(&local[bin_of(in[i], bins, levels)], 1u);
+    if (c < chunks) count16(vin[c]);
+    for (u64 i = chunks * PER + first; i < n; i += stride) atomicAdd(&mine[bin_of(in[i], bins, levels)], 1u);
     __syncthreads();
     for (u32 b = threadIdx.x; b < bins; b += blockDim.x) {
-        const u32 count = local[b];
+        u32 count = 0;
+        for (u32 k = 0; k < nc; k++) count += local[k * bins + b];
         if (count) atomicAdd((unsigned long long*)&hist[b], (unsigned long long)count);
     }
 }
@@ -119,43 +173,57 @@ __device__ void histogram_global(const T* __restrict__ in, u64 n, u32 bins, u32 
         atomicAdd((unsigned long long*)&hist[bin_of(in[i], bins, levels)], 1ull);
 }
 
-extern "C" __global__ void histogram_private_u8(const u8* in, u64 n, u32 bins, u32 levels, u64* hist) {
+extern "C" __global__ void histogram_private_u8(const u8* in, u64 n, u32 bins, u32 levels, u64* hist,
+                                                 u64* cdf, u64* cdf_min) {
     histogram_private<u8>(in, n, bins, levels, hist);
+    scan_when_last(hist, bins, cdf, cdf_min);
 }
 
-extern "C" __global__ void histogram_private_u16(const u16* in, u64 n, u32 bins, u32 levels, u64* hist) {
+extern "C" __global__ void histogram_private_u16(const u16* in, u64 n, u32 bins, u32 levels, u64* hist,
+                                                 u64* cdf, u64* cdf_min) {
     histogram_private<u16>(in, n, bins, levels, hist);
+    scan_when_last(hist, bins, cdf, cdf_min);
 }
 
-extern "C" __global__ void histogram_shared_u8(const u8* in, u64 n, u32 bins, u32 levels, u64* hist) {
+extern "C" __global__ void histogram_shared_u8(const u8* in, u64 n, u32 bins, u32 levels, u64* hist,
+                                                 u64* cdf, u64* cdf_min) {
     histogram_shared<u8>(in, n, bins, levels, hist);
+    scan_when_last(hist, bins, cdf, cdf_min);
 }
 
-extern "C" __global__ void histogram_shared_u16(const u16* in, u64 n, u32 bins, u32 levels, u64* hist) {
+extern "C" __global__ void histogram_shared_u16(const u16* in, u64 n, u32 bins, u32 levels, u64* hist,
+                                                 u64* cdf, u64* cdf_min) {
     histogram_shared<u16>(in, n, bins, levels, hist);
+    scan_when_last(hist, bins, cdf, cdf_min);
 }
 
-extern "C" __global__ void histogram_global_u8(const u8* in, u64 n, u32 bins, u32 levels, u64* hist) {
+extern "C" __global__ void histogram_global_u8(const u8* in, u64 n, u32 bins, u32 levels, u64* hist,
+                                                 u64* cdf, u64* cdf_min) {
     histogram_global<u8>(in, n, bins, levels, hist);
+    scan_when_last(hist, bins, cdf, cdf_min);
 }
 
-extern "C" __global__ void histogram_global_u16(const u16* in, u64 n, u32 bins, u32 levels, u64* hist) {
+extern "C" __global__ void histogram_global_u16(const u16* in, u64 n, u32 bins, u32 levels, u64* hist,
+                                                 u64* cdf, u64* cdf_min) {
     histogram_global<u16>(in, n, bins, levels, hist);
+    scan_when_last(hist, bins, cdf, cdf_min);
 }
 
 // Inclusive scan of `bins` counts by one block (blockDim.x a multiple of 32, at most 1024), tile by
 // tile of blockDim.x counts with a running carry: a Hillis-Steele scan within each warp by
 // shuffles (no shared memory, so no bank conflicts), then the same over the warps' totals. Also
-// writes the smallest non-zero cumulative count (0 for an empty histogram) to *cdf_min.
-extern "C" __global__ void scan(const u64* __restrict__ counts, u32 bins, u64* __restrict__ cdf,
-                                u64* __restrict__ cdf_min) {
+// writes the smallest non-zero cumulative count (0 for an empty histogram) to *cdf_min. Counts
+// are read from L2 (__ldcg): in a histogram kernel's last block they were written by other
+// blocks' atomics.
+__device__ void scan_block(const u64* __restrict__ counts, u32 bins, u64* __restrict__ cdf,
+                           u64* __restrict__ cdf_min) {
     __shared__ u64 warp_sums[32];
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     u64 carry = 0;
     u64 least = ~0ull;
     for (u32 base = 0; base < bins; base += blockDim.x) {
         const u32 i = base + threadIdx.x;
-        u64 x = i < bins ? counts[i] : 0;
+        u64 x = i < bins ? __ldcg(&counts[i]) : 0;
 #pragma unroll
         for (u32 d = 1; d < 32; d <<= 1) {
             const u64 y = __shfl_up_sync(FULL_MASK, x, d);
@@ -195,4 +263,9 @@ extern "C" __global__ void scan(const u64* __restrict__ counts, u32 bins, u64* _
             if (warp_sums[w] < m) m = warp_sums[w];
         *cdf_min = m == ~0ull ? 0 : m;
     }
+}
+
+extern "C" __global__ void scan(const u64* __restrict__ counts, u32 bins, u64* __restrict__ cdf,
+                                u64* __restrict__ cdf_min) {
+    scan_block(counts, bins, cdf, cdf_min);
 }

@@ -44,7 +44,7 @@ use histopipe_gpu::Gpu;
 use histopipe_ops::colhist::{default_bins, ColHist};
 use histopipe_ops::edges::Canny;
 use histopipe_ops::equalize::{launch_lut, launch_map, Equalize};
-use histopipe_ops::histogram::{self, launch_histogram, launch_scan, Bins, Histogram};
+use histopipe_ops::histogram::{self, launch_distribution, launch_histogram, launch_scan, Bins, Histogram};
 use histopipe_ops::hough::{self, HoughLines, HoughParams, HoughSpace, HoughVote, Strategy};
 use histopipe_ops::pad::{PadParams, PadSize};
 use histopipe_ops::rotate::{Interpolation, Rotate, Turn};
@@ -302,13 +302,13 @@ fn cdf(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
     let bins = levels()?;
     let sets = Sets::inputs_only(gpu, input)?;
     let stream = gpu.stream();
-    let mut hist = stream.alloc_zeros::<u64>(bins.count())?;
+    // One more count: the fused kernel's completion counter.
+    let mut hist = stream.alloc_zeros::<u64>(bins.count() + 1)?;
     let mut cdf = stream.alloc_zeros::<u64>(bins.count())?;
     let mut cdf_min = stream.alloc_zeros::<u64>(1)?;
     let out_bytes = 2 * 8 * bins.count() + 8;
     let case = Case::new(n, n + out_bytes, sets.count(), move |gpu, i| {
-        launch_histogram(gpu, sets.input(i), n, bins, &mut hist)?;
-        launch_scan(gpu, &hist, bins.count(), &mut cdf, &mut cdf_min)?;
+        launch_distribution(gpu, sets.input(i), n, bins, &mut hist, &mut cdf, &mut cdf_min)?;
         Ok(())
     });
     Ok(case.with_cpu(move |frame| {
@@ -415,14 +415,14 @@ fn equalize(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
     let levels = bins.levels();
     let mut sets = Sets::new(gpu, input, n)?;
     let stream = gpu.stream();
-    let mut hist = stream.alloc_zeros::<u64>(levels)?;
+    // One more count: the fused kernel's completion counter.
+    let mut hist = stream.alloc_zeros::<u64>(levels + 1)?;
     let mut cdf = stream.alloc_zeros::<u64>(levels)?;
     let mut cdf_min = stream.alloc_zeros::<u64>(1)?;
     let mut lut = stream.alloc_zeros::<u8>(levels)?;
     let case = Case::new(n, 2 * n, sets.count(), move |gpu, i| {
         let (src, dst) = sets.pair(i);
-        launch_histogram(gpu, src, n, bins, &mut hist)?;
-        launch_scan(gpu, &hist, levels, &mut cdf, &mut cdf_min)?;
+        launch_distribution(gpu, src, n, bins, &mut hist, &mut cdf, &mut cdf_min)?;
         launch_lut(gpu, &cdf, &cdf_min, levels, n, &mut lut)?;
         launch_map(gpu, src, n, &lut, levels, dst)?;
         Ok(())

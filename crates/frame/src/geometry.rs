@@ -11,6 +11,7 @@
 //! the shortest form that reads back to the same `f64`.
 
 use std::fmt;
+use std::ops::Range;
 
 /// The affine map (x, y) -> (a x + b y + c, d x + e y + f).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -82,9 +83,61 @@ impl Geometry {
     /// Whether the point (x, y) of this frame falls on a pixel of the original: its position in the
     /// original, rounded to the nearest pixel (halves up), is inside the original's bounds.
     pub fn is_original(&self, x: f64, y: f64) -> bool {
+        self.bound_tests(x, y).iter().all(|&t| t)
+    }
+
+    /// The four tests [`Geometry::is_original`] joins: rx >= 0, ry >= 0, rx < width, ry < height.
+    fn bound_tests(&self, x: f64, y: f64) -> [bool; 4] {
         let (ox, oy) = self.to_original.apply(x, y);
         let (rx, ry) = ((ox + 0.5).floor(), (oy + 0.5).floor());
-        rx >= 0.0 && ry >= 0.0 && rx < self.original_width as f64 && ry < self.original_height as f64
+        [rx >= 0.0, ry >= 0.0, rx < self.original_width as f64, ry < self.original_height as f64]
+    }
+
+    /// The pixels x in 0..width of row y whose centres [`Geometry::is_original`] accepts, found with
+    /// O(log width) evaluations of that same test; `None` when a coefficient of the map is not
+    /// below 1e280 in magnitude, where the caller must test every pixel.
+    ///
+    /// Why they form one range: with the coefficients bounded, nothing overflows (|a x| < 1e300 for
+    /// any x < 2^64), so no NaN arises, and for a fixed y the mapped X = ((a x + b y) + c) is a
+    /// non-decreasing or non-increasing function of x (each correctly rounded operation is monotone
+    /// in its operand), and so is floor(X + 0.5); the same holds for Y. Each of the four bound
+    /// tests therefore changes value at most once along the row, its passing pixels are a prefix
+    /// or a suffix of it, and the pixels passing all four are their intersection.
+    pub fn row_span(&self, y: usize, width: usize) -> Option<Range<usize>> {
+        let m = &self.to_original;
+        if ![m.a, m.b, m.c, m.d, m.e, m.f].iter().all(|v| v.abs() < 1e280) {
+            return None;
+        }
+        let (mut lo, mut hi) = (0, width);
+        for k in 0..4 {
+            if width == 0 || lo >= hi {
+                break;
+            }
+            let test = |x: usize| self.bound_tests(x as f64, y as f64)[k];
+            let first = test(0);
+            if first == test(width - 1) {
+                if !first {
+                    return Some(0..0);
+                }
+                continue;
+            }
+            // The first x where the test flips: test(a) == first != test(b).
+            let (mut a, mut b) = (0, width - 1);
+            while b - a > 1 {
+                let mid = a + (b - a) / 2;
+                if test(mid) == first {
+                    a = mid;
+                } else {
+                    b = mid;
+                }
+            }
+            if first {
+                hi = hi.min(b);
+            } else {
+                lo = lo.max(b);
+            }
+        }
+        Some(lo..hi.max(lo))
     }
 
     /// Parses the text after `#` of a header comment; `None` if it is not a geometry comment.
@@ -125,6 +178,45 @@ impl fmt::Display for Geometry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn row_spans_are_the_pixels_is_original_accepts() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for case in 0..200 {
+            let (w, h) = (1 + (next() * 120.0) as usize, 1 + (next() * 120.0) as usize);
+            let turn = next() * std::f64::consts::TAU;
+            let (s, c) = turn.sin_cos();
+            let scale = if case % 4 == 0 { 0.0 } else { 0.5 + next() };
+            let m = Affine {
+                a: c * scale,
+                b: -s * scale,
+                c: next() * 80.0 - 20.0,
+                d: s * scale,
+                e: c * scale,
+                f: next() * 80.0 - 20.0,
+            };
+            let g = Geometry {
+                to_original: m,
+                original_width: 1 + (next() * 90.0) as usize,
+                original_height: 60,
+            };
+            for y in 0..h {
+                let span = g.row_span(y, w).unwrap();
+                for x in 0..w {
+                    assert_eq!(span.contains(&x), g.is_original(x as f64, y as f64), "{g:?} at ({x}, {y})");
+                }
+            }
+        }
+        let huge =
+            Geometry { to_original: Affine { a: 1e300, ..Affine::IDENTITY }, ..Geometry::identity(4, 4) };
+        assert_eq!(huge.row_span(0, 4), None);
+    }
 
     #[test]
     fn comment_round_trips_exactly() {

@@ -11,7 +11,10 @@
 //! memory with shared atomics, then adds its non-zero counts to the global matrix; with too many
 //! bins for even one line's histogram in shared memory it counts into global memory directly.
 
+use std::ops::Range;
+
 use histopipe_frame::{Frame, Geometry};
+use histopipe_gpu::cudarc::driver::sys::CUdevice_attribute;
 use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use histopipe_gpu::kernels;
 
@@ -22,6 +25,119 @@ const SHARED_COUNTERS: u32 = 12 * 1024;
 /// Lines (columns or rows) per block at most: one warp's worth of neighbouring columns.
 const MAX_TILE: u32 = 32;
 const THREADS: u32 = 256;
+
+/// Most bins of the column kernel `colhist_pairs_*` (`PAIR_MAX_BINS` in colhist.cu): a tile's
+/// 64 columns of 16-bit counters, bins x 128 bytes, within the 48 KiB of shared memory every GPU
+/// gives a block without opting in.
+const PAIR_MAX_BINS: u32 = 384;
+/// Columns per block of `colhist_pairs_*` (`PAIR_TILE`): two per lane of a warp.
+const PAIR_TILE: usize = 64;
+const PAIR_THREADS: u32 = 512;
+/// Threads per block of `colhist_warp_rows_*`: eight rows.
+const ROW_THREADS: u32 = 256;
+/// Blocks of `colhist_pairs_*` an SM holds at once: 512 threads of 45-48 registers (ptxas, sm_90)
+/// take 24576 of its 65536 registers.
+const PAIR_BLOCKS_PER_SM: usize = 2;
+/// Fewest rows per block of `colhist_pairs_*`: fewer would make the merge cost more than counting.
+const PAIR_MIN_ROWS: usize = 256;
+
+/// Interleaved copies of a row's histogram on the CPU: runs of equal samples would otherwise make
+/// each increment wait for the previous one's store.
+const ROW_COPIES: usize = 4;
+/// Above this many bins the copies' zeroing and summing per row would cost more than they save.
+const ROW_COPY_MAX_BINS: usize = 1024;
+
+/// Columns of 8-bit samples counted together on the CPU: their 16-bit counters take 16 KiB, half
+/// an L1 data cache, the rest left to the rows being read (measured: 32 columns a little faster
+/// than 64 or 128 on random content; narrower strips spend more per row than per sample).
+const BYTE_STRIP: usize = 32;
+/// Rows a strip's 16-bit counters can take before one could overflow (a column gains at most one
+/// count per row); they are then added to 32-bit totals.
+const BYTE_BAND: usize = u16::MAX as usize;
+/// Rows ahead whose strip is prefetched: in a frame at least a page wide every row of a strip is
+/// on its own page, where the hardware prefetchers stop.
+const PREFETCH_ROWS: usize = 6;
+
+/// Columns of 8-bit samples, strip by strip of [`BYTE_STRIP`] columns, each counted into
+/// counters laid out [bin][column of the strip]: neighbouring columns of equal value hit
+/// neighbouring counters (column-major histograms 512 bytes apart would share a few cache sets).
+#[inline(always)]
+fn count_columns_8bit(
+    w: usize,
+    input: &[u8],
+    bin: impl Fn(u8) -> u8,
+    bins: usize,
+    spans: &[Range<usize>],
+    counts: &mut [u32],
+) {
+    const S: usize = BYTE_STRIP;
+    let mut narrow = Box::new([[0u16; S]; 256]);
+    let mut wide = vec![[0u32; S]; bins];
+    let rows: Vec<_> = input.chunks_exact(w).zip(spans).collect();
+    for x0 in (0..w).step_by(S) {
+        let x1 = (x0 + S).min(w);
+        wide.iter_mut().for_each(|bin| bin.fill(0));
+        for (band_start, band) in (0..).step_by(BYTE_BAND).zip(rows.chunks(BYTE_BAND)) {
+            for (y, (row, span)) in (band_start..).zip(band) {
+                if let Some((ahead, _)) = rows.get(y + PREFETCH_ROWS) {
+                    prefetch(&ahead[x0..x1]);
+                }
+                let (from, to) = (span.start.max(x0), span.end.min(x1));
+                if from >= to {
+                    continue;
+                }
+                if let Ok(full) = <&[u8; S]>::try_from(&row[from..to]) {
+                    // A whole strip: constant column offsets, a loop the compiler unrolls.
+                    for (c, &v) in full.iter().enumerate() {
+                        narrow[bin(v) as usize][c] += 1;
+                    }
+                    continue;
+                }
+                // Indices a byte and a masked column: the compiler drops their bounds checks.
+                for (c, &v) in (from - x0..).zip(&row[from..to]) {
+                    narrow[bin(v) as usize][c & (S - 1)] += 1;
+                }
+            }
+            for (total, part) in wide.iter_mut().zip(narrow.iter_mut()) {
+                for (t, &p) in total.iter_mut().zip(part.iter()) {
+                    *t += p as u32;
+                }
+                part.fill(0);
+            }
+        }
+        for (b, bin) in wide.iter().enumerate() {
+            counts[b * w + x0..b * w + x1].copy_from_slice(&bin[..x1 - x0]);
+        }
+    }
+}
+
+/// Asks for the cache lines of `bytes` ahead of their use: one address in each 64-byte line it
+/// touches (an unaligned strip straddles one more line than its length suggests).
+fn prefetch(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(last) = bytes.len().checked_sub(1) {
+        let start = bytes.as_ptr() as usize;
+        let lines = (start + last) / 64 - start / 64 + 1;
+        for k in 0..lines {
+            let at = (k * 64).saturating_sub(start % 64).min(last);
+            // SAFETY: a prefetch is only a hint: it reads nothing into the program and never
+            // faults; the address is inside `bytes` anyway.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    bytes[at..].as_ptr().cast(),
+                )
+            };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
+}
+
+/// Columns counted together on the CPU: their counters take about 32 KiB (an L1 data cache), at
+/// least 8 columns so each row's read covers a few bytes, at most 512.
+fn cpu_strip(bins: usize) -> usize {
+    (8192 / bins).clamp(8, 512)
+}
 
 /// The default number of bins: one per value for 8-bit frames, 256 for 16-bit ones.
 pub fn default_bins(maxval: u16) -> u32 {
@@ -105,24 +221,131 @@ impl ColHist {
         (low(b as u64), low(b as u64 + 1) - 1)
     }
 
+    /// The counts on the CPU. Columns are counted in strips of [`cpu_strip`] columns whose
+    /// counters stay in the L1 cache (counting the whole width at once spreads one row's
+    /// increments over bins x width counters: 4 MiB for 4096 columns), rows one at a time with
+    /// [`ROW_COPIES`] interleaved copies of the row's histogram. Data pixels come as one range per
+    /// row ([`Geometry::row_span`]); only a geometry whose coefficients are too large for that
+    /// falls back to testing every pixel.
     fn cpu_counts<T: Sample>(&self, w: usize, h: usize, input: &[T]) -> Vec<u32> {
         let lines = self.lines(w, h);
-        let mut counts = vec![0u32; self.bins as usize * lines];
-        let lut: Vec<u32> =
-            (0..=self.maxval as u32).map(|v| bin_of(v, self.bins, self.maxval) * lines as u32).collect();
-        let last = (self.bins - 1) * lines as u32;
-        for (y, row) in input.chunks_exact(w.max(1)).enumerate().take(h) {
-            for (x, &v) in row.iter().enumerate() {
-                if let Some(g) = &self.mask {
-                    if !g.is_original(x as f64, y as f64) {
-                        continue;
+        let bins = self.bins as usize;
+        let mut counts = vec![0u32; bins * lines];
+        if w == 0 || h == 0 {
+            return counts;
+        }
+        let spans = match &self.mask {
+            None => Some(vec![0..w; h]),
+            Some(g) => (0..h).map(|y| g.row_span(y, w)).collect::<Option<Vec<_>>>(),
+        };
+        let Some(spans) = spans else {
+            self.cpu_counts_per_pixel(w, h, input, &mut counts);
+            return counts;
+        };
+        // bin_of for every value a sample of this type can hold (values over maxval: the last bin).
+        let all_values = 1usize << (8 * std::mem::size_of::<T>());
+        let lut: Vec<u32> = (0..all_values as u32).map(|v| bin_of(v, self.bins, self.maxval)).collect();
+        let bin = |v: T| lut[Into::<u32>::into(v) as usize] as usize;
+        let rows = input.chunks_exact(w).take(h);
+        if let (Some(bytes), true) = (T::bytes(input), bins <= 256) {
+            self.cpu_counts_8bit(w, h, bytes, &spans, &mut counts);
+            return counts;
+        }
+        if self.rows {
+            let copies = if bins <= ROW_COPY_MAX_BINS { ROW_COPIES } else { 1 };
+            let mut local = vec![0u32; copies * bins];
+            for (y, (row, span)) in rows.zip(&spans).enumerate() {
+                local.fill(0);
+                let row = &row[span.clone()];
+                let mut quads = row.chunks_exact(copies);
+                for quad in &mut quads {
+                    for (k, &v) in quad.iter().enumerate() {
+                        local[k * bins + bin(v)] += 1;
                     }
                 }
-                let base = lut.get(Into::<u32>::into(v) as usize).copied().unwrap_or(last);
-                counts[base as usize + if self.rows { y } else { x }] += 1;
+                for &v in quads.remainder() {
+                    local[bin(v)] += 1;
+                }
+                for b in 0..bins {
+                    counts[b * lines + y] = (0..copies).map(|k| local[k * bins + b]).sum();
+                }
+            }
+        } else {
+            let strip = cpu_strip(bins);
+            let mut local = vec![0u32; bins * strip];
+            for x0 in (0..w).step_by(strip) {
+                let x1 = (x0 + strip).min(w);
+                local.fill(0);
+                for (row, span) in rows.clone().zip(&spans) {
+                    let (from, to) = (span.start.max(x0), span.end.min(x1));
+                    if from >= to {
+                        continue;
+                    }
+                    // local[bin * strip + column in the strip]: one row's samples hit distinct
+                    // counters, so equal neighbours never wait on each other's increments.
+                    for (c, &v) in (from - x0..).zip(&row[from..to]) {
+                        local[bin(v) * strip + c] += 1;
+                    }
+                }
+                for b in 0..bins {
+                    counts[b * lines + x0..b * lines + x1]
+                        .copy_from_slice(&local[b * strip..b * strip + x1 - x0]);
+                }
             }
         }
         counts
+    }
+
+    /// [`ColHist::cpu_counts`] for 8-bit samples and at most 256 bins: a sample's bin is one
+    /// byte of a 256-entry table and every counter array has 256 entries, so no index is ever
+    /// checked at run time.
+    fn cpu_counts_8bit(&self, w: usize, h: usize, input: &[u8], spans: &[Range<usize>], counts: &mut [u32]) {
+        let lines = self.lines(w, h);
+        let bins = self.bins as usize;
+        let mut lut = [0u8; 256];
+        for (v, b) in (0u32..).zip(lut.iter_mut()) {
+            *b = bin_of(v, self.bins, self.maxval) as u8;
+        }
+        let rows = input.chunks_exact(w).take(h);
+        if self.rows {
+            for (y, (row, span)) in rows.zip(spans).enumerate() {
+                let mut local = [[0u32; 256]; ROW_COPIES];
+                let row = &row[span.clone()];
+                let mut groups = row.chunks_exact(ROW_COPIES);
+                for group in &mut groups {
+                    for (copy, &v) in local.iter_mut().zip(group) {
+                        copy[lut[v as usize] as usize] += 1;
+                    }
+                }
+                for &v in groups.remainder() {
+                    local[0][lut[v as usize] as usize] += 1;
+                }
+                for b in 0..bins {
+                    counts[b * lines + y] = local.iter().map(|copy| copy[b]).sum();
+                }
+            }
+        } else {
+            // One bin per level (256 of them): the sample is its bin, no table load.
+            if bins == 256 {
+                count_columns_8bit(w, input, |v| v, bins, spans, counts);
+            } else {
+                count_columns_8bit(w, input, |v| lut[v as usize], bins, spans, counts);
+            }
+        }
+    }
+
+    /// The straightforward count, testing every pixel against the mask.
+    fn cpu_counts_per_pixel<T: Sample>(&self, w: usize, h: usize, input: &[T], counts: &mut [u32]) {
+        let lines = self.lines(w, h);
+        for (y, row) in input.chunks_exact(w).enumerate().take(h) {
+            for (x, &v) in row.iter().enumerate() {
+                if self.mask.as_ref().is_some_and(|g| !g.is_original(x as f64, y as f64)) {
+                    continue;
+                }
+                let bin = bin_of(v.into(), self.bins, self.maxval) as usize;
+                counts[bin * lines + if self.rows { y } else { x }] += 1;
+            }
+        }
     }
 
     fn gpu_counts<T: Sample>(&self, gpu: &Gpu, w: usize, h: usize, input: &[T]) -> Result<Vec<u32>, OpError> {
@@ -150,6 +373,9 @@ impl ColHist {
         let along = if self.rows { w } else { h };
         if lines == 0 || along == 0 {
             return Ok(());
+        }
+        if self.bins <= PAIR_MAX_BINS {
+            return self.launch_small(gpu, src, w, h, counts);
         }
         gpu.stream().memset_zeros(&mut counts.slice_mut(..self.bins as usize * lines))?;
         let direction = if self.rows { "rows" } else { "cols" };
@@ -195,6 +421,87 @@ impl ColHist {
         Ok(())
     }
 
+    /// [`ColHist::launch`] for at most [`PAIR_MAX_BINS`] bins: columns by `colhist_pairs_*` in
+    /// colhist.cu, blocks of [`PAIR_TILE`] columns by `span` rows; rows by
+    /// `colhist_warp_rows_*`, a warp per row.
+    fn launch_small<T: Sample>(
+        &self,
+        gpu: &Gpu,
+        src: &CudaSlice<T>,
+        w: usize,
+        h: usize,
+        counts: &mut CudaSlice<u32>,
+    ) -> Result<(), OpError> {
+        let (name, cfg, span) = if self.rows {
+            // Each warp stores its row's whole histogram: nothing to zero.
+            let warps = (ROW_THREADS / 32) as usize;
+            // h < 2^32 (for_frame), so at most 2^29 blocks: within the grid's 2^31 - 1.
+            let blocks = h.div_ceil(warps);
+            let cfg = LaunchConfig {
+                grid_dim: (blocks as u32, 1, 1),
+                block_dim: (ROW_THREADS, 1, 1),
+                shared_mem_bytes: self.bins * warps as u32 * 4,
+            };
+            ("warp_rows", cfg, 0)
+        } else {
+            let tiles = w.div_ceil(PAIR_TILE);
+            // Enough blocks to cover the GPU, but no more: every extra part along the rows adds
+            // bins x 128 bytes of partial counts, stored, then read by the tile's last block. At
+            // least PAIR_MIN_ROWS rows per block, at most 65535 (a 16-bit counter's limit).
+            // PAIR_BLOCKS_PER_SM blocks fit on an SM at once: fill the GPU in one wave.
+            let sms = gpu
+                .stream()
+                .context()
+                .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+                .map_or(132, |n| n.max(1) as usize);
+            let parts = (PAIR_BLOCKS_PER_SM * sms / tiles)
+                .clamp(1, h.div_ceil(PAIR_MIN_ROWS))
+                .max(h.div_ceil(u16::MAX as usize));
+            let span = h.div_ceil(parts);
+            let parts = h.div_ceil(span);
+            if parts > u16::MAX as usize {
+                return Err(OpError::invalid("frames taller than 65535 x 65535 rows are not supported"));
+            }
+            let cfg = LaunchConfig {
+                grid_dim: (tiles as u32, parts as u32, 1),
+                block_dim: (PAIR_THREADS, 1, 1),
+                shared_mem_bytes: self.bins * 32 * 4,
+            };
+            ("pairs", cfg, span)
+        };
+        let (w32, h32, maxval, bins, tile, span) =
+            (w as u32, h as u32, self.maxval as u32, self.bins, PAIR_TILE as u32, span as u32);
+        let (masked, g) = match &self.mask {
+            Some(g) => (1u32, g.clone()),
+            None => (0u32, Geometry::identity(w, h)),
+        };
+        let m = g.to_original;
+        let (ow, oh) = (g.original_width as f64, g.original_height as f64);
+        // colhist_pairs_*'s scratch: each part's packed counters (bins x 32 words per block), and
+        // per tile the count of its blocks done, zeroed here. Pool buffers: the next launch on
+        // this stream reuses them only after this kernel.
+        let (tiles, parts) = (cfg.grid_dim.0 as usize, cfg.grid_dim.1 as usize);
+        let several = !self.rows && parts > 1;
+        let mut partials = gpu.buffer::<u32>(
+            "colhist.partials",
+            if several { tiles * parts * bins as usize * 32 } else { 1 },
+        )?;
+        let mut done = gpu.buffer::<u32>("colhist.done", if several { tiles } else { 1 })?;
+        if several {
+            gpu.stream().memset_zeros(&mut done.slice_mut(..tiles))?;
+        }
+        let f = gpu.function(&kernels::COLHIST, &format!("colhist_{name}_{}", T::KERNEL_SUFFIX))?;
+        let mut launch = gpu.stream().launch_builder(&f);
+        launch.arg(src).arg(&w32).arg(&h32).arg(&maxval).arg(&bins).arg(&tile).arg(&span);
+        launch.arg(&masked).arg(&m.a).arg(&m.b).arg(&m.c).arg(&m.d).arg(&m.e).arg(&m.f).arg(&ow).arg(&oh);
+        launch.arg(counts);
+        if !self.rows {
+            launch.arg(&mut *partials).arg(&mut *done);
+        }
+        unsafe { launch.launch(cfg) }?;
+        Ok(())
+    }
+
     fn histograms(&self, frame: &Frame, counts: Vec<u32>) -> Histograms {
         Histograms { bins: self.bins as usize, lines: self.lines(frame.width, frame.height), counts }
     }
@@ -235,6 +542,40 @@ mod tests {
         let f = Frame::new(1, 1, 3, Pixels::U8(vec![0]));
         let too_many = ColHistParams { bins: Some(5), ..Default::default() }.for_frame(&f);
         assert!(too_many.unwrap_err().message.contains("not in 1..=4"));
+    }
+
+    #[test]
+    fn strips_and_spans_count_as_testing_every_pixel() {
+        let mut seed = 7u32;
+        let mut next = || {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            seed >> 8
+        };
+        let turned =
+            Geometry::identity(150, 90).then(&Affine { a: 0.8, b: -0.6, c: 30.0, d: 0.6, e: 0.8, f: -40.0 });
+        // 8-bit and 16-bit, widths across strip boundaries, bins dividing evenly or not.
+        for (w, h, maxval, bins) in
+            [(200, 70, 255, None), (130, 9, 255, Some(7)), (77, 40, 1076, None), (65, 3, 300, Some(301))]
+        {
+            let n = w * h;
+            let pixels = if maxval <= 255 {
+                Pixels::U8(
+                    (0..n).map(|i| if i % 3 == 0 { (i / 11 % 256) as u8 } else { next() as u8 }).collect(),
+                )
+            } else {
+                Pixels::U16((0..n).map(|_| (next() % (maxval as u32 + 1)) as u16).collect())
+            };
+            let mut f = Frame::new(w, h, maxval, pixels);
+            for geometry in [None, Some(turned.clone())] {
+                f.geometry = geometry;
+                for rows in [false, true] {
+                    let op = ColHistParams { bins, rows, count_padding: false }.for_frame(&f).unwrap();
+                    let mut expected = vec![0u32; op.bins as usize * op.lines(w, h)];
+                    with_samples!(&f.pixels, v => op.cpu_counts_per_pixel(w, h, v, &mut expected));
+                    assert_eq!(op.cpu(&f).unwrap().counts, expected, "{w}x{h}, maxval {maxval}, rows {rows}");
+                }
+            }
+        }
     }
 
     #[test]

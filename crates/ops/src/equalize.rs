@@ -12,7 +12,7 @@
 //!
 //! Levels below the lowest present map to 0; no sample uses them.
 
-use histopipe_frame::Frame;
+use histopipe_frame::{Frame, Pixels};
 use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use histopipe_gpu::kernels;
 
@@ -121,12 +121,27 @@ pub fn launch_map<T: Sample>(
     Ok(())
 }
 
+/// Every sample through `lut` (indexed by value; samples are at most its last index).
+fn map<T: Sample>(samples: &[T], lut: &[T]) -> Vec<T> {
+    samples.iter().map(|&v| lut[v.into() as usize]).collect()
+}
+
+/// [`map`] for 8-bit samples: a 256-entry table indexed by a byte needs no bounds checks, which
+/// would otherwise cost as much as the look-up itself.
+fn map_bytes(samples: &[u8], lut: &[u8]) -> Vec<u8> {
+    let mut full = [0u8; 256];
+    for (slot, &out) in full.iter_mut().zip(lut) {
+        *slot = out;
+    }
+    samples.iter().map(|&v| full[v as usize]).collect()
+}
+
 impl Equalize {
     fn cpu_samples<T: Sample>(samples: &[T], maxval: u16) -> Result<Vec<T>, OpError> {
         let bins = Bins::new(None, maxval)?;
         let dist = Distribution::from_counts(bins, histogram::count(samples, bins));
         let lut = table::<T>(&dist.cumulative, maxval);
-        Ok(samples.iter().map(|&v| lut[v.into() as usize]).collect())
+        Ok(map(samples, &lut))
     }
 
     fn gpu_samples<T: Sample>(gpu: &Gpu, samples: &[T], maxval: u16) -> Result<Vec<T>, OpError> {
@@ -134,13 +149,12 @@ impl Equalize {
         let levels = bins.levels();
         let n = samples.len();
         let src = gpu.upload("equalize.in", samples)?;
-        let mut hist = gpu.buffer::<u64>("equalize.counts", levels)?;
+        let mut hist = gpu.buffer::<u64>("equalize.counts", levels + 1)?;
         let mut cdf = gpu.buffer::<u64>("equalize.cdf", levels)?;
         let mut cdf_min = gpu.buffer::<u64>("equalize.cdf_min", 1)?;
         let mut lut = gpu.buffer::<T>("equalize.lut", levels)?;
         let mut dst = gpu.buffer::<T>("equalize.out", n)?;
-        histogram::launch_histogram(gpu, &src, n, bins, &mut hist)?;
-        histogram::launch_scan(gpu, &hist, levels, &mut cdf, &mut cdf_min)?;
+        histogram::launch_distribution(gpu, &src, n, bins, &mut hist, &mut cdf, &mut cdf_min)?;
         launch_lut(gpu, &cdf, &cdf_min, levels, n, &mut lut)?;
         launch_map(gpu, &src, n, &lut, levels, &mut dst)?;
         let mut out = vec![T::default(); n];
@@ -153,8 +167,14 @@ impl Op for Equalize {
     type Output = Frame;
 
     fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
-        let pixels =
-            with_samples!(&frame.pixels, v => Sample::into_pixels(Self::cpu_samples(v, frame.maxval)?));
+        let pixels = match &frame.pixels {
+            Pixels::U8(v) => {
+                let bins = Bins::new(None, frame.maxval)?;
+                let dist = Distribution::from_counts(bins, histogram::count(v, bins));
+                Pixels::U8(map_bytes(v, &table::<u8>(&dist.cumulative, frame.maxval)))
+            }
+            Pixels::U16(v) => Pixels::U16(Self::cpu_samples(v, frame.maxval)?),
+        };
         Ok(frame.derive(frame.width, frame.height, frame.maxval, pixels))
     }
 
@@ -168,7 +188,6 @@ impl Op for Equalize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use histopipe_frame::Pixels;
 
     fn equalize(maxval: u16, pixels: Pixels) -> Pixels {
         let n = pixels.len();

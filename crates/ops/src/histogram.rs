@@ -15,8 +15,22 @@ use crate::{with_samples, Gpu, Op, OpError, Sample};
 pub const PRIVATE_MAX_BINS: u32 = 8;
 
 /// Most bins a block can count in shared memory (4 bytes each, within the 48 KiB every GPU gives
-/// without opting in); above it the histogram kernel uses global atomics.
-pub const SHARED_MAX_BINS: u32 = 12 * 1024;
+/// without opting in, less 512 bytes for the static shared memory of the scan the kernels end
+/// with); above it the histogram kernel uses global atomics.
+pub const SHARED_MAX_BINS: u32 = 12 * 1024 - 128;
+
+/// Most bins whose scan the histogram kernel's last block runs itself ([`launch_distribution`]):
+/// its 256 threads scan 256 counts per step, so 16-bit levels (256 steps) go to the 1024-thread
+/// scan kernel instead.
+const FUSED_SCAN_MAX_BINS: usize = 1024;
+
+/// Threads per block of the histogram kernels.
+const HISTOGRAM_THREADS: u32 = 256;
+
+/// Interleaved copies of the histogram counted on the CPU ([`count`]).
+const CPU_COPIES: usize = 4;
+/// Most bins counted in [`CPU_COPIES`] copies; 16-bit levels' copies would not stay in cache.
+const CPU_COPY_MAX_BINS: usize = 4096;
 
 /// Equal-width bins over 0..=maxval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,18 +112,76 @@ pub struct Histogram {
 }
 
 /// The histogram of `samples` on the CPU.
+///
+/// Up to [`CPU_COPY_MAX_BINS`] bins, [`CPU_COPIES`] interleaved copies of the histogram are
+/// counted and summed at the end: in a run of equal samples each increment would otherwise wait
+/// for the previous one's store to reach the load (a store-to-load dependency of several cycles);
+/// with the copies, consecutive samples go to different counters.
 pub fn count<T: Sample>(samples: &[T], bins: Bins) -> Vec<u64> {
-    let mut counts = vec![0u64; bins.count()];
-    if bins.count == bins.levels {
-        for &v in samples {
-            counts[v.into() as usize] += 1;
-        }
-    } else {
-        for &v in samples {
-            counts[bins.of(v.into())] += 1;
+    let n = bins.count();
+    if let (Some(bytes), true) = (T::bytes(samples), n <= 256) {
+        return count_bytes(bytes, bins);
+    }
+    // bin for every value a sample of this type can hold; valid samples are at most maxval.
+    let all_values = 1u32 << (8 * std::mem::size_of::<T>());
+    let lut: Vec<u32> = (0..all_values).map(|v| bins.of(v.min(bins.levels - 1)) as u32).collect();
+    let bin = |v: T| lut[Into::<u32>::into(v) as usize] as usize;
+    let copies = if n <= CPU_COPY_MAX_BINS { CPU_COPIES } else { 1 };
+    let mut local = vec![0u64; copies * n];
+    let mut groups = samples.chunks_exact(copies);
+    for group in &mut groups {
+        for (k, &v) in group.iter().enumerate() {
+            local[k * n + bin(v)] += 1;
         }
     }
-    counts
+    for &v in groups.remainder() {
+        local[bin(v)] += 1;
+    }
+    (0..n).map(|b| (0..copies).map(|k| local[k * n + b]).sum()).collect()
+}
+
+/// [`count`] for 8-bit samples and at most 256 bins: 256-entry tables indexed by a byte, so no
+/// index is checked at run time; 32-bit counters, added to the 64-bit totals every 2^32 - 1
+/// samples at most.
+fn count_bytes(samples: &[u8], bins: Bins) -> Vec<u64> {
+    let mut lut = [0u8; 256];
+    for (v, b) in (0u32..).zip(lut.iter_mut()) {
+        *b = bins.of(v.min(bins.levels - 1)) as u8;
+    }
+    let mut totals = [0u64; 256];
+    for part in samples.chunks(u32::MAX as usize) {
+        let mut local = [[0u32; 256]; CPU_COPIES];
+        // One bin per level (256 of them): the sample is its bin, no table load.
+        if bins.count == 256 {
+            count_copies(part, &mut local, |v| v);
+        } else {
+            count_copies(part, &mut local, |v| lut[v as usize]);
+        }
+        for (b, total) in totals.iter_mut().enumerate() {
+            *total += local.iter().map(|copy| copy[b] as u64).sum::<u64>();
+        }
+    }
+    totals[..bins.count()].to_vec()
+}
+
+/// Copies of the histogram a block of [`HISTOGRAM_THREADS`] keeps in shared memory: one per warp
+/// while they fit in [`SHARED_MAX_BINS`] counters (`copies()` in histogram.cu, the same rule).
+fn shared_copies(bins: u32) -> u32 {
+    (SHARED_MAX_BINS / bins).min(HISTOGRAM_THREADS / 32)
+}
+
+/// Adds each sample's bin, `bin(v)`, to the copies in turn.
+#[inline(always)]
+fn count_copies(samples: &[u8], copies: &mut [[u32; 256]; CPU_COPIES], bin: impl Fn(u8) -> u8) {
+    let mut groups = samples.chunks_exact(CPU_COPIES);
+    for group in &mut groups {
+        for (copy, &v) in copies.iter_mut().zip(group) {
+            copy[bin(v) as usize] += 1;
+        }
+    }
+    for &v in groups.remainder() {
+        copies[0][bin(v) as usize] += 1;
+    }
 }
 
 /// Refuses device buffers shorter than a launch needs (the kernels would read or write past them).
@@ -131,9 +203,52 @@ pub fn launch_histogram<T: Sample>(
     bins: Bins,
     hist: &mut CudaSlice<u64>,
 ) -> Result<(), OpError> {
-    check_len("histogram input", src.len(), n)?;
     check_len("histogram", hist.len(), bins.count())?;
-    gpu.stream().memset_zeros(&mut hist.slice_mut(..bins.count()))?;
+    queue_histogram(gpu, src, n, bins, hist, None)
+}
+
+/// Queues the histogram (as [`launch_histogram`]) and its scan (as [`launch_scan`]) in one kernel
+/// (up to [`FUSED_SCAN_MAX_BINS`] bins; two kernels above): the last block to finish scans. `hist` must hold `bins.count() + 1` counts: the last is the
+/// blocks' completion counter.
+pub fn launch_distribution<T: Sample>(
+    gpu: &Gpu,
+    src: &CudaSlice<T>,
+    n: usize,
+    bins: Bins,
+    hist: &mut CudaSlice<u64>,
+    cdf: &mut CudaSlice<u64>,
+    cdf_min: &mut CudaSlice<u64>,
+) -> Result<(), OpError> {
+    check_len("histogram and its counter", hist.len(), bins.count() + 1)?;
+    check_len("scan output", cdf.len(), bins.count())?;
+    check_len("cdf_min", cdf_min.len(), 1)?;
+    if n == 0 {
+        // No kernel runs: the scan of an empty histogram is zeros, and so is cdf_min.
+        gpu.stream().memset_zeros(&mut hist.slice_mut(..bins.count()))?;
+        gpu.stream().memset_zeros(&mut cdf.slice_mut(..bins.count()))?;
+        gpu.stream().memset_zeros(&mut cdf_min.slice_mut(..1))?;
+        return Ok(());
+    }
+    if bins.count() > FUSED_SCAN_MAX_BINS {
+        queue_histogram(gpu, src, n, bins, hist, None)?;
+        return launch_scan(gpu, hist, bins.count(), cdf, cdf_min);
+    }
+    queue_histogram(gpu, src, n, bins, hist, Some((cdf, cdf_min)))
+}
+
+/// The histogram kernel, with the scan in its last block when `scan` holds its outputs.
+fn queue_histogram<T: Sample>(
+    gpu: &Gpu,
+    src: &CudaSlice<T>,
+    n: usize,
+    bins: Bins,
+    hist: &mut CudaSlice<u64>,
+    scan: Option<(&mut CudaSlice<u64>, &mut CudaSlice<u64>)>,
+) -> Result<(), OpError> {
+    check_len("histogram input", src.len(), n)?;
+    // The completion counter after the counts starts at zero too.
+    let zeroed = if scan.is_some() { bins.count() + 1 } else { bins.count() };
+    gpu.stream().memset_zeros(&mut hist.slice_mut(..zeroed))?;
     if n == 0 {
         return Ok(());
     }
@@ -147,13 +262,19 @@ pub fn launch_histogram<T: Sample>(
     let chunks = n.div_ceil(16 / std::mem::size_of::<T>());
     // A few blocks per SM keep every SM busy; more would only add merges of the per-block copies.
     let cfg = LaunchConfig {
-        grid_dim: (chunks.div_ceil(256).clamp(1, 512) as u32, 1, 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: if shared { bins.count * 4 } else { 0 },
+        grid_dim: (chunks.div_ceil(HISTOGRAM_THREADS as usize).clamp(1, 512) as u32, 1, 1),
+        block_dim: (HISTOGRAM_THREADS, 1, 1),
+        shared_mem_bytes: if shared { shared_copies(bins.count) * bins.count * 4 } else { 0 },
     };
     let (n, count, levels) = (n as u64, bins.count, bins.levels);
+    // A null pointer for the scan's outputs: the kernels then skip the scan.
+    let null = 0u64;
     let mut launch = gpu.stream().launch_builder(&f);
     launch.arg(src).arg(&n).arg(&count).arg(&levels).arg(hist);
+    match scan {
+        Some((cdf, cdf_min)) => launch.arg(cdf).arg(cdf_min),
+        None => launch.arg(&null).arg(&null),
+    };
     unsafe { launch.launch(cfg) }?;
     Ok(())
 }
@@ -190,11 +311,10 @@ impl Histogram {
 
     fn gpu_samples<T: Sample>(&self, gpu: &Gpu, samples: &[T], bins: Bins) -> Result<Distribution, OpError> {
         let src = gpu.upload("histogram.in", samples)?;
-        let mut hist = gpu.buffer::<u64>("histogram.counts", bins.count())?;
+        let mut hist = gpu.buffer::<u64>("histogram.counts", bins.count() + 1)?;
         let mut cdf = gpu.buffer::<u64>("histogram.cdf", bins.count())?;
         let mut cdf_min = gpu.buffer::<u64>("histogram.cdf_min", 1)?;
-        launch_histogram(gpu, &src, samples.len(), bins, &mut hist)?;
-        launch_scan(gpu, &hist, bins.count(), &mut cdf, &mut cdf_min)?;
+        launch_distribution(gpu, &src, samples.len(), bins, &mut hist, &mut cdf, &mut cdf_min)?;
         let mut counts = vec![0u64; bins.count()];
         let mut cumulative = vec![0u64; bins.count()];
         gpu.download(&hist, &mut counts)?;
@@ -257,6 +377,30 @@ mod tests {
         assert!(Bins::new(Some(0), 255).is_err());
         assert!(Bins::new(Some(257), 255).unwrap_err().message.contains("1 to 256 bins"));
         assert_eq!(Bins::new(None, 1076).unwrap().count(), 1077);
+    }
+
+    #[test]
+    fn interleaved_copies_count_as_one() {
+        let bytes: Vec<u8> = (0..10_003u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8 / (1 + (i % 5) as u8))
+            .collect();
+        let words: Vec<u16> =
+            (0..10_003u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 20) as u16 % 1077).collect();
+        for (maxval, count) in
+            [(255u16, None), (255, Some(7)), (255, Some(1)), (1076, None), (1076, Some(300))]
+        {
+            let bins = Bins::new(count, maxval).unwrap();
+            let naive = |values: &mut dyn Iterator<Item = u32>| {
+                let mut counts = vec![0u64; bins.count()];
+                values.for_each(|v| counts[bins.of(v)] += 1);
+                counts
+            };
+            if maxval == 255 {
+                assert_eq!(super::count(&bytes, bins), naive(&mut bytes.iter().map(|&v| v as u32)));
+            } else {
+                assert_eq!(super::count(&words, bins), naive(&mut words.iter().map(|&v| v as u32)));
+            }
+        }
     }
 
     #[test]

@@ -7,6 +7,8 @@ pub trait Sample: DeviceRepr + ValidAsZeroBits + Copy + Default + Into<u32> + Se
     const KERNEL_SUFFIX: &'static str;
     fn from_u16(v: u16) -> Self;
     fn into_pixels(v: Vec<Self>) -> Pixels;
+    /// The samples as bytes when they are 8-bit, for CPU loops specialised to them.
+    fn bytes(samples: &[Self]) -> Option<&[u8]>;
 }
 
 impl Sample for u8 {
@@ -17,6 +19,9 @@ impl Sample for u8 {
     fn into_pixels(v: Vec<Self>) -> Pixels {
         Pixels::U8(v)
     }
+    fn bytes(samples: &[Self]) -> Option<&[u8]> {
+        Some(samples)
+    }
 }
 
 impl Sample for u16 {
@@ -26,6 +31,9 @@ impl Sample for u16 {
     }
     fn into_pixels(v: Vec<Self>) -> Pixels {
         Pixels::U16(v)
+    }
+    fn bytes(_: &[Self]) -> Option<&[u8]> {
+        None
     }
 }
 
