@@ -164,12 +164,6 @@ fn count_bytes(samples: &[u8], bins: Bins) -> Vec<u64> {
     totals[..bins.count()].to_vec()
 }
 
-/// Copies of the histogram a block of [`HISTOGRAM_THREADS`] keeps in shared memory: one per warp
-/// while they fit in [`SHARED_MAX_BINS`] counters (`copies()` in histogram.cu, the same rule).
-fn shared_copies(bins: u32) -> u32 {
-    (SHARED_MAX_BINS / bins).min(HISTOGRAM_THREADS / 32)
-}
-
 /// Adds each sample's bin, `bin(v)`, to the copies in turn.
 #[inline(always)]
 fn count_copies(samples: &[u8], copies: &mut [[u32; 256]; CPU_COPIES], bin: impl Fn(u8) -> u8) {
@@ -264,7 +258,7 @@ fn queue_histogram<T: Sample>(
     let cfg = LaunchConfig {
         grid_dim: (chunks.div_ceil(HISTOGRAM_THREADS as usize).clamp(1, 512) as u32, 1, 1),
         block_dim: (HISTOGRAM_THREADS, 1, 1),
-        shared_mem_bytes: if shared { shared_copies(bins.count) * bins.count * 4 } else { 0 },
+        shared_mem_bytes: if shared { bins.count * 4 } else { 0 },
     };
     let (n, count, levels) = (n as u64, bins.count, bins.levels);
     // A null pointer for the scan's outputs: the kernels then skip the scan.
