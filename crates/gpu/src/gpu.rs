@@ -167,6 +167,17 @@ impl Gpu {
         })
     }
 
+    /// The first `len` elements of `buf`, as a new vector (waits for the stream).
+    pub fn download_vec<T: DeviceRepr + ValidAsZeroBits + Copy + Default + Send + Sync + 'static>(
+        &self,
+        buf: &Buffer<'_, T>,
+        len: usize,
+    ) -> Result<Vec<T>, GpuError> {
+        let mut out = vec![T::default(); len];
+        self.download(buf, &mut out)?;
+        Ok(out)
+    }
+
     fn with_pinned<T: DeviceRepr + Send + 'static, R>(
         &self,
         slot: &'static str,

@@ -353,8 +353,7 @@ impl ColHist {
         let src = gpu.upload::<T>("colhist.in", input)?;
         let mut counts = gpu.buffer::<u32>("colhist.counts", n)?;
         self.launch(gpu, &src, w, h, &mut counts)?;
-        let mut out = vec![0u32; n];
-        gpu.download(&counts, &mut out)?;
+        let out = gpu.download_vec(&counts, n)?;
         Ok(out)
     }
 

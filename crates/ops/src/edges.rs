@@ -470,8 +470,7 @@ impl Op for Canny {
         Self::launch_hysteresis(gpu, &mut map, &mut labels, w, h)?;
         let mut dst = gpu.buffer::<u8>("edges.out", n)?;
         Self::launch_finish(gpu, &map, &labels, n, &mut dst)?;
-        let mut out = vec![0u8; n];
-        gpu.download(&dst, &mut out)?;
+        let out = gpu.download_vec(&dst, n)?;
         Ok(self.output(frame, out))
     }
 }

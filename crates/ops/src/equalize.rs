@@ -157,8 +157,7 @@ impl Equalize {
         histogram::launch_distribution(gpu, &src, n, bins, &mut hist, &mut cdf, &mut cdf_min)?;
         launch_lut(gpu, &cdf, &cdf_min, levels, n, &mut lut)?;
         launch_map(gpu, &src, n, &lut, levels, &mut dst)?;
-        let mut out = vec![T::default(); n];
-        gpu.download(&dst, &mut out)?;
+        let out = gpu.download_vec(&dst, n)?;
         Ok(out)
     }
 }

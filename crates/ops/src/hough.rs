@@ -413,8 +413,7 @@ impl HoughVote {
         if top[0] > 65535 {
             return Err(Self::too_many(top[0]));
         }
-        let mut out = vec![0u16; cells];
-        gpu.download(&narrow, &mut out)?;
+        let out = gpu.download_vec(&narrow, cells)?;
         Ok(Self::output(space, out, top[0]))
     }
 }

@@ -118,8 +118,7 @@ impl Pad {
         let src = gpu.upload::<T>("pad.in", input)?;
         let mut dst = gpu.buffer::<T>("pad.out", self.width * self.height)?;
         self.launch(gpu, &src, w, h, &mut dst)?;
-        let mut out = vec![T::default(); self.width * self.height];
-        gpu.download(&dst, &mut out)?;
+        let out = gpu.download_vec(&dst, self.width * self.height)?;
         Ok(out)
     }
 

@@ -323,8 +323,7 @@ impl Rotate {
         let src = gpu.upload::<T>("rotate.in", input)?;
         let mut dst = gpu.buffer::<T>("rotate.out", n)?;
         self.launch(gpu, &src, &mut dst)?;
-        let mut out = vec![T::default(); n];
-        gpu.download(&dst, &mut out)?;
+        let out = gpu.download_vec(&dst, n)?;
         Ok(out)
     }
 
