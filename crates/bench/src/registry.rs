@@ -476,6 +476,9 @@ fn edges(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
 struct HoughScratch {
     space: HoughSpace,
     pixels: usize,
+    /// The edge map's edge pixels, counted on the host, for `auto`'s choice (the tool reads the
+    /// compaction's count back instead: a host round trip the kernel timing leaves out).
+    edge_points: u64,
     points: CudaSlice<u32>,
     count: CudaSlice<u32>,
     most: CudaSlice<u32>,
@@ -496,6 +499,7 @@ impl HoughScratch {
         Ok(HoughScratch {
             space,
             pixels,
+            edge_points: input.pixels.iter().filter(|&&v| v != 0).count() as u64,
             points: stream.alloc_zeros::<u32>(pixels.max(1))?,
             count: stream.alloc_zeros::<u32>(1)?,
             most: stream.alloc_zeros::<u32>(1)?,
@@ -525,12 +529,11 @@ impl HoughScratch {
         stream.memset_zeros(&mut self.most)?;
         HoughVote::launch_compact(gpu, src, self.pixels, &mut self.points, &mut self.count)?;
         let (space, points, count, cos, sin) = (&self.space, &self.points, &self.count, &self.cos, &self.sin);
-        match strategy {
+        match strategy.for_points(self.edge_points) {
             Strategy::Global => {
                 stream.memset_zeros(&mut self.acc)?;
                 HoughVote::launch_vote_global(gpu, space, points, count, cos, sin, &mut self.acc)?;
             }
-            // As `HoughVote::gpu`: auto is the shared strategy.
             Strategy::Shared | Strategy::Auto => {
                 HoughVote::launch_vote_shared(gpu, space, points, count, cos, sin, &mut self.acc)?;
             }

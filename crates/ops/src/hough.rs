@@ -234,11 +234,27 @@ pub enum Strategy {
     /// Edge list as above; one block per angle (and range of distances) counts in shared memory,
     /// then writes its row of the accumulator: no global atomics.
     Shared,
-    /// The one measured faster: see docs/hough-vote.md.
+    /// The one measured faster for the number of edge pixels: see docs/hough-vote.md.
     Auto,
 }
 
+/// The most edge pixels `auto` votes with the shared strategy. Every block of that strategy reads
+/// the whole edge list, so it wins while the list stays in L2 and loses once it does not: on an
+/// H200 (50-60 MB of L2) shared took 0.39-0.45 ms against global's 1.1-1.3 ms with 0.5-0.6 M
+/// points, 2.8-3.6 ms against 7.0-8.8 ms with 4.7-5.8 M, about the same with 2.3 M points of a
+/// 16384 x 16384 frame, and 234 ms against 113 ms with 99 M (docs/BENCHMARKS.md).
+pub const AUTO_SHARED_MAX_POINTS: u64 = 8 << 20;
+
 impl Strategy {
+    /// The strategy to vote `points` edge pixels with: `auto` resolved, the others as they are.
+    pub fn for_points(self, points: u64) -> Strategy {
+        match self {
+            Strategy::Auto if points <= AUTO_SHARED_MAX_POINTS => Strategy::Shared,
+            Strategy::Auto => Strategy::Global,
+            other => other,
+        }
+    }
+
     pub fn parse(text: &str) -> Result<Strategy, String> {
         match text {
             "global" => Ok(Strategy::Global),
@@ -397,7 +413,15 @@ impl HoughVote {
         let sin = gpu.upload::<f32>("hough.sin", &sin)?;
         let mut acc = gpu.buffer::<u32>("hough.acc", cells)?;
         Self::launch_compact(gpu, &src, input.len(), &mut points, &mut count)?;
-        match self.strategy {
+        let strategy = match self.strategy {
+            Strategy::Auto => {
+                let mut found = [0u32];
+                gpu.download(&count, &mut found)?;
+                self.strategy.for_points(found[0] as u64)
+            }
+            chosen => chosen,
+        };
+        match strategy {
             Strategy::Global => {
                 gpu.stream().memset_zeros(&mut *acc)?;
                 Self::launch_vote_global(gpu, space, &points, &count, &cos, &sin, &mut acc)?;
@@ -740,6 +764,15 @@ pub fn draw_lines(rgb: &mut [u8], width: usize, height: usize, lines: &[Line]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_votes_in_shared_memory_while_the_edge_list_fits_in_cache() {
+        assert_eq!(Strategy::Auto.for_points(0), Strategy::Shared);
+        assert_eq!(Strategy::Auto.for_points(AUTO_SHARED_MAX_POINTS), Strategy::Shared);
+        assert_eq!(Strategy::Auto.for_points(AUTO_SHARED_MAX_POINTS + 1), Strategy::Global);
+        assert_eq!(Strategy::Shared.for_points(u64::MAX), Strategy::Shared);
+        assert_eq!(Strategy::Global.for_points(0), Strategy::Global);
+    }
 
     #[test]
     fn default_layout_is_opencvs() {
