@@ -239,11 +239,12 @@ pub enum Strategy {
 }
 
 /// The most edge pixels `auto` votes with the shared strategy. Every block of that strategy reads
-/// the whole edge list, so it wins while the list stays in L2 and loses once it does not: on an
-/// H200 (50-60 MB of L2) shared took 0.39-0.45 ms against global's 1.1-1.3 ms with 0.5-0.6 M
-/// points, 2.8-3.6 ms against 7.0-8.8 ms with 4.7-5.8 M, about the same with 2.3 M points of a
-/// 16384 x 16384 frame, and 234 ms against 113 ms with 99 M (docs/BENCHMARKS.md).
-pub const AUTO_SHARED_MAX_POINTS: u64 = 8 << 20;
+/// the whole edge list (4 bytes a pixel), so it wins while the list stays in L2 and loses once it
+/// spills. On an H200 (60 MB of L2), shared against global: 0.39 / 1.10 ms with 0.5 M points,
+/// 2.8 / 7.0 ms with 4.7 M, 10.2 / 16.7 ms with 12.2 M, 5.3 / 5.1 ms with 2.3 M points of a
+/// 16384 x 16384 frame (whose wide accumulator makes shared read the list 6 times), and
+/// 234 / 112 ms with 99 M (docs/BENCHMARKS.md, docs/hough-vote.md).
+pub const AUTO_SHARED_MAX_POINTS: u64 = 16 << 20;
 
 impl Strategy {
     /// The strategy to vote `points` edge pixels with: `auto` resolved, the others as they are.
