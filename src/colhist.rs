@@ -1,5 +1,3 @@
-use std::io::Write;
-
 use histopipe_cli::lexopt::{Parser, ValueExt};
 use histopipe_cli::{parse_value, Common, Context, Error, Tool};
 use histopipe_frame::{Format, Frame, Pixels};
@@ -21,12 +19,7 @@ pub struct ColHist {
     params: ColHistParams,
     line: Option<Line>,
     output: Output,
-    text: Vec<u8>,
 }
-
-/// The text is handed to the output in pieces of about this size, so a huge matrix is never
-/// held twice.
-const FLUSH_AT: usize = 1 << 20;
 
 /// A distance in pixels under which the two ends of `--line` count as in one column: far below
 /// a pixel, far above the rounding of the geometry's composed maps.
@@ -110,9 +103,10 @@ Example:
                     "# frame {}: {}x{}, maxval {}, {} bins, {what}\n",
                     cx.index, frame.width, frame.height, frame.maxval, op.bins
                 );
-                self.text.clear();
-                self.text.extend_from_slice(header.as_bytes());
-                write_table(cx, &mut self.text, &op, &h, column, sep)
+                let text = cx.text();
+                text.extend_from_slice(header.as_bytes());
+                write_table(text, &op, &h, column, sep);
+                Ok(())
             }
         }
     }
@@ -147,14 +141,7 @@ fn matrix_image(h: &Histograms) -> Frame {
     f
 }
 
-fn write_table(
-    cx: &mut Context<'_>,
-    text: &mut Vec<u8>,
-    op: &ColHistOp,
-    h: &Histograms,
-    column: Option<usize>,
-    sep: u8,
-) -> Result<(), Error> {
+fn write_table(text: &mut Vec<u8>, op: &ColHistOp, h: &Histograms, column: Option<usize>, sep: u8) {
     text.extend_from_slice(b"bin");
     text.push(sep);
     text.extend_from_slice(b"low");
@@ -185,12 +172,7 @@ fn write_table(
             push_u64(text, c as u64);
         }
         text.push(b'\n');
-        if text.len() >= FLUSH_AT {
-            cx.text().write_all(text).map_err(|e| Error::io(&e))?;
-            text.clear();
-        }
     }
-    cx.text().write_all(text).map_err(|e| Error::io(&e))
 }
 
 /// Appends `v` in decimal: a table is mostly small counts, and `format!` per number would dominate.
