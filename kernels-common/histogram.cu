@@ -145,41 +145,20 @@ __device__ void histogram_global(const T* __restrict__ in, u64 n, u32 bins, u32 
         atomicAdd((unsigned long long*)&hist[bin_of(in[i], bins, levels)], 1ull);
 }
 
-extern "C" __global__ void histogram_private_u8(const u8* in, u64 n, u32 bins, u32 levels, u64* hist,
-                                                 u64* cdf, u64* cdf_min) {
-    histogram_private<u8>(in, n, bins, levels, hist);
-    scan_when_last(hist, bins, cdf, cdf_min);
-}
-
-extern "C" __global__ void histogram_private_u16(const u16* in, u64 n, u32 bins, u32 levels, u64* hist,
-                                                 u64* cdf, u64* cdf_min) {
-    histogram_private<u16>(in, n, bins, levels, hist);
-    scan_when_last(hist, bins, cdf, cdf_min);
-}
-
-extern "C" __global__ void histogram_shared_u8(const u8* in, u64 n, u32 bins, u32 levels, u64* hist,
-                                                 u64* cdf, u64* cdf_min) {
-    histogram_shared<u8>(in, n, bins, levels, hist);
-    scan_when_last(hist, bins, cdf, cdf_min);
-}
-
-extern "C" __global__ void histogram_shared_u16(const u16* in, u64 n, u32 bins, u32 levels, u64* hist,
-                                                 u64* cdf, u64* cdf_min) {
-    histogram_shared<u16>(in, n, bins, levels, hist);
-    scan_when_last(hist, bins, cdf, cdf_min);
-}
-
-extern "C" __global__ void histogram_global_u8(const u8* in, u64 n, u32 bins, u32 levels, u64* hist,
-                                                 u64* cdf, u64* cdf_min) {
-    histogram_global<u8>(in, n, bins, levels, hist);
-    scan_when_last(hist, bins, cdf, cdf_min);
-}
-
-extern "C" __global__ void histogram_global_u16(const u16* in, u64 n, u32 bins, u32 levels, u64* hist,
-                                                 u64* cdf, u64* cdf_min) {
-    histogram_global<u16>(in, n, bins, levels, hist);
-    scan_when_last(hist, bins, cdf, cdf_min);
-}
+// The exported kernels: histogram_{private,shared,global}_{u8,u16}, each ending with the scan
+// when `cdf` is given.
+#define HISTOGRAM_KERNEL(KIND, T)                                                                     \
+    extern "C" __global__ void histogram_##KIND##_##T(const T* in, u64 n, u32 bins, u32 levels, u64* hist, \
+                                                      u64* cdf, u64* cdf_min) {                      \
+        histogram_##KIND<T>(in, n, bins, levels, hist);                                              \
+        scan_when_last(hist, bins, cdf, cdf_min);                                                    \
+    }
+HISTOGRAM_KERNEL(private, u8)
+HISTOGRAM_KERNEL(private, u16)
+HISTOGRAM_KERNEL(shared, u8)
+HISTOGRAM_KERNEL(shared, u16)
+HISTOGRAM_KERNEL(global, u8)
+HISTOGRAM_KERNEL(global, u16)
 
 // Inclusive scan of `bins` counts by one block (blockDim.x a multiple of 32, at most 1024), tile by
 // tile of blockDim.x counts with a running carry: a Hillis-Steele scan within each warp by
