@@ -284,16 +284,19 @@ impl Rotate {
         let m = self.new_to_old();
         let map = RowMap::new(&m, y);
         let (sx, sy) = (|x| map.sx(x), |x| map.sy(x));
+        let (x_at_0, y_at_0) = (sx(0), sy(0));
         // The nearest pixel floor(s + 0.5) is in 0..W exactly when 0 <= s + 0.5 < W (W integer).
         let (lo, hi) = intersect(
-            run_within(w, m.a >= 0.0, |x| sx(x) + 0.5, wf),
-            run_within(w, m.d >= 0.0, |x| sy(x) + 0.5, hf),
+            run_within(w, (m.a, x_at_0 + 0.5), |x| sx(x) + 0.5, wf),
+            run_within(w, (m.d, y_at_0 + 0.5), |x| sy(x) + 0.5, hf),
         );
         let (ilo, ihi) = if self.interpolation == Interpolation::Bilinear {
             // All four taps are inside when 0 <= s and floor(s) + 1 < W, that is s < W - 1; such
             // points are also inside for nearest, so this run lies within (lo, hi).
-            let (i0, i1) =
-                intersect(run_within(w, m.a >= 0.0, sx, wf - 1.0), run_within(w, m.d >= 0.0, sy, hf - 1.0));
+            let (i0, i1) = intersect(
+                run_within(w, (m.a, x_at_0), sx, wf - 1.0),
+                run_within(w, (m.d, y_at_0), sy, hf - 1.0),
+            );
             let ilo = i0.clamp(lo, hi);
             (ilo, i1.clamp(ilo, hi))
         } else {
@@ -402,9 +405,9 @@ impl Rotate {
 }
 
 /// Output rows per tile of a general turn (see `Rotate::affine`).
-const TILE_H: usize = 32;
+const TILE_H: usize = 64;
 /// Output columns per tile of a general turn.
-const TILE_W: usize = 128;
+const TILE_W: usize = 64;
 
 /// An output row of a general turn: its map, and where it is evaluated how. Outside `nearest`
 /// the output is the fill value; inside `inner` (within `nearest`) a kernel evaluates it (for
@@ -561,21 +564,60 @@ fn blend_at<T: Sample>(input: &[T], w: usize, i: usize, tx: f64, ty: f64, maxval
 }
 
 /// The run `lo..hi` of `0..n` where `0 <= v(x) < limit`, for `v` non-decreasing in x when
-/// `increasing`, else non-increasing (constant either way): each bound is where a monotone test
-/// flips, found by bisection with the exact test.
-fn run_within(n: usize, increasing: bool, v: impl Fn(usize) -> f64, limit: f64) -> (usize, usize) {
+/// `slope >= 0`, else non-increasing (constant either way): each bound is where a monotone test
+/// flips, found with the exact test. `(slope, intercept)` is a line close to `v`, which only
+/// says where to look first: the bounds are exact whatever it is.
+fn run_within(
+    n: usize,
+    (slope, intercept): (f64, f64),
+    v: impl Fn(usize) -> f64,
+    limit: f64,
+) -> (usize, usize) {
     let (at_least_zero, below_limit) = (|x| v(x) >= 0.0, |x| v(x) < limit);
-    let (lo, hi) = if increasing {
-        (first(n, at_least_zero), first(n, |x| !below_limit(x)))
+    // Where the line crosses `t`; `as` saturates (NaN, for a constant line, is 0).
+    let near = |t: f64| ((t - intercept) / slope) as usize;
+    let (lo, hi) = if slope >= 0.0 {
+        (first(n, near(0.0), at_least_zero), first(n, near(limit), |x| !below_limit(x)))
     } else {
-        (first(n, below_limit), first(n, |x| !at_least_zero(x)))
+        (first(n, near(limit), below_limit), first(n, near(0.0), |x| !at_least_zero(x)))
     };
     (lo, hi.max(lo))
 }
 
-/// The first x in `0..n` where `test` holds (`n` if none), for a test that is false, then true.
-fn first(n: usize, test: impl Fn(usize) -> bool) -> usize {
+/// The first x in `0..n` where `test` holds (`n` if none), for a test that is false, then true:
+/// bracketed by steps doubling away from `guess`, then found by bisection. A few tests when the
+/// guess is off by a pixel or two, about 2 log2 n at worst.
+fn first(n: usize, guess: usize, test: impl Fn(usize) -> bool) -> usize {
+    if n == 0 {
+        return 0;
+    }
+    let g = guess.min(n - 1);
+    // The answer is in lo..=hi: the test fails below lo, and holds at hi (or hi = n).
     let (mut lo, mut hi) = (0, n);
+    let mut step = 1;
+    if test(g) {
+        hi = g;
+        while hi > 0 {
+            let probe = hi.saturating_sub(step);
+            if !test(probe) {
+                lo = probe + 1;
+                break;
+            }
+            hi = probe;
+            step *= 2;
+        }
+    } else {
+        lo = g + 1;
+        while lo < n {
+            let probe = (g + step).min(n - 1);
+            if test(probe) {
+                hi = probe;
+                break;
+            }
+            lo = probe + 1;
+            step *= 2;
+        }
+    }
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
         if test(mid) {
@@ -770,19 +812,22 @@ mod avx2 {
         // In groups of QUADS quads, two passes: the points (indices and weights), then the taps
         // and blends. In one pass, each quad is a chain so long (the map, floor, index, loads,
         // conversions, blend) that the out-of-order window holds only a few quads.
-        let zero = _mm256_setzero_pd();
-        let mut points = [([0u64; 4], zero, zero); QUADS];
+        // Not initialised: zeroing it would cost a tenth of a 64-pixel span.
+        let mut points = [const { MaybeUninit::<([u64; 4], __m256d, __m256d)>::uninit() }; QUADS];
         for group in out[..whole].chunks_mut(4 * QUADS) {
-            for point in points.iter_mut().take(group.len() / 4) {
+            let quads = group.len() / 4;
+            for point in &mut points[..quads] {
                 let (sx, sy) = lanes.at(fx);
                 // floor(s), as the portable code's truncation (s >= 0 in the run).
                 let (x0, y0) = (_mm256_floor_pd(sx), _mm256_floor_pd(sy));
-                *point = (lanes.indices(x0, y0), _mm256_sub_pd(sx, x0), _mm256_sub_pd(sy, y0));
+                point.write((lanes.indices(x0, y0), _mm256_sub_pd(sx, x0), _mm256_sub_pd(sy, y0)));
                 // Exact: integers below 2^53. Only x advances this way; `a x` is a product per
                 // pixel.
                 fx = _mm256_add_pd(fx, _mm256_set1_pd(4.0));
             }
-            for (quad, &(i, tx, ty)) in group.chunks_exact_mut(4).zip(&points) {
+            for (quad, point) in group.chunks_exact_mut(4).zip(&points[..quads]) {
+                // SAFETY: the first `quads` points are written above.
+                let &(i, tx, ty) = unsafe { point.assume_init_ref() };
                 // SAFETY: each pixel's four taps are inside the frame (the run): i + w + 1 < W H.
                 let (p00, p10) = unsafe { taps(input, i, 0) };
                 let (p01, p11) = unsafe { taps(input, i, w) };
@@ -1113,6 +1158,18 @@ mod tests {
         check_kernels(&mut rng, bytes, size, 255, &angles);
         let words: Vec<u16> = bytes.iter().map(|&v| v as u16 * 257).collect();
         check_kernels(&mut rng, &words, size, 65535, &angles[..4]);
+    }
+
+    /// The bracketing search finds the flip of any monotone test, whatever the guess.
+    #[test]
+    fn first_finds_the_flip_from_any_guess() {
+        for n in 0usize..40 {
+            for flip in 0..=n {
+                for guess in [0, 1, flip.saturating_sub(1), flip, flip + 1, n / 2, n, n + 5, usize::MAX] {
+                    assert_eq!(first(n, guess, |x| x >= flip), flip, "n {n} flip {flip} guess {guess}");
+                }
+            }
+        }
     }
 
     #[test]
