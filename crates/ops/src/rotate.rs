@@ -238,9 +238,10 @@ impl Rotate {
                 }
             }
             Turn::Angle { .. } => {
-                // The SIMD kernels form indices y w + x in f64, exact (and below 2^52) only here.
-                let kernel =
-                    if (w as u64).saturating_mul(h as u64) < 1 << 52 { kernel } else { Kernel::Scalar };
+                // The SIMD kernels form indices y w + x in f64, exact (and below 2^52) only here, and
+                // read the input unchecked (the portable kernel checks, as it always did).
+                let fits = (w as u64).saturating_mul(h as u64) < 1 << 52 && input.len() >= w * h;
+                let kernel = if fits { kernel } else { Kernel::Scalar };
                 self.affine(input, kernel, out.spare_capacity_mut());
                 // SAFETY: `affine` wrote all w h samples.
                 unsafe { out.set_len(w * h) };
@@ -447,7 +448,7 @@ impl RowMap {
     }
 }
 
-/// What evaluates the interior runs of general turns (see `Rotate::affine_row`).
+/// What evaluates the interior runs of general turns (see `Rotate::row`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kernel {
     /// Portable code, one pixel at a time.
@@ -481,7 +482,8 @@ impl Kernel {
         #[cfg(target_arch = "x86_64")]
         if self == Kernel::Avx2 {
             // SAFETY: the CPU has AVX2 (`detect`); `xs` is in the run (the caller's condition), and
-            // `cpu_samples_with` picks this kernel only for frames of fewer than 2^52 pixels.
+            // `cpu_samples_with` picks this kernel only for frames of fewer than 2^52 pixels whose
+            // input holds them all.
             unsafe { avx2::nearest(input, w, row, xs, out) };
             return;
         }
