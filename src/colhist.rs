@@ -136,7 +136,7 @@ fn line_column(cx: &Context<'_>, frame: &Frame, line: &Line) -> Result<usize, Er
 fn matrix_image(h: &Histograms) -> Frame {
     let samples: Vec<u16> = h.counts.iter().map(|&c| c.min(65535) as u16).collect();
     let maxval = samples.iter().copied().max().unwrap_or(0).max(256);
-    let mut f = Frame::new(h.lines, h.bins, maxval, Pixels::U16(samples));
+    let mut f = Frame::new(h.lines, h.bins, maxval, Pixels::U16(samples.into()));
     f.format = Format::Pgm;
     f
 }
@@ -160,19 +160,89 @@ fn write_table(text: &mut Vec<u8>, op: &ColHistOp, h: &Histograms, column: Optio
         }
     }
     text.push(b'\n');
-    for (bin, counts) in h.counts.chunks_exact(h.lines.max(1)).enumerate().take(h.bins) {
+    let rows: Vec<&[u32]> = h.counts.chunks_exact(h.lines.max(1)).take(h.bins).collect();
+    // A 4K frame's table is a million numbers, more than one core formats in a frame period of a
+    // fast stream: large tables are formatted in bands of bins on a few threads, joined in order.
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8)
+        .min(h.counts.len() / (1 << 16))
+        .clamp(1, rows.len().max(1));
+    if threads == 1 {
+        write_rows(text, op, 0, &rows, sep);
+        return;
+    }
+    let per = rows.len().div_ceil(threads);
+    let bands: Vec<Vec<u8>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = rows
+            .chunks(per)
+            .enumerate()
+            .map(|(i, band)| {
+                scope.spawn(move || {
+                    let mut out = Vec::with_capacity(band.len() * (band[0].len() + 3) * 4);
+                    write_rows(&mut out, op, i * per, band, sep);
+                    out
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    });
+    for band in bands {
+        text.extend_from_slice(&band);
+    }
+}
+
+/// The table's rows for bins `first..`, one per slice of counts.
+fn write_rows(text: &mut Vec<u8>, op: &ColHistOp, first: usize, rows: &[&[u32]], sep: u8) {
+    for (bin, counts) in (first..).zip(rows) {
         let (low, high) = op.bin_range(bin as u32);
         push_u64(text, bin as u64);
         text.push(sep);
         push_u64(text, low as u64);
         text.push(sep);
         push_u64(text, high as u64);
-        for &c in counts {
-            text.push(sep);
-            push_u64(text, c as u64);
-        }
+        push_counts(text, counts, sep);
         text.push(b'\n');
     }
+}
+
+/// Appends `sep` and the decimal of each count: the bulk of a table, so written into reserved
+/// space without a capacity check per byte.
+fn push_counts(text: &mut Vec<u8>, counts: &[u32], sep: u8) {
+    // A u32 has at most 10 digits.
+    text.reserve(counts.len() * 11);
+    let spare = &mut text.spare_capacity_mut()[..counts.len() * 11];
+    let mut n = 0;
+    for &c in counts {
+        spare[n].write(sep);
+        n += 1 + write_u32(&mut spare[n + 1..n + 11], c);
+    }
+    // SAFETY: the first `n` bytes of the spare capacity were just written.
+    unsafe { text.set_len(text.len() + n) };
+}
+
+/// Writes `v` in decimal at the start of `out` (10 bytes); returns how many bytes it took.
+fn write_u32(out: &mut [std::mem::MaybeUninit<u8>], v: u32) -> usize {
+    if v < 10 {
+        out[0].write(b'0' + v as u8);
+        return 1;
+    }
+    if v < 100 {
+        out[0].write(b'0' + (v / 10) as u8);
+        out[1].write(b'0' + (v % 10) as u8);
+        return 2;
+    }
+    let mut digits = [0u8; 10];
+    let (mut i, mut v) = (digits.len(), v);
+    while v > 0 {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    for (o, &d) in out.iter_mut().zip(&digits[i..]) {
+        o.write(d);
+    }
+    digits.len() - i
 }
 
 /// Appends `v` in decimal: a table is mostly small counts, and `format!` per number would dominate.
@@ -203,5 +273,8 @@ mod tests {
             out.push(b' ');
         }
         assert_eq!(out, b"0 7 10 65535 18446744073709551615 ");
+        let mut out = b"x".to_vec();
+        push_counts(&mut out, &[0, 9, 10, 99, 100, 12345, u32::MAX], b',');
+        assert_eq!(out, b"x,0,9,10,99,100,12345,4294967295");
     }
 }

@@ -240,8 +240,16 @@ def stream_table(streams):
             continue
         fps = s.get("fps")
         pct = f"{100 * fps / cat[s['source']]:.0f}%" if fps and cat.get(s.get("source")) else "–"
+        note = s.get("status", "")
+        out_bytes, in_bytes = s.get("out_bytes_per_frame"), s.get("width", 0) * s.get("height", 0)
+        if out_bytes and in_bytes and out_bytes > 1.2 * in_bytes:
+            # Such a filter pushes more bytes through its output pipe than cat does: its I/O
+            # ceiling is lower than cat's frames per second.
+            note = (note + "; " if note else "") + f"writes {out_bytes / in_bytes:.2f}x the input's bytes"
+        if s.get("runs_fps"):
+            note = (note + "; " if note else "") + "runs " + ", ".join(f"{v:.0f}" for v in s["runs_fps"])
         out.append(table_row([s.get("name", ""), s.get("source", ""), s.get("impl", ""),
-                              f"{fps:.1f}" if fps else "–", pct, s.get("status", "")]))
+                              f"{fps:.1f}" if fps else "–", pct, note]))
     return out
 
 
@@ -385,7 +393,10 @@ def main():
              "its launches (or synchronizes inside).")
     L.append("- Whole tools: wall time of one process per frame (PGM file in, file out); empty cache = a "
              "fresh `XDG_CACHE_HOME`; OpenCV one-liners include the interpreter's start and imports.")
-    L.append("- Streams: `cat F | FILTER | cat > /dev/null` against `cat F | cat | cat > /dev/null`.")
+    L.append("- Streams: `cat F | FILTER | wc -c` against `cat F | cat | wc -c` (`wc -c` reads its pipe as "
+             "`cat > /dev/null` would, and counts the output bytes), each the best of 3 runs (all runs in the note); "
+             "`cat` is timed at the start and at the end, and its best is the reference. A filter's time includes "
+             "its process start and, for the GPU, the driver's start-up (about 0.2 s of a 300-frame stream's 1 s).")
     L.append("")
     L.append("## Targets (issue 6)")
     L.append("")

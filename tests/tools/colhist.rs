@@ -114,7 +114,7 @@ fn counts_match_a_straightforward_count() {
 
 #[test]
 fn bin_ranges_in_the_table() {
-    let f = Frame::new(2, 1, 9, Pixels::U8(vec![3, 4]));
+    let f = Frame::new(2, 1, 9, Pixels::U8(vec![3, 4].into()));
     let out = colhist_cpu(&["--bins", "3"], &stream(&[f]));
     let ranges: Vec<(u32, u32)> = out[0].rows.iter().map(|r| (r.0, r.1)).collect();
     assert_eq!(ranges, [(0, 3), (4, 6), (7, 9)]);
@@ -174,7 +174,7 @@ fn the_histogram_of_a_diagonal_line() {
     for k in 0..6 {
         pixels[k * 6 + k] = 10 + 20 * k as u8;
     }
-    let f = Frame::new(6, 6, 255, Pixels::U8(pixels));
+    let f = Frame::new(6, 6, 255, Pixels::U8(pixels.into()));
     let padded = run_ok("pad", "cpu", &[], &stream(&[f]));
     let turned = run_ok("rotate", "cpu", &["--line", "0,0,4,4"], &padded);
     let block = colhist_cpu(&["--line", "0,0,4,4"], &turned).remove(0);
@@ -232,10 +232,10 @@ fn tsv_pgm_rows_and_streams() {
         }
     }
     // Counts over 65535 are clamped.
-    let tall = Frame::new(1, 70000, 255, Pixels::U8(vec![0; 70000]));
+    let tall = Frame::new(1, 70000, 255, Pixels::U8(vec![0; 70000].into()));
     let pgm = read_frames(&run_ok("colhist", "cpu", &["--format", "pgm", "--bins", "2"], &stream(&[tall])))
         .remove(0);
-    assert_eq!((pgm.maxval, pgm.pixels), (65535, Pixels::U16(vec![65535, 0])));
+    assert_eq!((pgm.maxval, pgm.pixels), (65535, Pixels::U16(vec![65535, 0].into())));
     // A stream: one block per frame, marked, each its own size.
     let frames = [fixture_frame("camera.pgm"), fixture_frame("coins.pgm"), fixture_frame("dem16.pgm")];
     let blocks = colhist_cpu(&["--rows"], &stream(&frames));

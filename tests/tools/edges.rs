@@ -20,7 +20,7 @@ const SETTINGS: &[(f64, f64, bool)] = &[
 
 fn samples(f: &Frame) -> Vec<u8> {
     match &f.pixels {
-        Pixels::U8(v) => v.clone(),
+        Pixels::U8(v) => v.to_vec(),
         Pixels::U16(_) => panic!("edges writes 8-bit frames"),
     }
 }
@@ -152,7 +152,7 @@ fn gpu_hysteresis_follows_long_weak_chains() {
             }
         }
     }
-    let frame = Frame::new(w, h, 255, Pixels::U8(px));
+    let frame = Frame::new(w, h, 255, Pixels::U8(px.into()));
     let canny = Canny { low: 100.0, high: 400.0, l2: false, blur: None };
     let cpu = canny.cpu(&frame).unwrap();
     assert!(samples(&cpu).iter().filter(|&&v| v == 255).count() > 20000);

@@ -13,13 +13,13 @@ fn samples_u8(frame: &Frame) -> &[u8] {
 }
 
 fn frame_u8(width: usize, height: usize, samples: Vec<u8>) -> Frame {
-    let mut f = Frame::new(width, height, 255, Pixels::U8(samples));
+    let mut f = Frame::new(width, height, 255, Pixels::U8(samples.into()));
     f.format = Format::Pgm;
     f
 }
 
 fn frame_u16(width: usize, height: usize, maxval: u16, samples: Vec<u16>) -> Frame {
-    let mut f = Frame::new(width, height, maxval, Pixels::U16(samples));
+    let mut f = Frame::new(width, height, maxval, Pixels::U16(samples.into()));
     f.format = Format::Pgm;
     f
 }

@@ -96,7 +96,7 @@ fn synthetic_lines_are_found() {
             }
         }
     }
-    let frame = Frame::new(w, h, 255, Pixels::U8(px));
+    let frame = Frame::new(w, h, 255, Pixels::U8(px.into()));
     let acc = run_ok("hough-vote", "cpu", &[], &stream(std::slice::from_ref(&frame)));
     let ours = parse_csv(&run_ok("hough-lines", "cpu", &["--top", "4"], &acc));
     let cv = opencv::hough_lines(&frame, 1.0, std::f64::consts::PI / 180.0, 0, 0.0, std::f64::consts::PI);
@@ -122,7 +122,7 @@ fn accumulator_format_and_metadata() {
     let space = HoughSpace::of_frame(&acc).unwrap();
     assert_eq!((space.thetas, space.rhos), (180, 1151));
     // A hand-made edge map: two edge pixels both vote once in every row.
-    let mut f = Frame::new(5, 4, 255, Pixels::U8(vec![0; 20]));
+    let mut f = Frame::new(5, 4, 255, Pixels::U8(vec![0; 20].into()));
     if let Pixels::U8(v) = &mut f.pixels {
         v[7] = 1;
         v[18] = 200;
@@ -184,7 +184,7 @@ fn errors() {
     );
     assert!(run_err("hough-vote", &["--strategy", "fast"], &edges, 2).contains("unknown strategy"));
     // 70000 edge pixels in a row all vote for rho = 0 at 90 degrees: over 16 bits, an error.
-    let row = Frame::new(70000, 1, 255, Pixels::U8(vec![255; 70000]));
+    let row = Frame::new(70000, 1, 255, Pixels::U8(vec![255; 70000].into()));
     let e = run_err("hough-vote", &["--theta-step", "30"], &stream(&[row]), 2);
     assert!(e.contains("frame 1: a cell has 70000 votes, more than a 16-bit accumulator holds"), "{e}");
 }

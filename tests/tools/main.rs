@@ -11,3 +11,4 @@ mod hough;
 mod opencv;
 mod pad;
 mod rotate;
+mod streams;

@@ -89,7 +89,7 @@ fn bilinear_reproduces_a_ramp() {
     // neighbours are inside gets floor(f(sx, sy) + 0.5), up to the last bit of the arithmetic.
     let (w, h) = (90, 70);
     let ramp: Vec<u16> = (0..w * h).map(|i| (2 * (i % w) + 3 * (i / w) + 5) as u16).collect();
-    let f = Frame::new(w, h, 500, Pixels::U16(ramp));
+    let f = Frame::new(w, h, 500, Pixels::U16(ramp.into()));
     let out = rotate_cpu(&["21", "--bilinear"], &stream(&[f]));
     let mut checked = 0;
     for y in 0..h {

@@ -215,7 +215,7 @@ impl<I: DeviceRepr, O: DeviceRepr + ValidAsZeroBits> Sets<I, O> {
 
 /// The host frame of an input, for the CPU implementations.
 pub fn host_frame(input: &Input) -> Frame {
-    Frame::new(input.width, input.height, 255, Pixels::U8(input.pixels.clone()))
+    Frame::new(input.width, input.height, 255, Pixels::U8(input.pixels.clone().into()))
 }
 
 /// `pad` to the frame's diagonal (the tool's default), fill 0. Memory floor: a copy of the
@@ -598,7 +598,7 @@ fn hough_lines(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
         // The accumulator as hough-vote writes it: 16-bit, maxval at least 256, its layout.
         let space = scratch.space;
         let maxval = most[0].clamp(256, 65535) as u16;
-        let mut frame = Frame::new(space.rhos, space.thetas, maxval, Pixels::U16(counts));
+        let mut frame = Frame::new(space.rhos, space.thetas, maxval, Pixels::U16(counts.into()));
         frame.set_annotation(hough::ANNOTATION, &space.annotation());
         (space, acc, frame)
     };

@@ -1,10 +1,11 @@
 use std::ffi::OsString;
 use std::io::{self, BufReader, BufWriter, Write};
 use std::process::ExitCode;
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
-use histopipe_frame::{Frame, FrameReader, FrameWriter, ReadOptions, WriteOptions};
+use histopipe_frame::{Frame, FrameReader, FrameWriter, ReadOptions, SampleMemory, WriteOptions};
 use histopipe_ops::{Engine, Op};
 use lexopt::{Arg, Parser};
 
@@ -148,14 +149,70 @@ fn option<T: Tool>(common: &mut Common, tool: &mut T, name: &str, parser: &mut P
 
 const WRITER_GONE: &str = "the output writer stopped";
 
-/// Reads frames on a thread of its own, so reading overlaps the work on earlier frames. The thread
-/// is not joined: if the tool stops early, it may be blocked on a read that never ends.
-fn spawn_reader(common: &Common) -> Receiver<Result<Frame, Error>> {
-    let (tx, rx) = sync_channel(1);
+/// Bytes of frames the reader may hold ready while the GPU is being opened.
+const READ_AHEAD_BYTES: usize = 512 << 20;
+
+/// The frames read and not yet taken by the tool. The reader hands over a frame only when none
+/// is waiting, so one frame is read while the tool works on the one before (memory stays a few
+/// frames), except while the GPU is being opened: a driver's start-up takes a fifth of a second,
+/// and rather than leave the input waiting meanwhile, the reader reads ahead up to
+/// [`READ_AHEAD_BYTES`], which the tool then works through at the GPU's pace.
+#[derive(Default)]
+struct Backlog {
+    /// Frames and bytes waiting, and whether the GPU is being opened.
+    state: Mutex<(usize, usize, bool)>,
+    changed: Condvar,
+}
+
+impl Backlog {
+    fn lock(&self) -> MutexGuard<'_, (usize, usize, bool)> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until a frame of `bytes` bytes may be handed over, and counts it in.
+    fn add(&self, bytes: usize) {
+        let mut s = self.lock();
+        while !(s.0 == 0 || (s.2 && s.1 + bytes <= READ_AHEAD_BYTES)) {
+            s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        s.0 += 1;
+        s.1 += bytes;
+    }
+
+    /// A frame of `bytes` bytes was taken.
+    fn take(&self, bytes: usize) {
+        let mut s = self.lock();
+        s.0 -= 1;
+        s.1 -= bytes;
+        self.changed.notify_all();
+    }
+
+    fn set_opening(&self, opening: bool) {
+        let mut s = self.lock();
+        if s.2 != opening {
+            s.2 = opening;
+            self.changed.notify_all();
+        }
+    }
+}
+
+fn frame_bytes(item: &Result<Frame, Error>) -> usize {
+    item.as_ref().map_or(0, |f| f.pixels.len() * f.depth().bytes())
+}
+
+/// Reads frames on a thread of its own, so reading overlaps the work on earlier frames, into
+/// `memory` (page-locked once the GPU lends it). The thread is not joined: if the tool stops
+/// early, it may be blocked on a read that never ends.
+fn spawn_reader(
+    common: &Common,
+    memory: SampleMemory,
+    backlog: Arc<Backlog>,
+) -> Receiver<Result<Frame, Error>> {
+    let (tx, rx) = channel();
     let options = ReadOptions { raw: common.raw, max_pixels: common.max_pixels };
     std::thread::spawn(move || {
         let input = BufReader::with_capacity(1 << 20, io::stdin().lock());
-        let mut reader = FrameReader::new(input, options);
+        let mut reader = FrameReader::new(input, options).with_memory(memory);
         loop {
             let item = match reader.next_frame() {
                 Ok(Some(frame)) => Ok(frame),
@@ -163,6 +220,7 @@ fn spawn_reader(common: &Common) -> Receiver<Result<Frame, Error>> {
                 Err(e) => Err(Error::from(e)),
             };
             let stop = item.is_err();
+            backlog.add(frame_bytes(&item));
             if tx.send(item).is_err() || stop {
                 break;
             }
@@ -206,7 +264,7 @@ fn tune_process_for_streams() {
 }
 
 /// The frame loop: a reader thread, this thread running the tool on each frame in order, and a
-/// writer thread, joined by channels that hold one frame each, so memory stays a few frames.
+/// writer thread; memory stays a few frames (see [`Backlog`] for the exception).
 fn run<T: Tool>(engine: &mut Option<Engine>) -> Result<(), Error> {
     let mut tool = T::default();
     let common = match parse_args(&mut tool, std::env::args_os().skip(1))? {
@@ -216,12 +274,16 @@ fn run<T: Tool>(engine: &mut Option<Engine>) -> Result<(), Error> {
     tune_process_for_streams();
     // The threads first: opening the GPU (at once with `--backend gpu`) loads the driver, and
     // while it does, the loader's lock would hold up the creation of any other thread.
-    let frames = spawn_reader(&common);
+    let memory = SampleMemory::default();
+    let backlog = Arc::new(Backlog::default());
+    let frames = spawn_reader(&common, memory.clone(), backlog.clone());
     let (out, writer) = spawn_writer(&common);
-    let engine = engine.insert(Engine::new(common.backend, common.device));
+    let engine = engine.insert(Engine::new(common.backend, common.device, memory));
     let mut worked = Ok(());
     for (i, item) in frames.iter().enumerate() {
+        backlog.take(frame_bytes(&item));
         engine.begin_frame(i + 1);
+        backlog.set_opening(engine.is_opening());
         let mut cx = Context { index: i + 1, common: &common, engine, out: &out, text: Vec::new() };
         worked = item.and_then(|frame| tool.frame(&mut cx, frame)).and_then(|()| cx.flush_text());
         if worked.is_err() {
@@ -260,4 +322,43 @@ pub fn main<T: Tool>() -> ExitCode {
         unsafe { libc::_exit(code as i32) }
     }
     ExitCode::from(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn waits(b: &Arc<Backlog>, bytes: usize) -> JoinHandle<()> {
+        let b = b.clone();
+        let h = std::thread::spawn(move || b.add(bytes));
+        std::thread::sleep(Duration::from_millis(50));
+        h
+    }
+
+    #[test]
+    fn the_backlog_holds_one_frame_unless_the_gpu_is_opening() {
+        let b = Arc::new(Backlog::default());
+        b.add(100);
+        let second = waits(&b, 100);
+        assert!(!second.is_finished(), "a second frame waits while one is waiting");
+        b.take(100);
+        second.join().unwrap();
+        b.set_opening(true);
+        for _ in 0..10 {
+            b.add(READ_AHEAD_BYTES / 16);
+        }
+        assert_eq!(b.lock().0, 11, "while the GPU opens, frames pile up");
+        let over = waits(&b, READ_AHEAD_BYTES);
+        assert!(!over.is_finished(), "beyond the read-ahead budget, the reader waits");
+        b.set_opening(false);
+        b.take(100);
+        for _ in 0..9 {
+            b.take(READ_AHEAD_BYTES / 16);
+        }
+        assert!(!over.is_finished(), "once open, one frame at a time again");
+        b.take(READ_AHEAD_BYTES / 16);
+        over.join().unwrap();
+        assert_eq!(*b.lock(), (1, READ_AHEAD_BYTES, false));
+    }
 }

@@ -97,21 +97,21 @@ pub(crate) fn decode(bytes: &[u8], format: ImageFormat) -> Result<Frame, String>
     let img = r.decode().map_err(|e| format!("bad {format:?} image: {e}"))?;
     let (w, h) = (img.width() as usize, img.height() as usize);
     let (maxval, pixels) = match img {
-        DynamicImage::ImageLuma8(i) => (255, Pixels::U8(i.into_raw())),
+        DynamicImage::ImageLuma8(i) => (255, Pixels::U8(i.into_raw().into())),
         DynamicImage::ImageLumaA8(i) => {
             (255, Pixels::U8(i.into_raw().chunks_exact(2).map(|p| p[0]).collect()))
         }
-        DynamicImage::ImageLuma16(i) => (65535, Pixels::U16(i.into_raw())),
+        DynamicImage::ImageLuma16(i) => (65535, Pixels::U16(i.into_raw().into())),
         DynamicImage::ImageLumaA16(i) => {
             (65535, Pixels::U16(i.into_raw().chunks_exact(2).map(|p| p[0]).collect()))
         }
-        DynamicImage::ImageRgb8(i) => (255, rgb_to_gray(Pixels::U8(i.into_raw()))),
+        DynamicImage::ImageRgb8(i) => (255, rgb_to_gray(Pixels::U8(i.into_raw().into()))),
         DynamicImage::ImageRgba8(i) => (
             255,
             rgb_to_gray(Pixels::U8(i.into_raw().chunks_exact(4).flat_map(|p| [p[0], p[1], p[2]]).collect())),
         ),
-        DynamicImage::ImageRgb16(i) => (65535, rgb_to_gray(Pixels::U16(i.into_raw()))),
-        other => (65535, rgb_to_gray(Pixels::U16(other.to_rgb16().into_raw()))),
+        DynamicImage::ImageRgb16(i) => (65535, rgb_to_gray(Pixels::U16(i.into_raw().into()))),
+        other => (65535, rgb_to_gray(Pixels::U16(other.to_rgb16().into_raw().into()))),
     };
     let mut frame = Frame::new(w, h, maxval, pixels);
     frame.format = Format::Decoded;
@@ -192,9 +192,12 @@ mod tests {
     fn luma_rounds_half_up_exactly() {
         // 0.299*1 + 0.587*1 + 0.114*1 = 1; 0.299*255 = 76.245 -> 76; 0.587*255 = 149.685 -> 150.
         assert_eq!(
-            rgb_to_gray(Pixels::U8(vec![1, 1, 1, 255, 0, 0, 0, 255, 0])),
-            Pixels::U8(vec![1, 76, 150])
+            rgb_to_gray(Pixels::U8(vec![1, 1, 1, 255, 0, 0, 0, 255, 0].into())),
+            Pixels::U8(vec![1, 76, 150].into())
         );
-        assert_eq!(rgb_to_gray(Pixels::U16(vec![65535, 65535, 65535])), Pixels::U16(vec![65535]));
+        assert_eq!(
+            rgb_to_gray(Pixels::U16(vec![65535, 65535, 65535].into())),
+            Pixels::U16(vec![65535].into())
+        );
     }
 }

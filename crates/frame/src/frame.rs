@@ -1,4 +1,4 @@
-use crate::Geometry;
+use crate::{Geometry, Samples};
 
 /// Sample width. A frame is 8-bit exactly when its maxval is at most 255 (the PGM rule).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,8 +27,20 @@ impl Depth {
 /// The samples of a frame, row-major, `width * height` of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pixels {
-    U8(Vec<u8>),
-    U16(Vec<u16>),
+    U8(Samples<u8>),
+    U16(Samples<u16>),
+}
+
+impl From<Vec<u8>> for Pixels {
+    fn from(v: Vec<u8>) -> Pixels {
+        Pixels::U8(v.into())
+    }
+}
+
+impl From<Vec<u16>> for Pixels {
+    fn from(v: Vec<u16>) -> Pixels {
+        Pixels::U16(v.into())
+    }
 }
 
 impl Pixels {
@@ -174,7 +186,7 @@ mod tests {
         assert_eq!((a.key.as_str(), a.value.as_str()), ("hough", "theta-min=0  rho-step=1"));
         assert!(Annotation::parse_comment(" made by GIMP").is_none());
         assert!(Annotation::parse_comment(" histopipe-Bad x").is_none());
-        let mut f = Frame::new(1, 1, 255, Pixels::U8(vec![0]));
+        let mut f = Frame::new(1, 1, 255, Pixels::U8(vec![0].into()));
         f.set_annotation("hough", "a\nb");
         f.set_annotation("hough", "c");
         assert_eq!(f.annotation("hough"), Some("c"));

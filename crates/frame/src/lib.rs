@@ -13,6 +13,7 @@ mod frame;
 mod geometry;
 mod pnm;
 mod read;
+mod samples;
 mod write;
 
 pub use decode::read_rgb8;
@@ -20,4 +21,5 @@ pub use error::{FrameError, FrameErrorKind};
 pub use frame::{Annotation, Depth, Format, Frame, Pixels};
 pub use geometry::{Affine, Geometry};
 pub use read::{parse_size, FrameReader, RawSpec, ReadOptions, DEFAULT_MAX_PIXELS};
+pub use samples::{Lender, SampleMemory, Samples};
 pub use write::{write_rgb8, FrameWriter, WriteOptions};

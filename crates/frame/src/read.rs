@@ -2,7 +2,7 @@ use std::io::{self, BufRead};
 
 use crate::decode;
 use crate::pnm::{read_ascii_samples, read_full, Header, HeaderCursor};
-use crate::{Depth, Format, Frame, FrameError, FrameErrorKind, Pixels};
+use crate::{Depth, Format, Frame, FrameError, FrameErrorKind, Pixels, SampleMemory};
 
 /// The default `--max-pixels`: 2^30 samples (1 GiB at 8 bits), far above any camera frame.
 pub const DEFAULT_MAX_PIXELS: u64 = 1 << 30;
@@ -65,13 +65,22 @@ impl Default for ReadOptions {
 pub struct FrameReader<R> {
     input: R,
     options: ReadOptions,
+    /// Where binary rasters are read into.
+    memory: SampleMemory,
     /// Frames returned so far.
     count: usize,
 }
 
 impl<R: BufRead> FrameReader<R> {
     pub fn new(input: R, options: ReadOptions) -> Self {
-        FrameReader { input, options, count: 0 }
+        FrameReader { input, options, memory: SampleMemory::default(), count: 0 }
+    }
+
+    /// Reads binary rasters into `memory` (page-locked memory once a GPU lends it) instead of
+    /// the heap.
+    pub fn with_memory(mut self, memory: SampleMemory) -> Self {
+        self.memory = memory;
+        self
     }
 
     /// The number of the next frame, counting from 1.
@@ -112,33 +121,58 @@ impl<R: BufRead> FrameReader<R> {
 
     fn raw_frame(&mut self, index: usize, spec: RawSpec) -> Result<Option<Frame>, FrameError> {
         let count = self.check_size(index, spec.width, spec.height)?;
-        let mut bytes = vec![0u8; count * spec.depth.bytes()];
-        let got = read_full(&mut self.input, &mut bytes).map_err(|e| FrameError::io(index, &e))?;
+        let (got, pixels) = self.binary_raster(index, spec.depth, count, false, &self.memory.clone())?;
         if got == 0 {
             return Ok(None);
         }
-        if got < bytes.len() {
+        let bytes = count * spec.depth.bytes();
+        if got < bytes {
             return Err(FrameError::invalid(
                 index,
                 format!(
-                    "raw stream ends {got} bytes into a frame of {} bytes: not a whole number of {}x{}{} frames",
-                    bytes.len(),
+                    "raw stream ends {got} bytes into a frame of {bytes} bytes: not a whole number of {}x{}{} frames",
                     spec.width,
                     spec.height,
                     if spec.depth == Depth::U16 { ":16" } else { "" }
                 ),
             ));
         }
-        let (maxval, pixels) = match spec.depth {
-            Depth::U8 => (255, Pixels::U8(bytes)),
-            Depth::U16 => (
-                65535,
-                Pixels::U16(bytes.chunks_exact(2).map(|p| u16::from_le_bytes([p[0], p[1]])).collect()),
-            ),
-        };
+        let maxval = if spec.depth == Depth::U8 { 255 } else { 65535 };
         let mut frame = Frame::new(spec.width, spec.height, maxval, pixels);
         frame.format = Format::Raw;
         Ok(Some(frame))
+    }
+
+    /// Reads `samples` binary samples into new memory: bytes as they come, 16-bit samples in big-
+    /// (PNM) or little-endian (raw) byte order. Also says how many bytes came: fewer than asked
+    /// only at the end of the input, and then the samples are not converted.
+    fn binary_raster(
+        &mut self,
+        index: usize,
+        depth: Depth,
+        samples: usize,
+        big_endian: bool,
+        memory: &SampleMemory,
+    ) -> Result<(usize, Pixels), FrameError> {
+        let io_err = |e: io::Error| FrameError::io(index, &e);
+        Ok(match depth {
+            Depth::U8 => {
+                let mut v = memory.uninit::<u8>(samples);
+                (read_full(&mut self.input, &mut v).map_err(io_err)?, Pixels::U8(v))
+            }
+            Depth::U16 => {
+                let mut v = memory.uninit::<u16>(samples);
+                // SAFETY: the same memory as bytes; any bytes make valid u16s.
+                let bytes =
+                    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), 2 * v.len()) };
+                let got = read_full(&mut self.input, bytes).map_err(io_err)?;
+                if got == bytes.len() {
+                    let order = if big_endian { u16::from_be } else { u16::from_le };
+                    v.iter_mut().for_each(|s| *s = order(*s));
+                }
+                (got, Pixels::U16(v))
+            }
+        })
     }
 
     fn described_frame(&mut self, index: usize) -> Result<Option<Frame>, FrameError> {
@@ -211,38 +245,27 @@ impl<R: BufRead> FrameReader<R> {
             check_maxval(index, values.iter().copied(), h.maxval)?;
             match depth {
                 Depth::U8 => Pixels::U8(values.into_iter().map(|v| v as u8).collect()),
-                Depth::U16 => Pixels::U16(values),
+                Depth::U16 => Pixels::U16(values.into()),
             }
         } else {
-            let mut bytes = vec![0u8; samples * depth.bytes()];
-            let got = read_full(&mut self.input, &mut bytes).map_err(|e| FrameError::io(index, &e))?;
-            if got < bytes.len() {
+            // Colour is converted to gray at once: only a gray raster is worth lent memory.
+            let memory = if h.channels == 1 { self.memory.clone() } else { SampleMemory::default() };
+            let (got, pixels) = self.binary_raster(index, depth, samples, true, &memory)?;
+            let bytes = samples * depth.bytes();
+            if got < bytes {
                 return Err(FrameError::invalid(
                     index,
-                    format!(
-                        "truncated pixel data: {got} of {} bytes for {}x{}",
-                        bytes.len(),
-                        h.width,
-                        h.height
-                    ),
+                    format!("truncated pixel data: {got} of {bytes} bytes for {}x{}", h.width, h.height),
                 ));
             }
-            match depth {
-                Depth::U8 => {
-                    if h.maxval < 255 {
-                        check_maxval(index, bytes.iter().map(|&b| b as u16), h.maxval)?;
-                    }
-                    Pixels::U8(bytes)
+            match &pixels {
+                Pixels::U8(v) if h.maxval < 255 => {
+                    check_maxval(index, v.iter().map(|&b| b as u16), h.maxval)?
                 }
-                Depth::U16 => {
-                    let values: Vec<u16> =
-                        bytes.chunks_exact(2).map(|p| u16::from_be_bytes([p[0], p[1]])).collect();
-                    if h.maxval < 65535 {
-                        check_maxval(index, values.iter().copied(), h.maxval)?;
-                    }
-                    Pixels::U16(values)
-                }
+                Pixels::U16(v) if h.maxval < 65535 => check_maxval(index, v.iter().copied(), h.maxval)?,
+                _ => {}
             }
+            pixels
         };
         let pixels = if h.channels == 3 { decode::rgb_to_gray(pixels) } else { pixels };
         let mut frame = Frame::new(h.width, h.height, h.maxval, pixels);
@@ -296,9 +319,9 @@ mod tests {
         let frames =
             read_all(b"P5\n# c\n3 1\n255\n\x01\x02\x03P2 2 1 7 6\n7\n", ReadOptions::default()).unwrap();
         assert_eq!(frames.len(), 2);
-        assert_eq!(frames[0].pixels, Pixels::U8(vec![1, 2, 3]));
+        assert_eq!(frames[0].pixels, Pixels::U8(vec![1, 2, 3].into()));
         assert_eq!(frames[0].format, Format::Pgm);
-        assert_eq!(frames[1].pixels, Pixels::U8(vec![6, 7]));
+        assert_eq!(frames[1].pixels, Pixels::U8(vec![6, 7].into()));
         assert_eq!(frames[1].format, Format::PlainPgm);
         assert_eq!(frames[1].maxval, 7);
     }
@@ -306,7 +329,7 @@ mod tests {
     #[test]
     fn sixteen_bit_is_big_endian() {
         let frames = read_all(b"P5 2 1 1000\n\x03\xe8\x00\x01", ReadOptions::default()).unwrap();
-        assert_eq!(frames[0].pixels, Pixels::U16(vec![1000, 1]));
+        assert_eq!(frames[0].pixels, Pixels::U16(vec![1000, 1].into()));
     }
 
     #[test]
@@ -316,14 +339,14 @@ mod tests {
             ReadOptions::default(),
         )
         .unwrap();
-        assert_eq!(f[0].pixels, Pixels::U8(vec![5, 6]));
+        assert_eq!(f[0].pixels, Pixels::U8(vec![5, 6].into()));
         assert_eq!(f[0].format, Format::Pam);
         let f = read_all(
             b"P7\nWIDTH 1\nHEIGHT 1\nDEPTH 3\nMAXVAL 255\nTUPLTYPE RGB\nENDHDR\n\xff\x00\x00",
             ReadOptions::default(),
         )
         .unwrap();
-        assert_eq!(f[0].pixels, Pixels::U8(vec![76]));
+        assert_eq!(f[0].pixels, Pixels::U8(vec![76].into()));
     }
 
     #[test]
@@ -360,7 +383,7 @@ mod tests {
         let opts = ReadOptions { raw: Some(spec), ..Default::default() };
         let frames = read_all(&[1, 0, 0, 1, 2, 0, 3, 0], opts).unwrap();
         assert_eq!(frames.len(), 2);
-        assert_eq!(frames[0].pixels, Pixels::U16(vec![1, 256]));
+        assert_eq!(frames[0].pixels, Pixels::U16(vec![1, 256].into()));
         assert_eq!(frames[1].maxval, 65535);
         let e = read_all(&[1, 0, 0, 1, 2], opts).unwrap_err().to_string();
         assert!(e.starts_with("frame 2: raw stream ends 1 bytes into a frame of 4 bytes"), "{e}");

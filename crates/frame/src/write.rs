@@ -211,7 +211,7 @@ mod tests {
 
     #[test]
     fn plain_lines_stay_short() {
-        let f = Frame::new(40, 1, 65535, Pixels::U16(vec![65535; 40]));
+        let f = Frame::new(40, 1, 65535, Pixels::U16(vec![65535; 40].into()));
         let mut out = Vec::new();
         plain_raster(&mut out, f.width, &f.pixels);
         assert!(out.split(|&b| b == b'\n').all(|l| l.len() <= 70));

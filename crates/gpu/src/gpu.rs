@@ -6,13 +6,14 @@ use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, PinnedHostSlice,
-    ValidAsZeroBits,
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
+use histopipe_frame::Samples;
 
 pub use cudarc::driver::LaunchConfig;
 
+use crate::host::{HostPool, Lease};
 use crate::kernels::Source;
 use crate::{cache, nvrtc, GpuError};
 
@@ -25,7 +26,8 @@ pub fn driver_present() -> bool {
 
 type Pool = HashMap<(&'static str, TypeId), Box<dyn Any + Send>>;
 
-/// One GPU, as a process uses it: a context, one stream, compiled kernels, pooled buffers.
+/// One GPU, as a process uses it: a context, one stream, compiled kernels, pooled buffers and
+/// page-locked host memory.
 /// It may be opened on one thread and used on another (see `histopipe_ops::Engine`), but is used
 /// by one thread at a time.
 pub struct Gpu {
@@ -36,7 +38,10 @@ pub struct Gpu {
     name: String,
     modules: RefCell<HashMap<&'static str, Arc<CudaModule>>>,
     device_pool: RefCell<Pool>,
-    pinned_pool: RefCell<Pool>,
+    host: HostPool,
+    /// Staging blocks for heap data, one per buffer slot: only that slot's copies, queued in order
+    /// on the one stream, use it.
+    staging: RefCell<HashMap<&'static str, Lease>>,
 }
 
 impl Gpu {
@@ -58,14 +63,15 @@ impl Gpu {
         let (major, minor) = ctx.compute_capability()?;
         let name = ctx.name()?;
         Ok(Gpu {
-            ctx,
             stream,
             arch: major * 10 + minor,
             nvrtc_version,
             name,
             modules: RefCell::default(),
             device_pool: RefCell::default(),
-            pinned_pool: RefCell::default(),
+            host: HostPool::new(ctx.clone()),
+            staging: RefCell::default(),
+            ctx,
         })
     }
 
@@ -133,7 +139,16 @@ impl Gpu {
         Ok(Buffer { gpu: self, slot, slice: ManuallyDrop::new(slice) })
     }
 
-    /// Copies `data` to the device through a pooled pinned staging buffer, into pool slot `slot`.
+    /// The page-locked host memory of this GPU: lend it to the frame reader (see
+    /// `histopipe_frame::SampleMemory`) and frames need no staging copy.
+    pub fn host_memory(&self) -> &HostPool {
+        &self.host
+    }
+
+    /// Queues a copy of `data` to the device, into pool slot `slot`. Data in this GPU's page-locked
+    /// memory is copied directly, and must not change until the stream has been synchronized
+    /// (`histopipe_ops::Engine` synchronizes after every operation); other data goes through a
+    /// staging block.
     pub fn upload<T: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync + 'static>(
         &self,
         slot: &'static str,
@@ -143,9 +158,13 @@ impl Gpu {
         if data.is_empty() {
             return Ok(buf);
         }
-        self.with_pinned(slot, data.len(), |pinned, stream| {
-            staging_copy(pinned.as_mut_slice()?, data);
-            stream.memcpy_htod(pinned, &mut buf.slice_mut(..data.len()))
+        if self.host.holds(data.as_ptr().cast(), std::mem::size_of_val(data)) {
+            self.stream.memcpy_htod(data, &mut buf.slice_mut(..data.len()))?;
+            return Ok(buf);
+        }
+        self.with_staging(slot, data.len(), |staging, stream| {
+            staging_copy(staging, data);
+            stream.memcpy_htod(staging, &mut buf.slice_mut(..data.len()))
         })?;
         Ok(buf)
     }
@@ -159,10 +178,14 @@ impl Gpu {
         if out.is_empty() {
             return Ok(());
         }
-        self.with_pinned(buf.slot, out.len(), |pinned, stream| {
-            stream.memcpy_dtoh(&buf.slice(..out.len()), pinned)?;
+        if self.host.holds(out.as_ptr().cast(), std::mem::size_of_val(out)) {
+            self.stream.memcpy_dtoh(&buf.slice(..out.len()), out)?;
+            return self.synchronize();
+        }
+        self.with_staging(buf.slot, out.len(), |staging, stream| {
+            stream.memcpy_dtoh(&buf.slice(..out.len()), staging)?;
             stream.synchronize()?;
-            staging_copy(out, pinned.as_slice()?);
+            staging_copy(out, staging);
             Ok(())
         })
     }
@@ -178,23 +201,51 @@ impl Gpu {
         Ok(out)
     }
 
-    fn with_pinned<T: DeviceRepr + Send + 'static, R>(
+    /// The first `len` elements of `buf` as frame samples in page-locked memory, copied there
+    /// directly (waits for the stream); on the heap if no page-locked memory can be had.
+    pub fn download_samples<T: DeviceRepr + ValidAsZeroBits + Copy + Default + Send + Sync + 'static>(
+        &self,
+        buf: &Buffer<'_, T>,
+        len: usize,
+    ) -> Result<Samples<T>, GpuError> {
+        let Some(bytes) = len.checked_mul(std::mem::size_of::<T>()) else {
+            return Err(GpuError(format!("{len} samples do not fit in memory")));
+        };
+        let Ok(mut lease) = self.host.take(bytes) else {
+            return Ok(self.download_vec(buf, len)?.into());
+        };
+        if len > 0 {
+            // SAFETY: the block holds `bytes` bytes; T is a plain sample type.
+            let out = unsafe { lease.slice_mut::<T>(len) };
+            self.stream.memcpy_dtoh(&buf.slice(..len), out)?;
+            self.synchronize()?;
+        }
+        let ptr = lease.ptr().cast::<T>();
+        // SAFETY: page-aligned, `len` values written by the copy just waited for, and the lease
+        // (kept by the samples) makes the block theirs alone.
+        Ok(unsafe { Samples::lent(ptr, len, Box::new(lease)) })
+    }
+
+    /// Runs `f` on the first `len` elements of slot `slot`'s staging block (made or grown here).
+    fn with_staging<T: Copy, R>(
         &self,
         slot: &'static str,
         len: usize,
-        f: impl FnOnce(&mut PinnedHostSlice<T>, &Arc<CudaStream>) -> Result<R, cudarc::driver::DriverError>,
+        f: impl FnOnce(&mut [T], &Arc<CudaStream>) -> Result<R, cudarc::driver::DriverError>,
     ) -> Result<R, GpuError> {
-        let key = (slot, TypeId::of::<T>());
-        let pooled =
-            self.pinned_pool.borrow_mut().remove(&key).and_then(|b| b.downcast::<PinnedHostSlice<T>>().ok());
-        let mut pinned = match pooled {
-            Some(p) if p.len() == len => *p,
-            // Plain page-locked memory: write-combined memory would make the host's reads slow.
-            _ => unsafe { self.ctx.alloc_pinned_with_flags::<T>(len, 0) }?,
-        };
-        let result = f(&mut pinned, &self.stream);
-        self.pinned_pool.borrow_mut().insert(key, Box::new(pinned));
-        Ok(result?)
+        let bytes = len * std::mem::size_of::<T>();
+        let mut staging = self.staging.borrow_mut();
+        if staging.get(slot).is_none_or(|l| l.bytes() < bytes) {
+            // The old block may still be read by a queued copy: wait before it goes back.
+            if staging.remove(slot).is_some() {
+                self.synchronize()?;
+            }
+            staging.insert(slot, self.host.take(bytes)?);
+        }
+        let lease = staging.get_mut(slot).expect("just made");
+        // SAFETY: the block holds `bytes` bytes; T is a plain sample or counter type.
+        let block = unsafe { lease.slice_mut::<T>(len) };
+        Ok(f(block, &self.stream)?)
     }
 
     /// Waits until all queued work is done and reports any error it raised.

@@ -3,17 +3,21 @@
 //! One CUDA context and stream per process ([`Gpu`]), opened through cudarc's driver API loaded at
 //! run time, so binaries start on machines without CUDA. Kernels are the CUDA C sources of
 //! `kernels-common/`, embedded at build time ([`kernels`]) and compiled by NVRTC for the device's
-//! own architecture on first use, with the result cached on disk ([`cache`]). Device buffers and
-//! pinned staging buffers are pooled by name, so a stream of frames allocates once.
+//! own architecture on first use, with the result cached on disk ([`cache`]). Device buffers are
+//! pooled by name and page-locked host memory is lent out ([`HostPool`]), so a stream of frames
+//! allocates once and moves between the pipe and the device without staging copies.
 //!
-//! This crate knows nothing of frames or image operations: those live in `histopipe-ops`.
+//! Of frames this crate knows only their samples (lent memory, see `histopipe_frame::Samples`);
+//! image operations live in `histopipe-ops`.
 
 pub mod cache;
 mod error;
 mod gpu;
+mod host;
 pub mod kernels;
 pub mod nvrtc;
 
 pub use cudarc;
 pub use error::GpuError;
 pub use gpu::{Buffer, Gpu, LaunchConfig};
+pub use host::{HostPool, Lease};

@@ -601,7 +601,7 @@ mod tests {
         let h = ColHist { bins: 3, rows: false, maxval: 9, mask: None };
         // 10 values in 3 bins: 0..=3, 4..=6, 7..=9
         assert_eq!((h.bin_range(0), h.bin_range(1), h.bin_range(2)), ((0, 3), (4, 6), (7, 9)));
-        let f = Frame::new(1, 1, 3, Pixels::U8(vec![0]));
+        let f = Frame::new(1, 1, 3, Pixels::U8(vec![0].into()));
         let too_many = ColHistParams { bins: Some(5), ..Default::default() }.for_frame(&f);
         assert!(too_many.unwrap_err().message.contains("not in 1..=4"));
     }
@@ -734,7 +734,7 @@ mod tests {
 
     #[test]
     fn counts_columns_rows_and_only_data_pixels() {
-        let mut f = Frame::new(3, 2, 3, Pixels::U8(vec![0, 1, 3, 0, 3, 3]));
+        let mut f = Frame::new(3, 2, 3, Pixels::U8(vec![0, 1, 3, 0, 3, 3].into()));
         let all = ColHistParams { bins: None, rows: false, count_padding: false }.for_frame(&f).unwrap();
         let h = all.cpu(&f).unwrap();
         assert_eq!((h.bins, h.lines), (4, 3));

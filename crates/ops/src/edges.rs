@@ -19,7 +19,7 @@
 //! An optional Gaussian blur first (`blur`) is histopipe's own, not OpenCV's (see
 //! [`gaussian_weights`]): separable, f32, the same on both backends.
 
-use histopipe_frame::{Frame, Pixels};
+use histopipe_frame::{Frame, Pixels, Samples};
 use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use histopipe_gpu::kernels;
 
@@ -101,8 +101,8 @@ impl Canny {
         }
     }
 
-    fn output(&self, frame: &Frame, edges: Vec<u8>) -> Frame {
-        let mut out = frame.derive(frame.width, frame.height, 255, Pixels::U8(edges));
+    fn output(&self, frame: &Frame, edges: impl Into<Samples<u8>>) -> Frame {
+        let mut out = frame.derive(frame.width, frame.height, 255, Pixels::U8(edges.into()));
         out.annotations.clear();
         out
     }
@@ -470,7 +470,7 @@ impl Op for Canny {
         Self::launch_hysteresis(gpu, &mut map, &mut labels, w, h)?;
         let mut dst = gpu.buffer::<u8>("edges.out", n)?;
         Self::launch_finish(gpu, &map, &labels, n, &mut dst)?;
-        let out = gpu.download_vec(&dst, n)?;
+        let out = gpu.download_samples(&dst, n)?;
         Ok(self.output(frame, out))
     }
 }
@@ -497,7 +497,7 @@ mod tests {
         // Left half 0, right half 200: the step between columns 3 and 4.
         let (w, h) = (8, 5);
         let px: Vec<u8> = (0..w * h).map(|i| if i % w >= 4 { 200 } else { 0 }).collect();
-        let f = Frame::new(w, h, 255, Pixels::U8(px));
+        let f = Frame::new(w, h, 255, Pixels::U8(px.into()));
         let out = Canny { low: 50.0, high: 100.0, l2: false, blur: None }.cpu(&f).unwrap();
         let Pixels::U8(e) = out.pixels else { panic!() };
         for y in 0..h {

@@ -1,7 +1,8 @@
 use std::fmt;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use histopipe_frame::Frame;
+use histopipe_frame::{Frame, SampleMemory};
 use histopipe_gpu::{Gpu, GpuError};
 
 /// Which backend a tool was asked to use (`--backend`, or `HISTOPIPE_BACKEND`).
@@ -80,7 +81,7 @@ pub trait Op {
 /// The GPU as the engine sees it: being opened on a background thread, open, or unusable.
 enum GpuState {
     Opening(JoinHandle<Result<Gpu, GpuError>>),
-    Ready(Gpu),
+    Ready(Box<Gpu>),
     Failed(GpuError),
 }
 
@@ -95,15 +96,21 @@ enum GpuState {
 ///   memory-map lock for tens of milliseconds). Frames are served by the CPU until the GPU is
 ///   ready and by the GPU from then on; both give identical output, so the switch cannot be seen.
 /// - `cpu`: the driver is never touched.
+///
+/// Once the GPU is open, its page-locked host memory is installed in the engine's
+/// [`SampleMemory`], so the frame reader sharing it reads the next frames there and they go to the
+/// device without a staging copy.
 pub struct Engine {
     choice: BackendChoice,
     device: usize,
     gpu: Option<GpuState>,
+    memory: SampleMemory,
 }
 
 impl Engine {
-    pub fn new(choice: BackendChoice, device: usize) -> Engine {
-        let mut engine = Engine { choice, device, gpu: None };
+    /// An engine for `choice` on device `device`, lending the GPU's host memory to `memory`.
+    pub fn new(choice: BackendChoice, device: usize, memory: SampleMemory) -> Engine {
+        let mut engine = Engine { choice, device, gpu: None, memory };
         if choice == BackendChoice::Gpu {
             engine.start_opening();
         }
@@ -146,7 +153,10 @@ impl Engine {
         if let Some(GpuState::Opening(_)) = &self.gpu {
             if let Some(GpuState::Opening(handle)) = self.gpu.take() {
                 self.gpu = Some(match handle.join() {
-                    Ok(Ok(gpu)) => GpuState::Ready(gpu),
+                    Ok(Ok(gpu)) => {
+                        self.memory.install(Arc::new(gpu.host_memory().clone()));
+                        GpuState::Ready(Box::new(gpu))
+                    }
                     Ok(Err(e)) => GpuState::Failed(e),
                     Err(_) => GpuState::Failed(GpuError("opening the GPU panicked".into())),
                 });
@@ -162,11 +172,16 @@ impl Engine {
         }
     }
 
-    /// Runs `op` on `frame` on the chosen backend.
+    /// Runs `op` on `frame` on the chosen backend. On the GPU, every copy and kernel it queued
+    /// is finished when this returns: the frame's page-locked samples may be reused at once.
     pub fn run<O: Op>(&mut self, op: &O, frame: &Frame) -> Result<O::Output, OpError> {
         match self.backend()? {
             Backend::Cpu => op.cpu(frame),
-            Backend::Gpu(gpu) => op.gpu(gpu, frame),
+            Backend::Gpu(gpu) => {
+                let out = op.gpu(gpu, frame);
+                gpu.synchronize()?;
+                out
+            }
         }
     }
 }
@@ -183,10 +198,10 @@ mod tests {
 
     #[test]
     fn cpu_never_opens_and_auto_waits_for_a_second_frame() {
-        let mut cpu = Engine::new(BackendChoice::Cpu, 0);
+        let mut cpu = Engine::new(BackendChoice::Cpu, 0, SampleMemory::default());
         cpu.begin_frame(2);
         assert!(matches!(cpu.backend(), Ok(Backend::Cpu)) && cpu.gpu.is_none());
-        let mut auto = Engine::new(BackendChoice::Auto, 0);
+        let mut auto = Engine::new(BackendChoice::Auto, 0, SampleMemory::default());
         auto.begin_frame(1);
         assert!(matches!(auto.backend(), Ok(Backend::Cpu)) && auto.gpu.is_none());
         auto.begin_frame(2);
@@ -196,12 +211,17 @@ mod tests {
     /// The backend stays what it became: asking again neither loses an open GPU nor retries.
     #[test]
     fn the_chosen_backend_is_kept() {
-        let mut gpu = Engine::new(BackendChoice::Gpu, 0);
+        let memory = SampleMemory::default();
+        let mut gpu = Engine::new(BackendChoice::Gpu, 0, memory.clone());
         if gpu_usable() {
             for _ in 0..3 {
                 assert!(matches!(gpu.backend(), Ok(Backend::Gpu(_))));
             }
-            let mut auto = Engine::new(BackendChoice::Auto, 0);
+            // The reader sharing `memory` now reads into the GPU's page-locked blocks.
+            let lent = memory.uninit::<u16>(1000);
+            let Ok(Backend::Gpu(g)) = gpu.backend() else { unreachable!() };
+            assert!(lent.is_lent() && g.host_memory().holds(lent.as_ptr().cast(), 2000));
+            let mut auto = Engine::new(BackendChoice::Auto, 0, SampleMemory::default());
             auto.begin_frame(2);
             while auto.is_opening() {
                 std::thread::sleep(std::time::Duration::from_millis(5));

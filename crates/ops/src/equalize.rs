@@ -12,7 +12,7 @@
 //!
 //! Levels below the lowest present map to 0; no sample uses them.
 
-use histopipe_frame::{Frame, Pixels};
+use histopipe_frame::{Frame, Pixels, Samples};
 use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use histopipe_gpu::kernels;
 
@@ -144,7 +144,7 @@ impl Equalize {
         Ok(map(samples, &lut))
     }
 
-    fn gpu_samples<T: Sample>(gpu: &Gpu, samples: &[T], maxval: u16) -> Result<Vec<T>, OpError> {
+    fn gpu_samples<T: Sample>(gpu: &Gpu, samples: &[T], maxval: u16) -> Result<Samples<T>, OpError> {
         let bins = Bins::new(None, maxval)?;
         let levels = bins.levels();
         let n = samples.len();
@@ -157,7 +157,7 @@ impl Equalize {
         histogram::launch_distribution(gpu, &src, n, bins, &mut hist, &mut cdf, &mut cdf_min)?;
         launch_lut(gpu, &cdf, &cdf_min, levels, n, &mut lut)?;
         launch_map(gpu, &src, n, &lut, levels, &mut dst)?;
-        let out = gpu.download_vec(&dst, n)?;
+        let out = gpu.download_samples(&dst, n)?;
         Ok(out)
     }
 }
@@ -170,9 +170,9 @@ impl Op for Equalize {
             Pixels::U8(v) => {
                 let bins = Bins::new(None, frame.maxval)?;
                 let dist = Distribution::from_counts(bins, histogram::count(v, bins));
-                Pixels::U8(map_bytes(v, &table::<u8>(&dist.cumulative, frame.maxval)))
+                Pixels::U8(map_bytes(v, &table::<u8>(&dist.cumulative, frame.maxval)).into())
             }
-            Pixels::U16(v) => Pixels::U16(Self::cpu_samples(v, frame.maxval)?),
+            Pixels::U16(v) => Pixels::U16(Self::cpu_samples(v, frame.maxval)?.into()),
         };
         Ok(frame.derive(frame.width, frame.height, frame.maxval, pixels))
     }
@@ -195,21 +195,30 @@ mod tests {
 
     #[test]
     fn constant_frames_are_unchanged() {
-        assert_eq!(equalize(255, Pixels::U8(vec![77; 5])), Pixels::U8(vec![77; 5]));
-        assert_eq!(equalize(1000, Pixels::U16(vec![999; 3])), Pixels::U16(vec![999; 3]));
+        assert_eq!(equalize(255, Pixels::U8(vec![77; 5].into())), Pixels::U8(vec![77; 5].into()));
+        assert_eq!(equalize(1000, Pixels::U16(vec![999; 3].into())), Pixels::U16(vec![999; 3].into()));
     }
 
     #[test]
     fn two_values_go_to_the_extremes() {
-        assert_eq!(equalize(255, Pixels::U8(vec![10, 20, 20, 10])), Pixels::U8(vec![0, 255, 255, 0]));
-        assert_eq!(equalize(4095, Pixels::U16(vec![7, 9, 9])), Pixels::U16(vec![0, 4095, 4095]));
+        assert_eq!(
+            equalize(255, Pixels::U8(vec![10, 20, 20, 10].into())),
+            Pixels::U8(vec![0, 255, 255, 0].into())
+        );
+        assert_eq!(
+            equalize(4095, Pixels::U16(vec![7, 9, 9].into())),
+            Pixels::U16(vec![0, 4095, 4095].into())
+        );
     }
 
     #[test]
     fn sixteen_bit_rounds_half_up() {
         // N = 5, cdf_min = 1, D = 4.
         assert_eq!(level(2, 1, 5, 1000, false), 250);
-        assert_eq!(equalize(300, Pixels::U16(vec![0, 1, 2, 2, 2])), Pixels::U16(vec![0, 75, 300, 300, 300]));
+        assert_eq!(
+            equalize(300, Pixels::U16(vec![0, 1, 2, 2, 2].into())),
+            Pixels::U16(vec![0, 75, 300, 300, 300].into())
+        );
         assert_eq!(level(3, 1, 5, 1, false), 1); // 2 * 1 / 4 = 0.5 -> 1
         assert_eq!(level(2, 1, 5, 1, false), 0); // 0.25 -> 0
     }

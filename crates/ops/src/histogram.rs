@@ -399,7 +399,7 @@ mod tests {
 
     #[test]
     fn cpu_counts_and_accumulates() {
-        let f = Frame::new(3, 2, 255, Pixels::U8(vec![0, 31, 32, 255, 255, 100]));
+        let f = Frame::new(3, 2, 255, Pixels::U8(vec![0, 31, 32, 255, 255, 100].into()));
         let d = Histogram { bins: Some(8) }.cpu(&f).unwrap();
         assert_eq!(d.counts, vec![2, 1, 0, 1, 0, 0, 0, 2]);
         assert_eq!(d.cumulative, vec![2, 3, 3, 4, 4, 4, 4, 6]);

@@ -18,7 +18,7 @@
 //! ordered by votes, then by row-major index; a line's ρ is f32(c − (m − 1) / 2) · ρ_step and its θ
 //! f32(θ_min) + f32(n) · θ_step, in f32 as OpenCV reports them.
 
-use histopipe_frame::{Frame, Pixels};
+use histopipe_frame::{Frame, Pixels, Samples};
 use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use histopipe_gpu::kernels;
 
@@ -290,8 +290,8 @@ impl HoughVote {
     }
 
     /// The accumulator frame: 16-bit, maxval max(256, most votes), the layout as annotation.
-    fn output(space: &HoughSpace, counts: Vec<u16>, most: u32) -> Frame {
-        let mut f = Frame::new(space.rhos, space.thetas, most.max(256) as u16, Pixels::U16(counts));
+    fn output(space: &HoughSpace, counts: impl Into<Samples<u16>>, most: u32) -> Frame {
+        let mut f = Frame::new(space.rhos, space.thetas, most.max(256) as u16, Pixels::U16(counts.into()));
         f.set_annotation(ANNOTATION, &space.annotation());
         f
     }
@@ -438,7 +438,7 @@ impl HoughVote {
         if top[0] > 65535 {
             return Err(Self::too_many(top[0]));
         }
-        let out = gpu.download_vec(&narrow, cells)?;
+        let out = gpu.download_samples(&narrow, cells)?;
         Ok(Self::output(space, out, top[0]))
     }
 }
@@ -586,7 +586,7 @@ impl Op for HoughVote {
         if most > 65535 {
             return Err(Self::too_many(most));
         }
-        Ok(Self::output(&space, acc.into_iter().map(|v| v as u16).collect(), most))
+        Ok(Self::output(&space, acc.into_iter().map(|v| v as u16).collect::<Vec<u16>>(), most))
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
@@ -623,7 +623,7 @@ impl HoughLines {
     fn counts(frame: &Frame) -> Vec<u16> {
         match &frame.pixels {
             Pixels::U8(v) => v.iter().map(|&s| s as u16).collect(),
-            Pixels::U16(v) => v.clone(),
+            Pixels::U16(v) => v.to_vec(),
         }
     }
 
@@ -789,7 +789,7 @@ mod tests {
     fn a_horizontal_line_peaks_at_90_degrees() {
         let (w, h) = (40, 30);
         let px: Vec<u8> = (0..w * h).map(|i| if i / w == 12 { 255 } else { 0 }).collect();
-        let f = Frame::new(w, h, 255, Pixels::U8(px));
+        let f = Frame::new(w, h, 255, Pixels::U8(px.into()));
         let acc = HoughVote { params: HoughParams::default(), strategy: Strategy::Auto }.cpu(&f).unwrap();
         let lines = HoughLines { threshold: 30, top: None }.cpu(&acc).unwrap();
         assert_eq!(lines.len(), 1);
@@ -804,7 +804,7 @@ mod tests {
             21,
         )
         .unwrap();
-        let mut f = Frame::new(s.rhos, s.thetas, 65535, Pixels::U16(vec![0; s.rhos * s.thetas]));
+        let mut f = Frame::new(s.rhos, s.thetas, 65535, Pixels::U16(vec![0; s.rhos * s.thetas].into()));
         f.set_annotation(ANNOTATION, &s.annotation());
         assert_eq!(HoughSpace::of_frame(&f).unwrap(), s);
         f.set_annotation(ANNOTATION, "theta-min=0 source=33x21");
@@ -842,7 +842,7 @@ mod tests {
             let density = [0.02, 0.5, 1.0][k % 3];
             let px: Vec<u16> =
                 (0..w * h).map(|_| if rng.f64() < density { 1 + rng.u16(..1000) } else { 0 }).collect();
-            let wide = Frame::new(w, h, 1000, Pixels::U16(px.clone()));
+            let wide = Frame::new(w, h, 1000, Pixels::U16(px.clone().into()));
             let narrow = Frame::new(w, h, 255, Pixels::U8(px.iter().map(|&v| v.min(255) as u8).collect()));
             let space = HoughSpace::new(params, w, h).unwrap();
             assert_eq!(space.rhos > MAGIC_MAX_RHOS, k == 4);

@@ -5,7 +5,7 @@
 //! result keeps the whole original in view. The output's geometry maps each pixel back to the
 //! original image through that offset.
 
-use histopipe_frame::{Affine, Frame};
+use histopipe_frame::{Affine, Frame, Samples};
 use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use histopipe_gpu::kernels;
 
@@ -114,11 +114,17 @@ impl Pad {
         out
     }
 
-    fn gpu_samples<T: Sample>(&self, gpu: &Gpu, w: usize, h: usize, input: &[T]) -> Result<Vec<T>, OpError> {
+    fn gpu_samples<T: Sample>(
+        &self,
+        gpu: &Gpu,
+        w: usize,
+        h: usize,
+        input: &[T],
+    ) -> Result<Samples<T>, OpError> {
         let src = gpu.upload::<T>("pad.in", input)?;
         let mut dst = gpu.buffer::<T>("pad.out", self.width * self.height)?;
         self.launch(gpu, &src, w, h, &mut dst)?;
-        let out = gpu.download_vec(&dst, self.width * self.height)?;
+        let out = gpu.download_samples(&dst, self.width * self.height)?;
         Ok(out)
     }
 
@@ -186,7 +192,7 @@ mod tests {
 
     #[test]
     fn cpu_places_the_frame_and_records_the_offset() {
-        let f = Frame::new(3, 2, 255, Pixels::U8(vec![1, 2, 3, 4, 5, 6]));
+        let f = Frame::new(3, 2, 255, Pixels::U8(vec![1, 2, 3, 4, 5, 6].into()));
         let p = PadParams { size: PadSize::Border { left: 1, top: 2, right: 0, bottom: 1 }, fill: 9 };
         let out = p.for_frame(3, 2, 255).unwrap().cpu(&f).unwrap();
         assert_eq!((out.width, out.height), (4, 5));
@@ -197,7 +203,7 @@ mod tests {
             9, 1, 2, 3,
             9, 4, 5, 6,
             9, 9, 9, 9,
-        ]));
+        ].into()));
         let g = out.geometry.unwrap();
         assert_eq!(g.to_original.apply(1.0, 2.0), (0.0, 0.0));
         assert_eq!((g.original_width, g.original_height), (3, 2));

@@ -19,7 +19,7 @@ use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::str::FromStr;
 
-use histopipe_frame::{Affine, Frame, Geometry, Pixels};
+use histopipe_frame::{Affine, Frame, Geometry, Pixels, Samples};
 use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use histopipe_gpu::kernels;
 
@@ -342,12 +342,12 @@ impl Rotate {
         }
     }
 
-    fn gpu_samples<T: Sample>(&self, gpu: &Gpu, input: &[T]) -> Result<Vec<T>, OpError> {
+    fn gpu_samples<T: Sample>(&self, gpu: &Gpu, input: &[T]) -> Result<Samples<T>, OpError> {
         let n = self.width * self.height;
         let src = gpu.upload::<T>("rotate.in", input)?;
         let mut dst = gpu.buffer::<T>("rotate.out", n)?;
         self.launch(gpu, &src, &mut dst)?;
-        let out = gpu.download_vec(&dst, n)?;
+        let out = gpu.download_samples(&dst, n)?;
         Ok(out)
     }
 
@@ -951,7 +951,7 @@ mod tests {
         // 3x3, a quarter turn: the top-right corner goes to the top-left.
         let f = frame(3, 3);
         let out = rotate(&f, RotateBy::Degrees(90.0), Interpolation::Nearest);
-        assert_eq!(out.pixels, Pixels::U8(vec![2, 5, 8, 1, 4, 7, 0, 3, 6]));
+        assert_eq!(out.pixels, Pixels::U8(vec![2, 5, 8, 1, 4, 7, 0, 3, 6].into()));
         // 30 degrees the general way agrees with the quarter-turn sign on the frame's axes.
         let m = Turn::degrees(30.0).unwrap().new_to_old(101, 101);
         let (sx, sy) = m.apply(50.0, 0.0); // output top centre comes from the right of the top

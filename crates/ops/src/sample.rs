@@ -1,4 +1,4 @@
-use histopipe_frame::Pixels;
+use histopipe_frame::{Pixels, Samples};
 use histopipe_gpu::cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 
 /// A sample type (u8 or u16): what generic CPU code and kernel launches need to know of it.
@@ -6,7 +6,7 @@ pub trait Sample: DeviceRepr + ValidAsZeroBits + Copy + Default + Into<u32> + Se
     /// The suffix of this type's kernel names: `pad_u8`, `pad_u16`.
     const KERNEL_SUFFIX: &'static str;
     fn from_u16(v: u16) -> Self;
-    fn into_pixels(v: Vec<Self>) -> Pixels;
+    fn into_pixels(v: impl Into<Samples<Self>>) -> Pixels;
     /// The samples as bytes when they are 8-bit, for CPU loops specialised to them.
     fn bytes(samples: &[Self]) -> Option<&[u8]>;
 }
@@ -16,8 +16,8 @@ impl Sample for u8 {
     fn from_u16(v: u16) -> Self {
         v as u8
     }
-    fn into_pixels(v: Vec<Self>) -> Pixels {
-        Pixels::U8(v)
+    fn into_pixels(v: impl Into<Samples<Self>>) -> Pixels {
+        Pixels::U8(v.into())
     }
     fn bytes(samples: &[Self]) -> Option<&[u8]> {
         Some(samples)
@@ -29,15 +29,15 @@ impl Sample for u16 {
     fn from_u16(v: u16) -> Self {
         v
     }
-    fn into_pixels(v: Vec<Self>) -> Pixels {
-        Pixels::U16(v)
+    fn into_pixels(v: impl Into<Samples<Self>>) -> Pixels {
+        Pixels::U16(v.into())
     }
     fn bytes(_: &[Self]) -> Option<&[u8]> {
         None
     }
 }
 
-/// Calls `$body` with `$v` bound to the frame's samples as `Vec<u8>` or `Vec<u16>`, for code that
+/// Calls `$body` with `$v` bound to the frame's samples as `Samples<u8>` or `Samples<u16>`, for code that
 /// is generic over [`Sample`].
 #[macro_export]
 macro_rules! with_samples {

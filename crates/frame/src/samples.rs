@@ -1,0 +1,229 @@
+//! Where a frame's samples live: on the heap, or in memory lent by someone else.
+//!
+//! A GPU copies page-locked ("pinned") host memory straight to and from the device; copying an
+//! ordinary heap buffer costs an extra pass through a staging buffer on the host. So the GPU
+//! runtime lends page-locked buffers ([`Lender`]), the reader reads frames into them and the GPU
+//! writes results into them, and a frame then goes from the pipe to the device and back to the pipe
+//! with no copy on the host beyond the pipe's own. Everything else sees a slice.
+
+use std::any::Any;
+use std::fmt;
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+use std::sync::{Arc, OnceLock};
+
+/// A frame's samples: a slice that owns its memory, either a `Vec` or a lent block (returned to its
+/// lender when dropped).
+pub struct Samples<T: Copy> {
+    ptr: NonNull<T>,
+    len: usize,
+    owner: Owner,
+}
+
+enum Owner {
+    /// A `Vec` taken apart: its capacity, for putting it back together in `drop`.
+    Heap(usize),
+    /// Whatever keeps the lent block alive; dropping it hands the block back.
+    Lent(#[allow(dead_code)] Box<dyn Any + Send + Sync>),
+}
+
+// SAFETY: `Samples` owns its memory exclusively, as a `Vec` does; the lent owner is Send + Sync.
+unsafe impl<T: Copy + Send> Send for Samples<T> {}
+// SAFETY: shared access only reads the slice.
+unsafe impl<T: Copy + Sync> Sync for Samples<T> {}
+
+impl<T: Copy> Samples<T> {
+    /// Samples in a lent block of memory.
+    ///
+    /// # Safety
+    /// `ptr` must be aligned for `T` and valid for reads and writes of `len` initialized values of
+    /// `T`, used by nobody else, for as long as `owner` lives.
+    pub unsafe fn lent(ptr: NonNull<T>, len: usize, owner: Box<dyn Any + Send + Sync>) -> Samples<T> {
+        Samples { ptr, len, owner: Owner::Lent(owner) }
+    }
+
+    /// Whether the samples are in lent memory rather than on the heap.
+    pub fn is_lent(&self) -> bool {
+        matches!(self.owner, Owner::Lent(_))
+    }
+
+    /// The samples as a `Vec`: free for heap samples, a copy for lent ones.
+    pub fn into_vec(self) -> Vec<T> {
+        match self.owner {
+            Owner::Heap(capacity) => {
+                let this = ManuallyDrop::new(self);
+                // SAFETY: the parts of the Vec that `From<Vec<T>>` took apart; `this` is not
+                // dropped, so the Vec is rebuilt once.
+                unsafe { Vec::from_raw_parts(this.ptr.as_ptr(), this.len, capacity) }
+            }
+            Owner::Lent(_) => self.to_vec(),
+        }
+    }
+}
+
+impl<T: Copy> From<Vec<T>> for Samples<T> {
+    fn from(v: Vec<T>) -> Samples<T> {
+        let mut v = ManuallyDrop::new(v);
+        // A Vec's pointer is never null (dangling, not null, when it holds nothing).
+        let ptr = NonNull::new(v.as_mut_ptr()).expect("Vec pointers are non-null");
+        Samples { ptr, len: v.len(), owner: Owner::Heap(v.capacity()) }
+    }
+}
+
+impl<T: Copy> Drop for Samples<T> {
+    fn drop(&mut self) {
+        if let Owner::Heap(capacity) = self.owner {
+            // SAFETY: as in `into_vec`; this is the only reassembly.
+            drop(unsafe { Vec::from_raw_parts(self.ptr.as_ptr(), self.len, capacity) });
+        }
+        // A lent owner hands its block back when the field is dropped.
+    }
+}
+
+impl<T: Copy> Deref for Samples<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: `ptr` is valid for `len` values while `self` lives (see the constructors).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Copy> DerefMut for Samples<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as in `deref`, and `self` is borrowed mutably, so the access is exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Copy> FromIterator<T> for Samples<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Samples<T> {
+        iter.into_iter().collect::<Vec<T>>().into()
+    }
+}
+
+impl<T: Copy> AsRef<[T]> for Samples<T> {
+    fn as_ref(&self) -> &[T] {
+        self
+    }
+}
+
+/// A copy always lives on the heap.
+impl<T: Copy> Clone for Samples<T> {
+    fn clone(&self) -> Samples<T> {
+        self.to_vec().into()
+    }
+}
+
+impl<T: Copy + PartialEq> PartialEq for Samples<T> {
+    fn eq(&self, other: &Samples<T>) -> bool {
+        **self == **other
+    }
+}
+
+impl<T: Copy + Eq> Eq for Samples<T> {}
+
+impl<T: Copy + fmt::Debug> fmt::Debug for Samples<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+/// Lends blocks of memory for samples: the GPU runtime's page-locked host memory.
+pub trait Lender: Send + Sync {
+    /// A block of at least `bytes` bytes, aligned to 16, or `None` (then the heap is used). The
+    /// block stays valid, and is used by nobody else, until the returned owner is dropped; its
+    /// contents are unspecified but initialized.
+    fn lend(&self, bytes: usize) -> Option<(NonNull<u8>, Box<dyn Any + Send + Sync>)>;
+}
+
+/// Where new samples are made: on the heap, until a [`Lender`] is installed; from it afterwards.
+/// Clones share the one slot, so a reader thread made before the GPU was open gets lent memory from
+/// the frame after it is installed.
+#[derive(Clone, Default)]
+pub struct SampleMemory(Arc<OnceLock<Arc<dyn Lender>>>);
+
+impl SampleMemory {
+    /// Lends memory for every later frame; only the first call takes effect.
+    pub fn install(&self, lender: Arc<dyn Lender>) {
+        let _ = self.0.set(lender);
+    }
+
+    /// `len` samples whose values are unspecified (zero on the heap): for buffers that are
+    /// written in full before anything reads them.
+    pub fn uninit<T: Copy + Default + Send + Sync + 'static>(&self, len: usize) -> Samples<T> {
+        let lent = self.0.get().and_then(|l| {
+            let bytes = len.checked_mul(std::mem::size_of::<T>())?;
+            let (ptr, owner) = l.lend(bytes)?;
+            debug_assert_eq!(ptr.as_ptr() as usize % std::mem::align_of::<T>(), 0);
+            // SAFETY: the lender's promise: at least `bytes` initialized bytes, aligned to 16, and
+            // exclusive while `owner` lives; every bit pattern is a valid u8 or u16 sample.
+            Some(unsafe { Samples::lent(ptr.cast::<T>(), len, owner) })
+        });
+        lent.unwrap_or_else(|| vec![T::default(); len].into())
+    }
+}
+
+impl fmt::Debug for SampleMemory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.get().is_some() { "SampleMemory(lent)" } else { "SampleMemory(heap)" })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Lends boxed blocks and counts those handed back.
+    #[derive(Default)]
+    struct Counting {
+        back: Arc<AtomicUsize>,
+    }
+
+    struct Block(#[allow(dead_code)] Box<[u128]>, Arc<AtomicUsize>);
+
+    impl Drop for Block {
+        fn drop(&mut self) {
+            self.1.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    impl Lender for Counting {
+        fn lend(&self, bytes: usize) -> Option<(NonNull<u8>, Box<dyn Any + Send + Sync>)> {
+            let mut b = vec![0u128; bytes.div_ceil(16).max(1)].into_boxed_slice();
+            let ptr = NonNull::new(b.as_mut_ptr().cast::<u8>())?;
+            Some((ptr, Box::new(Block(b, self.back.clone()))))
+        }
+    }
+
+    #[test]
+    fn heap_samples_round_trip_through_vec() {
+        let s: Samples<u16> = vec![1, 2, 3].into();
+        assert!(!s.is_lent());
+        assert_eq!(&*s, &[1, 2, 3]);
+        assert_eq!(s.clone(), s);
+        assert_eq!(s.into_vec(), vec![1, 2, 3]);
+        let empty: Samples<u8> = Vec::new().into();
+        assert!(empty.is_empty());
+    }
+
+    #[test]
+    fn lent_samples_go_back_when_dropped() {
+        let memory = SampleMemory::default();
+        let heap = memory.uninit::<u16>(5);
+        assert!(!heap.is_lent() && heap.iter().all(|&v| v == 0));
+        let lender = Counting::default();
+        let back = lender.back.clone();
+        memory.clone().install(Arc::new(lender));
+        let mut s = memory.uninit::<u16>(5);
+        assert!(s.is_lent());
+        s.copy_from_slice(&[9, 8, 7, 6, 5]);
+        let copy = s.clone();
+        assert!(!copy.is_lent() && copy == s);
+        assert_eq!(s.into_vec(), vec![9, 8, 7, 6, 5]);
+        assert_eq!(back.load(Ordering::SeqCst), 1, "dropped samples hand their block back");
+        drop(memory.uninit::<u8>(0));
+        assert_eq!(back.load(Ordering::SeqCst), 2);
+    }
+}

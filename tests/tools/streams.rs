@@ -1,0 +1,60 @@
+//! Streams through the GPU backend. Once the GPU is open, frames are read into page-locked memory
+//! that it lends, go to the device and back without a staging copy, and results come back into
+//! lent memory too; blocks are handed back and reused from frame to frame. Every frame must still
+//! be what the CPU backend makes of it.
+
+use histopipe_frame::Frame;
+
+use crate::common::*;
+
+/// A stream whose frame sizes change (so lent blocks are reused, outgrown and handed back), of
+/// real and random content; 16-bit frames too when `wide`.
+fn varied_frames(rng: &mut fastrand::Rng, wide: bool) -> Vec<Frame> {
+    let camera = fixture_frame("camera.pgm");
+    let mut frames = vec![camera.clone(), random_frame(rng, 640, 480, 255), camera.clone()];
+    for (w, h) in [(333, 517), (1200, 7), (1, 1), (2048, 1536), (640, 480)] {
+        frames.push(random_frame(rng, w, h, 255));
+    }
+    frames.push(camera);
+    if wide {
+        frames.insert(4, random_frame(rng, 517, 333, 1000));
+        frames.push(fixture_frame("dem16.pgm"));
+        frames.push(random_frame(rng, 640, 480, 65535));
+    }
+    frames
+}
+
+fn same_on_both_backends(tool: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
+    let cpu = run_ok(tool, "cpu", args, input);
+    let gpu = run_ok(tool, "gpu", args, input);
+    assert!(cpu == gpu, "{tool} {args:?}: the GPU stream differs from the CPU stream");
+    cpu
+}
+
+#[test]
+fn gpu_streams_equal_cpu_streams_frame_for_frame() {
+    if gpu().is_none() {
+        return;
+    }
+    let mut rng = rng();
+    let wide = stream(&varied_frames(&mut rng, true));
+    for (tool, args) in [
+        ("pad", &[][..]),
+        ("rotate", &["30"][..]),
+        ("rotate", &["-71.5", "--bilinear", "--fill", "200"][..]),
+        ("colhist", &[][..]),
+        ("colhist", &["--format", "pgm"][..]),
+        ("cdf", &[][..]),
+        ("equalize", &[][..]),
+    ] {
+        same_on_both_backends(tool, args, &wide);
+    }
+    let narrow = stream(&varied_frames(&mut rng, false));
+    let edges = same_on_both_backends("edges", &[], &narrow);
+    let votes = same_on_both_backends("hough-vote", &[], &edges);
+    same_on_both_backends("hough-lines", &["--threshold", "100"], &votes);
+    // Raw 16-bit samples are little-endian: converted in place in the lent block.
+    let raw: Vec<u8> = (0..5 * 300 * 200).flat_map(|_| rng.u16(..).to_le_bytes()).collect();
+    same_on_both_backends("pad", &["--raw", "300x200:16", "--border", "3"], &raw);
+    same_on_both_backends("equalize", &["--raw", "300x200:16"], &raw);
+}
