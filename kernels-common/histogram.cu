@@ -39,24 +39,11 @@ __device__ __forceinline__ u64 vector_chunks(const T* in, u64 n) {
     return ((size_t)in & 15) == 0 ? n / (16 / sizeof(T)) : 0;
 }
 
-// At most PRIVATE_BINS bins (the 8-bin histograms of the published CPU/GPU comparison): with so
-// few bins, shared-memory atomics would mostly wait on each other. Each thread counts in registers
-// instead (one compare per bin and sample, the loop unrolled so the counters stay in registers),
-// then each warp sums its lanes' counters by shuffles and one lane adds them to the histogram.
-#define PRIVATE_BINS 8
-
-template <typename T>
-__device__ void histogram_private(const T* __restrict__ in, u64 n, u32 bins, u32 levels,
-                                  u64* __restrict__ hist) {
+// Calls add(sample) for each sample of in[0, n) that this thread takes in a grid-stride loop over
+// 16-byte chunks (see vector_chunks), then over the scalar rest.
+template <typename T, typename F>
+__device__ __forceinline__ void for_my_samples(const T* __restrict__ in, u64 n, F add) {
     constexpr u32 PER = 16 / sizeof(T);
-    u32 mine[PRIVATE_BINS];
-#pragma unroll
-    for (u32 j = 0; j < PRIVATE_BINS; j++) mine[j] = 0;
-    auto add = [&](u32 v) {
-        const u32 b = bin_of(v, bins, levels);
-#pragma unroll
-        for (u32 j = 0; j < PRIVATE_BINS; j++) mine[j] += b == j;
-    };
     const u64 chunks = vector_chunks(in, n);
     const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
     for (u64 c = first; c < chunks; c += stride) {
@@ -69,6 +56,26 @@ __device__ void histogram_private(const T* __restrict__ in, u64 n, u32 bins, u32
         for (u32 k = 0; k < PER; k++) add(buf.s[k]);
     }
     for (u64 i = chunks * PER + first; i < n; i += stride) add(in[i]);
+}
+
+// At most PRIVATE_BINS bins (the 8-bin histograms of the published CPU/GPU comparison): with so
+// few bins, shared-memory atomics would mostly wait on each other. Each thread counts in registers
+// instead (one compare per bin and sample, the loop unrolled so the counters stay in registers),
+// then each warp sums its lanes' counters by shuffles and one lane adds them to the histogram.
+#define PRIVATE_BINS 8
+
+template <typename T>
+__device__ void histogram_private(const T* __restrict__ in, u64 n, u32 bins, u32 levels,
+                                  u64* __restrict__ hist) {
+    u32 mine[PRIVATE_BINS];
+#pragma unroll
+    for (u32 j = 0; j < PRIVATE_BINS; j++) mine[j] = 0;
+    auto add = [&](u32 v) {
+        const u32 b = bin_of(v, bins, levels);
+#pragma unroll
+        for (u32 j = 0; j < PRIVATE_BINS; j++) mine[j] += b == j;
+    };
+    for_my_samples(in, n, add);
     // Every lane of every (full) warp gets here, as the full-mask shuffles need.
 #pragma unroll
     for (u32 j = 0; j < PRIVATE_BINS; j++) {
@@ -92,21 +99,9 @@ template <typename T>
 __device__ void histogram_shared(const T* __restrict__ in, u64 n, u32 bins, u32 levels,
                                  u64* __restrict__ hist) {
     extern __shared__ u32 local[];
-    constexpr u32 PER = 16 / sizeof(T);
     for (u32 b = threadIdx.x; b < bins; b += blockDim.x) local[b] = 0;
     __syncthreads();
-    const u64 chunks = vector_chunks(in, n);
-    const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
-    for (u64 c = first; c < chunks; c += stride) {
-        union {
-            uint4 v;
-            T s[PER];
-        } buf;
-        buf.v = reinterpret_cast<const uint4*>(in)[c];
-#pragma unroll
-        for (u32 k = 0; k < PER; k++) atomicAdd(&local[bin_of(buf.s[k], bins, levels)], 1u);
-    }
-    for (u64 i = chunks * PER + first; i < n; i += stride) atomicAdd(&local[bin_of(in[i], bins, levels)], 1u);
+    for_my_samples(in, n, [&](u32 v) { atomicAdd(&local[bin_of(v, bins, levels)], 1u); });
     __syncthreads();
     for (u32 b = threadIdx.x; b < bins; b += blockDim.x) {
         const u32 count = local[b];

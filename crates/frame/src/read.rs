@@ -121,7 +121,7 @@ impl<R: BufRead> FrameReader<R> {
 
     fn raw_frame(&mut self, index: usize, spec: RawSpec) -> Result<Option<Frame>, FrameError> {
         let count = self.check_size(index, spec.width, spec.height)?;
-        let (got, pixels) = self.binary_raster(index, spec.depth, count, false, &self.memory.clone())?;
+        let (got, pixels) = self.binary_raster(index, spec.depth, count, false, true)?;
         if got == 0 {
             return Ok(None);
         }
@@ -145,15 +145,18 @@ impl<R: BufRead> FrameReader<R> {
 
     /// Reads `samples` binary samples into new memory: bytes as they come, 16-bit samples in big-
     /// (PNM) or little-endian (raw) byte order. Also says how many bytes came: fewer than asked
-    /// only at the end of the input, and then the samples are not converted.
+    /// only at the end of the input, and then the samples are not converted. `lent`: into the
+    /// reader's memory (page-locked once a GPU lends it), else the heap.
     fn binary_raster(
         &mut self,
         index: usize,
         depth: Depth,
         samples: usize,
         big_endian: bool,
-        memory: &SampleMemory,
+        lent: bool,
     ) -> Result<(usize, Pixels), FrameError> {
+        let heap = SampleMemory::default();
+        let memory = if lent { &self.memory } else { &heap };
         let io_err = |e: io::Error| FrameError::io(index, &e);
         Ok(match depth {
             Depth::U8 => {
@@ -249,8 +252,7 @@ impl<R: BufRead> FrameReader<R> {
             }
         } else {
             // Colour is converted to gray at once: only a gray raster is worth lent memory.
-            let memory = if h.channels == 1 { self.memory.clone() } else { SampleMemory::default() };
-            let (got, pixels) = self.binary_raster(index, depth, samples, true, &memory)?;
+            let (got, pixels) = self.binary_raster(index, depth, samples, true, h.channels == 1)?;
             let bytes = samples * depth.bytes();
             if got < bytes {
                 return Err(FrameError::invalid(

@@ -1,5 +1,6 @@
 use std::any::{Any, TypeId};
 use std::cell::RefCell;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
@@ -235,14 +236,15 @@ impl Gpu {
     ) -> Result<R, GpuError> {
         let bytes = len * std::mem::size_of::<T>();
         let mut staging = self.staging.borrow_mut();
-        if staging.get(slot).is_none_or(|l| l.bytes() < bytes) {
+        if staging.get(slot).is_some_and(|l| l.bytes() < bytes) {
             // The old block may still be read by a queued copy: wait before it goes back.
-            if staging.remove(slot).is_some() {
-                self.synchronize()?;
-            }
-            staging.insert(slot, self.host.take(bytes)?);
+            staging.remove(slot);
+            self.synchronize()?;
         }
-        let lease = staging.get_mut(slot).expect("just made");
+        let lease = match staging.entry(slot) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(self.host.take(bytes)?),
+        };
         // SAFETY: the block holds `bytes` bytes; T is a plain sample or counter type.
         let block = unsafe { lease.slice_mut::<T>(len) };
         Ok(f(block, &self.stream)?)

@@ -35,6 +35,7 @@ struct State {
     all: Vec<Block>,
 }
 
+/// A page-locked block; `addr` is never 0 (checked when it is allocated).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Block {
     addr: usize,
@@ -56,7 +57,8 @@ pub struct Lease {
 impl Lease {
     /// The block's start; page-aligned.
     pub fn ptr(&self) -> NonNull<u8> {
-        NonNull::new(self.block.addr as *mut u8).expect("the driver never returns null blocks")
+        // SAFETY: blocks are never null (see `take`).
+        unsafe { NonNull::new_unchecked(self.block.addr as *mut u8) }
     }
 
     /// The block's size in bytes: at least what was asked for.
@@ -109,6 +111,9 @@ impl HostPool {
                 self.0.ctx.bind_to_thread()?;
                 // SAFETY: a plain allocation; freed once, by `release`.
                 let ptr = unsafe { result::malloc_host(bytes, 0) }?;
+                if ptr.is_null() {
+                    return Err(GpuError(format!("no page-locked memory for {bytes} bytes")));
+                }
                 let block = Block { addr: ptr as usize, bytes };
                 self.state().all.push(block);
                 block
