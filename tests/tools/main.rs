@@ -6,6 +6,7 @@ mod colhist;
 mod common;
 mod edges;
 mod equalize;
+mod failures;
 mod frames;
 mod hough;
 mod opencv;

@@ -133,12 +133,13 @@ impl Frame {
         Frame { width, height, maxval, pixels, format: Format::Pgm, geometry: None, annotations: Vec::new() }
     }
 
-    /// A new frame that keeps this one's container and geometry, with other samples.
+    /// A new frame that keeps this one's container and geometry, with other samples. Annotations
+    /// are not kept: they say what the samples mean (a Hough accumulator's axes, say), and new
+    /// samples void that; the tool that makes new samples mean something sets its own.
     pub fn derive(&self, width: usize, height: usize, maxval: u16, pixels: Pixels) -> Frame {
         Frame {
             format: self.format,
             geometry: self.geometry.clone(),
-            annotations: self.annotations.clone(),
             ..Frame::new(width, height, maxval, pixels)
         }
     }
@@ -191,5 +192,7 @@ mod tests {
         f.set_annotation("hough", "c");
         assert_eq!(f.annotation("hough"), Some("c"));
         assert_eq!(f.annotations.len(), 1);
+        let derived = f.derive(1, 1, 255, Pixels::U8(vec![9].into()));
+        assert!(derived.annotations.is_empty(), "new samples void what the old ones meant");
     }
 }

@@ -102,9 +102,7 @@ impl Canny {
     }
 
     fn output(&self, frame: &Frame, edges: impl Into<Samples<u8>>) -> Frame {
-        let mut out = frame.derive(frame.width, frame.height, 255, Pixels::U8(edges.into()));
-        out.annotations.clear();
-        out
+        frame.derive(frame.width, frame.height, 255, Pixels::U8(edges.into()))
     }
 }
 
