@@ -7,6 +7,7 @@
 //!
 //! This crate is for bytes and formats only: no GPU, no image processing, no command line.
 
+mod budget;
 mod decode;
 mod error;
 mod frame;
@@ -16,7 +17,8 @@ mod read;
 mod samples;
 mod write;
 
-pub use decode::read_rgb8;
+pub use budget::read_memory_bound;
+pub use decode::{read_rgb8, Rgb8Image};
 pub use error::{FrameError, FrameErrorKind};
 pub use frame::{Annotation, Depth, Format, Frame, Pixels};
 pub use geometry::{Affine, Geometry};
