@@ -148,6 +148,41 @@ fn bad_input_gets_one_line_naming_the_frame() {
 }
 
 #[test]
+fn every_jpeg_and_tiff_of_a_stream_is_a_frame() {
+    let rocket = fixture_bytes("rocket.jpg");
+    let camera = fixture_bytes("camera.pgm");
+    let tiff = encode(&image::open(fixture("astronaut.png")).unwrap().to_rgb8(), image::ImageFormat::Tiff);
+    let cases: [(Vec<u8>, usize); 4] = [
+        ([rocket.clone(), rocket.clone(), rocket.clone()].concat(), 3),
+        ([camera.clone(), rocket.clone(), camera.clone()].concat(), 3),
+        ([tiff.clone(), camera.clone(), tiff].concat(), 3),
+        ([rocket.clone(), b"\n".to_vec(), rocket].concat(), 2),
+    ];
+    for (input, n) in cases {
+        let out = run_ok("equalize", "cpu", &[], &input);
+        assert_eq!(read_frames(&out).len(), n);
+    }
+}
+
+#[test]
+fn hostile_images_are_refused_with_one_line() {
+    let rocket = fixture_bytes("rocket.jpg");
+    // rocket.jpg declaring 32768x32768: refused at once, not decoded for seconds.
+    let mut bomb = rocket.clone();
+    let sof = bomb.windows(2).position(|w| w == [0xff, 0xc0]).unwrap();
+    bomb[sof + 5..sof + 9].copy_from_slice(&[0x80, 0, 0x80, 0]);
+    let start = std::time::Instant::now();
+    assert!(run_err("cdf", &[], &bomb, 2).contains("cannot hold"));
+    assert!(start.elapsed() < std::time::Duration::from_secs(5), "{:?}", start.elapsed());
+    let half = &rocket[..rocket.len() / 2];
+    assert!(run_err("cdf", &[], half, 2).contains("frame 1: truncated JPEG"));
+    assert!(run_err("cdf", &[], b"\xff\xd8", 2).contains("truncated JPEG"));
+    let after = [rocket, b"\x00\x01".to_vec()].concat();
+    assert!(run_err("pad", &[], &after, 2)
+        .contains(r"frame 2: unrecognized input starting '\x00\x01' after the JPEG image of frame 1"));
+}
+
+#[test]
 fn usage_errors_name_the_option() {
     let good = b"P5 1 1 255\n\x00";
     assert!(run_err("pad", &["--frobnicate"], good, 2).contains("'--frobnicate'"));
