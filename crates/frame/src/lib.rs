@@ -4,6 +4,8 @@
 //! optional [`Geometry`] and [`Annotation`]s). [`FrameReader`] reads a stream of frames from any byte source: PGM (P5,
 //! P2), PAM (P7 GRAYSCALE), PPM (P6) and PNG/JPEG/TIFF/BMP converted to gray, or headerless raw
 //! frames; [`FrameWriter`] writes frames back in the container they were read in, or as PNG.
+//! Every byte read is untrusted: reading a frame keeps to [`read_memory_bound`], and each JPEG,
+//! PNG, TIFF page or BMP of a stream is a frame of its own.
 //!
 //! This crate is for bytes and formats only: no GPU, no image processing, no command line.
 

@@ -516,6 +516,10 @@ mod tests {
         assert!(err(b"P5 1 1 255\n\x00P5 2 1 255\n\x00").starts_with("frame 2: truncated pixel data"));
         assert!(err(b"P5 2 1 9\n\x01\x0a").contains("sample 1 is 10, over maxval 9"));
         assert!(err(b"P2 2 1 255 1 2x").contains("bad sample '2x'"));
+        // Quoted input is escaped.
+        assert!(err(b"P5 3\x1b[2J 1 255\n").contains(r"bad width '3\x1b[2J'"));
+        assert!(err(b"P5\n# histopipe-geometry \x07\n1 1 255\n\0").contains(r"'histopipe-geometry \u{7}'"));
+        assert!(err(b"\xff\xfe").contains(r"unrecognized input starting '\xff\xfe'"));
     }
 
     #[test]
