@@ -204,9 +204,8 @@ pub(crate) fn decode(
             }
             row_number += 1;
         }
-        let rows = if header.interlaced { row_number } else { row_number.min(h) };
-        if !header.interlaced && rows < h {
-            return Err(FrameError::invalid(index, format!("truncated PNG: {rows} of {h} rows")));
+        if !header.interlaced && row_number < h {
+            return Err(FrameError::invalid(index, format!("truncated PNG: {row_number} of {h} rows")));
         }
         Ok(Picture { width: w, height: h, canvas })
     })
