@@ -81,8 +81,8 @@ Example:
         let space = HoughSpace::of_frame(&frame).map_err(|e| Error::op(cx.index, e))?;
         let shown = path.display();
         let bytes = std::fs::read(path).map_err(|e| Error::usage(format!("--draw {shown}: {e}")))?;
-        let (w, h, mut rgb) =
-            histopipe_frame::read_rgb8(&bytes).map_err(|e| Error::usage(format!("--draw {shown}: {e}")))?;
+        let (w, h, mut rgb) = histopipe_frame::read_rgb8(&bytes, cx.common.max_pixels)
+            .map_err(|e| Error::usage(format!("--draw {shown}: {e}")))?;
         if (w, h) != (space.width, space.height) {
             return Err(cx.invalid(format!(
                 "--draw {shown} is {w}x{h}, but the accumulator is of a {}x{} edge map",

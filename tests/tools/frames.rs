@@ -148,6 +148,74 @@ fn bad_input_gets_one_line_naming_the_frame() {
 }
 
 #[test]
+fn every_jpeg_and_tiff_of_a_stream_is_a_frame() {
+    let rocket = fixture_bytes("rocket.jpg");
+    let camera = fixture_bytes("camera.pgm");
+    let tiff = encode(&image::open(fixture("astronaut.png")).unwrap().to_rgb8(), image::ImageFormat::Tiff);
+    let cases: [(Vec<u8>, usize); 4] = [
+        ([rocket.clone(), rocket.clone(), rocket.clone()].concat(), 3),
+        ([camera.clone(), rocket.clone(), camera.clone()].concat(), 3),
+        ([tiff.clone(), camera.clone(), tiff].concat(), 3),
+        ([rocket.clone(), b"\n".to_vec(), rocket].concat(), 2),
+    ];
+    for (input, n) in cases {
+        let out = run_ok("equalize", "cpu", &[], &input);
+        assert_eq!(read_frames(&out).len(), n);
+    }
+}
+
+#[test]
+fn hostile_images_are_refused_with_one_line() {
+    let rocket = fixture_bytes("rocket.jpg");
+    // rocket.jpg declaring 32768x32768: refused at once, not decoded for seconds.
+    let mut bomb = rocket.clone();
+    let sof = bomb.windows(2).position(|w| w == [0xff, 0xc0]).unwrap();
+    bomb[sof + 5..sof + 9].copy_from_slice(&[0x80, 0, 0x80, 0]);
+    let start = std::time::Instant::now();
+    assert!(run_err("cdf", &[], &bomb, 2).contains("cannot hold"));
+    assert!(start.elapsed() < std::time::Duration::from_secs(5), "{:?}", start.elapsed());
+    let half = &rocket[..rocket.len() / 2];
+    assert!(run_err("cdf", &[], half, 2).contains("frame 1: truncated JPEG"));
+    assert!(run_err("cdf", &[], b"\xff\xd8", 2).contains("truncated JPEG"));
+    // A TIFF whose width is text: the tiff crate would print a debug line for long text.
+    let mut text_width = b"II*\0\x08\0\0\0\x01\0\x00\x01\x02\0\0\x01\0\0\x1a\0\0\0\0\0\0\0".to_vec();
+    text_width.extend_from_slice(&[b'9'; 256]);
+    assert!(run_err("cdf", &[], &text_width, 2).contains("tag 256 holds text"));
+    // A 1x1 TIFF with a long XMP packet as text, which the tiff crate's debug line was about.
+    let mut xmp = b"II*\0\x08\0\0\0".to_vec();
+    let entries: [(u16, u16, u32, u32); 9] = [
+        (256, 4, 1, 1),
+        (257, 4, 1, 1),
+        (258, 3, 1, 8),
+        (259, 3, 1, 1),
+        (262, 3, 1, 1),
+        (273, 4, 1, 122),
+        (278, 4, 1, 1),
+        (279, 4, 1, 1),
+        (700, 2, 300, 123),
+    ];
+    xmp.extend_from_slice(&(entries.len() as u16).to_le_bytes());
+    for (tag, kind, count, value) in entries {
+        for field in [&tag.to_le_bytes()[..], &kind.to_le_bytes(), &count.to_le_bytes(), &value.to_le_bytes()]
+        {
+            xmp.extend_from_slice(field);
+        }
+    }
+    xmp.extend_from_slice(&[0, 0, 0, 0, 77]);
+    xmp.extend_from_slice(&[b'x'; 300]);
+    let out = tool("pad").args(["--backend", "cpu", "--border", "0"]).write_stdin(xmp).output().unwrap();
+    assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    let frame = read_frames(&out.stdout).remove(0);
+    assert_eq!(
+        (frame.width, frame.height, frame.pixels),
+        (1, 1, histopipe_frame::Pixels::U8(vec![77].into()))
+    );
+    let after = [rocket, b"\x00\x01".to_vec()].concat();
+    assert!(run_err("pad", &[], &after, 2)
+        .contains(r"frame 2: unrecognized input starting '\x00\x01' after the JPEG image of frame 1"));
+}
+
+#[test]
 fn usage_errors_name_the_option() {
     let good = b"P5 1 1 255\n\x00";
     assert!(run_err("pad", &["--frobnicate"], good, 2).contains("'--frobnicate'"));

@@ -144,7 +144,8 @@ impl Geometry {
     pub(crate) fn parse_comment(comment: &str) -> Option<Result<Geometry, String>> {
         let rest = comment.trim().strip_prefix(COMMENT_KEY)?;
         let fields: Vec<&str> = rest.split_whitespace().collect();
-        let bad = || format!("bad geometry comment '{}'", comment.trim());
+        // The comment is input: shown escaped, as every quoted input is.
+        let bad = || format!("bad geometry comment '{}'", comment.trim().escape_default());
         if fields.len() != 8 {
             return Some(Err(bad()));
         }

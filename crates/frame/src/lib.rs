@@ -4,9 +4,12 @@
 //! optional [`Geometry`] and [`Annotation`]s). [`FrameReader`] reads a stream of frames from any byte source: PGM (P5,
 //! P2), PAM (P7 GRAYSCALE), PPM (P6) and PNG/JPEG/TIFF/BMP converted to gray, or headerless raw
 //! frames; [`FrameWriter`] writes frames back in the container they were read in, or as PNG.
+//! Every byte read is untrusted: reading a frame keeps to [`read_memory_bound`], and each JPEG,
+//! PNG, TIFF page or BMP of a stream is a frame of its own.
 //!
 //! This crate is for bytes and formats only: no GPU, no image processing, no command line.
 
+mod budget;
 mod decode;
 mod error;
 mod frame;
@@ -16,7 +19,8 @@ mod read;
 mod samples;
 mod write;
 
-pub use decode::read_rgb8;
+pub use budget::read_memory_bound;
+pub use decode::{read_rgb8, Rgb8Image};
 pub use error::{FrameError, FrameErrorKind};
 pub use frame::{Annotation, Depth, Format, Frame, Pixels};
 pub use geometry::{Affine, Geometry};

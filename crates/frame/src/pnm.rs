@@ -85,7 +85,7 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
     }
 
     /// A whitespace-delimited token of at most 64 bytes; empty at end of input.
-    fn token(&mut self) -> Result<String, FrameError> {
+    fn token(&mut self) -> Result<Vec<u8>, FrameError> {
         let mut tok = Vec::new();
         while let Some(b) = self.peek()? {
             if b.is_ascii_whitespace() || b == b'#' {
@@ -97,7 +97,7 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
             tok.push(b);
             self.input.consume(1);
         }
-        Ok(String::from_utf8_lossy(&tok).into_owned())
+        Ok(tok)
     }
 
     /// A header number: decimal digits only, in 1..=max.
@@ -107,13 +107,14 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
         if tok.is_empty() {
             return Err(self.invalid(format!("truncated header: no {what}")));
         }
-        if !tok.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(self.invalid(format!("bad {what} '{tok}': not a decimal number")));
+        let shown = shown(&tok);
+        if !tok.iter().all(|b| b.is_ascii_digit()) {
+            return Err(self.invalid(format!("bad {what} '{shown}': not a decimal number")));
         }
-        match tok.parse::<u64>() {
+        match shown.parse::<u64>() {
             Ok(0) => Err(self.invalid(format!("{what} is 0"))),
             Ok(v) if v <= max => Ok(v),
-            _ => Err(self.invalid(format!("{what} {tok} is too large (at most {max})"))),
+            _ => Err(self.invalid(format!("{what} {shown} is too large (at most {max})"))),
         }
     }
 
@@ -134,18 +135,18 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
     /// The rest of a PAM header after `P7`.
     pub fn pam(mut self) -> Result<Header, FrameError> {
         let (mut width, mut height, mut depth, mut maxval) = (None, None, None, None);
-        let mut tupltype = String::new();
+        let mut tupltype = Vec::new();
         loop {
             self.skip_space()?;
             let key = self.token()?;
-            match key.as_str() {
-                "" => return Err(self.invalid("truncated PAM header: no ENDHDR")),
-                "ENDHDR" => break,
-                "WIDTH" => width = Some(self.number("width", u32::MAX as u64)? as usize),
-                "HEIGHT" => height = Some(self.number("height", u32::MAX as u64)? as usize),
-                "DEPTH" => depth = Some(self.number("depth", 16)? as usize),
-                "MAXVAL" => maxval = Some(self.number("maxval", 65535)? as u16),
-                "TUPLTYPE" => {
+            match key.as_slice() {
+                b"" => return Err(self.invalid("truncated PAM header: no ENDHDR")),
+                b"ENDHDR" => break,
+                b"WIDTH" => width = Some(self.number("width", u32::MAX as u64)? as usize),
+                b"HEIGHT" => height = Some(self.number("height", u32::MAX as u64)? as usize),
+                b"DEPTH" => depth = Some(self.number("depth", 16)? as usize),
+                b"MAXVAL" => maxval = Some(self.number("maxval", 65535)? as u16),
+                b"TUPLTYPE" => {
                     while let Some(b) = self.peek()? {
                         if b == b' ' || b == b'\t' {
                             self.input.consume(1);
@@ -155,7 +156,7 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
                     }
                     tupltype = self.token()?;
                 }
-                other => return Err(self.invalid(format!("unknown PAM header field '{other}'"))),
+                other => return Err(self.invalid(format!("unknown PAM header field '{}'", shown(other)))),
             }
         }
         match self.next()? {
@@ -167,12 +168,13 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
             (width.ok_or_else(|| missing("WIDTH"))?, height.ok_or_else(|| missing("HEIGHT"))?);
         let depth = depth.ok_or_else(|| missing("DEPTH"))?;
         let maxval = maxval.ok_or_else(|| missing("MAXVAL"))?;
-        let channels = match (depth, tupltype.as_str()) {
-            (1, "GRAYSCALE") | (1, "") => 1,
-            (3, "RGB") => 3,
+        let channels = match (depth, tupltype.as_slice()) {
+            (1, b"GRAYSCALE") | (1, b"") => 1,
+            (3, b"RGB") => 3,
             _ => {
                 return Err(self.invalid(format!(
-                    "PAM with DEPTH {depth} and TUPLTYPE '{tupltype}' is not supported (GRAYSCALE or RGB)"
+                    "PAM with DEPTH {depth} and TUPLTYPE '{}' is not supported (GRAYSCALE or RGB)",
+                    shown(&tupltype)
                 )))
             }
         };
@@ -194,24 +196,43 @@ pub(crate) fn read_full<R: BufRead>(input: &mut R, buf: &mut [u8]) -> io::Result
     Ok(done)
 }
 
-/// Reads `count` ASCII samples (P2/P3 raster).
-pub(crate) fn read_ascii_samples<R: BufRead>(
-    input: &mut R,
-    frame: usize,
+/// Input bytes as a message may quote them: printable ASCII as is, anything else escaped
+/// (`\xff`), so that no byte of the input reaches a terminal unescaped.
+pub(crate) fn shown(bytes: &[u8]) -> String {
+    bytes.escape_ascii().to_string()
+}
+
+/// The samples of an ASCII raster (P2, P3), one at a time: nothing is allocated for them here.
+pub(crate) struct AsciiSamples<'a, R: BufRead> {
+    cursor: HeaderCursor<'a, R>,
+    read: usize,
     count: usize,
-) -> Result<Vec<u16>, FrameError> {
-    let mut out = Vec::with_capacity(count);
-    let mut cur = HeaderCursor::new(input, frame);
-    while out.len() < count {
+}
+
+impl<'a, R: BufRead> AsciiSamples<'a, R> {
+    /// A raster of `count` samples.
+    pub fn new(input: &'a mut R, frame: usize, count: usize) -> Self {
+        AsciiSamples { cursor: HeaderCursor::new(input, frame), read: 0, count }
+    }
+
+    /// The next sample (a decimal number up to 65535).
+    pub fn next(&mut self) -> Result<u16, FrameError> {
+        let cur = &mut self.cursor;
         cur.skip_space()?;
         let tok = cur.token()?;
+        let at = self.read;
         if tok.is_empty() {
-            return Err(cur.invalid(format!("truncated pixel data: {} of {count} samples", out.len())));
+            return Err(cur.invalid(format!("truncated pixel data: {at} of {} samples", self.count)));
         }
-        match tok.parse::<u16>() {
-            Ok(v) if tok.bytes().all(|b| b.is_ascii_digit()) => out.push(v),
-            _ => return Err(cur.invalid(format!("bad sample '{tok}' at sample {}", out.len()))),
+        match std::str::from_utf8(&tok).ok().filter(|t| t.bytes().all(|b| b.is_ascii_digit())) {
+            Some(t) => match t.parse::<u16>() {
+                Ok(v) => {
+                    self.read += 1;
+                    Ok(v)
+                }
+                Err(_) => Err(cur.invalid(format!("bad sample '{}' at sample {at}", shown(&tok)))),
+            },
+            None => Err(cur.invalid(format!("bad sample '{}' at sample {at}", shown(&tok)))),
         }
     }
-    Ok(out)
 }

@@ -1,8 +1,14 @@
 use std::io::{self, BufRead};
 
-use crate::decode;
-use crate::pnm::{read_ascii_samples, read_full, Header, HeaderCursor};
-use crate::{Depth, Format, Frame, FrameError, FrameErrorKind, Pixels, SampleMemory};
+use crate::budget::Budget;
+use crate::decode::source::{ReadSource, SliceSource};
+use crate::decode::{self, luma, Encoded, Target, TiffPages, WalkError};
+use crate::pnm::{read_full, shown, AsciiSamples, Header, HeaderCursor};
+use crate::{Depth, Format, Frame, FrameError, FrameErrorKind, Pixels, SampleMemory, Samples};
+
+/// Colour binary rasters are read in pieces of this many bytes (a multiple of 6, whole pixels at
+/// 8 and at 16 bits) and converted to gray at once: only the gray frame is held whole.
+const COLOUR_PIECE: usize = 6 << 13;
 
 /// The default `--max-pixels`: 2^30 samples (1 GiB at 8 bits), far above any camera frame.
 pub const DEFAULT_MAX_PIXELS: u64 = 1 << 30;
@@ -69,11 +75,16 @@ pub struct FrameReader<R> {
     memory: SampleMemory,
     /// Frames returned so far.
     count: usize,
+    /// The pages after the first of a multi-page TIFF, each a frame of its own.
+    pages: Option<TiffPages>,
+    /// The container of the last frame, when it was decoded by a library: bytes after it that are
+    /// no frame are named as following it.
+    after: Option<(usize, Encoded)>,
 }
 
 impl<R: BufRead> FrameReader<R> {
     pub fn new(input: R, options: ReadOptions) -> Self {
-        FrameReader { input, options, memory: SampleMemory::default(), count: 0 }
+        FrameReader { input, options, memory: SampleMemory::default(), count: 0, pages: None, after: None }
     }
 
     /// Reads binary rasters into `memory` (page-locked memory once a GPU lends it) instead of
@@ -180,8 +191,22 @@ impl<R: BufRead> FrameReader<R> {
 
     fn described_frame(&mut self, index: usize) -> Result<Option<Frame>, FrameError> {
         let io_err = |e: io::Error| FrameError::io(index, &e);
+        if let Some(pages) = self.pages.as_mut() {
+            let budget = Budget::new(index, self.options.max_pixels, pages.len(), pages.len());
+            match pages.next_page(&budget) {
+                Ok(Some(frame)) => {
+                    self.after = Some((index, Encoded::Tiff));
+                    return Ok(Some(frame));
+                }
+                Ok(None) => self.pages = None,
+                Err(e) => {
+                    self.pages = None;
+                    return Err(e);
+                }
+            }
+        }
         // Whitespace may separate the frames of a stream.
-        loop {
+        let magic = loop {
             let buf = match self.input.fill_buf() {
                 Ok(buf) => buf,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -192,24 +217,30 @@ impl<R: BufRead> FrameReader<R> {
             }
             let skip = buf.iter().take_while(|b| b.is_ascii_whitespace()).count();
             if skip == 0 {
-                break;
+                break buf.get(..2).map(|m| [m[0], m[1]]);
             }
             self.input.consume(skip);
-        }
-        // Two bytes tell every supported container apart.
-        let mut magic = [0u8; 2];
-        let got = read_full(&mut self.input, &mut magic).map_err(io_err)?;
-        let decoded = match magic {
-            [0x89, b'P'] => Some(image::ImageFormat::Png),
-            [b'B', b'M'] => Some(image::ImageFormat::Bmp),
-            [0xff, 0xd8] => Some(image::ImageFormat::Jpeg),
-            [b'I', b'I'] | [b'M', b'M'] => Some(image::ImageFormat::Tiff),
-            _ => None,
         };
-        if let (Some(format), 2) = (decoded, got) {
-            let bytes = decode::take_image(&mut self.input, index, format, magic)?;
-            return self.decoded(index, &bytes, format).map(Some);
+        // Two bytes tell every supported container apart. They stay in the input when its buffer
+        // holds them, so that an image wholly in the buffer is decoded where it lies.
+        let (magic, got, peeked) = match magic {
+            Some(m) => (m, 2, true),
+            None => {
+                let mut m = [0u8; 2];
+                let got = read_full(&mut self.input, &mut m).map_err(io_err)?;
+                (m, got, false)
+            }
+        };
+        if let (Some(kind), 2) = (Encoded::of_magic(magic), got) {
+            let start: &[u8] = if peeked { &[] } else { &magic };
+            let frame = self.encoded(index, kind, start)?;
+            self.after = Some((index, kind));
+            return Ok(Some(frame));
         }
+        if peeked {
+            self.input.consume(2);
+        }
+        let after = self.after.take();
         let cursor = HeaderCursor::new(&mut self.input, index);
         let (header, format, ascii) = match (got, magic) {
             (2, [b'P', b'5']) => (cursor.pnm(1)?, Format::Pgm, false),
@@ -218,19 +249,49 @@ impl<R: BufRead> FrameReader<R> {
             (2, [b'P', b'3']) => (cursor.pnm(3)?, Format::Decoded, true),
             (2, [b'P', b'7']) => (cursor.pam()?, Format::Pam, false),
             _ => {
-                let shown: String = magic[..got]
-                    .iter()
-                    .map(|&b| if b.is_ascii_graphic() { b as char } else { '.' })
-                    .collect();
+                let following = match after {
+                    Some((frame, kind)) => format!(" after the {} image of frame {frame}", kind.name()),
+                    None => String::new(),
+                };
                 return Err(FrameError::invalid(
                     index,
                     format!(
-                        "unrecognized input starting '{shown}': expected PGM, PAM, PPM, PNG, JPEG, TIFF or BMP (or give --raw WxH)"
+                        "unrecognized input starting '{}'{following}: expected PGM, PAM, PPM, PNG, JPEG, TIFF or BMP (or give --raw WxH)",
+                        shown(&magic[..got])
                     ),
                 ));
             }
         };
         self.pnm_raster(index, header, format, ascii).map(Some)
+    }
+
+    /// An image decoded by a library, `start` its first bytes already taken from the input.
+    fn encoded(&mut self, index: usize, kind: Encoded, start: &[u8]) -> Result<Frame, FrameError> {
+        let max_pixels = self.options.max_pixels;
+        if start.is_empty() {
+            // The whole image may be in the input's buffer already (always, reading a slice).
+            let buf = self.input.fill_buf().map_err(|e| FrameError::io(index, &e))?;
+            match decode::walk(&mut SliceSource::new(buf), kind) {
+                Ok(walked) => {
+                    let len = walked.len();
+                    let budget = Budget::new(index, max_pixels, len, 0);
+                    let decoded = decode::decode(&buf[..len], &walked, Target::Gray, &budget);
+                    self.input.consume(len);
+                    let (picture, pages) = decoded?;
+                    self.pages = pages;
+                    return Ok(picture.into_frame());
+                }
+                Err(WalkError::Ended(_)) => {}
+                Err(e) => return Err(e.into_frame_error(index)),
+            }
+        }
+        let mut src = ReadSource::new(&mut self.input, start);
+        let walked = decode::walk(&mut src, kind).map_err(|e| e.into_frame_error(index))?;
+        let bytes = src.into_bytes();
+        let budget = Budget::new(index, max_pixels, bytes.len(), bytes.len());
+        let (picture, pages) = decode::decode(&bytes, &walked, Target::Gray, &budget)?;
+        self.pages = pages;
+        Ok(picture.into_frame())
     }
 
     fn pnm_raster(
@@ -241,35 +302,29 @@ impl<R: BufRead> FrameReader<R> {
         ascii: bool,
     ) -> Result<Frame, FrameError> {
         let count = self.check_size(index, h.width, h.height)?;
-        let samples = count * h.channels;
         let depth = Depth::for_maxval(h.maxval);
-        let pixels = if ascii {
-            let values = read_ascii_samples(&mut self.input, index, samples)?;
-            check_maxval(index, values.iter().copied(), h.maxval)?;
-            match depth {
-                Depth::U8 => Pixels::U8(values.into_iter().map(|v| v as u8).collect()),
-                Depth::U16 => Pixels::U16(values.into()),
-            }
-        } else {
-            // Colour is converted to gray at once: only a gray raster is worth lent memory.
-            let (got, pixels) = self.binary_raster(index, depth, samples, true, h.channels == 1)?;
-            let bytes = samples * depth.bytes();
-            if got < bytes {
-                return Err(FrameError::invalid(
-                    index,
-                    format!("truncated pixel data: {got} of {bytes} bytes for {}x{}", h.width, h.height),
-                ));
-            }
-            match &pixels {
-                Pixels::U8(v) if h.maxval < 255 => {
-                    check_maxval(index, v.iter().map(|&b| b as u16), h.maxval)?
+        let pixels = match (ascii, h.channels) {
+            (true, _) => self.ascii_raster(index, &h, count, depth)?,
+            (false, 1) => {
+                let (got, pixels) = self.binary_raster(index, depth, count, true, true)?;
+                let bytes = count * depth.bytes();
+                if got < bytes {
+                    return Err(FrameError::invalid(
+                        index,
+                        format!("truncated pixel data: {got} of {bytes} bytes for {}x{}", h.width, h.height),
+                    ));
                 }
-                Pixels::U16(v) if h.maxval < 65535 => check_maxval(index, v.iter().copied(), h.maxval)?,
-                _ => {}
+                match &pixels {
+                    Pixels::U8(v) if h.maxval < 255 => {
+                        check_maxval(index, v.iter().map(|&b| b as u16), h.maxval)?
+                    }
+                    Pixels::U16(v) if h.maxval < 65535 => check_maxval(index, v.iter().copied(), h.maxval)?,
+                    _ => {}
+                }
+                pixels
             }
-            pixels
+            (false, _) => self.colour_raster(index, &h, count, depth)?,
         };
-        let pixels = if h.channels == 3 { decode::rgb_to_gray(pixels) } else { pixels };
         let mut frame = Frame::new(h.width, h.height, h.maxval, pixels);
         frame.format = if h.channels == 3 { Format::Decoded } else { format };
         frame.geometry = h.geometry;
@@ -277,15 +332,110 @@ impl<R: BufRead> FrameReader<R> {
         Ok(frame)
     }
 
-    fn decoded(
+    /// An ASCII raster (P2, P3), colour converted pixel by pixel as it is read.
+    fn ascii_raster(
         &mut self,
         index: usize,
-        bytes: &[u8],
-        format: image::ImageFormat,
-    ) -> Result<Frame, FrameError> {
-        let (w, h) = decode::dimensions(bytes, format).map_err(|m| FrameError::invalid(index, m))?;
-        self.check_size(index, w, h)?;
-        decode::decode(bytes, format).map_err(|m| FrameError::invalid(index, m))
+        h: &Header,
+        count: usize,
+        depth: Depth,
+    ) -> Result<Pixels, FrameError> {
+        let samples =
+            count.checked_mul(h.channels).ok_or_else(|| FrameError::invalid(index, "raster too large"))?;
+        let mut raster = AsciiSamples::new(&mut self.input, index, samples);
+        let mut next = |i: usize| -> Result<u32, FrameError> {
+            let v = raster.next()?;
+            if v > h.maxval {
+                return Err(FrameError::invalid(
+                    index,
+                    format!("sample {i} is {v}, over maxval {}", h.maxval),
+                ));
+            }
+            Ok(v as u32)
+        };
+        let mut pixel = |p: usize| -> Result<u32, FrameError> {
+            if h.channels == 1 {
+                return next(p);
+            }
+            let (r, g, b) = (next(3 * p)?, next(3 * p + 1)?, next(3 * p + 2)?);
+            Ok(luma(r, g, b))
+        };
+        Ok(match depth {
+            Depth::U8 => {
+                let mut v: Samples<u8> = self.memory.uninit(count);
+                for (p, s) in v.iter_mut().enumerate() {
+                    *s = pixel(p)? as u8;
+                }
+                Pixels::U8(v)
+            }
+            Depth::U16 => {
+                let mut v: Samples<u16> = self.memory.uninit(count);
+                for (p, s) in v.iter_mut().enumerate() {
+                    *s = pixel(p)? as u16;
+                }
+                Pixels::U16(v)
+            }
+        })
+    }
+
+    /// A binary colour raster (P6, PAM RGB), read in pieces and converted to gray as it comes.
+    fn colour_raster(
+        &mut self,
+        index: usize,
+        h: &Header,
+        count: usize,
+        depth: Depth,
+    ) -> Result<Pixels, FrameError> {
+        let pixel_bytes = 3 * depth.bytes();
+        let total =
+            count.checked_mul(pixel_bytes).ok_or_else(|| FrameError::invalid(index, "raster too large"))?;
+        let mut piece = vec![0u8; COLOUR_PIECE.min(total)];
+        let mut gray8: Samples<u8> = Vec::new().into();
+        let mut gray16: Samples<u16> = Vec::new().into();
+        match depth {
+            Depth::U8 => gray8 = self.memory.uninit(count),
+            Depth::U16 => gray16 = self.memory.uninit(count),
+        }
+        let (mut done, mut got_bytes) = (0, 0);
+        while done < count {
+            let n = (count - done).min(piece.len() / pixel_bytes);
+            let want = &mut piece[..n * pixel_bytes];
+            let got = read_full(&mut self.input, want).map_err(|e| FrameError::io(index, &e))?;
+            got_bytes += got;
+            if got < want.len() {
+                return Err(FrameError::invalid(
+                    index,
+                    format!(
+                        "truncated pixel data: {got_bytes} of {total} bytes for {}x{}",
+                        h.width, h.height
+                    ),
+                ));
+            }
+            for (k, p) in want.chunks_exact(pixel_bytes).enumerate() {
+                let sample = |c: usize| match depth {
+                    Depth::U8 => p[c] as u16,
+                    Depth::U16 => u16::from_be_bytes([p[2 * c], p[2 * c + 1]]),
+                };
+                let (r, g, b) = (sample(0), sample(1), sample(2));
+                if let Some((c, v)) = [r, g, b].into_iter().enumerate().find(|&(_, v)| v > h.maxval) {
+                    let i = 3 * (done + k) + c;
+                    return Err(FrameError::invalid(
+                        index,
+                        format!("sample {i} is {v}, over maxval {}", h.maxval),
+                    ));
+                }
+                let y = luma(r as u32, g as u32, b as u32);
+                match depth {
+                    Depth::U8 => gray8[done + k] = y as u8,
+                    Depth::U16 => gray16[done + k] = y as u16,
+                }
+            }
+            done += n;
+        }
+        Ok(match depth {
+            Depth::U8 => Pixels::U8(gray8),
+            Depth::U16 => Pixels::U16(gray16),
+        })
     }
 }
 
@@ -366,6 +516,10 @@ mod tests {
         assert!(err(b"P5 1 1 255\n\x00P5 2 1 255\n\x00").starts_with("frame 2: truncated pixel data"));
         assert!(err(b"P5 2 1 9\n\x01\x0a").contains("sample 1 is 10, over maxval 9"));
         assert!(err(b"P2 2 1 255 1 2x").contains("bad sample '2x'"));
+        // Quoted input is escaped.
+        assert!(err(b"P5 3\x1b[2J 1 255\n").contains(r"bad width '3\x1b[2J'"));
+        assert!(err(b"P5\n# histopipe-geometry \x07\n1 1 255\n\0").contains(r"'histopipe-geometry \u{7}'"));
+        assert!(err(b"\xff\xfe").contains(r"unrecognized input starting '\xff\xfe'"));
     }
 
     #[test]

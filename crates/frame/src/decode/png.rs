@@ -1,0 +1,234 @@
+//! PNG: where an image ends, what its compressed data can hold, and decoding row by row.
+//!
+//! A PNG ends with its IEND chunk; the walk follows the chunks' lengths to it and adds up the
+//! IDAT bytes. Deflate expands at most 1032:1 (a length/distance pair, two bits at the least,
+//! gives at most 258 bytes: RFC 1951 3.2.5), so an image whose scanlines (RFC 2083 2.3, a filter
+//! byte and the packed samples of each row, each Adam7 pass for an interlaced one) need more than
+//! 1032 times its IDAT bytes cannot be valid, and is refused before decoding. Rows are converted
+//! into the frame as the `png` crate hands them over, with the transformations `image` asks for.
+
+use std::io::Cursor;
+
+use png::{Adam7Info, BitDepth, ColorType, InterlaceInfo, Transformations};
+
+use super::source::Source;
+use super::{guarded, library_error, Canvas, Encoded, Layout, Order, Picture, Target, WalkError};
+use crate::budget::Budget;
+use crate::FrameError;
+
+/// The most bytes deflate can give for one compressed byte.
+const DEFLATE_RATIO: u64 = 1032;
+
+/// Adam7 passes: (x offset, x step, y offset, y step) (PNG 8.2).
+const PASSES: [(u64, u64, u64, u64); 7] =
+    [(0, 8, 0, 8), (4, 8, 0, 8), (0, 4, 4, 8), (2, 4, 0, 4), (0, 2, 2, 4), (1, 2, 0, 2), (0, 1, 1, 2)];
+
+/// What the walk over one PNG found.
+#[derive(Debug)]
+pub(crate) struct PngWalk {
+    /// Bytes up to and including the IEND chunk.
+    pub len: usize,
+    header: Option<Header>,
+    idat_bytes: u64,
+}
+
+/// The IHDR chunk.
+#[derive(Debug, Clone, Copy)]
+struct Header {
+    width: u64,
+    height: u64,
+    bit_depth: u64,
+    colour_type: u8,
+    interlaced: bool,
+}
+
+impl Header {
+    /// Bytes of all scanlines as deflate must produce them.
+    fn raw_bytes(&self) -> u64 {
+        let channels = match self.colour_type {
+            2 => 3,
+            4 => 2,
+            6 => 4,
+            _ => 1,
+        };
+        let row = |w: u64| if w == 0 { 0 } else { 1 + (w * channels * self.bit_depth).div_ceil(8) };
+        if !self.interlaced {
+            return self.height * row(self.width);
+        }
+        PASSES
+            .iter()
+            .map(|&(x0, dx, y0, dy)| {
+                let (w, h) =
+                    (self.width.saturating_sub(x0).div_ceil(dx), self.height.saturating_sub(y0).div_ceil(dy));
+                if w == 0 {
+                    0
+                } else {
+                    h * row(w)
+                }
+            })
+            .sum()
+    }
+}
+
+/// Walks one PNG from its signature to its IEND chunk.
+pub(crate) fn walk(src: &mut impl Source) -> Result<PngWalk, WalkError> {
+    if !src.want(8)? || &src.got()[..8] != b"\x89PNG\r\n\x1a\n" {
+        return Err(WalkError::Invalid("bad PNG signature".into()));
+    }
+    let mut walk = PngWalk { len: 0, header: None, idat_bytes: 0 };
+    let mut pos = 8;
+    loop {
+        if !src.want(pos + 8)? {
+            return Err(WalkError::Ended("PNG: no IEND chunk".into()));
+        }
+        let got = src.got();
+        let len = u32::from_be_bytes([got[pos], got[pos + 1], got[pos + 2], got[pos + 3]]) as u64;
+        let kind = [got[pos + 4], got[pos + 5], got[pos + 6], got[pos + 7]];
+        if len > i32::MAX as u64 {
+            return Err(WalkError::Invalid(format!("bad PNG: chunk length {len} over 2^31 - 1")));
+        }
+        let end = pos + 8 + len as usize + 4;
+        if !src.want(end)? {
+            return Err(WalkError::Ended("PNG chunk".into()));
+        }
+        match &kind {
+            b"IHDR" if len == 13 && walk.header.is_none() => {
+                let d = &src.got()[pos + 8..pos + 8 + 13];
+                walk.header = Some(Header {
+                    width: u32::from_be_bytes([d[0], d[1], d[2], d[3]]) as u64,
+                    height: u32::from_be_bytes([d[4], d[5], d[6], d[7]]) as u64,
+                    bit_depth: d[8] as u64,
+                    colour_type: d[9],
+                    interlaced: d[12] == 1,
+                });
+            }
+            b"IDAT" => walk.idat_bytes += len,
+            b"IEND" => {
+                walk.len = end;
+                return Ok(walk);
+            }
+            _ => {}
+        }
+        pos = end;
+    }
+}
+
+fn layout_of(colour: ColorType, depth: BitDepth) -> Option<Layout> {
+    Some(match (colour, depth) {
+        (ColorType::Grayscale, BitDepth::Eight) => Layout::L8,
+        (ColorType::Grayscale, BitDepth::Sixteen) => Layout::L16,
+        (ColorType::GrayscaleAlpha, BitDepth::Eight) => Layout::La8,
+        (ColorType::GrayscaleAlpha, BitDepth::Sixteen) => Layout::La16,
+        (ColorType::Rgb, BitDepth::Eight) => Layout::Rgb8,
+        (ColorType::Rgb, BitDepth::Sixteen) => Layout::Rgb16,
+        (ColorType::Rgba, BitDepth::Eight) => Layout::Rgba8,
+        (ColorType::Rgba, BitDepth::Sixteen) => Layout::Rgba16,
+        _ => return None,
+    })
+}
+
+/// Decodes a walked PNG (exactly its bytes).
+pub(crate) fn decode(
+    bytes: &[u8],
+    walk: &PngWalk,
+    target: Target,
+    budget: &Budget,
+) -> Result<Picture, FrameError> {
+    let index = budget.frame;
+    let header = walk.header.ok_or_else(|| FrameError::invalid(index, "bad PNG: no IHDR chunk"))?;
+    let pixels = budget.check_pixels(header.width, header.height)? as usize;
+    let raw = header.raw_bytes();
+    if raw > DEFLATE_RATIO.saturating_mul(walk.idat_bytes) {
+        return Err(FrameError::invalid(
+            index,
+            format!(
+                "bad PNG: it declares {}x{} pixels, but its {} bytes of compressed data cannot hold that many \
+                 (at least {} bytes): damaged or hostile input",
+                header.width,
+                header.height,
+                walk.idat_bytes,
+                raw.div_ceil(DEFLATE_RATIO)
+            ),
+        ));
+    }
+    let lib = |e: png::DecodingError| library_error(index, Encoded::Png, e);
+    guarded(index, "PNG", || {
+        let limits = png::Limits { bytes: usize::try_from(budget.bytes).unwrap_or(usize::MAX) };
+        let mut decoder = png::Decoder::new_with_limits(Cursor::new(bytes), limits);
+        // Neither text nor colour profiles matter to a gray frame; both can be compressed.
+        decoder.set_ignore_text_chunk(true);
+        decoder.set_ignore_iccp_chunk(true);
+        // As `image` decodes: palettes and depths under 8 bits expanded, 16 bits kept.
+        decoder.set_transformations(Transformations::EXPAND);
+        let mut reader = decoder.read_info().map_err(lib)?;
+        let (colour, depth) = reader.output_color_type();
+        let layout = layout_of(colour, depth).ok_or_else(|| {
+            FrameError::invalid(
+                index,
+                format!("bad PNG image: {colour:?} at {depth:?} bits is not supported"),
+            )
+        })?;
+        let (w, h) = (header.width as usize, header.height as usize);
+        if reader.info().size() != (header.width as u32, header.height as u32) {
+            return Err(FrameError::invalid(index, "bad PNG: its headers disagree"));
+        }
+        // The png crate keeps a few raw rows, an output row and its inflater's window and buffer.
+        let raw_row = 1 + (w as u64 * 8 * layout.pixel_bytes() as u64).div_ceil(8);
+        let need = (pixels * layout.target_bytes(target)) as u64 + 12 * raw_row + (512 << 10);
+        budget.check_memory(&format!("this {w}x{h} PNG"), need)?;
+        let mut canvas = Canvas::new(target, layout, pixels);
+        let mut passes = PASSES.iter().enumerate().flat_map(|(p, &(x0, dx, y0, dy))| {
+            let cols = (w as u64).saturating_sub(x0).div_ceil(dx);
+            let rows = if cols == 0 { 0 } else { (h as u64).saturating_sub(y0).div_ceil(dy) };
+            (0..rows).map(move |line| (p as u8 + 1, line, x0, dx, y0 + line * dy))
+        });
+        let mut row_number = 0;
+        while let Some(row) = reader.next_interlaced_row().map_err(lib)? {
+            match row.interlace() {
+                InterlaceInfo::Null(_) => {
+                    let y = row_number;
+                    if y >= h {
+                        return Err(FrameError::invalid(index, "bad PNG: more rows than its height"));
+                    }
+                    canvas.put(layout, Order::Big, row.data(), |i| y * w + i);
+                }
+                InterlaceInfo::Adam7(info) => {
+                    let expected = passes.next().map(|(pass, line, x0, dx, y)| {
+                        (Adam7Info::new(pass, line as u32, w as u32), x0 as usize, dx as usize, y as usize)
+                    });
+                    let Some((_, x0, dx, y)) = expected.filter(|e| e.0 == *info) else {
+                        return Err(FrameError::invalid(index, "bad PNG: interlaced rows out of order"));
+                    };
+                    canvas.put(layout, Order::Big, row.data(), |i| y * w + x0 + i * dx);
+                }
+            }
+            row_number += 1;
+        }
+        if !header.interlaced && row_number < h {
+            return Err(FrameError::invalid(index, format!("truncated PNG: {row_number} of {h} rows")));
+        }
+        Ok(Picture { width: w, height: h, canvas })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_bytes_count_filter_bytes_and_adam7_passes() {
+        let h = |w, ht, depth, colour, interlaced| Header {
+            width: w,
+            height: ht,
+            bit_depth: depth,
+            colour_type: colour,
+            interlaced,
+        };
+        assert_eq!(h(3, 2, 8, 2, false).raw_bytes(), 2 * (1 + 9));
+        assert_eq!(h(9, 1, 1, 0, false).raw_bytes(), 1 + 2);
+        // A 1x1 interlaced image has one pixel, in pass 1.
+        assert_eq!(h(1, 1, 16, 6, true).raw_bytes(), 1 + 8);
+        // 8x8: passes of 1x1, 1x1, 2x1, 2x2, 4x2, 4x4, 8x4 pixels.
+        assert_eq!(h(8, 8, 8, 0, true).raw_bytes(), 2 + 2 + 3 + 2 * 3 + 2 * 5 + 4 * 5 + 4 * 9);
+    }
+}

@@ -1,0 +1,567 @@
+//! TIFF: where a file ends in a stream, its pages, and decoding one strip or tile at a time.
+//!
+//! A TIFF does not end with a marker: its directories (IFDs) point at data anywhere in the file.
+//! The walk follows every directory (the chain of pages, and the sub-directories of SubIFDs, Exif,
+//! GPS and Interoperability) and takes the file to the end of the furthest thing referenced:
+//! directories, out-of-line values, strips and tiles. Bytes after that are the next frame; bytes a
+//! TIFF keeps there without referencing them are not, and are named as following the TIFF.
+//! Each page of the main chain is a frame of its own.
+//!
+//! Before the `tiff` crate parses a directory, its size is known from the walk; before a page is
+//! decoded, each strip or tile must be able to expand to its pixels from its stored bytes (at most
+//! 64:1 for PackBits, 3641:1 for LZW, 9-bit codes of at most 4096 bytes, 1032:1 for Deflate and
+//! 2048:1 for JPEG; one bit a row for CCITT Group 4), and the page's peak memory must fit the
+//! budget: the frame, one strip or tile of every plane, the decoder's tables.
+
+use std::collections::HashSet;
+use std::io::{Cursor, Read, Seek};
+
+use tiff::decoder::{Decoder, Limits, TiffCodingUnit};
+use tiff::tags::Tag;
+use tiff::ColorType;
+
+use super::source::Source;
+use super::{guarded, library_error, Canvas, Encoded, Layout, Order, Picture, Target, WalkError};
+use crate::budget::Budget;
+use crate::{Frame, FrameError};
+
+/// Directories a walk follows at most; entries in all of them at most.
+const MAX_DIRECTORIES: usize = 1 << 16;
+const MAX_ENTRIES: u64 = 1 << 20;
+
+/// Bytes the `tiff` crate keeps for a directory entry (a map node) and for a value it reads (an
+/// enum of 32 bytes, and what it is converted to).
+const ENTRY_MEMORY: u64 = 128;
+const VALUE_MEMORY: u64 = 48;
+
+/// The tags the `tiff` crate reads to set up a page; it must not find text in any of them.
+const SETUP_TAGS: [u64; 19] =
+    [256, 257, 258, 259, 262, 273, 277, 278, 279, 284, 317, 322, 323, 324, 325, 338, 339, 347, 530];
+
+/// What the walk over one TIFF found.
+#[derive(Debug)]
+pub(crate) struct TiffWalk {
+    /// Bytes to the end of the furthest thing its directories reference.
+    pub len: usize,
+    /// For each page (directory of the main chain): memory the `tiff` crate takes to parse it.
+    pages: Vec<u64>,
+}
+
+/// Reads integers of the file's byte order from the walked bytes.
+#[derive(Clone, Copy)]
+struct Endian {
+    little: bool,
+}
+
+impl Endian {
+    fn u16(self, b: &[u8], at: usize) -> u64 {
+        let v = [b[at], b[at + 1]];
+        (if self.little { u16::from_le_bytes(v) } else { u16::from_be_bytes(v) }) as u64
+    }
+
+    fn u32(self, b: &[u8], at: usize) -> u64 {
+        let v = [b[at], b[at + 1], b[at + 2], b[at + 3]];
+        (if self.little { u32::from_le_bytes(v) } else { u32::from_be_bytes(v) }) as u64
+    }
+
+    fn u64(self, b: &[u8], at: usize) -> u64 {
+        let mut v = [0u8; 8];
+        v.copy_from_slice(&b[at..at + 8]);
+        if self.little {
+            u64::from_le_bytes(v)
+        } else {
+            u64::from_be_bytes(v)
+        }
+    }
+}
+
+/// Bytes of one value of a TIFF field type; `None` for types the `tiff` crate skips.
+fn type_size(kind: u64) -> Option<u64> {
+    Some(match kind {
+        1 | 2 | 6 | 7 => 1,
+        3 | 8 => 2,
+        4 | 9 | 11 | 13 => 4,
+        5 | 10 | 12 | 16 | 17 | 18 => 8,
+        _ => return None,
+    })
+}
+
+/// Where an entry's values are, once the walk has made them available.
+#[derive(Clone, Copy)]
+struct Field {
+    tag: u64,
+    kind: u64,
+    count: u64,
+    at: usize,
+}
+
+struct Walker<'s, S> {
+    src: &'s mut S,
+    endian: Endian,
+    big: bool,
+    extent: u64,
+    entries: u64,
+    seen: HashSet<u64>,
+}
+
+impl<S: Source> Walker<'_, S> {
+    fn want(&mut self, end: u64, what: &str) -> Result<(), WalkError> {
+        let end = usize::try_from(end)
+            .map_err(|_| WalkError::Invalid(format!("bad TIFF: {what} beyond any input")))?;
+        if !self.src.want(end)? {
+            return Err(WalkError::Ended(format!("TIFF: {what} is past the end of the input")));
+        }
+        self.extent = self.extent.max(end as u64);
+        Ok(())
+    }
+
+    /// Value `i` of an unsigned integer field.
+    fn value(&self, f: Field, i: u64) -> u64 {
+        let b = self.src.got();
+        let at = f.at + (i * type_size(f.kind).unwrap_or(0)) as usize;
+        match f.kind {
+            1 | 7 => b[at] as u64,
+            3 => self.endian.u16(b, at),
+            4 | 13 => self.endian.u32(b, at),
+            16 | 18 => self.endian.u64(b, at),
+            _ => 0,
+        }
+    }
+
+    /// Walks the directory at `offset`: its entries, their values, the data they reference.
+    /// Returns the next directory's offset (0 at the end) and the memory it costs to parse.
+    fn directory(&mut self, offset: u64, pending: &mut Vec<u64>) -> Result<(u64, u64), WalkError> {
+        if self.seen.len() >= MAX_DIRECTORIES {
+            return Err(WalkError::Invalid(format!("bad TIFF: more than {MAX_DIRECTORIES} directories")));
+        }
+        let (count_size, entry_size, next_size) = if self.big { (8, 20, 8) } else { (2, 12, 4) };
+        self.want(offset.saturating_add(count_size), "a directory")?;
+        let n = if self.big {
+            self.endian.u64(self.src.got(), offset as usize)
+        } else {
+            self.endian.u16(self.src.got(), offset as usize)
+        };
+        self.entries = self.entries.saturating_add(n);
+        if self.entries > MAX_ENTRIES {
+            return Err(WalkError::Invalid(format!("bad TIFF: more than {MAX_ENTRIES} directory entries")));
+        }
+        let end = offset + count_size + n * entry_size;
+        self.want(end + next_size, "a directory")?;
+        let mut fields = Vec::new();
+        let mut setup = n * ENTRY_MEMORY;
+        for e in 0..n {
+            let at = (offset + count_size + e * entry_size) as usize;
+            let b = self.src.got();
+            let tag = self.endian.u16(b, at);
+            let kind = self.endian.u16(b, at + 2);
+            let count = if self.big { self.endian.u64(b, at + 4) } else { self.endian.u32(b, at + 4) };
+            let value_at = at + if self.big { 12 } else { 8 };
+            let Some(size) = type_size(kind) else { continue };
+            let bytes = count
+                .checked_mul(size)
+                .ok_or_else(|| WalkError::Invalid(format!("bad TIFF: tag {tag} has too many values")))?;
+            let at = if bytes <= if self.big { 8 } else { 4 } {
+                value_at as u64
+            } else {
+                let off = if self.big { self.endian.u64(b, value_at) } else { self.endian.u32(b, value_at) };
+                self.want(off.saturating_add(bytes), &format!("the data of tag {tag}"))?;
+                off
+            };
+            if SETUP_TAGS.contains(&tag) {
+                if kind == 2 {
+                    return Err(WalkError::Invalid(format!("bad TIFF: tag {tag} holds text")));
+                }
+                setup += count * VALUE_MEMORY;
+            }
+            fields.push(Field { tag, kind, count, at: at as usize });
+        }
+        let next = if self.big {
+            self.endian.u64(self.src.got(), end as usize)
+        } else {
+            self.endian.u32(self.src.got(), end as usize)
+        };
+        // Data referenced as offsets and byte counts: strips, tiles, free space, an old-style JPEG.
+        for (offsets, counts) in [(273, 279), (324, 325), (288, 289), (513, 514)] {
+            let find = |tag| fields.iter().copied().find(|f| f.tag == tag && matches!(f.kind, 3 | 4 | 16));
+            if let (Some(o), Some(c)) = (find(offsets), find(counts)) {
+                for i in 0..o.count.min(c.count) {
+                    let end = self.value(o, i).saturating_add(self.value(c, i));
+                    self.want(end, "a strip or tile")?;
+                }
+            }
+        }
+        // Directories referenced from this one: SubIFDs, Exif, GPS, Interoperability.
+        for f in fields.iter().filter(|f| matches!(f.tag, 330 | 34665 | 34853 | 40965)) {
+            if matches!(f.kind, 4 | 13 | 16 | 18) {
+                pending.extend((0..f.count.min(1 << 10)).map(|i| self.value(*f, i)));
+            }
+        }
+        Ok((next, setup))
+    }
+}
+
+/// Walks one TIFF: its header, every directory, and everything they reference.
+pub(crate) fn walk(src: &mut impl Source) -> Result<TiffWalk, WalkError> {
+    if !src.want(8)? {
+        return Err(WalkError::Ended("TIFF header".into()));
+    }
+    let little = &src.got()[..2] == b"II";
+    let endian = Endian { little };
+    let (big, first) = match endian.u16(src.got(), 2) {
+        42 => (false, endian.u32(src.got(), 4)),
+        43 => {
+            if !src.want(16)? {
+                return Err(WalkError::Ended("TIFF header".into()));
+            }
+            let got = src.got();
+            if endian.u16(got, 4) != 8 || endian.u16(got, 6) != 0 {
+                return Err(WalkError::Invalid("bad BigTIFF header".into()));
+            }
+            (true, endian.u64(got, 8))
+        }
+        v => return Err(WalkError::Invalid(format!("bad TIFF header: version {v}"))),
+    };
+    let mut w =
+        Walker { src, endian, big, extent: if big { 16 } else { 8 }, entries: 0, seen: HashSet::new() };
+    let mut pages = Vec::new();
+    let mut pending = Vec::new();
+    let mut next = first;
+    while next != 0 {
+        if !w.seen.insert(next) {
+            return Err(WalkError::Invalid("bad TIFF: its directories form a cycle".into()));
+        }
+        let (after, setup) = w.directory(next, &mut pending)?;
+        pages.push(setup);
+        next = after;
+    }
+    if pages.is_empty() {
+        return Err(WalkError::Invalid("bad TIFF: no image directory".into()));
+    }
+    while let Some(offset) = pending.pop() {
+        let mut next = offset;
+        while next != 0 && w.seen.insert(next) {
+            next = w.directory(next, &mut pending)?.0;
+        }
+    }
+    let len = usize::try_from(w.extent).map_err(|_| WalkError::Invalid("bad TIFF: too large".into()))?;
+    Ok(TiffWalk { len, pages })
+}
+
+/// The remaining pages of a multi-page TIFF, read one frame at a time from a copy of its bytes.
+pub(crate) struct TiffPages {
+    decoder: Decoder<Cursor<Vec<u8>>>,
+    len: usize,
+    setup: Vec<u64>,
+    next: usize,
+}
+
+impl TiffPages {
+    /// The TIFF's length in bytes, all held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The next page as a frame, or `None` after the last.
+    pub fn next_page(&mut self, budget: &Budget) -> Result<Option<Frame>, FrameError> {
+        let Some(&setup) = self.setup.get(self.next) else { return Ok(None) };
+        self.next += 1;
+        budget.check_memory("this TIFF directory", setup)?;
+        let index = budget.frame;
+        let decoder = &mut self.decoder;
+        guarded(index, "TIFF", || {
+            decoder.next_image().map_err(|e| library_error(index, Encoded::Tiff, e))?;
+            decode_page(decoder, Target::Gray, budget, self.len)
+        })
+        .map(|p| Some(p.into_frame()))
+    }
+}
+
+/// Opens a TIFF at its first page, with limits that keep the `tiff` crate within the budget.
+fn open<R: Read + Seek>(
+    input: R,
+    walk: &TiffWalk,
+    len: usize,
+    budget: &Budget,
+) -> Result<Decoder<R>, FrameError> {
+    budget.check_memory("this TIFF directory", walk.pages[0])?;
+    let decoder = Decoder::new(input).map_err(|e| library_error(budget.frame, Encoded::Tiff, e))?;
+    // Values lie within the file (the walk checked), so no text value is longer than it and the
+    // crate's limit on text is never reached.
+    let values = len.max(usize::try_from(budget.bytes / 4).unwrap_or(usize::MAX));
+    let mut limits = Limits::unlimited();
+    limits.decoding_buffer_size = values;
+    limits.ifd_value_size = values;
+    limits.intermediate_buffer_size = len;
+    Ok(decoder.with_limits(limits))
+}
+
+/// Decodes the first page of a walked TIFF (exactly its bytes); for a multi-page one, also the
+/// decoder of its other pages, over a copy of its bytes.
+pub(crate) fn decode_first(
+    bytes: &[u8],
+    walk: &TiffWalk,
+    target: Target,
+    budget: &Budget,
+) -> Result<(Picture, Option<TiffPages>), FrameError> {
+    let index = budget.frame;
+    let len = bytes.len();
+    if walk.pages.len() == 1 || target == Target::Rgb8 {
+        let picture = guarded(index, "TIFF", || {
+            let mut decoder = open(Cursor::new(bytes), walk, len, budget)?;
+            decode_page(&mut decoder, target, budget, len)
+        })?;
+        return Ok((picture, None));
+    }
+    let held = Budget::new(index, budget.max_pixels, len, len);
+    let copy = bytes.to_vec();
+    guarded(index, "TIFF", || {
+        let mut decoder = open(Cursor::new(copy), walk, len, &held)?;
+        let picture = decode_page(&mut decoder, target, &held, len)?;
+        Ok((picture, Some(TiffPages { decoder, len, setup: walk.pages.clone(), next: 1 })))
+    })
+}
+
+/// How a page's samples become a layout the canvas takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Samples {
+    /// Handed over as they are.
+    As(Layout),
+    /// 1-bit gray, each bit 0 or 255 (as `image` expands it).
+    Bilevel,
+    /// CMYK at 8 or 16 bits, converted to RGB as `image` converts it.
+    Cmyk8,
+    Cmyk16,
+}
+
+impl Samples {
+    fn of(colour: ColorType) -> Option<Samples> {
+        Some(match colour {
+            ColorType::Gray(1) => Samples::Bilevel,
+            ColorType::Gray(8) => Samples::As(Layout::L8),
+            ColorType::Gray(16) => Samples::As(Layout::L16),
+            ColorType::GrayA(8) => Samples::As(Layout::La8),
+            ColorType::GrayA(16) => Samples::As(Layout::La16),
+            ColorType::RGB(8) => Samples::As(Layout::Rgb8),
+            ColorType::RGB(16) => Samples::As(Layout::Rgb16),
+            ColorType::RGBA(8) => Samples::As(Layout::Rgba8),
+            ColorType::RGBA(16) => Samples::As(Layout::Rgba16),
+            ColorType::CMYK(8) => Samples::Cmyk8,
+            ColorType::CMYK(16) => Samples::Cmyk16,
+            ColorType::RGB(32) => Samples::As(Layout::Rgb32F),
+            ColorType::RGBA(32) => Samples::As(Layout::Rgba32F),
+            _ => return None,
+        })
+    }
+
+    /// The layout rows are put into the canvas in.
+    fn layout(self) -> Layout {
+        match self {
+            Samples::As(l) => l,
+            Samples::Bilevel => Layout::L8,
+            Samples::Cmyk8 => Layout::Rgb8,
+            Samples::Cmyk16 => Layout::Rgb16,
+        }
+    }
+
+    /// Bits of one pixel as stored, all samples.
+    fn stored_bits(self) -> u64 {
+        match self {
+            Samples::Bilevel => 1,
+            Samples::Cmyk8 => 32,
+            Samples::Cmyk16 => 64,
+            Samples::As(l) => 8 * l.pixel_bytes() as u64,
+        }
+    }
+
+    fn channels(self) -> u64 {
+        match self {
+            Samples::Bilevel => 1,
+            Samples::Cmyk8 | Samples::Cmyk16 => 4,
+            Samples::As(l) => l.channels() as u64,
+        }
+    }
+}
+
+/// The most bytes a strip or tile of `compression` can give for one stored byte, if bounded by a
+/// ratio; `None` for none and for methods the `tiff` crate does not decode.
+fn expansion(compression: u16) -> Option<u64> {
+    match compression {
+        32773 => Some(64),
+        5 => Some(3641),
+        8 | 32946 => Some(1032),
+        7 => Some(2048),
+        _ => None,
+    }
+}
+
+fn decode_page<R: Read + Seek>(
+    decoder: &mut Decoder<R>,
+    target: Target,
+    budget: &Budget,
+    len: usize,
+) -> Result<Picture, FrameError> {
+    let index = budget.frame;
+    let lib = |e: tiff::TiffError| library_error(index, Encoded::Tiff, e);
+    let (w, h) = decoder.dimensions().map_err(lib)?;
+    let pixels = budget.check_pixels(w as u64, h as u64)? as usize;
+    let colour = decoder.colortype().map_err(lib)?;
+    let samples = Samples::of(colour).ok_or_else(|| {
+        FrameError::invalid(index, format!("bad TIFF image: colour type {colour:?} is not supported"))
+    })?;
+    let float = matches!(samples.layout(), Layout::Rgb32F | Layout::Rgba32F);
+    // As `image`: unsigned integers of 16 bits at most, or 32-bit floats.
+    for format in decoder.find_tag_unsigned_vec::<u16>(Tag::SampleFormat).map_err(lib)?.unwrap_or_default() {
+        if !matches!((format, float), (1, false) | (3, true)) {
+            return Err(FrameError::invalid(
+                index,
+                format!("bad TIFF image: sample format {format} of {colour:?} is not supported"),
+            ));
+        }
+    }
+    let planar = decoder.find_tag_unsigned::<u16>(Tag::PlanarConfiguration).map_err(lib)? == Some(2);
+    if planar && matches!(samples, Samples::Cmyk8 | Samples::Cmyk16) {
+        return Err(FrameError::invalid(index, "bad TIFF image: planar CMYK is not supported"));
+    }
+    let (cw, ch) = decoder.chunk_dimensions();
+    let (cw, ch) = (cw.max(1) as u64, ch.max(1) as u64);
+    let (across, down) = ((w as u64).div_ceil(cw), (h as u64).div_ceil(ch));
+    let planes = if planar { samples.channels() } else { 1 };
+    let counts_tag = match decoder.get_chunk_type() {
+        tiff::decoder::ChunkType::Strip => Tag::StripByteCounts,
+        tiff::decoder::ChunkType::Tile => Tag::TileByteCounts,
+    };
+    let counts = decoder.find_tag_unsigned_vec::<u64>(counts_tag).map_err(lib)?.unwrap_or_default();
+    let compression = decoder.find_tag_unsigned::<u16>(Tag::Compression).map_err(lib)?.unwrap_or(1);
+    // Bits of a chunk's data as stored in one plane; the data of the last strip or of edge tiles
+    // is cut to the image.
+    let plane_bits = samples.stored_bits() / planes;
+    let stored = |i: u64| {
+        let (x, y) = (i % across, i / across % down);
+        let dw = cw.min(w as u64 - x * cw);
+        let dh = ch.min(h as u64 - y * ch);
+        dh * (dw * plane_bits).div_ceil(8)
+    };
+    let too_small = |i: u64, least: u64| {
+        FrameError::invalid(
+            index,
+            format!(
+                "bad TIFF: strip or tile {i} holds {} stored bytes, too few for its pixels (at least {least}): \
+                 damaged or hostile input",
+                counts.get(i as usize).copied().unwrap_or(0)
+            ),
+        )
+    };
+    let chunks = (across * down * planes).min(counts.len() as u64);
+    match (compression, expansion(compression)) {
+        (1, _) => {
+            let total: u64 = (0..chunks).map(stored).sum();
+            if total > len as u64 {
+                return Err(FrameError::invalid(
+                    index,
+                    format!("truncated TIFF: its pixels need {total} bytes, and it has {len}"),
+                ));
+            }
+        }
+        (4, _) => {
+            // CCITT Group 4 codes a row in one bit at the least.
+            for i in 0..chunks {
+                let rows = stored(i) / (cw * plane_bits).div_ceil(8).max(1);
+                if rows.div_ceil(8) > counts[i as usize] {
+                    return Err(too_small(i, rows.div_ceil(8)));
+                }
+            }
+        }
+        (_, Some(ratio)) => {
+            for i in 0..chunks {
+                if stored(i) > ratio.saturating_mul(counts[i as usize]) {
+                    return Err(too_small(i, stored(i).div_ceil(ratio)));
+                }
+            }
+        }
+        _ => {}
+    }
+    let layout = samples.layout();
+    let unit = decoder.image_coding_unit_layout(TiffCodingUnit(0)).map_err(lib)?;
+    let unit_len = unit.complete_len.max(unit.len) as u64;
+    let row_pixels = cw as usize;
+    let mut need = (pixels * layout.target_bytes(target)) as u64 + unit_len + 16 * counts.len() as u64;
+    need += (row_pixels * layout.pixel_bytes()) as u64 + (256 << 10);
+    if compression == 7 {
+        // zune-jpeg inside the tiff crate: the stored chunk, its output and planes, its rows.
+        need += counts.iter().copied().max().unwrap_or(0) + 4 * unit_len + 512 * cw;
+    }
+    budget.check_memory(&format!("this {w}x{h} TIFF"), need)?;
+    let mut canvas = Canvas::new(target, layout, pixels);
+    let mut buffer = vec![0u8; unit_len as usize];
+    let mut row = vec![0u8; row_pixels * layout.pixel_bytes()];
+    for i in 0..(across * down) as u32 {
+        let unit = decoder.image_coding_unit_layout(TiffCodingUnit(i)).map_err(lib)?;
+        let size = unit.complete_len.max(unit.len);
+        let buf = buffer
+            .get_mut(..size)
+            .ok_or_else(|| FrameError::invalid(index, "bad TIFF: a chunk larger than the first"))?;
+        decoder.read_coding_unit_bytes(TiffCodingUnit(i), buf).map_err(lib)?;
+        let (dw, dh) = decoder.chunk_data_dimensions(i);
+        let (x0, y0) = ((i as u64 % across * cw) as usize, (i as u64 / across * ch) as usize);
+        let stride = unit.row_stride.map_or(0, |s| s.get());
+        let plane = unit.plane_stride.map_or(0, |s| s.get());
+        for r in 0..dh as usize {
+            let y = y0 + r;
+            let data = &buf[r * stride..];
+            let px = dw as usize;
+            let out = &mut row[..px * layout.pixel_bytes()];
+            match samples {
+                Samples::Bilevel => {
+                    for (k, o) in out.iter_mut().enumerate() {
+                        *o = (data[k / 8] >> (7 - k % 8) & 1) * 255;
+                    }
+                }
+                Samples::Cmyk8 => {
+                    for (k, o) in out.chunks_exact_mut(3).enumerate() {
+                        o.copy_from_slice(&cmyk_to_rgb(&data[4 * k..4 * k + 4]));
+                    }
+                }
+                Samples::Cmyk16 => {
+                    for (k, o) in out.chunks_exact_mut(6).enumerate() {
+                        let s = |c: usize| u16::from_ne_bytes([data[8 * k + 2 * c], data[8 * k + 2 * c + 1]]);
+                        let rgb = cmyk16_to_rgb([s(0), s(1), s(2), s(3)]);
+                        for (c, v) in rgb.iter().enumerate() {
+                            o[2 * c..2 * c + 2].copy_from_slice(&v.to_ne_bytes());
+                        }
+                    }
+                }
+                Samples::As(l) if planar => {
+                    let sb = l.sample_bytes();
+                    for (k, o) in out.chunks_exact_mut(l.pixel_bytes()).enumerate() {
+                        for c in 0..l.channels() {
+                            let at = c * plane + r * stride + k * sb;
+                            o[c * sb..(c + 1) * sb].copy_from_slice(&buf[at..at + sb]);
+                        }
+                    }
+                }
+                Samples::As(_) => out.copy_from_slice(&data[..out.len()]),
+            }
+            canvas.put(layout, Order::Native, out, |k| y * w as usize + x0 + k);
+        }
+    }
+    Ok(Picture { width: w as usize, height: h as usize, canvas })
+}
+
+/// CMYK to RGB as `image` converts it, truncating.
+fn cmyk_to_rgb(cmyk: &[u8]) -> [u8; 3] {
+    let k = 1.0 - cmyk[3] as f32 / 255.0;
+    [
+        ((255.0 - cmyk[0] as f32) * k) as u8,
+        ((255.0 - cmyk[1] as f32) * k) as u8,
+        ((255.0 - cmyk[2] as f32) * k) as u8,
+    ]
+}
+
+fn cmyk16_to_rgb(cmyk: [u16; 4]) -> [u16; 3] {
+    let k = 1.0 - cmyk[3] as f32 / 65535.0;
+    [
+        ((65535.0 - cmyk[0] as f32) * k) as u16,
+        ((65535.0 - cmyk[1] as f32) * k) as u16,
+        ((65535.0 - cmyk[2] as f32) * k) as u16,
+    ]
+}
