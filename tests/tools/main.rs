@@ -8,6 +8,7 @@ mod edges;
 mod equalize;
 mod frames;
 mod hough;
+mod huge;
 mod opencv;
 mod pad;
 mod rotate;
