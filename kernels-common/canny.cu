@@ -49,16 +49,12 @@ extern "C" __global__ void gauss_cols(const float* __restrict__ tmp, u32 w, u32 
 // is an atomic one (a plain access racing with an atomic is a data race: its value is undefined in
 // the PTX memory model, and compute-sanitizer's racecheck reports it in shared memory). Shortening
 // is atomicMin, not a store: labels only ever decrease, each value naming an ancestor, so a
-// shortening that arrives late cannot lengthen a path another thread shortened meanwhile. Loads
-// are written in PTX: an atomic add of 0 in C++ is an idempotent update, which the compiler may
-// turn back into a plain load.
+// shortening that arrives late cannot lengthen a path another thread shortened meanwhile. In
+// shared memory a load is a compare-and-swap of 0 for 0 (a no-op write): an idempotent atomic
+// update such as adding 0 may be turned back into a plain load by the compiler.
 struct SharedLabels {
     u32* at;
-    __device__ __forceinline__ u32 load(u32 i) const {
-        u32 v;
-        asm volatile("atom.shared.or.b32 %0, [%1], 0;" : "=r"(v) : "r"((u32)__cvta_generic_to_shared(at + i)) : "memory");
-        return v;
-    }
+    __device__ __forceinline__ u32 load(u32 i) const { return atomicCAS(at + i, 0u, 0u); }
     __device__ __forceinline__ void lower(u32 i, u32 v) const { atomicMin(at + i, v); }
     __device__ __forceinline__ u32 hook(u32 root, u32 under) const { return atomicCAS(at + root, root, under); }
 };
@@ -152,28 +148,53 @@ extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
     __shared__ int mag[CANNY_TH + 2][CANNY_TW + 2];
     __shared__ u8 kept[CANNY_TH][CANNY_TW];
     __shared__ u32 local[CANNY_TH * CANNY_TW];
-    const int tid = threadIdx.y * CANNY_BX + threadIdx.x;
+    const int bx = threadIdx.x, by = threadIdx.y;
     u32 x0, y0;
     canny_tile(w, &x0, &y0);
-    for (int k = tid; k < (CANNY_TH + 4) * (CANNY_TW + 4); k += CANNY_BX * CANNY_BY) {
-        const int ly = k / (CANNY_TW + 4), lx = k - ly * (CANNY_TW + 4);
-        in[ly][lx] = src[(u64)clampi((i64)y0 - 2 + ly, h) * w + clampi((i64)x0 - 2 + lx, w)];
-    }
-    __syncthreads();
-    for (int k = tid; k < (CANNY_TH + 2) * (CANNY_TW + 2); k += CANNY_BX * CANNY_BY) {
-        const int ly = k / (CANNY_TW + 2), lx = k - ly * (CANNY_TW + 2);
-        const i64 gx = (i64)x0 - 1 + lx, gy = (i64)y0 - 1 + ly;
-        int m = 0;
-        if (gx >= 0 && gy >= 0 && gx < (i64)w && gy < (i64)h) {
-            int dx, dy;
-            canny_sobel(in, lx + 1, ly + 1, dx, dy);
-            m = l2 ? dx * dx + dy * dy : abs(dx) + abs(dy);
+    // Thread (bx, by) loads columns bx + 32 j and rows by + 8 i of `in`: the clamped frame
+    // coordinates are worked out once per column and per row, in 64 bits (x0 + a column may pass
+    // 2^32 on a frame one row high).
+    constexpr int IN_COLS = (CANNY_TW + 4 + CANNY_BX - 1) / CANNY_BX, IN_ROWS = (CANNY_TH + 4 + CANNY_BY - 1) / CANNY_BY;
+    u32 cx[IN_COLS];
+#pragma unroll
+    for (int j = 0; j < IN_COLS; j++) cx[j] = clampi((i64)x0 - 2 + bx + CANNY_BX * j, w);
+#pragma unroll
+    for (int i = 0; i < IN_ROWS; i++) {
+        const int ly = by + CANNY_BY * i;
+        if (ly >= CANNY_TH + 4) break;
+        const u8* row = src + (u64)clampi((i64)y0 - 2 + ly, h) * w;
+#pragma unroll
+        for (int j = 0; j < IN_COLS; j++) {
+            const int lx = bx + CANNY_BX * j;
+            if (lx < CANNY_TW + 4) in[ly][lx] = row[cx[j]];
         }
-        mag[ly][lx] = m;
     }
     __syncthreads();
-    for (int ty = threadIdx.y; ty < CANNY_TH; ty += CANNY_BY) {
-        for (int tx = threadIdx.x; tx < CANNY_TW; tx += CANNY_BX) {
+    constexpr int MAG_COLS = (CANNY_TW + 2 + CANNY_BX - 1) / CANNY_BX, MAG_ROWS = (CANNY_TH + 2 + CANNY_BY - 1) / CANNY_BY;
+    bool col_inside[MAG_COLS];
+#pragma unroll
+    for (int j = 0; j < MAG_COLS; j++) col_inside[j] = (i64)x0 - 1 + bx + CANNY_BX * j >= 0 && (i64)x0 - 1 + bx + CANNY_BX * j < (i64)w;
+#pragma unroll
+    for (int i = 0; i < MAG_ROWS; i++) {
+        const int ly = by + CANNY_BY * i;
+        if (ly >= CANNY_TH + 2) break;
+        const bool row_inside = (i64)y0 - 1 + ly >= 0 && (i64)y0 - 1 + ly < (i64)h;
+#pragma unroll
+        for (int j = 0; j < MAG_COLS; j++) {
+            const int lx = bx + CANNY_BX * j;
+            if (lx >= CANNY_TW + 2) break;
+            int m = 0;
+            if (row_inside && col_inside[j]) {
+                int dx, dy;
+                canny_sobel(in, lx + 1, ly + 1, dx, dy);
+                m = l2 ? dx * dx + dy * dy : abs(dx) + abs(dy);
+            }
+            mag[ly][lx] = m;
+        }
+    }
+    __syncthreads();
+    for (int ty = by; ty < CANNY_TH; ty += CANNY_BY) {
+        for (int tx = bx; tx < CANNY_TW; tx += CANNY_BX) {
             const u64 gx = (u64)x0 + tx, gy = (u64)y0 + ty;
             // The pixel is mag[ty + 1][tx + 1] and in[ty + 2][tx + 2].
             const int* ma = mag[ty];
@@ -200,26 +221,35 @@ extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
         }
     }
     __syncthreads();
-    // Each kept pixel joins its kept neighbours W, NW, N and NE inside the tile: every 8-connected
-    // pair of the tile once.
+    // Each kept pixel joins some of its kept neighbours NW, N, NE and W inside the tile, those
+    // that the decision tree of Wu, Otoo and Suzuki (2009) for 8-connected scans picks: N alone
+    // if it is kept; else NE if kept, and NW if kept, else W. The others are joined to the picked
+    // ones by their own turns (NW is N's west neighbour, N is NE's and W's; NW is W's north one),
+    // so by induction in raster order every pair of kept neighbours ends up joined, with at most
+    // two unions a pixel instead of four.
     const SharedLabels tile{local};
-    for (int ty = threadIdx.y; ty < CANNY_TH; ty += CANNY_BY) {
-        for (int tx = threadIdx.x; tx < CANNY_TW; tx += CANNY_BX) {
+    for (int ty = by; ty < CANNY_TH; ty += CANNY_BY) {
+        for (int tx = bx; tx < CANNY_TW; tx += CANNY_BX) {
             if (kept[ty][tx] == CANNY_NONE) continue;
             const u32 k = ty * CANNY_TW + tx;
-            if (tx > 0 && kept[ty][tx - 1] != CANNY_NONE) canny_union(tile, k, k - 1);
-            if (ty > 0) {
-                if (tx > 0 && kept[ty - 1][tx - 1] != CANNY_NONE) canny_union(tile, k, k - CANNY_TW - 1);
-                if (kept[ty - 1][tx] != CANNY_NONE) canny_union(tile, k, k - CANNY_TW);
-                if (tx + 1 < CANNY_TW && kept[ty - 1][tx + 1] != CANNY_NONE) canny_union(tile, k, k - CANNY_TW + 1);
+            const bool w_ = tx > 0 && kept[ty][tx - 1] != CANNY_NONE;
+            const bool nw = ty > 0 && tx > 0 && kept[ty - 1][tx - 1] != CANNY_NONE;
+            const bool n = ty > 0 && kept[ty - 1][tx] != CANNY_NONE;
+            const bool ne = ty > 0 && tx + 1 < CANNY_TW && kept[ty - 1][tx + 1] != CANNY_NONE;
+            if (n) {
+                canny_union(tile, k, k - CANNY_TW);
+            } else {
+                if (ne) canny_union(tile, k, k - CANNY_TW + 1);
+                if (nw) canny_union(tile, k, k - CANNY_TW - 1);
+                else if (w_) canny_union(tile, k, k - 1);
             }
         }
     }
     __syncthreads();
     // Every union is done: from here `local` is only read, so plain loads walk to the roots (no
     // shortening, which would write).
-    for (int ty = threadIdx.y; ty < CANNY_TH; ty += CANNY_BY) {
-        for (int tx = threadIdx.x; tx < CANNY_TW; tx += CANNY_BX) {
+    for (int ty = by; ty < CANNY_TH; ty += CANNY_BY) {
+        for (int tx = bx; tx < CANNY_TW; tx += CANNY_BX) {
             // Kept pixels are all inside the frame.
             if (kept[ty][tx] == CANNY_NONE) continue;
             u32 r = ty * CANNY_TW + tx, p;
