@@ -39,8 +39,9 @@ __device__ __forceinline__ u32 vote(u32 p, u32 w, float c, float s, u32 offset) 
 extern "C" __global__ void hough_vote_global(const u32* __restrict__ points, const u32* __restrict__ count, u32 w,
                                              const float* __restrict__ cosT, const float* __restrict__ sinT,
                                              u32 numangle, u32 numrho, u32 offset, u32* acc) {
-    const u32 total = *count;
-    for (u32 k = blockIdx.x * blockDim.x + threadIdx.x; k < total; k += gridDim.x * blockDim.x) {
+    // 64-bit steps: a list of nearly 2^32 points would wrap a 32-bit index past its end.
+    const u64 total = *count;
+    for (u64 k = (u64)blockIdx.x * blockDim.x + threadIdx.x; k < total; k += (u64)gridDim.x * blockDim.x) {
         const u32 p = points[k];
         for (u32 a = blockIdx.y; a < numangle; a += gridDim.y)
             atomicAdd(&acc[(u64)a * numrho + vote(p, w, cosT[a], sinT[a], offset)], 1u);
@@ -60,8 +61,8 @@ extern "C" __global__ void hough_vote_shared(const u32* __restrict__ points, con
     for (u32 k = threadIdx.x; k < len; k += blockDim.x) hist[k] = 0;
     __syncthreads();
     const float c = cosT[a], s = sinT[a];
-    const u32 total = *count;
-    for (u32 k = threadIdx.x; k < total; k += blockDim.x) {
+    const u64 total = *count;
+    for (u64 k = threadIdx.x; k < total; k += blockDim.x) {
         const u32 r = vote(points[k], w, c, s, offset) - first;  // wraps when below the range
         if (r < len) atomicAdd(&hist[r], 1u);
     }

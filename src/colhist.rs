@@ -82,6 +82,8 @@ Example:
 
     fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let op = self.params.for_frame(&frame).map_err(|e| Error::op(cx.index, e))?;
+        // The matrix of counts, as large as the PGM it may become, is refused before it is made.
+        cx.check_pixels(if op.rows { frame.height } else { frame.width }, op.bins as usize)?;
         let column = match &self.line {
             Some(line) => Some(line_column(cx, &frame, line)?),
             None => None,

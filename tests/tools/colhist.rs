@@ -262,6 +262,13 @@ fn option_errors() {
         run_err("colhist", &["--line", "0,0,10,10"], &camera, 2).contains("frame 1: --line is not vertical")
     );
     assert!(run_err("colhist", &["--line", "600,0,600,10"], &camera, 2).contains("outside"));
+    // The matrix of counts is held to --max-pixels like any output: 300 columns x 256 bins.
+    let wide = stream(&[random_frame(&mut rng(), 300, 2, 255)]);
+    let limit = ["--max-pixels", "1000"];
+    assert!(
+        run_err("colhist", &limit, &wide, 2).contains("frame 1: the output would be 300x256, 76800 pixels")
+    );
+    assert!(!run_ok("colhist", "cpu", &[&limit[..], &["--rows"]].concat(), &wide).is_empty());
 }
 
 /// CPU and GPU count the same: random frames, sizes, bins (past shared memory too), columns and
@@ -308,9 +315,7 @@ fn gpu_matches_cpu_on_random_frames() {
 /// The pipelines of the issue on both backends, 8- and 16-bit, single frames and a stream.
 #[test]
 fn gpu_pipelines_match_cpu() {
-    if gpu().is_none() {
-        return;
-    }
+    let Some(_gpu) = gpu() else { return };
     let frames = [fixture_frame("camera.pgm"), fixture_frame("dem16.pgm"), fixture_frame("coins.pgm")];
     let inputs = [fixture_bytes("camera.pgm"), fixture_bytes("dem16.pgm"), stream(&frames)];
     for input in &inputs {

@@ -2,9 +2,11 @@
 //! frames, and the GPU gate.
 #![allow(dead_code)]
 
+use std::ops::Deref;
 use std::path::PathBuf;
 use std::process::Command as StdCommand;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use assert_cmd::Command;
 use histopipe_frame::{Format, Frame, FrameReader, FrameWriter, Pixels, ReadOptions, WriteOptions};
@@ -112,9 +114,40 @@ pub fn rng() -> fastrand::Rng {
     fastrand::Rng::with_seed(seed)
 }
 
+/// Held by every test using the GPU while it does: shared by most, taken alone by a test that
+/// fills the GPU's memory on purpose (see [`gpu_alone`]), which would make the others fail.
+static GPU_USERS: RwLock<()> = RwLock::new(());
+
+/// A GPU, lent to one test: it dereferences to the [`Gpu`], and keeps the test's share of the
+/// GPU until dropped. Tests that only run the tools bind it (`let Some(_gpu) = gpu()`) to keep
+/// their share while the tools run.
+pub struct GpuLease<G> {
+    gpu: Gpu,
+    _users: G,
+}
+
+impl<G> Deref for GpuLease<G> {
+    type Target = Gpu;
+    fn deref(&self) -> &Gpu {
+        &self.gpu
+    }
+}
+
 /// The GPU gate: a GPU if one is usable; `None` (test skipped) if not, unless
 /// HISTOPIPE_REQUIRE_GPU=1, where a missing GPU fails the test.
-pub fn gpu() -> Option<Gpu> {
+pub fn gpu() -> Option<GpuLease<RwLockReadGuard<'static, ()>>> {
+    let users = GPU_USERS.read().unwrap_or_else(|e| e.into_inner());
+    open_gpu().map(|gpu| GpuLease { gpu, _users: users })
+}
+
+/// [`gpu`] for a test that must have the GPU to itself: it waits until no other test of this
+/// process uses it, and keeps the others waiting until it is done.
+pub fn gpu_alone() -> Option<GpuLease<RwLockWriteGuard<'static, ()>>> {
+    let users = GPU_USERS.write().unwrap_or_else(|e| e.into_inner());
+    open_gpu().map(|gpu| GpuLease { gpu, _users: users })
+}
+
+fn open_gpu() -> Option<Gpu> {
     match Gpu::open(0) {
         Ok(g) => Some(g),
         Err(e) if std::env::var("HISTOPIPE_REQUIRE_GPU").as_deref() == Ok("1") => {

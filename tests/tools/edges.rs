@@ -159,12 +159,27 @@ fn gpu_hysteresis_follows_long_weak_chains() {
     assert_eq!(cpu, canny.gpu(&gpu, &frame).unwrap());
 }
 
+/// Frames of more tile rows than a grid dimension holds (65535 rows of 16-pixel tiles), a pixel
+/// or three wide: the GPU's tiles are numbered along one grid dimension.
+#[test]
+fn gpu_matches_cpu_on_frames_taller_than_65535_tile_rows() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    for (w, h) in [(1, 65535 * 16 + 1), (3, 1 << 20 | 77)] {
+        let frame = structured_frame(&mut rng, w, h);
+        for blur in [None, Some(1.0)] {
+            let canny = Canny { low: 20.0, high: 60.0, l2: false, blur };
+            let cpu = canny.cpu(&frame).unwrap();
+            assert!(samples(&cpu).contains(&255), "{w}x{h}: no edges to compare");
+            assert!(cpu == canny.gpu(&gpu, &frame).unwrap(), "{w}x{h} {canny:?}");
+        }
+    }
+}
+
 /// The binaries agree on every fixture, and on a stream through one process.
 #[test]
 fn gpu_backend_matches_cpu_backend_on_fixtures() {
-    if gpu().is_none() {
-        return;
-    }
+    let Some(_gpu) = gpu() else { return };
     for name in PGM_FIXTURES {
         let input = fixture_bytes(name);
         for args in [&["--low", "30", "--high", "90"][..], &["--l2", "--blur", "1.5"]] {
@@ -192,13 +207,14 @@ fn gpu_timings() {
     let src = gpu.upload::<u8>("bench.in", &samples(&frame)).unwrap();
     let mut map = gpu.buffer::<u8>("bench.map", n).unwrap();
     let mut labels = gpu.buffer::<u32>("bench.labels", n).unwrap();
+    let mut strong = gpu.buffer::<u32>("bench.strong", Canny::strong_words(n)).unwrap();
     let mut dst = gpu.buffer::<u8>("bench.out", n).unwrap();
     let nms =
         gpu_time_ms(&gpu, 20, || canny.launch_gradient_nms(&gpu, &src, w, h, &mut map, &mut labels).unwrap());
     let all = gpu_time_ms(&gpu, 20, || {
         canny.launch_gradient_nms(&gpu, &src, w, h, &mut map, &mut labels).unwrap();
-        Canny::launch_hysteresis(&gpu, &mut map, &mut labels, w, h).unwrap();
-        Canny::launch_finish(&gpu, &map, &labels, n, &mut dst).unwrap();
+        Canny::launch_hysteresis(&gpu, &map, &mut labels, &mut strong, w, h).unwrap();
+        Canny::launch_finish(&gpu, &map, &labels, &strong, n, &mut dst).unwrap();
     });
     let mut out = vec![0u8; n];
     gpu.download(&dst, &mut out).unwrap();

@@ -232,9 +232,7 @@ fn gpu_matches_cpu_on_awkward_frames() {
 
 #[test]
 fn gpu_backend_matches_opencv_and_cpu_on_fixtures() {
-    if gpu().is_none() {
-        return;
-    }
+    let Some(_gpu) = gpu() else { return };
     let frames: Vec<Frame> = PGM_FIXTURES.iter().map(|n| fixture_frame(n)).collect();
     let expected = opencv_equalize(&frames);
     for (name, want) in PGM_FIXTURES.iter().zip(expected) {

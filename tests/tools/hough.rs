@@ -234,9 +234,7 @@ fn gpu_matches_cpu() {
 
 #[test]
 fn gpu_backend_matches_cpu_backend_in_the_pipeline() {
-    if gpu().is_none() {
-        return;
-    }
+    let Some(_gpu) = gpu() else { return };
     for name in ["page.pgm", "brick.pgm", "chessboard.pgm"] {
         let input = fixture_bytes(name);
         let e_cpu = run_ok("edges", "cpu", &[], &input);

@@ -91,9 +91,7 @@ fn gpu_matches_cpu_on_random_frames() {
 /// The binaries agree too, on every real fixture and a 16-bit one.
 #[test]
 fn gpu_backend_matches_cpu_backend_on_fixtures() {
-    if gpu().is_none() {
-        return;
-    }
+    let Some(_gpu) = gpu() else { return };
     for name in PGM_FIXTURES.iter().chain(&["dem16.pgm"]) {
         let input = fixture_bytes(name);
         let cpu = run_ok("pad", "cpu", &["--fill", "7"], &input);
@@ -109,9 +107,7 @@ fn gpu_backend_matches_cpu_backend_on_fixtures() {
 /// The first GPU run compiles and caches its kernels; an unwritable cache is skipped silently.
 #[test]
 fn gpu_kernel_cache_is_written_and_an_unwritable_one_is_skipped() {
-    if gpu().is_none() {
-        return;
-    }
+    let Some(_gpu) = gpu() else { return };
     let input = fixture_bytes("coins.pgm");
     let dir = std::env::temp_dir().join(format!("histopipe-cache-{}", std::process::id()));
     let run = |cache: &std::path::Path| {

@@ -219,9 +219,7 @@ fn gpu_matches_cpu_on_random_frames() {
 /// The binaries agree too, on the fixtures and a stream, both interpolations.
 #[test]
 fn gpu_backend_matches_cpu_backend_on_fixtures() {
-    if gpu().is_none() {
-        return;
-    }
+    let Some(_gpu) = gpu() else { return };
     for name in PGM_FIXTURES.iter().chain(&["dem16.pgm"]) {
         let padded = run_ok("pad", "cpu", &[], &fixture_bytes(name));
         for args in [&["45"][..], &["-33.7", "--bilinear", "--fill", "9"], &["90"], &["--line", "0,0,100,60"]]

@@ -449,8 +449,8 @@ fn edges_gradient(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
 }
 
 /// `edges --low 50 --high 150` (L1, no blur), the whole of `Canny::gpu` but its upload and
-/// download: the fused gradient / suppression / threshold kernel, hysteresis by union-find (two
-/// kernels) and the 0/255 output; nothing waits on the host.
+/// download: the fused gradient / suppression / threshold kernel, hysteresis by union-find (a
+/// memset and two kernels) and the 0/255 output; nothing waits on the host.
 fn edges(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
     let (w, h) = (input.width, input.height);
     let n = w * h;
@@ -458,11 +458,12 @@ fn edges(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
     let stream = gpu.stream();
     let mut map = stream.alloc_zeros::<u8>(n)?;
     let mut labels = stream.alloc_zeros::<u32>(n)?;
+    let mut strong = stream.alloc_zeros::<u32>(Canny::strong_words(n))?;
     let case = Case::new(n, 2 * n, sets.count(), move |gpu, i| {
         let (src, dst) = sets.pair(i);
         CANNY.launch_gradient_nms(gpu, src, w, h, &mut map, &mut labels)?;
-        Canny::launch_hysteresis(gpu, &mut map, &mut labels, w, h)?;
-        Canny::launch_finish(gpu, &map, &labels, n, dst)?;
+        Canny::launch_hysteresis(gpu, &map, &mut labels, &mut strong, w, h)?;
+        Canny::launch_finish(gpu, &map, &labels, &strong, n, dst)?;
         Ok(())
     });
     Ok(case.with_cpu(move |frame| {

@@ -131,11 +131,19 @@ impl Gpu {
         len: usize,
     ) -> Result<Buffer<'_, T>, GpuError> {
         let key = (slot, TypeId::of::<T>());
-        let pooled =
-            self.device_pool.borrow_mut().remove(&key).and_then(|b| b.downcast::<CudaSlice<T>>().ok());
+        // A pooled buffer too small is freed here, before its successor is allocated.
+        let pooled = self
+            .device_pool
+            .borrow_mut()
+            .remove(&key)
+            .and_then(|b| b.downcast::<CudaSlice<T>>().ok())
+            .filter(|s| s.len() >= len);
         let slice = match pooled {
-            Some(s) if s.len() >= len => *s,
-            _ => unsafe { self.stream.alloc::<T>(len.max(1)) }?,
+            Some(s) => *s,
+            None => unsafe { self.stream.alloc::<T>(len.max(1)) }.map_err(|e| {
+                let bytes = len.max(1) as u128 * std::mem::size_of::<T>() as u128;
+                GpuError(format!("cannot allocate {bytes} bytes of GPU memory ({slot}): {e}"))
+            })?,
         };
         Ok(Buffer { gpu: self, slot, slice: ManuallyDrop::new(slice) })
     }

@@ -23,6 +23,7 @@ use histopipe_frame::{Frame, Pixels, Samples};
 use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use histopipe_gpu::kernels;
 
+use crate::histogram::check_len;
 use crate::{Gpu, Op, OpError};
 
 /// OpenCV's fixed-point tan(22.5°): round(0.4142135623730950488 · 2^15).
@@ -304,6 +305,15 @@ fn grid(n: usize, block: u32) -> u32 {
 const NMS_TILE: (u32, u32) = (128, 16);
 const NMS_BLOCK: (u32, u32) = (32, 8);
 
+/// The tiles of `canny_nms` for a w x h frame, the length of its one-dimensional grid (tiles in
+/// frame order; canny_tile in canny.cu finds a block's tile), or `None` beyond the grid's 2^31 - 1
+/// blocks. A frame of fewer than 2^32 pixels has fewer than 2^29 tiles: (w / 128 + 1)(h / 16 + 1)
+/// is at most 2^32 / 2048 + 2^32 / 16 + 2^32 / 128 + 1.
+fn nms_tiles(w: usize, h: usize) -> Option<u32> {
+    let tiles = w.div_ceil(NMS_TILE.0 as usize).checked_mul(h.div_ceil(NMS_TILE.1 as usize))?;
+    u32::try_from(tiles).ok().filter(|&t| t <= i32::MAX as u32)
+}
+
 impl Canny {
     /// Queues the blur kernels: `src` (w x h) through `tmp` (f32, w x h) into `dst`; `weights`
     /// holds [`gaussian_weights`].
@@ -318,8 +328,20 @@ impl Canny {
         tmp: &mut CudaSlice<f32>,
         dst: &mut CudaSlice<u8>,
     ) -> Result<(), OpError> {
+        let n = w * h;
+        if n == 0 {
+            return Ok(());
+        }
+        Self::checked_tiles(w, h)?;
+        check_len("blur input", src.len(), n)?;
+        check_len("blur weights", weights.len(), taps)?;
+        check_len("blur rows", tmp.len(), n)?;
+        check_len("blur output", dst.len(), n)?;
+        if taps % 2 == 0 {
+            return Err(OpError::invalid(format!("a blur of {taps} taps (an odd number is needed)")));
+        }
         let cfg =
-            LaunchConfig { grid_dim: (grid(w * h, 256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+            LaunchConfig { grid_dim: (grid(n, 256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         let (w32, h32, r) = (w as u32, h as u32, (taps / 2) as u32);
         let f = gpu.function(&kernels::CANNY, "gauss_rows")?;
         let mut l = gpu.stream().launch_builder(&f);
@@ -350,8 +372,13 @@ impl Canny {
             return Ok(());
         }
         let (low, high) = self.thresholds();
+        let tiles = Self::checked_tiles(w, h)?;
+        let n = w * h;
+        check_len("edges' input", src.len(), n)?;
+        check_len("edges' map", map.len(), n)?;
+        check_len("edges' labels", labels.len(), n)?;
         let cfg = LaunchConfig {
-            grid_dim: ((w as u32).div_ceil(NMS_TILE.0), (h as u32).div_ceil(NMS_TILE.1), 1),
+            grid_dim: (tiles, 1, 1),
             block_dim: (NMS_BLOCK.0, NMS_BLOCK.1, 1),
             shared_mem_bytes: 0,
         };
@@ -363,21 +390,39 @@ impl Canny {
         Ok(())
     }
 
-    /// Whether a w x h frame fits the GPU backend: `labels` holds pixel indices in 32 bits, and
-    /// the tiles' rows are a grid dimension (at most 65535).
+    /// Whether a w x h frame fits the GPU backend: `labels` holds pixel indices in 32 bits, so
+    /// frames need fewer than 2^32 pixels (their tiles then fit the grid, see [`nms_tiles`]).
     pub fn gpu_size_ok(w: usize, h: usize) -> bool {
-        w.checked_mul(h).is_some_and(|n| n < u32::MAX as usize) && h.div_ceil(NMS_TILE.1 as usize) <= 65535
+        w.checked_mul(h).is_some_and(|n| n <= u32::MAX as usize) && nms_tiles(w, h).is_some()
+    }
+
+    /// The grid of `canny_nms` and `canny_union_borders`, or the error for a frame too large.
+    fn checked_tiles(w: usize, h: usize) -> Result<u32, OpError> {
+        match nms_tiles(w, h) {
+            Some(tiles) if Self::gpu_size_ok(w, h) => Ok(tiles),
+            _ => Err(OpError::invalid(format!(
+                "{w}x{h} is too large for the GPU backend of edges: it takes frames of fewer than 2^32 pixels"
+            ))),
+        }
+    }
+
+    /// The length of the bit set of strong roots that [`Canny::launch_hysteresis`] and
+    /// [`Canny::launch_finish`] share, for `n` pixels: one bit per pixel, in 32-bit words.
+    pub fn strong_words(n: usize) -> usize {
+        n.div_ceil(32)
     }
 
     /// Queues the rest of hysteresis over the `map` and `labels` of [`Canny::launch_gradient_nms`]
-    /// (w x h): union-find joins the tiles' components across tile borders, then the paths to
-    /// the roots are shortened and the roots of components holding a strong pixel become
-    /// STRONG. Two kernels, no host round trip; the result does not depend on scheduling (the
-    /// components are unique).
+    /// (w x h): union-find joins the tiles' components across tile borders, then every kept
+    /// pixel's label is pointed at its component's root and the roots of components holding a
+    /// strong pixel get their bit in `strong` (at least [`Canny::strong_words`] long; zeroed
+    /// here). A memset and two kernels, no host round trip; the result does not depend on
+    /// scheduling (the components are unique).
     pub fn launch_hysteresis(
         gpu: &Gpu,
-        map: &mut CudaSlice<u8>,
+        map: &CudaSlice<u8>,
         labels: &mut CudaSlice<u32>,
+        strong: &mut CudaSlice<u32>,
         w: usize,
         h: usize,
     ) -> Result<(), OpError> {
@@ -385,44 +430,54 @@ impl Canny {
         if n == 0 {
             return Ok(());
         }
+        let tiles = Self::checked_tiles(w, h)?;
+        check_len("edges' map", map.len(), n)?;
+        check_len("edges' labels", labels.len(), n)?;
+        check_len("edges' strong roots", strong.len(), Self::strong_words(n))?;
+        gpu.stream().memset_zeros(&mut strong.slice_mut(..Self::strong_words(n)))?;
         let (w32, h32, n64) = (w as u32, h as u32, n as u64);
         // One block per tile of canny_nms, one thread per pixel of its top row and side columns.
         let border = LaunchConfig {
-            grid_dim: (w32.div_ceil(NMS_TILE.0), h32.div_ceil(NMS_TILE.1), 1),
+            grid_dim: (tiles, 1, 1),
             block_dim: ((NMS_TILE.0 + 2 * (NMS_TILE.1 - 1)).next_multiple_of(32), 1, 1),
             shared_mem_bytes: 0,
         };
         let f = gpu.function(&kernels::CANNY, "canny_union_borders")?;
         let mut l = gpu.stream().launch_builder(&f);
-        l.arg(&*map).arg(&w32).arg(&h32).arg(&mut *labels);
+        l.arg(map).arg(&w32).arg(&h32).arg(&mut *labels);
         unsafe { l.launch(border) }?;
         let cfg =
             LaunchConfig { grid_dim: (grid(n, 256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         let f = gpu.function(&kernels::CANNY, "canny_flatten")?;
         let mut l = gpu.stream().launch_builder(&f);
-        l.arg(map).arg(&n64).arg(labels);
+        l.arg(map).arg(&n64).arg(labels).arg(strong);
         unsafe { l.launch(cfg) }?;
         Ok(())
     }
 
     /// Queues the last step, after [`Canny::launch_hysteresis`]: for `n` pixels, 255 where the
-    /// pixel is kept and its root in `labels` is STRONG, else 0.
+    /// pixel is kept and its root (its label now) has its bit in `strong`, else 0.
     pub fn launch_finish(
         gpu: &Gpu,
         map: &CudaSlice<u8>,
         labels: &CudaSlice<u32>,
+        strong: &CudaSlice<u32>,
         n: usize,
         dst: &mut CudaSlice<u8>,
     ) -> Result<(), OpError> {
         if n == 0 {
             return Ok(());
         }
+        check_len("edges' map", map.len(), n)?;
+        check_len("edges' labels", labels.len(), n)?;
+        check_len("edges' strong roots", strong.len(), Self::strong_words(n))?;
+        check_len("edges' output", dst.len(), n)?;
         let cfg =
             LaunchConfig { grid_dim: (grid(n, 256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         let n64 = n as u64;
         let f = gpu.function(&kernels::CANNY, "canny_finish")?;
         let mut l = gpu.stream().launch_builder(&f);
-        l.arg(map).arg(labels).arg(&n64).arg(dst);
+        l.arg(map).arg(labels).arg(strong).arg(&n64).arg(dst);
         unsafe { l.launch(cfg) }?;
         Ok(())
     }
@@ -447,12 +502,8 @@ impl Op for Canny {
         let input = self.input(frame)?;
         let (w, h) = (frame.width, frame.height);
         let n = w * h;
-        if !Self::gpu_size_ok(w, h) {
-            return Err(OpError::invalid(format!(
-                "{w}x{h} is too large for the GPU backend (fewer than 2^32 pixels, at most {} rows)",
-                65535 * NMS_TILE.1
-            )));
-        }
+        // Refused before anything is allocated.
+        Self::checked_tiles(w, h)?;
         let mut src = gpu.upload::<u8>("edges.in", input)?;
         if let Some(sigma) = self.blur {
             let k = gaussian_weights(sigma);
@@ -464,10 +515,11 @@ impl Op for Canny {
         }
         let mut map = gpu.buffer::<u8>("edges.map", n)?;
         let mut labels = gpu.buffer::<u32>("edges.labels", n)?;
+        let mut strong = gpu.buffer::<u32>("edges.strong", Self::strong_words(n))?;
         self.launch_gradient_nms(gpu, &src, w, h, &mut map, &mut labels)?;
-        Self::launch_hysteresis(gpu, &mut map, &mut labels, w, h)?;
+        Self::launch_hysteresis(gpu, &map, &mut labels, &mut strong, w, h)?;
         let mut dst = gpu.buffer::<u8>("edges.out", n)?;
-        Self::launch_finish(gpu, &map, &labels, n, &mut dst)?;
+        Self::launch_finish(gpu, &map, &labels, &strong, n, &mut dst)?;
         let out = gpu.download_samples(&dst, n)?;
         Ok(self.output(frame, out))
     }
@@ -515,6 +567,25 @@ mod tests {
         ] {
             assert!(text.contains(&format!("#define {name} {v}\n")), "{name} is not {v} in canny.cu");
         }
+    }
+
+    #[test]
+    fn the_gpu_takes_frames_of_fewer_than_2_to_the_32_pixels_of_any_shape() {
+        let most = u32::MAX as usize;
+        for (w, h) in [(65536, 32769), (most, 1), (1, most), (3, most / 3), (most / 4096, 4096), (1, 1)] {
+            assert!(Canny::gpu_size_ok(w, h), "{w}x{h}");
+            let tiles = nms_tiles(w, h).unwrap();
+            assert_eq!(tiles as usize, w.div_ceil(128) * h.div_ceil(16), "{w}x{h}");
+            assert!(tiles < 1 << 29);
+        }
+        // Taller than 65535 tile rows: the grid is one-dimensional.
+        assert_eq!(nms_tiles(1, 1 << 31), Some(1 << 27));
+        for (w, h) in [(65536, 65536), (most + 1, 1), (1, most + 1), (usize::MAX, 2)] {
+            assert!(!Canny::gpu_size_ok(w, h), "{w}x{h}");
+            assert!(Canny::checked_tiles(w, h).unwrap_err().message.contains("fewer than 2^32 pixels"));
+        }
+        assert_eq!(Canny::strong_words(0), 0);
+        assert_eq!(Canny::strong_words(most), 1 << 27);
     }
 
     #[test]

@@ -253,10 +253,8 @@ fn queue_histogram<T: Sample>(
     };
     let shared = kind == "shared";
     let f = gpu.function(&kernels::HISTOGRAM, &format!("histogram_{kind}_{}", T::KERNEL_SUFFIX))?;
-    let chunks = n.div_ceil(16 / std::mem::size_of::<T>());
-    // A few blocks per SM keep every SM busy; more would only add merges of the per-block copies.
     let cfg = LaunchConfig {
-        grid_dim: (chunks.div_ceil(HISTOGRAM_THREADS as usize).clamp(1, 512) as u32, 1, 1),
+        grid_dim: (histogram_blocks::<T>(n), 1, 1),
         block_dim: (HISTOGRAM_THREADS, 1, 1),
         shared_mem_bytes: if shared { bins.count * 4 } else { 0 },
     };
@@ -271,6 +269,15 @@ fn queue_histogram<T: Sample>(
     };
     unsafe { launch.launch(cfg) }?;
     Ok(())
+}
+
+/// The grid of the histogram kernels for `n` samples. A few blocks per SM keep every SM busy;
+/// more would only add merges of the per-block copies. A block counts in 32 bits (shared memory,
+/// registers) before it adds to the 64-bit histogram, so no block takes 2^31 samples or more.
+fn histogram_blocks<T>(n: usize) -> u32 {
+    let chunks = n.div_ceil(16 / std::mem::size_of::<T>());
+    let blocks = chunks.div_ceil(HISTOGRAM_THREADS as usize).clamp(1, 512).max((n >> 31) + 1);
+    blocks.min(i32::MAX as usize) as u32
 }
 
 /// Queues the inclusive scan of the first `bins` counts of `hist` into `cdf`, and the smallest
@@ -393,6 +400,20 @@ mod tests {
                 assert_eq!(super::count(&bytes, bins), naive(&mut bytes.iter().map(|&v| v as u32)));
             } else {
                 assert_eq!(super::count(&words, bins), naive(&mut words.iter().map(|&v| v as u32)));
+            }
+        }
+    }
+
+    #[test]
+    fn no_block_counts_2_to_the_31_samples() {
+        for n in [1usize, 4096, 1 << 31, (1 << 31) + 65536, 1 << 32, 3 << 33, 1 << 40] {
+            for (blocks, bytes) in [(histogram_blocks::<u8>(n), 1), (histogram_blocks::<u16>(n), 2)] {
+                assert!((1..=512.max((n >> 31) as u32 + 1)).contains(&blocks), "{n}: {blocks} blocks");
+                // Grid-stride over 16-byte chunks: a block's share is at most its chunks' samples.
+                let threads = blocks as usize * HISTOGRAM_THREADS as usize;
+                let per_block =
+                    (n * bytes).div_ceil(16).div_ceil(threads) * HISTOGRAM_THREADS as usize * 16 / bytes;
+                assert!(per_block < 1 << 31, "{n}: {per_block} samples per block");
             }
         }
     }
