@@ -3,6 +3,7 @@
 //! `histopipe-ops`, the GPU runtime in `histopipe-gpu`, the shared plumbing in `histopipe-cli`.
 
 pub mod cdf;
+pub mod clahe;
 pub mod colhist;
 pub mod edges;
 pub mod equalize;

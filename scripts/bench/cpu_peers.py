@@ -11,7 +11,10 @@
 The operations and their OpenCV calls (the parameters are the benchmark's, see scripts/bench/run):
 histogram calcHist (256 bins), equalize equalizeHist, rotate.nearest / rotate.bilinear
 warpAffine about the centre, pad copyMakeBorder to the diagonal, edges Canny (aperture 3, L1),
-hough HoughLines(edges, 1, pi/180, T) on the edge map.
+hough HoughLines(edges, 1, pi/180, T) on the edge map, clahe createCLAHE() (clip 40, 8x8 tiles)
+.apply. With --threads all, clahe is also timed on the GPU through cv2.cuda.createCLAHE (impl
+opencv-cuda: upload once, then apply on the GpuMat and wait for its stream, host clock) when this
+OpenCV has its CUDA module and a device; otherwise it says so on stderr.
 """
 import argparse
 import json
@@ -24,7 +27,7 @@ import time
 import cv2
 import numpy as np
 
-OPS = ["histogram", "equalize", "rotate", "pad", "edges", "hough"]
+OPS = ["histogram", "equalize", "rotate", "pad", "edges", "hough", "clahe"]
 
 
 def parse_sizes(text):
@@ -96,6 +99,33 @@ def cases(img, args):
         )
     if "edges" in args.ops:
         yield "edges", lambda: cv2.Canny(img, args.low, args.high, apertureSize=3, L2gradient=False)
+    if "clahe" in args.ops:
+        clahe = cv2.createCLAHE()
+        yield "clahe", lambda: clahe.apply(img)
+
+
+def cuda_devices():
+    """CUDA devices this OpenCV can use: 0 without its CUDA module (pip's wheels have none)."""
+    try:
+        return cv2.cuda.getCudaEnabledDeviceCount()
+    except (AttributeError, cv2.error):
+        return 0
+
+
+def cuda_cases(img, args):
+    """(op, function) pairs on the GPU through cv2.cuda, the input uploaded once."""
+    if "clahe" in args.ops:
+        stream = cv2.cuda.Stream()
+        src = cv2.cuda.GpuMat()
+        src.upload(img)
+        dst = cv2.cuda.GpuMat(img.shape, cv2.CV_8UC1)
+        clahe = cv2.cuda.createCLAHE()
+
+        def run():
+            clahe.apply(src, stream, dst)
+            stream.waitForCompletion()
+
+        yield "clahe", run
 
 
 def kernels(args):
@@ -103,6 +133,9 @@ def kernels(args):
     cv2.setNumThreads(threads)
     impl = "opencv-all" if args.threads == "all" else f"opencv-{threads}"
     print(json.dumps({"suite": "device", "impl": impl, "opencv": cv2.__version__, "threads": threads}), flush=True)
+    cuda = args.threads == "all" and "clahe" in args.ops and cuda_devices() > 0
+    if args.threads == "all" and "clahe" in args.ops and not cuda:
+        print(f"cpu_peers: OpenCV {cv2.__version__} has no CUDA module or device: no opencv-cuda clahe", file=sys.stderr)
     for w, h in args.sizes:
         for content in args.content:
             img = load(args.dir, "", content, w, h)
@@ -118,6 +151,10 @@ def kernels(args):
             for op, fn in todo:
                 r = time_cpu(fn, args.quick)
                 print(json.dumps({**base, "op": op, **r}), flush=True)
+            if cuda:
+                for op, fn in cuda_cases(img, args):
+                    r = time_cpu(fn, args.quick)
+                    print(json.dumps({**base, "impl": "opencv-cuda", "op": op, **r}), flush=True)
 
 
 def edges(args):

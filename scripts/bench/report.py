@@ -28,11 +28,12 @@ PEER_OP = {
     "hough-vote.shared": "hough",
     "hough-vote": "hough",
     "hough": "hough",
+    "clahe": "clahe",
 }
 HISTOGRAMS = ["colhist", "cdf", "equalize.histogram"]
-GPU_PEERS = ["cub", "npp"]
+GPU_PEERS = ["cub", "npp", "opencv-cuda"]
 CPU_PEERS = ["opencv-all", "opencv-1"]
-IMPL_ORDER = ["histopipe-gpu", "copy", "cub", "npp", "cuda", "histopipe-cpu", "opencv-all", "opencv-1"]
+IMPL_ORDER = ["histopipe-gpu", "copy", "cub", "npp", "cuda", "opencv-cuda", "histopipe-cpu", "opencv-all", "opencv-1"]
 # The CPU targets: our CPU backend over OpenCV on the same thread count.
 CPU_TARGETS = {"colhist": 1.5, "cdf": 1.5, "equalize.histogram": 1.5, "equalize": 1.5,
                "rotate.nearest": 1.5, "rotate.bilinear": 1.5, "edges": 2.0, "hough": 1.0}

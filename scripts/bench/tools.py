@@ -63,6 +63,11 @@ TOOLS = {
         "input": "frame",
         "opencv": "import cv2,sys;cv2.imwrite(sys.argv[2]+'.pgm',cv2.Canny(cv2.imread(sys.argv[1],0),50,150))",
     },
+    "clahe": {
+        "args": [],
+        "input": "frame",
+        "opencv": "import cv2,sys;cv2.imwrite(sys.argv[2]+'.pgm',cv2.createCLAHE().apply(cv2.imread(sys.argv[1],0)))",
+    },
     "hough-vote": {"args": [], "input": "edges", "opencv": None},
     "hough-lines": {
         "args": ["--threshold", str(HOUGH_T)],

@@ -162,7 +162,7 @@ fn open_gpu() -> Option<Gpu> {
 
 /// Every tool binary.
 pub const TOOLS: &[&str] =
-    &["pad", "rotate", "colhist", "cdf", "equalize", "edges", "hough-vote", "hough-lines"];
+    &["pad", "rotate", "colhist", "cdf", "equalize", "edges", "hough-vote", "hough-lines", "clahe"];
 
 /// Runs a Python snippet with OpenCV, the peer implementation tests compare against, and returns
 /// what it writes to stdout. The interpreter is `$HISTOPIPE_PYTHON` (scripts/env.sh sets it and

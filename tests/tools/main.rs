@@ -2,6 +2,7 @@
 //! (assert_cmd) and, for CPU/GPU parity, through the operations themselves.
 
 mod cdf;
+mod clahe;
 mod colhist;
 mod common;
 mod edges;

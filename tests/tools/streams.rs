@@ -44,6 +44,8 @@ fn gpu_streams_equal_cpu_streams_frame_for_frame() {
         ("colhist", &["--format", "pgm"][..]),
         ("cdf", &[][..]),
         ("equalize", &[][..]),
+        ("clahe", &[][..]),
+        ("clahe", &["--clip", "2", "--tiles", "3x5"][..]),
     ] {
         same_on_both_backends(tool, args, &wide);
     }
@@ -55,6 +57,7 @@ fn gpu_streams_equal_cpu_streams_frame_for_frame() {
     let raw: Vec<u8> = (0..5 * 300 * 200).flat_map(|_| rng.u16(..).to_le_bytes()).collect();
     same_on_both_backends("pad", &["--raw", "300x200:16", "--border", "3"], &raw);
     same_on_both_backends("equalize", &["--raw", "300x200:16"], &raw);
+    same_on_both_backends("clahe", &["--raw", "300x200:16"], &raw);
 }
 
 /// A GPU that runs out of memory in the middle of a stream: exit status 1, one line naming the

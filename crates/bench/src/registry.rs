@@ -41,6 +41,7 @@ use std::hint::black_box;
 use histopipe_frame::{Frame, Pixels};
 use histopipe_gpu::cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use histopipe_gpu::Gpu;
+use histopipe_ops::clahe::Clahe;
 use histopipe_ops::colhist::{default_bins, ColHist};
 use histopipe_ops::edges::Canny;
 use histopipe_ops::equalize::{launch_lut, launch_map, Equalize};
@@ -91,6 +92,7 @@ pub fn all() -> Vec<Entry> {
         Entry::frame("equalize.scan", equalize_scan),
         Entry::frame("equalize.map", equalize_map),
         Entry::frame("equalize", equalize),
+        Entry::frame("clahe", clahe),
         Entry::frame("edges.gradient", edges_gradient),
         Entry::frame("edges", edges),
         Entry::edges("hough-vote.global", hough_vote_global),
@@ -429,6 +431,28 @@ fn equalize(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
     });
     Ok(case.with_cpu(move |frame| {
         black_box(Equalize.cpu(frame)?);
+        Ok(())
+    }))
+}
+
+/// `clahe` with OpenCV's defaults (clip 40, 8 x 8 tiles): the tiles' histograms, their tables
+/// and the interpolation, as `Clahe::gpu` queues them (`Tiling::queue`, its upload and download
+/// aside). Memory floor: a copy of the frame.
+fn clahe(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+    let n = input.width * input.height;
+    let op = Clahe::default();
+    let tiling = op.tiling(input.width, input.height, 256)?;
+    let mut sets = Sets::new(gpu, input, n)?;
+    let stream = gpu.stream();
+    let mut counts = stream.alloc_zeros::<u32>(tiling.table_len())?;
+    let mut tables = stream.alloc_zeros::<u8>(tiling.table_len())?;
+    let case = Case::new(n, 2 * n, sets.count(), move |gpu, i| {
+        let (src, dst) = sets.pair(i);
+        tiling.queue(gpu, src, &mut counts, &mut tables, dst)?;
+        Ok(())
+    });
+    Ok(case.with_cpu(move |frame| {
+        black_box(op.cpu(frame)?);
         Ok(())
     }))
 }

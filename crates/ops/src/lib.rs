@@ -5,6 +5,7 @@
 //! The CPU implementation is the reference: integer arithmetic, or float arithmetic rounded exactly
 //! as the GPU kernel rounds it (the kernels are compiled with `--fmad=false`).
 
+pub mod clahe;
 pub mod colhist;
 pub mod edges;
 mod engine;

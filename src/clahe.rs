@@ -1,0 +1,67 @@
+use histopipe_cli::lexopt::Parser;
+use histopipe_cli::{parse_value, Common, Context, Error, Tool};
+use histopipe_frame::Frame;
+use histopipe_ops::clahe::{self, TileGrid};
+
+/// `clahe`: contrast-limited adaptive histogram equalization, as OpenCV's `cv2.createCLAHE`.
+#[derive(Default)]
+pub struct Clahe {
+    op: clahe::Clahe,
+}
+
+impl Tool for Clahe {
+    const NAME: &'static str = "clahe";
+    const HELP: &'static str = "\
+clahe: contrast-limited adaptive histogram equalization (CLAHE) of each frame.
+
+The output equals OpenCV's cv2.createCLAHE(clipLimit=C, tileGridSize=(GX, GY)).apply(img) byte for
+byte, on 8-bit and 16-bit frames: the frame is cut into GX x GY tiles (extended on the right and
+bottom by reflection, BORDER_REFLECT_101, when the grid does not divide it); each tile's histogram
+(256 bins, or 65536 for 16-bit frames) is clipped at max(C * tile pixels / bins, 1) per bin, the
+excess handed back evenly, and becomes a look-up table; each pixel is mapped by bilinear
+interpolation between its four nearest tiles' tables, in OpenCV's single-precision arithmetic.
+The output's maxval is 255 (8-bit) or 65535 (16-bit), the range OpenCV's tables span.
+See docs/clahe.md.
+
+Usage: clahe [OPTIONS] < in.pgm > out.pgm
+
+Options:
+  --clip C           clip limit, relative to a tile's mean bin count; 0 or less: no clipping
+                     [default: 40]
+  --tiles GXxGY      tiles across and down (N: N x N) [default: 8x8]
+
+Example:
+  clahe --clip 2 < moon.pgm > moon-clahe.pgm
+  clahe --tiles 16x12 < dem16.pgm | cdf --bins 16";
+
+    fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
+        match name {
+            "--clip" => self.op.clip = parse_value(parser, name)?,
+            "--tiles" => self.op.tiles = parse_value::<TileGrid>(parser, name)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn check(&mut self, _: &Common) -> Result<(), Error> {
+        if !self.op.clip.is_finite() {
+            return Err(Error::usage(format!("--clip: bad value '{}': not a finite number", self.op.clip)));
+        }
+        // The smallest tables, 8-bit ones, must fit: 16-bit frames are checked as they come.
+        let TileGrid { x, y } = self.op.tiles;
+        let entries = x as u128 * y as u128 * 256;
+        if entries > clahe::MAX_TABLE_ENTRIES as u128 {
+            return Err(Error::usage(format!(
+                "--tiles {x}x{y}: {} tiles, over the limit of {}",
+                x as u128 * y as u128,
+                clahe::MAX_TABLE_ENTRIES / 256
+            )));
+        }
+        Ok(())
+    }
+
+    fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
+        let out = cx.run(&self.op, &frame)?;
+        cx.write(out)
+    }
+}
