@@ -1,0 +1,654 @@
+//! The starting corpus: small valid inputs of every container and variant the reader takes, made
+//! here with the formats' encoders, plus crops of the real images in `tests/fixtures/`, streams of
+//! several frames in mixed containers, and raw streams.
+
+use std::io::Cursor;
+use std::path::Path;
+
+use histopipe_frame::{Depth, FrameReader, Pixels, RawSpec, ReadOptions};
+use image::ExtendedColorType;
+use jpeg_encoder::{ColorType as JpegColor, SamplingFactor};
+use tiff::encoder::{colortype, Compression as TiffCompression};
+
+use crate::input::Input;
+
+/// A named starting input.
+#[derive(Debug, Clone)]
+pub struct Seed {
+    pub name: String,
+    pub input: Input,
+}
+
+/// Every seed, generated fresh (a few milliseconds). Fixture crops are left out when the fixtures
+/// folder is not there (a binary run away from its repository).
+pub fn seeds() -> Result<Vec<Seed>, String> {
+    let mut images: Vec<(String, Vec<u8>)> = Vec::new();
+    netpbm(&mut images);
+    png_images(&mut images)?;
+    jpeg_images(&mut images)?;
+    tiff_images(&mut images)?;
+    bmp_images(&mut images)?;
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+    if fixtures.is_dir() {
+        fixture_crops(&fixtures, &mut images)?;
+    }
+    let mut seeds: Vec<Seed> = streams(&images)
+        .into_iter()
+        .chain(images)
+        .map(|(name, bytes)| Seed { name, input: Input::described(bytes) })
+        .collect();
+    seeds.extend(raw_streams());
+    Ok(seeds)
+}
+
+/// Samples with some structure (gradients and a checker) and some noise, so encoders make typical
+/// streams: `channels` interleaved samples of `bits` bits per pixel.
+fn pattern(width: usize, height: usize, channels: usize, bits: u32, salt: u32) -> Vec<u16> {
+    let mut state = 0x9e37_79b9u32 ^ salt.wrapping_mul(0x85eb_ca6b);
+    let max = (1u32 << bits) - 1;
+    (0..width * height * channels)
+        .map(|i| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            let (p, c) = (i / channels, i % channels);
+            let (x, y) = ((p % width) as u32, (p / width) as u32);
+            let smooth =
+                (x * 37 + y * 23 + c as u32 * 71) * max / (width as u32 * 37 + height as u32 * 23 + 142);
+            let checker = if (x / 4 + y / 4) % 2 == 0 { max / 8 } else { 0 };
+            ((smooth + checker + (state % 8)) % (max + 1)) as u16
+        })
+        .collect()
+}
+
+fn bytes8(samples: &[u16]) -> Vec<u8> {
+    samples.iter().map(|&s| s as u8).collect()
+}
+
+fn bytes16_be(samples: &[u16]) -> Vec<u8> {
+    samples.iter().flat_map(|s| s.to_be_bytes()).collect()
+}
+
+fn ascii(samples: &[u16]) -> Vec<u8> {
+    let lines: Vec<String> = samples
+        .chunks(8)
+        .map(|row| row.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" "))
+        .collect();
+    (lines.join("\n") + "\n").into_bytes()
+}
+
+fn with_header(header: &str, raster: Vec<u8>) -> Vec<u8> {
+    let mut out = header.as_bytes().to_vec();
+    out.extend(raster);
+    out
+}
+
+const GEOMETRY: &str = "# histopipe-geometry 0.5 0 -2 0 0.5 -3 10 8\n";
+const HOUGH: &str =
+    "# histopipe-hough theta-min=0 theta-max=180 theta-step=1 rho-step=1 rho-offset=5 source=8x6\n";
+
+fn netpbm(out: &mut Vec<(String, Vec<u8>)>) {
+    let gray = pattern(5, 4, 1, 8, 1);
+    let gray16 = pattern(4, 3, 1, 16, 2).iter().map(|&s| s % 1001).collect::<Vec<_>>();
+    let small = pattern(4, 2, 1, 3, 3);
+    let rgb = pattern(3, 2, 3, 8, 4);
+    let rgb16 = pattern(2, 2, 3, 16, 5);
+    out.extend([
+        ("pgm-p5-8".into(), with_header("P5\n5 4\n255\n", bytes8(&gray))),
+        ("pgm-p5-16".into(), with_header("P5 4 3 1000\n", bytes16_be(&gray16))),
+        ("pgm-p5-maxval-7".into(), with_header("P5\n# a comment\n4 2\n7\n", bytes8(&small))),
+        ("pgm-p2-8".into(), with_header("P2\n5 4\n255\n", ascii(&gray))),
+        ("pgm-p2-16".into(), with_header("P2\n4 3\n1000\n", ascii(&gray16))),
+        (
+            "pgm-p5-geometry-hough".into(),
+            with_header(&format!("P5\n{GEOMETRY}{HOUGH}5 4\n255\n"), bytes8(&gray)),
+        ),
+        ("pgm-p2-geometry".into(), with_header(&format!("P2 {GEOMETRY}4 2 7\n"), ascii(&small))),
+        ("ppm-p6-8".into(), with_header("P6\n3 2\n255\n", bytes8(&rgb))),
+        ("ppm-p6-16".into(), with_header("P6\n2 2\n65535\n", bytes16_be(&rgb16))),
+        ("ppm-p3".into(), with_header("P3\n3 2\n255\n", ascii(&rgb))),
+        (
+            "pam-gray-8".into(),
+            with_header(
+                "P7\nWIDTH 5\nHEIGHT 4\nDEPTH 1\nMAXVAL 255\nTUPLTYPE GRAYSCALE\nENDHDR\n",
+                bytes8(&gray),
+            ),
+        ),
+        (
+            "pam-gray-16-geometry".into(),
+            with_header(
+                &format!("P7\n{GEOMETRY}WIDTH 4\nHEIGHT 3\nDEPTH 1\nMAXVAL 1000\nENDHDR\n"),
+                bytes16_be(&gray16),
+            ),
+        ),
+        (
+            "pam-rgb-8".into(),
+            with_header("P7\nWIDTH 3\nHEIGHT 2\nDEPTH 3\nMAXVAL 255\nTUPLTYPE RGB\nENDHDR\n", bytes8(&rgb)),
+        ),
+        // Headers of frames near 2^20 pixels whose samples are cut short, as from a pipe that
+        // closed early: the reader must not hold a whole frame's worth before it has the bytes.
+        ("pgm-p5-16-large-truncated".into(), with_header("P5 1000 1000 65535\n", bytes16_be(&gray16))),
+        ("ppm-p6-8-large-truncated".into(), with_header("P6 1024 1000 255\n", bytes8(&rgb))),
+        ("ppm-p6-16-large-truncated".into(), with_header("P6 1000 1000 65535\n", bytes16_be(&rgb16))),
+        (
+            "pam-rgb-16".into(),
+            with_header(
+                "P7\nWIDTH 2\nHEIGHT 2\nDEPTH 3\nMAXVAL 65535\nTUPLTYPE RGB\nENDHDR\n",
+                bytes16_be(&rgb16),
+            ),
+        ),
+    ]);
+}
+
+/// A PNG by the `png` crate; `palette` is (PLTE, tRNS).
+fn png_with(
+    width: u32,
+    height: u32,
+    color: png::ColorType,
+    depth: png::BitDepth,
+    data: &[u8],
+    palette: Option<(Vec<u8>, Option<Vec<u8>>)>,
+    text: bool,
+) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    let mut enc = png::Encoder::new(&mut out, width, height);
+    enc.set_color(color);
+    enc.set_depth(depth);
+    if let Some((plte, trns)) = palette {
+        enc.set_palette(plte);
+        if let Some(trns) = trns {
+            enc.set_trns(trns);
+        }
+    }
+    if text {
+        enc.add_text_chunk("Comment".into(), "made by histopipe-fuzz".into()).map_err(|e| e.to_string())?;
+    }
+    let mut writer = enc.write_header().map_err(|e| e.to_string())?;
+    writer.write_image_data(data).map_err(|e| e.to_string())?;
+    writer.finish().map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// Packs samples of `bits` < 8 bits into rows of bytes, as PNG does.
+fn pack(samples: &[u16], width: usize, bits: usize) -> Vec<u8> {
+    samples
+        .chunks(width)
+        .flat_map(|row| {
+            row.chunks(8 / bits).map(move |group| {
+                group.iter().enumerate().fold(0u8, |b, (i, &s)| b | (s as u8) << (8 - bits * (i + 1)))
+            })
+        })
+        .collect()
+}
+
+fn png_chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
+    out.extend((data.len() as u32).to_be_bytes());
+    let start = out.len();
+    out.extend(kind);
+    out.extend(data);
+    let crc = crc32fast::hash(&out[start..]);
+    out.extend(crc.to_be_bytes());
+}
+
+/// zlib's format with stored (uncompressed) deflate blocks.
+fn zlib_stored(data: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x78, 0x01];
+    let blocks: Vec<&[u8]> = if data.is_empty() { vec![&[]] } else { data.chunks(65535).collect() };
+    for (i, block) in blocks.iter().enumerate() {
+        out.push((i + 1 == blocks.len()) as u8);
+        let len = block.len() as u16;
+        out.extend(len.to_le_bytes());
+        out.extend((!len).to_le_bytes());
+        out.extend(*block);
+    }
+    let (mut a, mut b) = (1u32, 0u32);
+    for &byte in data {
+        a = (a + byte as u32) % 65521;
+        b = (b + a) % 65521;
+    }
+    out.extend((b << 16 | a).to_be_bytes());
+    out
+}
+
+/// An Adam7-interlaced 8-bit PNG, made by hand: the `png` crate writes no interlaced images.
+fn png_interlaced(width: usize, height: usize, channels: usize, samples: &[u16]) -> Vec<u8> {
+    const PASSES: [(usize, usize, usize, usize); 7] =
+        [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)];
+    let mut raw = Vec::new();
+    for (x0, y0, dx, dy) in PASSES {
+        if x0 >= width || y0 >= height {
+            continue;
+        }
+        for y in (y0..height).step_by(dy) {
+            raw.push(0); // filter: none
+            for x in (x0..width).step_by(dx) {
+                raw.extend(samples[(y * width + x) * channels..][..channels].iter().map(|&s| s as u8));
+            }
+        }
+    }
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut ihdr = Vec::new();
+    ihdr.extend((width as u32).to_be_bytes());
+    ihdr.extend((height as u32).to_be_bytes());
+    ihdr.extend([8, if channels == 3 { 2 } else { 0 }, 0, 0, 1]);
+    png_chunk(&mut out, b"IHDR", &ihdr);
+    png_chunk(&mut out, b"IDAT", &zlib_stored(&raw));
+    png_chunk(&mut out, b"IEND", &[]);
+    out
+}
+
+fn png_images(out: &mut Vec<(String, Vec<u8>)>) -> Result<(), String> {
+    use png::{BitDepth as B, ColorType as C};
+    let (w, h) = (6, 5);
+    let s = |channels, bits, salt| pattern(w, h, channels, bits, salt);
+    let plte: Vec<u8> = (0..16u8).flat_map(|i| [i * 16, 255 - i * 16, i * 7]).collect();
+    let (w32, h32) = (w as u32, h as u32);
+    out.extend([
+        ("png-gray-8".into(), png_with(w32, h32, C::Grayscale, B::Eight, &bytes8(&s(1, 8, 10)), None, true)?),
+        (
+            "png-gray-16".into(),
+            png_with(w32, h32, C::Grayscale, B::Sixteen, &bytes16_be(&s(1, 16, 11)), None, false)?,
+        ),
+        (
+            "png-gray-1".into(),
+            png_with(w32, h32, C::Grayscale, B::One, &pack(&s(1, 1, 12), w, 1), None, false)?,
+        ),
+        (
+            "png-gray-alpha-8".into(),
+            png_with(w32, h32, C::GrayscaleAlpha, B::Eight, &bytes8(&s(2, 8, 13)), None, false)?,
+        ),
+        ("png-rgb-8".into(), png_with(w32, h32, C::Rgb, B::Eight, &bytes8(&s(3, 8, 14)), None, false)?),
+        (
+            "png-rgb-16".into(),
+            png_with(w32, h32, C::Rgb, B::Sixteen, &bytes16_be(&s(3, 16, 15)), None, false)?,
+        ),
+        ("png-rgba-8".into(), png_with(w32, h32, C::Rgba, B::Eight, &bytes8(&s(4, 8, 16)), None, false)?),
+        (
+            "png-rgba-16".into(),
+            png_with(w32, h32, C::Rgba, B::Sixteen, &bytes16_be(&s(4, 16, 17)), None, false)?,
+        ),
+        (
+            "png-palette-8".into(),
+            png_with(
+                w32,
+                h32,
+                C::Indexed,
+                B::Eight,
+                &bytes8(&s(1, 4, 18)),
+                Some((plte.clone(), None)),
+                false,
+            )?,
+        ),
+        (
+            "png-palette-4-trns".into(),
+            png_with(
+                w32,
+                h32,
+                C::Indexed,
+                B::Four,
+                &pack(&s(1, 4, 19), w, 4),
+                Some((plte, Some(vec![0, 128, 255]))),
+                false,
+            )?,
+        ),
+        ("png-interlaced-gray".into(), png_interlaced(w, h, 1, &s(1, 8, 20))),
+        // Near 2^20 pixels and a few kilobytes, as flat images compress: for the inputs read with
+        // the larger pixel limit, where a decoder's bytes per pixel show above the bound's 1 MiB.
+        (
+            "png-rgba-16-large-flat".into(),
+            png_with(700, 700, C::Rgba, B::Sixteen, &[0x12; 700 * 700 * 8], None, false)?,
+        ),
+        (
+            "png-gray-8-large-flat".into(),
+            png_with(1000, 1000, C::Grayscale, B::Eight, &[7; 1000 * 1000], None, false)?,
+        ),
+        ("png-interlaced-rgb".into(), png_interlaced(9, 10, 3, &pattern(9, 10, 3, 8, 21))),
+    ]);
+    Ok(())
+}
+
+/// A JPEG by `jpeg-encoder`: baseline or progressive, any chroma subsampling, restart markers.
+struct JpegRecipe {
+    color: JpegColor,
+    sampling: SamplingFactor,
+    progressive: bool,
+    restart: Option<u16>,
+    optimized: bool,
+}
+
+impl JpegRecipe {
+    fn baseline(color: JpegColor) -> JpegRecipe {
+        JpegRecipe {
+            color,
+            sampling: SamplingFactor::R_4_2_0,
+            progressive: false,
+            restart: None,
+            optimized: false,
+        }
+    }
+
+    fn encode(&self, width: usize, height: usize, data: &[u8]) -> Result<Vec<u8>, String> {
+        let mut out = Vec::new();
+        let mut enc = jpeg_encoder::Encoder::new(&mut out, 85);
+        enc.set_sampling_factor(self.sampling);
+        enc.set_progressive(self.progressive);
+        if let Some(interval) = self.restart {
+            enc.set_restart_interval(interval);
+        }
+        enc.set_optimized_huffman_tables(self.optimized);
+        enc.encode(data, width as u16, height as u16, self.color).map_err(|e| e.to_string())?;
+        Ok(out)
+    }
+}
+
+fn jpeg_images(out: &mut Vec<(String, Vec<u8>)>) -> Result<(), String> {
+    let (w, h) = (20, 18);
+    let gray = bytes8(&pattern(w, h, 1, 8, 30));
+    let rgb = bytes8(&pattern(w, h, 3, 8, 31));
+    let cmyk = bytes8(&pattern(w, h, 4, 8, 32));
+    let recipes = [
+        ("jpeg-gray-baseline", JpegRecipe::baseline(JpegColor::Luma), &gray),
+        ("jpeg-rgb-420", JpegRecipe::baseline(JpegColor::Rgb), &rgb),
+        (
+            "jpeg-rgb-444",
+            JpegRecipe { sampling: SamplingFactor::R_4_4_4, ..JpegRecipe::baseline(JpegColor::Rgb) },
+            &rgb,
+        ),
+        (
+            "jpeg-rgb-422",
+            JpegRecipe { sampling: SamplingFactor::R_4_2_2, ..JpegRecipe::baseline(JpegColor::Rgb) },
+            &rgb,
+        ),
+        (
+            "jpeg-rgb-411",
+            JpegRecipe { sampling: SamplingFactor::R_4_1_1, ..JpegRecipe::baseline(JpegColor::Rgb) },
+            &rgb,
+        ),
+        (
+            "jpeg-gray-progressive",
+            JpegRecipe { progressive: true, ..JpegRecipe::baseline(JpegColor::Luma) },
+            &gray,
+        ),
+        (
+            "jpeg-rgb-progressive",
+            JpegRecipe { progressive: true, ..JpegRecipe::baseline(JpegColor::Rgb) },
+            &rgb,
+        ),
+        // Not both: jpeg-encoder 0.7.1's optimized tables miss the codes restarts need.
+        ("jpeg-rgb-restart", JpegRecipe { restart: Some(2), ..JpegRecipe::baseline(JpegColor::Rgb) }, &rgb),
+        ("jpeg-rgb-optimized", JpegRecipe { optimized: true, ..JpegRecipe::baseline(JpegColor::Rgb) }, &rgb),
+        (
+            "jpeg-rgb-progressive-restart",
+            JpegRecipe { progressive: true, restart: Some(1), ..JpegRecipe::baseline(JpegColor::Rgb) },
+            &rgb,
+        ),
+        (
+            "jpeg-cmyk",
+            JpegRecipe { sampling: SamplingFactor::R_4_4_4, ..JpegRecipe::baseline(JpegColor::Cmyk) },
+            &cmyk,
+        ),
+        ("jpeg-ycck", JpegRecipe::baseline(JpegColor::Ycck), &cmyk),
+    ];
+    for (name, recipe, data) in recipes {
+        out.push((name.into(), recipe.encode(w, h, data)?));
+    }
+    Ok(())
+}
+
+/// A TIFF by the `tiff` crate.
+fn tiff_with<C: colortype::ColorType>(
+    width: u32,
+    height: u32,
+    data: &[C::Inner],
+    compression: TiffCompression,
+    predictor: bool,
+) -> Result<Vec<u8>, String>
+where
+    [C::Inner]: tiff::encoder::TiffValue,
+{
+    let mut out = Cursor::new(Vec::new());
+    let predictor = if predictor { tiff::tags::Predictor::Horizontal } else { tiff::tags::Predictor::None };
+    let mut enc = tiff::encoder::TiffEncoder::new(&mut out)
+        .map_err(|e| e.to_string())?
+        .with_compression(compression)
+        .with_predictor(predictor);
+    enc.write_image::<C>(width, height, data).map_err(|e| e.to_string())?;
+    Ok(out.into_inner())
+}
+
+fn tiff_images(out: &mut Vec<(String, Vec<u8>)>) -> Result<(), String> {
+    use colortype::{Gray16, Gray8, RGB16, RGB8, RGBA8};
+    use TiffCompression as Z;
+    let (w, h) = (7, 6);
+    let s8 = |channels, salt| bytes8(&pattern(w as usize, h as usize, channels, 8, salt));
+    let s16 = |channels, salt| pattern(w as usize, h as usize, channels, 16, salt);
+    let deflate = || Z::Deflate(tiff::encoder::compression::DeflateLevel::Fast);
+    out.extend([
+        ("tiff-gray-8".into(), tiff_with::<Gray8>(w, h, &s8(1, 40), Z::Uncompressed, false)?),
+        ("tiff-gray-16".into(), tiff_with::<Gray16>(w, h, &s16(1, 41), Z::Uncompressed, false)?),
+        ("tiff-rgb-8".into(), tiff_with::<RGB8>(w, h, &s8(3, 42), Z::Uncompressed, false)?),
+        ("tiff-rgb-16".into(), tiff_with::<RGB16>(w, h, &s16(3, 43), Z::Uncompressed, false)?),
+        ("tiff-rgba-8".into(), tiff_with::<RGBA8>(w, h, &s8(4, 44), Z::Uncompressed, false)?),
+        ("tiff-gray-8-lzw".into(), tiff_with::<Gray8>(w, h, &s8(1, 45), Z::Lzw, false)?),
+        ("tiff-gray-16-lzw-predictor".into(), tiff_with::<Gray16>(w, h, &s16(1, 46), Z::Lzw, true)?),
+        ("tiff-rgb-8-deflate".into(), tiff_with::<RGB8>(w, h, &s8(3, 47), deflate(), false)?),
+        ("tiff-gray-8-packbits".into(), tiff_with::<Gray8>(w, h, &s8(1, 48), Z::Packbits, false)?),
+    ]);
+    // Big-endian ("MM"), which the crate does not write: the same little image by hand.
+    let mut mm = b"MM\0*\0\0\0\x08".to_vec();
+    let entries: [(u16, u16, u32); 8] = [
+        (256, 3, 2),
+        (257, 3, 2),
+        (258, 3, 8),
+        (259, 3, 1),
+        (262, 3, 1),
+        (273, 4, 110),
+        (278, 3, 2),
+        (279, 4, 4),
+    ];
+    mm.extend((entries.len() as u16).to_be_bytes());
+    for (tag, kind, value) in entries {
+        mm.extend(tag.to_be_bytes());
+        mm.extend(kind.to_be_bytes());
+        mm.extend(1u32.to_be_bytes());
+        // A SHORT value sits in the first two bytes of the four.
+        let value = if kind == 3 { value << 16 } else { value };
+        mm.extend(value.to_be_bytes());
+    }
+    mm.extend(0u32.to_be_bytes());
+    mm.extend([10, 80, 160, 240]);
+    out.push(("tiff-gray-8-big-endian".into(), mm));
+    Ok(())
+}
+
+fn bmp_with(width: u32, height: u32, data: &[u8], color: ExtendedColorType) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    image::codecs::bmp::BmpEncoder::new(&mut out)
+        .encode(data, width, height, color)
+        .map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+fn bmp_images(out: &mut Vec<(String, Vec<u8>)>) -> Result<(), String> {
+    let (w, h) = (5, 3);
+    let s = |channels, salt| bytes8(&pattern(w as usize, h as usize, channels, 8, salt));
+    out.extend([
+        ("bmp-rgb-24".into(), bmp_with(w, h, &s(3, 50), ExtendedColorType::Rgb8)?),
+        ("bmp-rgba-32".into(), bmp_with(w, h, &s(4, 51), ExtendedColorType::Rgba8)?),
+        ("bmp-gray-palette".into(), bmp_with(w, h, &s(1, 52), ExtendedColorType::L8)?),
+    ]);
+    Ok(())
+}
+
+/// A `width x height` window from the middle of an interleaved image.
+fn crop<T: Copy>(
+    samples: &[T],
+    (width, height): (usize, usize),
+    channels: usize,
+    (w, h): (usize, usize),
+) -> Vec<T> {
+    let (x0, y0) = ((width - w) / 2, (height - h) / 2);
+    (y0..y0 + h)
+        .flat_map(|y| samples[(y * width + x0) * channels..][..w * channels].iter().copied())
+        .collect()
+}
+
+fn fixture_crops(dir: &Path, out: &mut Vec<(String, Vec<u8>)>) -> Result<(), String> {
+    let read = |name: &str| std::fs::read(dir.join(name)).map_err(|e| format!("{name}: {e}"));
+    let first_frame = |name: &str| -> Result<(usize, usize, Pixels), String> {
+        let bytes = read(name)?;
+        let mut reader = FrameReader::new(&bytes[..], ReadOptions::default());
+        let frame = reader.next_frame().map_err(|e| e.to_string())?.ok_or(format!("{name}: no frame"))?;
+        Ok((frame.width, frame.height, frame.pixels))
+    };
+    let (w, h) = (24, 20);
+    for name in ["camera.pgm", "moon.pgm", "chessboard.pgm", "coins.pgm"] {
+        let (width, height, pixels) = first_frame(name)?;
+        let Pixels::U8(v) = pixels else { continue };
+        let gray = crop(&v, (width, height), 1, (w, h));
+        let stem = name.trim_end_matches(".pgm");
+        out.push((format!("fixture-{stem}-pgm"), with_header(&format!("P5\n{w} {h}\n255\n"), gray.clone())));
+        let (w32, h32) = (w as u32, h as u32);
+        let encoded = match stem {
+            "camera" => {
+                png_with(w32, h32, png::ColorType::Grayscale, png::BitDepth::Eight, &gray, None, false)?
+            }
+            "moon" => JpegRecipe { progressive: true, ..JpegRecipe::baseline(JpegColor::Luma) }
+                .encode(w, h, &gray)?,
+            "chessboard" => tiff_with::<colortype::Gray8>(w32, h32, &gray, TiffCompression::Lzw, false)?,
+            _ => bmp_with(w32, h32, &gray, ExtendedColorType::L8)?,
+        };
+        out.push((format!("fixture-{stem}-encoded"), encoded));
+    }
+    let (width, height, pixels) = first_frame("dem16.pgm")?;
+    if let Pixels::U16(v) = pixels {
+        let dem = crop(&v, (width, height), 1, (w, h));
+        out.push(("fixture-dem16-pgm".into(), with_header(&format!("P5 {w} {h} 1076\n"), bytes16_be(&dem))));
+        let (w32, h32) = (w as u32, h as u32);
+        let png16 = png_with(
+            w32,
+            h32,
+            png::ColorType::Grayscale,
+            png::BitDepth::Sixteen,
+            &bytes16_be(&dem),
+            None,
+            false,
+        )?;
+        out.push(("fixture-dem16-png".into(), png16));
+    }
+    for (name, progressive) in [("astronaut.png", false), ("rocket.jpg", true)] {
+        let img = image::load_from_memory(&read(name)?).map_err(|e| format!("{name}: {e}"))?.to_rgb8();
+        let size = (img.width() as usize, img.height() as usize);
+        let rgb = crop(img.as_raw(), size, 3, (w, h));
+        let stem = name.split('.').next().unwrap_or(name);
+        let recipe = JpegRecipe { progressive, ..JpegRecipe::baseline(JpegColor::Rgb) };
+        out.push((format!("fixture-{stem}-jpeg"), recipe.encode(w, h, &rgb)?));
+        let png = png_with(w as u32, h as u32, png::ColorType::Rgb, png::BitDepth::Eight, &rgb, None, false)?;
+        out.push((format!("fixture-{stem}-png"), png));
+    }
+    Ok(())
+}
+
+/// Several frames back to back: mixed containers, whitespace between frames, a JPEG and a TIFF
+/// both last and in the middle.
+fn streams(images: &[(String, Vec<u8>)]) -> Vec<(String, Vec<u8>)> {
+    let get = |name: &str| images.iter().find(|(n, _)| n == name).map(|(_, b)| b.clone()).unwrap_or_default();
+    let recipes: [&[&str]; 7] = [
+        &["pgm-p5-8", "png-gray-8", "bmp-rgb-24", "pam-gray-8", "ppm-p6-8"],
+        &["pgm-p2-8", "pgm-p5-16", "png-rgba-8", "pam-rgb-16"],
+        &["pgm-p5-geometry-hough", "pgm-p5-geometry-hough", "jpeg-gray-baseline"],
+        &["jpeg-rgb-420", "pgm-p5-8"],
+        &["tiff-gray-8", "pgm-p5-8"],
+        &["png-palette-8", "png-interlaced-gray", "png-gray-16"],
+        &["bmp-gray-palette", "pgm-p2-geometry", "tiff-gray-8-lzw"],
+    ];
+    recipes
+        .iter()
+        .map(|parts| {
+            let bytes = parts.iter().enumerate().fold(Vec::new(), |mut acc, (i, name)| {
+                if i % 2 == 1 {
+                    acc.extend(b"\n \n");
+                }
+                acc.extend(get(name));
+                acc
+            });
+            (format!("stream-{}", parts.join("+")), bytes)
+        })
+        .collect()
+}
+
+fn raw_streams() -> Vec<Seed> {
+    let spec = |width, height, depth| RawSpec { width, height, depth };
+    let raw = |name: &str, bytes: Vec<u8>, spec| Seed { name: name.into(), input: Input::raw(bytes, spec) };
+    vec![
+        raw("raw-4x3-8-three-frames", bytes8(&pattern(4, 9, 1, 8, 60)), spec(4, 3, Depth::U8)),
+        raw(
+            "raw-3x2-16-two-frames",
+            pattern(3, 4, 1, 16, 61).iter().flat_map(|s| s.to_le_bytes()).collect(),
+            spec(3, 2, Depth::U16),
+        ),
+        raw("raw-1x1-8-five-frames", vec![0, 1, 127, 128, 255], spec(1, 1, Depth::U8)),
+        raw(
+            "raw-5x5-8-trailing-byte",
+            bytes8(&pattern(5, 5, 1, 8, 62)).into_iter().chain([9]).collect(),
+            spec(5, 5, Depth::U8),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::Container;
+
+    #[test]
+    fn every_seed_starts_with_a_good_frame_or_is_cut_short_on_purpose() {
+        let seeds = seeds().unwrap();
+        assert!(seeds.len() > 60, "{} seeds", seeds.len());
+        for seed in &seeds {
+            let mut reader = FrameReader::new(&seed.input.bytes[..], seed.input.options(1 << 20));
+            let first = reader.next_frame().map(|f| f.map(|f| (f.width, f.height)));
+            if seed.name.ends_with("-truncated") {
+                assert!(
+                    matches!(&first, Err(e) if e.message.contains("truncated")),
+                    "{}: {first:?}",
+                    seed.name
+                );
+            } else {
+                assert!(matches!(first, Ok(Some(_))), "{}: {first:?}", seed.name);
+            }
+        }
+    }
+
+    #[test]
+    fn every_container_and_fixture_is_seeded() {
+        let seeds = seeds().unwrap();
+        let containers: Vec<Container> = seeds.iter().map(|s| Container::sniff(&s.input.bytes)).collect();
+        for c in [Container::Pgm, Container::PlainPgm, Container::Ppm, Container::PlainPpm, Container::Pam]
+            .into_iter()
+            .chain([Container::Png, Container::Jpeg, Container::Tiff, Container::Bmp])
+        {
+            assert!(containers.contains(&c), "no {} seed", c.name());
+        }
+        assert!(seeds.iter().any(|s| s.input.raw.is_some()));
+        assert!(seeds.iter().any(|s| s.name == "fixture-rocket-jpeg"), "fixture crops are made");
+        assert!(seeds.iter().all(|s| s.input.bytes.len() < 8192), "seeds stay small");
+    }
+
+    #[test]
+    fn interlaced_png_decodes_to_its_samples() {
+        let samples = pattern(9, 10, 1, 8, 5);
+        let png = png_interlaced(9, 10, 1, &samples);
+        let img = image::load_from_memory(&png).unwrap().to_luma8();
+        assert_eq!(img.into_raw(), bytes8(&samples));
+    }
+
+    #[test]
+    fn big_endian_tiff_decodes() {
+        let mut images = Vec::new();
+        tiff_images(&mut images).unwrap();
+        let (_, mm) = images.iter().find(|(n, _)| n == "tiff-gray-8-big-endian").unwrap();
+        let img = image::load_from_memory(mm).unwrap().to_luma8();
+        assert_eq!(img.into_raw(), vec![10, 80, 160, 240]);
+    }
+}
