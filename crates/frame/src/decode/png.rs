@@ -72,7 +72,11 @@ impl Header {
 
 /// Walks one PNG from its signature to its IEND chunk.
 pub(crate) fn walk(src: &mut impl Source) -> Result<PngWalk, WalkError> {
-    if !src.want(8)? || &src.got()[..8] != b"\x89PNG\r\n\x1a\n" {
+    // A short input is the end of the data (from a buffer: more may follow), not a bad signature.
+    if !src.want(8)? {
+        return Err(WalkError::Ended("PNG signature".into()));
+    }
+    if &src.got()[..8] != b"\x89PNG\r\n\x1a\n" {
         return Err(WalkError::Invalid("bad PNG signature".into()));
     }
     let mut walk = PngWalk { len: 0, header: None, idat_bytes: 0 };
