@@ -48,9 +48,9 @@ Options:
   --count-padding    count every pixel, padding included
   --line X0,Y0,X1,Y1 only the column this line of the original image lies on; the line must be
                      vertical in the frame (rotate --line first)
-  --format F         csv, tsv, pgm: the matrix as a PGM image, bin 0 on top, maxval the largest
-                     count (over 65535 clamped), or png: a heatmap to look at, bin 0 at the bottom,
-                     counts on a log scale through viridis (one frame only) [default: csv]
+  --format F         csv, tsv, pgm or png [default: csv]; pgm: the matrix as a PGM image, bin 0
+                     on top, maxval the largest count (over 65535 clamped); png: a heatmap to look
+                     at, bin 0 at the bottom, counts on a log scale through viridis (one frame)
   --plot FILE        also draw the figure, the heatmap with axes and a colour bar, to FILE (.svg
                      or .png); with {n} in FILE one file per frame, {n} its number, else the
                      first frame only

@@ -9,6 +9,7 @@ mod equalize;
 mod failures;
 mod frames;
 mod hough;
+mod install;
 mod opencv;
 mod pad;
 mod rotate;
