@@ -138,8 +138,12 @@ __device__ __forceinline__ T rotate_pixel(const T* __restrict__ in, const Rotate
         u32 nx, ny;
         rotate_floor(vx, &nx);
         rotate_floor(vy, &ny);
-        // The load is unconditional (pixel 0 when outside) so a thread's loads can all be in flight.
-        const T v = __ldg(in + (inside ? (u64)ny * m.w + nx : 0));
+        // The load is unconditional (pixel 0 when outside) so a thread's loads can all be in flight;
+        // the coordinates are zeroed outside before the index is formed, so no address is ever
+        // formed from them there, however the compiler schedules the load.
+        nx = inside ? nx : 0;
+        ny = inside ? ny : 0;
+        const T v = __ldg(in + ((u64)ny * m.w + nx));
         return inside ? v : fill;
     } else {
         // Inside: -0.5 <= s < W - 0.5, so the taps' coordinates are -1..W; as u32, -1 is >= W.
