@@ -6,35 +6,40 @@
 // and loops over tile rows past gridDim.y, so any frame size is covered.
 #include "histopipe.cuh"
 
-// Quarter turns. Doubled offsets from the centre keep half-pixel centres (W - H odd) in integers;
-// the source of output (x, y) is the half-up rounding of the halved doubled coordinate, which
-// comes to (K1 = floor((W + H - 1) / 2), K2 = floor((H - W + 1) / 2), K3 = floor((W - H + 1) / 2))
-//   q = 1: (K1 - y, x + K2)      q = 2: (W - 1 - x, H - 1 - y)      q = 3: (y + K3, K1 - x)
-// (crates/ops/src/rotate.rs computes it per pixel from the doubled offsets). So a 32 x 32 output
+// Quarter turns of a W x H input into an OW x OH output (the same size, or with --expand H x W).
+// Doubled offsets from the centres keep half-pixel centres in integers; the source of output
+// (x, y) is the half-up rounding of the halved doubled coordinate, which comes to
+//   q = 1: (floor((OH + W - 1) / 2) - y, x + floor((H - OW + 1) / 2))
+//   q = 2: (floor((OW + W - 1) / 2) - x, floor((OH + H - 1) / 2) - y)
+//   q = 3: (y + floor((W - OH + 1) / 2), floor((OW + H - 1) / 2) - x)
+// (W - 1 - x, H - 1 - y for a half turn; W - 1 - y, x for a quarter turn into H x W), with floor
+// an arithmetic shift (crates/ops/src/rotate.rs computes it per pixel from the doubled offsets).
+// So a 32 x 32 output
 // tile comes from a 32 x 32 input tile, read with coalesced rows into shared memory and written
 // out turned: a tiled transpose (for q = 1 and 3) without the strided column reads.
 #define QUARTER_TILE 32
 #define QUARTER_PITCH 33  // u32 cells; 33 puts a tile column's cells in 32 distinct banks
 
 // The input tile's origin (column c0, row r0) for the output tile at (x0, y0).
-__device__ __forceinline__ void quarter_source(u32 w, u32 h, u32 q, i64 x0, i64 y0, i64* c0, i64* r0) {
-    const i64 W = w, H = h, k1 = (W + H - 1) >> 1, k2 = (H - W + 1) >> 1, k3 = (W - H + 1) >> 1;
+__device__ __forceinline__ void quarter_source(u32 w, u32 h, u32 ow, u32 oh, u32 q, i64 x0, i64 y0, i64* c0,
+                                               i64* r0) {
+    const i64 W = w, H = h, OW = ow, OH = oh;
     const i64 last = QUARTER_TILE - 1;
     switch (q & 3) {
         case 0: *c0 = x0; *r0 = y0; break;
-        case 1: *c0 = k1 - y0 - last; *r0 = x0 + k2; break;
-        case 2: *c0 = W - 1 - x0 - last; *r0 = H - 1 - y0 - last; break;
-        default: *c0 = y0 + k3; *r0 = k1 - x0 - last; break;
+        case 1: *c0 = ((OH + W - 1) >> 1) - y0 - last; *r0 = x0 + ((H - OW + 1) >> 1); break;
+        case 2: *c0 = ((OW + W - 1) >> 1) - x0 - last; *r0 = ((OH + H - 1) >> 1) - y0 - last; break;
+        default: *c0 = y0 + ((W - OH + 1) >> 1); *r0 = ((OW + H - 1) >> 1) - x0 - last; break;
     }
 }
 
 // Phase 1: input tile cell (i, j) = input pixel (c0 + j, r0 + i), or the fill value outside.
 // Threads are 32 x 8 (tx, ty); tx walks a row.
 template <typename T>
-__device__ void quarter_tile_load(const T* __restrict__ in, u32 w, u32 h, u32 q, u32 fill, i64 x0, i64 y0,
-                                  u32* tile, u32 tx, u32 ty) {
+__device__ void quarter_tile_load(const T* __restrict__ in, u32 w, u32 h, u32 ow, u32 oh, u32 q, u32 fill, i64 x0,
+                                  i64 y0, u32* tile, u32 tx, u32 ty) {
     i64 c0, r0;
-    quarter_source(w, h, q, x0, y0, &c0, &r0);
+    quarter_source(w, h, ow, oh, q, x0, y0, &c0, &r0);
     const i64 c = c0 + tx;
     for (u32 i = ty; i < QUARTER_TILE; i += 8) {
         const i64 r = r0 + i;
@@ -43,7 +48,7 @@ __device__ void quarter_tile_load(const T* __restrict__ in, u32 w, u32 h, u32 q,
     }
 }
 
-// Phase 2: output pixel (x0 + tx, y0 + j) from the cell its source fell in.
+// Phase 2: output pixel (x0 + tx, y0 + j) of the w x h output from the cell its source fell in.
 template <typename T>
 __device__ void quarter_tile_store(const u32* tile, u32 w, u32 h, u32 q, i64 x0, i64 y0, T* __restrict__ out,
                                    u32 tx, u32 ty) {
@@ -65,16 +70,17 @@ __device__ void quarter_tile_store(const u32* tile, u32 w, u32 h, u32 q, i64 x0,
 }
 
 template <typename T>
-__device__ void rotate_quarter(const T* __restrict__ in, u32 w, u32 h, T* __restrict__ out, u32 q, u32 fill) {
+__device__ void rotate_quarter(const T* __restrict__ in, u32 w, u32 h, T* __restrict__ out, u32 ow, u32 oh, u32 q,
+                               u32 fill) {
     __shared__ u32 tile[QUARTER_TILE * QUARTER_PITCH];
     const i64 x0 = (i64)blockIdx.x * QUARTER_TILE;
-    const u32 tiles_y = (u32)(((u64)h + QUARTER_TILE - 1) / QUARTER_TILE);
+    const u32 tiles_y = (u32)(((u64)oh + QUARTER_TILE - 1) / QUARTER_TILE);
     // Block-uniform loop (the barriers need every thread): tile rows beyond the grid's.
     for (u32 t = blockIdx.y; t < tiles_y; t += gridDim.y) {
         const i64 y0 = (i64)t * QUARTER_TILE;
-        quarter_tile_load<T>(in, w, h, q, fill, x0, y0, tile, threadIdx.x, threadIdx.y);
+        quarter_tile_load<T>(in, w, h, ow, oh, q, fill, x0, y0, tile, threadIdx.x, threadIdx.y);
         __syncthreads();
-        quarter_tile_store<T>(tile, w, h, q, x0, y0, out, threadIdx.x, threadIdx.y);
+        quarter_tile_store<T>(tile, ow, oh, q, x0, y0, out, threadIdx.x, threadIdx.y);
         __syncthreads();
     }
 }
@@ -132,8 +138,12 @@ __device__ __forceinline__ T rotate_pixel(const T* __restrict__ in, const Rotate
         u32 nx, ny;
         rotate_floor(vx, &nx);
         rotate_floor(vy, &ny);
-        // The load is unconditional (pixel 0 when outside) so a thread's loads can all be in flight.
-        const T v = __ldg(in + (inside ? (u64)ny * m.w + nx : 0));
+        // The load is unconditional (pixel 0 when outside) so a thread's loads can all be in flight;
+        // the coordinates are zeroed outside before the index is formed, so no address is ever
+        // formed from them there, however the compiler schedules the load.
+        nx = inside ? nx : 0;
+        ny = inside ? ny : 0;
+        const T v = __ldg(in + ((u64)ny * m.w + nx));
         return inside ? v : fill;
     } else {
         // Inside: -0.5 <= s < W - 0.5, so the taps' coordinates are -1..W; as u32, -1 is >= W.
@@ -201,38 +211,39 @@ __device__ void rotate_tile_store(const T* tile, u32 w, u32 h, u32 tile_x, u32 t
     }
 }
 
+// A W x H input into an OW x OH output.
 template <typename T, bool BILINEAR>
-__device__ void rotate_affine(const T* __restrict__ in, u32 w, u32 h, T* __restrict__ out, double a, double b,
-                              double c, double d, double e, double f, u32 fill, u32 maxval) {
+__device__ void rotate_affine(const T* __restrict__ in, u32 w, u32 h, T* __restrict__ out, u32 ow, u32 oh, double a,
+                              double b, double c, double d, double e, double f, u32 fill, u32 maxval) {
     __shared__ __align__(16) T tile[ROTATE_TILE_H * ROTATE_PITCH];
     const RotateMap m = {a, b, c, d, e, f, (double)w, (double)h, w, h};
-    // The grid has ceil(W / 64) columns, so tile_x < W, and tile_y < H below: no u32 overflow.
-    const u32 tile_x = blockIdx.x * ROTATE_TILE_W, tiles_y = (u32)(((u64)h + ROTATE_TILE_H - 1) / ROTATE_TILE_H);
+    // The grid has ceil(OW / 64) columns, so tile_x < OW, and tile_y < OH below: no u32 overflow.
+    const u32 tile_x = blockIdx.x * ROTATE_TILE_W, tiles_y = (u32)(((u64)oh + ROTATE_TILE_H - 1) / ROTATE_TILE_H);
     // Block-uniform loop (the barriers need every thread): tile rows beyond the grid's.
     for (u32 ty = blockIdx.y; ty < tiles_y; ty += gridDim.y) {
         const u32 tile_y = ty * ROTATE_TILE_H;
         rotate_tile_compute<T, BILINEAR>(in, m, tile_x, tile_y, tile, threadIdx.x, (T)fill, maxval);
         __syncthreads();
-        rotate_tile_store<T>(tile, w, h, tile_x, tile_y, out, threadIdx.x);
+        rotate_tile_store<T>(tile, ow, oh, tile_x, tile_y, out, threadIdx.x);
         __syncthreads();
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256) rotate_quarter_u8(const u8* in, u32 w, u32 h, u8* out, u32 q,
-                                                                     u32 fill) {
-    rotate_quarter<u8>(in, w, h, out, q, fill);
+extern "C" __global__ void __launch_bounds__(256) rotate_quarter_u8(const u8* in, u32 w, u32 h, u8* out, u32 ow,
+                                                                     u32 oh, u32 q, u32 fill) {
+    rotate_quarter<u8>(in, w, h, out, ow, oh, q, fill);
 }
 
-extern "C" __global__ void __launch_bounds__(256) rotate_quarter_u16(const u16* in, u32 w, u32 h, u16* out, u32 q,
-                                                                      u32 fill) {
-    rotate_quarter<u16>(in, w, h, out, q, fill);
+extern "C" __global__ void __launch_bounds__(256) rotate_quarter_u16(const u16* in, u32 w, u32 h, u16* out, u32 ow,
+                                                                      u32 oh, u32 q, u32 fill) {
+    rotate_quarter<u16>(in, w, h, out, ow, oh, q, fill);
 }
 
-#define ROTATE_AFFINE_KERNEL(NAME, T, BILINEAR)                                                            \
-    extern "C" __global__ void __launch_bounds__(ROTATE_THREADS)                                         \
-        NAME(const T* in, u32 w, u32 h, T* out, double a, double b, double c, double d, double e, double f, \
-             u32 fill, u32 maxval) {                                                                     \
-        rotate_affine<T, BILINEAR>(in, w, h, out, a, b, c, d, e, f, fill, maxval);                       \
+#define ROTATE_AFFINE_KERNEL(NAME, T, BILINEAR)                                                              \
+    extern "C" __global__ void __launch_bounds__(ROTATE_THREADS)                                           \
+        NAME(const T* in, u32 w, u32 h, T* out, u32 ow, u32 oh, double a, double b, double c, double d,      \
+             double e, double f, u32 fill, u32 maxval) {                                                   \
+        rotate_affine<T, BILINEAR>(in, w, h, out, ow, oh, a, b, c, d, e, f, fill, maxval);                 \
     }
 
 ROTATE_AFFINE_KERNEL(rotate_nearest_u8, u8, false)

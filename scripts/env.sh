@@ -10,6 +10,15 @@ if [ ! -f "$_hp_stamp" ]; then
   python3 -m pip install --quiet --disable-pip-version-check --target "$_hp_py" --upgrade \
     nvidia-cuda-nvrtc==13.0.88 numpy opencv-python-headless >&2 && touch "$_hp_stamp"
 fi
+# The install test reads the installed manual pages with man -l (tests/tools/install.rs): man-db
+# and groff from the system's packages, where this machine lets us install them.
+if ! command -v man >/dev/null || ! command -v groff >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "scripts/env.sh: installing man-db and groff-base (apt-get)" >&2
+    { apt-get update -qq && apt-get install -y -qq --no-install-recommends man-db groff-base; } >/dev/null 2>&1 ||
+      echo "scripts/env.sh: could not install man-db; the install test will say so" >&2
+  fi
+fi
 export LD_LIBRARY_PATH="$_hp_py/nvidia/cu13/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONPATH="$_hp_py${PYTHONPATH:+:$PYTHONPATH}"
 export HISTOPIPE_PYTHON="${HISTOPIPE_PYTHON:-python3}"

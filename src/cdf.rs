@@ -4,12 +4,16 @@ use histopipe_cli::lexopt::Parser;
 use histopipe_cli::{parse_value, Context, Error, Tool};
 use histopipe_frame::Frame;
 use histopipe_ops::histogram::{Distribution, Histogram};
+use histopipe_plot::{cdf_figure, CdfFigure, PlotTarget};
+
+use crate::plot::{plot_target, write_figure};
 
 /// `cdf`: each frame's histogram and cumulative distribution as a table.
 #[derive(Default)]
 pub struct Cdf {
     bins: Option<usize>,
     tsv: bool,
+    plot: Option<PlotTarget>,
 }
 
 const COLUMNS: [&str; 7] = ["frame", "bin", "lower", "upper", "count", "cumulative", "fraction"];
@@ -29,6 +33,9 @@ Usage: cdf [OPTIONS] < in.pgm > cdf.csv
 Options:
   --bins N           N equal-width bins, 1..maxval+1 [default: one per level, maxval + 1]
   --format F         csv or tsv [default: csv]
+  --plot FILE        also draw the figure, the histogram as bars and the CDF as a curve on a
+                     second axis, to FILE (.svg or .png); with {n} in FILE one file per frame,
+                     {n} its number, else the first frame only
 
 Example:
   cdf --bins 8 < camera.pgm";
@@ -50,6 +57,7 @@ Example:
                     _ => return Err(Error::usage(format!("--format: unknown format '{f}' (csv or tsv)"))),
                 };
             }
+            "--plot" => self.plot = Some(plot_target(parser, name)?),
             _ => return Ok(false),
         }
         Ok(true)
@@ -57,6 +65,24 @@ Example:
 
     fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let dist = cx.run(&Histogram { bins: self.bins }, &frame)?;
+        if let Some((plot, path)) = self.plot.as_ref().and_then(|p| Some((p, p.path_for(cx.index)?))) {
+            let ranges: Vec<(u32, u32)> = (0..dist.counts.len()).map(|b| dist.bins.range(b)).collect();
+            let figure = CdfFigure {
+                counts: &dist.counts,
+                cumulative: &dist.cumulative,
+                bin_ranges: &ranges,
+                maxval: frame.maxval,
+                title: format!(
+                    "cdf: frame {}, {}x{}, maxval {}, {} bins",
+                    cx.index,
+                    frame.width,
+                    frame.height,
+                    frame.maxval,
+                    dist.counts.len()
+                ),
+            };
+            write_figure(cx, &path, cdf_figure(plot.format, &figure))?;
+        }
         let text = self.table(cx.index, &dist);
         cx.text().write_all(text.as_bytes()).map_err(|e| Error::io(&e))
     }

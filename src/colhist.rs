@@ -3,6 +3,9 @@ use histopipe_cli::{parse_value, Common, Context, Error, Tool};
 use histopipe_frame::{Format, Frame, Pixels};
 use histopipe_ops::colhist::{ColHist as ColHistOp, ColHistParams, Histograms};
 use histopipe_ops::rotate::Line;
+use histopipe_plot::{colhist_figure, heatmap_image, ColhistFigure, Counts, PlotTarget};
+
+use crate::plot::{plot_target, write_figure};
 
 /// What `colhist` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -11,6 +14,8 @@ enum Output {
     Csv,
     Tsv,
     Pgm,
+    /// A heatmap to look at.
+    Png,
 }
 
 /// `colhist`: a histogram of every column (or row) of each frame.
@@ -19,6 +24,7 @@ pub struct ColHist {
     params: ColHistParams,
     line: Option<Line>,
     output: Output,
+    plot: Option<PlotTarget>,
 }
 
 /// A distance in pixels under which the two ends of `--line` count as in one column: far below
@@ -42,8 +48,12 @@ Options:
   --count-padding    count every pixel, padding included
   --line X0,Y0,X1,Y1 only the column this line of the original image lies on; the line must be
                      vertical in the frame (rotate --line first)
-  --format F         csv, tsv, or pgm: the matrix as a 16-bit PGM image, bin 0 on top, counts
-                     over 65535 clamped [default: csv]
+  --format F         csv, tsv, pgm or png [default: csv]; pgm: the matrix as a PGM image, bin 0
+                     on top, maxval the largest count (over 65535 clamped); png: a heatmap to look
+                     at, bin 0 at the bottom, counts on a log scale through viridis (one frame)
+  --plot FILE        also draw the figure, the heatmap with axes and a colour bar, to FILE (.svg
+                     or .png); with {n} in FILE one file per frame, {n} its number, else the
+                     first frame only
 
 The text formats write, per frame, a line '# frame N: ...', a header 'bin,low,high,' and the column
 (or row) numbers, then one row per bin: its number, its lowest and highest value, its counts.
@@ -63,11 +73,15 @@ Example:
                     "csv" => Output::Csv,
                     "tsv" => Output::Tsv,
                     "pgm" => Output::Pgm,
+                    "png" => Output::Png,
                     _ => {
-                        return Err(Error::usage(format!("--format: unknown format '{v}' (csv, tsv or pgm)")))
+                        return Err(Error::usage(format!(
+                            "--format: unknown format '{v}' (csv, tsv, pgm or png)"
+                        )))
                     }
                 };
             }
+            "--plot" => self.plot = Some(plot_target(parser, name)?),
             _ => return Ok(false),
         }
         Ok(true)
@@ -97,8 +111,34 @@ Example:
             (None, true) => "rows".to_owned(),
             (None, false) => "columns".to_owned(),
         };
+        if let Some((plot, path)) = self.plot.as_ref().and_then(|p| Some((p, p.path_for(cx.index)?))) {
+            let ranges: Vec<(u32, u32)> = (0..op.bins).map(|b| op.bin_range(b)).collect();
+            let figure = ColhistFigure {
+                counts: Counts { bins: h.bins, lines: h.lines, counts: &h.counts },
+                bin_ranges: &ranges,
+                maxval: frame.maxval,
+                first_line: column.unwrap_or(0),
+                line_name: if op.rows { "row" } else { "column" },
+                title: format!(
+                    "colhist: frame {}, {}x{}, maxval {}, {} bins, {what}",
+                    cx.index, frame.width, frame.height, frame.maxval, op.bins
+                ),
+            };
+            write_figure(cx, &path, colhist_figure(plot.format, &figure))?;
+        }
         match self.output {
             Output::Pgm => cx.write(matrix_image(&h)),
+            Output::Png => {
+                if cx.index > 1 {
+                    return Err(cx.invalid(
+                        "--format png writes a single frame (one PNG), and the stream has more: \
+                         use --format pgm, or --plot with {n}",
+                    ));
+                }
+                let image = heatmap_image(&Counts { bins: h.bins, lines: h.lines, counts: &h.counts });
+                histopipe_frame::write_rgb8(cx.text(), image.width, image.height, &image.rgb, true)
+                    .map_err(|e| cx.invalid(format!("cannot encode the PNG: {e}")))
+            }
             Output::Csv | Output::Tsv => {
                 let sep = if self.output == Output::Csv { b',' } else { b'\t' };
                 let header = format!(
@@ -133,12 +173,18 @@ fn line_column(cx: &Context<'_>, frame: &Frame, line: &Line) -> Result<usize, Er
     Ok(x as usize)
 }
 
-/// The counts as a 16-bit image, one row per bin: samples are the counts (clamped to 65535) and
-/// maxval the largest of them (at least 256, so the image is 16-bit), so viewers show it stretched.
+/// The counts as an image, one row per bin: samples are the counts (clamped to 65535) and maxval
+/// the largest of them (at least 1), so viewers show the matrix stretched to its peak; 8-bit when
+/// the peak is at most 255, as PGM has it.
 fn matrix_image(h: &Histograms) -> Frame {
     let samples: Vec<u16> = h.counts.iter().map(|&c| c.min(65535) as u16).collect();
-    let maxval = samples.iter().copied().max().unwrap_or(0).max(256);
-    let mut f = Frame::new(h.lines, h.bins, maxval, Pixels::U16(samples.into()));
+    let maxval = samples.iter().copied().max().unwrap_or(0).max(1);
+    let pixels = if maxval <= 255 {
+        Pixels::U8(samples.iter().map(|&s| s as u8).collect())
+    } else {
+        Pixels::U16(samples.into())
+    };
+    let mut f = Frame::new(h.lines, h.bins, maxval, pixels);
     f.format = Format::Pgm;
     f
 }

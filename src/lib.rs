@@ -10,4 +10,5 @@ pub mod equalize;
 pub mod hough_lines;
 pub mod hough_vote;
 pub mod pad;
+mod plot;
 pub mod rotate;

@@ -12,6 +12,7 @@ pub struct Rotate {
     line: Option<Line>,
     interpolation: Interpolation,
     fill: u16,
+    expand: bool,
 }
 
 impl Rotate {
@@ -37,7 +38,7 @@ impl Rotate {
                 return Err(Error::usage("missing ANGLE (degrees) or --line X0,Y0,X1,Y1 (see --help)"))
             }
         };
-        Ok(RotateParams { by, interpolation: self.interpolation, fill: self.fill })
+        Ok(RotateParams { by, interpolation: self.interpolation, fill: self.fill, expand: self.expand })
     }
 }
 
@@ -50,6 +51,7 @@ A positive ANGLE (degrees) turns the picture counter-clockwise as displayed, abo
 ((W-1)/2, (H-1)/2). Each output pixel takes the input pixel its centre maps to (nearest neighbour,
 halves rounded up); pixels that map outside the input get the fill value. Multiples of 90 degrees
 are exact permutations of the pixels; 0 changes nothing. The geometry metadata is updated.
+With --expand the output is the turned frame's bounding box instead: 90 turns W x H into H x W.
 
 Usage: rotate ANGLE [OPTIONS] < in.pgm > out.pgm
        rotate --line X0,Y0,X1,Y1 [OPTIONS] < in.pgm > out.pgm
@@ -60,6 +62,8 @@ Options:
                      top to (X1,Y1) at the bottom
   --bilinear         interpolate between the four nearest input pixels (rounded half up)
   --fill V           the value of pixels from outside the input, 0..maxval [default: 0]
+  --expand           make the output the bounding box of the turned frame (quarter turns: an
+                     exact transpose or flip, H x W), not the input's size
 
 Example:
   pad < a.pgm | rotate --line 0,0,400,400 | colhist --line 0,0,400,400 > line.csv";
@@ -69,6 +73,7 @@ Example:
             "--line" => self.line = Some(parse_value(parser, name)?),
             "--bilinear" => self.interpolation = Interpolation::Bilinear,
             "--fill" => self.fill = parse_value(parser, name)?,
+            "--expand" => self.expand = true,
             // A negative angle looks like a short option to the parser: -45 is -4 with value 5.
             _ if name.len() == 2 && name.as_bytes()[1].is_ascii_digit() || name == "-." => {
                 let rest = match parser.optional_value() {
@@ -94,6 +99,7 @@ Example:
     fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let params = self.params()?;
         let rotate = params.for_frame(&frame).map_err(|e| Error::op(cx.index, e))?;
+        cx.check_pixels(rotate.out_width, rotate.out_height)?;
         let out = cx.run(&rotate, &frame)?;
         cx.write(out)
     }

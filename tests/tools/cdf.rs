@@ -124,3 +124,24 @@ fn gpu_matches_cpu() {
         assert!(run_ok("cdf", "gpu", args, &input) == run_ok("cdf", "cpu", args, &input), "{args:?}");
     }
 }
+
+/// `--plot`: the bars and curve beside the table, which stays as it was; one file per frame with
+/// `{n}`.
+#[test]
+fn plot_writes_figures() {
+    let dir = temp_dir("cdf-plot");
+    let input = stream(&[fixture_frame("moon.pgm"), fixture_frame("dem16.pgm")]);
+    let table = run_ok("cdf", "cpu", &["--bins", "32"], &input);
+    let each = dir.join("cdf-{n}.svg");
+    assert_eq!(run_ok("cdf", "cpu", &["--bins", "32", "--plot", each.to_str().unwrap()], &input), table);
+    for (n, size) in [(1, "512x512, maxval 255"), (2, "403x344, maxval 1076")] {
+        let text = std::fs::read_to_string(dir.join(format!("cdf-{n}.svg"))).unwrap();
+        assert!(text.contains(&format!("cdf: frame {n}, {size}, 32 bins")), "frame {n}");
+        assert!(text.contains("cumulative fraction") && text.contains("pixels per bin"));
+    }
+    let png = dir.join("cdf.png");
+    run_ok("cdf", "cpu", &["--plot", png.to_str().unwrap()], &input);
+    assert_eq!(image::open(&png).unwrap().width(), 960);
+    assert!(run_err("cdf", &["--plot", "cdf.txt"], &input, 2).contains("must end in .svg or .png"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

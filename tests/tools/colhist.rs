@@ -225,7 +225,7 @@ fn tsv_pgm_rows_and_streams() {
     let block = parse(&csv, ',').remove(0);
     assert_eq!((pgm.width, pgm.height), (512, 16));
     let top = block.rows.iter().flat_map(|r| r.2.iter()).copied().max().unwrap();
-    assert_eq!(pgm.maxval as u32, top.max(256));
+    assert_eq!(pgm.maxval as u32, top, "maxval is the largest count");
     for bin in 0..16 {
         for x in 0..512 {
             assert_eq!(pgm.pixels.get(bin * 512 + x) as u32, block.count(bin, x));
@@ -333,4 +333,86 @@ fn gpu_pipelines_match_cpu() {
             assert!(run("cpu") == run("gpu"), "{rot:?} | colhist {hist:?}: GPU output differs");
         }
     }
+}
+
+/// The PGM's maxval is its largest count, however small, so viewers stretch it to its peak (no
+/// floor at 256, which showed a peak of 60 at 23%), and `--png` makes that peak white.
+#[test]
+fn pgm_peak_is_white() {
+    let turned = run_ok("rotate", "cpu", &["45"], &run_ok("pad", "cpu", &[], &fixture_bytes("camera.pgm")));
+    let pgm = read_frames(&run_ok("colhist", "cpu", &["--format", "pgm"], &turned)).remove(0);
+    let peak = (0..pgm.pixel_count()).map(|i| pgm.pixels.get(i)).max().unwrap();
+    assert!(peak < 256, "{peak}");
+    assert_eq!((pgm.maxval, pgm.depth()), (peak, histopipe_frame::Depth::U8));
+    let png = run_ok("colhist", "cpu", &["--format", "pgm", "--png"], &turned);
+    let shown = image::load_from_memory(&png).unwrap().to_luma8();
+    assert_eq!(shown.pixels().map(|p| p.0[0]).max(), Some(255), "the peak is white");
+    assert_eq!(read_frames(&png).remove(0), Frame { format: histopipe_frame::Format::Decoded, ..pgm });
+}
+
+/// `--format png`: every pixel is its cell's count through the log colour scale, bin 0 at the
+/// bottom; tiny matrices are drawn in blocks; a second frame is refused.
+#[test]
+fn png_heatmap_shows_every_count() {
+    use histopipe_plot::LogColour;
+    let camera = fixture_bytes("camera.pgm");
+    let block = parse(&run_ok("colhist", "cpu", &["--bins", "64"], &camera), ',').remove(0);
+    let img =
+        image::load_from_memory(&run_ok("colhist", "cpu", &["--bins", "64", "--format", "png"], &camera))
+            .unwrap()
+            .to_rgb8();
+    // 64 bins drawn 4 pixels high, to make 256.
+    assert_eq!(img.dimensions(), (512, 256));
+    let max = block.rows.iter().flat_map(|r| r.2.iter()).copied().max().unwrap();
+    let colour = LogColour::new(max as u64);
+    for y in 0..256 {
+        for x in 0..512 {
+            let bin = 63 - y as usize / 4;
+            assert_eq!(
+                img.get_pixel(x, y).0,
+                colour.colour(block.count(bin, x as usize) as u64),
+                "({x}, {y})"
+            );
+        }
+    }
+    let line = image::load_from_memory(&run_ok(
+        "colhist",
+        "cpu",
+        &["--line", "5,0,5,100", "--format", "png"],
+        &camera,
+    ))
+    .unwrap();
+    assert_eq!((line.width(), line.height()), (256, 256), "one column, 256 bins");
+    let two = stream(&[fixture_frame("camera.pgm"), fixture_frame("camera.pgm")]);
+    assert!(run_err("colhist", &["--format", "png"], &two, 2)
+        .contains("frame 2: --format png writes a single frame"));
+}
+
+/// `--plot`: the figure beside the usual output, which it leaves as it was; SVG or PNG by the
+/// name; with `{n}` one file per frame, without it the first frame's; bad names and unwritable
+/// places are errors.
+#[test]
+fn plot_writes_figures() {
+    let dir = temp_dir("colhist-plot");
+    let frames = [fixture_frame("camera.pgm"), fixture_frame("dem16.pgm")];
+    let input = stream(&frames);
+    let plain = run_ok("colhist", "cpu", &[], &input);
+    let svg = dir.join("h.svg");
+    let out = run_ok("colhist", "cpu", &["--plot", svg.to_str().unwrap()], &input);
+    assert_eq!(out, plain, "stdout is unchanged");
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("colhist: frame 1, 512x512") && !text.contains("frame 2"), "the first frame only");
+    assert!(text.contains("<image") && text.contains("count (log scale)"));
+    let each = dir.join("h-{n}.png");
+    run_ok("colhist", "cpu", &["--rows", "--plot", each.to_str().unwrap()], &input);
+    for n in [1, 2] {
+        let img = image::open(dir.join(format!("h-{n}.png"))).unwrap();
+        assert_eq!((img.width(), img.height()), (960, 600), "frame {n}");
+    }
+    assert!(!dir.join("h-3.png").exists());
+    assert!(run_err("colhist", &["--plot", "h.pdf"], &input, 2).contains("must end in .svg or .png"));
+    let nowhere = dir.join("missing/h.svg");
+    let e = run_err("colhist", &["--plot", nowhere.to_str().unwrap()], &input, 1);
+    assert!(e.contains("frame 1: --plot: cannot write"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -229,3 +229,11 @@ pub fn bench_frame() -> Frame {
     let px = (0..w * h).map(|i| brick.pixels.get((i / w % 512) * 512 + i % w % 512) as u8).collect();
     Frame::new(w, h, 255, Pixels::U8(px))
 }
+
+/// A fresh, empty folder for a test's files, named after the test and this process.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("histopipe-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir
+}

@@ -11,6 +11,7 @@ mod failures;
 mod frames;
 mod hough;
 mod huge;
+mod install;
 mod opencv;
 mod pad;
 mod rotate;

@@ -208,7 +208,8 @@ fn gpu_matches_cpu_on_random_frames() {
             } else {
                 RotateBy::Degrees(angle)
             };
-            let rotate = RotateParams { by, interpolation, fill }.for_frame(&frame).unwrap();
+            let expand = i % 2 == 1;
+            let rotate = RotateParams { by, interpolation, fill, expand }.for_frame(&frame).unwrap();
             let cpu = rotate.cpu(&frame).unwrap();
             let gpu_out = rotate.gpu(&gpu, &frame).unwrap();
             assert!(cpu == gpu_out, "{w}x{h} maxval {maxval} {rotate:?}: GPU output differs");
@@ -222,8 +223,17 @@ fn gpu_backend_matches_cpu_backend_on_fixtures() {
     let Some(_gpu) = gpu() else { return };
     for name in PGM_FIXTURES.iter().chain(&["dem16.pgm"]) {
         let padded = run_ok("pad", "cpu", &[], &fixture_bytes(name));
-        for args in [&["45"][..], &["-33.7", "--bilinear", "--fill", "9"], &["90"], &["--line", "0,0,100,60"]]
-        {
+        for args in [
+            &["45"][..],
+            &["-33.7", "--bilinear", "--fill", "9"],
+            &["90"],
+            &["--line", "0,0,100,60"],
+            &["90", "--expand"],
+            &["-90", "--expand", "--bilinear"],
+            &["180", "--expand"],
+            &["-33.7", "--expand", "--bilinear", "--fill", "9"],
+            &["--line", "0,0,100,60", "--expand"],
+        ] {
             let cpu = run_ok("rotate", "cpu", args, &padded);
             let gpu = run_ok("rotate", "gpu", args, &padded);
             assert!(cpu == gpu, "{name} {args:?}: GPU output differs");
@@ -235,4 +245,76 @@ fn gpu_backend_matches_cpu_backend_on_fixtures() {
         run_ok("rotate", "gpu", &["17", "--bilinear"], &input),
         run_ok("rotate", "cpu", &["17", "--bilinear"], &input)
     );
+}
+
+/// `--expand` with a quarter turn: a 400x328 frame becomes 328x400 holding exactly NumPy's
+/// `rot90` of it (counter-clockwise as displayed), 8- and 16-bit; 180 keeps the size, flipped
+/// both ways; -90 turns the other way. Without `--expand` the size stays 400x328.
+#[test]
+fn expand_quarter_turns_are_numpy_rot90() {
+    let mut rng = rng();
+    for maxval in [255u16, 1076] {
+        let f = random_frame(&mut rng, 400, 328, maxval);
+        let input = stream(std::slice::from_ref(&f));
+        let dtype = if maxval <= 255 { "np.uint8" } else { "np.uint16" };
+        let raw: Vec<u8> = match &f.pixels {
+            Pixels::U8(v) => v.to_vec(),
+            Pixels::U16(v) => v.iter().flat_map(|s| s.to_le_bytes()).collect(),
+        };
+        for (angle, k) in [("90", 1), ("180", 2), ("270", 3), ("-90", 3), ("-270", 1)] {
+            let out = rotate_cpu(&[angle, "--expand"], &input);
+            let (w, h) = if k == 2 { (400, 328) } else { (328, 400) };
+            assert_eq!((out.width, out.height), (w, h), "{angle}");
+            let script = format!(
+                "a = np.fromfile(sys.argv[1], {dtype}).reshape(328, 400)\n\
+                 sys.stdout.buffer.write(np.ascontiguousarray(np.rot90(a, {k})).astype('<u2').tobytes())"
+            );
+            let expected: Vec<u16> =
+                opencv(&script, &[&raw]).chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect();
+            let got: Vec<u16> = (0..w * h).map(|i| out.pixels.get(i)).collect();
+            assert!(got == expected, "{angle} --expand, maxval {maxval}: not np.rot90(a, {k})");
+            assert_eq!(out.maxval, maxval);
+        }
+        let kept = rotate_cpu(&["90"], &input);
+        assert_eq!((kept.width, kept.height), (400, 328), "without --expand the size is kept");
+    }
+}
+
+/// The geometry of an expanded turn maps back: every pixel of a quarter turn is the original's,
+/// so `rotate 90 --expand | colhist` is `colhist --rows` of the original, column for row; a
+/// general turn's corners are not counted; and a row of the original turned upright with
+/// `--line` is found again by `colhist --line`, with the counts of that row.
+#[test]
+fn expanded_geometry_maps_back_to_the_original() {
+    let coins = fixture_bytes("coins.pgm");
+    let turned = run_ok("rotate", "cpu", &["90", "--expand"], &coins);
+    let by_column = read_frames(&run_ok("colhist", "cpu", &["--format", "pgm"], &turned)).remove(0);
+    let by_row = read_frames(&run_ok("colhist", "cpu", &["--format", "pgm", "--rows"], &coins)).remove(0);
+    assert_eq!(by_column, by_row, "columns of the turned frame are the rows of the original");
+
+    let original = fixture_frame("coins.pgm");
+    let out = rotate_cpu(&["33.3", "--expand"], &coins);
+    assert!(out.pixel_count() > original.pixel_count() + 20_000, "{}x{}", out.width, out.height);
+    let g = out.geometry.clone().unwrap();
+    let data = (0..out.height)
+        .flat_map(|y| (0..out.width).map(move |x| (x, y)))
+        .filter(|&(x, y)| g.is_original(x as f64, y as f64))
+        .count();
+    let matrix = read_frames(&run_ok("colhist", "cpu", &["--format", "pgm"], &stream(&[out]))).remove(0);
+    let counted: usize = (0..matrix.pixel_count()).map(|i| matrix.pixels.get(i) as usize).sum();
+    assert_eq!(counted, data, "colhist counts the data pixels and only those");
+    // Each original pixel lands once, give or take the rounding seams of a general turn.
+    let seams = data.abs_diff(original.pixel_count());
+    assert!(seams < 400, "{data} data pixels for {} original ones", original.pixel_count());
+
+    let line = "0,150,383,150";
+    let upright = run_ok("rotate", "cpu", &["--line", line, "--expand"], &coins);
+    let csv = String::from_utf8(run_ok("colhist", "cpu", &["--line", line], &upright)).unwrap();
+    let counts: Vec<u64> =
+        csv.lines().skip(2).map(|l| l.rsplit(',').next().unwrap().parse().unwrap()).collect();
+    let mut expected = vec![0u64; 256];
+    for x in 0..original.width {
+        expected[original.pixels.get(150 * original.width + x) as usize] += 1;
+    }
+    assert_eq!(counts, expected, "the histogram along row 150 of the original");
 }

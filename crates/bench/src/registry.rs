@@ -249,7 +249,16 @@ fn rotate(gpu: &Gpu, input: &Input, interpolation: Interpolation) -> Result<Case
     let (w, h) = (input.width, input.height);
     let n = w * h;
     let turn = Turn::degrees(ROTATE_DEGREES)?;
-    let op = Rotate { turn, width: w, height: h, interpolation, fill: 0, maxval: 255 };
+    let op = Rotate {
+        turn,
+        width: w,
+        height: h,
+        out_width: w,
+        out_height: h,
+        interpolation,
+        fill: 0,
+        maxval: 255,
+    };
     let mut sets = Sets::new(gpu, input, n)?;
     let case = Case::new(n, 2 * n, sets.count(), move |gpu, i| {
         let (src, dst) = sets.pair(i);

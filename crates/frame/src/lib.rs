@@ -14,6 +14,7 @@ mod decode;
 mod error;
 mod frame;
 mod geometry;
+mod png_scale;
 mod pnm;
 mod read;
 mod samples;

@@ -2,12 +2,14 @@ use std::io::{self, Write};
 
 use image::{ExtendedColorType, ImageEncoder};
 
+use crate::png_scale::{PngScale, MAXVAL_KEYWORD};
 use crate::{Format, Frame, FrameError, Pixels};
 
 /// How to write a stream.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WriteOptions {
-    /// Write PNG instead of the input's container; only one frame can then be written.
+    /// Write PNG instead of the input's container; only one frame can then be written. Samples
+    /// are scaled to the PNG's depth and the maxval recorded (see `png_scale.rs`).
     pub png: bool,
 }
 
@@ -36,7 +38,7 @@ impl<W: Write> FrameWriter<W> {
                 ));
             }
             self.png(frame).map_err(|e| match e {
-                image::ImageError::IoError(e) => FrameError::io(index, &e),
+                png::EncodingError::IoError(e) => FrameError::io(index, &e),
                 other => FrameError::invalid(index, format!("cannot encode PNG: {other}")),
             })?;
         } else {
@@ -103,16 +105,27 @@ impl<W: Write> FrameWriter<W> {
         }
     }
 
-    fn png(&mut self, frame: &Frame) -> image::ImageResult<()> {
-        let (w, h) = (frame.width as u32, frame.height as u32);
-        let encoder = image::codecs::png::PngEncoder::new(&mut self.out);
-        match &frame.pixels {
-            Pixels::U8(v) => encoder.write_image(v, w, h, ExtendedColorType::L8),
-            Pixels::U16(v) => {
-                let bytes: Vec<u8> = v.iter().flat_map(|s| s.to_ne_bytes()).collect();
-                encoder.write_image(&bytes, w, h, ExtendedColorType::L16)
-            }
+    /// `frame` as a gray PNG, its samples scaled to the PNG's depth as [`PngScale`] says, with
+    /// the `sBIT` and `tEXt` chunks that record its maxval when that is not the PNG's own.
+    fn png(&mut self, frame: &Frame) -> Result<(), png::EncodingError> {
+        let scale = PngScale::for_maxval(frame.maxval);
+        let mut encoder = png::Encoder::new(&mut self.out, frame.width as u32, frame.height as u32);
+        encoder.set_color(png::ColorType::Grayscale);
+        encoder.set_depth(if scale.png_max == 255 { png::BitDepth::Eight } else { png::BitDepth::Sixteen });
+        if scale.scales() {
+            encoder.add_text_chunk(MAXVAL_KEYWORD.into(), frame.maxval.to_string())?;
         }
+        let mut writer = encoder.write_header()?;
+        if let Some(bits) = scale.significant_bits() {
+            writer.write_chunk(png::chunk::ChunkType(*b"sBIT"), &[bits])?;
+        }
+        let data: Vec<u8> = match &frame.pixels {
+            Pixels::U8(v) if scale.scales() => v.iter().map(|&s| scale.written(s as u16) as u8).collect(),
+            Pixels::U8(v) => v.to_vec(),
+            Pixels::U16(v) => v.iter().flat_map(|&s| scale.written(s).to_be_bytes()).collect(),
+        };
+        writer.write_image_data(&data)?;
+        writer.finish()
     }
 }
 
@@ -207,6 +220,84 @@ mod tests {
                 assert_eq!(back, f, "{format:?}");
             }
         }
+    }
+
+    fn png_bytes(frame: &Frame) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        FrameWriter::new(&mut bytes, WriteOptions { png: true }).write(1, frame).unwrap();
+        bytes
+    }
+
+    /// The chunk of type `kind`'s data, if the PNG has one.
+    fn chunk<'a>(png: &'a [u8], kind: &[u8; 4]) -> Option<&'a [u8]> {
+        let mut pos = 8;
+        while pos + 8 <= png.len() {
+            let len = u32::from_be_bytes(png[pos..pos + 4].try_into().unwrap()) as usize;
+            if &png[pos + 4..pos + 8] == kind {
+                return Some(&png[pos + 8..pos + 8 + len]);
+            }
+            pos += 12 + len;
+        }
+        None
+    }
+
+    /// A PNG shows the frame as a netpbm viewer would (scaled to the PNG's depth, as other
+    /// decoders read it) and reads back as the very frame, maxval included, for maxvals of both
+    /// widths; 255 and 65535 are written as they are, with no extra chunks.
+    #[test]
+    fn png_scales_samples_and_reads_back_exactly() {
+        for maxval in [1u16, 5, 200, 254, 255, 256, 1076, 4095, 65534, 65535] {
+            let k = (maxval as usize + 1).min(4000);
+            let samples: Vec<u16> = (0..k).map(|i| (i * maxval as usize / (k - 1).max(1)) as u16).collect();
+            let pixels = if maxval <= 255 {
+                Pixels::U8(samples.iter().map(|&s| s as u8).collect())
+            } else {
+                Pixels::U16(samples.clone().into())
+            };
+            let f = Frame::new(samples.len(), 1, maxval, pixels);
+            let png = png_bytes(&f);
+            let shown = image::load_from_memory(&png).unwrap();
+            let scale = PngScale::for_maxval(maxval);
+            let expected: Vec<u16> = samples.iter().map(|&s| scale.written(s)).collect();
+            let seen: Vec<u16> = match shown {
+                image::DynamicImage::ImageLuma8(g) => g.into_raw().into_iter().map(u16::from).collect(),
+                image::DynamicImage::ImageLuma16(g) => g.into_raw(),
+                other => panic!("maxval {maxval}: {:?}", other.color()),
+            };
+            assert_eq!(seen, expected, "maxval {maxval}: the samples a viewer sees");
+            assert_eq!(seen.last().copied(), Some(scale.png_max), "maxval {maxval}: maxval is white");
+            let text = chunk(&png, b"tEXt").map(|t| t.to_vec());
+            let sbit = chunk(&png, b"sBIT").map(|b| b[0]);
+            if maxval == 255 || maxval == 65535 {
+                assert_eq!((text, sbit), (None, None), "maxval {maxval}");
+            } else {
+                assert_eq!(text, Some(format!("histopipe-maxval\0{maxval}").into_bytes()));
+                assert_eq!(sbit, scale.significant_bits());
+            }
+            let back = FrameReader::new(&png[..], ReadOptions::default()).next_frame().unwrap().unwrap();
+            assert_eq!((back.maxval, &back.pixels), (maxval, &f.pixels), "maxval {maxval}");
+        }
+    }
+
+    #[test]
+    fn png_maxval_text_is_checked() {
+        let f = Frame::new(2, 1, 1076, Pixels::U16(vec![0, 1076].into()));
+        let png = png_bytes(&f);
+        let read = |bytes: &[u8]| FrameReader::new(bytes, ReadOptions::default()).next_frame();
+        // The same length, so the chunk stays whole (the reader checks the text, not the CRC).
+        for (bad, why) in [("0000", "is not a maxval"), ("x076", "is not a maxval")] {
+            let mut b = png.clone();
+            let at = b.windows(4).position(|w| w == b"1076").unwrap();
+            b[at..at + 4].copy_from_slice(bad.as_bytes());
+            let e = read(&b).unwrap_err();
+            assert!(e.message.contains(why) && e.message.contains("histopipe-maxval"), "{}", e.message);
+        }
+        // An 8-bit frame written by hand with a 16-bit maxval recorded.
+        let small = png_bytes(&Frame::new(1, 1, 100, Pixels::U8(vec![7].into())));
+        let mut b = small.clone();
+        let at = b.windows(5).position(|w| w == b"l\x00100").unwrap() + 2;
+        b[at..at + 3].copy_from_slice(b"999");
+        assert!(read(&b).unwrap_err().message.contains("8-bit PNG"));
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! `rotate`: turn a frame about its centre, keeping its size.
+//! `rotate`: turn a frame about its centre, keeping its size or (`--expand`) in a frame the size of
+//! the turned one's bounding box.
 //!
 //! Coordinates are pixel indices with y pointing down; the centre of a W x H frame is the point
 //! ((W - 1) / 2, (H - 1) / 2). A positive angle turns the picture counter-clockwise as displayed.
@@ -7,7 +8,9 @@
 //! sx = cos t x - sin t y + cx - (cos t cx - sin t cy)
 //! sy = sin t x + cos t y + cy - (sin t cx + cos t cy)
 //!
-//! written as the [`Affine`] `new_to_old` and evaluated per pixel exactly as [`Affine::apply`]
+//! (with `--expand`, x and y are taken from the output's centre, which maps to the input's: see
+//! [`Turn::new_to_old_sized`]), written as the [`Affine`] `new_to_old` and evaluated per pixel
+//! exactly as [`Affine::apply`]
 //! evaluates it, in `f64`, by both backends (cos and sin are computed once, on the host). That map
 //! is also what the output's geometry composes, so `colhist` finds the same pixels.
 //!
@@ -85,10 +88,30 @@ impl Turn {
     /// The map from output pixel coordinates to input ones for a `width x height` frame. For
     /// quarter turns every coefficient is an integer or a half-integer, so it is exact.
     pub fn new_to_old(self, width: usize, height: usize) -> Affine {
+        self.new_to_old_sized((width, height), (width, height))
+    }
+
+    /// The map from the pixel coordinates of an `output`-sized frame to those of the `input`-sized
+    /// one it is turned from, centre onto centre. With `output == input` it is
+    /// [`Turn::new_to_old`], bit for bit (the same operations).
+    pub fn new_to_old_sized(self, input: (usize, usize), output: (usize, usize)) -> Affine {
         let (cos, sin) = self.cos_sin();
-        let (cx, cy) = ((width as f64 - 1.0) / 2.0, (height as f64 - 1.0) / 2.0);
+        let centre = |(w, h): (usize, usize)| ((w as f64 - 1.0) / 2.0, (h as f64 - 1.0) / 2.0);
+        let ((cx, cy), (ox, oy)) = (centre(input), centre(output));
         let (a, b, d, e) = (cos, -sin, sin, cos);
-        Affine { a, b, c: cx - (a * cx + b * cy), d, e, f: cy - (d * cx + e * cy) }
+        Affine { a, b, c: cx - (a * ox + b * oy), d, e, f: cy - (d * ox + e * oy) }
+    }
+
+    /// The size of the bounding box of a `width x height` frame turned this far: its pixels are
+    /// unit squares, so the box is |cos| W + |sin| H by |sin| W + |cos| H, rounded up (after
+    /// taking off 10^-6, so that the rounding of cos and sin never adds a pixel: a turn by 10^-9
+    /// degrees keeps the size). Quarter turns give exactly H x W or W x H.
+    pub fn bounding_size(self, width: usize, height: usize) -> (usize, usize) {
+        let (cos, sin) = self.cos_sin();
+        let (c, s) = (cos.abs(), sin.abs());
+        let (w, h) = (width as f64, height as f64);
+        let side = |v: f64| ((v - 1e-6).ceil() as usize).max(1);
+        (side(c * w + s * h), side(s * w + c * h))
     }
 }
 
@@ -147,6 +170,9 @@ pub struct RotateParams {
     pub by: RotateBy,
     pub interpolation: Interpolation,
     pub fill: u16,
+    /// Make the output the turned frame's bounding box ([`Turn::bounding_size`]) instead of the
+    /// input's size.
+    pub expand: bool,
 }
 
 impl RotateParams {
@@ -169,10 +195,22 @@ impl RotateParams {
                     .ok_or_else(|| OpError::invalid("the line has no direction in this frame"))?
             }
         };
+        let (out_width, out_height) = if self.expand {
+            turn.bounding_size(frame.width, frame.height)
+        } else {
+            (frame.width, frame.height)
+        };
+        if out_width > u32::MAX as usize || out_height > u32::MAX as usize {
+            return Err(OpError::invalid(format!(
+                "the turned frame would be {out_width}x{out_height}, wider or taller than 2^32 - 1 pixels"
+            )));
+        }
         Ok(Rotate {
             turn,
             width: frame.width,
             height: frame.height,
+            out_width,
+            out_height,
             interpolation: self.interpolation,
             fill: self.fill,
             maxval: frame.maxval,
@@ -184,8 +222,12 @@ impl RotateParams {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rotate {
     pub turn: Turn,
+    /// The input's size.
     pub width: usize,
     pub height: usize,
+    /// The output's size: the input's, or a turned frame's bounding box.
+    pub out_width: usize,
+    pub out_height: usize,
     pub interpolation: Interpolation,
     pub fill: u16,
     pub maxval: u16,
@@ -198,11 +240,11 @@ fn halve_rounding_up(s: i64) -> i64 {
 
 impl Rotate {
     pub fn new_to_old(&self) -> Affine {
-        self.turn.new_to_old(self.width, self.height)
+        self.turn.new_to_old_sized((self.width, self.height), (self.out_width, self.out_height))
     }
 
     fn output(&self, frame: &Frame, pixels: Pixels) -> Frame {
-        let mut out = frame.derive(self.width, self.height, frame.maxval, pixels);
+        let mut out = frame.derive(self.out_width, self.out_height, frame.maxval, pixels);
         if self.turn != Turn::Quarter(0) {
             out.geometry = Some(frame.geometry_or_identity().then(&self.new_to_old()));
         }
@@ -216,15 +258,17 @@ impl Rotate {
     /// [`Self::cpu_samples`] with the interior runs of general turns evaluated by `kernel`.
     fn cpu_samples_with<T: Sample>(&self, input: &[T], kernel: Kernel) -> Vec<T> {
         let (w, h) = (self.width, self.height);
+        let (ow, oh) = (self.out_width, self.out_height);
         let fill = T::from_u16(self.fill);
-        let mut out = Vec::with_capacity(w * h);
+        let mut out = Vec::with_capacity(ow * oh);
         match self.turn {
             Turn::Quarter(q) => {
                 let (w2, h2) = (w as i64 - 1, h as i64 - 1);
-                for y in 0..h as i64 {
-                    for x in 0..w as i64 {
-                        // Doubled offsets from the centre keep half-pixel centres in integers.
-                        let (dx, dy) = (2 * x - w2, 2 * y - h2);
+                for y in 0..oh as i64 {
+                    for x in 0..ow as i64 {
+                        // Doubled offsets from the output's centre keep half-pixel centres in
+                        // integers; they are the input's offsets from its own centre, turned.
+                        let (dx, dy) = (2 * x - (ow as i64 - 1), 2 * y - (oh as i64 - 1));
                         let (sx2, sy2) = match q & 3 {
                             0 => (dx, dy),
                             1 => (-dy, dx),
@@ -243,23 +287,23 @@ impl Rotate {
                 let fits = (w as u64).saturating_mul(h as u64) < 1 << 52 && input.len() >= w * h;
                 let kernel = if fits { kernel } else { Kernel::Scalar };
                 self.affine(input, kernel, out.spare_capacity_mut());
-                // SAFETY: `affine` wrote all w h samples.
-                unsafe { out.set_len(w * h) };
+                // SAFETY: `affine` wrote all ow oh samples.
+                unsafe { out.set_len(ow * oh) };
             }
         }
         out
     }
 
-    /// Writes the `w x h` output of a general turn to `out`, tile by tile: [`TILE_H`] rows at a
+    /// Writes the output of a general turn to `out`, tile by tile: [`TILE_H`] rows at a
     /// time, in [`TILE_W`]-pixel columns. A tile's source points lie in a small turned square,
     /// whose cache lines (and pages) stay cached while the tile is made; a whole output row
     /// would read across a different input row every pixel or two, thousands of lines and pages.
     fn affine<T: Sample>(&self, input: &[T], kernel: Kernel, out: &mut [MaybeUninit<T>]) {
-        let w = self.width;
+        let w = self.out_width;
         let mut rows = Vec::with_capacity(TILE_H);
-        for y0 in (0..self.height).step_by(TILE_H) {
+        for y0 in (0..self.out_height).step_by(TILE_H) {
             rows.clear();
-            rows.extend((y0..(y0 + TILE_H).min(self.height)).map(|y| self.row(y)));
+            rows.extend((y0..(y0 + TILE_H).min(self.out_height)).map(|y| self.row(y)));
             for x0 in (0..w).step_by(TILE_W) {
                 let xs = x0..(x0 + TILE_W).min(w);
                 for (y, row) in (y0..).zip(&rows) {
@@ -287,16 +331,17 @@ impl Rotate {
         let (sx, sy) = (|x| map.sx(x), |x| map.sy(x));
         let (x_at_0, y_at_0) = (sx(0), sy(0));
         // The nearest pixel floor(s + 0.5) is in 0..W exactly when 0 <= s + 0.5 < W (W integer).
+        let ow = self.out_width;
         let (lo, hi) = intersect(
-            run_within(w, (m.a, x_at_0 + 0.5), |x| sx(x) + 0.5, wf),
-            run_within(w, (m.d, y_at_0 + 0.5), |x| sy(x) + 0.5, hf),
+            run_within(ow, (m.a, x_at_0 + 0.5), |x| sx(x) + 0.5, wf),
+            run_within(ow, (m.d, y_at_0 + 0.5), |x| sy(x) + 0.5, hf),
         );
         let (ilo, ihi) = if self.interpolation == Interpolation::Bilinear {
             // All four taps are inside when 0 <= s and floor(s) + 1 < W, that is s < W - 1; such
             // points are also inside for nearest, so this run lies within (lo, hi).
             let (i0, i1) = intersect(
-                run_within(w, (m.a, x_at_0), sx, wf - 1.0),
-                run_within(w, (m.d, y_at_0), sy, hf - 1.0),
+                run_within(ow, (m.a, x_at_0), sx, wf - 1.0),
+                run_within(ow, (m.d, y_at_0), sy, hf - 1.0),
             );
             let ilo = i0.clamp(lo, hi);
             (ilo, i1.clamp(ilo, hi))
@@ -343,7 +388,7 @@ impl Rotate {
     }
 
     fn gpu_samples<T: Sample>(&self, gpu: &Gpu, input: &[T]) -> Result<Samples<T>, OpError> {
-        let n = self.width * self.height;
+        let n = self.out_width * self.out_height;
         let src = gpu.upload::<T>("rotate.in", input)?;
         let mut dst = gpu.buffer::<T>("rotate.out", n)?;
         self.launch(gpu, &src, &mut dst)?;
@@ -352,38 +397,39 @@ impl Rotate {
     }
 
     /// Queues the rotate kernel on the GPU's stream: `src` holds the `width x height` input,
-    /// `dst` receives the output of the same size. Device buffers in, device buffers out, so
-    /// benchmarks can time the kernel alone.
+    /// `dst` receives the `out_width x out_height` output. Device buffers in, device buffers out,
+    /// so benchmarks can time the kernel alone.
     pub fn launch<T: Sample>(
         &self,
         gpu: &Gpu,
         src: &CudaSlice<T>,
         dst: &mut CudaSlice<T>,
     ) -> Result<(), OpError> {
-        if self.width == 0 || self.height == 0 {
+        if self.out_width == 0 || self.out_height == 0 {
             return Ok(());
         }
         let (w, h, fill) = (self.width as u32, self.height as u32, self.fill as u32);
+        let (ow, oh) = (self.out_width as u32, self.out_height as u32);
         match self.turn {
             Turn::Quarter(q) => {
                 // One block of 32 x 8 threads per 32 x 32 output tile (QUARTER_TILE in rotate.cu);
                 // the kernel loops over tile rows beyond the grid's 65535.
                 let cfg = LaunchConfig {
-                    grid_dim: (w.div_ceil(32), h.div_ceil(32).min(65535), 1),
+                    grid_dim: (ow.div_ceil(32), oh.div_ceil(32).min(65535), 1),
                     block_dim: (32, 8, 1),
                     shared_mem_bytes: 0,
                 };
                 let f = gpu.function(&kernels::ROTATE, &format!("rotate_quarter_{}", T::KERNEL_SUFFIX))?;
                 let q = q as u32 & 3;
                 let mut launch = gpu.stream().launch_builder(&f);
-                launch.arg(src).arg(&w).arg(&h).arg(dst).arg(&q).arg(&fill);
+                launch.arg(src).arg(&w).arg(&h).arg(dst).arg(&ow).arg(&oh).arg(&q).arg(&fill);
                 unsafe { launch.launch(cfg) }?;
             }
             Turn::Angle { .. } => {
                 // One block of 256 threads per 64 x 32 output tile (TILE_W, TILE_H in rotate.cu);
                 // the kernel loops over tile rows beyond the grid's 65535.
                 let cfg = LaunchConfig {
-                    grid_dim: (w.div_ceil(64), h.div_ceil(32).min(65535), 1),
+                    grid_dim: (ow.div_ceil(64), oh.div_ceil(32).min(65535), 1),
                     block_dim: (256, 1, 1),
                     shared_mem_bytes: 0,
                 };
@@ -395,7 +441,7 @@ impl Rotate {
                 let m = self.new_to_old();
                 let maxval = self.maxval as u32;
                 let mut launch = gpu.stream().launch_builder(&f);
-                launch.arg(src).arg(&w).arg(&h).arg(dst);
+                launch.arg(src).arg(&w).arg(&h).arg(dst).arg(&ow).arg(&oh);
                 launch.arg(&m.a).arg(&m.b).arg(&m.c).arg(&m.d).arg(&m.e).arg(&m.f);
                 launch.arg(&fill).arg(&maxval);
                 unsafe { launch.launch(cfg) }?;
@@ -932,7 +978,7 @@ mod tests {
     }
 
     fn rotate(f: &Frame, by: RotateBy, interpolation: Interpolation) -> Frame {
-        RotateParams { by, interpolation, fill: 0 }.for_frame(f).unwrap().cpu(f).unwrap()
+        RotateParams { by, interpolation, fill: 0, expand: false }.for_frame(f).unwrap().cpu(f).unwrap()
     }
 
     #[test]
@@ -968,6 +1014,8 @@ mod tests {
                     turn: Turn::Quarter(q),
                     width: w,
                     height: h,
+                    out_width: w,
+                    out_height: h,
                     interpolation: Interpolation::Nearest,
                     fill: 0,
                     maxval: 255,
@@ -999,7 +1047,16 @@ mod tests {
             for &angle in &angles {
                 for interpolation in [Interpolation::Nearest, Interpolation::Bilinear] {
                     let turn = Turn::degrees(angle).unwrap();
-                    let rotate = Rotate { turn, width: w, height: h, interpolation, fill: 7, maxval: 1000 };
+                    let rotate = Rotate {
+                        turn,
+                        width: w,
+                        height: h,
+                        out_width: w,
+                        out_height: h,
+                        interpolation,
+                        fill: 7,
+                        maxval: 1000,
+                    };
                     let m = rotate.new_to_old();
                     let bilinear = interpolation == Interpolation::Bilinear;
                     let reference: Vec<u16> = (0..w * h)
@@ -1045,9 +1102,10 @@ mod tests {
                 let v = ((1.0 - ty) * top + ty * bottom + 0.5).floor().min(r.maxval as f64);
                 T::from_u16(v as u16)
             };
-            (0..w * h)
+            let ow = r.out_width;
+            (0..ow * r.out_height)
                 .map(|i| {
-                    let (sx, sy) = m.apply((i % w) as f64, (i / w) as f64);
+                    let (sx, sy) = m.apply((i % ow) as f64, (i / ow) as f64);
                     sample(sx, sy)
                 })
                 .collect()
@@ -1076,7 +1134,16 @@ mod tests {
             let turn = Turn::degrees(angle).unwrap();
             for interpolation in [Interpolation::Nearest, Interpolation::Bilinear] {
                 let fill = rng.u16(0..=maxval);
-                let rotate = Rotate { turn, width: w, height: h, interpolation, fill, maxval };
+                let rotate = Rotate {
+                    turn,
+                    width: w,
+                    height: h,
+                    out_width: w,
+                    out_height: h,
+                    interpolation,
+                    fill,
+                    maxval,
+                };
                 let expected = reference::samples(&rotate, input);
                 for kernel in kernels() {
                     let got = rotate.cpu_samples_with(input, kernel);
@@ -1187,6 +1254,70 @@ mod tests {
         assert!("1,2,3".parse::<Line>().is_err());
         assert!("1,2,1,2".parse::<Line>().unwrap_err().contains("same"));
         assert_eq!("0, 0,4,4.5".parse::<Line>().unwrap(), Line { from: (0.0, 0.0), to: (4.0, 4.5) });
+    }
+
+    /// `--expand`: quarter turns are transposes and flips into H x W (or W x H), and every other
+    /// turn, evaluated by every kernel, is the reference's `sample_at` of the expanded map.
+    #[test]
+    fn expanded_turns() {
+        let (w, h) = (7usize, 4usize);
+        let f = frame(w, h);
+        let at = |x: usize, y: usize| f.pixels.get(y * w + x);
+        let turned = |degrees: f64| {
+            let params = RotateParams {
+                by: RotateBy::Degrees(degrees),
+                interpolation: Interpolation::Bilinear,
+                fill: 0,
+                expand: true,
+            };
+            params.for_frame(&f).unwrap().cpu(&f).unwrap()
+        };
+        // A quarter turn counter-clockwise: output (x, y) <- input (W - 1 - y, x).
+        for (degrees, size, source) in [
+            (90.0, (h, w), &(|x, y| at(w - 1 - y, x)) as &dyn Fn(usize, usize) -> u16),
+            (-270.0, (h, w), &|x, y| at(w - 1 - y, x)),
+            (180.0, (w, h), &|x, y| at(w - 1 - x, h - 1 - y)),
+            (270.0, (h, w), &|x, y| at(y, h - 1 - x)),
+            (-90.0, (h, w), &|x, y| at(y, h - 1 - x)),
+        ] {
+            let out = turned(degrees);
+            assert_eq!((out.width, out.height), size, "{degrees}");
+            for y in 0..out.height {
+                for x in 0..out.width {
+                    assert_eq!(out.pixels.get(y * out.width + x), source(x, y), "{degrees} at ({x}, {y})");
+                }
+            }
+            let g = out.geometry.unwrap().to_original;
+            assert!([g.a, g.b, g.c, g.d, g.e, g.f].iter().all(|v| v.fract() == 0.0), "{degrees}: {g:?}");
+        }
+        assert_eq!(turned(0.0), f);
+        assert_eq!(Turn::degrees(45.0).unwrap().bounding_size(10, 10), (15, 15)); // 14.14...
+        assert_eq!(Turn::degrees(1e-9).unwrap().bounding_size(400, 328), (400, 328));
+        assert_eq!(Turn::degrees(30.0).unwrap().bounding_size(400, 328), (511, 485));
+        let mut rng = fastrand::Rng::with_seed(0x6578_7061);
+        for _ in 0..24 {
+            let (w, h) = (rng.usize(1..90), rng.usize(1..90));
+            let turn = Turn::degrees(rng.f64() * 720.0 - 360.0).unwrap();
+            let (ow, oh) = turn.bounding_size(w, h);
+            let input: Vec<u16> = (0..w * h).map(|_| rng.u16(0..=999)).collect();
+            for interpolation in [Interpolation::Nearest, Interpolation::Bilinear] {
+                let fill = rng.u16(0..=999);
+                let r = Rotate {
+                    turn,
+                    width: w,
+                    height: h,
+                    out_width: ow,
+                    out_height: oh,
+                    interpolation,
+                    fill,
+                    maxval: 999,
+                };
+                let expected = reference::samples(&r, &input);
+                for kernel in kernels() {
+                    assert!(r.cpu_samples_with(&input, kernel) == expected, "{w}x{h} {turn:?} {kernel:?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -110,6 +110,6 @@ pub(crate) fn decode(
         let mut buf = vec![0u8; buffer];
         decoder.read_image(&mut buf[..pixels * layout.channels()]).map_err(lib)?;
         let canvas = Canvas::convert_in_place(buf, layout, target, pixels);
-        Ok(Picture { width: w as usize, height: h as usize, canvas })
+        Ok(Picture { width: w as usize, height: h as usize, canvas, maxval: None })
     })
 }

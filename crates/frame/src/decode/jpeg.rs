@@ -339,7 +339,7 @@ pub(crate) fn decode(
         decoder.decode_into(&mut buf).map_err(lib)?;
         drop(decoder);
         let canvas = Canvas::convert_in_place(buf, layout, target, pixels);
-        Ok(Picture { width: frame.width as usize, height: frame.height as usize, canvas })
+        Ok(Picture { width: frame.width as usize, height: frame.height as usize, canvas, maxval: None })
     })
 }
 

@@ -322,16 +322,20 @@ pub(crate) struct Picture {
     pub width: usize,
     pub height: usize,
     pub canvas: Canvas,
+    /// The maxval the image records for its samples (a PNG written by histopipe, scaled back to
+    /// it); otherwise 255 or 65535 by the sample width.
+    pub maxval: Option<u16>,
 }
 
 impl Picture {
     pub fn into_frame(self) -> Frame {
-        let (maxval, pixels) = match self.canvas {
+        let (full, pixels) = match self.canvas {
             Canvas::Gray8(v) => (255, Pixels::U8(v.into())),
             Canvas::Gray16(v) => (65535, Pixels::U16(v.into())),
             // Only `read_rgb8` asks for RGB, and it does not make frames.
             Canvas::Rgb8(v) => (255, Pixels::U8(v.into())),
         };
+        let maxval = self.maxval.unwrap_or(full);
         let mut frame = Frame::new(self.width, self.height, maxval, pixels);
         frame.format = Format::Decoded;
         frame

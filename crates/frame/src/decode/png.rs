@@ -1,7 +1,8 @@
 //! PNG: where an image ends, what its compressed data can hold, and decoding row by row.
 //!
 //! A PNG ends with its IEND chunk; the walk follows the chunks' lengths to it and adds up the
-//! IDAT bytes. Deflate expands at most 1032:1 (a length/distance pair, two bits at the least,
+//! IDAT bytes, and keeps the `histopipe-maxval` text the writer records (`png_scale.rs`), by which
+//! a gray frame's samples are scaled back to their maxval. Deflate expands at most 1032:1 (a length/distance pair, two bits at the least,
 //! gives at most 258 bytes: RFC 1951 3.2.5), so an image whose scanlines (RFC 2083 2.3, a filter
 //! byte and the packed samples of each row, each Adam7 pass for an interlaced one) need more than
 //! 1032 times its IDAT bytes cannot be valid, and is refused before decoding. Rows are converted
@@ -14,6 +15,7 @@ use png::{Adam7Info, BitDepth, ColorType, InterlaceInfo, Transformations};
 use super::source::Source;
 use super::{guarded, library_error, Canvas, Encoded, Layout, Order, Picture, Target, WalkError};
 use crate::budget::Budget;
+use crate::png_scale::{PngScale, MAXVAL_KEYWORD};
 use crate::FrameError;
 
 /// The most bytes deflate can give for one compressed byte.
@@ -30,6 +32,8 @@ pub(crate) struct PngWalk {
     pub len: usize,
     header: Option<Header>,
     idat_bytes: u64,
+    /// The text of the first `tEXt` chunk named `histopipe-maxval`, at most 32 bytes of it.
+    maxval_text: Option<Vec<u8>>,
 }
 
 /// The IHDR chunk.
@@ -79,7 +83,7 @@ pub(crate) fn walk(src: &mut impl Source) -> Result<PngWalk, WalkError> {
     if &src.got()[..8] != b"\x89PNG\r\n\x1a\n" {
         return Err(WalkError::Invalid("bad PNG signature".into()));
     }
-    let mut walk = PngWalk { len: 0, header: None, idat_bytes: 0 };
+    let mut walk = PngWalk { len: 0, header: None, idat_bytes: 0, maxval_text: None };
     let mut pos = 8;
     loop {
         if !src.want(pos + 8)? {
@@ -107,6 +111,14 @@ pub(crate) fn walk(src: &mut impl Source) -> Result<PngWalk, WalkError> {
                 });
             }
             b"IDAT" => walk.idat_bytes += len,
+            b"tEXt" if walk.maxval_text.is_none() => {
+                let data = &src.got()[pos + 8..pos + 8 + len as usize];
+                if let Some(text) =
+                    data.strip_prefix(MAXVAL_KEYWORD.as_bytes()).and_then(|t| t.strip_prefix(b"\0"))
+                {
+                    walk.maxval_text = Some(text[..text.len().min(32)].to_vec());
+                }
+            }
             b"IEND" => {
                 walk.len = end;
                 return Ok(walk);
@@ -156,7 +168,7 @@ pub(crate) fn decode(
         ));
     }
     let lib = |e: png::DecodingError| library_error(index, Encoded::Png, e);
-    guarded(index, "PNG", || {
+    let picture = guarded(index, "PNG", || {
         let limits = png::Limits { bytes: usize::try_from(budget.bytes).unwrap_or(usize::MAX) };
         let mut decoder = png::Decoder::new_with_limits(Cursor::new(bytes), limits);
         // Neither text nor colour profiles matter to a gray frame; both can be compressed.
@@ -211,8 +223,47 @@ pub(crate) fn decode(
         if !header.interlaced && row_number < h {
             return Err(FrameError::invalid(index, format!("truncated PNG: {row_number} of {h} rows")));
         }
-        Ok(Picture { width: w, height: h, canvas })
-    })
+        Ok(Picture { width: w, height: h, canvas, maxval: None })
+    })?;
+    match (&walk.maxval_text, target) {
+        (Some(text), Target::Gray) => scale_back(index, picture, text),
+        _ => Ok(picture),
+    }
+}
+
+/// The gray `picture` scaled back to the maxval its `histopipe-maxval` text records.
+fn scale_back(index: usize, picture: Picture, text: &[u8]) -> Result<Picture, FrameError> {
+    let bad = |why: &str| {
+        let shown: String = text.iter().map(|&b| (b as char).escape_default().to_string()).collect();
+        FrameError::invalid(index, format!("bad PNG: its {MAXVAL_KEYWORD} text '{shown}' {why}"))
+    };
+    let maxval = std::str::from_utf8(text)
+        .ok()
+        .and_then(|t| t.parse::<u16>().ok())
+        .filter(|&m| m >= 1)
+        .ok_or_else(|| bad("is not a maxval (1..=65535)"))?;
+    let canvas = match picture.canvas {
+        Canvas::Gray8(mut v) if maxval <= 255 => {
+            let scale = PngScale { maxval, png_max: 255 };
+            v.iter_mut().for_each(|s| *s = scale.read_back(*s as u16) as u8);
+            Canvas::Gray8(v)
+        }
+        Canvas::Gray8(_) => return Err(bad("is over the 255 an 8-bit PNG holds")),
+        Canvas::Gray16(v) => {
+            let scale = PngScale { maxval, png_max: 65535 };
+            if maxval <= 255 {
+                Canvas::Gray8(v.iter().map(|&s| scale.read_back(s) as u8).collect())
+            } else {
+                let mut v = v;
+                v.iter_mut().for_each(|s| *s = scale.read_back(*s));
+                Canvas::Gray16(v)
+            }
+        }
+        Canvas::Rgb8(_) => {
+            return Err(FrameError::invalid(index, "internal error: a gray PNG decoded as RGB"))
+        }
+    };
+    Ok(Picture { canvas, maxval: Some(maxval), ..picture })
 }
 
 #[cfg(test)]

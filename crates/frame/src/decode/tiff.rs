@@ -544,7 +544,7 @@ fn decode_page<R: Read + Seek>(
             canvas.put(layout, Order::Native, out, |k| y * w as usize + x0 + k);
         }
     }
-    Ok(Picture { width: w as usize, height: h as usize, canvas })
+    Ok(Picture { width: w as usize, height: h as usize, canvas, maxval: None })
 }
 
 /// CMYK to RGB as `image` converts it, truncating.

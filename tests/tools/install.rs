@@ -1,0 +1,152 @@
+//! scripts/install and scripts/uninstall: the tools this test binary was built with, installed in
+//! a temporary PREFIX, their man pages read with `man -l` and their bash completions loaded as a
+//! shell loads them, then taken away again, leaving what was there before.
+//!
+//! `man` is required (CI installs man-db); HISTOPIPE_SKIP_MAN=1 skips the man pages' reading,
+//! saying so, on a machine without it. zsh and fish completions are checked for syntax where
+//! those shells are installed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::common::*;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Where cargo put the tools for these tests.
+fn bin_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_cdf")).parent().expect("the binary is in a folder").to_path_buf()
+}
+
+fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(out.status.success(), "{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// Every file under `dir`, relative to it.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                out.push(path.strip_prefix(dir).unwrap().to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `man -l` of `page`: its text, with nothing on stderr (groff warns there of what it cannot set).
+fn man(page: &Path) -> Option<String> {
+    let found = Command::new("man").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !found {
+        if std::env::var("HISTOPIPE_SKIP_MAN").as_deref() == Ok("1") {
+            eprintln!("skipped reading the man pages: no man, and HISTOPIPE_SKIP_MAN=1");
+            return None;
+        }
+        panic!(
+            "man is not installed, so the man pages cannot be read: install man-db and groff-base \
+             (apt-get install man-db groff-base; .ci/run does), or set HISTOPIPE_SKIP_MAN=1"
+        );
+    }
+    let out = run(Command::new("man").args(["-P", "cat", "-l"]).arg(page).env("MANWIDTH", "100"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.trim().is_empty(), "{}: {stderr}", page.display());
+    Some(String::from_utf8(out.stdout).unwrap())
+}
+
+/// `words` completed by the bash completion `script` for `tool`: what COMPREPLY holds.
+fn bash_complete(script: &Path, tool: &str, words: &[&str]) -> String {
+    let function = format!("_histopipe_{}", tool.replace('-', "_"));
+    let line = format!(
+        "source '{}' && complete -p {tool} && COMP_WORDS=({}) && COMP_CWORD={} && {function} && \
+         echo \"${{COMPREPLY[*]}}\"",
+        script.display(),
+        words.iter().map(|w| format!("'{w}'")).collect::<Vec<_>>().join(" "),
+        words.len() - 1
+    );
+    String::from_utf8(run(Command::new("bash").arg("-c").arg(line)).stdout).unwrap()
+}
+
+#[test]
+fn install_then_uninstall() {
+    let prefix = temp_dir("install");
+    // Something of the user's already there: the uninstall must leave it.
+    let theirs = prefix.join("share/man/man1/theirs.1");
+    std::fs::create_dir_all(theirs.parent().unwrap()).unwrap();
+    std::fs::write(&theirs, ".TH THEIRS 1\n").unwrap();
+    let install = repo().join("scripts/install");
+    run(Command::new(&install).arg("--bin-dir").arg(bin_dir()).arg(&prefix));
+
+    for tool in TOOLS {
+        let bin = prefix.join("bin").join(tool);
+        let version = run(Command::new(&bin).arg("--version")).stdout;
+        assert!(String::from_utf8_lossy(&version).starts_with(&format!("{tool} (histopipe) ")));
+        if let Some(page) = man(&prefix.join(format!("share/man/man1/{tool}.1"))) {
+            let header = format!("{}(1)", tool.to_uppercase());
+            assert!(page.starts_with(&header), "{tool}: {}", &page[..page.len().min(200)]);
+            for section in ["NAME", "SYNOPSIS", "ERRORS", "EXAMPLE"] {
+                assert!(page.contains(&format!("\n{section}\n")), "{tool}: no {section}");
+            }
+            assert!(page.contains(&format!("\n       {tool} - ")), "{tool}: the NAME line");
+            assert!(!page.contains("](") && !page.contains('`'), "{tool}: Markdown left over");
+        }
+        for file in [
+            format!("share/bash-completion/completions/{tool}"),
+            format!("share/zsh/site-functions/_{tool}"),
+            format!("share/fish/vendor_completions.d/{tool}.fish"),
+        ] {
+            let text = std::fs::read_to_string(prefix.join(&file)).unwrap();
+            assert!(text.contains("--backend") || text.contains("-l backend"), "{file}");
+        }
+    }
+    if let Some(page) = man(&prefix.join("share/man/man1/cdf.1")) {
+        assert!(page.contains("--bins N") && page.contains("--plot FILE"), "cdf's options");
+    }
+    if let Some(page) = man(&prefix.join("share/man/man7/histopipe-formats.7")) {
+        assert!(page.starts_with("HISTOPIPE-FORMATS(7)") && page.contains("\nGEOMETRY METADATA\n"));
+    }
+
+    // Completions list the options --help lists, and offer a list option's values.
+    let bash = prefix.join("share/bash-completion/completions/cdf");
+    let cdf = bash_complete(&bash, "cdf", &["cdf", "--bi"]);
+    assert!(
+        cdf.contains("complete -o filenames -F _histopipe_cdf cdf") && cdf.ends_with("--bins\n"),
+        "{cdf}"
+    );
+    assert!(bash_complete(&bash, "cdf", &["cdf", "--format", ""]).ends_with("csv tsv\n"));
+    let colhist = prefix.join("share/bash-completion/completions/colhist");
+    assert!(bash_complete(&colhist, "colhist", &["colhist", "--format", "p"]).ends_with("pgm png\n"));
+    let rotate = prefix.join("share/bash-completion/completions/rotate");
+    assert!(bash_complete(&rotate, "rotate", &["rotate", "--ex"]).ends_with("--expand\n"));
+    let zsh = std::fs::read_to_string(prefix.join("share/zsh/site-functions/_cdf")).unwrap();
+    assert!(zsh.starts_with("#compdef cdf\n") && zsh.contains("'--bins[N equal-width bins"));
+    let fish = std::fs::read_to_string(prefix.join("share/fish/vendor_completions.d/cdf.fish")).unwrap();
+    assert!(fish.contains("complete -c cdf -l format -x -a 'csv tsv'"));
+    for (shell, dir) in [("zsh", "share/zsh/site-functions"), ("fish", "share/fish/vendor_completions.d")] {
+        if Command::new(shell).arg("--version").output().is_ok() {
+            for file in files(&prefix.join(dir)) {
+                run(Command::new(shell).arg("-n").arg(prefix.join(dir).join(file)));
+            }
+        }
+    }
+
+    // Installing again replaces the first install; uninstalling removes it all, and only it.
+    run(Command::new(&install).arg("--bin-dir").arg(bin_dir()).arg(&prefix));
+    run(Command::new(repo().join("scripts/uninstall")).arg(&prefix));
+    assert_eq!(files(&prefix), vec![PathBuf::from("share/man/man1/theirs.1")]);
+    assert!(!prefix.join("bin").exists() && !prefix.join("share/zsh").exists());
+    let again = Command::new(repo().join("scripts/uninstall")).arg(&prefix).output().unwrap();
+    assert!(
+        !again.status.success() && String::from_utf8_lossy(&again.stderr).contains("nothing to uninstall")
+    );
+    let _ = std::fs::remove_dir_all(&prefix);
+}
