@@ -1,5 +1,5 @@
 use histopipe_cli::lexopt::{Parser, ValueExt};
-use histopipe_cli::{parse_value, Common, Context, Error, Tool};
+use histopipe_cli::{parse_value, Common, Context, Error, OutputFormat, Product, Tool};
 use histopipe_frame::{Format, Frame, Pixels};
 use histopipe_ops::colhist::{ColHist as ColHistOp, ColHistParams, Histograms};
 use histopipe_ops::rotate::Line;
@@ -10,7 +10,8 @@ enum Output {
     #[default]
     Csv,
     Tsv,
-    Pgm,
+    /// The matrix as an image, in the output's container.
+    Image,
 }
 
 /// `colhist`: a histogram of every column (or row) of each frame.
@@ -18,6 +19,8 @@ enum Output {
 pub struct ColHist {
     params: ColHistParams,
     line: Option<Line>,
+    /// `--format`, if given: csv, tsv, or pgm for the image.
+    format: Option<OutputFormat>,
     output: Output,
 }
 
@@ -34,7 +37,7 @@ Sample v goes in bin floor(v * N / (maxval + 1)) of N bins of equal width over 0
 pixels of the original image count (through the geometry metadata: pad's border and the corners a
 rotation brings in do not); without metadata every pixel counts.
 
-Usage: colhist [OPTIONS] < in.pgm > h.csv
+Usage: colhist [OPTIONS] [FILE...]
 
 Options:
   --bins N           N bins, 1..=maxval+1 [default: one per value for 8-bit frames, 256 for 16-bit]
@@ -42,14 +45,16 @@ Options:
   --count-padding    count every pixel, padding included
   --line X0,Y0,X1,Y1 only the column this line of the original image lies on; the line must be
                      vertical in the frame (rotate --line first)
-  --format F         csv, tsv, or pgm: the matrix as a 16-bit PGM image, bin 0 on top, counts
-                     over 65535 clamped [default: csv]
+  --format F         csv, tsv, or pgm: the matrix as a 16-bit image, bin 0 on top, counts over
+                     65535 clamped [default: -o's extension (an image's: pgm, pam, png, tif,
+                     raw), else csv]
 
 The text formats write, per frame, a line '# frame N: ...', a header 'bin,low,high,' and the column
 (or row) numbers, then one row per bin: its number, its lowest and highest value, its counts.
 
 Example:
-  pad < a.pgm | rotate --line 0,0,400,400 | colhist --line 0,0,400,400 > line.csv";
+  pad a.pgm | rotate --line 0,0,400,400 | colhist --line 0,0,400,400 -o line.csv
+  pad scans/*.pgm | rotate 30 | colhist -o out/{stem}.csv";
 
     fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
         match name {
@@ -59,14 +64,14 @@ Example:
             "--line" => self.line = Some(parse_value(parser, name)?),
             "--format" => {
                 let v = parser.value()?.string()?;
-                self.output = match v.as_str() {
-                    "csv" => Output::Csv,
-                    "tsv" => Output::Tsv,
-                    "pgm" => Output::Pgm,
+                self.format = Some(match v.as_str() {
+                    "csv" => OutputFormat::Csv,
+                    "tsv" => OutputFormat::Tsv,
+                    "pgm" => OutputFormat::Pgm,
                     _ => {
                         return Err(Error::usage(format!("--format: unknown format '{v}' (csv, tsv or pgm)")))
                     }
-                };
+                });
             }
             _ => return Ok(false),
         }
@@ -77,11 +82,25 @@ Example:
         if self.line.is_some() && self.params.rows {
             return Err(Error::usage("--line takes one column: it cannot be combined with --rows"));
         }
+        if self.params.bins == Some(0) {
+            return Err(Error::usage("--bins: must be at least 1"));
+        }
         Ok(())
     }
 
-    fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
-        let op = self.params.for_frame(&frame).map_err(|e| Error::op(cx.index, e))?;
+    fn product(&mut self, format: Option<OutputFormat>) -> Result<Product, Error> {
+        // Any image container will do for the matrix: agree on "an image", written as pgm.
+        let image = |f: OutputFormat| if f.container().is_some() { OutputFormat::Pgm } else { f };
+        self.output = match OutputFormat::agreed(self.format, format.map(image), OutputFormat::Csv)? {
+            OutputFormat::Pgm => Output::Image,
+            OutputFormat::Tsv => Output::Tsv,
+            _ => Output::Csv,
+        };
+        Ok(if self.output == Output::Image { Product::Frames } else { Product::Table })
+    }
+
+    fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
+        let op = self.params.for_frame(&frame).map_err(|e| cx.op_error(e))?;
         let column = match &self.line {
             Some(line) => Some(line_column(cx, &frame, line)?),
             None => None,
@@ -96,7 +115,7 @@ Example:
             (None, false) => "columns".to_owned(),
         };
         match self.output {
-            Output::Pgm => cx.write(matrix_image(&h)),
+            Output::Image => cx.write(matrix_image(&h, &frame)),
             Output::Csv | Output::Tsv => {
                 let sep = if self.output == Output::Csv { b',' } else { b'\t' };
                 let header = format!(
@@ -114,8 +133,7 @@ Example:
 
 /// The column `line` of the original lies on in `frame`, which must be vertical there.
 fn line_column(cx: &Context<'_>, frame: &Frame, line: &Line) -> Result<usize, Error> {
-    let ((x0, y0), (x1, y1)) =
-        line.in_frame(&frame.geometry_or_identity()).map_err(|e| Error::op(cx.index, e))?;
+    let ((x0, y0), (x1, y1)) = line.in_frame(&frame.geometry_or_identity()).map_err(|e| cx.op_error(e))?;
     if (x1 - x0).abs() > VERTICAL_TOLERANCE * (1.0 + (y1 - y0).abs()) {
         return Err(cx.invalid(format!(
             "--line is not vertical in this frame (its ends are at x = {x0:.3} and x = {x1:.3}): \
@@ -133,11 +151,13 @@ fn line_column(cx: &Context<'_>, frame: &Frame, line: &Line) -> Result<usize, Er
 
 /// The counts as a 16-bit image, one row per bin: samples are the counts (clamped to 65535) and
 /// maxval the largest of them (at least 256, so the image is 16-bit), so viewers show it stretched.
-fn matrix_image(h: &Histograms) -> Frame {
+/// It keeps the frame's source, not its geometry: its pixels are no place of the original.
+fn matrix_image(h: &Histograms, frame: &Frame) -> Frame {
     let samples: Vec<u16> = h.counts.iter().map(|&c| c.min(65535) as u16).collect();
     let maxval = samples.iter().copied().max().unwrap_or(0).max(256);
     let mut f = Frame::new(h.lines, h.bins, maxval, Pixels::U16(samples.into()));
     f.format = Format::Pgm;
+    f.source = frame.source.clone();
     f
 }
 

@@ -42,6 +42,14 @@ pub fn tool(name: &str) -> Command {
     cmd
 }
 
+/// A new, empty folder for one test's files, under the system's temporary folder.
+pub fn temp_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("histopipe-test-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir
+}
+
 /// Runs `name args` on `input` with `--backend backend`; asserts success; returns stdout.
 pub fn run_ok(name: &str, backend: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
     let out =
