@@ -50,6 +50,14 @@ pub fn temp_dir(test: &str) -> PathBuf {
     dir
 }
 
+/// `$PATH` with the folder of the tools' binaries first, for tests that run shell command lines.
+pub fn path_with_tools() -> std::ffi::OsString {
+    let bin = assert_cmd::cargo::cargo_bin("pad");
+    let mut paths = vec![bin.parent().unwrap().to_path_buf()];
+    paths.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+    std::env::join_paths(paths).unwrap()
+}
+
 /// Runs `name args` on `input` with `--backend backend`; asserts success; returns stdout.
 pub fn run_ok(name: &str, backend: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
     let out =
