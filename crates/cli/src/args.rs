@@ -25,8 +25,8 @@ pub struct Common {
     pub png: bool,
     /// `-o PATH`, as given.
     pub output: Option<OsString>,
-    /// Frames worked on at once.
-    pub threads: usize,
+    /// `--threads`: frames worked on at once (see [`Common::workers`]).
+    pub threads: Option<usize>,
 }
 
 /// The `--help` section for [`Common`]'s options.
@@ -49,7 +49,8 @@ Backend:
                      frame to the GPU or to a CPU core, whichever is done first; the output is the
                      same on both
   --device N         which CUDA device to use [default: 0]
-  --threads N        frames worked on at once [default: the number of CPU cores]
+  --threads N        frames worked on at once [default: the number of CPU cores; with --backend
+                     gpu, which takes one frame at a time, at most 4]
   -h, --help         print this help
   -V, --version      print the version";
 
@@ -61,7 +62,6 @@ impl Common {
             }
             _ => BackendChoice::Auto,
         };
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         Ok(Common {
             backend,
             device: 0,
@@ -69,7 +69,7 @@ impl Common {
             max_pixels: DEFAULT_MAX_PIXELS,
             png: false,
             output: None,
-            threads,
+            threads: None,
         })
     }
 
@@ -96,14 +96,30 @@ impl Common {
                 self.output = Some(v);
             }
             "--threads" => {
-                self.threads = parse_value(parser, "--threads")?;
-                if self.threads == 0 {
+                let n = parse_value(parser, "--threads")?;
+                if n == 0 {
                     return Err(Error::usage("--threads: must be at least 1"));
                 }
+                self.threads = Some(n);
             }
             _ => return Ok(false),
         }
         Ok(true)
+    }
+}
+
+impl Common {
+    /// How many frames are worked on at once: `--threads`, else one per core. With `gpu` every
+    /// frame waits its turn on the GPU, and a few workers are enough to keep it busy and do the
+    /// CPU's share of each frame (formatting a table, say) meanwhile; more would only hold more
+    /// frames in page-locked memory.
+    pub fn workers(&self) -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        match (self.threads, self.backend) {
+            (Some(n), _) => n,
+            (None, BackendChoice::Gpu) => cores.min(4),
+            (None, _) => cores,
+        }
     }
 }
 

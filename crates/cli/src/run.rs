@@ -58,7 +58,7 @@ pub(crate) fn run_frames<T: Tool>(
     backends: &mut Option<Arc<Backends>>,
 ) -> Result<(), Error> {
     let Invocation { common, inputs, output, container } = invocation;
-    let workers = common.threads;
+    let workers = common.workers();
     // Every thread first, the GPU after (`Backends::start`): while the driver loads, the
     // loader's lock holds up the making of threads.
     let memory = SampleMemory::default();
@@ -252,7 +252,8 @@ mod tests {
 
     fn stream(tool: &Fragile, input: &[u8], out: Shared, threads: usize) -> Result<(), Error> {
         panic::install_hook();
-        let common = Common { backend: BackendChoice::Cpu, threads, ..Common::from_env().unwrap() };
+        let common =
+            Common { backend: BackendChoice::Cpu, threads: Some(threads), ..Common::from_env().unwrap() };
         let invocation = Invocation {
             common,
             inputs: Inputs::of(vec![Input::Bytes(input.into())]),
