@@ -171,6 +171,8 @@ fn help_and_version() {
             text.starts_with(&format!("{name}: ")) && text.contains("Example") && text.contains("--backend"),
             "{text}"
         );
+        assert!(text.contains(&format!("Usage: {name} ")) && text.contains("[OPTIONS] [FILE...]"), "{text}");
+        assert!(text.contains("-o, --output PATH"), "{name}");
         let version = tool(name).arg("--version").output().unwrap();
         assert!(String::from_utf8_lossy(&version.stdout).starts_with(&format!("{name} (histopipe) ")));
     }

@@ -163,11 +163,15 @@ impl Backends {
                 self.with_engine(&mut engine, |e| drop(e.backend()));
             }
         }
-        if self.status() != GpuStatus::Ready {
-            return op.cpu(frame);
-        }
         let key = std::any::type_name::<O>();
-        let lane = self.rates().entry(key).or_default().lane(self.queued.load(Ordering::Acquire));
+        let lane = match self.status() {
+            GpuStatus::Ready => {
+                self.rates().entry(key).or_default().lane(self.queued.load(Ordering::Acquire))
+            }
+            GpuStatus::Unusable => return op.cpu(frame),
+            // Frames the CPU serves while the GPU opens give the CPU's time to compare with.
+            GpuStatus::NotAsked | GpuStatus::Opening => Lane::Cpu,
+        };
         let (out, start) = match lane {
             Lane::Cpu => {
                 let start = Instant::now();

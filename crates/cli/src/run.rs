@@ -87,7 +87,7 @@ pub(crate) fn run_frames<T: Tool>(
             let (crew, queue, theirs) = (&crew, &queue, done.clone());
             let worker = std::thread::Builder::new().name("histopipe-work".into());
             if let Err(e) = worker.spawn_scoped(scope, move || crew.work(queue, theirs)) {
-                let _ = done_err(&done, 1, Error::io(&e));
+                done_err(&done, 1, Error::io(&e));
                 return;
             }
         }
@@ -100,10 +100,11 @@ pub(crate) fn run_frames<T: Tool>(
     })
 }
 
-/// Tells the writer that the stream fails at frame `n`.
-fn done_err(done: &Sender<Done>, n: usize, e: Error) -> Result<(), Error> {
+/// Tells the writer that the stream fails at frame `n`. If the writer has stopped already, its
+/// own error, earlier in the stream, is the run's.
+fn done_err(done: &Sender<Done>, n: usize, e: Error) {
     let place = e.place.clone();
-    done.send(Done { n, place, result: Err(e) }).map_err(|_| Error::usage("the writer stopped"))
+    let _ = done.send(Done { n, place, result: Err(e) });
 }
 
 /// The stream as this thread hands it out.
@@ -130,7 +131,7 @@ impl Stream<'_> {
                     if e.place.file.is_none() && e.place.frame.is_some() {
                         e.place.frame = Some(n);
                     }
-                    let _ = done_err(&done, n, e);
+                    done_err(&done, n, e);
                     return;
                 }
             };
@@ -139,7 +140,7 @@ impl Stream<'_> {
             let destination = match self.destinations.of(n, &frame) {
                 Ok(d) => d,
                 Err(e) => {
-                    let _ = done_err(&done, n, e);
+                    done_err(&done, n, e);
                     return;
                 }
             };
