@@ -215,7 +215,14 @@ pub(crate) struct Template {
 #[derive(Debug)]
 enum Piece {
     Text(String),
-    Field(Field, usize),
+    Field(FieldSpec),
+}
+
+/// A field, and the width its number is padded to with zeros (0: not padded).
+#[derive(Debug, Clone, Copy)]
+struct FieldSpec {
+    field: Field,
+    width: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -253,8 +260,7 @@ impl Template {
                         }
                     }
                     pieces.push(Piece::Text(std::mem::take(&mut literal)));
-                    let (field, width) = Template::field(&spec)?;
-                    pieces.push(Piece::Field(field, width));
+                    pieces.push(Piece::Field(Template::field(&spec)?));
                 }
                 c => literal.push(c),
             }
@@ -263,8 +269,8 @@ impl Template {
         Ok(Template { text: text.to_owned(), pieces })
     }
 
-    /// A field's name and the width its number is padded to.
-    fn field(spec: &str) -> Result<(Field, usize), String> {
+    /// The field `{spec}` names.
+    fn field(spec: &str) -> Result<FieldSpec, String> {
         let (name, width) = spec.split_once(':').unwrap_or((spec, ""));
         let field = match name {
             "stem" => Field::Stem,
@@ -279,11 +285,11 @@ impl Template {
             }
         };
         if width.is_empty() {
-            return Ok((field, 0));
+            return Ok(FieldSpec { field, width: 0 });
         }
         let numeric = matches!(field, Field::Index | Field::Number);
         match width.strip_prefix('0').map(str::parse::<usize>) {
-            Some(Ok(w)) if numeric && w <= 20 => Ok((field, w)),
+            Some(Ok(width)) if numeric && width <= 20 => Ok(FieldSpec { field, width }),
             _ => Err(format!("bad field {{{spec}}}: only {{i}} and {{n}} take a width, as in {{{name}:04}}")),
         }
     }
@@ -292,12 +298,12 @@ impl Template {
     fn expand(&self, source: Option<&Source>, n: usize) -> Result<PathBuf, String> {
         let mut path = OsString::new();
         for piece in &self.pieces {
-            let (field, width) = match piece {
+            let FieldSpec { field, width } = match piece {
                 Piece::Text(t) => {
                     path.push(t);
                     continue;
                 }
-                Piece::Field(f, w) => (*f, *w),
+                Piece::Field(spec) => *spec,
             };
             if field == Field::Number {
                 path.push(format!("{n:0width$}"));
