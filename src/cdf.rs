@@ -1,7 +1,7 @@
 use std::io::Write;
 
 use histopipe_cli::lexopt::Parser;
-use histopipe_cli::{parse_value, Context, Error, Tool};
+use histopipe_cli::{parse_value, Context, Error, OutputFormat, Product, Tool};
 use histopipe_frame::Frame;
 use histopipe_ops::histogram::{Distribution, Histogram};
 use histopipe_plot::{cdf_figure, CdfFigure, PlotTarget};
@@ -12,6 +12,8 @@ use crate::plot::{plot_target, write_figure};
 #[derive(Default)]
 pub struct Cdf {
     bins: Option<usize>,
+    /// `--format`, if given.
+    format: Option<OutputFormat>,
     tsv: bool,
     plot: Option<PlotTarget>,
 }
@@ -25,20 +27,22 @@ cdf: print each frame's histogram and its cumulative distribution, one row per b
 
 Bins are equal-width over 0..maxval: with L = maxval + 1 levels and N bins, value v falls in bin
 floor(v * N / L), and bin b covers ceil(b * L / N) ..= ceil((b + 1) * L / N) - 1.
-Columns: frame,bin,lower,upper,count,cumulative,fraction (one header line; frames numbered from
-1); fraction = cumulative / pixels, rounded half up to 6 decimals. See docs/cdf.md.
+Columns: frame,bin,lower,upper,count,cumulative,fraction (frame: its number in the stream, from
+1); fraction = cumulative / pixels, rounded half up to 6 decimals. The header line comes once per
+output: once for the stream, once per file with -o fields. See docs/cdf.md.
 
-Usage: cdf [OPTIONS] < in.pgm > cdf.csv
+Usage: cdf [OPTIONS] [FILE...]
 
 Options:
   --bins N           N equal-width bins, 1..maxval+1 [default: one per level, maxval + 1]
-  --format F         csv or tsv [default: csv]
+  --format F         csv or tsv [default: -o's extension, else csv]
   --plot FILE        also draw the figure, the histogram as bars and the CDF as a curve on a
                      second axis, to FILE (.svg or .png); with {n} in FILE one file per frame,
                      {n} its number, else the first frame only
 
 Example:
-  cdf --bins 8 < camera.pgm";
+  cdf --bins 8 camera.pgm
+  cdf -o out/{stem}.csv scans/*.png";
 
     fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
         match name {
@@ -51,11 +55,11 @@ Example:
             }
             "--format" => {
                 let f: String = parse_value(parser, name)?;
-                self.tsv = match f.as_str() {
-                    "csv" => false,
-                    "tsv" => true,
+                self.format = Some(match f.as_str() {
+                    "csv" => OutputFormat::Csv,
+                    "tsv" => OutputFormat::Tsv,
                     _ => return Err(Error::usage(format!("--format: unknown format '{f}' (csv or tsv)"))),
-                };
+                });
             }
             "--plot" => self.plot = Some(plot_target(parser, name)?),
             _ => return Ok(false),
@@ -63,7 +67,12 @@ Example:
         Ok(true)
     }
 
-    fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
+    fn product(&mut self, format: Option<OutputFormat>) -> Result<Product, Error> {
+        self.tsv = OutputFormat::agreed(self.format, format, OutputFormat::Csv)? == OutputFormat::Tsv;
+        Ok(Product::Table)
+    }
+
+    fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let dist = cx.run(&Histogram { bins: self.bins }, &frame)?;
         if let Some((plot, path)) = self.plot.as_ref().and_then(|p| Some((p, p.path_for(cx.index)?))) {
             let ranges: Vec<(u32, u32)> = (0..dist.counts.len()).map(|b| dist.bins.range(b)).collect();
@@ -83,7 +92,7 @@ Example:
             };
             write_figure(cx, &path, cdf_figure(plot.format, &figure))?;
         }
-        let text = self.table(cx.index, &dist);
+        let text = self.table(cx.index, cx.starts_output(), &dist);
         cx.text().write_all(text.as_bytes()).map_err(|e| Error::io(&e))
     }
 }
@@ -98,10 +107,10 @@ fn fraction(num: u64, den: u64) -> String {
 }
 
 impl Cdf {
-    fn table(&self, index: usize, dist: &Distribution) -> String {
+    fn table(&self, index: usize, header: bool, dist: &Distribution) -> String {
         let sep = if self.tsv { "\t" } else { "," };
         let mut text = String::new();
-        if index == 1 {
+        if header {
             text.push_str(&COLUMNS.join(sep));
             text.push('\n');
         }

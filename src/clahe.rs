@@ -23,7 +23,7 @@ interpolation between its four nearest tiles' tables, in OpenCV's single-precisi
 The output's maxval is 255 (8-bit) or 65535 (16-bit), the range OpenCV's tables span.
 See docs/clahe.md.
 
-Usage: clahe [OPTIONS] < in.pgm > out.pgm
+Usage: clahe [OPTIONS] [FILE...]
 
 Options:
   --clip C           clip limit, relative to a tile's mean bin count; 0 or less: no clipping
@@ -60,7 +60,7 @@ Example:
         Ok(())
     }
 
-    fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
+    fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let out = cx.run(&self.op, &frame)?;
         cx.write(out)
     }

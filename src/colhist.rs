@@ -1,5 +1,5 @@
 use histopipe_cli::lexopt::{Parser, ValueExt};
-use histopipe_cli::{parse_value, Common, Context, Error, Tool};
+use histopipe_cli::{parse_value, Common, Context, Error, OutputFormat, Product, Tool};
 use histopipe_frame::{Format, Frame, Pixels};
 use histopipe_ops::colhist::{ColHist as ColHistOp, ColHistParams, Histograms};
 use histopipe_ops::rotate::Line;
@@ -13,9 +13,12 @@ enum Output {
     #[default]
     Csv,
     Tsv,
-    Pgm,
-    /// A heatmap to look at.
-    Png,
+    /// The matrix as an image, in the output's container.
+    Image,
+    /// A heatmap to look at, as PNG or (`-o x.ppm`) PPM.
+    Heatmap {
+        png: bool,
+    },
 }
 
 /// `colhist`: a histogram of every column (or row) of each frame.
@@ -23,6 +26,8 @@ enum Output {
 pub struct ColHist {
     params: ColHistParams,
     line: Option<Line>,
+    /// `--format`, if given: csv, tsv, pgm for the matrix image, png for the heatmap.
+    format: Option<OutputFormat>,
     output: Output,
     plot: Option<PlotTarget>,
 }
@@ -40,7 +45,7 @@ Sample v goes in bin floor(v * N / (maxval + 1)) of N bins of equal width over 0
 pixels of the original image count (through the geometry metadata: pad's border and the corners a
 rotation brings in do not); without metadata every pixel counts.
 
-Usage: colhist [OPTIONS] < in.pgm > h.csv
+Usage: colhist [OPTIONS] [FILE...]
 
 Options:
   --bins N           N bins, 1..=maxval+1 [default: one per value for 8-bit frames, 256 for 16-bit]
@@ -48,9 +53,11 @@ Options:
   --count-padding    count every pixel, padding included
   --line X0,Y0,X1,Y1 only the column this line of the original image lies on; the line must be
                      vertical in the frame (rotate --line first)
-  --format F         csv, tsv, pgm or png [default: csv]; pgm: the matrix as a PGM image, bin 0
-                     on top, maxval the largest count (over 65535 clamped); png: a heatmap to look
-                     at, bin 0 at the bottom, counts on a log scale through viridis (one frame)
+  --format F         csv, tsv, pgm or png [default: -o's extension, else csv]; pgm: the matrix
+                     as an image (in -o's container: pgm, pam, tif, raw, or png with --format
+                     pgm), bin 0 on top, maxval the largest count (over 65535 clamped); png (or
+                     -o x.png, x.ppm): a heatmap to look at, bin 0 at the bottom, counts on a log
+                     scale through viridis, one image per output file
   --plot FILE        also draw the figure, the heatmap with axes and a colour bar, to FILE (.svg
                      or .png); with {n} in FILE one file per frame, {n} its number, else the
                      first frame only
@@ -59,7 +66,8 @@ The text formats write, per frame, a line '# frame N: ...', a header 'bin,low,hi
 (or row) numbers, then one row per bin: its number, its lowest and highest value, its counts.
 
 Example:
-  pad < a.pgm | rotate --line 0,0,400,400 | colhist --line 0,0,400,400 > line.csv";
+  pad a.pgm | rotate --line 0,0,400,400 | colhist --line 0,0,400,400 -o line.csv
+  pad scans/*.pgm | rotate 30 | colhist -o out/{stem}.csv";
 
     fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
         match name {
@@ -69,17 +77,17 @@ Example:
             "--line" => self.line = Some(parse_value(parser, name)?),
             "--format" => {
                 let v = parser.value()?.string()?;
-                self.output = match v.as_str() {
-                    "csv" => Output::Csv,
-                    "tsv" => Output::Tsv,
-                    "pgm" => Output::Pgm,
-                    "png" => Output::Png,
+                self.format = Some(match v.as_str() {
+                    "csv" => OutputFormat::Csv,
+                    "tsv" => OutputFormat::Tsv,
+                    "pgm" => OutputFormat::Pgm,
+                    "png" => OutputFormat::Png,
                     _ => {
                         return Err(Error::usage(format!(
                             "--format: unknown format '{v}' (csv, tsv, pgm or png)"
                         )))
                     }
-                };
+                });
             }
             "--plot" => self.plot = Some(plot_target(parser, name)?),
             _ => return Ok(false),
@@ -91,12 +99,40 @@ Example:
         if self.line.is_some() && self.params.rows {
             return Err(Error::usage("--line takes one column: it cannot be combined with --rows"));
         }
+        if self.params.bins == Some(0) {
+            return Err(Error::usage("--bins: must be at least 1"));
+        }
         Ok(())
     }
 
-    fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
-        let op = self.params.for_frame(&frame).map_err(|e| Error::op(cx.index, e))?;
-        // The matrix of counts, as large as the PGM it may become, is refused before it is made.
+    fn product(&mut self, format: Option<OutputFormat>) -> Result<Product, Error> {
+        use OutputFormat as F;
+        self.output = match (self.format, format) {
+            // The matrix image, asked for by name, in whichever image container -o names.
+            (Some(F::Pgm), Some(e)) if e.container().is_some() => Output::Image,
+            // A picture file is for a person: the heatmap.
+            (Some(F::Png) | None, Some(F::Png)) | (Some(F::Png), None) => Output::Heatmap { png: true },
+            (Some(F::Png) | None, Some(F::Ppm)) => Output::Heatmap { png: false },
+            // Any other image container will do for the matrix: agree on "an image", as pgm.
+            (option, extension) => {
+                let image = |f: F| if f.container().is_some() { F::Pgm } else { f };
+                match F::agreed(option, extension.map(image), F::Csv)? {
+                    F::Pgm => Output::Image,
+                    F::Tsv => Output::Tsv,
+                    _ => Output::Csv,
+                }
+            }
+        };
+        Ok(match self.output {
+            Output::Image => Product::Frames,
+            Output::Heatmap { .. } => Product::Drawing,
+            Output::Csv | Output::Tsv => Product::Table,
+        })
+    }
+
+    fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
+        let op = self.params.for_frame(&frame).map_err(|e| cx.op_error(e))?;
+        // The matrix of counts, as large as the image it may become, is refused before it is made.
         cx.check_pixels(if op.rows { frame.height } else { frame.width }, op.bins as usize)?;
         let column = match &self.line {
             Some(line) => Some(line_column(cx, &frame, line)?),
@@ -127,17 +163,17 @@ Example:
             write_figure(cx, &path, colhist_figure(plot.format, &figure))?;
         }
         match self.output {
-            Output::Pgm => cx.write(matrix_image(&h)),
-            Output::Png => {
-                if cx.index > 1 {
+            Output::Image => cx.write(matrix_image(&h, &frame)),
+            Output::Heatmap { png } => {
+                if !cx.starts_output() {
                     return Err(cx.invalid(
-                        "--format png writes a single frame (one PNG), and the stream has more: \
-                         use --format pgm, or --plot with {n}",
+                        "a heatmap is one image, and this output would get more than one frame's: \
+                         give -o a field for one image each (-o out/{stem}.png), or use --plot with {n}",
                     ));
                 }
                 let image = heatmap_image(&Counts { bins: h.bins, lines: h.lines, counts: &h.counts });
-                histopipe_frame::write_rgb8(cx.text(), image.width, image.height, &image.rgb, true)
-                    .map_err(|e| cx.invalid(format!("cannot encode the PNG: {e}")))
+                histopipe_frame::write_rgb8(cx.text(), image.width, image.height, &image.rgb, png)
+                    .map_err(|e| cx.invalid(format!("cannot encode the heatmap: {e}")))
             }
             Output::Csv | Output::Tsv => {
                 let sep = if self.output == Output::Csv { b',' } else { b'\t' };
@@ -156,8 +192,7 @@ Example:
 
 /// The column `line` of the original lies on in `frame`, which must be vertical there.
 fn line_column(cx: &Context<'_>, frame: &Frame, line: &Line) -> Result<usize, Error> {
-    let ((x0, y0), (x1, y1)) =
-        line.in_frame(&frame.geometry_or_identity()).map_err(|e| Error::op(cx.index, e))?;
+    let ((x0, y0), (x1, y1)) = line.in_frame(&frame.geometry_or_identity()).map_err(|e| cx.op_error(e))?;
     if (x1 - x0).abs() > VERTICAL_TOLERANCE * (1.0 + (y1 - y0).abs()) {
         return Err(cx.invalid(format!(
             "--line is not vertical in this frame (its ends are at x = {x0:.3} and x = {x1:.3}): \
@@ -175,8 +210,9 @@ fn line_column(cx: &Context<'_>, frame: &Frame, line: &Line) -> Result<usize, Er
 
 /// The counts as an image, one row per bin: samples are the counts (clamped to 65535) and maxval
 /// the largest of them (at least 1), so viewers show the matrix stretched to its peak; 8-bit when
-/// the peak is at most 255, as PGM has it.
-fn matrix_image(h: &Histograms) -> Frame {
+/// the peak is at most 255, as PGM has it. It keeps the frame's source, not its geometry: its
+/// pixels are no place of the original.
+fn matrix_image(h: &Histograms, frame: &Frame) -> Frame {
     let samples: Vec<u16> = h.counts.iter().map(|&c| c.min(65535) as u16).collect();
     let maxval = samples.iter().copied().max().unwrap_or(0).max(1);
     let pixels = if maxval <= 255 {
@@ -186,6 +222,7 @@ fn matrix_image(h: &Histograms) -> Frame {
     };
     let mut f = Frame::new(h.lines, h.bins, maxval, pixels);
     f.format = Format::Pgm;
+    f.source = frame.source.clone();
     f
 }
 

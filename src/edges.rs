@@ -1,5 +1,5 @@
 use histopipe_cli::lexopt::Parser;
-use histopipe_cli::{parse_value, Context, Error, Tool};
+use histopipe_cli::{parse_value, Common, Context, Error, Tool};
 use histopipe_frame::Frame;
 use histopipe_ops::edges::Canny;
 
@@ -24,7 +24,7 @@ L2gradient=...) pixel for pixel, borders included: 3x3 Sobel gradients (border r
 non-maximum suppression along the gradient, double threshold and hysteresis over 8-connected
 pixels. 16-bit frames are refused (convert them to 8 bits first).
 
-Usage: edges [OPTIONS] < in.pgm > edges.pgm
+Usage: edges [OPTIONS] [FILE...]
 
 Options:
   --low T            lower hysteresis threshold on the gradient magnitude [default: 50]
@@ -33,7 +33,8 @@ Options:
   --blur SIGMA       Gaussian blur of this sigma first (radius ceil(3 SIGMA)); off by default
 
 Example:
-  edges --low 50 --high 150 < page.pgm | hough-vote | hough-lines --threshold 100 > lines.csv";
+  edges --low 50 --high 150 page.pgm | hough-vote | hough-lines --threshold 100 -o lines.csv
+  edges --l2 -o out/{stem}-edges.png scans/*.jpg";
 
     fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
         match name {
@@ -46,7 +47,11 @@ Example:
         Ok(true)
     }
 
-    fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
+    fn check(&mut self, _: &Common) -> Result<(), Error> {
+        self.canny.check().map_err(|e| Error::usage(e.message))
+    }
+
+    fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let out = cx.run(&self.canny, &frame)?;
         cx.write(out)
     }

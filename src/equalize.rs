@@ -17,13 +17,14 @@ follow OpenCV's arithmetic (single-precision, ties to even): a maxval-255 frame 
 cv2.equalizeHist makes it. 16-bit frames round exactly, half up. A frame of one value is unchanged.
 See docs/equalize.md.
 
-Usage: equalize [OPTIONS] < in.pgm > out.pgm
+Usage: equalize [OPTIONS] [FILE...]
 
 Example:
-  equalize < moon.pgm > moon-eq.pgm
-  equalize < moon.pgm | cdf --bins 8";
+  equalize -o moon-eq.pgm moon.pgm
+  equalize -o out/{stem}.png scans/*.jpg
+  equalize moon.pgm | cdf --bins 8";
 
-    fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
+    fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let out = cx.run(&equalize::Equalize, &frame)?;
         cx.write(out)
     }

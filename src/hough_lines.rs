@@ -2,17 +2,28 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use histopipe_cli::lexopt::Parser;
-use histopipe_cli::{parse_value, Common, Context, Error, Tool};
-use histopipe_frame::Frame;
-use histopipe_ops::hough::{draw_lines, HoughLines as Peaks, HoughSpace};
+use histopipe_cli::{parse_value, Common, Context, Error, OutputFormat, Product, Tool};
+use histopipe_frame::{Frame, Pixels};
+use histopipe_ops::hough::{draw_lines, HoughLines as Peaks, HoughSpace, Line};
 
-/// `hough-lines`: the lines of a Hough accumulator, as CSV or drawn over an image.
+/// `hough-lines`: the lines of a Hough accumulator, as a table or drawn over an image.
 #[derive(Default)]
 pub struct HoughLines {
     threshold: Option<u32>,
     top: Option<usize>,
+    /// `--draw IMAGE`, as given.
     draw: Option<PathBuf>,
     ppm: bool,
+    /// The image of `--draw`, read before any accumulator.
+    canvas: Option<Canvas>,
+    tsv: bool,
+}
+
+/// An image to draw lines on, in 8-bit RGB.
+struct Canvas {
+    width: usize,
+    height: usize,
+    rgb: Vec<u8>,
 }
 
 impl Tool for HoughLines {
@@ -24,23 +35,26 @@ A line is a cell with more than THRESHOLD votes that is a local maximum among it
 (strictly above the left and upper ones, at least the right and lower ones, as OpenCV), listed
 strongest first (equal votes: smaller angle, then smaller distance first). With the default
 axes, the lines equal cv2.HoughLines(edges, 1, np.pi / 180, THRESHOLD), in the same order.
+Without --threshold and --top, THRESHOLD is half the votes of the accumulator's strongest cell.
 
-Output: CSV with a header line, one line per detected line:
+Output: CSV (or TSV, by -o's extension) with a header line, one line per detected line:
   rho,theta,theta_degrees,votes
 rho in pixels from the edge map's pixel (0, 0), theta in radians (both as OpenCV's float32),
 theta_degrees on the nominal grid (theta-min + n theta-step).
 
-Usage: hough-lines --threshold T [OPTIONS] < accumulator.pgm > lines.csv
+Usage: hough-lines [OPTIONS] [FILE...]
 
 Options:
-  --threshold T      keep cells with more than T votes [default with --top: 0]
+  --threshold T      keep cells with more than T votes [default: 0 with --top, else half the
+                     strongest cell's votes]
   --top N            keep the N strongest lines
   --draw IMAGE       instead of CSV, write IMAGE (PGM, PPM, PAM, PNG, JPEG, TIFF or BMP, gray
-                     or colour) with the lines drawn in red, as PNG
+                     or colour) with the lines drawn in red, as PNG (or PPM, by -o's extension)
   --ppm              with --draw: write binary PPM instead of PNG
 
 Example:
-  edges < page.pgm | hough-vote | hough-lines --top 10 --draw page.pgm > lines.png";
+  edges page.pgm | hough-vote | hough-lines -o lines.csv
+  edges page.pgm | hough-vote | hough-lines --top 10 --draw page.pgm -o lines.png";
 
     fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
         match name {
@@ -53,44 +67,94 @@ Example:
         Ok(true)
     }
 
-    fn check(&mut self, _: &Common) -> Result<(), Error> {
-        if self.threshold.is_none() && self.top.is_none() {
-            return Err(Error::usage("give --threshold T or --top N (or both)"));
-        }
+    fn check(&mut self, common: &Common) -> Result<(), Error> {
         if self.ppm && self.draw.is_none() {
             return Err(Error::usage("--ppm only goes with --draw IMAGE"));
+        }
+        if let Some(path) = &self.draw {
+            let shown = path.display();
+            let bytes = std::fs::read(path).map_err(|e| Error::usage(format!("--draw {shown}: {e}")))?;
+            let (width, height, rgb) = histopipe_frame::read_rgb8(&bytes, common.max_pixels)
+                .map_err(|e| Error::usage(format!("--draw {shown}: {e}")))?;
+            self.canvas = Some(Canvas { width, height, rgb });
         }
         Ok(())
     }
 
-    fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
-        let peaks = Peaks { threshold: self.threshold.unwrap_or(0), top: self.top };
-        let lines = cx.run(&peaks, &frame)?;
-        let Some(path) = &self.draw else {
-            let out = cx.text();
-            let mut text = String::from("rho,theta,theta_degrees,votes\n");
-            for l in &lines {
-                let degrees = degrees_text(l.theta_degrees);
-                text.push_str(&format!("{},{},{degrees},{}\n", l.rho, l.theta, l.votes));
-            }
-            return out.write_all(text.as_bytes()).map_err(|e| Error::io(&e));
-        };
-        if cx.index > 1 {
-            return Err(cx.invalid("--draw writes one image, and the stream has more than one accumulator"));
+    fn product(&mut self, format: Option<OutputFormat>) -> Result<Product, Error> {
+        if self.draw.is_none() {
+            self.tsv = format == Some(OutputFormat::Tsv);
+            return Ok(Product::Table);
         }
-        let space = HoughSpace::of_frame(&frame).map_err(|e| Error::op(cx.index, e))?;
-        let shown = path.display();
-        let bytes = std::fs::read(path).map_err(|e| Error::usage(format!("--draw {shown}: {e}")))?;
-        let (w, h, mut rgb) = histopipe_frame::read_rgb8(&bytes, cx.common.max_pixels)
-            .map_err(|e| Error::usage(format!("--draw {shown}: {e}")))?;
+        match format {
+            Some(OutputFormat::Png) if self.ppm => Err(Error::usage("--ppm contradicts -o's extension .png")),
+            Some(OutputFormat::Ppm) => {
+                self.ppm = true;
+                Ok(Product::Drawing)
+            }
+            _ => Ok(Product::Drawing),
+        }
+    }
+
+    fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
+        let peaks = match (self.threshold, self.top) {
+            (None, None) => Peaks { threshold: most_votes(&frame) / 2, top: None },
+            (threshold, top) => Peaks { threshold: threshold.unwrap_or(0), top },
+        };
+        let lines = cx.run(&peaks, &frame)?;
+        match (&self.draw, &self.canvas) {
+            (Some(path), Some(canvas)) => self.draw(cx, &frame, &lines, path, canvas),
+            _ => {
+                let sep = if self.tsv { '\t' } else { ',' };
+                let mut text = ["rho", "theta", "theta_degrees", "votes"].join(&sep.to_string());
+                text.push('\n');
+                for l in &lines {
+                    let degrees = degrees_text(l.theta_degrees);
+                    text.push_str(&format!("{}{sep}{}{sep}{degrees}{sep}{}\n", l.rho, l.theta, l.votes));
+                }
+                cx.text().write_all(text.as_bytes()).map_err(|e| Error::io(&e))
+            }
+        }
+    }
+}
+
+impl HoughLines {
+    /// Writes `canvas` with `lines` drawn on it, which must be of the accumulator's edge map.
+    fn draw(
+        &self,
+        cx: &mut Context<'_>,
+        frame: &Frame,
+        lines: &[Line],
+        path: &std::path::Path,
+        canvas: &Canvas,
+    ) -> Result<(), Error> {
+        if !cx.starts_output() {
+            return Err(cx.invalid(
+                "--draw writes one image, and this output would get more than one accumulator: \
+                 give -o a field for one image each, as in -o out/{stem}.png",
+            ));
+        }
+        let space = HoughSpace::of_frame(frame).map_err(|e| cx.op_error(e))?;
+        let Canvas { width: w, height: h, .. } = *canvas;
         if (w, h) != (space.width, space.height) {
             return Err(cx.invalid(format!(
-                "--draw {shown} is {w}x{h}, but the accumulator is of a {}x{} edge map",
-                space.width, space.height
+                "--draw {} is {w}x{h}, but the accumulator is of a {}x{} edge map",
+                path.display(),
+                space.width,
+                space.height
             )));
         }
-        draw_lines(&mut rgb, w, h, &lines);
+        let mut rgb = canvas.rgb.clone();
+        draw_lines(&mut rgb, w, h, lines);
         histopipe_frame::write_rgb8(cx.text(), w, h, &rgb, !self.ppm).map_err(|e| Error::io(&e))
+    }
+}
+
+/// The votes of the accumulator's strongest cell.
+fn most_votes(frame: &Frame) -> u32 {
+    match &frame.pixels {
+        Pixels::U8(v) => v.iter().copied().max().unwrap_or(0).into(),
+        Pixels::U16(v) => v.iter().copied().max().unwrap_or(0).into(),
     }
 }
 

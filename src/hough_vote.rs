@@ -1,5 +1,5 @@
 use histopipe_cli::lexopt::Parser;
-use histopipe_cli::{parse_value, Context, Error, Tool};
+use histopipe_cli::{parse_value, Common, Context, Error, Tool};
 use histopipe_frame::Frame;
 use histopipe_ops::hough::{HoughParams, HoughVote as Vote, Strategy};
 
@@ -26,7 +26,7 @@ row per angle and one column per distance (maxval: the most votes, at least 256)
 comment '# histopipe-hough ...' records the axes and the source size for hough-lines. A cell
 with more than 65535 votes is an error.
 
-Usage: hough-vote [OPTIONS] < edges.pgm > accumulator.pgm
+Usage: hough-vote [OPTIONS] [FILE...]
 
 Options:
   --theta-min DEG    first angle [default: 0]
@@ -38,7 +38,7 @@ Options:
                      angle, counts in shared memory) or auto [default: auto]; same output
 
 Example:
-  edges < brick.pgm | hough-vote --theta-min -90 --theta-max 90 > acc.pgm";
+  edges brick.pgm | hough-vote --theta-min -90 --theta-max 90 -o acc.pgm";
 
     fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
         let p = &mut self.vote.params;
@@ -57,10 +57,16 @@ Example:
         Ok(true)
     }
 
-    fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
-        let space = self.vote.space(&frame).map_err(|e| Error::op(cx.index, e))?;
+    fn check(&mut self, _: &Common) -> Result<(), Error> {
+        self.vote.params.check().map(drop).map_err(|e| Error::usage(e.message))
+    }
+
+    fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
+        let space = self.vote.space(&frame).map_err(|e| cx.op_error(e))?;
         cx.check_pixels(space.rhos, space.thetas)?;
-        let out = cx.run(&self.vote, &frame)?;
+        let mut out = cx.run(&self.vote, &frame)?;
+        // Its pixels are no place of the edge map, but it still comes from the edge map's file.
+        out.source = frame.source;
         cx.write(out)
     }
 }

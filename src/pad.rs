@@ -22,7 +22,7 @@ By default each W x H frame becomes a square of side D = ceil(sqrt(W^2 + H^2)), 
 offset (floor((D - W) / 2), floor((D - H) / 2)), the border filled with 0. The offset is recorded
 in the frame's geometry metadata, so later tools know which pixels are the original's.
 
-Usage: pad [OPTIONS] < in.pgm > out.pgm
+Usage: pad [OPTIONS] [FILE...]
 
 Options:
   --to WxH           pad to exactly W x H instead, the frame centred (offsets rounded down)
@@ -32,7 +32,8 @@ Options:
   --fill V           the border's value, 0..maxval [default: 0]
 
 Example:
-  pad < a.pgm | rotate 45 | colhist > h.csv";
+  pad a.pgm | rotate 45 | colhist -o h.csv
+  pad scans/*.pgm | rotate 30 | colhist -o out/{stem}.csv";
 
     fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
         match name {
@@ -72,10 +73,9 @@ Example:
         Ok(())
     }
 
-    fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
+    fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let params = PadParams { size: self.size.unwrap_or(PadSize::Diagonal), fill: self.fill };
-        let pad =
-            params.for_frame(frame.width, frame.height, frame.maxval).map_err(|e| Error::op(cx.index, e))?;
+        let pad = params.for_frame(frame.width, frame.height, frame.maxval).map_err(|e| cx.op_error(e))?;
         cx.check_pixels(pad.width, pad.height)?;
         let out = cx.run(&pad, &frame)?;
         cx.write(out)

@@ -14,17 +14,17 @@ pub(crate) fn plot_target(parser: &mut Parser, name: &str) -> Result<PlotTarget,
     PlotTarget::parse(&text).map_err(|e| Error::usage(format!("{name} {e}")))
 }
 
-/// Writes the figure made for this frame to `path` (whole, or not at all: it is made in memory
-/// first); a figure that cannot be made or written fails the frame.
+/// Writes the figure made for this frame to `path`, whole or not at all (atomically, as `-o`
+/// writes); a figure that cannot be made or written fails the frame.
 pub(crate) fn write_figure(
     cx: &Context<'_>,
     path: &Path,
     figure: Result<Vec<u8>, PlotError>,
 ) -> Result<(), Error> {
     let bytes = figure.map_err(|e| cx.invalid(format!("--plot: {e}")))?;
-    std::fs::write(path, bytes).map_err(|e| Error {
+    histopipe_cli::write_whole(path, &bytes).map_err(|e| Error {
         kind: ErrorKind::Runtime,
-        frame: Some(cx.index),
+        place: cx.place(),
         message: format!("--plot: cannot write '{}': {e}", path.display()),
     })
 }

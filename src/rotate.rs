@@ -1,4 +1,6 @@
+use std::collections::VecDeque;
 use std::ffi::OsString;
+use std::path::Path;
 
 use histopipe_cli::lexopt::{Parser, ValueExt};
 use histopipe_cli::{parse_value, Common, Context, Error, Tool};
@@ -53,8 +55,8 @@ halves rounded up); pixels that map outside the input get the fill value. Multip
 are exact permutations of the pixels; 0 changes nothing. The geometry metadata is updated.
 With --expand the output is the turned frame's bounding box instead: 90 turns W x H into H x W.
 
-Usage: rotate ANGLE [OPTIONS] < in.pgm > out.pgm
-       rotate --line X0,Y0,X1,Y1 [OPTIONS] < in.pgm > out.pgm
+Usage: rotate ANGLE [OPTIONS] [FILE...]
+       rotate --line X0,Y0,X1,Y1 [OPTIONS] [FILE...]
 
 Options:
   --line X0,Y0,X1,Y1 turn so that the line through these two points of the original image (through
@@ -66,7 +68,8 @@ Options:
                      exact transpose or flip, H x W), not the input's size
 
 Example:
-  pad < a.pgm | rotate --line 0,0,400,400 | colhist --line 0,0,400,400 > line.csv";
+  pad a.pgm | rotate --line 0,0,400,400 | colhist --line 0,0,400,400 -o line.csv
+  pad scans/*.pgm | rotate 30 -o out/{stem}.png";
 
     fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
         match name {
@@ -87,18 +90,29 @@ Example:
         Ok(true)
     }
 
-    fn positional(&mut self, value: OsString) -> Result<(), Error> {
-        let text = value.string()?;
-        self.set_angle(&text)
+    /// The first operand is the ANGLE unless --line is given (or a negative angle was taken as
+    /// an option); the rest are files.
+    fn operands(&mut self, operands: &mut VecDeque<OsString>) -> Result<(), Error> {
+        if self.line.is_none() && self.angle.is_none() {
+            if let Some(angle) = operands.pop_front() {
+                self.set_angle(&angle.string()?)?;
+            }
+        }
+        // `rotate 10 --line ...`: a number that is no file is an angle too many, not a file.
+        let number = operands.front().and_then(|o| o.to_str()).is_some_and(|t| t.parse::<f64>().is_ok());
+        if self.line.is_some() && number && !operands.front().is_some_and(|o| Path::new(o).exists()) {
+            return Err(Error::usage("give an ANGLE or --line, not both"));
+        }
+        Ok(())
     }
 
     fn check(&mut self, _: &Common) -> Result<(), Error> {
         self.params().map(drop)
     }
 
-    fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
+    fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let params = self.params()?;
-        let rotate = params.for_frame(&frame).map_err(|e| Error::op(cx.index, e))?;
+        let rotate = params.for_frame(&frame).map_err(|e| cx.op_error(e))?;
         cx.check_pixels(rotate.out_width, rotate.out_height)?;
         let out = cx.run(&rotate, &frame)?;
         cx.write(out)

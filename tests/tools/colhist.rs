@@ -254,7 +254,10 @@ fn tsv_pgm_rows_and_streams() {
 #[test]
 fn option_errors() {
     let camera = fixture_bytes("camera.pgm");
-    assert!(run_err("colhist", &["--bins", "0"], &camera, 2).contains("frame 1: --bins 0 is not in 1..=256"));
+    assert!(run_err("colhist", &["--bins", "0"], &camera, 2).contains("--bins: must be at least 1"));
+    assert!(
+        run_err("colhist", &["--bins", "300"], &camera, 2).contains("frame 1: --bins 300 is not in 1..=256")
+    );
     assert!(run_err("colhist", &["--bins", "x"], &camera, 2).contains("--bins: bad value 'x'"));
     assert!(run_err("colhist", &["--format", "xml"], &camera, 2).contains("unknown format 'xml'"));
     assert!(run_err("colhist", &["--line", "0,0,1,1", "--rows"], &camera, 2).contains("cannot be combined"));
@@ -384,8 +387,7 @@ fn png_heatmap_shows_every_count() {
     .unwrap();
     assert_eq!((line.width(), line.height()), (256, 256), "one column, 256 bins");
     let two = stream(&[fixture_frame("camera.pgm"), fixture_frame("camera.pgm")]);
-    assert!(run_err("colhist", &["--format", "png"], &two, 2)
-        .contains("frame 2: --format png writes a single frame"));
+    assert!(run_err("colhist", &["--format", "png"], &two, 2).contains("frame 2: a heatmap is one image"));
 }
 
 /// `--plot`: the figure beside the usual output, which it leaves as it was; SVG or PNG by the
@@ -411,7 +413,12 @@ fn plot_writes_figures() {
     }
     assert!(!dir.join("h-3.png").exists());
     assert!(run_err("colhist", &["--plot", "h.pdf"], &input, 2).contains("must end in .svg or .png"));
-    let nowhere = dir.join("missing/h.svg");
+    // Folders are made as -o makes them; a place that cannot be a folder is an error.
+    let made = dir.join("missing/h.svg");
+    run_ok("colhist", "cpu", &["--plot", made.to_str().unwrap()], &input);
+    assert!(std::fs::read(&made).unwrap().starts_with(b"<svg"), "the figure is written, its folder made");
+    std::fs::write(dir.join("file"), b"").unwrap();
+    let nowhere = dir.join("file/h.svg");
     let e = run_err("colhist", &["--plot", nowhere.to_str().unwrap()], &input, 1);
     assert!(e.contains("frame 1: --plot: cannot write"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);

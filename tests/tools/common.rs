@@ -44,6 +44,22 @@ pub fn tool(name: &str) -> Command {
     cmd
 }
 
+/// A new, empty folder for one test's files, under the system's temporary folder.
+pub fn temp_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("histopipe-test-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir
+}
+
+/// `$PATH` with the folder of the tools' binaries first, for tests that run shell command lines.
+pub fn path_with_tools() -> std::ffi::OsString {
+    let bin = assert_cmd::cargo::cargo_bin("pad");
+    let mut paths = vec![bin.parent().unwrap().to_path_buf()];
+    paths.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+    std::env::join_paths(paths).unwrap()
+}
+
 /// Runs `name args` on `input` with `--backend backend`; asserts success; returns stdout.
 pub fn run_ok(name: &str, backend: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
     let out =
@@ -228,12 +244,4 @@ pub fn bench_frame() -> Frame {
     let (w, h) = (4096, 3112);
     let px = (0..w * h).map(|i| brick.pixels.get((i / w % 512) * 512 + i % w % 512) as u8).collect();
     Frame::new(w, h, 255, Pixels::U8(px))
-}
-
-/// A fresh, empty folder for a test's files, named after the test and this process.
-pub fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("histopipe-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    dir
 }

@@ -166,11 +166,54 @@ fn drawing_lines() {
     assert!(kept > 500 * 500 && drawn.pixels().filter(|p| p.0 == [255, 0, 0]).count() >= 2 * 400);
 }
 
+/// Without --threshold or --top, the lines are those with more than half the strongest cell's votes.
+#[test]
+fn the_default_threshold_is_half_the_strongest_cell() {
+    for name in ["brick.pgm", "page.pgm", "chessboard.pgm"] {
+        let (edges, _) = edge_map(name);
+        let acc = run_ok("hough-vote", "cpu", &[], &edges);
+        let most = match &read_frames(&acc)[0].pixels {
+            Pixels::U16(v) => *v.iter().max().unwrap() as u32,
+            Pixels::U8(v) => *v.iter().max().unwrap() as u32,
+        };
+        let lines = parse_csv(&run_ok("hough-lines", "cpu", &[], &acc));
+        let half = (most / 2).to_string();
+        assert_eq!(lines, parse_csv(&run_ok("hough-lines", "cpu", &["--threshold", &half], &acc)), "{name}");
+        assert_eq!(lines[0].3, most, "{name}: the strongest line comes first");
+        assert!(lines.iter().all(|l| l.3 > most / 2), "{name}");
+    }
+}
+
+/// The lines drawn: one picture per accumulator with -o fields, an error for two in one output;
+/// the extension says PNG or PPM.
+#[test]
+fn drawing_one_picture_per_accumulator() {
+    let dir = temp_dir("draw");
+    let (edges, _) = edge_map("chessboard.pgm");
+    let acc = run_ok("hough-vote", "cpu", &[], &edges);
+    let board = fixture("chessboard.pgm");
+    let draw = ["--top", "3", "--draw", board.to_str().unwrap()];
+    let two = [acc.clone(), acc.clone()].concat();
+    let e = run_err("hough-lines", &draw, &two, 2);
+    assert!(e.contains("frame 2: --draw writes one image"), "{e}");
+    let out = dir.join("lines-{n}.ppm");
+    run_ok("hough-lines", "cpu", &[&draw[..], &["-o", out.to_str().unwrap()]].concat(), &two);
+    for n in 1..=2 {
+        let ppm = std::fs::read(dir.join(format!("lines-{n}.ppm"))).unwrap();
+        assert!(ppm.starts_with(b"P6\n200 200\n255\n"));
+    }
+    let e = run_err("hough-lines", &[&draw[..], &["--ppm", "-o", "x.png"]].concat(), &acc, 2);
+    assert!(e.contains("--ppm contradicts"), "{e}");
+    let e = run_err("hough-lines", &[&draw[..], &["-o", "x.csv"]].concat(), &acc, 2);
+    assert!(e.contains("a picture: give a .png or .ppm file"), "{e}");
+    let e = run_err("hough-lines", &["--draw", "/no/such/image.png"], &[], 2);
+    assert!(e.contains("--draw /no/such/image.png: "), "checked before any input is read: {e}");
+}
+
 #[test]
 fn errors() {
     let (edges, _) = edge_map("page.pgm");
     let acc = run_ok("hough-vote", "cpu", &[], &edges);
-    assert!(run_err("hough-lines", &[], &acc, 2).contains("give --threshold T or --top N"));
     assert!(run_err("hough-lines", &["--top", "1", "--ppm"], &acc, 2).contains("--ppm only goes with --draw"));
     assert!(run_err("hough-lines", &["--top", "1"], &edges, 2)
         .contains("frame 1: no '# histopipe-hough' header comment"));

@@ -1,9 +1,18 @@
+//! The command line: the options every tool takes ([`Common`]), and the parsing of the whole of
+//! it into what a run needs ([`Invocation`]), every value checked before any input is read.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::io::{self, Write};
 use std::str::FromStr;
 
-use histopipe_frame::{RawSpec, DEFAULT_MAX_PIXELS};
+use histopipe_frame::{Container, RawSpec, DEFAULT_MAX_PIXELS};
 use histopipe_ops::BackendChoice;
-use lexopt::{Parser, ValueExt};
+use lexopt::{Arg, Parser, ValueExt};
 
+use crate::inputs::Inputs;
+use crate::outputs::OutputSpec;
+use crate::tool::Tool;
 use crate::Error;
 
 /// The options every tool takes.
@@ -14,19 +23,34 @@ pub struct Common {
     pub raw: Option<RawSpec>,
     pub max_pixels: u64,
     pub png: bool,
+    /// `-o PATH`, as given.
+    pub output: Option<OsString>,
+    /// `--threads`: frames worked on at once (see [`Common::workers`]).
+    pub threads: Option<usize>,
 }
 
 /// The `--help` section for [`Common`]'s options.
 pub const COMMON_HELP: &str = "\
+Files:
+  FILE...            read these files, in order, each on its own; '-' or no FILE: standard input
+  -o, --output PATH  write PATH instead of standard output, atomically: a temporary file beside
+                     it, renamed when complete (on failure nothing is left, an old PATH is kept);
+                     its extension gives the format (pgm, pnm, pam, png, tif, tiff, raw; csv, tsv
+                     for tables); fields {stem} {name} {dir} (of the source file), {i} (frame in
+                     its file), {n} (frame in the stream) make one file per frame, e.g.
+                     -o out/{stem}.png; folders are made as needed
 Input and output:
   --raw WxH[:16]     headerless frames of W x H samples, 8-bit or (:16) 16-bit little-endian
                      (ffmpeg -f rawvideo -pix_fmt gray / gray16le); frames until end of input
   --png              write PNG instead of the input's container (a single frame only)
   --max-pixels N     refuse frames of more than N pixels [default: 1073741824]
 Backend:
-  --backend B        auto, cpu or gpu [default: $HISTOPIPE_BACKEND, else auto]; auto uses the GPU
-                     when one is usable, else the CPU; the output is the same on both
+  --backend B        auto, cpu or gpu [default: $HISTOPIPE_BACKEND, else auto]; auto gives each
+                     frame to the GPU or to a CPU core, whichever is done first; the output is the
+                     same on both
   --device N         which CUDA device to use [default: 0]
+  --threads N        frames worked on at once [default: the number of CPU cores; with --backend
+                     gpu, which takes one frame at a time, at most 4]
   -h, --help         print this help
   -V, --version      print the version";
 
@@ -38,7 +62,15 @@ impl Common {
             }
             _ => BackendChoice::Auto,
         };
-        Ok(Common { backend, device: 0, raw: None, max_pixels: DEFAULT_MAX_PIXELS, png: false })
+        Ok(Common {
+            backend,
+            device: 0,
+            raw: None,
+            max_pixels: DEFAULT_MAX_PIXELS,
+            png: false,
+            output: None,
+            threads: None,
+        })
     }
 
     /// Takes option `name` if it is a common one; `Ok(false)` if it is not.
@@ -56,9 +88,38 @@ impl Common {
             }
             "--max-pixels" => self.max_pixels = parse_value(parser, "--max-pixels")?,
             "--png" => self.png = true,
+            "-o" | "--output" => {
+                let v = parser.value().map_err(|e| Error::usage(format!("{name}: {e}")))?;
+                if v.is_empty() {
+                    return Err(Error::usage(format!("{name}: the path is empty")));
+                }
+                self.output = Some(v);
+            }
+            "--threads" => {
+                let n = parse_value(parser, "--threads")?;
+                if n == 0 {
+                    return Err(Error::usage("--threads: must be at least 1"));
+                }
+                self.threads = Some(n);
+            }
             _ => return Ok(false),
         }
         Ok(true)
+    }
+}
+
+impl Common {
+    /// How many frames are worked on at once: `--threads`, else one per core. With `gpu` every
+    /// frame waits its turn on the GPU, and a few workers are enough to keep it busy and do the
+    /// CPU's share of each frame (formatting a table, say) meanwhile; more would only hold more
+    /// frames in page-locked memory.
+    pub fn workers(&self) -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        match (self.threads, self.backend) {
+            (Some(n), _) => n,
+            (None, BackendChoice::Gpu) => cores.min(4),
+            (None, _) => cores,
+        }
     }
 }
 
@@ -70,4 +131,66 @@ where
     let raw = parser.value().map_err(|e| Error::usage(format!("{name}: {e}")))?;
     let text = raw.string().map_err(|_| Error::usage(format!("{name}: value is not valid UTF-8")))?;
     text.parse::<T>().map_err(|e| Error::usage(format!("{name}: bad value '{text}': {e}")))
+}
+
+/// A command line, parsed and checked: what a run needs.
+pub(crate) struct Invocation {
+    pub common: Common,
+    pub inputs: Inputs,
+    pub output: OutputSpec,
+    /// The container frames are written in (`None`: each in the one it came in).
+    pub container: Option<Container>,
+}
+
+/// What the command line asked for.
+pub(crate) enum Parsed {
+    Run(Invocation),
+    /// `--help` or `--version`, printed.
+    Printed,
+}
+
+/// Parses the command line into `tool`'s options and the rest; checks every value, the output
+/// against what the tool writes, and that the input files are there, before any is read.
+pub(crate) fn parse<T: Tool>(
+    tool: &mut T,
+    args: impl IntoIterator<Item = OsString>,
+) -> Result<Parsed, Error> {
+    let mut common = Common::from_env()?;
+    let mut operands = VecDeque::new();
+    let mut parser = Parser::from_args(args);
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Arg::Short('h') | Arg::Long("help") => {
+                let text = format!("{}\n\n{COMMON_HELP}\n", T::HELP.trim_end());
+                io::stdout().write_all(text.as_bytes()).map_err(|e| Error::io(&e))?;
+                return Ok(Parsed::Printed);
+            }
+            Arg::Short('V') | Arg::Long("version") => {
+                println!("{} (histopipe) {}", T::NAME, env!("CARGO_PKG_VERSION"));
+                return Ok(Parsed::Printed);
+            }
+            Arg::Value(v) => operands.push_back(v),
+            Arg::Short(c) => option(&mut common, tool, &format!("-{c}"), &mut parser)?,
+            Arg::Long(l) => {
+                let name = format!("--{l}");
+                option(&mut common, tool, &name, &mut parser)?
+            }
+        }
+    }
+    tool.operands(&mut operands)?;
+    tool.check(&common)?;
+    let output = OutputSpec::parse(common.output.as_deref())?;
+    let product = tool.product(output.format)?;
+    let container = output.container(product, common.png)?;
+    let inputs = Inputs::new(operands);
+    inputs.check()?;
+    Ok(Parsed::Run(Invocation { common, inputs, output, container }))
+}
+
+fn option<T: Tool>(common: &mut Common, tool: &mut T, name: &str, parser: &mut Parser) -> Result<(), Error> {
+    if common.accept(name, parser)? || tool.option(name, parser)? {
+        Ok(())
+    } else {
+        Err(Error::usage(format!("unknown option '{name}' (see --help)")))
+    }
 }

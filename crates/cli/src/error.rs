@@ -1,7 +1,8 @@
 use std::fmt;
 use std::io;
+use std::path::{Path, PathBuf};
 
-use histopipe_frame::{FrameError, FrameErrorKind};
+use histopipe_frame::{FrameError, FrameErrorKind, Source};
 use histopipe_ops::{OpError, OpErrorKind};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,63 +15,120 @@ pub enum ErrorKind {
     Runtime,
     /// A bug: a panic in histopipe or in a library it uses: exit 1.
     Internal,
-    /// The writer thread stopped; its own error says why: exit 1 if that error is lost.
-    WriterStopped,
     /// The output was closed by its reader: end quietly.
     BrokenPipe,
 }
 
-/// A tool's error: one line, naming the frame where there is one.
+/// Where an error happened: a file, a frame, or a frame of a file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Place {
+    /// The file, as named on the command line (an input, or the output of `-o`).
+    pub file: Option<PathBuf>,
+    /// The frame: its number in `file`, or in the stream when there is no file.
+    pub frame: Option<usize>,
+}
+
+impl Place {
+    /// Frame `n` of the stream.
+    pub fn frame(n: usize) -> Place {
+        Place { file: None, frame: Some(n) }
+    }
+
+    pub fn file(path: &Path) -> Place {
+        Place { file: Some(path.to_owned()), frame: None }
+    }
+
+    /// Frame `n` of the stream, named by the file it came from when it has one.
+    pub fn of(source: Option<&Source>, n: usize) -> Place {
+        match source {
+            Some(s) => Place { file: Some(s.path.clone()), frame: Some(s.index) },
+            None => Place::frame(n),
+        }
+    }
+}
+
+impl Place {
+    /// `frame I of FILE`, `FILE` or `frame N`, for a place named inside a message.
+    pub fn in_words(&self) -> String {
+        match (&self.file, self.frame) {
+            (Some(p), Some(i)) => format!("frame {i} of {}", p.display()),
+            (None, Some(n)) => format!("frame {n}"),
+            _ => self.to_string(),
+        }
+    }
+}
+
+/// `FILE: frame I`, `FILE`, `frame N`, or nothing; shown as one line.
+impl fmt::Display for Place {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let file = self.file.as_ref().map(|p| one_line(&p.to_string_lossy()));
+        match (file, self.frame) {
+            (Some(p), Some(i)) => write!(f, "{p}: frame {i}"),
+            (Some(p), None) => f.write_str(&p),
+            (None, Some(n)) => write!(f, "frame {n}"),
+            (None, None) => Ok(()),
+        }
+    }
+}
+
+/// A tool's error: one line, naming the file and frame where there is one.
 #[derive(Debug, Clone)]
 pub struct Error {
     pub kind: ErrorKind,
-    pub frame: Option<usize>,
+    pub place: Place,
     pub message: String,
 }
 
 impl Error {
     pub fn usage(message: impl Into<String>) -> Error {
-        Error { kind: ErrorKind::Usage, frame: None, message: message.into() }
+        Error { kind: ErrorKind::Usage, place: Place::default(), message: message.into() }
     }
 
-    /// Bad input in frame `frame`.
-    pub fn input(frame: usize, message: impl Into<String>) -> Error {
-        Error { kind: ErrorKind::Input, frame: Some(frame), message: message.into() }
+    /// Bad input at `place`.
+    pub fn input(place: Place, message: impl Into<String>) -> Error {
+        Error { kind: ErrorKind::Input, place, message: message.into() }
     }
 
+    /// An I/O error, at no place yet (see [`Error::at`]).
     pub fn io(err: &io::Error) -> Error {
         let kind =
             if err.kind() == io::ErrorKind::BrokenPipe { ErrorKind::BrokenPipe } else { ErrorKind::Runtime };
-        Error { kind, frame: None, message: err.to_string() }
+        Error { kind, place: Place::default(), message: err.to_string() }
     }
 
-    /// A panic caught while working on frame `frame` (if known), in the part of the tool `where_`.
-    pub fn internal(frame: Option<usize>, where_: &str, panic: &str) -> Error {
+    /// A panic caught while working at `place`, in the part of the tool `where_`.
+    pub fn internal(place: Place, where_: &str, panic: &str) -> Error {
         Error {
             kind: ErrorKind::Internal,
-            frame,
+            place,
             message: format!("internal error in the {where_}: {panic}"),
         }
     }
 
-    /// The operation's error, placed at frame `frame`.
-    pub fn op(frame: usize, err: OpError) -> Error {
+    /// The operation's error, placed at `place`.
+    pub fn op(place: Place, err: OpError) -> Error {
         let kind = match err.kind {
             OpErrorKind::Invalid => ErrorKind::Input,
             OpErrorKind::Gpu => ErrorKind::Runtime,
         };
-        Error { kind, frame: Some(frame), message: err.message }
+        Error { kind, place, message: err.message }
+    }
+
+    /// The same error, placed at `place`.
+    pub fn at(self, place: Place) -> Error {
+        Error { place, ..self }
     }
 
     pub fn exit_code(&self) -> u8 {
         match self.kind {
             ErrorKind::Usage | ErrorKind::Input => 2,
-            ErrorKind::Runtime | ErrorKind::Internal | ErrorKind::WriterStopped => 1,
+            ErrorKind::Runtime | ErrorKind::Internal => 1,
             ErrorKind::BrokenPipe => 0,
         }
     }
 }
 
+/// A frame reader's error: at its frame of the stream (or of the file the caller places it in).
 impl From<FrameError> for Error {
     fn from(e: FrameError) -> Self {
         let kind = match e.kind {
@@ -78,7 +136,7 @@ impl From<FrameError> for Error {
             FrameErrorKind::Io(io::ErrorKind::BrokenPipe) => ErrorKind::BrokenPipe,
             FrameErrorKind::Io(_) => ErrorKind::Runtime,
         };
-        Error { kind, frame: Some(e.frame), message: e.message }
+        Error { kind, place: Place::frame(e.frame), message: e.message }
     }
 }
 
@@ -88,13 +146,13 @@ impl From<lexopt::Error> for Error {
     }
 }
 
-/// One line, always: the message shown as [`one_line`] makes it.
+/// One line, always: the place and the message shown as [`one_line`] makes them.
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.frame {
-            Some(n) => write!(f, "frame {n}: {}", one_line(&self.message)),
-            None => f.write_str(&one_line(&self.message)),
+        if self.place != Place::default() {
+            write!(f, "{}: ", self.place)?;
         }
+        f.write_str(&one_line(&self.message))
     }
 }
 
@@ -137,7 +195,17 @@ mod tests {
         let long = "x".repeat(33_000);
         let shown = one_line(&long);
         assert!(shown.len() < 500 && shown.ends_with(&format!("... ({} more bytes)", 33_000 - 400)));
-        let e = Error::input(3, "line one\nline two\n");
+        let e = Error::input(Place::frame(3), "line one\nline two\n");
         assert_eq!(e.to_string(), "frame 3: line one\\nline two");
+    }
+
+    #[test]
+    fn errors_name_the_file_and_the_frame_in_it() {
+        let source = Source::new("scans/b\n.jpg", 2);
+        let e = Error::input(Place::of(Some(&source), 7), "bad");
+        assert_eq!(e.to_string(), "scans/b\\n.jpg: frame 2: bad", "the file's frame, not the stream's");
+        assert_eq!(Error::input(Place::of(None, 7), "bad").to_string(), "frame 7: bad");
+        assert_eq!(Error::usage("bad").at(Place::file(Path::new("a.pgm"))).to_string(), "a.pgm: bad");
+        assert_eq!(Error::usage("bad").to_string(), "bad");
     }
 }

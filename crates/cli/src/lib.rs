@@ -1,22 +1,33 @@
-//! What every histopipe tool shares: common options, errors and exit codes, and the frame loop.
+//! What every histopipe tool shares: the command line (options, input files, `-o` outputs),
+//! errors and exit codes, and the frame loop.
 //!
-//! A tool implements [`Tool`] (its own options and what it does with one frame); [`main`] does the
-//! rest: parses the command line with lexopt, opens the input and output streams, chooses the
-//! backend, loops over the frames, and turns every error, a panic included, into one line on
-//! stderr, prefixed with the tool's name, and an exit code (2 for bad input or usage, 1 for
-//! runtime failures and internal errors). A closed output pipe ends the tool quietly with status
-//! 0, as ripgrep does.
+//! A tool implements [`Tool`] (its own options, what it writes, and what it does with one frame);
+//! [`main`] does the rest: parses the command line with lexopt and checks it before reading
+//! anything, reads the input files (or standard input) on reader threads, runs the tool on several
+//! frames at once on the chosen backend, writes the outputs in order (standard output, one file,
+//! or one file per frame, files written atomically), and turns every error, a panic included,
+//! into one line on stderr, prefixed with the tool's name and naming the file and frame, and an
+//! exit code (2 for bad input or usage, 1 for runtime failures and internal errors). A closed
+//! output pipe ends the tool quietly with status 0, as ripgrep does.
 
 mod args;
+mod atomic;
+mod backend;
 mod error;
+mod inputs;
+mod outputs;
 mod panic;
 mod reader;
 mod run;
+mod signals;
 mod tool;
+mod workers;
 mod writer;
 
 pub use args::{parse_value, Common, COMMON_HELP};
-pub use error::{Error, ErrorKind};
+pub use atomic::write_whole;
+pub use error::{Error, ErrorKind, Place};
 pub use lexopt;
+pub use outputs::{OutputFormat, Product};
 pub use run::main;
 pub use tool::{Context, Tool};

@@ -1,18 +1,23 @@
-//! The reader thread: reads frames ahead of the tool, so reading overlaps the work.
+//! The reader threads: read the inputs' frames ahead of the work, so reading and decoding overlap
+//! it, several files at once, and hand them over in the order of the stream.
 
+use std::collections::{HashMap, VecDeque};
 use std::io::BufReader;
-use std::sync::mpsc::{channel, Receiver};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use histopipe_frame::{Frame, FrameReader, ReadOptions, SampleMemory};
+use histopipe_frame::{Frame, FrameReader, ReadOptions, SampleMemory, Source};
 
+use crate::error::Place;
+use crate::inputs::{Input, Inputs};
 use crate::panic::catch;
 use crate::Error;
 
-/// Bytes of frames the reader may hold ready while the GPU is being opened.
+/// Bytes of frames the readers may hold ready while the GPU is being opened.
 pub(crate) const READ_AHEAD_BYTES: usize = 512 << 20;
 
-/// What the reader hands over: a frame, the end of the input, or why it stopped.
+/// What a reader hands over: a frame, the end of its input, or why it stopped.
 pub(crate) enum Read {
     Frame(Frame),
     End,
@@ -28,11 +33,13 @@ impl Read {
     }
 }
 
-/// The frames read and not yet taken by the tool. The reader hands over a frame only when none
-/// is waiting, so one frame is read while the tool works on the one before (memory stays a few
-/// frames), except while the GPU is being opened: a driver's start-up takes a fifth of a second,
-/// and rather than leave the input waiting meanwhile, the reader reads ahead up to
-/// [`READ_AHEAD_BYTES`], which the tool then works through at the GPU's pace.
+/// The frames read and not yet taken, per input. A reader hands over a frame only when none of
+/// its input is waiting, so each reader reads one frame while the one before waits (memory stays
+/// a few frames per reader), except while the GPU is being opened: a driver's start-up takes a
+/// fifth of a second, and rather than leave the inputs waiting meanwhile, the readers read ahead,
+/// up to [`READ_AHEAD_BYTES`] in all, which the work then goes through at the GPU's pace. A
+/// reader whose input has no frame waiting may always hand one over, so the input the stream
+/// needs next is never held up by those after it.
 #[derive(Default)]
 pub(crate) struct Backlog {
     state: Mutex<Waiting>,
@@ -40,9 +47,10 @@ pub(crate) struct Backlog {
 }
 
 /// What [`Backlog`] guards.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 struct Waiting {
-    frames: usize,
+    /// Frames waiting, by input number; inputs with none are left out.
+    frames: HashMap<usize, usize>,
     bytes: usize,
     gpu_opening: bool,
 }
@@ -52,20 +60,25 @@ impl Backlog {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Waits until an item of `bytes` bytes may be handed over, and counts it in.
-    fn add(&self, bytes: usize) {
+    /// Waits until input `input` may hand over an item of `bytes` bytes, and counts it in.
+    fn add(&self, input: usize, bytes: usize) {
         let mut s = self.lock();
-        while !(s.frames == 0 || (s.gpu_opening && s.bytes + bytes <= READ_AHEAD_BYTES)) {
+        while !(!s.frames.contains_key(&input) || (s.gpu_opening && s.bytes + bytes <= READ_AHEAD_BYTES)) {
             s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner());
         }
-        s.frames += 1;
+        *s.frames.entry(input).or_default() += 1;
         s.bytes += bytes;
     }
 
-    /// An item was taken.
-    pub(crate) fn take(&self, item: &Read) {
+    /// An item of input `input` was taken.
+    fn take(&self, input: usize, item: &Read) {
         let mut s = self.lock();
-        s.frames -= 1;
+        if let Some(n) = s.frames.get_mut(&input) {
+            *n -= 1;
+            if *n == 0 {
+                s.frames.remove(&input);
+            }
+        }
         s.bytes -= item.bytes();
         self.changed.notify_all();
     }
@@ -79,36 +92,145 @@ impl Backlog {
     }
 }
 
-/// Reads frames from `input` on a thread of its own into `memory` (page-locked once the GPU
-/// lends it). Every stream ends with [`Read::End`] or [`Read::Failed`]; a panic while reading
-/// becomes the latter, naming the frame. The thread is not joined: if the tool stops early, it
-/// may be blocked on a read that never ends.
-pub(crate) fn spawn_reader(
-    input: Box<dyn std::io::Read + Send>,
-    options: ReadOptions,
-    memory: SampleMemory,
+/// One input for a reader thread: its number in the command line, and where its frames go.
+struct ReadJob {
+    number: usize,
+    input: Input,
+    frames: Sender<Read>,
+}
+
+/// An input being read, whose frames the stream has not all taken yet.
+struct Pending {
+    number: usize,
+    path: Option<PathBuf>,
+    frames: Receiver<Read>,
+}
+
+/// The frames of every input, in order. A few reader threads read the inputs, each one input at a
+/// time, as many inputs ahead of the stream as there are readers.
+pub(crate) struct InputFrames {
+    inputs: Inputs,
+    jobs: Sender<ReadJob>,
+    pending: VecDeque<Pending>,
+    next_input: usize,
+    readers: usize,
     backlog: Arc<Backlog>,
-) -> Receiver<Read> {
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        let input = BufReader::with_capacity(1 << 20, input);
-        let mut reader = FrameReader::new(input, options).with_memory(memory);
-        loop {
-            let index = reader.next_index();
-            let item = match catch(|| reader.next_frame()) {
-                Ok(Ok(Some(frame))) => Read::Frame(frame),
-                Ok(Ok(None)) => Read::End,
-                Ok(Err(e)) => Read::Failed(Error::from(e)),
-                Err(panic) => Read::Failed(Error::internal(Some(index), "reader", &panic)),
-            };
-            let last = !matches!(item, Read::Frame(_));
-            backlog.add(item.bytes());
-            if tx.send(item).is_err() || last {
-                break;
-            }
+}
+
+impl InputFrames {
+    /// Starts `readers` reader threads (at most one per input) reading into `memory` (page-locked
+    /// once the GPU lends it). The threads are not joined: if the work stops early, one may be
+    /// blocked on a read that never ends.
+    pub(crate) fn spawn(
+        inputs: Inputs,
+        readers: usize,
+        options: ReadOptions,
+        memory: SampleMemory,
+        backlog: Arc<Backlog>,
+    ) -> Result<InputFrames, Error> {
+        let readers = readers.clamp(1, inputs.len());
+        let (jobs, queue) = channel::<ReadJob>();
+        let queue = Arc::new(Mutex::new(queue));
+        for _ in 0..readers {
+            let (queue, memory, backlog) = (queue.clone(), memory.clone(), backlog.clone());
+            std::thread::Builder::new()
+                .name("histopipe-read".into())
+                .spawn(move || loop {
+                    let job = queue.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                    match job {
+                        Ok(job) => read_input(job, options, &memory, &backlog),
+                        Err(_) => break,
+                    }
+                })
+                .map_err(|e| Error::io(&e))?;
         }
-    });
-    rx
+        Ok(InputFrames { inputs, jobs, pending: VecDeque::new(), next_input: 0, readers, backlog })
+    }
+
+    /// The next frame of the stream, [`Read::End`] after the last input's last frame, or why
+    /// reading stopped.
+    pub(crate) fn next(&mut self) -> Read {
+        loop {
+            self.start_readers();
+            let Some(front) = self.pending.front() else { return Read::End };
+            // A reader always says how it stopped; a silent end would be a lost frame.
+            let item = front.frames.recv().unwrap_or_else(|_| {
+                let place = Place { file: front.path.clone(), frame: None };
+                Read::Failed(Error::internal(place, "reader", "it stopped without saying why"))
+            });
+            self.backlog.take(front.number, &item);
+            if let Read::End = item {
+                self.pending.pop_front();
+                continue;
+            }
+            return item;
+        }
+    }
+
+    /// Hands inputs to the readers, up to one per reader ahead of the stream.
+    fn start_readers(&mut self) {
+        while self.pending.len() < self.readers {
+            let Some(input) = self.inputs.get(self.next_input) else { break };
+            let (tx, rx) = channel();
+            let number = self.next_input;
+            let path = input.path().map(PathBuf::from);
+            // If no reader is left to take it, `rx` says so when the stream gets to it.
+            let _ = self.jobs.send(ReadJob { number, input: input.clone(), frames: tx });
+            self.pending.push_back(Pending { number, path, frames: rx });
+            self.next_input += 1;
+        }
+    }
+}
+
+/// Reads every frame of one input into `job.frames`; see [`read_stream`].
+fn read_input(job: ReadJob, options: ReadOptions, memory: &SampleMemory, backlog: &Backlog) {
+    let ReadJob { number, input, frames } = job;
+    match input.open() {
+        Ok(stream) => read_stream(number, input.path(), stream, &frames, options, memory, backlog),
+        Err(e) => {
+            backlog.add(number, 0);
+            let _ = frames.send(Read::Failed(e));
+        }
+    }
+}
+
+/// Reads every frame of input `number` from `stream` into `frames`; frames of a named file get
+/// it as their source. Ends with [`Read::End`] or [`Read::Failed`]; a panic while reading becomes
+/// the latter, naming the frame.
+fn read_stream(
+    number: usize,
+    path: Option<&Path>,
+    stream: Box<dyn std::io::Read + Send>,
+    frames: &Sender<Read>,
+    options: ReadOptions,
+    memory: &SampleMemory,
+    backlog: &Backlog,
+) {
+    let mut reader =
+        FrameReader::new(BufReader::with_capacity(1 << 20, stream), options).with_memory(memory.clone());
+    let place = |frame| Place { file: path.map(PathBuf::from), frame: Some(frame) };
+    loop {
+        let index = reader.next_index();
+        let item = match catch(|| reader.next_frame()) {
+            Ok(Ok(Some(mut frame))) => {
+                if let Some(path) = path {
+                    frame.source = Some(Source::new(path, index));
+                }
+                Read::Frame(frame)
+            }
+            Ok(Ok(None)) => Read::End,
+            Ok(Err(e)) => {
+                let at = place(e.frame);
+                Read::Failed(Error::from(e).at(at))
+            }
+            Err(panic) => Read::Failed(Error::internal(place(index), "reader", &panic)),
+        };
+        let last = !matches!(item, Read::Frame(_));
+        backlog.add(number, item.bytes());
+        if frames.send(item).is_err() || last {
+            break;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -117,9 +239,9 @@ mod tests {
     use std::thread::JoinHandle;
     use std::time::Duration;
 
-    fn waits(b: &Arc<Backlog>, bytes: usize) -> JoinHandle<()> {
+    fn waits(b: &Arc<Backlog>, input: usize, bytes: usize) -> JoinHandle<()> {
         let b = b.clone();
-        let h = std::thread::spawn(move || b.add(bytes));
+        let h = std::thread::spawn(move || b.add(input, bytes));
         std::thread::sleep(Duration::from_millis(50));
         h
     }
@@ -129,29 +251,97 @@ mod tests {
     }
 
     #[test]
-    fn the_backlog_holds_one_frame_unless_the_gpu_is_opening() {
+    fn the_backlog_holds_one_frame_per_input_unless_the_gpu_is_opening() {
         let b = Arc::new(Backlog::default());
-        b.add(100);
-        let second = waits(&b, 100);
+        b.add(0, 100);
+        let second = waits(&b, 0, 100);
         assert!(!second.is_finished(), "a second frame waits while one is waiting");
-        b.take(&frame_of(100));
+        b.add(1, 100);
+        assert_eq!(b.lock().frames.len(), 2, "another input hands over its own frame meanwhile");
+        b.take(1, &frame_of(100));
+        b.take(0, &frame_of(100));
         second.join().unwrap();
         b.set_opening(true);
         for _ in 0..10 {
-            b.add(READ_AHEAD_BYTES / 16);
+            b.add(0, READ_AHEAD_BYTES / 16);
         }
-        assert_eq!(b.lock().frames, 11, "while the GPU opens, frames pile up");
-        let over = waits(&b, READ_AHEAD_BYTES);
+        assert_eq!(b.lock().frames[&0], 11, "while the GPU opens, frames pile up");
+        let over = waits(&b, 0, READ_AHEAD_BYTES);
         assert!(!over.is_finished(), "beyond the read-ahead budget, the reader waits");
+        b.add(2, READ_AHEAD_BYTES);
+        assert_eq!(b.lock().frames[&2], 1, "but an input with no frame waiting never does");
+        b.take(2, &frame_of(READ_AHEAD_BYTES));
         b.set_opening(false);
-        b.take(&frame_of(100));
+        b.take(0, &frame_of(100));
         for _ in 0..9 {
-            b.take(&frame_of(READ_AHEAD_BYTES / 16));
+            b.take(0, &frame_of(READ_AHEAD_BYTES / 16));
         }
         assert!(!over.is_finished(), "once open, one frame at a time again");
-        b.take(&frame_of(READ_AHEAD_BYTES / 16));
+        b.take(0, &frame_of(READ_AHEAD_BYTES / 16));
         over.join().unwrap();
-        assert_eq!(*b.lock(), Waiting { frames: 1, bytes: READ_AHEAD_BYTES, gpu_opening: false });
+        let s = b.lock().clone();
+        assert_eq!((s.frames.len(), s.frames[&0], s.bytes), (1, 1, READ_AHEAD_BYTES));
+    }
+
+    fn bytes(b: &[u8]) -> Input {
+        Input::Bytes(b.into())
+    }
+
+    fn all(frames: &mut InputFrames) -> (Vec<Frame>, Option<Error>) {
+        let mut out = Vec::new();
+        loop {
+            match frames.next() {
+                Read::Frame(f) => out.push(f),
+                Read::End => return (out, None),
+                Read::Failed(e) => return (out, Some(e)),
+            }
+        }
+    }
+
+    fn spawn(inputs: Vec<Input>, readers: usize) -> InputFrames {
+        let backlog = Arc::new(Backlog::default());
+        let options = ReadOptions::default();
+        InputFrames::spawn(Inputs::of(inputs), readers, options, SampleMemory::default(), backlog).unwrap()
+    }
+
+    #[test]
+    fn the_frames_of_every_input_come_in_order_with_their_sources() {
+        let dir = std::env::temp_dir().join(format!("histopipe-reader-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut inputs = Vec::new();
+        for i in 0..7u8 {
+            let path = dir.join(format!("{i}.pgm"));
+            let frames = [b"P5 1 1 255\n".as_slice(), &[i], b"P5 1 1 255\n", &[100 + i]].concat();
+            std::fs::write(&path, frames).unwrap();
+            inputs.push(Input::File(path));
+        }
+        inputs.insert(3, bytes(b"P5 1 1 255\n\x2a"));
+        for readers in [1, 3, 16] {
+            let (frames, failed) = all(&mut spawn(inputs.clone(), readers));
+            assert!(failed.is_none());
+            let samples: Vec<u16> = frames.iter().map(|f| f.pixels.get(0)).collect();
+            assert_eq!(samples, [0, 100, 1, 101, 2, 102, 42, 3, 103, 4, 104, 5, 105, 6, 106]);
+            assert_eq!(frames[1].source, Some(Source::new(dir.join("0.pgm"), 2)));
+            assert_eq!(frames[6].source, None, "standard input has no file name");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_failed_input_ends_the_stream_at_its_frame() {
+        let inputs = vec![
+            bytes(b"P5 1 1 255\n\x01"),
+            Input::File("/histopipe/no/such/file.pgm".into()),
+            bytes(b"P5 1 1 255\n\x02"),
+        ];
+        let (frames, failed) = all(&mut spawn(inputs, 2));
+        assert_eq!(frames.len(), 1);
+        let e = failed.unwrap();
+        assert_eq!(e.place, Place::file("/histopipe/no/such/file.pgm".as_ref()));
+        let inputs = vec![bytes(b"P5 1 1 255\n\x01"), bytes(b"P5 1 1 255\n\x02P5 1 1")];
+        let (frames, failed) = all(&mut spawn(inputs, 2));
+        assert_eq!(frames.len(), 2);
+        assert_eq!(failed.unwrap().place, Place::frame(2), "the frame of its input");
     }
 
     /// An input that panics once `after` bytes were read: a stand-in for a decoder's bug.
@@ -177,13 +367,18 @@ mod tests {
         let data = b"P5 2 1 255\n\x01\x02P5 2 1 255\n\x03\x04".to_vec();
         let input = PanicsAfter { after: 15, data, at: 0 };
         let backlog = Arc::new(Backlog::default());
-        let rx =
-            spawn_reader(Box::new(input), ReadOptions::default(), SampleMemory::default(), backlog.clone());
+        let (tx, rx) = channel();
+        let b = backlog.clone();
+        std::thread::spawn(move || {
+            let (options, memory) = (ReadOptions::default(), SampleMemory::default());
+            read_stream(0, Some(Path::new("a.pgm")), Box::new(input), &tx, options, &memory, &b)
+        });
         let first = rx.recv().unwrap();
-        backlog.take(&first);
+        backlog.take(0, &first);
         assert!(matches!(first, Read::Frame(f) if f.width == 2), "the first frame is whole");
         let Read::Failed(e) = rx.recv().unwrap() else { panic!("the panic is reported") };
-        assert_eq!((e.kind, e.frame), (crate::ErrorKind::Internal, Some(2)));
+        assert_eq!(e.kind, crate::ErrorKind::Internal);
+        assert_eq!(e.place, Place { file: Some("a.pgm".into()), frame: Some(2) });
         assert!(e.message.contains("the input broke"), "{}", e.message);
         assert!(rx.recv().is_err(), "nothing follows a failure");
     }

@@ -1,60 +1,34 @@
 //! The frame loop and the whole of a tool's `main`.
+//!
+//! A run is a pipeline of threads: readers (one input each at a time, see [`InputFrames`]), this
+//! thread handing frames out in the stream's order, workers running the tool on several frames
+//! at once ([`Crew`]), and a writer putting their outputs in place in the stream's order
+//! ([`spawn_writer`]). Reading and decoding, the work, and encoding and writing of different
+//! frames overlap, on all cores; memory stays a few frames per worker (see [`InFlight`], and
+//! [`Backlog`] for the read-ahead while the GPU opens). The GPU is opened once for the run.
 
-use std::ffi::OsString;
 use std::io::{self, Write};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::mpsc::{channel, sync_channel, Sender, SyncSender};
+use std::sync::{Arc, Mutex};
 
-use histopipe_frame::{ReadOptions, SampleMemory, WriteOptions};
-use histopipe_ops::Engine;
-use lexopt::{Arg, Parser};
+use histopipe_frame::{ReadOptions, SampleMemory};
 
+use crate::args::{self, Invocation, Parsed};
+use crate::atomic::{self, AtomicFile};
+use crate::backend::Backends;
+use crate::error::Place;
+use crate::outputs::{Destinations, Target};
 use crate::panic::{self, catch};
-use crate::reader::{spawn_reader, Backlog, Read};
-use crate::tool::{Context, Tool};
-use crate::writer::spawn_writer;
-use crate::{Common, Error, ErrorKind, COMMON_HELP};
+use crate::reader::{Backlog, InputFrames, Read};
+use crate::signals;
+use crate::tool::Tool;
+use crate::workers::{Crew, Job};
+use crate::writer::{spawn_writer, Done, InFlight, Sink};
+use crate::{Error, ErrorKind};
 
-enum Parsed {
-    Run(Common),
-    Printed,
-}
-
-fn parse_args<T: Tool>(tool: &mut T, args: impl IntoIterator<Item = OsString>) -> Result<Parsed, Error> {
-    let mut common = Common::from_env()?;
-    let mut parser = Parser::from_args(args);
-    while let Some(arg) = parser.next()? {
-        match arg {
-            Arg::Short('h') | Arg::Long("help") => {
-                let text = format!("{}\n\n{COMMON_HELP}\n", T::HELP.trim_end());
-                io::stdout().write_all(text.as_bytes()).map_err(|e| Error::io(&e))?;
-                return Ok(Parsed::Printed);
-            }
-            Arg::Short('V') | Arg::Long("version") => {
-                println!("{} (histopipe) {}", T::NAME, env!("CARGO_PKG_VERSION"));
-                return Ok(Parsed::Printed);
-            }
-            Arg::Value(v) => tool.positional(v)?,
-            Arg::Short(c) => option(&mut common, tool, &format!("-{c}"), &mut parser)?,
-            Arg::Long(l) => {
-                let name = format!("--{l}");
-                option(&mut common, tool, &name, &mut parser)?
-            }
-        }
-    }
-    tool.check(&common)?;
-    Ok(Parsed::Run(common))
-}
-
-fn option<T: Tool>(common: &mut Common, tool: &mut T, name: &str, parser: &mut Parser) -> Result<(), Error> {
-    if common.accept(name, parser)? || tool.option(name, parser)? {
-        Ok(())
-    } else {
-        Err(Error::usage(format!("unknown option '{name}' (see --help)")))
-    }
-}
-
-/// Settings that make streams of large frames cheap; each is best effort.
+/// Settings that make streams of large frames cheap; each is best effort. Call it before any
+/// thread is made.
 fn tune_process_for_streams() {
     // Larger pipes (64 KiB by default on Linux) mean fewer wake-ups per frame on both sides.
     #[cfg(target_os = "linux")]
@@ -63,87 +37,147 @@ fn tune_process_for_streams() {
     }
     // glibc returns every freed large block to the kernel, so each frame's buffers would be
     // page-faulted in afresh; keeping them in the heap lets the next frame reuse them.
+    // And one heap for all threads: a frame is often made on one thread (a reader, a worker) and
+    // freed on another, and a heap per thread would each keep its own peak of frames (measured:
+    // 9 to 16 frames of 4K held by pad on 2 workers, against 6 to 10 with one heap).
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 30);
         libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+        libc::mallopt(libc::M_ARENA_MAX, 1);
     }
 }
 
-/// The frame loop over one input and one output: a reader thread, this thread running the tool
-/// on each frame in order, and a writer thread; memory stays a few frames (see [`Backlog`] for
-/// the exception). A panic on any of the three ends it with an error naming the frame.
-pub(crate) fn run_stream<T: Tool>(
-    tool: &mut T,
-    common: &Common,
-    input: Box<dyn io::Read + Send>,
-    output: Box<dyn Write + Send>,
-    engine: &mut Option<Engine>,
+/// Runs `tool` over the frames of `invocation`'s inputs; `stdout` is standard output. The run's
+/// backends are left in `backends` for `main`. A panic on any thread ends it with an error naming
+/// the frame.
+pub(crate) fn run_frames<T: Tool>(
+    tool: &T,
+    invocation: Invocation,
+    stdout: Box<dyn Write + Send>,
+    backends: &mut Option<Arc<Backends>>,
 ) -> Result<(), Error> {
-    // The threads first: opening the GPU (at once with `--backend gpu`) loads the driver, and
-    // while it does, the loader's lock would hold up the creation of any other thread.
+    let Invocation { common, inputs, output, container } = invocation;
+    let workers = common.workers();
+    // Every thread first, the GPU after (`Backends::start`): while the driver loads, the
+    // loader's lock holds up the making of threads.
     let memory = SampleMemory::default();
     let backlog = Arc::new(Backlog::default());
     let options = ReadOptions { raw: common.raw, max_pixels: common.max_pixels };
-    let frames = spawn_reader(input, options, memory.clone(), backlog.clone());
-    let (out, writer) = spawn_writer(output, WriteOptions { png: common.png });
-    let engine = engine.insert(Engine::new(common.backend, common.device, memory));
-    let mut worked = Ok(());
-    for index in 1.. {
-        // The reader always says how it stopped; a silent end would be a lost frame.
-        let item = frames.recv().unwrap_or_else(|_| {
-            Read::Failed(Error::internal(Some(index), "reader", "it stopped without saying why"))
-        });
-        backlog.take(&item);
-        let frame = match item {
-            Read::Frame(frame) => frame,
-            Read::End => break,
-            Read::Failed(e) => {
-                worked = Err(e);
-                break;
-            }
-        };
-        engine.begin_frame(index);
-        backlog.set_opening(engine.is_opening());
-        let mut cx = Context { index, common, engine, out: &out, text: Vec::new() };
-        worked = catch(|| tool.frame(&mut cx, frame).and_then(|()| cx.flush_text()))
-            .unwrap_or_else(|panic| Err(Error::internal(Some(index), "frame loop", &panic)));
-        if worked.is_err() {
-            break;
+    let mut frames = InputFrames::spawn(inputs, workers, options, memory.clone(), backlog.clone())?;
+    let (sink, mut destinations) = match output.target {
+        Target::Stdout => (Sink::Stream(stdout), Destinations::stream()),
+        Target::File(path) => {
+            let file = AtomicFile::create(&path).map_err(|e| Error::io(&e).at(Place::file(&path)))?;
+            (Sink::File(file), Destinations::stream())
         }
-    }
-    drop(out);
-    let written = writer
-        .join()
-        .unwrap_or_else(|_| Err(Error::internal(None, "writer", "its thread ended without a result")));
-    match (worked, written) {
-        // The writer's own error explains a failed hand-over, and a closed output ends quietly.
-        (Err(e), Err(w)) if e.kind == ErrorKind::WriterStopped || w.kind == ErrorKind::BrokenPipe => Err(w),
-        (Err(e), _) => Err(e),
-        (Ok(()), written) => written,
+        Target::Template(template) => (Sink::PerFrame, Destinations::per_frame(template)),
+    };
+    // Every worker busy, one frame waiting for the first worker done, one being written.
+    let in_flight = Arc::new(InFlight::new(workers + 2));
+    let (done, finished) = channel();
+    let writer = spawn_writer(sink, container, finished, in_flight.clone())?;
+    let shared = Arc::new(Backends::new(common.backend, common.device, memory));
+    *backends = Some(shared.clone());
+    let (jobs, queue) = sync_channel::<Job>(workers);
+    let queue = Mutex::new(queue);
+    let crew = Crew { tool, common: &common, backends: &shared, container, in_flight: &in_flight };
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let (crew, queue, theirs) = (&crew, &queue, done.clone());
+            let worker = std::thread::Builder::new().name("histopipe-work".into());
+            if let Err(e) = worker.spawn_scoped(scope, move || crew.work(queue, theirs)) {
+                done_err(&done, 1, Error::io(&e));
+                return;
+            }
+        }
+        shared.start();
+        let stream = Stream { frames: &mut frames, destinations: &mut destinations, backlog: &backlog };
+        stream.hand_out(&shared, &in_flight, jobs, done);
+    });
+    writer.join().unwrap_or_else(|_| {
+        Err(Error::internal(Place::default(), "writer", "its thread ended without a result"))
+    })
+}
+
+/// Tells the writer that the stream fails at frame `n`. If the writer has stopped already, its
+/// own error, earlier in the stream, is the run's.
+fn done_err(done: &Sender<Done>, n: usize, e: Error) {
+    let place = e.place.clone();
+    let _ = done.send(Done { n, place, result: Err(e) });
+}
+
+/// The stream as this thread hands it out.
+struct Stream<'a> {
+    frames: &'a mut InputFrames,
+    destinations: &'a mut Destinations,
+    backlog: &'a Backlog,
+}
+
+impl Stream<'_> {
+    /// Hands the frames to the workers in order, each with its destination, as room is made in
+    /// flight. A failure to read a frame or to place it goes to the writer in the frame's place,
+    /// so frames before it are written and none after.
+    fn hand_out(self, backends: &Backends, in_flight: &InFlight, jobs: SyncSender<Job>, done: Sender<Done>) {
+        for n in 1.. {
+            if !in_flight.acquire() {
+                return;
+            }
+            let frame = match self.frames.next() {
+                Read::Frame(frame) => frame,
+                Read::End => return,
+                Read::Failed(mut e) => {
+                    // A frame of standard input is known by its number in the stream.
+                    if e.place.file.is_none() && e.place.frame.is_some() {
+                        e.place.frame = Some(n);
+                    }
+                    done_err(&done, n, e);
+                    return;
+                }
+            };
+            backends.begin_frame(n);
+            self.backlog.set_opening(backends.is_opening());
+            let destination = match self.destinations.of(n, &frame) {
+                Ok(d) => d,
+                Err(e) => {
+                    done_err(&done, n, e);
+                    return;
+                }
+            };
+            if jobs.send(Job { n, frame, destination }).is_err() {
+                return;
+            }
+        }
     }
 }
 
-fn run<T: Tool>(engine: &mut Option<Engine>) -> Result<(), Error> {
+fn run<T: Tool>(backends: &mut Option<Arc<Backends>>) -> Result<(), Error> {
     let mut tool = T::default();
-    let common = match parse_args(&mut tool, std::env::args_os().skip(1))? {
-        Parsed::Run(c) => c,
+    let invocation = match args::parse(&mut tool, std::env::args_os().skip(1))? {
+        Parsed::Run(invocation) => invocation,
         Parsed::Printed => return Ok(()),
     };
+    // Both before any thread is made.
     tune_process_for_streams();
-    run_stream(&mut tool, &common, Box::new(io::stdin()), Box::new(io::stdout()), engine)
+    if !matches!(invocation.output.target, Target::Stdout) {
+        // The threads inherit the blocked signals.
+        signals::remove_temporaries_on_signals();
+    }
+    run_frames(&tool, invocation, Box::new(io::stdout()), backends)
 }
 
 /// The whole of a tool's `main`: runs it, reports an error as one line on stderr, exits. A panic
-/// anywhere, caught or not, ends it with a non-zero status.
+/// anywhere, caught or not, ends it with a non-zero status, and no temporary file is left.
 pub fn main<T: Tool>() -> ExitCode {
     panic::install_hook();
-    let mut engine = None;
-    let mut result =
-        catch(|| run::<T>(&mut engine)).unwrap_or_else(|panic| Err(Error::internal(None, "tool", &panic)));
+    let mut backends = None;
+    let mut result = catch(|| run::<T>(&mut backends))
+        .unwrap_or_else(|panic| Err(Error::internal(Place::default(), "tool", &panic)));
     if let (Ok(()), Some(panic)) = (&result, panic::uncaught()) {
-        result = Err(Error::internal(None, "background thread", &panic));
+        result = Err(Error::internal(Place::default(), "background thread", &panic));
     }
+    // Every output that succeeded is in place by now; what is left is a failure's.
+    atomic::remove_all();
     let code = match result {
         Ok(()) => 0,
         Err(e) => {
@@ -153,7 +187,7 @@ pub fn main<T: Tool>() -> ExitCode {
             e.exit_code()
         }
     };
-    if engine.is_some_and(|e| e.is_opening()) {
+    if backends.is_some_and(|b| b.is_opening()) {
         // The GPU is still being opened on a background thread (`auto` served every frame on the
         // CPU). A normal exit would wait for the driver to finish loading, tens of milliseconds
         // for nothing: the output is flushed (the writer thread flushed it) and stderr is
@@ -166,11 +200,15 @@ pub fn main<T: Tool>() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::inputs::{Input, Inputs};
+    use crate::outputs::OutputSpec;
+    use crate::tool::Context;
+    use crate::Common;
     use histopipe_frame::Frame;
     use histopipe_ops::BackendChoice;
-    use std::sync::Mutex;
 
-    /// A tool that copies frames and panics on frame `panics_at`.
+    /// A tool that copies frames, panics on frame `panics_at`, and works longer on some frames
+    /// than on others, so the workers finish out of order.
     #[derive(Default)]
     struct Fragile {
         panics_at: usize,
@@ -179,8 +217,9 @@ mod tests {
     impl Tool for Fragile {
         const NAME: &'static str = "fragile";
         const HELP: &'static str = "";
-        fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
+        fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
             assert_ne!(cx.index, self.panics_at, "the tool broke");
+            std::thread::sleep(std::time::Duration::from_millis((cx.index * 7 % 5) as u64));
             cx.write(frame)
         }
     }
@@ -203,35 +242,63 @@ mod tests {
         }
     }
 
-    const THREE: &[u8] = b"P5 1 1 255\n\x01P5 1 1 255\n\x02P5 1 1 255\n\x03";
+    /// `count` one-pixel frames, of values 1, 2, ...
+    fn frames(count: u8) -> Vec<u8> {
+        (1..=count).flat_map(|v| [b"P5 1 1 255\n".as_slice(), &[v]].concat()).collect()
+    }
 
-    fn stream(tool: &mut Fragile, out: Shared) -> Result<(), Error> {
+    fn written(count: u8) -> Vec<u8> {
+        (1..=count).flat_map(|v| [b"P5\n1 1\n255\n".as_slice(), &[v]].concat()).collect()
+    }
+
+    fn stream(tool: &Fragile, input: &[u8], out: Shared, threads: usize) -> Result<(), Error> {
         panic::install_hook();
-        let common = Common { backend: BackendChoice::Cpu, ..Common::from_env().unwrap() };
-        run_stream(tool, &common, Box::new(THREE), Box::new(out), &mut None)
+        let common =
+            Common { backend: BackendChoice::Cpu, threads: Some(threads), ..Common::from_env().unwrap() };
+        let invocation = Invocation {
+            common,
+            inputs: Inputs::of(vec![Input::Bytes(input.into())]),
+            output: OutputSpec::parse(None).unwrap(),
+            container: None,
+        };
+        run_frames(tool, invocation, Box::new(out), &mut None)
     }
 
     #[test]
-    fn a_whole_stream_goes_through() {
-        let out = Shared::default();
-        stream(&mut Fragile::default(), out.clone()).unwrap();
-        assert_eq!(*out.bytes.lock().unwrap(), b"P5\n1 1\n255\n\x01P5\n1 1\n255\n\x02P5\n1 1\n255\n\x03");
+    fn a_whole_stream_goes_through_in_order_whatever_the_workers() {
+        for threads in [1, 2, 7] {
+            let out = Shared::default();
+            stream(&Fragile::default(), &frames(40), out.clone(), threads).unwrap();
+            assert!(*out.bytes.lock().unwrap() == written(40), "{threads} threads");
+        }
     }
 
     #[test]
     fn a_panic_in_the_tool_is_an_error_at_its_frame() {
+        for threads in [1, 4] {
+            let out = Shared::default();
+            let e = stream(&Fragile { panics_at: 9 }, &frames(30), out.clone(), threads).unwrap_err();
+            assert_eq!((e.kind, e.exit_code(), e.place), (ErrorKind::Internal, 1, Place::frame(9)));
+            assert!(e.message.contains("the tool broke"), "{}", e.message);
+            assert!(*out.bytes.lock().unwrap() == written(8), "the frames before are written, none after");
+        }
+    }
+
+    #[test]
+    fn a_bad_frame_ends_the_stream_after_the_ones_before() {
+        let input = [frames(5), b"P5 1 1 255\n".to_vec()].concat();
         let out = Shared::default();
-        let e = stream(&mut Fragile { panics_at: 2 }, out.clone()).unwrap_err();
-        assert_eq!((e.kind, e.frame, e.exit_code()), (ErrorKind::Internal, Some(2), 1));
-        assert!(e.message.contains("the tool broke"), "{}", e.message);
-        assert_eq!(*out.bytes.lock().unwrap(), b"P5\n1 1\n255\n\x01", "the frame before is written");
+        let e = stream(&Fragile::default(), &input, out.clone(), 3).unwrap_err();
+        assert_eq!((e.kind, e.place), (ErrorKind::Input, Place::frame(6)));
+        assert!(*out.bytes.lock().unwrap() == written(5));
     }
 
     #[test]
     fn a_panic_in_the_writer_is_an_error_at_its_frame() {
         let out = Shared { breaks_on: Some(2), ..Default::default() };
-        let e = stream(&mut Fragile::default(), out).unwrap_err();
-        assert_eq!(e.kind, ErrorKind::Internal);
+        let e = stream(&Fragile::default(), &frames(3), out, 2).unwrap_err();
+        // Output is buffered: the frame named is the last one handed to the writer.
+        assert_eq!((e.kind, e.place), (ErrorKind::Internal, Place::frame(3)));
         assert!(e.message.contains("the output broke"), "{}", e.message);
     }
 }

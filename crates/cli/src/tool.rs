@@ -1,17 +1,20 @@
 //! What a tool is ([`Tool`]) and what it works with on each frame ([`Context`]).
 
+use std::collections::VecDeque;
 use std::ffi::OsString;
-use std::sync::mpsc::SyncSender;
 
-use histopipe_frame::Frame;
-use histopipe_ops::{Engine, Op};
+use histopipe_frame::{Frame, Source};
+use histopipe_ops::{Op, OpError};
 use lexopt::Parser;
 
-use crate::writer::Output;
-use crate::{Common, Error, ErrorKind};
+use crate::backend::Backends;
+use crate::error::Place;
+use crate::outputs::{OutputFormat, Product};
+use crate::{Common, Error};
 
-/// One histopipe tool: its options, and what it does with each frame.
-pub trait Tool: Default {
+/// One histopipe tool: its options, what it writes, and what it does with each frame. Frames are
+/// worked on by several threads at once, so [`Tool::frame`] takes the tool shared.
+pub trait Tool: Default + Sync {
     /// The binary's name, which prefixes every error.
     const NAME: &'static str;
     /// `--help` text above the common options: what it computes, its options, an example.
@@ -24,19 +27,40 @@ pub trait Tool: Default {
         Ok(false)
     }
 
-    /// Takes a positional argument.
-    fn positional(&mut self, value: OsString) -> Result<(), Error> {
-        Err(Error::usage(format!("unexpected argument '{}'", value.to_string_lossy())))
+    /// Takes the tool's own operands (rotate's ANGLE) from the front of the command line's; the
+    /// rest name the input files. Called once all options are parsed.
+    fn operands(&mut self, operands: &mut VecDeque<OsString>) -> Result<(), Error> {
+        let _ = operands;
+        Ok(())
     }
 
-    /// Checks the options once all are parsed.
+    /// Checks the options once all are parsed: every value that does not depend on a frame is
+    /// checked here, before any input is read.
     fn check(&mut self, common: &Common) -> Result<(), Error> {
         let _ = common;
         Ok(())
     }
 
+    /// What the tool writes, given the format `-o`'s extension names (`None`: no `-o`, or no
+    /// extension), so that a tool with more than one kind of output can follow it; an error if
+    /// the tool's options contradict it. Frames unless the tool says otherwise.
+    fn product(&mut self, format: Option<OutputFormat>) -> Result<Product, Error> {
+        let _ = format;
+        Ok(Product::Frames)
+    }
+
     /// Handles one frame: usually transforms it and writes the result with [`Context::write`].
-    fn frame(&mut self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error>;
+    fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error>;
+}
+
+/// What a frame's work left to write, in order.
+pub(crate) enum Part {
+    /// A frame, written in the output's container.
+    Frame(Frame),
+    /// A frame already encoded (PNG, TIFF), on a worker rather than on the writer.
+    Encoded(Vec<u8>),
+    /// Bytes written as they are: text, or a picture a tool encoded itself.
+    Bytes(Vec<u8>),
 }
 
 /// What a tool's [`Tool::frame`] works with.
@@ -44,43 +68,73 @@ pub struct Context<'a> {
     /// The frame's number in the stream, from 1.
     pub index: usize,
     pub common: &'a Common,
-    pub engine: &'a mut Engine,
-    pub(crate) out: &'a SyncSender<Output>,
-    pub(crate) text: Vec<u8>,
+    source: Option<Source>,
+    backends: &'a Backends,
+    starts_output: bool,
+    parts: Vec<Part>,
+    text: Vec<u8>,
 }
 
-impl Context<'_> {
-    /// Runs an operation on the chosen backend; errors are placed at this frame.
+impl<'a> Context<'a> {
+    pub(crate) fn new(
+        index: usize,
+        frame: &Frame,
+        common: &'a Common,
+        backends: &'a Backends,
+        starts_output: bool,
+    ) -> Context<'a> {
+        Context {
+            index,
+            common,
+            source: frame.source.clone(),
+            backends,
+            starts_output,
+            parts: Vec::new(),
+            text: Vec::new(),
+        }
+    }
+
+    /// Runs an operation on the backend chosen for it; errors are placed at this frame.
     pub fn run<O: Op>(&mut self, op: &O, frame: &Frame) -> Result<O::Output, Error> {
-        self.engine.run(op, frame).map_err(|e| Error::op(self.index, e))
+        self.backends.run(op, frame).map_err(|e| self.op_error(e))
     }
 
-    /// Writes a frame to the output, in its own container (or PNG with `--png`).
+    /// Writes a frame to the output, in the output's container (by default the frame's own).
     pub fn write(&mut self, frame: Frame) -> Result<(), Error> {
-        self.flush_text()?;
-        self.send(Output::Frame(self.index, frame))
+        self.flush_text();
+        self.parts.push(Part::Frame(frame));
+        Ok(())
     }
 
-    /// The output as bytes, for tools that write text; sent on when the frame is done.
+    /// The output as bytes, for tools that write text (or encode a picture themselves).
     pub fn text(&mut self) -> &mut Vec<u8> {
         &mut self.text
     }
 
-    pub(crate) fn flush_text(&mut self) -> Result<(), Error> {
-        if self.text.is_empty() {
-            return Ok(());
-        }
-        let text = std::mem::take(&mut self.text);
-        self.send(Output::Bytes(self.index, text))
+    /// Whether this frame's output is the first in its file or stream: a table's header goes
+    /// there (once per file with `-o` fields, once per stream otherwise).
+    pub fn starts_output(&self) -> bool {
+        self.starts_output
     }
 
-    /// A send fails only when the writer has stopped, and the writer's error says why.
-    fn send(&self, item: Output) -> Result<(), Error> {
-        self.out.send(item).map_err(|_| Error {
-            kind: ErrorKind::WriterStopped,
-            frame: Some(self.index),
-            message: "the output writer stopped".into(),
-        })
+    /// The file the frame came from, if it came from one.
+    pub fn source(&self) -> Option<&Source> {
+        self.source.as_ref()
+    }
+
+    /// Where this frame is, for errors: its file and its number there, or its number in the stream.
+    pub fn place(&self) -> Place {
+        Place::of(self.source.as_ref(), self.index)
+    }
+
+    /// An input error at this frame.
+    pub fn invalid(&self, message: impl Into<String>) -> Error {
+        Error::input(self.place(), message)
+    }
+
+    /// An operation's error (its parameters do not fit this frame, or the GPU failed) at this frame.
+    pub fn op_error(&self, err: OpError) -> Error {
+        Error::op(self.place(), err)
     }
 
     /// Refuses an output frame over `--max-pixels`, before anything is allocated for it.
@@ -95,8 +149,15 @@ impl Context<'_> {
         Ok(())
     }
 
-    /// An input error at this frame.
-    pub fn invalid(&self, message: impl Into<String>) -> Error {
-        Error::input(self.index, message)
+    fn flush_text(&mut self) {
+        if !self.text.is_empty() {
+            self.parts.push(Part::Bytes(std::mem::take(&mut self.text)));
+        }
+    }
+
+    /// What the frame's work left to write.
+    pub(crate) fn finish(mut self) -> Vec<Part> {
+        self.flush_text();
+        self.parts
     }
 }

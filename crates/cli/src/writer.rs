@@ -1,46 +1,267 @@
-//! The writer thread: writes results behind the tool, so writing overlaps the work.
+//! The writer thread: takes each frame's output as the workers finish it, in any order, and writes
+//! or commits it in the order of the stream. It decides how the run ends: frames before the first
+//! failure are written, none after it.
 
-use std::io::{BufWriter, Write};
-use std::sync::mpsc::{sync_channel, SyncSender};
+use std::collections::BTreeMap;
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
-use histopipe_frame::{Frame, FrameWriter, WriteOptions};
+use histopipe_frame::{Container, FrameErrorKind, FrameWriter, WriteOptions};
 
+use crate::atomic::AtomicFile;
+use crate::error::Place;
 use crate::panic::catch;
+use crate::tool::Part;
 use crate::Error;
 
-/// What the frame loop hands to the writer, in order, with the number of the frame it came from.
-pub(crate) enum Output {
-    Frame(usize, Frame),
-    Bytes(usize, Vec<u8>),
+/// What a worker made of frame `n`.
+pub(crate) struct Done {
+    pub n: usize,
+    pub place: Place,
+    pub result: Result<Written, Error>,
 }
 
-/// Writes to `output` on a thread of its own. The thread's result says why it stopped; a panic
-/// while writing becomes an error naming the frame.
-pub(crate) fn spawn_writer(
-    output: Box<dyn Write + Send>,
-    options: WriteOptions,
-) -> (SyncSender<Output>, JoinHandle<Result<(), Error>>) {
-    let (tx, rx) = sync_channel::<Output>(1);
-    let handle = std::thread::spawn(move || {
-        let mut at = None;
-        let written = catch(|| {
-            let mut out = FrameWriter::new(BufWriter::with_capacity(1 << 20, output), options);
-            for item in rx {
-                match item {
-                    Output::Frame(index, frame) => {
-                        at = Some(index);
-                        out.write(index, &frame)?;
-                    }
-                    Output::Bytes(index, bytes) => {
-                        at = Some(index);
-                        out.get_mut().write_all(&bytes).map_err(|e| Error::io(&e))?;
-                    }
+/// A frame's output, ready to be put in place.
+pub(crate) enum Written {
+    /// For the one output stream.
+    Parts(Vec<Part>),
+    /// A file of its own, written whole, to be renamed to its path (`None`: the frame wrote
+    /// nothing).
+    File(Option<AtomicFile>),
+}
+
+/// Where the writer writes.
+pub(crate) enum Sink {
+    /// Standard output (or a stream a test gives).
+    Stream(Box<dyn Write + Send>),
+    /// The one file of `-o`, renamed to its path once the whole stream is in it.
+    File(AtomicFile),
+    /// Each frame writes its own file: the writer renames them in order.
+    PerFrame,
+}
+
+/// How many frames may be between being handed to the workers and being written: the bound on
+/// memory, whatever order the workers finish in.
+pub(crate) struct InFlight {
+    state: Mutex<Flight>,
+    changed: Condvar,
+}
+
+/// What [`InFlight`] guards.
+struct Flight {
+    free: usize,
+    /// The writer stopped: no more frames.
+    closed: bool,
+}
+
+impl InFlight {
+    pub(crate) fn new(limit: usize) -> InFlight {
+        InFlight { state: Mutex::new(Flight { free: limit.max(1), closed: false }), changed: Condvar::new() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Flight> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits for room for one more frame; false once the writer has stopped.
+    pub(crate) fn acquire(&self) -> bool {
+        let mut s = self.lock();
+        while s.free == 0 && !s.closed {
+            s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        if !s.closed {
+            s.free -= 1;
+        }
+        !s.closed
+    }
+
+    fn release(&self) {
+        self.lock().free += 1;
+        self.changed.notify_all();
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.changed.notify_all();
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+}
+
+/// Writes parts to one output, frames in `container` (`None`: each in its own), refusing a
+/// second frame where the container holds one.
+pub(crate) struct PartWriter<W: Write> {
+    out: W,
+    container: Option<Container>,
+    frames: usize,
+    /// The output's path, for messages; `None` for standard output.
+    path: Option<PathBuf>,
+}
+
+impl<W: Write> PartWriter<W> {
+    pub(crate) fn new(out: W, container: Option<Container>, path: Option<PathBuf>) -> PartWriter<W> {
+        PartWriter { out, container, frames: 0, path }
+    }
+
+    /// Writes the parts of the frame at `place`, number `n` in the stream.
+    pub(crate) fn write(&mut self, n: usize, parts: Vec<Part>, place: &Place) -> Result<(), Error> {
+        for part in parts {
+            if matches!(part, Part::Frame(_) | Part::Encoded(_)) {
+                self.count_frame(place)?;
+            }
+            match part {
+                Part::Frame(frame) => {
+                    let options = WriteOptions { container: self.container };
+                    FrameWriter::new(&mut self.out, options).write(n, &frame).map_err(|e| {
+                        let io = matches!(e.kind, FrameErrorKind::Io(_));
+                        let at = if io { self.place_or(place) } else { place.clone() };
+                        Error::from(e).at(at)
+                    })?;
+                }
+                Part::Encoded(bytes) | Part::Bytes(bytes) => {
+                    self.out.write_all(&bytes).map_err(|e| Error::io(&e).at(self.place_or(place)))?
                 }
             }
-            out.flush().map_err(|e| Error::io(&e))
-        });
-        written.unwrap_or_else(|panic| Err(Error::internal(at, "writer", &panic)))
-    });
-    (tx, handle)
+        }
+        Ok(())
+    }
+
+    fn count_frame(&mut self, place: &Place) -> Result<(), Error> {
+        let one = self.container.filter(|c| c.holds_one_frame());
+        if let (Some(container), 1..) = (one, self.frames) {
+            let message = match &self.path {
+                Some(path) => format!(
+                    "{} is a {} file, which holds one frame, and the stream has more: give -o a field for \
+                     one file per frame, as in out/{{stem}}-{{i}}.{}",
+                    path.display(),
+                    container.name(),
+                    container.name().to_ascii_lowercase()
+                ),
+                None => "--png writes a single frame, and the stream has more".into(),
+            };
+            return Err(Error::input(place.clone(), message));
+        }
+        self.frames += 1;
+        Ok(())
+    }
+
+    /// Where a write error happened: the output file, or for standard output the frame written.
+    fn place_or(&self, frame: &Place) -> Place {
+        self.path.as_deref().map(Place::file).unwrap_or_else(|| frame.clone())
+    }
+
+    pub(crate) fn flush(&mut self) -> Result<(), Error> {
+        self.out.flush().map_err(|e| Error::io(&e).at(self.place_or(&Place::default())))
+    }
+
+    pub(crate) fn into_inner(self) -> W {
+        self.out
+    }
+}
+
+/// The stream sinks, as one writer.
+enum StreamOut {
+    Stdout(BufWriter<Box<dyn Write + Send>>),
+    File(AtomicFile),
+    None,
+}
+
+impl Write for StreamOut {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            StreamOut::Stdout(w) => w.write(buf),
+            StreamOut::File(f) => f.writer().write(buf),
+            StreamOut::None => Ok(buf.len()),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            StreamOut::Stdout(w) => w.write_all(buf),
+            StreamOut::File(f) => f.writer().write_all(buf),
+            StreamOut::None => Ok(()),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            StreamOut::Stdout(w) => w.flush(),
+            StreamOut::File(f) => f.writer().flush(),
+            StreamOut::None => Ok(()),
+        }
+    }
+}
+
+/// Writes to `sink` on a thread of its own what arrives on `done`, in the order of the stream,
+/// until every sender is gone; then puts `-o`'s file in place. The thread's result is the run's:
+/// the first failure in the stream's order (a panic while writing becomes an error naming the
+/// frame), or its own.
+pub(crate) fn spawn_writer(
+    sink: Sink,
+    container: Option<Container>,
+    done: Receiver<Done>,
+    in_flight: Arc<InFlight>,
+) -> Result<JoinHandle<Result<(), Error>>, Error> {
+    let handle = std::thread::Builder::new()
+        .name("histopipe-write".into())
+        .spawn(move || {
+            let mut at = Place::default();
+            let written = catch(|| write_in_order(sink, container, &done, &in_flight, &mut at));
+            // Nothing more is written: the frames still at work are not wanted.
+            in_flight.close();
+            written.unwrap_or_else(|panic| Err(Error::internal(at, "writer", &panic)))
+        })
+        .map_err(|e| Error::io(&e))?;
+    Ok(handle)
+}
+
+fn write_in_order(
+    sink: Sink,
+    container: Option<Container>,
+    done: &Receiver<Done>,
+    in_flight: &InFlight,
+    at: &mut Place,
+) -> Result<(), Error> {
+    let (stream, path) = match sink {
+        Sink::Stream(w) => (StreamOut::Stdout(BufWriter::with_capacity(1 << 20, w)), None),
+        Sink::File(f) => {
+            let path = f.path().to_owned();
+            (StreamOut::File(f), Some(path))
+        }
+        Sink::PerFrame => (StreamOut::None, None),
+    };
+    let mut out = PartWriter::new(stream, container, path);
+    let mut waiting: BTreeMap<usize, Done> = BTreeMap::new();
+    let mut next = 1;
+    for item in done {
+        waiting.insert(item.n, item);
+        while let Some(item) = waiting.remove(&next) {
+            *at = item.place.clone();
+            match item.result? {
+                Written::Parts(parts) => out.write(item.n, parts, &item.place)?,
+                Written::File(Some(file)) => {
+                    let place = Place::file(file.path());
+                    file.commit().map_err(|e| Error::io(&e).at(place))?;
+                }
+                Written::File(None) => {}
+            }
+            next += 1;
+            in_flight.release();
+        }
+    }
+    if let Some(&n) = waiting.keys().next() {
+        let message = format!("frame {next} was lost before frame {n}");
+        return Err(Error::internal(Place::frame(next), "frame loop", &message));
+    }
+    out.flush()?;
+    if let StreamOut::File(file) = out.into_inner() {
+        let place = Place::file(file.path());
+        file.commit().map_err(|e| Error::io(&e).at(place))?;
+    }
+    Ok(())
 }

@@ -1,4 +1,4 @@
-use crate::{Geometry, Samples};
+use crate::{Geometry, Samples, Source};
 
 /// Sample width. A frame is 8-bit exactly when its maxval is at most 255 (the PGM rule).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +99,8 @@ pub struct Frame {
     pub geometry: Option<Geometry>,
     /// Other `histopipe-*` header comments, in order (see [`Annotation`]).
     pub annotations: Vec<Annotation>,
+    /// The file the frame was read from, when a tool read it from a named file (see [`Source`]).
+    pub source: Option<Source>,
 }
 
 /// A header comment `# histopipe-KEY VALUE` other than geometry: parameters one tool hands to the
@@ -130,16 +132,26 @@ impl Frame {
         assert_eq!(width.checked_mul(height), Some(pixels.len()), "frame size and sample count disagree");
         assert!(maxval >= 1, "maxval must be at least 1");
         assert_eq!(Depth::for_maxval(maxval), pixels.depth(), "sample width does not match maxval {maxval}");
-        Frame { width, height, maxval, pixels, format: Format::Pgm, geometry: None, annotations: Vec::new() }
+        Frame {
+            width,
+            height,
+            maxval,
+            pixels,
+            format: Format::Pgm,
+            geometry: None,
+            annotations: Vec::new(),
+            source: None,
+        }
     }
 
-    /// A new frame that keeps this one's container and geometry, with other samples. Annotations
+    /// A new frame that keeps this one's container, geometry and source, with other samples. Annotations
     /// are not kept: they say what the samples mean (a Hough accumulator's axes, say), and new
     /// samples void that; the tool that makes new samples mean something sets its own.
     pub fn derive(&self, width: usize, height: usize, maxval: u16, pixels: Pixels) -> Frame {
         Frame {
             format: self.format,
             geometry: self.geometry.clone(),
+            source: self.source.clone(),
             ..Frame::new(width, height, maxval, pixels)
         }
     }
@@ -192,7 +204,9 @@ mod tests {
         f.set_annotation("hough", "c");
         assert_eq!(f.annotation("hough"), Some("c"));
         assert_eq!(f.annotations.len(), 1);
+        f.source = Some(Source::new("a.pgm", 2));
         let derived = f.derive(1, 1, 255, Pixels::U8(vec![9].into()));
         assert!(derived.annotations.is_empty(), "new samples void what the old ones meant");
+        assert_eq!(derived.source, f.source, "where the frame came from stays");
     }
 }

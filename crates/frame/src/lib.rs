@@ -1,9 +1,10 @@
 //! Frames and frame streams: everything histopipe knows about image formats.
 //!
 //! A [`Frame`] is one grayscale image (8- or 16-bit samples, a maxval, the container it came in and
-//! optional [`Geometry`] and [`Annotation`]s). [`FrameReader`] reads a stream of frames from any byte source: PGM (P5,
-//! P2), PAM (P7 GRAYSCALE), PPM (P6) and PNG/JPEG/TIFF/BMP converted to gray, or headerless raw
-//! frames; [`FrameWriter`] writes frames back in the container they were read in, or as PNG.
+//! optional [`Geometry`], [`Annotation`]s and [`Source`]). [`FrameReader`] reads a stream of frames
+//! from any byte source: PGM (P5, P2), PAM (P7 GRAYSCALE), PPM (P6) and PNG/JPEG/TIFF/BMP converted
+//! to gray, or headerless raw frames; [`FrameWriter`] writes frames back in the container they were read in, or in a
+//! [`Container`] asked for (PGM, PAM, PNG, TIFF, raw).
 //! Every byte read is untrusted: reading a frame keeps to [`read_memory_bound`], and each JPEG,
 //! PNG, TIFF page or BMP of a stream is a frame of its own.
 //!
@@ -18,6 +19,7 @@ mod png_scale;
 mod pnm;
 mod read;
 mod samples;
+mod source;
 mod write;
 
 pub use budget::read_memory_bound;
@@ -27,4 +29,5 @@ pub use frame::{Annotation, Depth, Format, Frame, Pixels};
 pub use geometry::{Affine, Geometry};
 pub use read::{parse_size, FrameReader, RawSpec, ReadOptions, DEFAULT_MAX_PIXELS};
 pub use samples::{Lender, SampleMemory, Samples};
-pub use write::{write_rgb8, FrameWriter, WriteOptions};
+pub use source::Source;
+pub use write::{write_rgb8, Container, FrameWriter, WriteOptions};

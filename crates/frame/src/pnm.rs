@@ -3,7 +3,7 @@
 use std::io::{self, BufRead};
 
 use crate::geometry::Geometry;
-use crate::{Annotation, FrameError};
+use crate::{Annotation, FrameError, Source};
 
 /// What a PNM/PAM header says.
 pub(crate) struct Header {
@@ -14,6 +14,7 @@ pub(crate) struct Header {
     pub channels: usize,
     pub geometry: Option<Geometry>,
     pub annotations: Vec<Annotation>,
+    pub source: Option<Source>,
 }
 
 /// Byte-level access to a header, with the frame number for error messages.
@@ -22,11 +23,12 @@ pub(crate) struct HeaderCursor<'a, R: BufRead> {
     frame: usize,
     geometry: Option<Geometry>,
     annotations: Vec<Annotation>,
+    source: Option<Source>,
 }
 
 impl<'a, R: BufRead> HeaderCursor<'a, R> {
     pub fn new(input: &'a mut R, frame: usize) -> Self {
-        HeaderCursor { input, frame, geometry: None, annotations: Vec::new() }
+        HeaderCursor { input, frame, geometry: None, annotations: Vec::new(), source: None }
     }
 
     fn peek(&mut self) -> Result<Option<u8>, FrameError> {
@@ -62,6 +64,8 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
         }
         if let Some(parsed) = Geometry::parse_comment(&String::from_utf8_lossy(&text)) {
             self.geometry = Some(parsed.map_err(|m| self.invalid(m))?);
+        } else if let Some(parsed) = Source::parse_comment(&String::from_utf8_lossy(&text)) {
+            self.source = Some(parsed.map_err(|m| self.invalid(m))?);
         } else if let Some(a) = Annotation::parse_comment(&String::from_utf8_lossy(&text)) {
             self.annotations.retain(|old| old.key != a.key);
             self.annotations.push(a);
@@ -129,7 +133,15 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
             Some(_) => return Err(self.invalid("bad maxval: garbage after the number")),
             None => return Err(self.invalid("truncated header: no raster after maxval")),
         }
-        Ok(Header { width, height, maxval, channels, geometry: self.geometry, annotations: self.annotations })
+        Ok(Header {
+            width,
+            height,
+            maxval,
+            channels,
+            geometry: self.geometry,
+            annotations: self.annotations,
+            source: self.source,
+        })
     }
 
     /// The rest of a PAM header after `P7`.
@@ -178,7 +190,15 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
                 )))
             }
         };
-        Ok(Header { width, height, maxval, channels, geometry: self.geometry, annotations: self.annotations })
+        Ok(Header {
+            width,
+            height,
+            maxval,
+            channels,
+            geometry: self.geometry,
+            annotations: self.annotations,
+            source: self.source,
+        })
     }
 }
 

@@ -329,6 +329,7 @@ impl<R: BufRead> FrameReader<R> {
         frame.format = if h.channels == 3 { Format::Decoded } else { format };
         frame.geometry = h.geometry;
         frame.annotations = h.annotations;
+        frame.source = h.source;
         Ok(frame)
     }
 

@@ -1,20 +1,53 @@
-use std::io::{self, Write};
+use std::io::{self, Cursor, Write};
 
 use image::{ExtendedColorType, ImageEncoder};
 
 use crate::png_scale::{PngScale, MAXVAL_KEYWORD};
 use crate::{Format, Frame, FrameError, Pixels};
 
+/// A container to write frames in, whatever they were read in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Container {
+    /// Binary PGM (P5).
+    Pgm,
+    /// PAM (P7) with TUPLTYPE GRAYSCALE.
+    Pam,
+    /// 8- or 16-bit gray PNG, samples scaled to its depth, the maxval kept in a text chunk; one frame.
+    Png,
+    /// 8- or 16-bit gray TIFF, samples unchanged (TIFF records no maxval); one frame.
+    Tiff,
+    /// Headerless samples: 8-bit, or 16-bit little-endian.
+    Raw,
+}
+
+impl Container {
+    /// Whether a file of this container holds one frame only.
+    pub fn holds_one_frame(self) -> bool {
+        matches!(self, Container::Png | Container::Tiff)
+    }
+
+    /// The container's usual name, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Container::Pgm => "PGM",
+            Container::Pam => "PAM",
+            Container::Png => "PNG",
+            Container::Tiff => "TIFF",
+            Container::Raw => "raw",
+        }
+    }
+}
+
 /// How to write a stream.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WriteOptions {
-    /// Write PNG instead of the input's container; only one frame can then be written. Samples
-    /// are scaled to the PNG's depth and the maxval recorded (see `png_scale.rs`).
-    pub png: bool,
+    /// Write every frame in this container instead of the one it was read in. PNG samples are
+    /// scaled to the file's depth and the maxval recorded (see `png_scale.rs`).
+    pub container: Option<Container>,
 }
 
 /// Writes frames one after another, each in the container it was read in (PGM in, PGM out;
-/// raw in, raw out; colour and compressed inputs come out as binary PGM), or as PNG.
+/// raw in, raw out; colour and compressed inputs come out as binary PGM), or all in one container.
 pub struct FrameWriter<W: Write> {
     out: W,
     options: WriteOptions,
@@ -30,19 +63,26 @@ impl<W: Write> FrameWriter<W> {
     /// Writes `frame` as frame number `index` of the stream (for error messages).
     pub fn write(&mut self, index: usize, frame: &Frame) -> Result<(), FrameError> {
         let io = |e: io::Error| FrameError::io(index, &e);
-        if self.options.png {
-            if self.written > 0 {
+        let encoded = |e: image::ImageError, name: &str| match e {
+            image::ImageError::IoError(e) => FrameError::io(index, &e),
+            other => FrameError::invalid(index, format!("cannot encode {name}: {other}")),
+        };
+        match self.options.container {
+            Some(c) if c.holds_one_frame() && self.written > 0 => {
                 return Err(FrameError::invalid(
                     index,
-                    "--png writes a single frame, and the stream has more",
+                    format!("a {} file holds a single frame, and the stream has more", c.name()),
                 ));
             }
-            self.png(frame).map_err(|e| match e {
+            Some(Container::Png) => self.png(frame).map_err(|e| match e {
                 png::EncodingError::IoError(e) => FrameError::io(index, &e),
                 other => FrameError::invalid(index, format!("cannot encode PNG: {other}")),
-            })?;
-        } else {
-            self.netpbm(frame).map_err(io)?;
+            })?,
+            Some(Container::Tiff) => self.tiff(frame).map_err(|e| encoded(e, "TIFF"))?,
+            Some(Container::Pgm) => self.netpbm(frame, Format::Pgm).map_err(io)?,
+            Some(Container::Pam) => self.netpbm(frame, Format::Pam).map_err(io)?,
+            Some(Container::Raw) => self.netpbm(frame, Format::Raw).map_err(io)?,
+            None => self.netpbm(frame, frame.format).map_err(io)?,
         }
         self.written += 1;
         Ok(())
@@ -57,16 +97,19 @@ impl<W: Write> FrameWriter<W> {
         self.out.flush()
     }
 
-    /// The header of `frame` in its container, into `scratch`.
-    fn header(&mut self, frame: &Frame) {
+    /// The header of `frame` in container `format`, into `scratch`.
+    fn header(&mut self, frame: &Frame, format: Format) {
         let s = &mut self.scratch;
         s.clear();
         let mut geometry = frame.geometry.as_ref().map(|g| format!("#{g}\n")).unwrap_or_default();
+        if let Some(source) = &frame.source {
+            geometry.push_str(&format!("#{source}\n"));
+        }
         for a in &frame.annotations {
             geometry.push_str(&format!("# histopipe-{} {}\n", a.key, a.value));
         }
         let (w, h, m) = (frame.width, frame.height, frame.maxval);
-        let text = match frame.format {
+        let text = match format {
             Format::Raw => String::new(),
             Format::Pam => {
                 format!(
@@ -79,9 +122,9 @@ impl<W: Write> FrameWriter<W> {
         s.extend_from_slice(text.as_bytes());
     }
 
-    fn netpbm(&mut self, frame: &Frame) -> io::Result<()> {
-        self.header(frame);
-        if frame.format == Format::PlainPgm {
+    fn netpbm(&mut self, frame: &Frame, format: Format) -> io::Result<()> {
+        self.header(frame, format);
+        if format == Format::PlainPgm {
             plain_raster(&mut self.scratch, frame.width, &frame.pixels);
             return self.out.write_all(&self.scratch);
         }
@@ -90,7 +133,7 @@ impl<W: Write> FrameWriter<W> {
             Pixels::U8(v) => self.out.write_all(v),
             Pixels::U16(v) => {
                 // Raw frames are little-endian (ffmpeg's gray16le); PGM and PAM big-endian.
-                let little = frame.format == Format::Raw;
+                let little = format == Format::Raw;
                 for chunk in v.chunks(1 << 16) {
                     self.scratch.clear();
                     if little {
@@ -126,6 +169,22 @@ impl<W: Write> FrameWriter<W> {
         };
         writer.write_image_data(&data)?;
         writer.finish()
+    }
+
+    /// TIFF needs to seek back while it writes, so it is made in memory first. Samples are
+    /// written unchanged: TIFF has no maxval to scale back by.
+    fn tiff(&mut self, frame: &Frame) -> image::ImageResult<()> {
+        self.scratch.clear();
+        let (w, h) = (frame.width as u32, frame.height as u32);
+        let encoder = image::codecs::tiff::TiffEncoder::new(Cursor::new(&mut self.scratch));
+        match &frame.pixels {
+            Pixels::U8(v) => encoder.write_image(v, w, h, ExtendedColorType::L8)?,
+            Pixels::U16(v) => {
+                let bytes: Vec<u8> = v.iter().flat_map(|s| s.to_ne_bytes()).collect();
+                encoder.write_image(&bytes, w, h, ExtendedColorType::L16)?
+            }
+        }
+        Ok(self.out.write_all(&self.scratch)?)
     }
 }
 
@@ -175,7 +234,7 @@ fn plain_raster(out: &mut Vec<u8>, width: usize, pixels: &Pixels) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Affine, FrameReader, Geometry, ReadOptions};
+    use crate::{Affine, FrameReader, Geometry, ReadOptions, Source};
 
     fn round_trip(frame: &Frame) -> Frame {
         let mut bytes = Vec::new();
@@ -212,6 +271,7 @@ mod tests {
                 if format != Format::Raw {
                     f.set_annotation("hough", "theta-min=0 rho-step=0.5");
                     f.set_annotation("x-1", "");
+                    f.source = Some(Source::new("scans/a b\n.pgm", 2));
                 }
                 let mut back = round_trip(&f);
                 if format == Format::Raw {
@@ -224,7 +284,9 @@ mod tests {
 
     fn png_bytes(frame: &Frame) -> Vec<u8> {
         let mut bytes = Vec::new();
-        FrameWriter::new(&mut bytes, WriteOptions { png: true }).write(1, frame).unwrap();
+        FrameWriter::new(&mut bytes, WriteOptions { container: Some(Container::Png) })
+            .write(1, frame)
+            .unwrap();
         bytes
     }
 
@@ -298,6 +360,38 @@ mod tests {
         let at = b.windows(5).position(|w| w == b"l\x00100").unwrap() + 2;
         b[at..at + 3].copy_from_slice(b"999");
         assert!(read(&b).unwrap_err().message.contains("8-bit PNG"));
+    }
+
+    #[test]
+    fn frames_are_written_in_the_container_asked_for() {
+        let mut f = Frame::new(3, 2, 1000, Pixels::U16(vec![0, 1, 256, 999, 1000, 7].into()));
+        f.format = Format::PlainPgm;
+        for (container, starts) in [
+            (Container::Pgm, &b"P5\n"[..]),
+            (Container::Pam, b"P7\n"),
+            (Container::Png, b"\x89PNG"),
+            (Container::Tiff, b"MM"),
+            (Container::Raw, b"\x00\x00\x01\x00"),
+        ] {
+            let mut bytes = Vec::new();
+            let mut w = FrameWriter::new(&mut bytes, WriteOptions { container: Some(container) });
+            w.write(1, &f).unwrap();
+            let second = w.write(2, &f);
+            assert_eq!(second.is_err(), container.holds_one_frame(), "{container:?}");
+            let one_frame =
+                if container.holds_one_frame() { bytes.clone() } else { bytes[..bytes.len() / 2].to_vec() };
+            assert!(bytes.starts_with(starts) || container == Container::Tiff, "{container:?}");
+            let raw = (container == Container::Raw).then_some(crate::RawSpec {
+                width: 3,
+                height: 2,
+                depth: crate::Depth::U16,
+            });
+            let back = FrameReader::new(&one_frame[..], ReadOptions { raw, ..Default::default() })
+                .next_frame()
+                .unwrap()
+                .unwrap();
+            assert_eq!(back.pixels, f.pixels, "{container:?}: samples unchanged");
+        }
     }
 
     #[test]

@@ -79,9 +79,8 @@ impl Canny {
         (low.floor() as i32, high.floor() as i32)
     }
 
-    /// Checks the parameters and the frame, and returns its samples: Canny is defined here on
-    /// 8-bit samples only.
-    pub fn input<'f>(&self, frame: &'f Frame) -> Result<&'f [u8], OpError> {
+    /// Checks the parameters, which hold for every frame.
+    pub fn check(&self) -> Result<(), OpError> {
         for (name, v) in [("--low", self.low), ("--high", self.high)] {
             if !(v >= 0.0 && v.is_finite()) {
                 return Err(OpError::invalid(format!("{name} {v} must be a non-negative number")));
@@ -92,6 +91,13 @@ impl Canny {
                 return Err(OpError::invalid(format!("--blur {s} must be in (0, {MAX_SIGMA}]")));
             }
         }
+        Ok(())
+    }
+
+    /// Checks the parameters and the frame, and returns its samples: Canny is defined here on
+    /// 8-bit samples only.
+    pub fn input<'f>(&self, frame: &'f Frame) -> Result<&'f [u8], OpError> {
+        self.check()?;
         match &frame.pixels {
             Pixels::U8(v) => Ok(v),
             Pixels::U16(_) => Err(OpError::invalid(format!(

@@ -78,6 +78,17 @@ pub trait Op {
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Self::Output, OpError>;
 }
 
+/// Where the GPU stands, as far as the engine knows without waiting for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuStatus {
+    /// Not asked for: `cpu`, or `auto` before a second frame.
+    NotAsked,
+    /// Being opened on a background thread (it may have finished; [`Engine::backend`] finds out).
+    Opening,
+    Ready,
+    Unusable,
+}
+
 /// The GPU as the engine sees it: being opened on a background thread, open, or unusable.
 enum GpuState {
     Opening(JoinHandle<Result<Gpu, GpuError>>),
@@ -143,6 +154,15 @@ impl Engine {
         matches!(self.gpu, Some(GpuState::Opening(_)))
     }
 
+    pub fn gpu_status(&self) -> GpuStatus {
+        match &self.gpu {
+            None => GpuStatus::NotAsked,
+            Some(GpuState::Opening(_)) => GpuStatus::Opening,
+            Some(GpuState::Ready(_)) => GpuStatus::Ready,
+            Some(GpuState::Failed(_)) => GpuStatus::Unusable,
+        }
+    }
+
     /// The backend the next operation runs on: an error only for `--backend gpu` without a
     /// usable GPU.
     pub fn backend(&mut self) -> Result<Backend<'_>, OpError> {
@@ -204,8 +224,14 @@ mod tests {
         let mut auto = Engine::new(BackendChoice::Auto, 0, SampleMemory::default());
         auto.begin_frame(1);
         assert!(matches!(auto.backend(), Ok(Backend::Cpu)) && auto.gpu.is_none());
+        assert_eq!(auto.gpu_status(), GpuStatus::NotAsked);
         auto.begin_frame(2);
         assert!(auto.gpu.is_some(), "a second frame starts opening the GPU");
+        while auto.is_opening() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            let _ = auto.backend();
+        }
+        assert_ne!(auto.gpu_status(), GpuStatus::Opening, "asking the backend finds out");
     }
 
     /// The backend stays what it became: asking again neither loses an open GPU nor retries.

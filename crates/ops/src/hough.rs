@@ -59,10 +59,11 @@ pub struct HoughSpace {
     pub rhos: usize,
 }
 
-impl HoughSpace {
-    /// The layout for a `width x height` edge map, or why the parameters cannot make one.
-    pub fn new(params: HoughParams, width: usize, height: usize) -> Result<HoughSpace, OpError> {
-        let HoughParams { theta_min, theta_max, theta_step, rho_step } = params;
+impl HoughParams {
+    /// Checks what holds for every edge map: positive, finite steps and a range of angles; returns
+    /// the angle span in steps.
+    pub fn check(&self) -> Result<f64, OpError> {
+        let HoughParams { theta_min, theta_max, theta_step, rho_step } = *self;
         if !(theta_step > 0.0 && theta_step.is_finite() && (theta_step.to_radians() as f32) > 0.0) {
             return Err(OpError::invalid(format!(
                 "--theta-step {theta_step} must be a positive number of degrees"
@@ -87,6 +88,16 @@ impl HoughSpace {
         if span > 1e7 {
             return Err(OpError::invalid("too many angles: raise --theta-step"));
         }
+        Ok(span)
+    }
+}
+
+impl HoughSpace {
+    /// The layout for a `width x height` edge map, or why the parameters cannot make one.
+    pub fn new(params: HoughParams, width: usize, height: usize) -> Result<HoughSpace, OpError> {
+        let span = params.check()?;
+        let HoughParams { theta_step, rho_step, .. } = params;
+        let step = (theta_step.to_radians() as f32) as f64;
         let mut thetas = span.floor() as i64 + 1;
         if thetas > 1 && (std::f64::consts::PI - (thetas - 1) as f64 * step).abs() < step / 2.0 {
             thetas -= 1;

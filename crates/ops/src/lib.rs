@@ -16,6 +16,6 @@ pub mod pad;
 pub mod rotate;
 mod sample;
 
-pub use engine::{Backend, BackendChoice, Engine, Op, OpError, OpErrorKind};
+pub use engine::{Backend, BackendChoice, Engine, GpuStatus, Op, OpError, OpErrorKind};
 pub use histopipe_gpu::{Gpu, GpuError};
 pub use sample::Sample;

@@ -1,0 +1,471 @@
+//! Where a tool's output goes (`-o PATH`) and in what format: standard output; one file, written
+//! atomically; or, when PATH holds fields (`out/{stem}.png`), one file per frame, named after the
+//! file the frame came from. The format follows PATH's extension.
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+use histopipe_frame::{Container, Frame, Source};
+
+use crate::error::Place;
+use crate::Error;
+
+/// A format an output file's extension names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// `.pgm`, `.pnm`: binary PGM.
+    Pgm,
+    Pam,
+    Png,
+    /// `.tif`, `.tiff`.
+    Tiff,
+    Raw,
+    Ppm,
+    Csv,
+    Tsv,
+}
+
+impl OutputFormat {
+    /// The format extension `ext` names, in any case.
+    pub fn from_extension(ext: &str) -> Option<OutputFormat> {
+        Some(match ext.to_ascii_lowercase().as_str() {
+            "pgm" | "pnm" => OutputFormat::Pgm,
+            "pam" => OutputFormat::Pam,
+            "png" => OutputFormat::Png,
+            "tif" | "tiff" => OutputFormat::Tiff,
+            "raw" => OutputFormat::Raw,
+            "ppm" => OutputFormat::Ppm,
+            "csv" => OutputFormat::Csv,
+            "tsv" => OutputFormat::Tsv,
+            _ => return None,
+        })
+    }
+
+    /// The extension's usual spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputFormat::Pgm => "pgm",
+            OutputFormat::Pam => "pam",
+            OutputFormat::Png => "png",
+            OutputFormat::Tiff => "tiff",
+            OutputFormat::Raw => "raw",
+            OutputFormat::Ppm => "ppm",
+            OutputFormat::Csv => "csv",
+            OutputFormat::Tsv => "tsv",
+        }
+    }
+
+    /// The format a tool's own `--format` option and `-o`'s extension agree on: either, or
+    /// `default` when neither is given; an error when they differ.
+    pub fn agreed(
+        option: Option<OutputFormat>,
+        extension: Option<OutputFormat>,
+        default: OutputFormat,
+    ) -> Result<OutputFormat, Error> {
+        match (option, extension) {
+            (Some(o), Some(e)) if o != e => {
+                Err(Error::usage(format!("--format {} contradicts -o's extension .{}", o.name(), e.name())))
+            }
+            (o, e) => Ok(e.or(o).unwrap_or(default)),
+        }
+    }
+
+    /// The container frames are written in, for the formats of frames.
+    pub fn container(self) -> Option<Container> {
+        match self {
+            OutputFormat::Pgm => Some(Container::Pgm),
+            OutputFormat::Pam => Some(Container::Pam),
+            OutputFormat::Png => Some(Container::Png),
+            OutputFormat::Tiff => Some(Container::Tiff),
+            OutputFormat::Raw => Some(Container::Raw),
+            OutputFormat::Ppm | OutputFormat::Csv | OutputFormat::Tsv => None,
+        }
+    }
+}
+
+/// What a tool writes for each frame; it decides which formats `-o` may name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Product {
+    /// Gray frames: PGM, PAM, PNG, TIFF or raw.
+    Frames,
+    /// A table: CSV or TSV.
+    Table,
+    /// A picture in colour: PNG or PPM.
+    Drawing,
+}
+
+impl Product {
+    fn accepts(self, format: OutputFormat) -> bool {
+        match self {
+            Product::Frames => format.container().is_some(),
+            Product::Table => matches!(format, OutputFormat::Csv | OutputFormat::Tsv),
+            Product::Drawing => matches!(format, OutputFormat::Png | OutputFormat::Ppm),
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Product::Frames => "frames: give a .pgm, .pnm, .pam, .png, .tif, .tiff or .raw file",
+            Product::Table => "a table: give a .csv or .tsv file",
+            Product::Drawing => "a picture: give a .png or .ppm file",
+        }
+    }
+}
+
+/// Where the output goes.
+#[derive(Debug)]
+pub(crate) enum Target {
+    Stdout,
+    /// One file, written atomically.
+    File(PathBuf),
+    /// One file per frame, written atomically.
+    Template(Template),
+}
+
+/// `-o`'s value: where, and the format its extension names (`None`: no extension, or standard
+/// output; the tool's own default then).
+#[derive(Debug)]
+pub(crate) struct OutputSpec {
+    pub target: Target,
+    pub format: Option<OutputFormat>,
+}
+
+impl OutputSpec {
+    /// Parses `-o`'s value (`None` or `-`: standard output); an extension that names no format
+    /// histopipe writes is an error.
+    pub(crate) fn parse(value: Option<&OsStr>) -> Result<OutputSpec, Error> {
+        let Some(value) = value.filter(|v| *v != "-") else {
+            return Ok(OutputSpec { target: Target::Stdout, format: None });
+        };
+        let shown = value.to_string_lossy();
+        let bad = |why: String| Error::usage(format!("-o {shown}: {why}"));
+        let name = Path::new(value).file_name().ok_or_else(|| bad("names no file".into()))?;
+        let text = value.to_str().filter(|t| t.contains(['{', '}']));
+        let target = match text {
+            Some(text) => Target::Template(Template::parse(text).map_err(bad)?),
+            None => Target::File(value.into()),
+        };
+        if matches!(target, Target::Template(_)) && name.to_string_lossy().ends_with("{name}") {
+            return Err(bad("{name} would keep the input's extension: write the output's out, as in \
+                 out/{stem}.png"
+                .into()));
+        }
+        let format = match Path::new(name).extension().map(|e| e.to_string_lossy()) {
+            None => None,
+            Some(ext) if ext.contains(['{', '}']) => {
+                return Err(bad("write the extension out (as in out/{stem}-{i}.png), not as a field".into()))
+            }
+            Some(ext) => Some(OutputFormat::from_extension(&ext).ok_or_else(|| {
+                bad(format!(
+                    "histopipe does not write .{ext} files (it writes pgm, pnm, pam, png, tif, tiff, raw, \
+                     ppm, csv and tsv)"
+                ))
+            })?),
+        };
+        Ok(OutputSpec { target, format })
+    }
+
+    /// The container the frames of a `product` are written in (`None`: each in the one it was
+    /// read in), or why this output does not fit the product. `png`: `--png` was given.
+    pub(crate) fn container(&self, product: Product, png: bool) -> Result<Option<Container>, Error> {
+        if let Some(format) = self.format {
+            if !product.accepts(format) {
+                return Err(Error::usage(format!(
+                    "-o {}: this tool writes {}",
+                    self.shown(),
+                    product.describe()
+                )));
+            }
+        }
+        match (product, self.format, png) {
+            (Product::Frames, Some(format), true) if format != OutputFormat::Png => Err(Error::usage(
+                format!("--png contradicts -o {}: the extension says the format", self.shown()),
+            )),
+            (Product::Frames, format, png) => {
+                Ok(format.and_then(OutputFormat::container).or(png.then_some(Container::Png)))
+            }
+            (Product::Table, _, true) => Err(Error::usage("--png does not apply: this tool writes a table")),
+            (Product::Drawing, Some(OutputFormat::Ppm), true) => {
+                Err(Error::usage("--png contradicts -o with a .ppm file"))
+            }
+            (Product::Table | Product::Drawing, _, _) => Ok(None),
+        }
+    }
+
+    /// The path given, for messages.
+    fn shown(&self) -> String {
+        match &self.target {
+            Target::Stdout => "-".into(),
+            Target::File(p) => p.to_string_lossy().into_owned(),
+            Target::Template(t) => t.text.clone(),
+        }
+    }
+}
+
+/// A path with fields, one file per frame: `{stem}`, `{name}`, `{dir}` of the frame's source
+/// file, `{i}` its number in that file, `{n}` its number in the stream; `{i:03}` and `{n:03}`
+/// pad with zeros; `{{` and `}}` are braces.
+#[derive(Debug)]
+pub(crate) struct Template {
+    text: String,
+    pieces: Vec<Piece>,
+}
+
+#[derive(Debug)]
+enum Piece {
+    Text(String),
+    Field(FieldSpec),
+}
+
+/// A field, and the width its number is padded to with zeros (0: not padded).
+#[derive(Debug, Clone, Copy)]
+struct FieldSpec {
+    field: Field,
+    width: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    Stem,
+    Name,
+    Dir,
+    Index,
+    Number,
+}
+
+impl Template {
+    fn parse(text: &str) -> Result<Template, String> {
+        let mut pieces = Vec::new();
+        let mut literal = String::new();
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '{' if chars.peek() == Some(&'{') => {
+                    chars.next();
+                    literal.push('{');
+                }
+                '}' if chars.peek() == Some(&'}') => {
+                    chars.next();
+                    literal.push('}');
+                }
+                '}' => return Err("a '}' that closes no field (write '}}' for a brace)".into()),
+                '{' => {
+                    let mut spec = String::new();
+                    loop {
+                        match chars.next() {
+                            Some('}') => break,
+                            Some(c) => spec.push(c),
+                            None => return Err(format!("the field '{{{spec}' has no '}}'")),
+                        }
+                    }
+                    pieces.push(Piece::Text(std::mem::take(&mut literal)));
+                    pieces.push(Piece::Field(Template::field(&spec)?));
+                }
+                c => literal.push(c),
+            }
+        }
+        pieces.push(Piece::Text(literal));
+        Ok(Template { text: text.to_owned(), pieces })
+    }
+
+    /// The field `{spec}` names.
+    fn field(spec: &str) -> Result<FieldSpec, String> {
+        let (name, width) = spec.split_once(':').unwrap_or((spec, ""));
+        let field = match name {
+            "stem" => Field::Stem,
+            "name" => Field::Name,
+            "dir" => Field::Dir,
+            "i" => Field::Index,
+            "n" => Field::Number,
+            _ => {
+                return Err(format!(
+                    "unknown field {{{spec}}} (there are {{stem}}, {{name}}, {{dir}}, {{i}}, {{n}})"
+                ))
+            }
+        };
+        if width.is_empty() {
+            return Ok(FieldSpec { field, width: 0 });
+        }
+        let numeric = matches!(field, Field::Index | Field::Number);
+        match width.strip_prefix('0').map(str::parse::<usize>) {
+            Some(Ok(width)) if numeric && width <= 20 => Ok(FieldSpec { field, width }),
+            _ => Err(format!("bad field {{{spec}}}: only {{i}} and {{n}} take a width, as in {{{name}:04}}")),
+        }
+    }
+
+    /// The path of the output of frame `n` of the stream, from `source`.
+    fn expand(&self, source: Option<&Source>, n: usize) -> Result<PathBuf, String> {
+        let mut path = OsString::new();
+        for piece in &self.pieces {
+            let FieldSpec { field, width } = match piece {
+                Piece::Text(t) => {
+                    path.push(t);
+                    continue;
+                }
+                Piece::Field(spec) => *spec,
+            };
+            if field == Field::Number {
+                path.push(format!("{n:0width$}"));
+                continue;
+            }
+            let Some(source) = source else {
+                return Err(format!(
+                    "-o {}: the frame came from standard input, with no file name for its fields: \
+                     name the input files, or use {{n}}",
+                    self.text
+                ));
+            };
+            let file = &source.path;
+            match field {
+                Field::Stem => path.push(file.file_stem().unwrap_or_default()),
+                Field::Name => path.push(file.file_name().unwrap_or_default()),
+                Field::Dir => match file.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => path.push(p),
+                    _ => path.push("."),
+                },
+                Field::Index => path.push(format!("{:0width$}", source.index)),
+                Field::Number => {}
+            }
+        }
+        Ok(PathBuf::from(path))
+    }
+}
+
+/// Where one frame's output goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Destination {
+    /// The one output stream (standard output or the one file); `starts`: the frame is its first.
+    Stream { starts: bool },
+    /// A file of its own.
+    File(PathBuf),
+}
+
+/// Gives each frame its destination, and refuses two frames one file.
+pub(crate) struct Destinations {
+    template: Option<Template>,
+    used: HashMap<PathBuf, Place>,
+}
+
+impl Destinations {
+    /// Every frame to the one output stream.
+    pub(crate) fn stream() -> Destinations {
+        Destinations { template: None, used: HashMap::new() }
+    }
+
+    /// Each frame to the file `template` names for it.
+    pub(crate) fn per_frame(template: Template) -> Destinations {
+        Destinations { template: Some(template), used: HashMap::new() }
+    }
+
+    /// The destination of `frame`, frame `n` of the stream.
+    pub(crate) fn of(&mut self, n: usize, frame: &Frame) -> Result<Destination, Error> {
+        let Some(template) = &self.template else { return Ok(Destination::Stream { starts: n == 1 }) };
+        let place = Place::of(frame.source.as_ref(), n);
+        let path =
+            template.expand(frame.source.as_ref(), n).map_err(|m| Error::usage(m).at(place.clone()))?;
+        if let Some(first) = self.used.get(&path) {
+            let message = format!(
+                "{} is also the output of {}: -o {} gives two frames one file (add {{i}} or {{n}})",
+                path.display(),
+                first.in_words(),
+                template.text
+            );
+            return Err(Error::usage(message).at(place));
+        }
+        self.used.insert(path.clone(), place);
+        Ok(Destination::File(path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(text: &str) -> Result<OutputSpec, String> {
+        OutputSpec::parse(Some(OsStr::new(text))).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_extension_names_the_format() {
+        assert_eq!(spec("a.PGM").unwrap().format, Some(OutputFormat::Pgm));
+        assert_eq!(spec("out/a.tif").unwrap().format, Some(OutputFormat::Tiff));
+        assert_eq!(spec("out/{stem}.csv").unwrap().format, Some(OutputFormat::Csv));
+        assert_eq!(spec("Makefile-target").unwrap().format, None);
+        assert!(matches!(spec("-").unwrap().target, Target::Stdout));
+        assert!(matches!(OutputSpec::parse(None).unwrap().target, Target::Stdout));
+        assert!(spec("a.jpg").unwrap_err().contains("does not write .jpg files"));
+        assert!(spec("out/{name}").unwrap_err().contains("{name} would keep the input's extension"));
+        assert!(spec("out/{stem}.{n}").unwrap_err().contains("write the extension out"));
+    }
+
+    #[test]
+    fn an_option_and_the_extension_must_agree() {
+        use OutputFormat::*;
+        assert_eq!(OutputFormat::agreed(None, None, Csv).unwrap(), Csv);
+        assert_eq!(OutputFormat::agreed(Some(Tsv), None, Csv).unwrap(), Tsv);
+        assert_eq!(OutputFormat::agreed(None, Some(Tsv), Csv).unwrap(), Tsv);
+        assert_eq!(OutputFormat::agreed(Some(Tsv), Some(Tsv), Csv).unwrap(), Tsv);
+        let e = OutputFormat::agreed(Some(Tsv), Some(Csv), Csv).unwrap_err();
+        assert_eq!(e.message, "--format tsv contradicts -o's extension .csv");
+    }
+
+    #[test]
+    fn an_output_that_does_not_fit_the_tool_is_refused() {
+        let frames = |text: &str, png: bool| spec(text).unwrap().container(Product::Frames, png);
+        assert_eq!(frames("a.png", false).unwrap(), Some(Container::Png));
+        assert_eq!(frames("a.png", true).unwrap(), Some(Container::Png));
+        assert_eq!(frames("a", true).unwrap(), Some(Container::Png));
+        assert_eq!(frames("a", false).unwrap(), None, "each frame in the container it came in");
+        assert!(frames("a.pgm", true).unwrap_err().message.contains("--png contradicts"));
+        assert!(frames("a.csv", false).unwrap_err().message.contains("writes frames"));
+        let table = |text: &str, png: bool| spec(text).unwrap().container(Product::Table, png);
+        assert!(table("a.tsv", false).is_ok());
+        assert!(table("a.png", false).unwrap_err().message.contains("a table: give a .csv or .tsv"));
+        assert!(table("-", true).unwrap_err().message.contains("--png does not apply"));
+        let drawing = |text: &str| spec(text).unwrap().container(Product::Drawing, false);
+        assert!(drawing("a.ppm").is_ok() && drawing("a.pgm").is_err());
+    }
+
+    fn expand(text: &str, source: Option<Source>, n: usize) -> Result<String, String> {
+        let t = Template::parse(text)?;
+        t.expand(source.as_ref(), n).map(|p| p.to_string_lossy().into_owned())
+    }
+
+    #[test]
+    fn templates_name_each_frame_after_its_source() {
+        let s = || Some(Source::new("scans/b.x.jpg", 3));
+        assert_eq!(expand("out/{stem}.png", s(), 9).unwrap(), "out/b.x.png");
+        assert_eq!(expand("{dir}/{name}-{i}-{n}.pgm", s(), 9).unwrap(), "scans/b.x.jpg-3-9.pgm");
+        assert_eq!(expand("{dir}/{stem}.pgm", Some(Source::new("a.pgm", 1)), 1).unwrap(), "./a.pgm");
+        assert_eq!(expand("f{n:04}-{i:02}.raw", s(), 12).unwrap(), "f0012-03.raw");
+        assert_eq!(expand("{{x}}{n}.csv", None, 2).unwrap(), "{x}2.csv");
+        assert!(expand("{stem}.png", None, 2).unwrap_err().contains("came from standard input"));
+        assert!(expand("{nope}.png", s(), 1).unwrap_err().contains("unknown field {nope}"));
+        assert!(expand("{stem:04}.png", s(), 1).unwrap_err().contains("only {i} and {n} take a width"));
+        assert!(expand("{stem.png", s(), 1).unwrap_err().contains("has no '}'"));
+        assert!(expand("a}.png", s(), 1).unwrap_err().contains("closes no field"));
+    }
+
+    #[test]
+    fn two_frames_for_one_file_are_refused_naming_both() {
+        let Target::Template(t) = spec("out/{stem}.png").unwrap().target else { panic!() };
+        let mut d = Destinations::per_frame(t);
+        let frame = |path: &str, index| {
+            let mut f = Frame::new(1, 1, 255, vec![0u8].into());
+            f.source = Some(Source::new(path, index));
+            f
+        };
+        assert_eq!(d.of(1, &frame("a/x.pgm", 1)).unwrap(), Destination::File("out/x.png".into()));
+        assert!(d.of(2, &frame("a/y.pgm", 1)).is_ok());
+        let e = d.of(3, &frame("b/x.pgm", 1)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "b/x.pgm: frame 1: out/x.png is also the output of frame 1 of a/x.pgm: -o out/{stem}.png \
+             gives two frames one file (add {i} or {n})"
+        );
+        let mut s = Destinations::stream();
+        assert_eq!(s.of(1, &frame("a", 1)).unwrap(), Destination::Stream { starts: true });
+        assert_eq!(s.of(2, &frame("a", 2)).unwrap(), Destination::Stream { starts: false });
+    }
+}

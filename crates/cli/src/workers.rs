@@ -1,0 +1,104 @@
+//! The workers: threads that run the tool on frames, several frames at once, and make each
+//! frame's output ready to be put in place: encoded where encoding costs (PNG, TIFF, 16-bit and
+//! plain netpbm), or, with one file per frame, written whole to its temporary file.
+
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::Mutex;
+
+use histopipe_frame::{Container, Depth, Format, Frame, FrameWriter, WriteOptions};
+
+use crate::atomic::AtomicFile;
+use crate::backend::Backends;
+use crate::error::Place;
+use crate::outputs::Destination;
+use crate::panic::catch;
+use crate::tool::{Context, Part, Tool};
+use crate::writer::{Done, InFlight, PartWriter, Written};
+use crate::{Common, Error};
+
+/// Frame `n` of the stream, and where its output goes.
+pub(crate) struct Job {
+    pub n: usize,
+    pub frame: Frame,
+    pub destination: Destination,
+}
+
+/// What every worker shares.
+pub(crate) struct Crew<'a, T: Tool> {
+    pub tool: &'a T,
+    pub common: &'a Common,
+    pub backends: &'a Backends,
+    /// The container frames are written in (`None`: each in its own).
+    pub container: Option<Container>,
+    pub in_flight: &'a InFlight,
+}
+
+impl<T: Tool> Crew<'_, T> {
+    /// One worker: takes jobs until there are none, and hands what it made of each to the
+    /// writer. A panic while working on a frame becomes an error naming the frame.
+    pub(crate) fn work(&self, jobs: &Mutex<Receiver<Job>>, done: Sender<Done>) {
+        loop {
+            let job = jobs.lock().unwrap_or_else(|e| e.into_inner()).recv();
+            let Ok(job) = job else { break };
+            if self.in_flight.is_closed() {
+                // The writer has stopped: nothing more will be written.
+                continue;
+            }
+            let (n, place) = (job.n, Place::of(job.frame.source.as_ref(), job.n));
+            let result = catch(|| self.one_frame(job))
+                .unwrap_or_else(|panic| Err(Error::internal(place.clone(), "frame loop", &panic)));
+            if done.send(Done { n, place, result }).is_err() {
+                break;
+            }
+        }
+    }
+
+    fn one_frame(&self, job: Job) -> Result<Written, Error> {
+        let Job { n, frame, destination } = job;
+        let starts = match destination {
+            Destination::Stream { starts } => starts,
+            Destination::File(_) => true,
+        };
+        let mut cx = Context::new(n, &frame, self.common, self.backends, starts);
+        let place = cx.place();
+        self.tool.frame(&mut cx, frame)?;
+        let parts = cx.finish();
+        let Destination::File(path) = destination else {
+            return Ok(Written::Parts(self.encode(n, parts, &place)?));
+        };
+        if parts.is_empty() {
+            return Ok(Written::File(None));
+        }
+        let mut file = AtomicFile::create(&path).map_err(|e| Error::io(&e).at(Place::file(&path)))?;
+        let mut out = PartWriter::new(file.writer(), self.container, Some(path));
+        out.write(n, parts, &place)?;
+        out.flush()?;
+        Ok(Written::File(Some(file)))
+    }
+
+    /// Encodes the frames among `parts` whose encoding is more than a copy, so that it happens
+    /// here, on all cores, rather than on the one writer.
+    fn encode(&self, n: usize, parts: Vec<Part>, place: &Place) -> Result<Vec<Part>, Error> {
+        parts
+            .into_iter()
+            .map(|part| match part {
+                Part::Frame(frame) if self.costs_to_encode(&frame) => {
+                    let mut bytes = Vec::new();
+                    let options = WriteOptions { container: self.container };
+                    FrameWriter::new(&mut bytes, options)
+                        .write(n, &frame)
+                        .map_err(|e| Error::from(e).at(place.clone()))?;
+                    Ok(Part::Encoded(bytes))
+                }
+                other => Ok(other),
+            })
+            .collect()
+    }
+
+    /// Whether writing `frame` is more than copying its samples after a header.
+    fn costs_to_encode(&self, frame: &Frame) -> bool {
+        let compressed = self.container.is_some_and(|c| c.holds_one_frame());
+        let plain = self.container.is_none() && frame.format == Format::PlainPgm;
+        compressed || plain || frame.depth() == Depth::U16
+    }
+}

@@ -1,0 +1,337 @@
+//! Files in, files out: `TOOL [OPTIONS] [FILE...]`, errors and outputs named after the input files,
+//! `-o PATH` written atomically in the format its extension names, one file per frame with fields,
+//! and every option checked before any input is read.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+use histopipe_frame::{Format, Source};
+
+use crate::common::*;
+
+/// Copies fixtures into `dir` under new names.
+fn copy(dir: &Path, files: &[(&str, &str)]) -> Vec<PathBuf> {
+    files
+        .iter()
+        .map(|(fixture_name, name)| {
+            let to = dir.join(name);
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(fixture(fixture_name), &to).unwrap();
+            to
+        })
+        .collect()
+}
+
+fn arg(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// The names in `dir`, sorted (hidden ones too: temporary files must not be left).
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into()).collect();
+    v.sort();
+    v
+}
+
+/// Runs `name args` in `dir` with nothing on standard input; returns (status, stdout, stderr).
+fn run_in(dir: &Path, name: &str, args: &[&str]) -> (Option<i32>, Vec<u8>, String) {
+    let out = tool(name).current_dir(dir).args(["--backend", "cpu"]).args(args).output().unwrap();
+    (out.status.code(), out.stdout, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn files_are_one_stream_in_order_each_read_on_its_own() {
+    let dir = temp_dir("stream");
+    let files = copy(&dir, &[("camera.pgm", "a.pgm"), ("rocket.jpg", "b.jpg"), ("moon.pgm", "-x.pgm")]);
+    let piped: Vec<u8> = ["camera.pgm", "moon.pgm"].iter().flat_map(|n| fixture_bytes(n)).collect();
+    // A JPEG takes the rest of a stream, so the JPEG goes last on standard input; as a file it is
+    // just its own frame, wherever it is.
+    let jpeg = run_ok("equalize", "cpu", &[], &fixture_bytes("rocket.jpg"));
+    let both = run_ok("equalize", "cpu", &[], &piped);
+    let frames = read_frames(&both);
+    let (code, out, err) = run_in(&dir, "equalize", &["a.pgm", "b.jpg", "--", "-x.pgm"]);
+    assert_eq!(code, Some(0), "{err}");
+    let got = read_frames(&out);
+    assert_eq!(got.len(), 3);
+    assert_eq!(got[0].pixels, frames[0].pixels);
+    assert_eq!(got[1].pixels, read_frames(&jpeg)[0].pixels);
+    assert_eq!(got[2].pixels, frames[1].pixels);
+    assert_eq!(got[1].source, Some(Source::new("b.jpg", 1)), "each frame knows its file");
+    assert_eq!(got[2].source, Some(Source::new("-x.pgm", 1)), "'--' ends the options");
+    // '-' is standard input, among the files.
+    let out = tool("equalize")
+        .current_dir(&dir)
+        .args(["--backend", "cpu", "a.pgm", "-", arg(&files[2])])
+        .write_stdin(fixture_bytes("camera.pgm"))
+        .output()
+        .unwrap();
+    let got = read_frames(&out.stdout);
+    assert_eq!(got.len(), 3);
+    assert_eq!((got[1].source.clone(), got[1].pixels == frames[0].pixels), (None, true));
+}
+
+#[test]
+fn errors_name_the_file_and_its_frame() {
+    let dir = temp_dir("errors");
+    copy(&dir, &[("camera.pgm", "scans/a.pgm"), ("text.pgm", "scans/c.pgm")]);
+    std::fs::write(dir.join("scans/b.jpg"), b"\xff\xd8\xff\xe0 not a jpeg").unwrap();
+    let (code, out, err) = run_in(&dir, "equalize", &["scans/a.pgm", "scans/b.jpg", "scans/c.pgm"]);
+    assert_eq!(code, Some(2));
+    assert!(err.starts_with("equalize: scans/b.jpg: frame 1: "), "{err}");
+    assert_eq!(read_frames(&out).len(), 1, "the frames before are written, none after");
+    let (code, _, err) = run_in(&dir, "equalize", &["scans/a.pgm", "scans/nope.pgm"]);
+    assert_eq!((code, err.as_str()), (Some(2), "equalize: scans/nope.pgm: no such file\n"));
+    let (code, out, err) = run_in(&dir, "equalize", &["scans"]);
+    assert_eq!((code, out.len()), (Some(2), 0));
+    assert!(err.contains("scans: is a folder"), "{err}");
+    // Through a pipe, the source travels with the frame: a later tool names the original file.
+    let padded = run_in(&dir, "pad", &["scans/a.pgm", "scans/c.pgm"]).1;
+    let e = run_err("rotate", &["10", "--fill", "300"], &padded, 2);
+    assert!(e.starts_with("rotate: scans/a.pgm: frame 1: --fill 300 is over"), "{e}");
+    // Without a file name, the frame's number in the stream.
+    let e = run_err("rotate", &["10", "--fill", "300"], &fixture_bytes("camera.pgm"), 2);
+    assert!(e.starts_with("rotate: frame 1: --fill 300"), "{e}");
+}
+
+#[test]
+fn output_files_are_written_whole_or_not_at_all() {
+    let dir = temp_dir("atomic");
+    copy(&dir, &[("camera.pgm", "a.pgm"), ("moon.pgm", "b.pgm")]);
+    std::fs::write(dir.join("bad.pgm"), b"P5 2 2 255\n\x00").unwrap();
+    std::fs::write(dir.join("out.pgm"), b"old").unwrap();
+    let (code, _, err) = run_in(&dir, "equalize", &["-o", "out.pgm", "a.pgm", "bad.pgm"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(std::fs::read(dir.join("out.pgm")).unwrap(), b"old", "an old PATH is untouched");
+    let (code, _, _) = run_in(&dir, "equalize", &["-o", "new.pgm", "a.pgm", "bad.pgm"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(names(&dir), ["a.pgm", "b.pgm", "bad.pgm", "out.pgm"], "nothing new is left");
+    // In place: the input is read whole before the output takes its name.
+    let (code, _, err) = run_in(&dir, "equalize", &["-o", "a.pgm", "a.pgm"]);
+    assert_eq!(code, Some(0), "{err}");
+    let equalized = run_ok("equalize", "cpu", &[], &fixture_bytes("camera.pgm"));
+    assert_eq!(
+        read_frames(&std::fs::read(dir.join("a.pgm")).unwrap())[0].pixels,
+        read_frames(&equalized)[0].pixels
+    );
+    // A stream of frames to one file, and folders made as needed.
+    let (code, _, err) = run_in(&dir, "equalize", &["-o", "x/y/both.pam", "a.pgm", "b.pgm"]);
+    assert_eq!(code, Some(0), "{err}");
+    let both = read_frames(&std::fs::read(dir.join("x/y/both.pam")).unwrap());
+    assert!(both.len() == 2 && both.iter().all(|f| f.format == Format::Pam));
+    // A PNG holds one frame: a second is an error, and nothing is left.
+    let (code, _, err) = run_in(&dir, "equalize", &["-o", "both.png", "a.pgm", "b.pgm"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("b.pgm: frame 1: both.png is a PNG file, which holds one frame"), "{err}");
+    assert!(!dir.join("both.png").exists());
+    assert_eq!(names(&dir), ["a.pgm", "b.pgm", "bad.pgm", "out.pgm", "x"]);
+}
+
+#[test]
+fn the_extension_gives_the_format() {
+    let dir = temp_dir("formats");
+    copy(&dir, &[("dem16.pgm", "dem.pgm")]);
+    let dem = fixture_frame("dem16.pgm");
+    for (name, starts) in [
+        ("e.pgm", &b"P5\n"[..]),
+        ("e.pnm", b"P5\n"),
+        ("e.pam", b"P7\n"),
+        ("e.png", b"\x89PNG"),
+        ("e.tif", b""),
+        ("e.tiff", b""),
+    ] {
+        let (code, _, err) = run_in(&dir, "pad", &["--border", "0", "-o", name, "dem.pgm"]);
+        assert_eq!(code, Some(0), "{name}: {err}");
+        let bytes = std::fs::read(dir.join(name)).unwrap();
+        assert!(bytes.starts_with(starts), "{name}");
+        assert_eq!(read_frames(&bytes)[0].pixels, dem.pixels, "{name}: 16-bit samples unchanged");
+    }
+    let (code, _, _) = run_in(&dir, "pad", &["--border", "0", "-o", "e.raw", "dem.pgm"]);
+    assert_eq!(code, Some(0));
+    let raw = std::fs::read(dir.join("e.raw")).unwrap();
+    assert_eq!(raw.len(), dem.pixel_count() * 2, "raw: the samples alone, 16-bit little-endian");
+    assert_eq!(u16::from_le_bytes([raw[0], raw[1]]), dem.pixels.get(0));
+    // Tables: CSV or TSV; colhist writes its matrix as an image for an image's extension.
+    run_in(&dir, "cdf", &["-o", "c.tsv", "dem.pgm"]);
+    assert!(std::fs::read_to_string(dir.join("c.tsv")).unwrap().starts_with("frame\tbin\tlower"));
+    run_in(&dir, "colhist", &["-o", "h.png", "dem.pgm"]);
+    assert_eq!(read_frames(&std::fs::read(dir.join("h.png")).unwrap())[0].height, 256);
+    let edges = run_ok("edges", "cpu", &[], &fixture_bytes("brick.pgm"));
+    let acc = run_ok("hough-vote", "cpu", &[], &edges);
+    run_ok("hough-lines", "cpu", &["-o", arg(&dir.join("l.tsv"))], &acc);
+    assert!(std::fs::read_to_string(dir.join("l.tsv"))
+        .unwrap()
+        .starts_with("rho\ttheta\ttheta_degrees\tvotes\n"));
+    // What does not fit the tool's output is refused before anything is read, and leaves nothing.
+    let before = names(&dir);
+    for (name, args, expected) in [
+        ("equalize", &["-o", "e.csv"][..], "e.csv: this tool writes frames: give a .pgm"),
+        ("equalize", &["-o", "e.jpg"], "e.jpg: histopipe does not write .jpg files"),
+        ("equalize", &["--png", "-o", "e.pgm"], "--png contradicts -o"),
+        ("cdf", &["-o", "c.png"], "c.png: this tool writes a table: give a .csv or .tsv file"),
+        ("cdf", &["--png"], "--png does not apply: this tool writes a table"),
+        ("cdf", &["--format", "tsv", "-o", "c.csv"], "--format tsv contradicts -o's extension .csv"),
+        ("colhist", &["--format", "csv", "-o", "h.pgm"], "--format csv contradicts -o's extension .pgm"),
+        ("hough-lines", &["-o", "l.png"], "this tool writes a table"),
+    ] {
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| if a.contains('.') { dir.join(a).to_str().unwrap().to_owned() } else { a.to_string() })
+            .collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let e = run_err(name, &args, b"not an image", 2);
+        assert!(e.contains(expected), "{name} {args:?}: {e}");
+    }
+    assert_eq!(names(&dir), before);
+}
+
+#[test]
+fn fields_make_one_file_per_frame() {
+    let dir = temp_dir("fields");
+    copy(&dir, &[("camera.pgm", "scans/a.pgm"), ("rocket.jpg", "scans/b.jpg"), ("moon.pgm", "more/a.pgm")]);
+    let (code, _, err) = run_in(&dir, "equalize", &["-o", "out/{stem}.png", "scans/a.pgm", "scans/b.jpg"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(names(&dir.join("out")), ["a.png", "b.png"]);
+    let a = read_frames(&std::fs::read(dir.join("out/a.png")).unwrap()).remove(0);
+    let expected = read_frames(&run_ok("equalize", "cpu", &[], &fixture_bytes("camera.pgm"))).remove(0);
+    assert_eq!(a.pixels, expected.pixels);
+    // Beside the inputs, and numbered.
+    let (code, _, err) =
+        run_in(&dir, "cdf", &["-o", "{dir}/{stem}-{n:03}-{i}.csv", "scans/a.pgm", "more/a.pgm"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(dir.join("scans/a-001-1.csv").exists() && dir.join("more/a-002-1.csv").exists());
+    let table = std::fs::read_to_string(dir.join("more/a-002-1.csv")).unwrap();
+    assert!(table.starts_with("frame,bin,lower,"), "each file has its header: {table:.40}");
+    // Two frames for one file: an error naming both, before the second is worked on.
+    let (code, _, err) = run_in(&dir, "equalize", &["-o", "dup/{stem}.pgm", "scans/a.pgm", "more/a.pgm"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("more/a.pgm: frame 1: dup/a.pgm is also the output of frame 1 of scans/a.pgm"),
+        "{err}"
+    );
+    assert_eq!(names(&dir.join("dup")), ["a.pgm"], "the frames before are written");
+    // Frames of standard input have no file name: {n} numbers them, {stem} cannot.
+    let two = [fixture_bytes("camera.pgm"), fixture_bytes("moon.pgm")].concat();
+    let out = tool("equalize")
+        .current_dir(&dir)
+        .args(["-o", "s/{n}.pgm"])
+        .write_stdin(two.clone())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(names(&dir.join("s")), ["1.pgm", "2.pgm"]);
+    let e = run_err("equalize", &["-o", "/nonexistent/{stem}.pgm"], &two, 2);
+    assert!(e.contains("frame 1: -o /nonexistent/{stem}.pgm: the frame came from standard input"), "{e}");
+}
+
+/// The issue's pipeline: the last tool names its outputs after the files the first one read.
+#[test]
+fn the_source_travels_through_a_pipeline() {
+    let dir = temp_dir("pipeline");
+    copy(&dir, &[("camera.pgm", "scans/cam.pgm"), ("coins.pgm", "scans/coins.pgm")]);
+    let script = "pad scans/*.pgm | rotate 30 | colhist -o out/{stem}.csv";
+    let out = StdCommand::new("bash")
+        .args(["-o", "pipefail", "-c", script])
+        .current_dir(&dir)
+        .env("PATH", path_with_tools())
+        .env("HISTOPIPE_BACKEND", "cpu")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(names(&dir.join("out")), ["cam.csv", "coins.csv"]);
+    let table = std::fs::read_to_string(dir.join("out/coins.csv")).unwrap();
+    assert!(table.starts_with("# frame 2: "), "{table:.40}");
+}
+
+/// An option's value, and the output, are checked before any input is read: with standard input
+/// open and silent, the tool still fails at once.
+#[test]
+fn options_are_checked_before_any_input_is_read() {
+    for (name, args, expected) in [
+        ("edges", &["--blur", "0"][..], "--blur 0 must be in (0, 100]"),
+        ("edges", &["--low", "-1"], "--low -1 must be a non-negative number"),
+        ("hough-vote", &["--rho-step", "0"], "--rho-step 0 must be a positive number"),
+        ("colhist", &["--bins", "0"], "--bins: must be at least 1"),
+        ("equalize", &["-o", "x.csv"], "this tool writes frames"),
+        ("pad", &["--threads", "0"], "--threads: must be at least 1"),
+    ] {
+        let mut child = tool_command(name)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            assert!(start.elapsed() < Duration::from_secs(20), "{name} {args:?} waited for input");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(expected), "{name} {args:?}");
+    }
+}
+
+/// Killed while writing, a tool leaves no temporary file behind, and dies of the signal.
+#[cfg(unix)]
+#[test]
+fn a_signal_leaves_no_temporary_file() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = temp_dir("signal");
+    let mut child = tool_command("equalize")
+        .current_dir(&dir)
+        .args(["-o", "out.pgm"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while names(&dir).is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(20), "no temporary file appeared");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(names(&dir)[0].starts_with(".out.pgm.histopipe-"), "{:?}", names(&dir));
+    // Standard input stays open until the tool is gone: at its end, the tool would stop anyway.
+    let stdin = child.stdin.take();
+    let killed = StdCommand::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), Some(15), "{:?}: {stderr}", out.status);
+    assert_eq!(names(&dir), Vec::<String>::new());
+}
+
+/// Many files through several workers: the same output, in the same order, as one at a time.
+#[test]
+fn a_batch_on_several_workers_is_the_batch_one_at_a_time() {
+    let dir = temp_dir("batch");
+    let mut rng = rng();
+    let mut files = Vec::new();
+    for i in 0..24 {
+        let (w, h) = (rng.usize(1..300), rng.usize(1..200));
+        let f = random_frame(&mut rng, w, h, if i % 3 == 0 { 1000 } else { 255 });
+        let path = dir.join(format!("{i:02}.pgm"));
+        std::fs::write(&path, stream(&[f])).unwrap();
+        files.push(path.to_str().unwrap().to_owned());
+    }
+    let files: Vec<&str> = files.iter().map(String::as_str).collect();
+    for (name, args) in
+        [("equalize", &[][..]), ("rotate", &["33", "--bilinear"][..]), ("cdf", &["--bins", "7"][..])]
+    {
+        let one = run_ok(name, "cpu", &[args, &["--threads", "1"], &files].concat(), &[]);
+        let many = run_ok(name, "cpu", &[args, &["--threads", "5"], &files].concat(), &[]);
+        assert!(one == many, "{name}: the output depends on the number of workers");
+        let auto = run_ok(name, "auto", &[args, &files].concat(), &[]);
+        assert!(one == auto, "{name}: auto differs");
+    }
+}
+
+/// The tool's command as a plain process, for tests that drive its standard input themselves.
+fn tool_command(name: &str) -> StdCommand {
+    let mut cmd = StdCommand::new(assert_cmd::cargo::cargo_bin(name));
+    cmd.env_remove("HISTOPIPE_BACKEND");
+    cmd
+}
