@@ -14,3 +14,4 @@ mod opencv;
 mod pad;
 mod rotate;
 mod streams;
+mod threads;

@@ -14,6 +14,9 @@ pub struct Common {
     pub raw: Option<RawSpec>,
     pub max_pixels: u64,
     pub png: bool,
+    /// The CPU backend's threads (`--threads`, `HISTOPIPE_THREADS`); `None`: every core the
+    /// process may use.
+    pub threads: Option<usize>,
 }
 
 /// The `--help` section for [`Common`]'s options.
@@ -27,6 +30,9 @@ Backend:
   --backend B        auto, cpu or gpu [default: $HISTOPIPE_BACKEND, else auto]; auto uses the GPU
                      when one is usable, else the CPU; the output is the same on both
   --device N         which CUDA device to use [default: 0]
+  --threads N        the CPU backend's threads [default: $HISTOPIPE_THREADS, else every core the
+                     process may use: its CPU affinity (taskset) and cgroup CPU quota]; the
+                     output is the same for any number
   -h, --help         print this help
   -V, --version      print the version";
 
@@ -38,7 +44,13 @@ impl Common {
             }
             _ => BackendChoice::Auto,
         };
-        Ok(Common { backend, device: 0, raw: None, max_pixels: DEFAULT_MAX_PIXELS, png: false })
+        let threads = match std::env::var("HISTOPIPE_THREADS") {
+            Ok(v) if !v.is_empty() => {
+                Some(parse_threads(&v).map_err(|e| Error::usage(format!("HISTOPIPE_THREADS: {e}")))?)
+            }
+            _ => None,
+        };
+        Ok(Common { backend, device: 0, raw: None, max_pixels: DEFAULT_MAX_PIXELS, png: false, threads })
     }
 
     /// Takes option `name` if it is a common one; `Ok(false)` if it is not.
@@ -56,9 +68,21 @@ impl Common {
             }
             "--max-pixels" => self.max_pixels = parse_value(parser, "--max-pixels")?,
             "--png" => self.png = true,
+            "--threads" => {
+                let v = parser.value()?.string()?;
+                self.threads = Some(parse_threads(&v).map_err(|e| Error::usage(format!("--threads: {e}")))?);
+            }
             _ => return Ok(false),
         }
         Ok(true)
+    }
+}
+
+/// A thread count: a whole number, at least 1.
+fn parse_threads(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("bad thread count '{text}' (a whole number, at least 1)")),
     }
 }
 

@@ -130,6 +130,7 @@ fn run<T: Tool>(engine: &mut Option<Engine>) -> Result<(), Error> {
         Parsed::Run(c) => c,
         Parsed::Printed => return Ok(()),
     };
+    histopipe_ops::parallel::set_threads(common.threads);
     tune_process_for_streams();
     run_stream(&mut tool, &common, Box::new(io::stdin()), Box::new(io::stdout()), engine)
 }
