@@ -151,22 +151,29 @@ fn count_columns_8bit<const MASKED: bool>(
 /// own).
 fn add_strips(strips: &mut [ByteStrip], group: Range<usize>, first: bool, counts: &mut [&mut [u32]]) {
     for (b, line) in counts.iter_mut().enumerate() {
-        let line = &mut line[group.clone()];
-        if let (Ok(line), true) = (<&mut [u32; BYTE_GROUP]>::try_from(&mut *line), first) {
-            // A whole group, the usual case: fixed lengths, which the compiler vectorises.
-            for (part, strip) in line.chunks_exact_mut(BYTE_STRIP).zip(strips.iter_mut()) {
-                for (t, n) in part.iter_mut().zip(strip.0[b].iter_mut()) {
-                    *t = *n as u32;
-                    *n = 0;
-                }
-            }
-            continue;
-        }
-        for (part, strip) in line.chunks_mut(BYTE_STRIP).zip(strips.iter_mut()) {
+        add_bin(strips, b, first, &mut line[group.clone()]);
+    }
+}
+
+/// [`add_strips`] for bin `b`, into `line` (the group's counts of the bin). A function of its
+/// own, not inlined, so that `line`, an argument, is known not to overlap the strips: read from
+/// `counts`, it could, and the loops were not vectorised (measured: 10% of colhist's time, from 5%).
+#[inline(never)]
+fn add_bin(strips: &mut [ByteStrip], b: usize, first: bool, line: &mut [u32]) {
+    if let (Ok(line), true) = (<&mut [u32; BYTE_GROUP]>::try_from(&mut *line), first) {
+        // A whole group, the usual case: fixed lengths, which the compiler vectorises.
+        for (part, strip) in line.chunks_exact_mut(BYTE_STRIP).zip(strips.iter_mut()) {
             for (t, n) in part.iter_mut().zip(strip.0[b].iter_mut()) {
-                *t += *n as u32;
+                *t = *n as u32;
                 *n = 0;
             }
+        }
+        return;
+    }
+    for (part, strip) in line.chunks_mut(BYTE_STRIP).zip(strips.iter_mut()) {
+        for (t, n) in part.iter_mut().zip(strip.0[b].iter_mut()) {
+            *t += *n as u32;
+            *n = 0;
         }
     }
 }
