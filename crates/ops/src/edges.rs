@@ -112,13 +112,16 @@ impl Canny {
 /// Separable Gaussian blur of an 8-bit frame (see [`gaussian_weights`]): each pass in bands of
 /// rows on the pool's threads.
 pub fn blur_cpu(src: &[u8], w: usize, h: usize, k: &[f32]) -> Vec<u8> {
+    if w == 0 || h == 0 {
+        return Vec::new();
+    }
     let r = (k.len() / 2) as isize;
     let clamp = |v: isize, n: usize| v.clamp(0, n as isize - 1) as usize;
     // Each pass costs about a multiply-add per tap and pixel.
     let band = h.div_ceil(parallel::parts(w * h * k.len(), MIN_PART)) * w;
     let mut tmp = vec![0f32; w * h];
     parallel::for_each_part(&mut tmp, band, |first, part| {
-        for (y, row) in (first / w.max(1)..).zip(part.chunks_exact_mut(w.max(1))) {
+        for (y, row) in (first / w..).zip(part.chunks_exact_mut(w)) {
             for (x, t) in row.iter_mut().enumerate() {
                 let mut acc = 0f32;
                 for (i, &kw) in k.iter().enumerate() {
@@ -130,7 +133,7 @@ pub fn blur_cpu(src: &[u8], w: usize, h: usize, k: &[f32]) -> Vec<u8> {
     });
     let mut out = vec![0u8; w * h];
     parallel::for_each_part(&mut out, band, |first, part| {
-        for (y, row) in (first / w.max(1)..).zip(part.chunks_exact_mut(w.max(1))) {
+        for (y, row) in (first / w..).zip(part.chunks_exact_mut(w)) {
             for (x, o) in row.iter_mut().enumerate() {
                 let mut acc = 0f32;
                 for (i, &kw) in k.iter().enumerate() {
@@ -244,7 +247,7 @@ fn canny_cpu(src: &[u8], w: usize, h: usize, l2: bool, low: i32, high: i32) -> V
     let mut map = vec![NONE; mw * (h + 2)];
     let band = h.div_ceil(parallel::parts(w * h, MIN_PART));
     let thresholds = Thresholds { l2, low, high };
-    // Rows y0..y1 of the frame are rows y0 + 1..y1 + 1 of the map: its bytes (y0 + 1) mw...
+    // Frame rows y0.. are map rows y0 + 1..: a band's bytes start at (y0 + 1) mw in the map.
     let in_band = |y0: usize, rows: &mut [u8]| {
         let strong = suppress_rows(src, w, h, thresholds, y0..y0 + rows.len() / mw, rows);
         let mut outside = Vec::new();
