@@ -231,7 +231,7 @@ fn time_copy(gpu: &Gpu, timer: &GpuTimer<'_>, bytes: usize) -> Result<(Stats, us
 }
 
 /// Times the CPU implementation of `entry` on `input`, if it has one and the input is not over
-/// `--cpu-max-pixels`.
+/// `--cpu-max-pixels`: `histopipe-cpu` on several threads, `histopipe-cpu-1` on one.
 fn time_cpu_case(o: &Options, entry: &Entry, input: &Input, out: &mut impl Write) -> Result<(), BenchError> {
     let Some(prepare) = entry.cpu.filter(|_| input.width * input.height <= o.cpu_max_pixels) else {
         return Ok(());
@@ -239,7 +239,10 @@ fn time_cpu_case(o: &Options, entry: &Entry, input: &Input, out: &mut impl Write
     let mut cpu = prepare(input)?;
     let frame = host_frame(input);
     let stats = time_cpu(o.plan, &mut || cpu(&frame))?;
-    emit(out, entry.name, "histopipe-cpu", input, &stats, &format!("\"threads\":{}", parallel::threads()))
+    // The report sets one thread (scripts/bench/run: `cpu --threads 1`) beside OpenCV's one.
+    let threads = parallel::threads();
+    let imp = if threads == 1 { "histopipe-cpu-1" } else { "histopipe-cpu" };
+    emit(out, entry.name, imp, input, &stats, &format!("\"threads\":{threads}"))
 }
 
 /// Times one entry on one input: our kernels, the copy floor, and the CPU implementation.
