@@ -20,8 +20,7 @@ fn run_threads(name: &str, args: &[&str], input: &[u8], threads: Option<&str>, e
     out.stdout
 }
 
-/// A frame large enough that every operation splits it (a few hundred thousand pixels): rings
-/// (long edges across many bands of rows) with noise, `maxval` 255 or more.
+/// A frame of rings (long edges across many bands of rows) with noise, `maxval` 255 or more.
 fn rings(rng: &mut fastrand::Rng, w: usize, h: usize, maxval: u16) -> Frame {
     let mut level = |i: usize| {
         let (x, y) = ((i % w) as f64 - w as f64 / 3.0, (i / w) as f64 - h as f64 / 2.0);
@@ -36,22 +35,26 @@ fn rings(rng: &mut fastrand::Rng, w: usize, h: usize, maxval: u16) -> Frame {
     Frame::new(w, h, maxval, pixels)
 }
 
+/// Every operation's input large enough to be split (the thresholds are a few hundred thousand
+/// to a few million samples: see each operation's MIN_PART).
 #[test]
 fn every_tool_gives_the_same_output_on_any_number_of_threads() {
     let mut rng = rng();
     let eight = stream(&[rings(&mut rng, 1001, 703, 255)]);
-    let sixteen = stream(&[rings(&mut rng, 703, 1001, 4000)]);
+    let big8 = stream(&[rings(&mut rng, 2100, 2000, 255)]);
+    let big16 = stream(&[rings(&mut rng, 2000, 2100, 4000)]);
     let edges = run_threads("edges", &["--low", "20", "--high", "60"], &eight, Some("1"), false);
     let accumulator = run_threads("hough-vote", &[], &edges, Some("1"), false);
-    let cases: [(&str, &[&str], &[u8]); 11] = [
-        ("pad", &[], &eight),
-        ("pad", &["--fill", "9"], &sixteen),
+    let cases: [(&str, &[&str], &[u8]); 12] = [
+        ("pad", &["--border", "1000"], &eight),
+        ("pad", &["--to", "2900x2900", "--fill", "9"], &big16),
         ("rotate", &["30"], &eight),
-        ("rotate", &["-100", "--bilinear"], &sixteen),
-        ("colhist", &[], &eight),
-        ("colhist", &["--rows"], &sixteen),
-        ("cdf", &[], &sixteen),
-        ("equalize", &[], &eight),
+        ("rotate", &["-100", "--bilinear"], &big16),
+        ("colhist", &[], &big8),
+        ("colhist", &["--rows"], &big16),
+        ("cdf", &[], &big16),
+        ("equalize", &[], &big8),
+        ("edges", &["--low", "20", "--high", "60"], &eight),
         ("edges", &["--low", "20", "--high", "60", "--blur", "1"], &eight),
         ("hough-vote", &[], &edges),
         ("hough-lines", &["--threshold", "40"], &accumulator),

@@ -32,9 +32,9 @@ const CPU_COPIES: usize = 4;
 /// Most bins counted in [`CPU_COPIES`] copies; 16-bit levels' copies would not stay in cache.
 const CPU_COPY_MAX_BINS: usize = 4096;
 
-/// Fewest samples in a part of the CPU's count: about 0.6 ns a sample on one core
-/// (docs/BENCHMARKS.md), so a part takes 80 microseconds or more.
-const MIN_PART: usize = 1 << 17;
+/// Fewest samples in a part of the CPU's count ([`parallel::parts`]): 0.31 ns a sample on one core
+/// (4096x3112 in 4.0 ms), so a part takes 0.15 ms or more.
+const MIN_PART: usize = 1 << 19;
 /// Fewest samples per bin in a part: each part's histogram is zeroed and added to the others', so
 /// with many bins (65536 for 16-bit levels) a part must count many more samples than it has bins.
 const PART_SAMPLES_PER_BIN: usize = 16;

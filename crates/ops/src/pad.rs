@@ -11,10 +11,10 @@ use histopipe_gpu::kernels;
 
 use crate::{parallel, with_samples, Gpu, Op, OpError, Sample};
 
-/// Fewest output samples in a part of the CPU's work. Padding costs about as much as writing its
-/// output once, and less for a zero fill, whose border is calloc's untouched pages: 725 x 725
-/// samples took 16 microseconds on one core. 4 Mi samples take a few hundred, far above the cost
-/// of handing a part to a thread (measured: 512x512 padded in two parts was 30% slower).
+/// Fewest output samples in a part of the CPU's work ([`parallel::parts`]). Padding costs about as
+/// much as writing its output once, and less for a zero fill, whose border is calloc's untouched
+/// pages: 725 x 725 samples took 16 microseconds on one core (two parts were 30% slower). 4 Mi
+/// samples take a few hundred.
 const MIN_PART: usize = 1 << 22;
 
 /// How large the padded frame is.

@@ -71,6 +71,10 @@ pub fn threads() -> usize {
 /// How many parts to split `units` units of work into so that each has at least `min_part`
 /// (an operation's measured threshold): 1, on the calling thread, when the work is too small or
 /// there is one thread; else at most [`PARTS_PER_THREAD`] per thread.
+///
+/// The operations set `min_part` to about 0.2 ms of one thread's work: waking the pool's sleeping
+/// threads takes tens of microseconds, and splitting 0.1 to 0.2 ms of work (colhist, equalize,
+/// rotate at 512x512 and 640x651) over two threads measured 30 to 40% slower in the median.
 pub(crate) fn parts(units: usize, min_part: usize) -> usize {
     // This crate's tests split whatever the size, so that their small frames take the split paths.
     let min_part = if cfg!(test) { 1 } else { min_part.max(1) };
