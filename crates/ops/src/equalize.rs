@@ -126,9 +126,9 @@ fn map<T: Sample>(samples: &[T], lut: &[T]) -> Vec<T> {
     map_parts(samples, |v| lut[v.into() as usize])
 }
 
-/// [`map`] for 8-bit samples, the last step of [`Equalize`] on the CPU: a 256-entry table
-/// indexed by a byte needs no bounds checks, which would otherwise cost as much as the look-up
-/// itself.
+/// Every 8-bit sample through `lut` (indexed by value; samples are at most its last index), the
+/// last step of [`Equalize`] on the CPU: a 256-entry table indexed by a byte needs no bounds
+/// checks, which would otherwise cost as much as the look-up itself.
 pub fn map_bytes(samples: &[u8], lut: &[u8]) -> Vec<u8> {
     let mut full = [0u8; 256];
     for (slot, &out) in full.iter_mut().zip(lut) {
