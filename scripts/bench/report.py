@@ -33,7 +33,9 @@ PEER_OP = {
 HISTOGRAMS = ["colhist", "cdf", "equalize.histogram"]
 GPU_PEERS = ["cub", "npp", "opencv-cuda"]
 CPU_PEERS = ["opencv-all", "opencv-1"]
-IMPL_ORDER = ["histopipe-gpu", "copy", "cub", "npp", "cuda", "opencv-cuda", "histopipe-cpu", "opencv-all", "opencv-1"]
+# histopipe-cpu: our CPU backend on every core; histopipe-cpu-1: on one thread (`--threads 1`).
+OURS = ("histopipe-gpu", "histopipe-cpu", "histopipe-cpu-1")
+IMPL_ORDER = ["histopipe-gpu", "copy", "cub", "npp", "cuda", "opencv-cuda", "histopipe-cpu", "histopipe-cpu-1", "opencv-all", "opencv-1"]
 # The CPU targets: our CPU backend over OpenCV on the same thread count.
 CPU_TARGETS = {"colhist": 1.5, "cdf": 1.5, "equalize.histogram": 1.5, "equalize": 1.5,
                "rotate.nearest": 1.5, "rotate.bilinear": 1.5, "edges": 2.0, "hough": 1.0}
@@ -115,7 +117,7 @@ def kernel_tables(k):
         peer_op = PEER_OP.get(op)
         ours = op in k.ours
         impls = k.impls(op)
-        peer_impls = [i for i in k.impls(peer_op) if i not in ("histopipe-gpu", "histopipe-cpu", "copy")] if ours and peer_op else []
+        peer_impls = [i for i in k.impls(peer_op) if i not in OURS + ("copy",)] if ours and peer_op else []
         title = f"### `{op}`" + (f" (peers: their `{peer_op}`)" if ours and peer_op and peer_op != op else "")
         out.append(title)
         out.append("")
@@ -123,7 +125,7 @@ def kernel_tables(k):
         if ours:
             head += [f"{i} ms" for i in peer_impls if peer_op != op]
             head += ["ours/copy", "GB/s ours", "GB/s copy"] + [f"ours/{i}" for i in peer_impls if i in GPU_PEERS]
-            head += ["cpu/opencv-1", "cpu/opencv-all"]
+            head += ["cpu-1/opencv-1", "cpu/opencv-all"]
         out.append("| " + " | ".join(head) + " |")
         out.append("|" + "---|" * len(head))
         for w, h, c in k.cases(op):
@@ -137,8 +139,8 @@ def kernel_tables(k):
                 gbs = lambda nbytes, ms: f"{nbytes / ms / 1e6:.0f}" if nbytes and ms else "–"
                 cells += [fmt_ratio(ratio(g, cp)), gbs(row.get("traffic_bytes"), g), gbs(2 * crow.get("copy_bytes", 0), cp)]
                 cells += [fmt_ratio(ratio(g, k.get(peer_op, i, w, h, c))) for i in peer_impls if i in GPU_PEERS]
-                cpu = k.get(op, "histopipe-cpu", w, h, c)
-                cells += [fmt_ratio(ratio(cpu, k.get(peer_op, i, w, h, c))) for i in ("opencv-1", "opencv-all")]
+                cells += [fmt_ratio(ratio(k.get(op, mine, w, h, c), k.get(peer_op, i, w, h, c)))
+                          for mine, i in (("histopipe-cpu-1", "opencv-1"), ("histopipe-cpu", "opencv-all"))]
             out.append(table_row(cells))
         out.append("")
     return out
@@ -183,12 +185,12 @@ def targets(k, tools, streams):
     for op, limit in CPU_TARGETS.items():
         peer = PEER_OP[op]
         cases = [c for c in k.cases(op)
-                 if k.get(op, "histopipe-cpu", *c) is not None and k.get(peer, "opencv-1", *c) is not None]
+                 if k.get(op, "histopipe-cpu-1", *c) is not None and k.get(peer, "opencv-1", *c) is not None]
         if not cases:
             check(rows, f"CPU `{op}` within {limit:g}x of OpenCV (1 thread)", "–", None, limit)
         for w, h, c in cases:
             check(rows, f"CPU `{op}` within {limit:g}x of OpenCV (1 thread)", f"{w}x{h} {c}",
-                  ratio(k.get(op, "histopipe-cpu", w, h, c), k.get(peer, "opencv-1", w, h, c)), limit)
+                  ratio(k.get(op, "histopipe-cpu-1", w, h, c), k.get(peer, "opencv-1", w, h, c)), limit)
     # Streams: every filter at >= 80% of cat's fps, i.e. cat_fps / fps <= 1.25; auto within 10% of gpu.
     cat = {}
     for s in streams:
@@ -274,7 +276,7 @@ def series(k):
         lines = defaultdict(lambda: defaultdict(list))
         for src_op in dict.fromkeys([op, PEER_OP.get(op, op)]):
             for (o, impl, w, h, c), r in k.t.items():
-                if o == src_op and (src_op == op or impl not in ("copy", "histopipe-gpu", "histopipe-cpu")):
+                if o == src_op and (src_op == op or impl not in OURS + ("copy",)):
                     lines[impl if src_op == op else f"{impl} {src_op}"][c].append((w * h, r["median_ms"]))
         data[op] = lines
     return data
@@ -398,7 +400,8 @@ def main():
     L.append("- Peers: CUB `DeviceHistogram::HistogramEven` and NPP (`_Ctx` calls on the same stream) from "
              "`scripts/bench/peers.cu`, timed the same way; NPP `equalize` is HistogramEven + a 256-thread "
              "LUT kernel (OpenCV's formula) + LUTPalette. OpenCV from `scripts/bench/cpu_peers.py` on all "
-             "threads (`opencv-all`) and one (`opencv-1`), host clock. Hough entries (ours and peers) use "
+             "threads (`opencv-all`) and one (`opencv-1`), host clock, next to our CPU backend on all threads "
+             "(`histopipe-cpu`) and one (`histopipe-cpu-1`). Hough entries (ours and peers) use "
              "OpenCV's Canny edge map of the frame (Canny 50/150). Every GPU line in the JSON has "
              "`queue_us`, the host time to queue one run: at or above the median, that call is bound by "
              "its launches (or synchronizes inside).")

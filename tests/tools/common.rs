@@ -41,6 +41,7 @@ pub const PGM_FIXTURES: &[&str] = &[
 pub fn tool(name: &str) -> Command {
     let mut cmd = Command::cargo_bin(name).unwrap_or_else(|e| panic!("binary {name}: {e}"));
     cmd.env_remove("HISTOPIPE_BACKEND");
+    cmd.env_remove("HISTOPIPE_THREADS");
     cmd
 }
 

@@ -254,7 +254,7 @@ fn options_are_checked_before_any_input_is_read() {
         ("hough-vote", &["--rho-step", "0"], "--rho-step 0 must be a positive number"),
         ("colhist", &["--bins", "0"], "--bins: must be at least 1"),
         ("equalize", &["-o", "x.csv"], "this tool writes frames"),
-        ("pad", &["--threads", "0"], "--threads: must be at least 1"),
+        ("pad", &["--threads", "0"], "--threads: bad thread count '0'"),
     ] {
         let mut child = tool_command(name)
             .args(args)

@@ -18,3 +18,4 @@ mod pad;
 mod readme;
 mod rotate;
 mod streams;
+mod threads;

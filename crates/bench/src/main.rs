@@ -5,7 +5,9 @@
 //!
 //!   histopipe-bench gen --dir D [--sizes WxH,...] [--fixture F]     write the inputs
 //!   histopipe-bench kernels --dir D [--sizes ...] [--only a,b] [--quick] [--content real,random]
-//!                          [--cpu-max-pixels N] [--no-cpu]           time them
+//!                          [--cpu-max-pixels N] [--no-cpu] [--threads N]   time them
+//!   histopipe-bench cpu --dir D [...as kernels]                     the CPU implementations only,
+//!                                                                    no GPU needed
 //!   histopipe-bench list                                             the entries' names
 
 mod inputs;
@@ -20,7 +22,7 @@ use std::process::ExitCode;
 use histopipe_gpu::cudarc::driver::sys::CUdevice_attribute;
 use histopipe_gpu::cudarc::driver::{CudaSlice, DriverError};
 use histopipe_gpu::{Gpu, GpuError};
-use histopipe_ops::OpError;
+use histopipe_ops::{parallel, OpError};
 use lexopt::{Arg, Parser, ValueExt};
 
 use inputs::{Content, Input, InputKind};
@@ -82,6 +84,8 @@ struct Options {
     plan: Plan,
     fixture: PathBuf,
     cpu_max_pixels: usize,
+    /// The CPU implementations' threads (`None`: every core the process may use).
+    threads: Option<usize>,
 }
 
 const HELP: &str = "\
@@ -90,7 +94,9 @@ histopipe-bench: time histopipe's kernels (CUDA events) next to a device-to-devi
 Usage:
   histopipe-bench gen --dir D [--sizes WxH,...] [--fixture F]
   histopipe-bench kernels --dir D [--sizes WxH,...] [--only a,b] [--quick] [--content real,random]
-                  [--cpu-max-pixels N | --no-cpu]
+                  [--cpu-max-pixels N | --no-cpu] [--threads N]
+  histopipe-bench cpu --dir D [--sizes WxH,...] [--only a,b] [--quick] [--content real,random]
+                  [--cpu-max-pixels N] [--threads N]
   histopipe-bench list
 
 Options:
@@ -105,6 +111,7 @@ Options:
   --quick              fewer runs per case
   --cpu-max-pixels N   time the CPU implementations on frames of at most N pixels [default: 33554432]
   --no-cpu             never time the CPU implementations
+  --threads N          the CPU implementations' threads [default: every core the process may use]
 Output: one JSON object per line on stdout.";
 
 fn parse() -> Result<Option<Options>, BenchError> {
@@ -117,6 +124,7 @@ fn parse() -> Result<Option<Options>, BenchError> {
         plan: Plan::FULL,
         fixture: PathBuf::from("tests/fixtures/camera.pgm"),
         cpu_max_pixels: 1 << 25,
+        threads: None,
     };
     let mut p = Parser::from_env();
     while let Some(arg) = p.next()? {
@@ -138,6 +146,13 @@ fn parse() -> Result<Option<Options>, BenchError> {
             Arg::Long("quick") => o.plan = Plan::QUICK,
             Arg::Long("cpu-max-pixels") => o.cpu_max_pixels = p.value()?.parse()?,
             Arg::Long("no-cpu") => o.cpu_max_pixels = 0,
+            Arg::Long("threads") => {
+                let n: usize = p.value()?.parse()?;
+                if n == 0 {
+                    return Err(BenchError("--threads must be at least 1".into()));
+                }
+                o.threads = Some(n);
+            }
             Arg::Value(v) if o.command.is_empty() => o.command = v.string()?,
             other => return Err(other.unexpected().into()),
         }
@@ -215,6 +230,21 @@ fn time_copy(gpu: &Gpu, timer: &GpuTimer<'_>, bytes: usize) -> Result<(Stats, us
     Ok((stats, k))
 }
 
+/// Times the CPU implementation of `entry` on `input`, if it has one and the input is not over
+/// `--cpu-max-pixels`: `histopipe-cpu` on several threads, `histopipe-cpu-1` on one.
+fn time_cpu_case(o: &Options, entry: &Entry, input: &Input, out: &mut impl Write) -> Result<(), BenchError> {
+    let Some(prepare) = entry.cpu.filter(|_| input.width * input.height <= o.cpu_max_pixels) else {
+        return Ok(());
+    };
+    let mut cpu = prepare(input)?;
+    let frame = host_frame(input);
+    let stats = time_cpu(o.plan, &mut || cpu(&frame))?;
+    // The report sets one thread (scripts/bench/run: `cpu --threads 1`) beside OpenCV's one.
+    let threads = parallel::threads();
+    let imp = if threads == 1 { "histopipe-cpu-1" } else { "histopipe-cpu" };
+    emit(out, entry.name, imp, input, &stats, &format!("\"threads\":{threads}"))
+}
+
 /// Times one entry on one input: our kernels, the copy floor, and the CPU implementation.
 fn time_case(
     o: &Options,
@@ -222,7 +252,6 @@ fn time_case(
     timer: &GpuTimer<'_>,
     entry: &Entry,
     input: &Input,
-    threads: usize,
     out: &mut impl Write,
 ) -> Result<(), BenchError> {
     let mut case = (entry.prepare)(gpu, input)?;
@@ -232,36 +261,28 @@ fn time_case(
     emit(out, entry.name, "histopipe-gpu", input, &stats, &format!("{bytes},\"sets\":{}", case.sets))?;
     emit(out, entry.name, "copy", input, &copy, &format!("{bytes},\"sets\":{copy_sets}"))?;
     // Free the device buffers before the CPU runs.
-    drop(case.gpu);
-    if let Some(cpu) = case.cpu.as_mut().filter(|_| input.width * input.height <= o.cpu_max_pixels) {
-        let frame = host_frame(input);
-        let stats = time_cpu(o.plan, &mut || cpu(&frame))?;
-        emit(out, entry.name, "histopipe-cpu", input, &stats, &format!("\"threads\":{threads}"))?;
-    }
-    Ok(())
+    drop(case);
+    time_cpu_case(o, entry, input, out)
 }
 
-fn kernels(o: &Options) -> Result<(), BenchError> {
+/// The entries `--only` selects (all without it); an error if none.
+fn entries(o: &Options) -> Result<Vec<Entry>, BenchError> {
     let entries: Vec<Entry> = registry::all().into_iter().filter(|e| selected(e, &o.only)).collect();
     if entries.is_empty() {
         return Err(BenchError("--only selects no entry (see histopipe-bench list)".into()));
     }
-    let gpu = Gpu::open(0)?;
-    let ctx = gpu.context();
-    let l2 = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?;
-    let sms = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let mut out = io::stdout().lock();
-    writeln!(
-        out,
-        "{{\"suite\":\"device\",\"impl\":\"histopipe-bench\",\"name\":\"{}\",\"arch\":{},\"l2_bytes\":{l2},\
-         \"sms\":{sms},\"host_threads\":{threads}}}",
-        gpu.name(),
-        gpu.arch()
-    )?;
-    let timer = GpuTimer::new(&gpu, o.plan)?;
+    Ok(entries)
+}
+
+/// Calls `case` for every selected entry on every input it reads; a failed case is reported and
+/// the others still run, and the error at the end counts them.
+fn each_case(
+    o: &Options,
+    entries: &[Entry],
+    mut case: impl FnMut(&Entry, &Input) -> Result<(), BenchError>,
+) -> Result<(), BenchError> {
     let mut failed = 0;
-    for entry in &entries {
+    for entry in entries {
         for &(w, h) in &o.sizes {
             for &c in &o.contents {
                 let input = match inputs::load(&o.dir, entry.input, c, w, h) {
@@ -271,8 +292,7 @@ fn kernels(o: &Options) -> Result<(), BenchError> {
                         continue;
                     }
                 };
-                // One failed case is reported and the others still run.
-                if let Err(e) = time_case(o, &gpu, &timer, entry, &input, threads, &mut out) {
+                if let Err(e) = case(entry, &input) {
                     eprintln!("histopipe-bench: {} {w}x{h} {}: {e}", entry.name, c.name());
                     failed += 1;
                 }
@@ -285,11 +305,45 @@ fn kernels(o: &Options) -> Result<(), BenchError> {
     Ok(())
 }
 
+/// `cpu`: the CPU implementations alone, on a machine with or without a GPU.
+fn cpu(o: &Options) -> Result<(), BenchError> {
+    let entries: Vec<Entry> = entries(o)?.into_iter().filter(|e| e.cpu.is_some()).collect();
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "{{\"suite\":\"host\",\"impl\":\"histopipe-bench\",\"threads\":{},\"available_threads\":{}}}",
+        parallel::threads(),
+        parallel::available_threads()
+    )?;
+    each_case(o, &entries, |entry, input| time_cpu_case(o, entry, input, &mut out))
+}
+
+fn kernels(o: &Options) -> Result<(), BenchError> {
+    let entries = entries(o)?;
+    let gpu = Gpu::open(0)?;
+    let ctx = gpu.context();
+    let l2 = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?;
+    let sms = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+    let threads = parallel::threads();
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "{{\"suite\":\"device\",\"impl\":\"histopipe-bench\",\"name\":\"{}\",\"arch\":{},\"l2_bytes\":{l2},\
+         \"sms\":{sms},\"host_threads\":{threads}}}",
+        gpu.name(),
+        gpu.arch()
+    )?;
+    let timer = GpuTimer::new(&gpu, o.plan)?;
+    each_case(o, &entries, |entry, input| time_case(o, &gpu, &timer, entry, input, &mut out))
+}
+
 fn run() -> Result<(), BenchError> {
     let Some(o) = parse()? else { return Ok(()) };
+    parallel::set_threads(o.threads);
     match o.command.as_str() {
         "gen" => gen(&o),
         "kernels" => kernels(&o),
+        "cpu" => cpu(&o),
         "list" => {
             let mut out = io::stdout().lock();
             for e in registry::all() {
@@ -297,8 +351,8 @@ fn run() -> Result<(), BenchError> {
             }
             Ok(())
         }
-        "" => Err(BenchError("no command (gen, kernels or list; see --help)".into())),
-        other => Err(BenchError(format!("unknown command '{other}' (gen, kernels or list)"))),
+        "" => Err(BenchError("no command (gen, kernels, cpu or list; see --help)".into())),
+        other => Err(BenchError(format!("unknown command '{other}' (gen, kernels, cpu or list)"))),
     }
 }
 

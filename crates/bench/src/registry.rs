@@ -4,8 +4,9 @@
 //! filled, and a closure that queues one run of the operation's kernels on `gpu.stream()` (through
 //! the operation's public `launch` functions, so only kernels are timed: no upload, no download,
 //! no allocation). The harness (`main.rs`) does the rest: input sets, the memory floor, timing,
-//! JSON. Adding an operation is one function here and one line in [`all`]; `equalize` below is a
-//! typical one:
+//! JSON. Its CPU implementation, if timed, is a second function, which needs no GPU (so that
+//! `histopipe-bench cpu` runs where there is none). Adding an operation is one or two functions
+//! here and one line in [`all`]; `equalize` below is a typical one:
 //!
 //! ```ignore
 //! fn equalize(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
@@ -14,19 +15,21 @@
 //!     let mut sets = Sets::new(gpu, input, n)?;                 // K inputs, K outputs of n bytes
 //!     let mut hist = gpu.stream().alloc_zeros::<u64>(256)?;     // whatever the launches need
 //!     // ... cdf, cdf_min, lut likewise
-//!     let case = Case::new(n, 2 * n, sets.count(), move |gpu, i| {
+//!     Ok(Case::new(n, 2 * n, sets.count(), move |gpu, i| {
 //!         let (src, dst) = sets.pair(i);
 //!         launch_histogram(gpu, src, n, bins, &mut hist)?;
 //!         // ... launch_scan, launch_lut
 //!         launch_map(gpu, src, n, &lut, 256, dst)?;
 //!         Ok(())
-//!     });
-//!     Ok(case.with_cpu(move |frame| {
-//!         black_box(Equalize.cpu(frame)?);
-//!         Ok(())
 //!     }))
 //! }
-//! // in all():  Entry::frame("equalize", equalize),
+//! fn equalize_cpu(_: &Input) -> Result<CpuRun, BenchError> {
+//!     cpu_run(move |frame| {
+//!         black_box(Equalize.cpu(frame)?);
+//!         Ok(())
+//!     })
+//! }
+//! // in all():  Entry::frame("equalize", equalize).with_cpu(equalize_cpu),
 //! ```
 //!
 //! [`Sets`] also makes outputs of other types ([`Sets::with_output`]), no outputs
@@ -46,7 +49,7 @@ use histopipe_ops::colhist::{default_bins, ColHist};
 use histopipe_ops::edges::Canny;
 use histopipe_ops::equalize::{launch_lut, launch_map, Equalize};
 use histopipe_ops::histogram::{self, launch_distribution, launch_histogram, launch_scan, Bins, Histogram};
-use histopipe_ops::hough::{self, HoughLines, HoughParams, HoughSpace, HoughVote, Strategy};
+use histopipe_ops::hough::{HoughLines, HoughParams, HoughSpace, HoughVote, Strategy};
 use histopipe_ops::pad::{PadParams, PadSize};
 use histopipe_ops::rotate::{Interpolation, Rotate, Turn};
 use histopipe_ops::Op;
@@ -58,6 +61,8 @@ use crate::BenchError;
 pub type GpuRun = Box<dyn FnMut(&Gpu, usize) -> Result<(), BenchError>>;
 /// One run of the CPU implementation on a frame.
 pub type CpuRun = Box<dyn FnMut(&Frame) -> Result<(), BenchError>>;
+/// Makes the CPU run of an entry for one input (on the host only: no GPU is needed).
+pub type CpuPrepare = fn(&Input) -> Result<CpuRun, BenchError>;
 
 /// A timed operation.
 pub struct Entry {
@@ -66,16 +71,23 @@ pub struct Entry {
     pub name: &'static str,
     pub input: InputKind,
     pub prepare: fn(&Gpu, &Input) -> Result<Case, BenchError>,
+    /// Its CPU implementation, if that is timed too.
+    pub cpu: Option<CpuPrepare>,
 }
 
 impl Entry {
     pub const fn frame(name: &'static str, prepare: fn(&Gpu, &Input) -> Result<Case, BenchError>) -> Entry {
-        Entry { name, input: InputKind::Frame, prepare }
+        Entry { name, input: InputKind::Frame, prepare, cpu: None }
     }
 
     /// An entry whose input is the frame's Canny edge map (the Hough entries).
     pub const fn edges(name: &'static str, prepare: fn(&Gpu, &Input) -> Result<Case, BenchError>) -> Entry {
-        Entry { name, input: InputKind::Edges, prepare }
+        Entry { name, input: InputKind::Edges, prepare, cpu: None }
+    }
+
+    /// The entry with its CPU implementation timed too.
+    pub const fn with_cpu(self, cpu: CpuPrepare) -> Entry {
+        Entry { cpu: Some(cpu), ..self }
     }
 }
 
@@ -83,23 +95,23 @@ impl Entry {
 /// operation before the `.`: `--only equalize` selects `equalize.histogram` too.
 pub fn all() -> Vec<Entry> {
     vec![
-        Entry::frame("pad", pad),
-        Entry::frame("rotate.nearest", rotate_nearest),
-        Entry::frame("rotate.bilinear", rotate_bilinear),
-        Entry::frame("colhist", colhist),
-        Entry::frame("cdf", cdf),
-        Entry::frame("equalize.histogram", equalize_histogram),
-        Entry::frame("equalize.scan", equalize_scan),
-        Entry::frame("equalize.map", equalize_map),
-        Entry::frame("equalize", equalize),
-        Entry::frame("clahe", clahe),
+        Entry::frame("pad", pad).with_cpu(pad_cpu),
+        Entry::frame("rotate.nearest", rotate_nearest).with_cpu(rotate_nearest_cpu),
+        Entry::frame("rotate.bilinear", rotate_bilinear).with_cpu(rotate_bilinear_cpu),
+        Entry::frame("colhist", colhist).with_cpu(colhist_cpu),
+        Entry::frame("cdf", cdf).with_cpu(cdf_cpu),
+        Entry::frame("equalize.histogram", equalize_histogram).with_cpu(equalize_histogram_cpu),
+        Entry::frame("equalize.scan", equalize_scan).with_cpu(equalize_scan_cpu),
+        Entry::frame("equalize.map", equalize_map).with_cpu(equalize_map_cpu),
+        Entry::frame("equalize", equalize).with_cpu(equalize_cpu),
+        Entry::frame("clahe", clahe).with_cpu(clahe_cpu),
         Entry::frame("edges.gradient", edges_gradient),
-        Entry::frame("edges", edges),
+        Entry::frame("edges", edges).with_cpu(edges_cpu),
         Entry::edges("hough-vote.global", hough_vote_global),
         Entry::edges("hough-vote.shared", hough_vote_shared),
-        Entry::edges("hough-vote", hough_vote),
-        Entry::edges("hough-lines", hough_lines),
-        Entry::edges("hough", hough_vote_and_lines),
+        Entry::edges("hough-vote", hough_vote).with_cpu(hough_vote_cpu),
+        Entry::edges("hough-lines", hough_lines).with_cpu(hough_lines_cpu),
+        Entry::edges("hough", hough_vote_and_lines).with_cpu(hough_vote_and_lines_cpu),
     ]
 }
 
@@ -115,7 +127,6 @@ pub struct Case {
     /// Input sets the runs rotate among (see [`Sets`]).
     pub sets: usize,
     pub gpu: GpuRun,
-    pub cpu: Option<CpuRun>,
 }
 
 impl Case {
@@ -125,14 +136,13 @@ impl Case {
         sets: usize,
         gpu: impl FnMut(&Gpu, usize) -> Result<(), BenchError> + 'static,
     ) -> Case {
-        Case { copy_bytes, traffic_bytes, sets, gpu: Box::new(gpu), cpu: None }
+        Case { copy_bytes, traffic_bytes, sets, gpu: Box::new(gpu) }
     }
+}
 
-    /// Also time the CPU implementation (on the host frame of the same input).
-    pub fn with_cpu(mut self, cpu: impl FnMut(&Frame) -> Result<(), BenchError> + 'static) -> Case {
-        self.cpu = Some(Box::new(cpu));
-        self
-    }
+/// A CPU run, boxed.
+fn cpu_run(run: impl FnMut(&Frame) -> Result<(), BenchError> + 'static) -> Result<CpuRun, BenchError> {
+    Ok(Box::new(run))
 }
 
 /// Together, the input sets should overflow the L2 cache several times over (50 MB on an H100 or
@@ -227,15 +237,19 @@ fn pad(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
     let op = PadParams { size: PadSize::Diagonal, fill: 0 }.for_frame(w, h, 255)?;
     let out_len = op.width * op.height;
     let mut sets = Sets::new(gpu, input, out_len)?;
-    let case = Case::new(out_len, w * h + out_len, sets.count(), move |gpu, i| {
+    Ok(Case::new(out_len, w * h + out_len, sets.count(), move |gpu, i| {
         let (src, dst) = sets.pair(i);
         op.launch(gpu, src, w, h, dst)?;
         Ok(())
-    });
-    Ok(case.with_cpu(move |frame| {
+    }))
+}
+
+fn pad_cpu(input: &Input) -> Result<CpuRun, BenchError> {
+    let op = PadParams { size: PadSize::Diagonal, fill: 0 }.for_frame(input.width, input.height, 255)?;
+    cpu_run(move |frame| {
         black_box(op.cpu(frame)?);
         Ok(())
-    }))
+    })
 }
 
 /// The benchmark's parameters, shared with the peers (scripts/bench/run sets theirs to the same).
@@ -260,15 +274,30 @@ fn rotate(gpu: &Gpu, input: &Input, interpolation: Interpolation) -> Result<Case
         maxval: 255,
     };
     let mut sets = Sets::new(gpu, input, n)?;
-    let case = Case::new(n, 2 * n, sets.count(), move |gpu, i| {
+    Ok(Case::new(n, 2 * n, sets.count(), move |gpu, i| {
         let (src, dst) = sets.pair(i);
         op.launch(gpu, src, dst)?;
         Ok(())
-    });
-    Ok(case.with_cpu(move |frame| {
+    }))
+}
+
+fn rotate_cpu(input: &Input, interpolation: Interpolation) -> Result<CpuRun, BenchError> {
+    let turn = Turn::degrees(ROTATE_DEGREES)?;
+    let (width, height) = (input.width, input.height);
+    let op = Rotate {
+        turn,
+        width,
+        height,
+        out_width: width,
+        out_height: height,
+        interpolation,
+        fill: 0,
+        maxval: 255,
+    };
+    cpu_run(move |frame| {
         black_box(op.cpu(frame)?);
         Ok(())
-    }))
+    })
 }
 
 fn rotate_nearest(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
@@ -279,26 +308,42 @@ fn rotate_bilinear(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
     rotate(gpu, input, Interpolation::Bilinear)
 }
 
+fn rotate_nearest_cpu(input: &Input) -> Result<CpuRun, BenchError> {
+    rotate_cpu(input, Interpolation::Nearest)
+}
+
+fn rotate_bilinear_cpu(input: &Input) -> Result<CpuRun, BenchError> {
+    rotate_cpu(input, Interpolation::Bilinear)
+}
+
 /// `colhist`: 256 bins (the 8-bit default), columns, every pixel counted (a frame without
 /// geometry). Output: the 256 x width u32 counts, one matrix per set. Memory floor: a copy of the
 /// frame or of the counts, whichever is larger.
 fn colhist(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
     let (w, h) = (input.width, input.height);
     let n = w * h;
-    let op = ColHist { bins: default_bins(255), rows: false, maxval: 255, mask: None };
+    let op = colhist_op();
     let out_len = op.bins as usize * w;
     let out_bytes = 4 * out_len;
     let mut sets = Sets::<u8, u32>::with_output(gpu, input, out_len)?;
-    let cpu_op = op.clone();
-    let case = Case::new(n.max(out_bytes), n + out_bytes, sets.count(), move |gpu, i| {
+    Ok(Case::new(n.max(out_bytes), n + out_bytes, sets.count(), move |gpu, i| {
         let (src, counts) = sets.pair(i);
         op.launch(gpu, src, w, h, counts)?;
         Ok(())
-    });
-    Ok(case.with_cpu(move |frame| {
-        black_box(cpu_op.cpu(frame)?);
-        Ok(())
     }))
+}
+
+/// `colhist`'s benchmark parameters.
+fn colhist_op() -> ColHist {
+    ColHist { bins: default_bins(255), rows: false, maxval: 255, mask: None }
+}
+
+fn colhist_cpu(_: &Input) -> Result<CpuRun, BenchError> {
+    let op = colhist_op();
+    cpu_run(move |frame| {
+        black_box(op.cpu(frame)?);
+        Ok(())
+    })
 }
 
 /// The 8-bit frames' bins: one per level, 256.
@@ -318,14 +363,17 @@ fn cdf(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
     let mut cdf = stream.alloc_zeros::<u64>(bins.count())?;
     let mut cdf_min = stream.alloc_zeros::<u64>(1)?;
     let out_bytes = 2 * 8 * bins.count() + 8;
-    let case = Case::new(n, n + out_bytes, sets.count(), move |gpu, i| {
+    Ok(Case::new(n, n + out_bytes, sets.count(), move |gpu, i| {
         launch_distribution(gpu, sets.input(i), n, bins, &mut hist, &mut cdf, &mut cdf_min)?;
         Ok(())
-    });
-    Ok(case.with_cpu(move |frame| {
+    }))
+}
+
+fn cdf_cpu(_: &Input) -> Result<CpuRun, BenchError> {
+    cpu_run(move |frame| {
         black_box(Histogram { bins: None }.cpu(frame)?);
         Ok(())
-    }))
+    })
 }
 
 /// The 8-bit samples of a host frame.
@@ -343,14 +391,18 @@ fn equalize_histogram(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
     let bins = levels()?;
     let sets = Sets::inputs_only(gpu, input)?;
     let mut hist = gpu.stream().alloc_zeros::<u64>(bins.count())?;
-    let case = Case::new(n, n + 8 * bins.count(), sets.count(), move |gpu, i| {
+    Ok(Case::new(n, n + 8 * bins.count(), sets.count(), move |gpu, i| {
         launch_histogram(gpu, sets.input(i), n, bins, &mut hist)?;
         Ok(())
-    });
-    Ok(case.with_cpu(move |frame| {
+    }))
+}
+
+fn equalize_histogram_cpu(_: &Input) -> Result<CpuRun, BenchError> {
+    let bins = levels()?;
+    cpu_run(move |frame| {
         black_box(histogram::count(samples(frame)?, bins));
         Ok(())
-    }))
+    })
 }
 
 /// `equalize`'s middle steps, alone: the scan of the frame's histogram (computed once,
@@ -371,17 +423,21 @@ fn equalize_scan(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
     let mut cdf_min = stream.alloc_zeros::<u64>(1)?;
     let mut lut = stream.alloc_zeros::<u8>(levels)?;
     let traffic = 8 * levels + 8 * levels + 8 + levels;
-    let case = Case::new(n, traffic, 1, move |gpu, _| {
+    Ok(Case::new(n, traffic, 1, move |gpu, _| {
         launch_scan(gpu, &hist, levels, &mut cdf, &mut cdf_min)?;
         launch_lut(gpu, &cdf, &cdf_min, levels, n, &mut lut)?;
         Ok(())
-    });
+    }))
+}
+
+fn equalize_scan_cpu(input: &Input) -> Result<CpuRun, BenchError> {
+    let bins = levels()?;
     let counts = histogram::count(&input.pixels, bins);
-    Ok(case.with_cpu(move |_frame| {
+    cpu_run(move |_frame| {
         let dist = histogram::Distribution::from_counts(bins, counts.clone());
         black_box(histopipe_ops::equalize::table::<u8>(&dist.cumulative, 255));
         Ok(())
-    }))
+    })
 }
 
 /// `equalize`'s last step, alone: each sample through the frame's look-up table (computed once,
@@ -403,19 +459,23 @@ fn equalize_map(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
         launch_lut(gpu, &cdf, &cdf_min, levels, n, &mut lut)?;
         stream.synchronize()?;
     }
-    let mut host_lut = vec![0u8; levels];
-    stream.memcpy_dtoh(&lut, &mut host_lut)?;
-    stream.synchronize()?;
-    let case = Case::new(n, 2 * n, sets.count(), move |gpu, i| {
+    Ok(Case::new(n, 2 * n, sets.count(), move |gpu, i| {
         let (src, dst) = sets.pair(i);
         launch_map(gpu, src, n, &lut, levels, dst)?;
         Ok(())
-    });
-    Ok(case.with_cpu(move |frame| {
-        let mapped: Vec<u8> = samples(frame)?.iter().map(|&v| host_lut[v as usize]).collect();
-        black_box(mapped);
-        Ok(())
     }))
+}
+
+/// `equalize.map` on the CPU: the frame's look-up table (the same as the GPU's) made once, then
+/// the mapping of `Equalize::cpu` alone.
+fn equalize_map_cpu(input: &Input) -> Result<CpuRun, BenchError> {
+    let bins = levels()?;
+    let dist = histogram::Distribution::from_counts(bins, histogram::count(&input.pixels, bins));
+    let lut = histopipe_ops::equalize::table::<u8>(&dist.cumulative, 255);
+    cpu_run(move |frame| {
+        black_box(histopipe_ops::equalize::map_bytes(samples(frame)?, &lut));
+        Ok(())
+    })
 }
 
 /// `equalize`: histogram, scan, look-up table, mapping: all of OpenCV's equalizeHist, as
@@ -431,17 +491,20 @@ fn equalize(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
     let mut cdf = stream.alloc_zeros::<u64>(levels)?;
     let mut cdf_min = stream.alloc_zeros::<u64>(1)?;
     let mut lut = stream.alloc_zeros::<u8>(levels)?;
-    let case = Case::new(n, 2 * n, sets.count(), move |gpu, i| {
+    Ok(Case::new(n, 2 * n, sets.count(), move |gpu, i| {
         let (src, dst) = sets.pair(i);
         launch_distribution(gpu, src, n, bins, &mut hist, &mut cdf, &mut cdf_min)?;
         launch_lut(gpu, &cdf, &cdf_min, levels, n, &mut lut)?;
         launch_map(gpu, src, n, &lut, levels, dst)?;
         Ok(())
-    });
-    Ok(case.with_cpu(move |frame| {
+    }))
+}
+
+fn equalize_cpu(_: &Input) -> Result<CpuRun, BenchError> {
+    cpu_run(move |frame| {
         black_box(Equalize.cpu(frame)?);
         Ok(())
-    }))
+    })
 }
 
 /// `clahe` with OpenCV's defaults (clip 40, 8 x 8 tiles): the tiles' histograms, their tables
@@ -455,15 +518,19 @@ fn clahe(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
     let stream = gpu.stream();
     let mut counts = stream.alloc_zeros::<u32>(tiling.table_len())?;
     let mut tables = stream.alloc_zeros::<u8>(tiling.table_len())?;
-    let case = Case::new(n, 2 * n, sets.count(), move |gpu, i| {
+    Ok(Case::new(n, 2 * n, sets.count(), move |gpu, i| {
         let (src, dst) = sets.pair(i);
         tiling.queue(gpu, src, &mut counts, &mut tables, dst)?;
         Ok(())
-    });
-    Ok(case.with_cpu(move |frame| {
+    }))
+}
+
+fn clahe_cpu(_: &Input) -> Result<CpuRun, BenchError> {
+    let op = Clahe::default();
+    cpu_run(move |frame| {
         black_box(op.cpu(frame)?);
         Ok(())
-    }))
+    })
 }
 
 /// Canny's stages 1 to 3 alone (`edges --low 50 --high 150`): one kernel from the frame to the
@@ -492,17 +559,20 @@ fn edges(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
     let mut map = stream.alloc_zeros::<u8>(n)?;
     let mut labels = stream.alloc_zeros::<u32>(n)?;
     let mut strong = stream.alloc_zeros::<u32>(Canny::strong_words(n))?;
-    let case = Case::new(n, 2 * n, sets.count(), move |gpu, i| {
+    Ok(Case::new(n, 2 * n, sets.count(), move |gpu, i| {
         let (src, dst) = sets.pair(i);
         CANNY.launch_gradient_nms(gpu, src, w, h, &mut map, &mut labels)?;
         Canny::launch_hysteresis(gpu, &map, &mut labels, &mut strong, w, h)?;
         Canny::launch_finish(gpu, &map, &labels, &strong, n, dst)?;
         Ok(())
-    });
-    Ok(case.with_cpu(move |frame| {
+    }))
+}
+
+fn edges_cpu(_: &Input) -> Result<CpuRun, BenchError> {
+    cpu_run(move |frame| {
         black_box(CANNY.cpu(frame)?);
         Ok(())
-    }))
+    })
 }
 
 /// The Hough transform's device buffers apart from the edge map and the accumulator, as
@@ -604,51 +674,57 @@ fn hough_vote_shared(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
 
 /// `hough-vote` as the tool runs it (`--strategy auto`).
 fn hough_vote(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
-    let vote = HoughVote { params: HoughParams::default(), strategy: Strategy::Auto };
-    Ok(hough_vote_case(gpu, input, vote.strategy)?.with_cpu(move |frame| {
-        black_box(vote.cpu(frame)?);
+    hough_vote_case(gpu, input, HOUGH_VOTE.strategy)
+}
+
+/// `hough-vote` as the tool runs it: OpenCV's default axes (`HoughParams::default()`), `auto`.
+const HOUGH_VOTE: HoughVote = HoughVote {
+    params: HoughParams { theta_min: 0.0, theta_max: 180.0, theta_step: 1.0, rho_step: 1.0 },
+    strategy: Strategy::Auto,
+};
+
+fn hough_vote_cpu(_: &Input) -> Result<CpuRun, BenchError> {
+    cpu_run(move |frame| {
+        black_box(HOUGH_VOTE.cpu(frame)?);
         Ok(())
-    }))
+    })
 }
 
 /// `hough-lines --threshold 200` on the accumulator `hough-vote` makes of the edge map (made once,
 /// beforehand, on the GPU, and copied into the sets): the peak search as `HoughLines::gpu` queues
 /// it. Its sorting of the few peaks on the host is not timed. Memory floor: a copy of the
-/// accumulator. CPU: `HoughLines::cpu` on the same accumulator.
+/// accumulator.
 fn hough_lines(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
     let lines = HoughLines { threshold: HOUGH_THRESHOLD, top: None };
     let stream = gpu.stream();
-    let (space, acc, frame) = {
+    let (space, acc) = {
         let mut scratch = HoughScratch::new(gpu, input)?;
-        let cells = scratch.cells();
         let src = stream.clone_htod(&input.pixels)?;
-        let mut acc = stream.alloc_zeros::<u16>(cells)?;
+        let mut acc = stream.alloc_zeros::<u16>(scratch.cells())?;
         scratch.vote(gpu, Strategy::Auto, &src, &mut acc)?;
-        let mut most = [0u32];
-        let mut counts = vec![0u16; cells];
-        stream.memcpy_dtoh(&scratch.most, &mut most)?;
-        stream.memcpy_dtoh(&acc, &mut counts)?;
         stream.synchronize()?;
-        // The accumulator as hough-vote writes it: 16-bit, maxval at least 256, its layout.
-        let space = scratch.space;
-        let maxval = most[0].clamp(256, 65535) as u16;
-        let mut frame = Frame::new(space.rhos, space.thetas, maxval, Pixels::U16(counts.into()));
-        frame.set_annotation(hough::ANNOTATION, &space.annotation());
-        (space, acc, frame)
+        (scratch.space, acc)
     };
     let cells = acc.len();
     let sets = Sets::<u16, u8>::from_device(gpu, acc, 0)?;
     let mut peaks = stream.alloc_zeros::<u32>(cells)?;
     let mut count = stream.alloc_zeros::<u32>(1)?;
-    let case = Case::new(2 * cells, 2 * cells, sets.count(), move |gpu, i| {
+    Ok(Case::new(2 * cells, 2 * cells, sets.count(), move |gpu, i| {
         gpu.stream().memset_zeros(&mut count)?;
         lines.launch_peaks(gpu, sets.input(i), space.rhos, space.thetas, &mut peaks, &mut count)?;
         Ok(())
-    });
-    Ok(case.with_cpu(move |_edges| {
-        black_box(lines.cpu(&frame)?);
-        Ok(())
     }))
+}
+
+/// `hough-lines` on the CPU: `HoughLines::cpu` on the accumulator `hough-vote` makes of the edge
+/// map (made once, beforehand, by the CPU backend: the same counts as the GPU's).
+fn hough_lines_cpu(input: &Input) -> Result<CpuRun, BenchError> {
+    let lines = HoughLines { threshold: HOUGH_THRESHOLD, top: None };
+    let acc = HOUGH_VOTE.cpu(&host_frame(input))?;
+    cpu_run(move |_edges| {
+        black_box(lines.cpu(&acc)?);
+        Ok(())
+    })
 }
 
 /// `hough-vote | hough-lines --threshold 200` on the edge map, the GPU work of both tools (what
@@ -656,7 +732,7 @@ fn hough_lines(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
 /// search. Memory floor: a copy of the edge map.
 fn hough_vote_and_lines(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
     let n = input.width * input.height;
-    let vote = HoughVote { params: HoughParams::default(), strategy: Strategy::Auto };
+    let vote = HOUGH_VOTE;
     let lines = HoughLines { threshold: HOUGH_THRESHOLD, top: None };
     let mut scratch = HoughScratch::new(gpu, input)?;
     let space = scratch.space;
@@ -665,16 +741,20 @@ fn hough_vote_and_lines(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
     let stream = gpu.stream();
     let mut peaks = stream.alloc_zeros::<u32>(cells)?;
     let mut count = stream.alloc_zeros::<u32>(1)?;
-    let case = Case::new(n, n, sets.count(), move |gpu, i| {
+    Ok(Case::new(n, n, sets.count(), move |gpu, i| {
         let (src, acc) = sets.pair(i);
         scratch.vote(gpu, vote.strategy, src, acc)?;
         gpu.stream().memset_zeros(&mut count)?;
         lines.launch_peaks(gpu, acc, space.rhos, space.thetas, &mut peaks, &mut count)?;
         Ok(())
-    });
-    Ok(case.with_cpu(move |frame| {
-        let acc = vote.cpu(frame)?;
+    }))
+}
+
+fn hough_vote_and_lines_cpu(_: &Input) -> Result<CpuRun, BenchError> {
+    let lines = HoughLines { threshold: HOUGH_THRESHOLD, top: None };
+    cpu_run(move |frame| {
+        let acc = HOUGH_VOTE.cpu(frame)?;
         black_box(lines.cpu(&acc)?);
         Ok(())
-    }))
+    })
 }

@@ -25,7 +25,9 @@ pub struct Common {
     pub png: bool,
     /// `-o PATH`, as given.
     pub output: Option<OsString>,
-    /// `--threads`: frames worked on at once (see [`Common::workers`]).
+    /// `--threads` (or `HISTOPIPE_THREADS`): frames worked on at once (see [`Common::workers`]),
+    /// and the CPU backend's threads each frame's work is split over; `None`: every core the
+    /// process may use.
     pub threads: Option<usize>,
 }
 
@@ -49,8 +51,11 @@ Backend:
                      frame to the GPU or to a CPU core, whichever is done first; the output is the
                      same on both
   --device N         which CUDA device to use [default: 0]
-  --threads N        frames worked on at once [default: the number of CPU cores; with --backend
-                     gpu, which takes one frame at a time, at most 4]
+  --threads N        CPU threads: frames worked on at once, and the threads a frame's CPU work
+                     is split over [default: $HISTOPIPE_THREADS, else every core the process may
+                     use: its CPU affinity (taskset) and cgroup CPU quota; with --backend gpu,
+                     which takes one frame at a time, at most 4 frames at once]; the output is
+                     the same for any number
   -h, --help         print this help
   -V, --version      print the version";
 
@@ -62,6 +67,12 @@ impl Common {
             }
             _ => BackendChoice::Auto,
         };
+        let threads = match std::env::var("HISTOPIPE_THREADS") {
+            Ok(v) if !v.is_empty() => {
+                Some(parse_threads(&v).map_err(|e| Error::usage(format!("HISTOPIPE_THREADS: {e}")))?)
+            }
+            _ => None,
+        };
         Ok(Common {
             backend,
             device: 0,
@@ -69,7 +80,7 @@ impl Common {
             max_pixels: DEFAULT_MAX_PIXELS,
             png: false,
             output: None,
-            threads: None,
+            threads,
         })
     }
 
@@ -96,11 +107,8 @@ impl Common {
                 self.output = Some(v);
             }
             "--threads" => {
-                let n = parse_value(parser, "--threads")?;
-                if n == 0 {
-                    return Err(Error::usage("--threads: must be at least 1"));
-                }
-                self.threads = Some(n);
+                let v = parser.value()?.string()?;
+                self.threads = Some(parse_threads(&v).map_err(|e| Error::usage(format!("--threads: {e}")))?);
             }
             _ => return Ok(false),
         }
@@ -120,6 +128,14 @@ impl Common {
             (None, BackendChoice::Gpu) => cores.min(4),
             (None, _) => cores,
         }
+    }
+}
+
+/// A thread count: a whole number, at least 1.
+fn parse_threads(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("bad thread count '{text}' (a whole number, at least 1)")),
     }
 }
 

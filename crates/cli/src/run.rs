@@ -158,6 +158,7 @@ fn run<T: Tool>(backends: &mut Option<Arc<Backends>>) -> Result<(), Error> {
         Parsed::Printed => return Ok(()),
     };
     // Both before any thread is made.
+    histopipe_ops::parallel::set_threads(invocation.common.threads);
     tune_process_for_streams();
     if !matches!(invocation.output.target, Target::Stdout) {
         // The threads inherit the blocked signals.

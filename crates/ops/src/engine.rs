@@ -106,6 +106,11 @@ enum GpuState {
 ///   the CPU (loading the driver meanwhile would slow the CPU's work: it holds the process's
 ///   memory-map lock for tens of milliseconds). Frames are served by the CPU until the GPU is
 ///   ready and by the GPU from then on; both give identical output, so the switch cannot be seen.
+///   Those frames are split over every core ([`crate::parallel`]); the opening thread is one more
+///   runnable thread among the pool's, which the scheduler gives its share of a core (the pool's
+///   threads sleep between frames, and the frame loop's own thread waits on them), so it is not
+///   starved. The pool is started before the opening, whose loader lock would otherwise hold up
+///   the creation of its threads.
 /// - `cpu`: the driver is never touched.
 ///
 /// Once the GPU is open, its page-locked host memory is installed in the engine's
@@ -141,6 +146,7 @@ impl Engine {
     /// stream, worth the GPU.
     pub fn begin_frame(&mut self, index: usize) {
         if self.choice == BackendChoice::Auto && index >= 2 && self.gpu.is_none() {
+            crate::parallel::threads();
             self.start_opening();
         }
     }

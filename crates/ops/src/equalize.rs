@@ -17,7 +17,7 @@ use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use histopipe_gpu::kernels;
 
 use crate::histogram::{self, check_len, Bins, Distribution};
-use crate::{with_samples, Gpu, Op, OpError, Sample};
+use crate::{parallel, with_samples, Gpu, Op, OpError, Sample};
 
 /// The equalization operation (it has no parameters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -123,17 +123,39 @@ pub fn launch_map<T: Sample>(
 
 /// Every sample through `lut` (indexed by value; samples are at most its last index).
 fn map<T: Sample>(samples: &[T], lut: &[T]) -> Vec<T> {
-    samples.iter().map(|&v| lut[v.into() as usize]).collect()
+    map_parts(samples, |v| lut[v.into() as usize])
 }
 
-/// [`map`] for 8-bit samples: a 256-entry table indexed by a byte needs no bounds checks, which
-/// would otherwise cost as much as the look-up itself.
-fn map_bytes(samples: &[u8], lut: &[u8]) -> Vec<u8> {
+/// Every 8-bit sample through `lut` (indexed by value; samples are at most its last index), the
+/// last step of [`Equalize`] on the CPU: a 256-entry table indexed by a byte needs no bounds
+/// checks, which would otherwise cost as much as the look-up itself.
+pub fn map_bytes(samples: &[u8], lut: &[u8]) -> Vec<u8> {
     let mut full = [0u8; 256];
     for (slot, &out) in full.iter_mut().zip(lut) {
         *slot = out;
     }
-    samples.iter().map(|&v| full[v as usize]).collect()
+    map_parts(samples, |v| full[v as usize])
+}
+
+/// Fewest samples in a part of the CPU's mapping ([`parallel::parts`]): 0.2 ns a sample on one
+/// core (4096x3112 in 2.5 ms), so a part takes 0.2 ms or more. Much of it is the first writes to
+/// the output's fresh pages, which two threads do no faster: 1920x1080 in two parts took 0.46 ms
+/// against 0.41 in one.
+const MIN_PART: usize = 1 << 20;
+
+/// Every sample through `f`, in parts on the pool's threads.
+fn map_parts<T: Copy + Send + Sync>(samples: &[T], f: impl Fn(T) -> T + Sync) -> Vec<T> {
+    let n = samples.len();
+    let mut out = Vec::with_capacity(n);
+    let part = n.div_ceil(parallel::parts(n, MIN_PART));
+    parallel::for_each_part(&mut out.spare_capacity_mut()[..n], part, |first, part| {
+        for (slot, &v) in part.iter_mut().zip(&samples[first..]) {
+            slot.write(f(v));
+        }
+    });
+    // SAFETY: the parts cover the n slots, and each slot of a part was written (`samples` has n).
+    unsafe { out.set_len(n) };
+    out
 }
 
 impl Equalize {
@@ -191,6 +213,20 @@ mod tests {
     fn equalize(maxval: u16, pixels: Pixels) -> Pixels {
         let n = pixels.len();
         Equalize.cpu(&Frame::new(n, 1, maxval, pixels)).unwrap().pixels
+    }
+
+    /// Split over any number of threads, the output is the one thread's.
+    #[test]
+    fn every_split_equalizes_as_one_thread() {
+        let mut rng = fastrand::Rng::with_seed(23);
+        for (w, h) in parallel::testing::sizes(&mut rng) {
+            for maxval in [255, 100, 1076, 65535] {
+                let f = parallel::testing::frame(&mut rng, w, h, maxval);
+                parallel::testing::same_on_each_pool(&format!("{w}x{h} maxval {maxval}"), || {
+                    Equalize.cpu(&f).unwrap()
+                });
+            }
+        }
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! one place that picks which runs.
 //!
 //! The CPU implementation is the reference: integer arithmetic, or float arithmetic rounded exactly
-//! as the GPU kernel rounds it (the kernels are compiled with `--fmad=false`).
+//! as the GPU kernel rounds it (the kernels are compiled with `--fmad=false`). It splits large
+//! frames over the cores ([`parallel`]), with the same output whatever the number of threads.
 
 pub mod clahe;
 pub mod colhist;
@@ -13,6 +14,7 @@ pub mod equalize;
 pub mod histogram;
 pub mod hough;
 pub mod pad;
+pub mod parallel;
 pub mod rotate;
 mod sample;
 
