@@ -29,7 +29,11 @@ use histopipe_gpu::cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKer
 use histopipe_gpu::kernels;
 
 use crate::histogram::check_len;
-use crate::{with_samples, Gpu, Op, OpError, Sample};
+use crate::{parallel, with_samples, Gpu, Op, OpError, Sample};
+
+/// Pixels (counted or mapped) a part of the CPU's work holds at least: about 0.2 ms of one
+/// thread's work at the 5 ns a pixel the interpolation takes (see `parallel.rs`).
+const MIN_PART: usize = 1 << 16;
 
 /// OpenCV's default clip limit (`cv2.createCLAHE()`).
 pub const DEFAULT_CLIP: f64 = 40.0;
@@ -323,52 +327,74 @@ impl Tiling {
         }
     }
 
-    /// Every tile's look-up table, tile after tile in row-major order, `bins` entries each.
+    /// Every tile's look-up table, tile after tile in row-major order, `bins` entries each. The
+    /// tiles are shared out among the CPU backend's threads whole: each table is made by one
+    /// thread, as on one.
     pub fn tables<T: Sample>(&self, samples: &[T]) -> Vec<T> {
         let bins = self.bins as usize;
+        let tiles = self.tiles();
         let mut luts = vec![T::default(); self.table_len()];
-        let mut hist = vec![0u32; bins];
-        for (k, lut) in luts.chunks_exact_mut(bins).enumerate() {
-            hist.fill(0);
-            self.count_tile(samples, k % self.tiles_x as usize, k / self.tiles_x as usize, &mut hist);
-            clip_histogram(&mut hist, self.limit);
-            table(&hist, self.scale, lut);
-        }
+        let pixels = self.tile_w as usize * self.tile_h as usize * tiles;
+        let per_part = tiles.div_ceil(parallel::parts(pixels, MIN_PART).min(tiles)) * bins;
+        parallel::for_each_part(&mut luts, per_part, |first, part| {
+            let mut hist = vec![0u32; bins];
+            for (j, lut) in part.chunks_exact_mut(bins).enumerate() {
+                let k = first / bins + j;
+                hist.fill(0);
+                self.count_tile(samples, k % self.tiles_x as usize, k / self.tiles_x as usize, &mut hist);
+                clip_histogram(&mut hist, self.limit);
+                table(&hist, self.scale, lut);
+            }
+        });
         luts
     }
 
     /// Every pixel mapped by bilinear interpolation between its four nearest tiles' tables. Each
     /// row goes run by run of columns between the same two tile columns, so the four tables of a
     /// run are four slices of `bins` entries, looked up by the sample alone.
+    /// Bands of rows go to the CPU backend's threads; each pixel is the same arithmetic there.
     pub fn interpolate<T: Sample>(&self, samples: &[T], luts: &[T]) -> Vec<T> {
         let (w, h, bins) = (self.width as usize, self.height as usize, self.bins as usize);
+        let n = w * h;
+        let mut out = Vec::with_capacity(n);
+        if n == 0 {
+            return out;
+        }
         let row_tables = self.tiles_x as usize * bins;
         let top = top_of::<T>() as i32;
         let columns: Vec<Weights> = (0..w).map(|x| Weights::at(x, self.inv_tw, self.tiles_x)).collect();
         let runs: Vec<&[Weights]> =
             columns.chunk_by(|a, b| (a.first, a.second) == (b.first, b.second)).collect();
-        let mut out = Vec::with_capacity(w * h);
-        for (y, row) in samples.chunks_exact(w).enumerate().take(h) {
-            let wy = Weights::at(y, self.inv_th, self.tiles_y);
-            let plane1 = &luts[wy.first * row_tables..][..row_tables];
-            let plane2 = &luts[wy.second * row_tables..][..row_tables];
-            let mut row = row;
-            for run in &runs {
-                let (pixels, rest) = row.split_at(run.len());
-                row = rest;
-                let (c1, c2) = (run[0].first * bins, run[0].second * bins);
-                let (l11, l12) = (&plane1[c1..][..bins], &plane1[c2..][..bins]);
-                let (l21, l22) = (&plane2[c1..][..bins], &plane2[c2..][..bins]);
-                let look = |table: &[T], v: usize| Into::<u32>::into(table[v]) as f32;
-                out.extend(pixels.iter().zip(run.iter()).map(|(&v, c)| {
-                    let v = Into::<u32>::into(v) as usize;
-                    let top_row = look(l11, v) * c.a1 + look(l12, v) * c.a;
-                    let bottom_row = look(l21, v) * c.a1 + look(l22, v) * c.a;
-                    let res = top_row * wy.a1 + bottom_row * wy.a;
-                    T::from_u16(round_half_even(res).clamp(0, top) as u16)
-                }));
+        let band = h.div_ceil(parallel::parts(n, MIN_PART)) * w;
+        parallel::for_each_part(&mut out.spare_capacity_mut()[..n], band, |first, part| {
+            let y0 = first / w;
+            for (y, (row, line)) in (y0..).zip(samples[first..].chunks_exact(w).zip(part.chunks_exact_mut(w)))
+            {
+                let wy = Weights::at(y, self.inv_th, self.tiles_y);
+                let plane1 = &luts[wy.first * row_tables..][..row_tables];
+                let plane2 = &luts[wy.second * row_tables..][..row_tables];
+                let (mut row, mut line) = (row, line);
+                for run in &runs {
+                    let (pixels, rest) = row.split_at(run.len());
+                    row = rest;
+                    let (slots, rest) = line.split_at_mut(run.len());
+                    line = rest;
+                    let (c1, c2) = (run[0].first * bins, run[0].second * bins);
+                    let (l11, l12) = (&plane1[c1..][..bins], &plane1[c2..][..bins]);
+                    let (l21, l22) = (&plane2[c1..][..bins], &plane2[c2..][..bins]);
+                    let look = |table: &[T], v: usize| Into::<u32>::into(table[v]) as f32;
+                    for ((&v, c), slot) in pixels.iter().zip(run.iter()).zip(slots) {
+                        let v = Into::<u32>::into(v) as usize;
+                        let top_row = look(l11, v) * c.a1 + look(l12, v) * c.a;
+                        let bottom_row = look(l21, v) * c.a1 + look(l22, v) * c.a;
+                        let res = top_row * wy.a1 + bottom_row * wy.a;
+                        slot.write(T::from_u16(round_half_even(res).clamp(0, top) as u16));
+                    }
+                }
             }
-        }
+        });
+        // SAFETY: the bands cover the n samples, and every sample of each was written.
+        unsafe { out.set_len(n) };
         out
     }
 
@@ -478,6 +504,22 @@ mod tests {
 
     fn tiling(clip: f64, gx: usize, gy: usize, w: usize, h: usize) -> Tiling {
         Clahe { clip, tiles: TileGrid { x: gx, y: gy } }.tiling(w, h, 256).unwrap()
+    }
+
+    /// Split over any number of threads, the output is the one thread's.
+    #[test]
+    fn every_split_equalizes_as_one_thread() {
+        let mut rng = fastrand::Rng::with_seed(0x636c_6168);
+        for (w, h) in parallel::testing::sizes(&mut rng) {
+            for maxval in [255, 4000] {
+                let f = parallel::testing::frame(&mut rng, w, h, maxval);
+                for (clip, gx, gy) in [(40.0, 8, 8), (2.0, 3, 5), (0.0, 1, 1), (1.0, 16, 2)] {
+                    let op = Clahe { clip, tiles: TileGrid { x: gx, y: gy } };
+                    let what = format!("{w}x{h} maxval {maxval} clip {clip} {gx}x{gy}");
+                    parallel::testing::same_on_each_pool(&what, || op.cpu(&f).map_err(|e| e.message));
+                }
+            }
+        }
     }
 
     #[test]
