@@ -1,14 +1,15 @@
 # Sourced by scripts/test and scripts/demo: installs what histopipe's tests and demos need beyond
 # the Rust toolchain into .deps/ (once), and points the environment at it.
 #   - libnvrtc from pip's nvidia-cuda-nvrtc (no GPU needed), for compiling the kernels;
-#   - OpenCV (opencv-python-headless) and NumPy, the peers the tests compare against.
+#   - OpenCV (opencv-python-headless) and NumPy, the peers the tests compare against; pandas, which
+#     the tests load every table with, as a user would.
 _hp_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 _hp_py="$_hp_root/.deps/python"
-_hp_stamp="$_hp_py/.installed-v1"
+_hp_stamp="$_hp_py/.installed-v2"
 if [ ! -f "$_hp_stamp" ]; then
-  echo "scripts/env.sh: installing NVRTC, NumPy and OpenCV into .deps/python" >&2
+  echo "scripts/env.sh: installing NVRTC, NumPy, OpenCV and pandas into .deps/python" >&2
   python3 -m pip install --quiet --disable-pip-version-check --target "$_hp_py" --upgrade \
-    nvidia-cuda-nvrtc==13.0.88 numpy opencv-python-headless >&2 && touch "$_hp_stamp"
+    nvidia-cuda-nvrtc==13.0.88 numpy opencv-python-headless pandas >&2 && touch "$_hp_stamp"
 fi
 # The install test reads the installed manual pages with man -l (tests/tools/install.rs): man-db
 # and groff from the system's packages, where this machine lets us install them.

@@ -1,7 +1,7 @@
 use std::io::Write;
 
 use histopipe_cli::lexopt::Parser;
-use histopipe_cli::{parse_value, Context, Error, OutputFormat, Product, Tool};
+use histopipe_cli::{parse_value, Context, Error, OutputFormat, Product, Tool, TABLE_KEY_COLUMNS};
 use histopipe_frame::Frame;
 use histopipe_ops::histogram::{Distribution, Histogram};
 use histopipe_plot::{cdf_figure, CdfFigure, PlotTarget};
@@ -18,7 +18,8 @@ pub struct Cdf {
     plot: Option<PlotTarget>,
 }
 
-const COLUMNS: [&str; 7] = ["frame", "bin", "lower", "upper", "count", "cumulative", "fraction"];
+/// The columns after the frame and its source.
+const COLUMNS: [&str; 6] = ["bin", "lower", "upper", "count", "cumulative", "fraction"];
 
 impl Tool for Cdf {
     const NAME: &'static str = "cdf";
@@ -27,8 +28,8 @@ cdf: print each frame's histogram and its cumulative distribution, one row per b
 
 Bins are equal-width over 0..maxval: with L = maxval + 1 levels and N bins, value v falls in bin
 floor(v * N / L), and bin b covers ceil(b * L / N) ..= ceil((b + 1) * L / N) - 1.
-Columns: frame,bin,lower,upper,count,cumulative,fraction (frame: its number in the stream, from
-1); fraction = cumulative / pixels, rounded half up to 6 decimals. The header line comes once per
+Columns: frame,source,bin,lower,upper,count,cumulative,fraction (frame: its number in the
+stream, from 1; source: the file it came from, - for standard input); fraction = cumulative / pixels, rounded half up to 6 decimals. The header line comes once per
 output: once for the stream, once per file with -o fields. See docs/cdf.md.
 
 Usage: cdf [OPTIONS] [FILE...]
@@ -92,7 +93,8 @@ Example:
             };
             write_figure(cx, &path, cdf_figure(plot.format, &figure))?;
         }
-        let text = self.table(cx.index, cx.starts_output(), &dist);
+        let sep = if self.tsv { '\t' } else { ',' };
+        let text = self.table(&cx.row_key(sep), cx.starts_output(), &dist);
         cx.text().write_all(text.as_bytes()).map_err(|e| Error::io(&e))
     }
 }
@@ -107,18 +109,17 @@ fn fraction(num: u64, den: u64) -> String {
 }
 
 impl Cdf {
-    fn table(&self, index: usize, header: bool, dist: &Distribution) -> String {
+    fn table(&self, key: &str, header: bool, dist: &Distribution) -> String {
         let sep = if self.tsv { "\t" } else { "," };
         let mut text = String::new();
         if header {
-            text.push_str(&COLUMNS.join(sep));
+            text.push_str(&TABLE_KEY_COLUMNS.iter().chain(&COLUMNS).copied().collect::<Vec<_>>().join(sep));
             text.push('\n');
         }
         let total = dist.cumulative.last().copied().unwrap_or(0);
         for (b, (&count, &cumulative)) in dist.counts.iter().zip(&dist.cumulative).enumerate() {
             let (lower, upper) = dist.bins.range(b);
             let fields = [
-                index.to_string(),
                 b.to_string(),
                 lower.to_string(),
                 upper.to_string(),
@@ -126,6 +127,7 @@ impl Cdf {
                 cumulative.to_string(),
                 fraction(cumulative, total),
             ];
+            text.push_str(key);
             text.push_str(&fields.join(sep));
             text.push('\n');
         }

@@ -1,5 +1,5 @@
 use histopipe_cli::lexopt::{Parser, ValueExt};
-use histopipe_cli::{parse_value, Common, Context, Error, OutputFormat, Product, Tool};
+use histopipe_cli::{parse_value, Common, Context, Error, OutputFormat, Product, Tool, TABLE_KEY_COLUMNS};
 use histopipe_frame::{Format, Frame, Pixels};
 use histopipe_ops::colhist::{ColHist as ColHistOp, ColHistParams, Histograms};
 use histopipe_ops::rotate::Line;
@@ -62,8 +62,11 @@ Options:
                      or .png); with {n} in FILE one file per frame, {n} its number, else the
                      first frame only
 
-The text formats write, per frame, a line '# frame N: ...', a header 'bin,low,high,' and the column
-(or row) numbers, then one row per bin: its number, its lowest and highest value, its counts.
+The text formats write one table for the output: a header 'frame,source,bin,lower,upper,' and
+the column (or row) numbers (with --line, the one column's), once per output, then per frame one row per
+bin: the frame's number in the stream, its file (- for standard input), the bin's number, its
+lowest and highest value, its counts. Frames of different widths give rows of different lengths:
+give -o a field (-o out/{stem}.csv) for one table each.
 
 Example:
   pad a.pgm | rotate --line 0,0,400,400 | colhist --line 0,0,400,400 -o line.csv
@@ -177,13 +180,9 @@ Example:
             }
             Output::Csv | Output::Tsv => {
                 let sep = if self.output == Output::Csv { b',' } else { b'\t' };
-                let header = format!(
-                    "# frame {}: {}x{}, maxval {}, {} bins, {what}\n",
-                    cx.index, frame.width, frame.height, frame.maxval, op.bins
-                );
-                let text = cx.text();
-                text.extend_from_slice(header.as_bytes());
-                write_table(text, &op, &h, column, sep);
+                let key = cx.row_key(sep as char);
+                let header = cx.starts_output();
+                write_table(cx.text(), &op, &h, column, header, key.as_bytes(), sep);
                 Ok(())
             }
         }
@@ -226,25 +225,35 @@ fn matrix_image(h: &Histograms, frame: &Frame) -> Frame {
     f
 }
 
-fn write_table(text: &mut Vec<u8>, op: &ColHistOp, h: &Histograms, column: Option<usize>, sep: u8) {
-    text.extend_from_slice(b"bin");
-    text.push(sep);
-    text.extend_from_slice(b"low");
-    text.push(sep);
-    text.extend_from_slice(b"high");
-    match column {
-        Some(x) => {
+/// The table of `h`: the header line if `header`, then one row per bin, each starting with
+/// `key` (the frame's number and source, with their separators).
+fn write_table(
+    text: &mut Vec<u8>,
+    op: &ColHistOp,
+    h: &Histograms,
+    column: Option<usize>,
+    header: bool,
+    key: &[u8],
+    sep: u8,
+) {
+    if header {
+        for name in TABLE_KEY_COLUMNS.iter().chain(&["bin", "lower", "upper"]) {
+            text.extend_from_slice(name.as_bytes());
             text.push(sep);
-            push_u64(text, x as u64);
         }
-        None => {
-            for line in 0..h.lines {
-                text.push(sep);
-                push_u64(text, line as u64);
+        match column {
+            Some(x) => push_u64(text, x as u64),
+            None => {
+                for line in 0..h.lines {
+                    if line > 0 {
+                        text.push(sep);
+                    }
+                    push_u64(text, line as u64);
+                }
             }
         }
+        text.push(b'\n');
     }
-    text.push(b'\n');
     let rows: Vec<&[u32]> = h.counts.chunks_exact(h.lines.max(1)).take(h.bins).collect();
     // A 4K frame's table is a million numbers, more than one core formats in a frame period of a
     // fast stream: large tables are formatted in bands of bins on a few threads, joined in order.
@@ -254,7 +263,7 @@ fn write_table(text: &mut Vec<u8>, op: &ColHistOp, h: &Histograms, column: Optio
         .min(h.counts.len() / (1 << 16))
         .clamp(1, rows.len().max(1));
     if threads == 1 {
-        write_rows(text, op, 0, &rows, sep);
+        write_rows(text, op, key, 0, &rows, sep);
         return;
     }
     let per = rows.len().div_ceil(threads);
@@ -265,7 +274,7 @@ fn write_table(text: &mut Vec<u8>, op: &ColHistOp, h: &Histograms, column: Optio
             .map(|(i, band)| {
                 scope.spawn(move || {
                     let mut out = Vec::with_capacity(band.len() * (band[0].len() + 3) * 4);
-                    write_rows(&mut out, op, i * per, band, sep);
+                    write_rows(&mut out, op, key, i * per, band, sep);
                     out
                 })
             })
@@ -278,9 +287,10 @@ fn write_table(text: &mut Vec<u8>, op: &ColHistOp, h: &Histograms, column: Optio
 }
 
 /// The table's rows for bins `first..`, one per slice of counts.
-fn write_rows(text: &mut Vec<u8>, op: &ColHistOp, first: usize, rows: &[&[u32]], sep: u8) {
+fn write_rows(text: &mut Vec<u8>, op: &ColHistOp, key: &[u8], first: usize, rows: &[&[u32]], sep: u8) {
     for (bin, counts) in (first..).zip(rows) {
         let (low, high) = op.bin_range(bin as u32);
+        text.extend_from_slice(key);
         push_u64(text, bin as u64);
         text.push(sep);
         push_u64(text, low as u64);

@@ -2,7 +2,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use histopipe_cli::lexopt::Parser;
-use histopipe_cli::{parse_value, Common, Context, Error, OutputFormat, Product, Tool};
+use histopipe_cli::{parse_value, Common, Context, Error, OutputFormat, Product, Tool, TABLE_KEY_COLUMNS};
 use histopipe_frame::{Frame, Pixels};
 use histopipe_ops::hough::{draw_lines, HoughLines as Peaks, HoughSpace, Line};
 
@@ -37,9 +37,11 @@ strongest first (equal votes: smaller angle, then smaller distance first). With 
 axes, the lines equal cv2.HoughLines(edges, 1, np.pi / 180, THRESHOLD), in the same order.
 Without --threshold and --top, THRESHOLD is half the votes of the accumulator's strongest cell.
 
-Output: CSV (or TSV, by -o's extension) with a header line, one line per detected line:
-  rho,theta,theta_degrees,votes
-rho in pixels from the edge map's pixel (0, 0), theta in radians (both as OpenCV's float32),
+Output: CSV (or TSV, by -o's extension) with a header line once per output, one line per
+detected line:
+  frame,source,rho,theta,theta_degrees,votes
+frame: the accumulator's number in the stream; source: the file it came from (- for standard
+input); rho in pixels from the edge map's pixel (0, 0), theta in radians (both as OpenCV's float32),
 theta_degrees on the nominal grid (theta-min + n theta-step).
 
 Usage: hough-lines [OPTIONS] [FILE...]
@@ -106,11 +108,16 @@ Example:
             (Some(path), Some(canvas)) => self.draw(cx, &frame, &lines, path, canvas),
             _ => {
                 let sep = if self.tsv { '\t' } else { ',' };
-                let mut text = ["rho", "theta", "theta_degrees", "votes"].join(&sep.to_string());
-                text.push('\n');
+                let mut text = String::new();
+                if cx.starts_output() {
+                    let columns = TABLE_KEY_COLUMNS.iter().chain(&["rho", "theta", "theta_degrees", "votes"]);
+                    text = columns.copied().collect::<Vec<_>>().join(&sep.to_string());
+                    text.push('\n');
+                }
+                let key = cx.row_key(sep);
                 for l in &lines {
                     let degrees = degrees_text(l.theta_degrees);
-                    text.push_str(&format!("{}{sep}{}{sep}{degrees}{sep}{}\n", l.rho, l.theta, l.votes));
+                    text.push_str(&format!("{key}{}{sep}{}{sep}{degrees}{sep}{}\n", l.rho, l.theta, l.votes));
                 }
                 cx.text().write_all(text.as_bytes()).map_err(|e| Error::io(&e))
             }

@@ -7,12 +7,13 @@ use crate::common::*;
 fn rows(out: &[u8], sep: char) -> Vec<Vec<u64>> {
     let text = String::from_utf8(out.to_vec()).unwrap();
     let mut lines = text.lines();
-    let header = ["frame", "bin", "lower", "upper", "count", "cumulative", "fraction"];
+    let header = ["frame", "source", "bin", "lower", "upper", "count", "cumulative", "fraction"];
     assert_eq!(lines.next().unwrap(), header.join(&sep.to_string()));
     lines
         .map(|l| {
-            let f: Vec<&str> = l.split(sep).collect();
-            assert_eq!(f.len(), 7, "{l}");
+            let mut f: Vec<&str> = l.split(sep).collect();
+            assert_eq!(f.len(), 8, "{l}");
+            assert_eq!(f.remove(1), "-", "read from standard input: {l}");
             let (whole, millionths) = f[6].split_once('.').unwrap();
             assert_eq!(millionths.len(), 6, "{l}");
             let fraction = whole.parse::<u64>().unwrap() * 1_000_000 + millionths.parse::<u64>().unwrap();

@@ -7,8 +7,10 @@ use crate::common::*;
 /// One frame's block of colhist's text output.
 #[derive(Debug, PartialEq)]
 struct Block {
-    marker: String,
-    /// The column (or row) numbers of the header.
+    /// The frame's number in the stream and its source.
+    frame: usize,
+    source: String,
+    /// The column (or row) numbers: the header's for the first frame, else 0.. as many as counted.
     lines: Vec<usize>,
     /// Per bin: low, high, counts.
     rows: Vec<(u32, u32, Vec<u32>)>,
@@ -20,24 +22,27 @@ impl Block {
     }
 }
 
+/// The one table of an output: a header, then each frame's rows, frame after frame.
 fn parse(text: &[u8], sep: char) -> Vec<Block> {
     let text = std::str::from_utf8(text).unwrap();
-    let mut blocks: Vec<Block> = Vec::new();
     let mut lines = text.lines();
-    while let Some(marker) = lines.next() {
-        assert!(marker.starts_with("# frame "), "not a block marker: {marker}");
-        let header: Vec<&str> = lines.next().unwrap().split(sep).collect();
-        assert_eq!(header[..3], ["bin", "low", "high"]);
-        let columns: Vec<usize> = header[3..].iter().map(|c| c.parse().unwrap()).collect();
-        let mut block = Block { marker: marker.to_owned(), lines: columns, rows: Vec::new() };
-        let bins: usize = marker.split(", ").find_map(|p| p.strip_suffix(" bins")).unwrap().parse().unwrap();
-        for bin in 0..bins {
-            let fields: Vec<u32> = lines.next().unwrap().split(sep).map(|c| c.parse().unwrap()).collect();
-            assert_eq!(fields[0] as usize, bin);
-            assert_eq!(fields.len(), 3 + block.lines.len());
-            block.rows.push((fields[1], fields[2], fields[3..].to_vec()));
+    let header: Vec<&str> = lines.next().unwrap().split(sep).collect();
+    assert_eq!(header[..5], ["frame", "source", "bin", "lower", "upper"], "one header, first");
+    let named: Vec<usize> = header[5..].iter().map(|c| c.parse().unwrap()).collect();
+    let mut blocks: Vec<Block> = Vec::new();
+    for line in lines {
+        let f: Vec<&str> = line.split(sep).collect();
+        let frame: usize = f[0].parse().unwrap();
+        if blocks.last().is_none_or(|b| b.frame != frame) {
+            assert_eq!(frame, blocks.len() + 1, "frames in order, each a block of rows");
+            let lines = if blocks.is_empty() { named.clone() } else { (0..f.len() - 5).collect() };
+            blocks.push(Block { frame, source: f[1].to_owned(), lines, rows: Vec::new() });
         }
-        blocks.push(block);
+        let block = blocks.last_mut().unwrap();
+        let fields: Vec<u32> = f[2..].iter().map(|c| c.parse().unwrap()).collect();
+        assert_eq!(fields[0] as usize, block.rows.len(), "bins in order");
+        assert_eq!(fields.len(), 3 + block.lines.len());
+        block.rows.push((fields[1], fields[2], fields[3..].to_vec()));
     }
     blocks
 }
@@ -119,7 +124,7 @@ fn bin_ranges_in_the_table() {
     let ranges: Vec<(u32, u32)> = out[0].rows.iter().map(|r| (r.0, r.1)).collect();
     assert_eq!(ranges, [(0, 3), (4, 6), (7, 9)]);
     assert_eq!(block_counts(&out[0]), [vec![1, 0], vec![0, 1], vec![0, 0]]);
-    assert_eq!(out[0].marker, "# frame 1: 2x1, maxval 9, 3 bins, columns");
+    assert_eq!((out[0].frame, out[0].source.as_str()), (1, "-"), "from standard input");
 }
 
 /// Every column's counts sum to its number of data pixels (Geometry::is_original, the documented
@@ -179,7 +184,6 @@ fn the_histogram_of_a_diagonal_line() {
     let turned = run_ok("rotate", "cpu", &["--line", "0,0,4,4"], &padded);
     let block = colhist_cpu(&["--line", "0,0,4,4"], &turned).remove(0);
     assert_eq!(block.lines, [4]);
-    assert!(block.marker.ends_with("column 4"), "{}", block.marker);
     let mut expected = vec![0u32; 256];
     for y in 0..9 {
         let k = (3.0 + (y as f64 - 4.0) * std::f64::consts::FRAC_1_SQRT_2 + 0.5).floor() as i64;
@@ -236,16 +240,13 @@ fn tsv_pgm_rows_and_streams() {
     let pgm = read_frames(&run_ok("colhist", "cpu", &["--format", "pgm", "--bins", "2"], &stream(&[tall])))
         .remove(0);
     assert_eq!((pgm.maxval, pgm.pixels), (65535, Pixels::U16(vec![65535, 0].into())));
-    // A stream: one block per frame, marked, each its own size.
+    // A stream: one table, a block of rows per frame, each its own size.
     let frames = [fixture_frame("camera.pgm"), fixture_frame("coins.pgm"), fixture_frame("dem16.pgm")];
     let blocks = colhist_cpu(&["--rows"], &stream(&frames));
     assert_eq!(blocks.len(), 3);
     for (i, (b, f)) in blocks.iter().zip(&frames).enumerate() {
-        assert!(
-            b.marker.starts_with(&format!("# frame {}: {}x{}", i + 1, f.width, f.height)),
-            "{}",
-            b.marker
-        );
+        assert_eq!(b.frame, i + 1);
+        assert_eq!(b.rows[0].2.len(), f.height, "one count per row of frame {}", i + 1);
         assert_eq!(block_counts(b), expected_counts(f, 256, true, true));
     }
     assert_eq!(read_frames(&run_ok("colhist", "cpu", &["--format", "pgm"], &stream(&frames))).len(), 3);

@@ -154,7 +154,7 @@ fn the_extension_gives_the_format() {
     assert_eq!(u16::from_le_bytes([raw[0], raw[1]]), dem.pixels.get(0));
     // Tables: CSV or TSV; colhist writes its matrix as an image for an image's extension.
     run_in(&dir, "cdf", &["-o", "c.tsv", "dem.pgm"]);
-    assert!(std::fs::read_to_string(dir.join("c.tsv")).unwrap().starts_with("frame\tbin\tlower"));
+    assert!(std::fs::read_to_string(dir.join("c.tsv")).unwrap().starts_with("frame\tsource\tbin\tlower"));
     run_in(&dir, "colhist", &["-o", "h.png", "dem.pgm"]);
     assert_eq!(read_frames(&std::fs::read(dir.join("h.png")).unwrap())[0].height, 256);
     let edges = run_ok("edges", "cpu", &[], &fixture_bytes("brick.pgm"));
@@ -162,7 +162,7 @@ fn the_extension_gives_the_format() {
     run_ok("hough-lines", "cpu", &["-o", arg(&dir.join("l.tsv"))], &acc);
     assert!(std::fs::read_to_string(dir.join("l.tsv"))
         .unwrap()
-        .starts_with("rho\ttheta\ttheta_degrees\tvotes\n"));
+        .starts_with("frame\tsource\trho\ttheta\ttheta_degrees\tvotes\n"));
     // What does not fit the tool's output is refused before anything is read, and leaves nothing.
     let before = names(&dir);
     for (name, args, expected) in [
@@ -202,7 +202,8 @@ fn fields_make_one_file_per_frame() {
     assert_eq!(code, Some(0), "{err}");
     assert!(dir.join("scans/a-001-1.csv").exists() && dir.join("more/a-002-1.csv").exists());
     let table = std::fs::read_to_string(dir.join("more/a-002-1.csv")).unwrap();
-    assert!(table.starts_with("frame,bin,lower,"), "each file has its header: {table:.40}");
+    assert!(table.starts_with("frame,source,bin,lower,"), "each file has its header: {table:.40}");
+    assert!(table.contains("\n2,more/a.pgm,0,"), "rows name the frame and its file: {table:.80}");
     // Two frames for one file: an error naming both, before the second is worked on.
     let (code, _, err) = run_in(&dir, "equalize", &["-o", "dup/{stem}.pgm", "scans/a.pgm", "more/a.pgm"]);
     assert_eq!(code, Some(2));
@@ -241,7 +242,11 @@ fn the_source_travels_through_a_pipeline() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(names(&dir.join("out")), ["cam.csv", "coins.csv"]);
     let table = std::fs::read_to_string(dir.join("out/coins.csv")).unwrap();
-    assert!(table.starts_with("# frame 2: "), "{table:.40}");
+    assert!(table.starts_with("frame,source,bin,lower,upper,"), "{table:.40}");
+    assert!(
+        table.contains("\n2,scans/coins.pgm,0,"),
+        "the frame's source, through the pipeline: {table:.80}"
+    );
 }
 
 /// An option's value, and the output, are checked before any input is read: with standard input

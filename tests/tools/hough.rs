@@ -9,11 +9,11 @@ use crate::opencv::{self, CvLine};
 fn parse_csv(bytes: &[u8]) -> Vec<(f32, f32, f64, u32)> {
     let text = String::from_utf8(bytes.to_vec()).unwrap();
     let mut lines = text.lines();
-    assert_eq!(lines.next(), Some("rho,theta,theta_degrees,votes"));
+    assert_eq!(lines.next(), Some("frame,source,rho,theta,theta_degrees,votes"));
     lines
         .map(|l| {
             let f: Vec<&str> = l.split(',').collect();
-            (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap(), f[3].parse().unwrap())
+            (f[2].parse().unwrap(), f[3].parse().unwrap(), f[4].parse().unwrap(), f[5].parse().unwrap())
         })
         .collect()
 }

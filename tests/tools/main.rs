@@ -18,4 +18,5 @@ mod pad;
 mod readme;
 mod rotate;
 mod streams;
+mod tables;
 mod threads;

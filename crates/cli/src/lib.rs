@@ -30,4 +30,4 @@ pub use error::{Error, ErrorKind, Place};
 pub use lexopt;
 pub use outputs::{OutputFormat, Product};
 pub use run::main;
-pub use tool::{Context, Tool};
+pub use tool::{Context, Tool, TABLE_KEY_COLUMNS};

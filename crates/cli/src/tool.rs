@@ -63,6 +63,9 @@ pub(crate) enum Part {
     Bytes(Vec<u8>),
 }
 
+/// The first columns of every table a tool writes (see [`Context::row_key`]).
+pub const TABLE_KEY_COLUMNS: [&str; 2] = ["frame", "source"];
+
 /// What a tool's [`Tool::frame`] works with.
 pub struct Context<'a> {
     /// The frame's number in the stream, from 1.
@@ -115,6 +118,28 @@ impl<'a> Context<'a> {
     /// there (once per file with `-o` fields, once per stream otherwise).
     pub fn starts_output(&self) -> bool {
         self.starts_output
+    }
+
+    /// The first fields of each of this frame's rows in a table, with `sep` after each: the
+    /// frame's number in the stream and the file it came from (`-` for standard input), the same
+    /// two columns ([`TABLE_KEY_COLUMNS`]) in every tool's table so that tables of several frames
+    /// and files load as one. A file name is quoted as CSV quotes (`sep` ','); in TSV, tabs and
+    /// line breaks in it become spaces.
+    pub fn row_key(&self, sep: char) -> String {
+        let source = match &self.source {
+            Some(s) => s.path.to_string_lossy().into_owned(),
+            None => "-".to_owned(),
+        };
+        let source = if sep == ',' {
+            if source.contains([',', '"', '\n', '\r']) {
+                format!("\"{}\"", source.replace('"', "\"\""))
+            } else {
+                source
+            }
+        } else {
+            source.replace(['\t', '\n', '\r'], " ")
+        };
+        format!("{}{sep}{source}{sep}", self.index)
     }
 
     /// The file the frame came from, if it came from one.
