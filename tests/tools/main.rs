@@ -15,6 +15,7 @@ mod huge;
 mod install;
 mod opencv;
 mod pad;
+mod progress;
 mod readme;
 mod rotate;
 mod streams;

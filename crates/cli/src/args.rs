@@ -29,6 +29,8 @@ pub struct Common {
     /// and the CPU backend's threads each frame's work is split over; `None`: every core the
     /// process may use.
     pub threads: Option<usize>,
+    /// `--progress`: frames done, frames/s and MB/s on stderr.
+    pub progress: bool,
 }
 
 /// The `--help` section for [`Common`]'s options.
@@ -56,6 +58,10 @@ Backend:
                      use: its CPU affinity (taskset) and cgroup CPU quota; with --backend gpu,
                      which takes one frame at a time, at most 4 frames at once]; the output is
                      the same for any number
+Reporting:
+  --progress         report on stderr frames done, frames/s and MB/s of frame samples (as read:
+                     width x height x 1 or 2 bytes), in place on a terminal (about 4 times a
+                     second), else a line at most once a second; a last line at the end
   -h, --help         print this help
   -V, --version      print the version";
 
@@ -81,6 +87,7 @@ impl Common {
             png: false,
             output: None,
             threads,
+            progress: false,
         })
     }
 
@@ -99,6 +106,7 @@ impl Common {
             }
             "--max-pixels" => self.max_pixels = parse_value(parser, "--max-pixels")?,
             "--png" => self.png = true,
+            "--progress" => self.progress = true,
             "-o" | "--output" => {
                 let v = parser.value().map_err(|e| Error::usage(format!("{name}: {e}")))?;
                 if v.is_empty() {

@@ -17,6 +17,7 @@ mod error;
 mod inputs;
 mod outputs;
 mod panic;
+mod progress;
 mod reader;
 mod run;
 mod signals;

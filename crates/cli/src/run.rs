@@ -20,6 +20,7 @@ use crate::backend::Backends;
 use crate::error::Place;
 use crate::outputs::{Destinations, Target};
 use crate::panic::{self, catch};
+use crate::progress::Progress;
 use crate::reader::{Backlog, InputFrames, Read};
 use crate::signals;
 use crate::tool::Tool;
@@ -76,7 +77,8 @@ pub(crate) fn run_frames<T: Tool>(
     // Every worker busy, one frame waiting for the first worker done, one being written.
     let in_flight = Arc::new(InFlight::new(workers + 2));
     let (done, finished) = channel();
-    let writer = spawn_writer(sink, container, finished, in_flight.clone())?;
+    let progress = common.progress.then(|| Progress::new(T::NAME));
+    let writer = spawn_writer(sink, container, finished, in_flight.clone(), progress)?;
     let shared = Arc::new(Backends::new(common.backend, common.device, memory));
     *backends = Some(shared.clone());
     let (jobs, queue) = sync_channel::<Job>(workers);
@@ -104,7 +106,7 @@ pub(crate) fn run_frames<T: Tool>(
 /// own error, earlier in the stream, is the run's.
 fn done_err(done: &Sender<Done>, n: usize, e: Error) {
     let place = e.place.clone();
-    let _ = done.send(Done { n, place, result: Err(e) });
+    let _ = done.send(Done { n, place, bytes: 0, result: Err(e) });
 }
 
 /// The stream as this thread hands it out.

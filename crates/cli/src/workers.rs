@@ -45,9 +45,10 @@ impl<T: Tool> Crew<'_, T> {
                 continue;
             }
             let (n, place) = (job.n, Place::of(job.frame.source.as_ref(), job.n));
+            let bytes = (job.frame.pixel_count() * job.frame.depth().bytes()) as u64;
             let result = catch(|| self.one_frame(job))
                 .unwrap_or_else(|panic| Err(Error::internal(place.clone(), "frame loop", &panic)));
-            if done.send(Done { n, place, result }).is_err() {
+            if done.send(Done { n, place, bytes, result }).is_err() {
                 break;
             }
         }

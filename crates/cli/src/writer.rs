@@ -14,6 +14,7 @@ use histopipe_frame::{Container, FrameErrorKind, FrameWriter, WriteOptions};
 use crate::atomic::AtomicFile;
 use crate::error::Place;
 use crate::panic::catch;
+use crate::progress::Progress;
 use crate::tool::Part;
 use crate::Error;
 
@@ -21,6 +22,8 @@ use crate::Error;
 pub(crate) struct Done {
     pub n: usize,
     pub place: Place,
+    /// The bytes of the frame's samples, as read, for `--progress`.
+    pub bytes: u64,
     pub result: Result<Written, Error>,
 }
 
@@ -200,18 +203,19 @@ impl Write for StreamOut {
 /// Writes to `sink` on a thread of its own what arrives on `done`, in the order of the stream,
 /// until every sender is gone; then puts `-o`'s file in place. The thread's result is the run's:
 /// the first failure in the stream's order (a panic while writing becomes an error naming the
-/// frame), or its own.
+/// frame), or its own. `progress` is told of each frame put in place.
 pub(crate) fn spawn_writer(
     sink: Sink,
     container: Option<Container>,
     done: Receiver<Done>,
     in_flight: Arc<InFlight>,
+    progress: Option<Progress>,
 ) -> Result<JoinHandle<Result<(), Error>>, Error> {
     let handle = std::thread::Builder::new()
         .name("histopipe-write".into())
         .spawn(move || {
             let mut at = Place::default();
-            let written = catch(|| write_in_order(sink, container, &done, &in_flight, &mut at));
+            let written = catch(|| write_in_order(sink, container, &done, &in_flight, progress, &mut at));
             // Nothing more is written: the frames still at work are not wanted.
             in_flight.close();
             written.unwrap_or_else(|panic| Err(Error::internal(at, "writer", &panic)))
@@ -225,6 +229,7 @@ fn write_in_order(
     container: Option<Container>,
     done: &Receiver<Done>,
     in_flight: &InFlight,
+    mut progress: Option<Progress>,
     at: &mut Place,
 ) -> Result<(), Error> {
     let (stream, path) = match sink {
@@ -252,6 +257,9 @@ fn write_in_order(
             }
             next += 1;
             in_flight.release();
+            if let Some(progress) = progress.as_mut() {
+                progress.frame(item.bytes);
+            }
         }
     }
     if let Some(&n) = waiting.keys().next() {
@@ -262,6 +270,9 @@ fn write_in_order(
     if let StreamOut::File(file) = out.into_inner() {
         let place = Place::file(file.path());
         file.commit().map_err(|e| Error::io(&e).at(place))?;
+    }
+    if let Some(progress) = progress {
+        progress.finish();
     }
     Ok(())
 }
