@@ -258,21 +258,15 @@ const CANNY: Canny = Canny { low: 50.0, high: 150.0, l2: false, blur: None };
 const HOUGH_THRESHOLD: u32 = 200;
 
 /// `rotate 30` (`--bilinear` or not): the frame turned by 30 degrees about its centre, in place of
-/// itself, fill 0. Not a quarter turn, so the general (affine) kernel.
+/// itself, fill 0. Not a quarter turn, so the general (affine) kernel. One op for the GPU case and
+/// the CPU run.
+fn rotate_op(input: &Input, interpolation: Interpolation) -> Result<Rotate, BenchError> {
+    Ok(Rotate::in_place(Turn::degrees(ROTATE_DEGREES)?, input.width, input.height, interpolation, 0, 255))
+}
+
 fn rotate(gpu: &Gpu, input: &Input, interpolation: Interpolation) -> Result<Case, BenchError> {
-    let (w, h) = (input.width, input.height);
-    let n = w * h;
-    let turn = Turn::degrees(ROTATE_DEGREES)?;
-    let op = Rotate {
-        turn,
-        width: w,
-        height: h,
-        out_width: w,
-        out_height: h,
-        interpolation,
-        fill: 0,
-        maxval: 255,
-    };
+    let n = input.width * input.height;
+    let op = rotate_op(input, interpolation)?;
     let mut sets = Sets::new(gpu, input, n)?;
     Ok(Case::new(n, 2 * n, sets.count(), move |gpu, i| {
         let (src, dst) = sets.pair(i);
@@ -282,18 +276,7 @@ fn rotate(gpu: &Gpu, input: &Input, interpolation: Interpolation) -> Result<Case
 }
 
 fn rotate_cpu(input: &Input, interpolation: Interpolation) -> Result<CpuRun, BenchError> {
-    let turn = Turn::degrees(ROTATE_DEGREES)?;
-    let (width, height) = (input.width, input.height);
-    let op = Rotate {
-        turn,
-        width,
-        height,
-        out_width: width,
-        out_height: height,
-        interpolation,
-        fill: 0,
-        maxval: 255,
-    };
+    let op = rotate_op(input, interpolation)?;
     cpu_run(move |frame| {
         black_box(op.cpu(frame)?);
         Ok(())

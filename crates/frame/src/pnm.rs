@@ -53,6 +53,19 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
         FrameError::invalid(self.frame, msg)
     }
 
+    /// The header read, with the metadata its comments carried.
+    fn header(self, width: usize, height: usize, maxval: u16, channels: usize) -> Header {
+        Header {
+            width,
+            height,
+            maxval,
+            channels,
+            geometry: self.geometry,
+            annotations: self.annotations,
+            source: self.source,
+        }
+    }
+
     /// Reads the rest of a `#` comment line and keeps a geometry or other `histopipe-*` comment.
     fn comment(&mut self) -> Result<(), FrameError> {
         let mut text = Vec::new();
@@ -133,15 +146,7 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
             Some(_) => return Err(self.invalid("bad maxval: garbage after the number")),
             None => return Err(self.invalid("truncated header: no raster after maxval")),
         }
-        Ok(Header {
-            width,
-            height,
-            maxval,
-            channels,
-            geometry: self.geometry,
-            annotations: self.annotations,
-            source: self.source,
-        })
+        Ok(self.header(width, height, maxval, channels))
     }
 
     /// The rest of a PAM header after `P7`.
@@ -190,15 +195,7 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
                 )))
             }
         };
-        Ok(Header {
-            width,
-            height,
-            maxval,
-            channels,
-            geometry: self.geometry,
-            annotations: self.annotations,
-            source: self.source,
-        })
+        Ok(self.header(width, height, maxval, channels))
     }
 }
 

@@ -239,6 +239,19 @@ fn halve_rounding_up(s: i64) -> i64 {
 }
 
 impl Rotate {
+    /// A turn whose output keeps the input's `width` x `height` (what `rotate` does without
+    /// `--expand`).
+    pub fn in_place(
+        turn: Turn,
+        width: usize,
+        height: usize,
+        interpolation: Interpolation,
+        fill: u16,
+        maxval: u16,
+    ) -> Rotate {
+        Rotate { turn, width, height, out_width: width, out_height: height, interpolation, fill, maxval }
+    }
+
     pub fn new_to_old(&self) -> Affine {
         self.turn.new_to_old_sized((self.width, self.height), (self.out_width, self.out_height))
     }
@@ -1030,16 +1043,7 @@ mod tests {
             let f = frame(w, h);
             let Pixels::U8(input) = &f.pixels else { unreachable!() };
             for q in 0..4u8 {
-                let rotate = Rotate {
-                    turn: Turn::Quarter(q),
-                    width: w,
-                    height: h,
-                    out_width: w,
-                    out_height: h,
-                    interpolation: Interpolation::Nearest,
-                    fill: 0,
-                    maxval: 255,
-                };
+                let rotate = Rotate::in_place(Turn::Quarter(q), w, h, Interpolation::Nearest, 0, 255);
                 let quarter = rotate.cpu_samples(input);
                 let m = Turn::Quarter(q).new_to_old(w, h);
                 let general: Vec<u8> = (0..w * h)
@@ -1067,16 +1071,7 @@ mod tests {
             for &angle in &angles {
                 for interpolation in [Interpolation::Nearest, Interpolation::Bilinear] {
                     let turn = Turn::degrees(angle).unwrap();
-                    let rotate = Rotate {
-                        turn,
-                        width: w,
-                        height: h,
-                        out_width: w,
-                        out_height: h,
-                        interpolation,
-                        fill: 7,
-                        maxval: 1000,
-                    };
+                    let rotate = Rotate::in_place(turn, w, h, interpolation, 7, 1000);
                     let m = rotate.new_to_old();
                     let bilinear = interpolation == Interpolation::Bilinear;
                     let reference: Vec<u16> = (0..w * h)
@@ -1154,16 +1149,7 @@ mod tests {
             let turn = Turn::degrees(angle).unwrap();
             for interpolation in [Interpolation::Nearest, Interpolation::Bilinear] {
                 let fill = rng.u16(0..=maxval);
-                let rotate = Rotate {
-                    turn,
-                    width: w,
-                    height: h,
-                    out_width: w,
-                    out_height: h,
-                    interpolation,
-                    fill,
-                    maxval,
-                };
+                let rotate = Rotate::in_place(turn, w, h, interpolation, fill, maxval);
                 let expected = reference::samples(&rotate, input);
                 for kernel in kernels() {
                     let got = rotate.cpu_samples_with(input, kernel);

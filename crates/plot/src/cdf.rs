@@ -153,6 +153,16 @@ impl CdfFigure<'_> {
 mod tests {
     use super::*;
 
+    fn running_sums(counts: &[u64]) -> Vec<u64> {
+        counts
+            .iter()
+            .scan(0, |s, &c| {
+                *s += c;
+                Some(*s)
+            })
+            .collect()
+    }
+
     #[test]
     fn bars_and_curve_follow_the_bins() {
         let ranges = [(0, 3), (4, 7)];
@@ -169,13 +179,7 @@ mod tests {
         // Eight one-value bins on four pixels: pairs pooled by their largest count.
         let ranges: Vec<(u32, u32)> = (0..8).map(|v| (v, v)).collect();
         let counts = [1, 5, 2, 2, 0, 0, 9, 1];
-        let cumulative: Vec<u64> = counts
-            .iter()
-            .scan(0, |s, &c| {
-                *s += c;
-                Some(*s)
-            })
-            .collect();
+        let cumulative = running_sums(&counts);
         let f = CdfFigure {
             counts: &counts,
             cumulative: &cumulative,
@@ -194,13 +198,7 @@ mod tests {
     fn png_and_svg_figures_are_made() {
         let ranges: Vec<(u32, u32)> = (0..256).map(|v| (v, v)).collect();
         let counts: Vec<u64> = (0..256u64).map(|v| (v * 7919) % 1000).collect();
-        let cumulative: Vec<u64> = counts
-            .iter()
-            .scan(0, |s, &c| {
-                *s += c;
-                Some(*s)
-            })
-            .collect();
+        let cumulative = running_sums(&counts);
         let f = CdfFigure {
             counts: &counts,
             cumulative: &cumulative,
