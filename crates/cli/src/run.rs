@@ -43,7 +43,7 @@ fn tune_process_for_streams() {
     // 9 to 16 frames of 4K held by pad on 2 workers, against 6 to 10 with one heap).
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 30);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
         libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
         libc::mallopt(libc::M_ARENA_MAX, 1);
     }
@@ -166,7 +166,31 @@ fn run<T: Tool>(backends: &mut Option<Arc<Backends>>) -> Result<(), Error> {
         // The threads inherit the blocked signals.
         signals::remove_temporaries_on_signals();
     }
-    run_frames(&tool, invocation, Box::new(io::stdout()), backends)
+    run_frames(&tool, invocation, Box::new(RawStdout::new()), backends)
+}
+
+/// Standard output as the file it is. `std::io::stdout()` is line-buffered: it scans every write
+/// for its last newline, a pass over each frame's samples; the writer buffers the output itself.
+struct RawStdout(std::mem::ManuallyDrop<std::fs::File>);
+
+impl RawStdout {
+    fn new() -> RawStdout {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        // SAFETY: file descriptor 1 stays open for the life of the process, and ManuallyDrop
+        // never closes it.
+        RawStdout(std::mem::ManuallyDrop::new(unsafe {
+            std::fs::File::from_raw_fd(io::stdout().as_raw_fd())
+        }))
+    }
+}
+
+impl Write for RawStdout {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The whole of a tool's `main`: runs it, reports an error as one line on stderr, exits. A panic

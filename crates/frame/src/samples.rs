@@ -11,7 +11,7 @@ use std::fmt;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 /// A frame's samples: a slice that owns its memory, either a `Vec` or a lent block (returned to its
 /// lender when dropped).
@@ -140,33 +140,111 @@ pub trait Lender: Send + Sync {
 /// Where new samples are made: on the heap, until a [`Lender`] is installed; from it afterwards.
 /// Clones share the one slot, so a reader thread made before the GPU was open gets lent memory from
 /// the frame after it is installed.
+///
+/// Large heap blocks are recycled: when samples made here are dropped, their block is kept for
+/// the next frame of about the same size (a few blocks at most), so a stream of frames reuses the
+/// same memory instead of paying the kernel to map and zero fresh pages for every frame.
 #[derive(Clone, Default)]
-pub struct SampleMemory(Arc<OnceLock<Arc<dyn Lender>>>);
+pub struct SampleMemory(Arc<Slot>);
+
+#[derive(Default)]
+struct Slot {
+    lender: OnceLock<Arc<dyn Lender>>,
+    spare: Arc<Spare>,
+}
+
+/// Heap blocks of samples dropped, waiting for new samples.
+#[derive(Default)]
+struct Spare(Mutex<Vec<Box<[u128]>>>);
+
+impl Spare {
+    /// Blocks smaller than this come from the heap and go back to it.
+    const SMALLEST: usize = 1 << 20;
+    /// At most this many blocks are kept, of at most this many bytes in all.
+    const BLOCKS: usize = 8;
+    const BYTES: usize = 1 << 30;
+
+    fn blocks(&self) -> MutexGuard<'_, Vec<Box<[u128]>>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A kept block of `words` to twice as many 16-byte words, else a new zeroed one.
+    fn take(&self, words: usize) -> Box<[u128]> {
+        let mut blocks = self.blocks();
+        let fits = blocks.iter().position(|b| b.len() >= words && b.len() / 2 <= words);
+        match fits {
+            Some(i) => blocks.swap_remove(i),
+            None => {
+                drop(blocks);
+                vec![0u128; words].into_boxed_slice()
+            }
+        }
+    }
+
+    /// Keeps `block` if there is room; the oldest kept blocks make way for it.
+    fn keep(&self, block: Box<[u128]>) {
+        let mut blocks = self.blocks();
+        blocks.push(block);
+        let bytes = |blocks: &[Box<[u128]>]| blocks.iter().map(|b| 16 * b.len()).sum::<usize>();
+        while blocks.len() > Spare::BLOCKS || bytes(&blocks) > Spare::BYTES {
+            blocks.remove(0);
+        }
+    }
+}
+
+/// A heap block in use by samples; back to its [`Spare`] when dropped, if that is still there.
+struct Recycled {
+    block: Option<Box<[u128]>>,
+    home: Weak<Spare>,
+}
+
+impl Drop for Recycled {
+    fn drop(&mut self) {
+        if let (Some(block), Some(home)) = (self.block.take(), self.home.upgrade()) {
+            home.keep(block);
+        }
+    }
+}
 
 impl SampleMemory {
     /// Lends memory for every later frame; only the first call takes effect.
     pub fn install(&self, lender: Arc<dyn Lender>) {
-        let _ = self.0.set(lender);
+        if self.0.lender.set(lender).is_ok() {
+            self.0.spare.blocks().clear();
+        }
     }
 
-    /// `len` samples whose values are unspecified (zero on the heap): for buffers that are
-    /// written in full before anything reads them.
+    /// `len` samples whose values are unspecified (zero in new memory): for buffers that are
+    /// written in full before anything reads them. `T` is a sample type (`u8`, `u16`), for which
+    /// every bit pattern is a value.
     pub fn uninit<T: Copy + Default + Send + Sync + 'static>(&self, len: usize) -> Samples<T> {
-        let lent = self.0.get().and_then(|l| {
-            let bytes = len.checked_mul(std::mem::size_of::<T>())?;
-            let (ptr, owner) = l.lend(bytes)?;
+        let bytes = len.checked_mul(std::mem::size_of::<T>());
+        let lent = self.0.lender.get().and_then(|l| {
+            let (ptr, owner) = l.lend(bytes?)?;
             debug_assert_eq!(ptr.as_ptr() as usize % std::mem::align_of::<T>(), 0);
             // SAFETY: the lender's promise: at least `bytes` initialized bytes, aligned to 16, and
             // exclusive while `owner` lives; every bit pattern is a valid u8 or u16 sample.
             Some(unsafe { Samples::lent(ptr.cast::<T>(), len, owner) })
         });
-        lent.unwrap_or_else(|| vec![T::default(); len].into())
+        match (lent, bytes) {
+            (Some(samples), _) => samples,
+            (None, Some(bytes)) if bytes >= Spare::SMALLEST && std::mem::align_of::<T>() <= 16 => {
+                let mut block = self.0.spare.take(bytes.div_ceil(16));
+                let ptr = NonNull::new(block.as_mut_ptr().cast::<T>()).expect("boxed slices are non-null");
+                let owner = Recycled { block: Some(block), home: Arc::downgrade(&self.0.spare) };
+                // SAFETY: the block holds at least `bytes` initialized bytes (zeroed when made,
+                // samples since), aligned to 16, and is only reachable through `owner`, which
+                // the samples keep; every bit pattern is a valid u8 or u16 sample.
+                unsafe { Samples::lent(ptr, len, Box::new(owner)) }
+            }
+            (None, _) => vec![T::default(); len].into(),
+        }
     }
 }
 
 impl fmt::Debug for SampleMemory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.get().is_some() { "SampleMemory(lent)" } else { "SampleMemory(heap)" })
+        f.write_str(if self.0.lender.get().is_some() { "SampleMemory(lent)" } else { "SampleMemory(heap)" })
     }
 }
 
@@ -206,6 +284,38 @@ mod tests {
         assert_eq!(s.into_vec(), vec![1, 2, 3]);
         let empty: Samples<u8> = Vec::new().into();
         assert!(empty.is_empty());
+    }
+
+    #[test]
+    fn large_heap_blocks_are_reused_for_the_next_frames() {
+        let memory = SampleMemory::default();
+        let first = memory.uninit::<u8>(3 << 20);
+        assert!(first.iter().all(|&v| v == 0), "new memory is zeroed");
+        let at = first.as_ptr() as usize;
+        drop(first);
+        let mut again = memory.uninit::<u16>(3 << 19);
+        assert_eq!(again.as_ptr() as usize, at, "the block of the frame gone, for a frame of its size");
+        again[7] = 0x1234;
+        let other = memory.uninit::<u8>(3 << 20);
+        assert_ne!(other.as_ptr() as usize, at, "a block in use is nobody else's");
+        assert!(memory.uninit::<u8>(1 << 20).as_ptr() as usize != at);
+        drop(again);
+        assert_ne!(
+            memory.uninit::<u8>(1 << 20).as_ptr() as usize,
+            at,
+            "less than half of a block: a new one"
+        );
+        let small = memory.uninit::<u8>(1000);
+        assert!(!small.is_lent(), "small samples stay on the heap");
+        // At most a few blocks are kept, and none once the memory is gone.
+        let many: Vec<_> = (0..20).map(|_| memory.uninit::<u8>(1 << 20)).collect();
+        drop(many);
+        assert!(memory.0.spare.blocks().len() <= Spare::BLOCKS);
+        let spare = Arc::downgrade(&memory.0.spare);
+        let kept = memory.uninit::<u8>(1 << 20);
+        drop(memory);
+        assert!(spare.upgrade().is_none());
+        drop(kept);
     }
 
     #[test]
