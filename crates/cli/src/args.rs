@@ -19,7 +19,7 @@ use crate::Error;
 #[derive(Debug, Clone)]
 pub struct Common {
     pub backend: BackendChoice,
-    pub device: usize,
+    pub device: Devices,
     pub raw: Option<RawSpec>,
     pub max_pixels: u64,
     pub png: bool,
@@ -52,7 +52,8 @@ Backend:
   --backend B        auto, cpu or gpu [default: $HISTOPIPE_BACKEND, else auto]; auto gives each
                      frame to the GPU or to a CPU core, whichever is done first; the output is the
                      same on both
-  --device N         which CUDA device to use [default: 0]
+  --device D         the CUDA devices to use: a number, a list (0,1: frames dealt to both, the
+                     output in the input's order) or all [default: 0]
   --threads N        CPU threads: frames worked on at once, and the threads a frame's CPU work
                      is split over [default: $HISTOPIPE_THREADS, else every core the process may
                      use: its CPU affinity (taskset) and cgroup CPU quota; with --backend gpu,
@@ -81,7 +82,7 @@ impl Common {
         };
         Ok(Common {
             backend,
-            device: 0,
+            device: Devices::List(vec![0]),
             raw: None,
             max_pixels: DEFAULT_MAX_PIXELS,
             png: false,
@@ -99,7 +100,10 @@ impl Common {
                 self.backend = BackendChoice::parse(&v.string()?)
                     .map_err(|e| Error::usage(format!("--backend: {e}")))?;
             }
-            "--device" => self.device = parse_value(parser, "--device")?,
+            "--device" => {
+                let v = parser.value()?.string()?;
+                self.device = Devices::parse(&v).map_err(|e| Error::usage(format!("--device: {e}")))?;
+            }
             "--raw" => {
                 let v = parser.value()?.string()?;
                 self.raw = Some(RawSpec::parse(&v).map_err(|e| Error::usage(format!("--raw: {e}")))?);
@@ -126,15 +130,55 @@ impl Common {
 
 impl Common {
     /// How many frames are worked on at once: `--threads`, else one per core. With `gpu` every
-    /// frame waits its turn on the GPU, and a few workers are enough to keep it busy and do the
-    /// CPU's share of each frame (formatting a table, say) meanwhile; more would only hold more
-    /// frames in page-locked memory.
+    /// frame waits its turn on a GPU, and a few workers per GPU are enough to keep it busy and do
+    /// the CPU's share of each frame (formatting a table, say) meanwhile; more would only hold
+    /// more frames in page-locked memory.
     pub fn workers(&self) -> usize {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         match (self.threads, self.backend) {
             (Some(n), _) => n,
-            (None, BackendChoice::Gpu) => cores.min(4),
+            (None, BackendChoice::Gpu) => cores.min(4 * self.device.most()),
             (None, _) => cores,
+        }
+    }
+}
+
+/// The GPUs `--device` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Devices {
+    /// These device numbers, in this order. One may be listed twice: two contexts on one GPU,
+    /// each with its own stream (which tests the dealing of frames on a machine with one).
+    List(Vec<usize>),
+    /// Every device the machine has (as `CUDA_VISIBLE_DEVICES` shows them).
+    All,
+}
+
+impl Devices {
+    /// More would be a typing error: no host has as many GPUs.
+    const MOST: usize = 64;
+
+    pub fn parse(text: &str) -> Result<Devices, String> {
+        if text == "all" {
+            return Ok(Devices::All);
+        }
+        let bad = |part: &str| {
+            format!("bad device '{part}' in '{text}' (a CUDA device number, a list such as 0,1, or all)")
+        };
+        let list = text
+            .split(',')
+            .map(|part| part.trim().parse::<usize>().map_err(|_| bad(part)))
+            .collect::<Result<Vec<usize>, String>>()?;
+        if list.len() > Devices::MOST {
+            return Err(format!("{} devices listed: at most {}", list.len(), Devices::MOST));
+        }
+        Ok(Devices::List(list))
+    }
+
+    /// The most GPUs this may name.
+    pub fn most(&self) -> usize {
+        match self {
+            Devices::List(list) => list.len(),
+            Devices::All => 8,
         }
     }
 }

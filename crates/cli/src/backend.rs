@@ -1,92 +1,106 @@
-//! The backends as the workers share them: the CPU, on which every worker runs operations on its
-//! own thread, and the GPU, which takes one frame at a time on its one stream (the engine behind a
-//! lock), opened once for the whole batch.
+//! The backends as the workers share them: the CPU, on which every worker runs operations on the
+//! shared thread pool, and the GPUs, each of which takes one frame at a time on its one stream
+//! (an engine behind a lock), opened once for the whole batch.
 //!
-//! With `auto`, each operation goes where it will be done first: to the GPU when its queue is
-//! short enough, else to this worker's CPU core. Each backend's time per pixel is measured as the
-//! frames go (per operation), and a frame goes to the CPU when the CPU's time for it is less than
-//! the GPU's times the frames queued for the GPU, this one included. So a fast GPU takes almost
-//! every frame, and when the copies to and from it make it slower than the cores together (a
-//! cheap operation on large frames), the cores take the rest. Both give the same output.
+//! With `gpu`, a frame goes to the GPU with the fewest frames queued (the first of equals); every
+//! GPU named is opened before the first frame is worked on, so one that cannot be used fails the
+//! run before any output. With `auto`, each frame goes where it will be done first. Each backend
+//! is a queue: a GPU does one frame at a time, and the cores share the frames they are given.
+//! Each one's time per pixel for each operation is measured as the frames go: on a GPU, a frame's
+//! time; on the CPU, a frame's time divided by the frames the cores were sharing meanwhile (so
+//! the time the cores take per frame when busy, not one frame's wait among many). A frame goes
+//! to the backend whose time for it and the frames it holds is least, a GPU on a tie. So fast
+//! GPUs take almost every frame, and when the copies to and from them make them slower than the
+//! cores (a cheap operation on large frames), the cores take most. All give the same output.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
 
 use histopipe_frame::{Frame, SampleMemory};
-use histopipe_ops::{BackendChoice, Engine, GpuStatus, Op, OpError};
+use histopipe_ops::{BackendChoice, Engine, GpuStatus, Op, OpError, OpErrorKind};
 
-/// The backend one operation runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+use crate::args::Devices;
+
+/// The backend one operation runs on: the CPU, or the GPU of that index among the run's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Lane {
     Cpu,
-    Gpu,
+    Gpu(usize),
 }
 
-/// The measured nanoseconds per pixel of one operation on each backend.
+/// The measured nanoseconds per pixel of one operation on one backend.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-struct Rates {
-    cpu: Option<f64>,
-    gpu: Option<f64>,
-    /// Runs on the GPU so far; the first compiles or loads the kernels, and is not counted.
-    gpu_runs: u32,
+struct Rate {
+    ns: Option<f64>,
+    /// Runs so far; a GPU's first compiles or loads the kernels, and is not counted.
+    runs: u32,
 }
 
-impl Rates {
+impl Rate {
     /// The weight of the newest time in the running average.
     const NEWEST: f64 = 0.25;
 
     fn record(&mut self, lane: Lane, ns_per_pixel: f64) {
-        let slot = match lane {
-            Lane::Cpu => &mut self.cpu,
-            Lane::Gpu => {
-                self.gpu_runs += 1;
-                if self.gpu_runs == 1 {
-                    return;
-                }
-                &mut self.gpu
-            }
-        };
-        *slot = Some(slot.map_or(ns_per_pixel, |old| old + Rates::NEWEST * (ns_per_pixel - old)));
-    }
-
-    /// Where a frame goes when `queued` frames are queued for the GPU or on it: the GPU until
-    /// both backends are measured, then whichever finishes it first.
-    fn lane(&self, queued: usize) -> Lane {
-        match (self.cpu, self.gpu) {
-            (Some(cpu), Some(gpu)) if cpu < gpu * (queued + 1) as f64 => Lane::Cpu,
-            _ => Lane::Gpu,
+        self.runs += 1;
+        if matches!(lane, Lane::Gpu(_)) && self.runs == 1 {
+            return;
         }
+        self.ns = Some(self.ns.map_or(ns_per_pixel, |old| old + Rate::NEWEST * (ns_per_pixel - old)));
     }
 }
 
-/// The backends of one run of a tool.
-pub(crate) struct Backends {
-    choice: BackendChoice,
-    device: usize,
-    memory: SampleMemory,
-    /// Made on first use (see [`Backends::start`]); holding the lock is holding the GPU.
-    engine: Mutex<Option<Engine>>,
-    /// The engine's [`GpuStatus`] after its last use, for reading without the lock.
-    gpu: AtomicU8,
-    /// Workers waiting for the GPU or using it.
-    queued: AtomicUsize,
-    rates: Mutex<HashMap<&'static str, Rates>>,
+/// What `auto` weighs for one backend: its rate, and the frames it holds (queued on a GPU,
+/// shared by the cores).
+#[derive(Debug, Clone, Copy)]
+struct Load {
+    lane: Lane,
+    rate: Rate,
+    holds: usize,
 }
 
-impl Backends {
-    /// Backends for `choice` on device `device`; the GPU lends its page-locked memory to
-    /// `memory` once it is open.
-    pub(crate) fn new(choice: BackendChoice, device: usize, memory: SampleMemory) -> Backends {
-        Backends {
-            choice,
+impl Load {
+    /// When a frame given now would be done, in nanoseconds per pixel; unmeasured: never.
+    fn finish(&self) -> f64 {
+        self.rate.ns.map_or(f64::INFINITY, |ns| ns * (self.holds + 1) as f64)
+    }
+}
+
+/// Where a frame goes, given the CPU's load and the open GPUs': a GPU not measured yet (to
+/// measure it), else the backend done first with it, the first GPU of equals, a GPU before the
+/// CPU.
+fn choose(cpu: Load, gpus: &[Load]) -> Lane {
+    if let Some(new) = gpus.iter().find(|l| l.rate.ns.is_none()) {
+        return new.lane;
+    }
+    let best = gpus.iter().fold(None::<Load>, |best, l| match best {
+        Some(b) if b.finish() <= l.finish() => Some(b),
+        _ => Some(*l),
+    });
+    match best {
+        Some(gpu) if gpu.finish() <= cpu.finish() => gpu.lane,
+        _ => Lane::Cpu,
+    }
+}
+
+/// One GPU of the run: its engine (made on first use; holding the lock is holding the GPU), its
+/// [`GpuStatus`] after the engine's last use (read without the lock), and the workers waiting for
+/// it or using it.
+struct GpuLane {
+    device: usize,
+    engine: Mutex<Option<Engine>>,
+    status: AtomicU8,
+    queued: AtomicUsize,
+}
+
+impl GpuLane {
+    fn new(device: usize) -> GpuLane {
+        GpuLane {
             device,
-            memory,
             engine: Mutex::new(None),
-            gpu: AtomicU8::new(status_code(GpuStatus::NotAsked)),
+            status: AtomicU8::new(status_code(GpuStatus::NotAsked)),
             queued: AtomicUsize::new(0),
-            rates: Mutex::new(HashMap::new()),
         }
     }
 
@@ -94,24 +108,23 @@ impl Backends {
         self.engine.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Makes the engine now, which starts opening the GPU with `gpu`. Call it once every thread
-    /// of the run is made: while the driver loads, the loader's lock holds up making threads.
-    pub(crate) fn start(&self) {
-        let mut engine = self.engine();
-        self.with_engine(&mut engine, |_| ());
-    }
-
-    /// Runs `f` on the engine (made if need be) and notes where the GPU stands after it.
-    fn with_engine<R>(&self, engine: &mut Option<Engine>, f: impl FnOnce(&mut Engine) -> R) -> R {
-        let engine = engine.get_or_insert_with(|| Engine::new(self.choice, self.device, self.memory.clone()));
+    /// Runs `f` on the engine, made if need be, and notes where the GPU stands after it.
+    fn with<R>(
+        &self,
+        engine: &mut Option<Engine>,
+        backends: &Backends,
+        f: impl FnOnce(&mut Engine) -> R,
+    ) -> R {
+        let engine =
+            engine.get_or_insert_with(|| Engine::new(backends.choice, self.device, backends.memory.clone()));
         let result = f(engine);
-        self.gpu.store(status_code(engine.gpu_status()), Ordering::Release);
+        self.status.store(status_code(engine.gpu_status()), Ordering::Release);
         result
     }
 
     /// Where the GPU stood after the engine's last use.
     fn status(&self) -> GpuStatus {
-        match self.gpu.load(Ordering::Acquire) {
+        match self.status.load(Ordering::Acquire) {
             0 => GpuStatus::NotAsked,
             1 => GpuStatus::Opening,
             2 => GpuStatus::Ready,
@@ -119,82 +132,187 @@ impl Backends {
         }
     }
 
-    /// Called before frame `n` (from 1) is handed out: with `auto`, a second frame means a
-    /// stream, worth opening the GPU for.
-    pub(crate) fn begin_frame(&self, n: usize) {
-        if self.choice == BackendChoice::Auto && n == 2 {
-            let mut engine = self.engine();
-            self.with_engine(&mut engine, |e| e.begin_frame(n));
+    /// Runs `op` on this GPU, waiting for it; also the time it took once the GPU was this
+    /// worker's.
+    fn run<O: Op>(
+        &self,
+        backends: &Backends,
+        op: &O,
+        frame: &Frame,
+    ) -> (Result<O::Output, OpError>, Duration) {
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        let mut engine = self.engine();
+        let start = Instant::now();
+        let out = self.with(&mut engine, backends, |e| e.run(op, frame));
+        let took = start.elapsed();
+        drop(engine);
+        self.queued.fetch_sub(1, Ordering::AcqRel);
+        (out, took)
+    }
+}
+
+/// The backends of one run of a tool.
+pub(crate) struct Backends {
+    choice: BackendChoice,
+    devices: Devices,
+    memory: SampleMemory,
+    /// The GPUs: made with `gpu` when the run starts, with `auto` at its second frame (on a
+    /// background thread for `all`, which asks the driver how many there are).
+    gpus: OnceLock<Vec<GpuLane>>,
+    /// With `auto` and `all`: the devices are being counted.
+    counting: AtomicBool,
+    /// With `gpu`: every GPU is open.
+    all_open: AtomicBool,
+    /// Workers running an operation on the CPU.
+    sharing: AtomicUsize,
+    rates: Mutex<HashMap<(&'static str, Lane), Rate>>,
+}
+
+impl Backends {
+    /// Backends for `choice` on `devices`; the first GPU to open lends its page-locked memory to
+    /// `memory`.
+    pub(crate) fn new(choice: BackendChoice, devices: Devices, memory: SampleMemory) -> Backends {
+        Backends {
+            choice,
+            devices,
+            memory,
+            gpus: OnceLock::new(),
+            counting: AtomicBool::new(false),
+            all_open: AtomicBool::new(false),
+            sharing: AtomicUsize::new(0),
+            rates: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Whether the GPU is being opened, as far as the last use of the engine knows.
+    /// Makes the run's GPUs (`all` counted now), then has each engine do `f` (which may start
+    /// opening it).
+    fn make_gpus(&self, f: impl Fn(&mut Engine)) {
+        let gpus = self.gpus.get_or_init(|| {
+            let devices = match &self.devices {
+                Devices::List(list) => list.clone(),
+                Devices::All => (0..histopipe_ops::device_count()).collect(),
+            };
+            devices.into_iter().map(GpuLane::new).collect()
+        });
+        for lane in gpus {
+            let mut engine = lane.engine();
+            lane.with(&mut engine, self, &f);
+        }
+    }
+
+    /// With `gpu`, makes the GPUs' engines, which starts opening them. Call it once every thread
+    /// of the run is made: while the driver loads, the loader's lock holds up making threads.
+    pub(crate) fn start(&self) {
+        if self.choice == BackendChoice::Gpu {
+            self.make_gpus(|_| ());
+        }
+    }
+
+    /// Called before frame `n` (from 1) is handed out: with `auto`, a second frame means a
+    /// stream, worth opening the GPUs for.
+    pub(crate) fn begin_frame(self: &Arc<Self>, n: usize) {
+        if self.choice != BackendChoice::Auto || n != 2 {
+            return;
+        }
+        if self.devices != Devices::All {
+            self.make_gpus(|e| e.begin_frame(n));
+            return;
+        }
+        // Counting the devices loads the driver: not on this thread, which hands out the
+        // frames that the cores serve meanwhile.
+        self.counting.store(true, Ordering::Release);
+        let this = self.clone();
+        let counter = std::thread::Builder::new().name("histopipe-gpu-count".into());
+        let counted = counter.spawn(move || {
+            this.make_gpus(|e| e.begin_frame(n));
+            this.counting.store(false, Ordering::Release);
+        });
+        if counted.is_err() {
+            // No thread, no GPU: the cores serve every frame.
+            self.counting.store(false, Ordering::Release);
+        }
+    }
+
+    /// Whether a GPU is being opened (or the devices counted), as far as the last use of each
+    /// engine knows.
     pub(crate) fn is_opening(&self) -> bool {
-        self.status() == GpuStatus::Opening
+        self.counting.load(Ordering::Acquire)
+            || self.gpus.get().is_some_and(|g| g.iter().any(|l| l.status() == GpuStatus::Opening))
     }
 
     /// Runs `op` on `frame` on the backend chosen for it.
     pub(crate) fn run<O: Op>(&self, op: &O, frame: &Frame) -> Result<O::Output, OpError> {
         match self.choice {
             BackendChoice::Cpu => op.cpu(frame),
-            BackendChoice::Gpu => {
-                let mut engine = self.engine();
-                self.on_gpu(&mut engine, op, frame)
-            }
+            BackendChoice::Gpu => self.on_some_gpu(op, frame),
             BackendChoice::Auto => self.auto(op, frame),
         }
     }
 
-    /// Runs `op` on the engine's backend: the GPU with `gpu` (or an error) and with `auto` once
-    /// it is open.
-    fn on_gpu<O: Op>(
-        &self,
-        engine: &mut Option<Engine>,
-        op: &O,
-        frame: &Frame,
-    ) -> Result<O::Output, OpError> {
-        self.with_engine(engine, |e| e.run(op, frame))
+    /// With `gpu`: runs `op` on the GPU with the fewest frames queued, once every GPU is open.
+    fn on_some_gpu<O: Op>(&self, op: &O, frame: &Frame) -> Result<O::Output, OpError> {
+        let gpus = self.gpus.get().map_or(&[][..], Vec::as_slice);
+        if gpus.is_empty() {
+            let message = "--backend gpu: --device all: this machine has no usable CUDA device".into();
+            return Err(OpError { kind: OpErrorKind::Gpu, message });
+        }
+        if !self.all_open.load(Ordering::Acquire) {
+            for lane in gpus {
+                let mut engine = lane.engine();
+                lane.with(&mut engine, self, |e| e.backend().map(drop))?;
+            }
+            self.all_open.store(true, Ordering::Release);
+        }
+        let lane = gpus.iter().min_by_key(|l| l.queued.load(Ordering::Acquire)).expect("not empty");
+        lane.run(self, op, frame).0
     }
 
     fn auto<O: Op>(&self, op: &O, frame: &Frame) -> Result<O::Output, OpError> {
-        if self.status() == GpuStatus::Opening {
-            // Whoever finds the GPU open first takes note; nobody waits for it.
-            if let Ok(mut engine) = self.engine.try_lock() {
-                self.with_engine(&mut engine, |e| drop(e.backend()));
+        let key = std::any::type_name::<O>();
+        let gpus = self.gpus.get().map_or(&[][..], Vec::as_slice);
+        for lane in gpus.iter().filter(|l| l.status() == GpuStatus::Opening) {
+            // Whoever finds a GPU open first takes note; nobody waits for it.
+            if let Ok(mut engine) = lane.engine.try_lock() {
+                lane.with(&mut engine, self, |e| drop(e.backend()));
             }
         }
-        let key = std::any::type_name::<O>();
-        let lane = match self.status() {
-            GpuStatus::Ready => {
-                self.rates().entry(key).or_default().lane(self.queued.load(Ordering::Acquire))
-            }
-            GpuStatus::Unusable => return op.cpu(frame),
-            // Frames the CPU serves while the GPU opens give the CPU's time to compare with.
-            GpuStatus::NotAsked | GpuStatus::Opening => Lane::Cpu,
+        let lane = {
+            let rates = self.rates();
+            let load = |lane, holds| Load {
+                lane,
+                rate: rates.get(&(key, lane)).copied().unwrap_or_default(),
+                holds,
+            };
+            let cpu = load(Lane::Cpu, self.sharing.load(Ordering::Acquire));
+            let open: Vec<Load> = (gpus.iter().enumerate())
+                .filter(|(_, l)| l.status() == GpuStatus::Ready)
+                .map(|(i, l)| load(Lane::Gpu(i), l.queued.load(Ordering::Acquire)))
+                .collect();
+            choose(cpu, &open)
         };
-        let (out, start) = match lane {
+        let (out, ns) = match lane {
             Lane::Cpu => {
                 let start = Instant::now();
-                (op.cpu(frame), start)
+                let before = self.sharing.fetch_add(1, Ordering::AcqRel) + 1;
+                let out = op.cpu(frame);
+                let after = self.sharing.fetch_sub(1, Ordering::AcqRel);
+                // The frames the cores shared while this one was on them, on average.
+                let shared = (before + after) as f64 / 2.0;
+                (out, start.elapsed().as_nanos() as f64 / shared)
             }
-            Lane::Gpu => {
-                self.queued.fetch_add(1, Ordering::AcqRel);
-                let mut engine = self.engine();
-                let start = Instant::now();
-                let out = self.on_gpu(&mut engine, op, frame);
-                drop(engine);
-                self.queued.fetch_sub(1, Ordering::AcqRel);
-                (out, start)
+            Lane::Gpu(i) => {
+                let (out, took) = gpus[i].run(self, op, frame);
+                (out, took.as_nanos() as f64)
             }
         };
         if out.is_ok() {
-            let ns = start.elapsed().as_nanos() as f64 / frame.pixel_count().max(1) as f64;
-            self.rates().entry(key).or_default().record(lane, ns);
+            let ns_per_pixel = ns / frame.pixel_count().max(1) as f64;
+            self.rates().entry((key, lane)).or_default().record(lane, ns_per_pixel);
         }
         out
     }
 
-    fn rates(&self) -> MutexGuard<'_, HashMap<&'static str, Rates>> {
+    fn rates(&self) -> MutexGuard<'_, HashMap<(&'static str, Lane), Rate>> {
         self.rates.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -212,32 +330,76 @@ fn status_code(status: GpuStatus) -> u8 {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_frame_goes_where_it_is_done_first() {
-        let mut r = Rates::default();
-        assert_eq!(r.lane(5), Lane::Gpu, "unmeasured: the GPU");
-        r.record(Lane::Cpu, 10.0);
-        r.record(Lane::Gpu, 500.0);
-        assert_eq!(r.gpu, None, "the GPU's first run (kernels compiled) is not counted");
-        assert_eq!(r.lane(0), Lane::Gpu);
-        r.record(Lane::Gpu, 2.0);
-        assert_eq!(r.lane(0), Lane::Gpu, "a fast GPU takes the frame");
-        assert_eq!(r.lane(3), Lane::Gpu, "even with a short queue");
-        assert_eq!(r.lane(4), Lane::Gpu, "10 < 2 x 5 is false: a tie goes to the GPU");
-        assert_eq!(r.lane(5), Lane::Cpu, "a long queue sends it to the CPU");
-        r.record(Lane::Cpu, 30.0);
-        assert_eq!(r.cpu, Some(15.0), "a running average");
+    fn measured(lane: Lane, ns: f64, holds: usize) -> Load {
+        Load { lane, rate: Rate { ns: Some(ns), runs: 2 }, holds }
     }
 
     #[test]
-    fn cpu_never_opens_the_gpu() {
-        let b = Backends::new(BackendChoice::Cpu, 0, SampleMemory::default());
+    fn rates_are_running_averages_past_a_gpus_first_run() {
+        let mut r = Rate::default();
+        r.record(Lane::Gpu(0), 500.0);
+        assert_eq!(r.ns, None, "the GPU's first run (kernels compiled) is not counted");
+        r.record(Lane::Gpu(0), 2.0);
+        assert_eq!(r.ns, Some(2.0));
+        r.record(Lane::Gpu(0), 6.0);
+        assert_eq!(r.ns, Some(3.0), "a running average");
+        let mut c = Rate::default();
+        c.record(Lane::Cpu, 10.0);
+        assert_eq!(c.ns, Some(10.0), "the CPU's first run counts");
+    }
+
+    #[test]
+    fn a_frame_goes_where_it_is_done_first() {
+        let cpu = |holds| measured(Lane::Cpu, 10.0, holds);
+        let unmeasured = Load { lane: Lane::Gpu(0), rate: Rate::default(), holds: 3 };
+        assert_eq!(choose(cpu(0), &[]), Lane::Cpu, "no GPU open: the CPU");
+        assert_eq!(choose(cpu(0), &[unmeasured]), Lane::Gpu(0), "an unmeasured GPU is measured");
+        let fast = |holds| measured(Lane::Gpu(0), 2.0, holds);
+        assert_eq!(choose(cpu(0), &[fast(0)]), Lane::Gpu(0), "a fast GPU takes the frame");
+        assert_eq!(choose(cpu(0), &[fast(3)]), Lane::Gpu(0), "even with a short queue");
+        assert_eq!(choose(cpu(0), &[fast(4)]), Lane::Gpu(0), "10 x 1 = 2 x 5: a tie goes to the GPU");
+        assert_eq!(choose(cpu(0), &[fast(5)]), Lane::Cpu, "a long queue sends it to the CPU");
+        assert_eq!(choose(cpu(1), &[fast(5)]), Lane::Gpu(0), "unless the cores are as busy");
+        let unmeasured_cpu = Load { lane: Lane::Cpu, rate: Rate::default(), holds: 0 };
+        assert_eq!(choose(unmeasured_cpu, &[fast(9)]), Lane::Gpu(0), "an unmeasured CPU: the GPU");
+    }
+
+    #[test]
+    fn a_gpu_slower_than_the_cores_takes_what_they_cannot() {
+        // Copies cost more than the work: the cores take frames until they hold as many as
+        // make them as slow as the GPU's queue.
+        let slow = |holds| measured(Lane::Gpu(0), 6.0, holds);
+        let cpu = |holds| measured(Lane::Cpu, 2.0, holds);
+        assert_eq!(choose(cpu(0), &[slow(0)]), Lane::Cpu);
+        assert_eq!(choose(cpu(1), &[slow(0)]), Lane::Cpu, "2 x 2 < 6 x 1");
+        assert_eq!(choose(cpu(2), &[slow(0)]), Lane::Gpu(0), "2 x 3 = 6 x 1: the GPU");
+        assert_eq!(choose(cpu(4), &[slow(1)]), Lane::Cpu, "2 x 5 < 6 x 2");
+    }
+
+    #[test]
+    fn frames_are_dealt_over_gpus_by_their_queues() {
+        let cpu = measured(Lane::Cpu, 100.0, 0);
+        let a = |holds| measured(Lane::Gpu(0), 2.0, holds);
+        let b = |holds| measured(Lane::Gpu(1), 2.0, holds);
+        assert_eq!(choose(cpu, &[a(0), b(0)]), Lane::Gpu(0), "equals: the first");
+        assert_eq!(choose(cpu, &[a(1), b(0)]), Lane::Gpu(1), "the one with the shorter queue");
+        assert_eq!(choose(cpu, &[a(2), b(1)]), Lane::Gpu(1));
+        let slower = |holds| measured(Lane::Gpu(1), 3.0, holds);
+        assert_eq!(choose(cpu, &[a(1), slower(0)]), Lane::Gpu(1), "3 x 1 < 2 x 2");
+        assert_eq!(choose(cpu, &[a(1), slower(1)]), Lane::Gpu(0), "2 x 2 < 3 x 2");
+        let new = Load { lane: Lane::Gpu(1), rate: Rate::default(), holds: 0 };
+        assert_eq!(choose(cpu, &[a(0), new]), Lane::Gpu(1), "a GPU just open is measured");
+    }
+
+    #[test]
+    fn cpu_never_opens_a_gpu() {
+        let b = Arc::new(Backends::new(BackendChoice::Cpu, Devices::All, SampleMemory::default()));
         b.start();
         b.begin_frame(2);
         assert!(!b.is_opening());
         let frame = Frame::new(2, 1, 255, vec![1u8, 2].into());
         let out = b.run(&histopipe_ops::equalize::Equalize, &frame).unwrap();
         assert_eq!(out.pixels, vec![0u8, 255].into());
-        assert_eq!(b.status(), GpuStatus::NotAsked);
+        assert!(b.gpus.get().is_none());
     }
 }

@@ -25,7 +25,7 @@ mod tool;
 mod workers;
 mod writer;
 
-pub use args::{parse_value, Common, COMMON_HELP};
+pub use args::{parse_value, Common, Devices, COMMON_HELP};
 pub use atomic::write_whole;
 pub use error::{Error, ErrorKind, Place};
 pub use lexopt;

@@ -79,7 +79,7 @@ pub(crate) fn run_frames<T: Tool>(
     let (done, finished) = channel();
     let progress = common.progress.then(|| Progress::new(T::NAME));
     let writer = spawn_writer(sink, container, finished, in_flight.clone(), progress)?;
-    let shared = Arc::new(Backends::new(common.backend, common.device, memory));
+    let shared = Arc::new(Backends::new(common.backend, common.device.clone(), memory));
     *backends = Some(shared.clone());
     let (jobs, queue) = sync_channel::<Job>(workers);
     let queue = Mutex::new(queue);
@@ -120,7 +120,13 @@ impl Stream<'_> {
     /// Hands the frames to the workers in order, each with its destination, as room is made in
     /// flight. A failure to read a frame or to place it goes to the writer in the frame's place,
     /// so frames before it are written and none after.
-    fn hand_out(self, backends: &Backends, in_flight: &InFlight, jobs: SyncSender<Job>, done: Sender<Done>) {
+    fn hand_out(
+        self,
+        backends: &Arc<Backends>,
+        in_flight: &InFlight,
+        jobs: SyncSender<Job>,
+        done: Sender<Done>,
+    ) {
         for n in 1.. {
             if !in_flight.acquire() {
                 return;

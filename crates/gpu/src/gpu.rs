@@ -18,6 +18,14 @@ use crate::host::{HostPool, Lease};
 use crate::kernels::Source;
 use crate::{cache, nvrtc, GpuError};
 
+/// How many CUDA devices this machine has: 0 without a driver or a usable device.
+pub fn device_count() -> usize {
+    if !driver_present() {
+        return 0;
+    }
+    CudaContext::device_count().map_or(0, |n| n.max(0) as usize)
+}
+
 /// Whether libcuda can be loaded (looked up once). cudarc panics on the first driver call when it
 /// cannot, so nothing touches the driver before this says yes.
 pub fn driver_present() -> bool {
@@ -167,7 +175,7 @@ impl Gpu {
         if data.is_empty() {
             return Ok(buf);
         }
-        if self.host.holds(data.as_ptr().cast(), std::mem::size_of_val(data)) {
+        if HostPool::page_locked(data.as_ptr().cast(), std::mem::size_of_val(data)) {
             self.stream.memcpy_htod(data, &mut buf.slice_mut(..data.len()))?;
             return Ok(buf);
         }
@@ -187,7 +195,7 @@ impl Gpu {
         if out.is_empty() {
             return Ok(());
         }
-        if self.host.holds(out.as_ptr().cast(), std::mem::size_of_val(out)) {
+        if HostPool::page_locked(out.as_ptr().cast(), std::mem::size_of_val(out)) {
             self.stream.memcpy_dtoh(&buf.slice(..out.len()), out)?;
             return self.synchronize();
         }

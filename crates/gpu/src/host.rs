@@ -5,6 +5,9 @@
 //! frames that live on the heap. Page-locking is slow (milliseconds for a large frame), so blocks
 //! go back to the pool when their lease is dropped and a stream of frames of one size allocates
 //! a handful of blocks once.
+//!
+//! Blocks are allocated "portable": page-locked for every context of the process, so with several
+//! GPUs a frame read into one GPU's block goes to any of them by DMA.
 
 use std::any::Any;
 use std::ptr::NonNull;
@@ -17,6 +20,16 @@ use crate::GpuError;
 
 /// Free blocks kept for reuse; beyond that the oldest is given back to the driver.
 const KEEP_FREE: usize = 16;
+
+/// Every page-locked block of the process, from every pool: any GPU copies them directly.
+static PINNED: Mutex<Vec<Block>> = Mutex::new(Vec::new());
+
+fn pinned() -> MutexGuard<'static, Vec<Block>> {
+    PINNED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `cuMemHostAlloc`'s flag for memory page-locked for every context, not only the allocating one.
+const PORTABLE: std::ffi::c_uint = 0x01;
 
 /// The pool of page-locked blocks; clones share it.
 #[derive(Clone)]
@@ -110,22 +123,28 @@ impl HostPool {
             None => {
                 self.0.ctx.bind_to_thread()?;
                 // SAFETY: a plain allocation; freed once, by `release`.
-                let ptr = unsafe { result::malloc_host(bytes, 0) }?;
+                let ptr = unsafe { result::malloc_host(bytes, PORTABLE) }?;
                 if ptr.is_null() {
                     return Err(GpuError(format!("no page-locked memory for {bytes} bytes")));
                 }
                 let block = Block { addr: ptr as usize, bytes };
                 self.state().all.push(block);
+                pinned().push(block);
                 block
             }
         };
         Ok(Lease { pool: self.clone(), block })
     }
 
-    /// Whether the `bytes` bytes at `ptr` lie in one of the pool's blocks, so the GPU can copy them
-    /// directly.
+    /// Whether the `bytes` bytes at `ptr` lie in one of the pool's blocks.
     pub fn holds(&self, ptr: *const u8, bytes: usize) -> bool {
         self.state().all.iter().any(|b| b.contains(ptr as usize, bytes))
+    }
+
+    /// Whether the `bytes` bytes at `ptr` lie in one block of any pool of the process, so any GPU
+    /// can copy them directly.
+    pub fn page_locked(ptr: *const u8, bytes: usize) -> bool {
+        pinned().iter().any(|b| b.contains(ptr as usize, bytes))
     }
 
     fn give_back(&self, block: Block) {
@@ -145,6 +164,7 @@ impl HostPool {
 
 impl Inner {
     fn release(&self, block: Block) {
+        pinned().retain(|b| *b != block);
         // Freeing needs the context current; if it cannot be made so, the block stays allocated
         // (the driver frees it with the context).
         if self.ctx.bind_to_thread().is_ok() {

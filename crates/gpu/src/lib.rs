@@ -19,5 +19,5 @@ pub mod nvrtc;
 
 pub use cudarc;
 pub use error::GpuError;
-pub use gpu::{Buffer, Gpu, LaunchConfig};
+pub use gpu::{device_count, Buffer, Gpu, LaunchConfig};
 pub use host::{HostPool, Lease};

@@ -1,0 +1,95 @@
+//! `--device`: a list of GPUs (or `all`) the frames of a stream are dealt to, one worker per GPU
+//! queue, the output in the input's order and identical to one GPU's and the CPU's. A device may
+//! be listed twice (two contexts on one GPU), so a machine with one GPU tests the dealing too.
+
+use crate::common::*;
+
+/// A stream of frames that differ, so a frame out of place shows.
+fn many_frames() -> Vec<u8> {
+    let mut rng = rng();
+    let camera = fixture_frame("camera.pgm");
+    let mut frames: Vec<_> = (0..24).map(|i| random_frame(&mut rng, 300 + 7 * i, 200 + 3 * i, 255)).collect();
+    frames.insert(5, camera.clone());
+    frames.push(camera);
+    stream(&frames)
+}
+
+#[test]
+fn device_lists_are_checked_before_any_input() {
+    for bad in ["", "x", "0,", "0,,1", "-1", "1.5", "al"] {
+        let e = run_err("equalize", &["--device", bad], b"", 2);
+        assert!(e.contains("--device") && e.contains("bad device"), "{bad:?}: {e}");
+    }
+    let many = vec!["0"; 65].join(",");
+    let e = run_err("pad", &["--device", &many], b"", 2);
+    assert!(e.contains("65 devices listed"), "{e}");
+    // Lists and `all` are accepted; the CPU backend never touches them.
+    let input = stream(&[fixture_frame("camera.pgm")]);
+    let one = run_ok("equalize", "cpu", &[], &input);
+    for good in ["0", "1,0", "0,0,3", "all", " 1 , 2 "] {
+        assert_eq!(run_ok("equalize", "cpu", &["--device", good], &input), one, "--device {good}");
+    }
+}
+
+#[test]
+fn auto_on_gpus_that_cannot_be_used_is_the_cpu() {
+    if histopipe_gpu::device_count() > 0 {
+        return; // the no-GPU machine's case
+    }
+    let input = many_frames();
+    let cpu = run_ok("rotate", "cpu", &["30"], &input);
+    for devices in ["0,1", "all", "5"] {
+        assert!(run_ok("rotate", "auto", &["30", "--device", devices], &input) == cpu, "--device {devices}");
+    }
+    let e = run_err("rotate", &["30", "--backend", "gpu", "--device", "all"], &input, 1);
+    assert!(e.contains("no usable CUDA device") || e.contains("no CUDA"), "{e}");
+}
+
+#[test]
+fn frames_dealt_to_several_gpus_come_out_in_order_and_equal() {
+    let Some(_gpu) = gpu() else { return };
+    let input = many_frames();
+    let count = histopipe_gpu::device_count();
+    let lists = [
+        "0,0".to_string(),
+        "all".to_string(),
+        (0..count).map(|d| d.to_string()).collect::<Vec<_>>().join(","),
+    ];
+    for (tool, args) in [
+        ("equalize", &[][..]),
+        ("rotate", &["-33", "--bilinear"][..]),
+        ("colhist", &[][..]),
+        ("clahe", &[][..]),
+    ] {
+        let cpu = run_ok(tool, "cpu", args, &input);
+        for devices in &lists {
+            for backend in ["gpu", "auto"] {
+                let args = [args, &["--device", devices]].concat();
+                let out = run_ok(tool, backend, &args, &input);
+                assert!(out == cpu, "{tool} {args:?} --backend {backend}: differs from the CPU");
+            }
+        }
+    }
+    let edges = run_ok("edges", "cpu", &[], &input);
+    let votes = run_ok("hough-vote", "cpu", &[], &edges);
+    assert!(run_ok("hough-vote", "gpu", &["--device", "0,0"], &edges) == votes);
+}
+
+#[test]
+fn a_gpu_that_cannot_be_used_fails_the_run_before_any_output() {
+    let Some(_gpu) = gpu() else { return };
+    let missing = histopipe_gpu::device_count();
+    let input = many_frames();
+    let out = tool("equalize")
+        .args(["--backend", "gpu", "--device", &format!("0,{missing}")])
+        .write_stdin(input.clone())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty(), "no frame written");
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains(&format!("no CUDA device {missing}")) && e.contains("frame 1"), "{e}");
+    // With auto, the GPUs that open take frames and the output is whole.
+    let cpu = run_ok("equalize", "cpu", &[], &input);
+    assert!(run_ok("equalize", "auto", &["--device", &format!("{missing},0")], &input) == cpu);
+}
