@@ -19,6 +19,7 @@ mod pad;
 mod progress;
 mod readme;
 mod rotate;
+mod scaling;
 mod streams;
 mod tables;
 mod threads;
