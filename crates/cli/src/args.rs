@@ -62,7 +62,8 @@ Backend:
 Reporting:
   --progress         report on stderr frames done, frames/s and MB/s of frame samples (as read:
                      width x height x 1 or 2 bytes), in place on a terminal (about 4 times a
-                     second), else a line at most once a second; a last line at the end
+                     second), else a line at most once a second; a last line at the end and,
+                     with auto or gpu, a line of the operations run on the CPU and on each GPU
   -h, --help         print this help
   -V, --version      print the version";
 

@@ -14,7 +14,7 @@
 //! cores (a cheap operation on large frames), the cores take most. All give the same output.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -92,6 +92,8 @@ struct GpuLane {
     engine: Mutex<Option<Engine>>,
     status: AtomicU8,
     queued: AtomicUsize,
+    /// Operations run on it.
+    runs: AtomicU64,
 }
 
 impl GpuLane {
@@ -101,6 +103,7 @@ impl GpuLane {
             engine: Mutex::new(None),
             status: AtomicU8::new(status_code(GpuStatus::NotAsked)),
             queued: AtomicUsize::new(0),
+            runs: AtomicU64::new(0),
         }
     }
 
@@ -147,6 +150,7 @@ impl GpuLane {
         let took = start.elapsed();
         drop(engine);
         self.queued.fetch_sub(1, Ordering::AcqRel);
+        self.runs.fetch_add(1, Ordering::Relaxed);
         (out, took)
     }
 }
@@ -165,6 +169,8 @@ pub(crate) struct Backends {
     all_open: AtomicBool,
     /// Workers running an operation on the CPU.
     sharing: AtomicUsize,
+    /// Operations run on the CPU.
+    cpu_runs: AtomicU64,
     rates: Mutex<HashMap<(&'static str, Lane), Rate>>,
 }
 
@@ -180,6 +186,7 @@ impl Backends {
             counting: AtomicBool::new(false),
             all_open: AtomicBool::new(false),
             sharing: AtomicUsize::new(0),
+            cpu_runs: AtomicU64::new(0),
             rates: Mutex::new(HashMap::new()),
         }
     }
@@ -240,10 +247,40 @@ impl Backends {
             || self.gpus.get().is_some_and(|g| g.iter().any(|l| l.status() == GpuStatus::Opening))
     }
 
+    /// Where the operations ran, for `--progress`: `cpu 12, GPU 0 40, GPU 1 44` (GPUs by
+    /// device number, a device listed twice once for each; `GPU 1 unusable`).
+    pub(crate) fn tally(&self) -> String {
+        let mut parts = vec![format!("cpu {}", self.cpu_runs.load(Ordering::Relaxed))];
+        let gpus = self.gpus.get().map_or(&[][..], Vec::as_slice);
+        self.notice_open(gpus);
+        for lane in gpus {
+            parts.push(match lane.status() {
+                GpuStatus::Unusable => format!("GPU {} unusable", lane.device),
+                _ => format!("GPU {} {}", lane.device, lane.runs.load(Ordering::Relaxed)),
+            });
+        }
+        parts.join(", ")
+    }
+
+    /// Notes which of `gpus` have finished opening (or failed to). Whoever finds a GPU open
+    /// first takes note; nobody waits for it.
+    fn notice_open(&self, gpus: &[GpuLane]) {
+        for lane in gpus.iter().filter(|l| l.status() == GpuStatus::Opening) {
+            if let Ok(mut engine) = lane.engine.try_lock() {
+                lane.with(&mut engine, self, |e| drop(e.backend()));
+            }
+        }
+    }
+
+    fn on_cpu<O: Op>(&self, op: &O, frame: &Frame) -> Result<O::Output, OpError> {
+        self.cpu_runs.fetch_add(1, Ordering::Relaxed);
+        op.cpu(frame)
+    }
+
     /// Runs `op` on `frame` on the backend chosen for it.
     pub(crate) fn run<O: Op>(&self, op: &O, frame: &Frame) -> Result<O::Output, OpError> {
         match self.choice {
-            BackendChoice::Cpu => op.cpu(frame),
+            BackendChoice::Cpu => self.on_cpu(op, frame),
             BackendChoice::Gpu => self.on_some_gpu(op, frame),
             BackendChoice::Auto => self.auto(op, frame),
         }
@@ -269,32 +306,33 @@ impl Backends {
 
     fn auto<O: Op>(&self, op: &O, frame: &Frame) -> Result<O::Output, OpError> {
         let key = std::any::type_name::<O>();
-        let gpus = self.gpus.get().map_or(&[][..], Vec::as_slice);
-        for lane in gpus.iter().filter(|l| l.status() == GpuStatus::Opening) {
-            // Whoever finds a GPU open first takes note; nobody waits for it.
-            if let Ok(mut engine) = lane.engine.try_lock() {
-                lane.with(&mut engine, self, |e| drop(e.backend()));
-            }
-        }
-        let lane = {
-            let rates = self.rates();
-            let load = |lane, holds| Load {
-                lane,
-                rate: rates.get(&(key, lane)).copied().unwrap_or_default(),
-                holds,
+        let (gpus, lane) = loop {
+            let gpus = self.gpus.get().map_or(&[][..], Vec::as_slice);
+            self.notice_open(gpus);
+            let lane = {
+                let rates = self.rates();
+                let load = |lane, holds| Load {
+                    lane,
+                    rate: rates.get(&(key, lane)).copied().unwrap_or_default(),
+                    holds,
+                };
+                let cpu = load(Lane::Cpu, self.sharing.load(Ordering::Acquire));
+                let open: Vec<Load> = (gpus.iter().enumerate())
+                    .filter(|(_, l)| l.status() == GpuStatus::Ready)
+                    .map(|(i, l)| load(Lane::Gpu(i), l.queued.load(Ordering::Acquire)))
+                    .collect();
+                choose(cpu, &open)
             };
-            let cpu = load(Lane::Cpu, self.sharing.load(Ordering::Acquire));
-            let open: Vec<Load> = (gpus.iter().enumerate())
-                .filter(|(_, l)| l.status() == GpuStatus::Ready)
-                .map(|(i, l)| load(Lane::Gpu(i), l.queued.load(Ordering::Acquire)))
-                .collect();
-            choose(cpu, &open)
+            if lane != Lane::Cpu || !self.waits_for_a_gpu(frame, gpus) {
+                break (gpus, lane);
+            }
+            std::thread::sleep(Duration::from_millis(1));
         };
         let (out, ns) = match lane {
             Lane::Cpu => {
                 let start = Instant::now();
                 let before = self.sharing.fetch_add(1, Ordering::AcqRel) + 1;
-                let out = op.cpu(frame);
+                let out = self.on_cpu(op, frame);
                 let after = self.sharing.fetch_sub(1, Ordering::AcqRel);
                 // The frames the cores shared while this one was on them, on average.
                 let shared = (before + after) as f64 / 2.0;
@@ -310,6 +348,20 @@ impl Backends {
             self.rates().entry((key, lane)).or_default().record(lane, ns_per_pixel);
         }
         out
+    }
+
+    /// Whether `frame`, bound for the cores, had better wait for a GPU: while the GPUs open (none
+    /// open yet), the cores take a large frame only when fewer than two others are on them. Such
+    /// a frame is split over every core already; more of them would only share the cores and all
+    /// finish late, holding up the output of the frames the GPUs do meanwhile (an operation the
+    /// GPU does 30 times faster, on frames the cores take 0.1 s each, would give the cores every
+    /// frame of the second the GPU takes to open, and its output would wait for all of them).
+    fn waits_for_a_gpu(&self, frame: &Frame, gpus: &[GpuLane]) -> bool {
+        const LARGE: usize = 1 << 20;
+        frame.pixel_count() >= LARGE
+            && self.sharing.load(Ordering::Acquire) >= 2
+            && self.is_opening()
+            && !gpus.iter().any(|l| l.status() == GpuStatus::Ready)
     }
 
     fn rates(&self) -> MutexGuard<'_, HashMap<(&'static str, Lane), Rate>> {

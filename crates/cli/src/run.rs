@@ -13,6 +13,7 @@ use std::sync::mpsc::{channel, sync_channel, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 
 use histopipe_frame::{ReadOptions, SampleMemory};
+use histopipe_ops::BackendChoice;
 
 use crate::args::{self, Invocation, Parsed};
 use crate::atomic::{self, AtomicFile};
@@ -97,9 +98,13 @@ pub(crate) fn run_frames<T: Tool>(
         let stream = Stream { frames: &mut frames, destinations: &mut destinations, backlog: &backlog };
         stream.hand_out(&shared, &in_flight, jobs, done);
     });
-    writer.join().unwrap_or_else(|_| {
+    let result = writer.join().unwrap_or_else(|_| {
         Err(Error::internal(Place::default(), "writer", "its thread ended without a result"))
-    })
+    });
+    if common.progress && common.backend != BackendChoice::Cpu {
+        eprintln!("{}: operations run on {}", T::NAME, shared.tally());
+    }
+    result
 }
 
 /// Tells the writer that the stream fails at frame `n`. If the writer has stopped already, its
