@@ -392,7 +392,8 @@ impl ColHist {
             (0..lines).step_by(per_part).map(|l| l..(l + per_part).min(lines)).collect();
         // Every count is stored by the loops below, but their parts are first zeroed on their own
         // threads: zeroing the whole matrix on this one (calloc's memset of memory reused from the
-        // last frame) took as long as counting a 2560x1707 frame on 16 threads.
+        // last frame, 2.6 MB at 2560 columns) would be serial work of the order of the 0.2 ms that
+        // OpenCV's calcHist takes for such a frame on 16 threads (an estimate, not a measurement).
         let n = bins * lines;
         let mut counts = Vec::with_capacity(n);
         let mut pieces = split_lines(&mut counts.spare_capacity_mut()[..n], lines, &ranges);
