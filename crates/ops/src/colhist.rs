@@ -11,6 +11,7 @@
 //! memory with shared atomics, then adds its non-zero counts to the global matrix; with too many
 //! bins for even one line's histogram in shared memory it counts into global memory directly.
 
+use std::mem::MaybeUninit;
 use std::ops::Range;
 
 use histopipe_frame::{Frame, Geometry};
@@ -41,9 +42,13 @@ const PAIR_BLOCKS_PER_SM: usize = 2;
 /// Fewest rows per block of `colhist_pairs_*`: fewer would make the merge cost more than counting.
 const PAIR_MIN_ROWS: usize = 256;
 
-/// Fewest samples in a part of the CPU's work ([`parallel::parts`]): 0.57 ns a sample on one core
-/// (4096x3112 in 7.3 ms), so a part takes 0.3 ms or more.
-const MIN_PART: usize = 1 << 19;
+/// Half the fewest samples for the CPU's work to be split at all ([`parallel::parts`]): 0.4 ns a
+/// sample on one core (2560x1707 in 1.7 ms), so a frame is split from about 0.4 ms of work.
+const MIN_SPLIT: usize = 1 << 19;
+/// Fewest samples in a part once a frame is split: 2560x1707 makes 64 parts, four for each of 16
+/// threads, so that the pool balances them (in 8 parts of 0.2 ms, a 16-thread pool had half its
+/// threads idle and the frame took 1.73 to 2.08x OpenCV's calcHist on all of them).
+const MIN_PART: usize = 1 << 16;
 
 /// Interleaved copies of a row's histogram on the CPU: runs of equal samples would otherwise make
 /// each increment wait for the previous one's store.
@@ -60,11 +65,14 @@ const BYTE_STRIP: usize = 32;
 /// first strip, serve the other three from the L2 cache and TLB. Their counters, 64 KiB, stay in
 /// the L2 cache between bands.
 const BYTE_GROUP: usize = 4 * BYTE_STRIP;
-/// Rows of a band: 512 rows of a group, 64 KiB, fit the L2 cache and their pages the L2 TLB.
+/// Rows of a band: 128 rows of a group, 16 KiB, fit the L2 cache and their pages the L2 TLB.
 /// (Strips counted down the whole frame, one after the other, found each row's line and page
 /// translation evicted since the strip before: 3932x4000 random took 6.6 ms against 5.7 ms with
 /// groups and bands, on a Zen 4 core; 64 to 256 columns and 256 to 1024 rows measured alike.)
-const BYTE_BAND: usize = 512;
+/// Not more: rows a multiple of 4096 bytes apart all fall in the same few sets of the L2 cache,
+/// where 512 rows of a group did not fit: 4096x3112 random took 8.5 ms against 5.1 ms for 4100
+/// columns; with 128 rows, 5.2 ms, and the other sizes as before (Sapphire Rapids core).
+const BYTE_BAND: usize = 128;
 /// Bands whose rows the 16-bit counters can take before one could overflow (a column gains at
 /// most one count per row); they are then added to the 32-bit counts.
 const BYTE_FLUSH_BANDS: usize = u16::MAX as usize / BYTE_BAND;
@@ -102,7 +110,8 @@ fn count_columns_8bit<const MASKED: bool>(
 ) {
     const S: usize = BYTE_STRIP;
     let h = spans.len();
-    let mut strips = vec![ByteStrip([[0; S]; 256]); BYTE_GROUP / S];
+    // Only the strips a group of these columns uses: a part of one strip zeroes 16 KiB, not 64.
+    let mut strips = vec![ByteStrip([[0; S]; 256]); columns.len().min(BYTE_GROUP).div_ceil(S)];
     for g0 in columns.clone().step_by(BYTE_GROUP) {
         let g1 = (g0 + BYTE_GROUP).min(columns.end);
         let group = g0 - columns.start..g1 - columns.start;
@@ -232,8 +241,8 @@ fn prefetch(bytes: &[u8]) {
 
 /// Splits `counts` (`bins x lines`, bin-major) by the consecutive line ranges `parts`: for each
 /// part, its piece of every bin's line, so that the parts can be counted at once.
-fn split_lines<'a>(counts: &'a mut [u32], lines: usize, parts: &[Range<usize>]) -> Vec<Vec<&'a mut [u32]>> {
-    let mut pieces: Vec<Vec<&mut [u32]>> = parts.iter().map(|_| Vec::new()).collect();
+fn split_lines<'a, T>(counts: &'a mut [T], lines: usize, parts: &[Range<usize>]) -> Vec<Vec<&'a mut [T]>> {
+    let mut pieces: Vec<Vec<&mut [T]>> = parts.iter().map(|_| Vec::new()).collect();
     for mut line in counts.chunks_exact_mut(lines.max(1)) {
         for (part, piece) in parts.iter().zip(&mut pieces) {
             let (this, rest) = std::mem::take(&mut line).split_at_mut(part.len());
@@ -242,6 +251,13 @@ fn split_lines<'a>(counts: &'a mut [u32], lines: usize, parts: &[Range<usize>]) 
         }
     }
     pieces
+}
+
+/// `piece` filled with zeros, as counts.
+fn zeroed(piece: &mut [MaybeUninit<u32>]) -> &mut [u32] {
+    piece.fill(MaybeUninit::new(0));
+    // SAFETY: every element was just written, and MaybeUninit<u32> has u32's layout.
+    unsafe { &mut *(piece as *mut [MaybeUninit<u32>] as *mut [u32]) }
 }
 
 /// Columns counted together on the CPU: their counters take about 32 KiB (an L1 data cache), at
@@ -345,33 +361,48 @@ impl ColHist {
     fn cpu_counts<T: Sample>(&self, w: usize, h: usize, input: &[T]) -> Vec<u32> {
         let lines = self.lines(w, h);
         let bins = self.bins as usize;
-        let mut counts = vec![0u32; bins * lines];
         if w == 0 || h == 0 {
-            return counts;
+            return vec![0u32; bins * lines];
         }
         let spans = match &self.mask {
             None => Some(vec![0..w; h]),
             Some(g) => (0..h).map(|y| g.row_span(y, w)).collect::<Option<Vec<_>>>(),
         };
         let Some(spans) = spans else {
+            let mut counts = vec![0u32; bins * lines];
             self.cpu_counts_per_pixel(w, h, input, &mut counts);
             return counts;
         };
         let eight_bit = T::bytes(input).is_some() && bins <= 256;
-        // Parts of whole groups or strips, as the loops below take them; rows one by one.
+        // Parts of whole strips, as the loops below take them; rows one by one.
         let unit = match (self.rows, eight_bit) {
             (true, _) => 1,
-            (false, true) => BYTE_GROUP,
+            (false, true) => BYTE_STRIP,
             (false, false) => cpu_strip(bins),
         };
-        let parts = parallel::parts(w * h, MIN_PART).min(lines.div_ceil(unit));
-        let per_part = lines.div_ceil(parts).next_multiple_of(unit);
+        let units = lines.div_ceil(unit);
+        let parts = match parallel::parts(w * h, MIN_SPLIT) {
+            1 => 1,
+            _ => parallel::parts(w * h, MIN_PART).min(units),
+        };
+        // Rounded down: at least `parts` parts, of whole units (2560 columns in 64 parts: 80 parts
+        // of one strip, not 40 of two, which would leave 16 threads 2.5 parts each).
+        let per_part = units / parts * unit;
         let ranges: Vec<Range<usize>> =
             (0..lines).step_by(per_part).map(|l| l..(l + per_part).min(lines)).collect();
-        let mut pieces = split_lines(&mut counts, lines, &ranges);
-        let count = |part: Range<usize>, out: &mut Vec<&mut [u32]>| match T::bytes(input) {
-            Some(bytes) if eight_bit => self.cpu_counts_8bit(w, bytes, &spans, part, out),
-            _ => self.cpu_counts_any(w, input, &spans, part, out),
+        // Every count is stored by the loops below, but their parts are first zeroed on their own
+        // threads: zeroing the whole matrix on this one (calloc's memset of memory reused from the
+        // last frame, 2.6 MB at 2560 columns) would be serial work of the order of the 0.2 ms that
+        // OpenCV's calcHist takes for such a frame on 16 threads (an estimate, not a measurement).
+        let n = bins * lines;
+        let mut counts = Vec::with_capacity(n);
+        let mut pieces = split_lines(&mut counts.spare_capacity_mut()[..n], lines, &ranges);
+        let count = |part: Range<usize>, out: &mut Vec<&mut [MaybeUninit<u32>]>| {
+            let mut out: Vec<&mut [u32]> = out.iter_mut().map(|piece| zeroed(piece)).collect();
+            match T::bytes(input) {
+                Some(bytes) if eight_bit => self.cpu_counts_8bit(w, bytes, &spans, part, &mut out),
+                _ => self.cpu_counts_any(w, input, &spans, part, &mut out),
+            }
         };
         if let ([part], [out]) = (&ranges[..], &mut pieces[..]) {
             count(part.clone(), out);
@@ -379,6 +410,9 @@ impl ColHist {
             use rayon::prelude::*;
             ranges.into_par_iter().zip(pieces.par_iter_mut()).for_each(|(part, out)| count(part, out));
         }
+        // SAFETY: the pieces cover the n slots (every bin's line, split at the ranges, which
+        // cover 0..lines), and `zeroed` wrote each piece.
+        unsafe { counts.set_len(n) };
         counts
     }
 
@@ -765,7 +799,7 @@ mod tests {
     #[test]
     fn groups_bands_and_partial_strips_count_as_every_pixel() {
         let mut rng = fastrand::Rng::with_seed(11);
-        // Widths around the strip (32) and group (128) sizes, heights across bands (512 rows).
+        // Widths around the strip (32) and group (128) sizes, heights across bands (128 rows).
         let shapes = [
             (1, 1),
             (1, 700),
@@ -818,7 +852,7 @@ mod tests {
     #[test]
     fn columns_taller_than_the_narrow_counters_hold() {
         // 131 100 rows: the 16-bit counters are added to the counts twice before the end, and a
-        // column of one value reaches 65 024 counts between flushes. 129 columns: a whole group
+        // column of one value reaches 65 408 counts between flushes. 129 columns: a whole group
         // and one of a single column.
         let (w, h) = (129, 131_100);
         let mut rng = fastrand::Rng::with_seed(5);

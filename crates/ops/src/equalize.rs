@@ -137,17 +137,25 @@ pub fn map_bytes(samples: &[u8], lut: &[u8]) -> Vec<u8> {
     map_parts(samples, |v| full[v as usize])
 }
 
-/// Fewest samples in a part of the CPU's mapping ([`parallel::parts`]): 0.2 ns a sample on one
-/// core (4096x3112 in 2.5 ms), so a part takes 0.2 ms or more. Much of it is the first writes to
+/// Half the fewest samples for the CPU's mapping to be split at all ([`parallel::parts`]): 0.2 ns
+/// a sample on one core (4096x3112 in 2.5 ms). Much of a small frame's time is the first writes to
 /// the output's fresh pages, which two threads do no faster: 1920x1080 in two parts took 0.46 ms
 /// against 0.41 in one.
-const MIN_PART: usize = 1 << 20;
+const MIN_SPLIT: usize = 1 << 20;
+/// Fewest samples in a part once a frame is split: 2560x1707 makes 64 parts, four for each of 16
+/// threads (in parts of 2^20 samples it made 4, and with the histogram's 8 the frame took 1.56 to
+/// 3.08x OpenCV's equalizeHist on 16 threads).
+const MIN_PART: usize = 1 << 16;
 
 /// Every sample through `f`, in parts on the pool's threads.
 fn map_parts<T: Copy + Send + Sync>(samples: &[T], f: impl Fn(T) -> T + Sync) -> Vec<T> {
     let n = samples.len();
     let mut out = Vec::with_capacity(n);
-    let part = n.div_ceil(parallel::parts(n, MIN_PART));
+    let parts = match parallel::parts(n, MIN_SPLIT) {
+        1 => 1,
+        _ => parallel::parts(n, MIN_PART),
+    };
+    let part = n.div_ceil(parts);
     parallel::for_each_part(&mut out.spare_capacity_mut()[..n], part, |first, part| {
         for (slot, &v) in part.iter_mut().zip(&samples[first..]) {
             slot.write(f(v));

@@ -32,9 +32,12 @@ const CPU_COPIES: usize = 4;
 /// Most bins counted in [`CPU_COPIES`] copies; 16-bit levels' copies would not stay in cache.
 const CPU_COPY_MAX_BINS: usize = 4096;
 
-/// Fewest samples in a part of the CPU's count ([`parallel::parts`]): 0.31 ns a sample on one core
-/// (4096x3112 in 4.0 ms), so a part takes 0.15 ms or more.
-const MIN_PART: usize = 1 << 19;
+/// Half the fewest samples for the CPU's count to be split at all ([`parallel::parts`]): 0.31 ns
+/// a sample on one core (4096x3112 in 4.0 ms), so a frame is split from about 0.3 ms of work.
+const MIN_SPLIT: usize = 1 << 19;
+/// Fewest samples in a part once a frame is split: 2560x1707 makes 64 parts, four for each of 16
+/// threads (in parts of 2^19 samples it made 8, and half of a 16-thread pool sat idle).
+const MIN_PART: usize = 1 << 16;
 /// Fewest samples per bin in a part: each part's histogram is zeroed and added to the others', so
 /// with many bins (65536 for 16-bit levels) a part must count many more samples than it has bins.
 const PART_SAMPLES_PER_BIN: usize = 16;
@@ -129,7 +132,11 @@ pub struct Histogram {
 /// added: integer sums, the same whatever the split.
 pub fn count<T: Sample>(samples: &[T], bins: Bins) -> Vec<u64> {
     let n = bins.count();
-    let parts = parallel::parts(samples.len(), MIN_PART.max(PART_SAMPLES_PER_BIN * n));
+    let per_bin = PART_SAMPLES_PER_BIN * n;
+    let parts = match parallel::parts(samples.len(), MIN_SPLIT.max(per_bin)) {
+        1 => 1,
+        _ => parallel::parts(samples.len(), MIN_PART.max(per_bin)),
+    };
     if let (Some(bytes), true) = (T::bytes(samples), n <= 256) {
         return add_parts(bytes, parts, |part| count_bytes(part, bins));
     }

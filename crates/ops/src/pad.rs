@@ -5,17 +5,26 @@
 //! result keeps the whole original in view. The output's geometry maps each pixel back to the
 //! original image through that offset.
 
+use std::mem::MaybeUninit;
+
 use histopipe_frame::{Affine, Frame, Samples};
 use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use histopipe_gpu::kernels;
 
 use crate::{parallel, with_samples, Gpu, Op, OpError, Sample};
 
-/// Fewest output samples in a part of the CPU's work ([`parallel::parts`]). Padding costs about as
-/// much as writing its output once, and less for a zero fill, whose border is calloc's untouched
-/// pages: 725 x 725 samples took 16 microseconds on one core (two parts were 30% slower). 4 Mi
-/// samples take a few hundred.
-const MIN_PART: usize = 1 << 22;
+/// Half the fewest output samples for the CPU's work to be split at all ([`parallel::parts`]):
+/// padding costs about as much as writing its output once, and 725 x 725 samples took 16
+/// microseconds on one core (two parts were 30% slower).
+const MIN_SPLIT: usize = 1 << 20;
+/// Fewest output samples in a part once split: 2560x1707's 3077 x 3077 makes 64 parts, four for
+/// each of 16 threads.
+const MIN_PART: usize = 1 << 17;
+/// Outputs of this many bytes or more are always fresh pages from the kernel, already zero: glibc
+/// maps allocations of 32 MiB and more on their own (its mmap threshold rises to 32 MiB at most,
+/// and the tools set it there). Below, the heap reuses the last frame's memory, which calloc
+/// would have to clear with a memset on one thread.
+const FRESH_BYTES: usize = 32 << 20;
 
 /// How large the padded frame is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,29 +119,55 @@ impl Pad {
         out
     }
 
-    /// The padded samples: the fill everywhere, then the frame's rows copied in, both split into
-    /// bands of output rows over the cores (see [`MIN_PART`]).
+    /// The padded samples, split into bands of output rows over the cores (see [`MIN_PART`]).
+    /// Each sample is written once: the fill, or the frame's sample. Only a zero fill of an output
+    /// of [`FRESH_BYTES`] or more starts from calloc's zero pages and writes the frame's rows
+    /// alone (the border's pages stay untouched until they are read).
     fn cpu_samples<T: Sample>(&self, w: usize, h: usize, input: &[T]) -> Vec<T> {
         let fill = T::from_u16(self.fill);
         let n = self.width * self.height;
-        let parts = parallel::parts(n, MIN_PART);
-        // A zero fill is calloc's: fresh pages come zeroed from the kernel, and only those holding
-        // the frame's rows are then written (the border's stay untouched until they are read).
-        let mut out = if self.fill == 0 { vec![fill; n] } else { parallel::filled(n, fill, parts) };
-        if w == 0 {
+        if n == 0 {
+            return Vec::new();
+        }
+        let parts = match parallel::parts(n, MIN_SPLIT) {
+            1 => 1,
+            _ => parallel::parts(n, MIN_PART),
+        };
+        let band = self.height.div_ceil(parts) * self.width;
+        // The frame's row of output row y, if y has one.
+        let frame_row = |y: usize| {
+            let y = y.checked_sub(self.top).filter(|&y| y < h && w > 0)?;
+            Some(&input[y * w..][..w])
+        };
+        let columns = self.left..self.left + w;
+        if self.fill == 0 && n * std::mem::size_of::<T>() >= FRESH_BYTES {
+            let mut out = vec![fill; n];
+            parallel::for_each_part(&mut out, band, |first, part| {
+                for (y, row) in (first / self.width..).zip(part.chunks_exact_mut(self.width)) {
+                    if let Some(frame) = frame_row(y) {
+                        row[columns.clone()].copy_from_slice(frame);
+                    }
+                }
+            });
             return out;
         }
-        let band = self.height.div_ceil(parts) * self.width;
-        parallel::for_each_part(&mut out, band, |first, part| {
-            // Output rows first / width.. of this band, less the top border: the frame's rows.
-            let rows = first / self.width..(first + part.len()) / self.width;
-            let frame_rows = rows.start.max(self.top).min(self.top + h)..rows.end.min(self.top + h);
-            for y in frame_rows {
-                let start = (y - rows.start) * self.width + self.left;
-                let row = &input[(y - self.top) * w..][..w];
-                part[start..start + w].copy_from_slice(row);
+        let mut out = Vec::with_capacity(n);
+        parallel::for_each_part(&mut out.spare_capacity_mut()[..n], band, |first, part| {
+            for (y, row) in (first / self.width..).zip(part.chunks_exact_mut(self.width)) {
+                let Some(frame) = frame_row(y) else {
+                    row.fill(MaybeUninit::new(fill));
+                    continue;
+                };
+                row[..columns.start].fill(MaybeUninit::new(fill));
+                row[columns.end..].fill(MaybeUninit::new(fill));
+                let to = &mut row[columns.clone()];
+                // SAFETY: `to` and `frame` are w samples each, and distinct (one is the output's).
+                unsafe { std::ptr::copy_nonoverlapping(frame.as_ptr(), to.as_mut_ptr().cast::<T>(), w) };
             }
         });
+        // SAFETY: the parts, of whole rows, cover the n slots, and every slot of a row was written:
+        // the fill on either side of `columns`, and the frame's row (or the fill) in them.
+        unsafe { out.set_len(n) };
         out
     }
 
@@ -263,6 +298,34 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// An output of 32 MiB or more starts from calloc's zero pages with a zero fill: the same
+    /// samples as any other, split or not.
+    #[test]
+    fn large_zero_fills_write_only_the_frame() {
+        let (w, h, border) = (100, 60, 2100);
+        let mut rng = fastrand::Rng::with_seed(29);
+        let f = parallel::testing::frame(&mut rng, w, h, 1000);
+        let size = PadSize::Border { left: border, top: border + 1, right: border + 3, bottom: border };
+        for fill in [0, 7] {
+            let p = PadParams { size, fill }.for_frame(w, h, 1000).unwrap();
+            assert!(p.width * p.height * 2 >= FRESH_BYTES);
+            let out = p.cpu(&f).unwrap();
+            let Pixels::U16(out) = &out.pixels else { panic!("16-bit in, 16-bit out") };
+            for (y, row) in out.chunks_exact(p.width).enumerate() {
+                let frame = y.checked_sub(p.top).filter(|&y| y < h);
+                let (left, right) = match frame {
+                    Some(_) => (&row[..p.left], &row[p.left + w..]),
+                    None => (row, &row[..0]),
+                };
+                assert!(left.iter().chain(right).all(|&v| v == fill), "row {y} fill {fill}");
+                if let (Some(fy), Pixels::U16(input)) = (frame, &f.pixels) {
+                    assert_eq!(&row[p.left..p.left + w], &input[fy * w..][..w], "row {y}");
+                }
+            }
+            parallel::testing::same_on_each_pool(&format!("fill {fill}"), || p.cpu(&f).unwrap());
         }
     }
 

@@ -101,20 +101,6 @@ pub(crate) fn for_each_part<T: Send>(data: &mut [T], len: usize, f: impl Fn(usiz
     data.par_chunks_mut(len).enumerate().for_each(|(k, part)| f(k * len, part));
 }
 
-/// A vector of `n` copies of `value`, written in `parts` parts on the pool's threads.
-pub(crate) fn filled<T: Copy + Send + Sync>(n: usize, value: T, parts: usize) -> Vec<T> {
-    if parts <= 1 {
-        return vec![value; n];
-    }
-    let mut out = Vec::with_capacity(n);
-    for_each_part(&mut out.spare_capacity_mut()[..n], n.div_ceil(parts), |_, part| {
-        part.fill(std::mem::MaybeUninit::new(value));
-    });
-    // SAFETY: the parts cover the n slots, and each was written.
-    unsafe { out.set_len(n) };
-    out
-}
-
 #[cfg(test)]
 pub(crate) mod testing {
     //! What every operation's thread tests share.
