@@ -1,6 +1,7 @@
 use histopipe_frame::{Format, Frame, Pixels};
+use histopipe_ops::bins::Bins;
 use histopipe_ops::equalize::Equalize;
-use histopipe_ops::histogram::{Bins, Histogram, PRIVATE_MAX_BINS, SHARED_MAX_BINS};
+use histopipe_ops::histogram::{Histogram, PRIVATE_MAX_BINS, SHARED_MAX_BINS};
 use histopipe_ops::Op;
 
 use crate::common::*;

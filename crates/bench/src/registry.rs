@@ -39,11 +39,12 @@ use std::hint::black_box;
 use histopipe_frame::{Frame, Pixels};
 use histopipe_gpu::cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use histopipe_gpu::Gpu;
+use histopipe_ops::bins::Bins;
 use histopipe_ops::clahe::{Clahe, ClahePlan};
 use histopipe_ops::colhist::{default_bins, ColHist};
 use histopipe_ops::edges::Canny;
 use histopipe_ops::equalize::{Equalize, EqualizePlan};
-use histopipe_ops::histogram::{self, Bins, DistributionPlan, Histogram};
+use histopipe_ops::histogram::{self, DistributionPlan, Histogram};
 use histopipe_ops::hough::{
     HoughLines, HoughLinesPlan, HoughParams, HoughSpace, HoughVote, HoughVotePlan, Strategy,
 };

@@ -18,6 +18,7 @@ use histopipe_gpu::cudarc::driver::sys::CUdevice_attribute;
 use histopipe_gpu::cudarc::driver::CudaSlice;
 use histopipe_gpu::{kernels, launch, Buffer, LaunchConfig};
 
+use crate::bins::Bins;
 use crate::{parallel, with_samples, Gpu, Op, OpError, Sample};
 
 /// u32 counters of shared memory a block may use: 48 KiB, the limit without opting in.
@@ -255,10 +256,9 @@ pub fn default_bins(maxval: u16) -> u32 {
     (maxval as u32 + 1).min(256)
 }
 
-/// The bin of sample `v` among `bins` over 0..=maxval. Samples are never over maxval in a valid
-/// frame; a larger one is put in the last bin, on both backends, rather than out of bounds.
+/// The bin of sample `v` among `bins` over 0..=maxval ([`Bins::of`]).
 pub fn bin_of(v: u32, bins: u32, maxval: u16) -> u32 {
-    (v * bins / (maxval as u32 + 1)).min(bins - 1)
+    Bins { count: bins, levels: maxval as u32 + 1 }.of(v) as u32
 }
 
 /// `colhist`'s parameters, as given on the command line.
@@ -278,14 +278,7 @@ impl ColHistParams {
             return Err(OpError::invalid("frames wider or taller than 2^32 - 1 pixels are not supported"));
         }
         let bins = self.bins.unwrap_or_else(|| default_bins(frame.maxval));
-        let levels = frame.maxval as u32 + 1;
-        if bins == 0 || bins > levels {
-            // More bins than values would leave some bins holding no value at all.
-            return Err(OpError::invalid(format!(
-                "--bins {bins} is not in 1..={levels} (the frame's maxval {} + 1)",
-                frame.maxval
-            )));
-        }
+        let bins = Bins::new(Some(bins as usize), frame.maxval)?.count() as u32;
         let mask = if self.count_padding { None } else { frame.geometry.clone() };
         Ok(ColHist { bins, rows: self.rows, maxval: frame.maxval, mask })
     }
@@ -324,12 +317,14 @@ impl ColHist {
         }
     }
 
-    /// The lowest and highest sample value of bin `b`: from ceil(b (maxval + 1) / N) to the next
-    /// bin's lowest minus one.
+    /// The bins counted.
+    pub fn bins(&self) -> Bins {
+        Bins { count: self.bins, levels: self.maxval as u32 + 1 }
+    }
+
+    /// The lowest and highest sample value of bin `b` ([`Bins::range`]).
     pub fn bin_range(&self, b: u32) -> (u32, u32) {
-        let levels = self.maxval as u64 + 1;
-        let low = |b: u64| (b * levels).div_ceil(self.bins as u64) as u32;
-        (low(b as u64), low(b as u64 + 1) - 1)
+        self.bins().range(b as usize)
     }
 
     /// The counts on the CPU. Columns are counted in strips of [`cpu_strip`] columns whose
@@ -744,7 +739,7 @@ mod tests {
         assert_eq!((h.bin_range(0), h.bin_range(1), h.bin_range(2)), ((0, 3), (4, 6), (7, 9)));
         let f = Frame::new(1, 1, 3, Pixels::U8(vec![0].into()));
         let too_many = ColHistParams { bins: Some(5), ..Default::default() }.for_frame(&f);
-        assert!(too_many.unwrap_err().message.contains("not in 1..=4"));
+        assert!(too_many.unwrap_err().message.contains("--bins 5: a frame with maxval 3 has 1 to 4 bins"));
     }
 
     #[test]

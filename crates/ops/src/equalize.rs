@@ -16,7 +16,8 @@ use histopipe_frame::{Frame, Pixels, Samples};
 use histopipe_gpu::cudarc::driver::CudaSlice;
 use histopipe_gpu::{kernels, launch, Buffer};
 
-use crate::histogram::{self, check_len, Bins, Distribution, DistributionPlan};
+use crate::bins::Bins;
+use crate::histogram::{self, check_len, Distribution, DistributionPlan};
 use crate::{parallel, with_samples, Gpu, Op, OpError, Sample};
 
 /// The equalization operation (it has no parameters).

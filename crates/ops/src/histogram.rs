@@ -1,14 +1,14 @@
 //! `histogram`: counts of equal-width bins over 0..=maxval and their cumulative distribution,
 //! shared by `cdf`, `equalize` and every later histogram-based tool.
 //!
-//! With L = maxval + 1 levels and N bins (1 <= N <= L), sample v falls in bin floor(v * N / L);
-//! bin b holds the values ceil(b * L / N) ..= ceil((b + 1) * L / N) - 1, so the bins partition
-//! 0..=maxval, none is empty, and their widths differ by at most one.
+//! The bins are [`Bins`]: with L = maxval + 1 levels and N bins, sample v falls in bin
+//! floor(v * N / L).
 
 use histopipe_frame::Frame;
 use histopipe_gpu::cudarc::driver::CudaSlice;
 use histopipe_gpu::{kernels, launch, Buffer, LaunchConfig};
 
+use crate::bins::Bins;
 use crate::{parallel, with_samples, Gpu, Op, OpError, Sample};
 
 /// Most bins counted in per-thread registers (`PRIVATE_BINS` in histogram.cu).
@@ -38,51 +38,6 @@ const MIN_PART: usize = 1 << 19;
 /// Fewest samples per bin in a part: each part's histogram is zeroed and added to the others', so
 /// with many bins (65536 for 16-bit levels) a part must count many more samples than it has bins.
 const PART_SAMPLES_PER_BIN: usize = 16;
-
-/// Equal-width bins over 0..=maxval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Bins {
-    count: u32,
-    levels: u32,
-}
-
-impl Bins {
-    /// `count` bins for samples 0..=maxval, or `None` for one bin per level.
-    pub fn new(count: Option<usize>, maxval: u16) -> Result<Bins, OpError> {
-        let levels = maxval as u32 + 1;
-        let count = match count {
-            None => levels,
-            Some(n) if n >= 1 && n <= levels as usize => n as u32,
-            Some(n) => {
-                return Err(OpError::invalid(format!(
-                    "--bins {n}: a frame with maxval {maxval} has 1 to {levels} bins"
-                )))
-            }
-        };
-        Ok(Bins { count, levels })
-    }
-
-    pub fn count(&self) -> usize {
-        self.count as usize
-    }
-
-    /// maxval + 1.
-    pub fn levels(&self) -> usize {
-        self.levels as usize
-    }
-
-    /// The bin of sample `v` (at most maxval).
-    pub fn of(&self, v: u32) -> usize {
-        // v * count < 2^32: v <= 65535 and count <= 65536.
-        (v * self.count / self.levels) as usize
-    }
-
-    /// The lowest and highest value of bin `b`.
-    pub fn range(&self, b: usize) -> (u32, u32) {
-        let ceil_div = |b: u64| (b * self.levels as u64).div_ceil(self.count as u64) as u32;
-        (ceil_div(b as u64), ceil_div(b as u64 + 1) - 1)
-    }
-}
 
 /// A frame's histogram and its cumulative distribution.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -389,42 +344,6 @@ impl Op for Histogram {
 mod tests {
     use super::*;
     use histopipe_frame::Pixels;
-
-    #[test]
-    fn bins_partition_the_levels() {
-        for maxval in [1u16, 2, 7, 100, 255, 1076, 4095, 65535] {
-            let levels = maxval as usize + 1;
-            let mut counts: Vec<usize> = (1..=levels.min(40)).collect();
-            counts.extend([levels / 3 + 1, levels - 1, levels].into_iter().filter(|&n| n >= 1));
-            for n in counts {
-                let bins = Bins::new(Some(n), maxval).unwrap();
-                let mut next = 0u32;
-                for b in 0..n {
-                    let (lo, hi) = bins.range(b);
-                    assert_eq!(lo, next, "maxval {maxval}, {n} bins, bin {b}");
-                    assert!(hi >= lo);
-                    assert_eq!((bins.of(lo), bins.of(hi)), (b, b));
-                    next = hi + 1;
-                }
-                assert_eq!(next, maxval as u32 + 1);
-            }
-        }
-    }
-
-    #[test]
-    fn eight_bins_of_32_on_8_bit() {
-        let bins = Bins::new(Some(8), 255).unwrap();
-        for b in 0..8 {
-            assert_eq!(bins.range(b), (32 * b as u32, 32 * b as u32 + 31));
-        }
-    }
-
-    #[test]
-    fn bad_bin_counts() {
-        assert!(Bins::new(Some(0), 255).is_err());
-        assert!(Bins::new(Some(257), 255).unwrap_err().message.contains("1 to 256 bins"));
-        assert_eq!(Bins::new(None, 1076).unwrap().count(), 1077);
-    }
 
     #[test]
     fn interleaved_copies_count_as_one() {
