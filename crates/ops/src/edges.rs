@@ -493,7 +493,7 @@ impl Canny {
 
     /// The length of the bit set of strong roots that [`Canny::launch_hysteresis`] and
     /// [`Canny::launch_finish`] share, for `n` pixels: one bit per pixel, in 32-bit words.
-    pub fn strong_words(n: usize) -> usize {
+    fn strong_words(n: usize) -> usize {
         n.div_ceil(32)
     }
 

@@ -120,7 +120,7 @@ impl<'g, T: Sample> EqualizePlan<'g, T> {
         Ok(())
     }
 
-    /// Queues the last step alone: dst[i] = lut[src[i]] for the `n` samples of `src`, through the
+    /// Queues the last step alone: `dst[i] = lut[src[i]]` for the `n` samples of `src`, through the
     /// table made last.
     pub fn queue_map(&mut self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<(), OpError> {
         let n = self.n;

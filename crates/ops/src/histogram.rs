@@ -199,7 +199,7 @@ impl<'g> DistributionPlan<'g> {
     }
 
     /// Queues the histogram of the first `n` samples of `src` and its scan, in one kernel (up to
-    /// [`FUSED_SCAN_MAX_BINS`] bins; two kernels above): the last block to finish scans.
+    /// 1024 bins; two kernels above): the last block to finish scans.
     /// Samples must be at most the maxval the bins were made for.
     pub fn queue<T: Sample>(&mut self, src: &CudaSlice<T>, n: usize) -> Result<(), OpError> {
         let (gpu, bins, count) = (self.gpu, self.bins, self.bins.count());
