@@ -24,12 +24,6 @@ struct Mask {
     }
 };
 
-// bin_of in colhist.rs: v * bins < 2^32 for 16-bit samples and bins <= 65536.
-__device__ __forceinline__ u32 bin_of(u32 v, u32 bins, u32 maxval) {
-    const u32 b = v * bins / (maxval + 1);
-    return b < bins ? b : bins - 1;
-}
-
 template <typename T, bool ROWS>
 __device__ void colhist_tiled(const T* __restrict__ px, u32 w, u32 h, u32 maxval, u32 bins, u32 tile, u32 span,
                               const Mask& mask, u32* __restrict__ counts) {
@@ -56,7 +50,7 @@ __device__ void colhist_tiled(const T* __restrict__ px, u32 w, u32 h, u32 maxval
             y = a0 + a;
         }
         if (!mask.counts(x, y)) continue;
-        const u32 bin = bin_of((u32)px[(u64)y * w + x], bins, maxval);
+        const u32 bin = bin_of((u32)px[(u64)y * w + x], bins, maxval + 1);
         atomicAdd(&sh[bin * tile + l], 1u);
     }
     __syncthreads();
@@ -75,7 +69,7 @@ __device__ void colhist_global(const T* __restrict__ px, u32 w, u32 h, u32 maxva
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (u64)gridDim.x * blockDim.x) {
         const u32 y = (u32)(i / w), x = (u32)(i - (u64)y * w);
         if (!mask.counts(x, y)) continue;
-        const u32 bin = bin_of((u32)px[i], bins, maxval);
+        const u32 bin = bin_of((u32)px[i], bins, maxval + 1);
         atomicAdd(&counts[(u64)bin * lines + (ROWS ? y : x)], 1u);
     }
 }
@@ -135,7 +129,7 @@ __device__ void colhist_pairs(const T* __restrict__ px, u32 w, u32 h, u32 maxval
     // One aligned P load per row when every row starts on a P boundary (x is even).
     const bool paired = right && (w & 1) == 0 && ((size_t)px & (sizeof(P) - 1)) == 0;
     const bool identity = bins == maxval + 1;
-    auto bin = [&](u32 v) -> u32 { return identity ? min(v, bins - 1) : bin_of(v, bins, maxval); };
+    auto bin = [&](u32 v) -> u32 { return identity ? min(v, bins - 1) : bin_of(v, bins, maxval + 1); };
     for (u32 y = y0 + warp; y < y1; y += warps * PAIR_UNROLL) {
         u32 lo[PAIR_UNROLL], hi[PAIR_UNROLL];
 #pragma unroll
@@ -210,17 +204,14 @@ __device__ void colhist_warp_rows(const T* __restrict__ px, u32 w, u32 h, u32 ma
     for (u32 b = lane; b < bins; b += 32) hist[b] = 0;
     __syncwarp();
     const bool identity = bins == maxval + 1;
-    auto bin = [&](u32 v) -> u32 { return identity ? min(v, bins - 1) : bin_of(v, bins, maxval); };
+    auto bin = [&](u32 v) -> u32 { return identity ? min(v, bins - 1) : bin_of(v, bins, maxval + 1); };
     if (y < h) {
         const T* row = px + (u64)y * w;
         auto add = [&](u32 x, u32 v) {
             if (!MASKED || mask.counts(x, y)) atomicAdd(&hist[bin(v)], 1u);
         };
         auto add16 = [&](uint4 v, u32 x) {
-            union {
-                uint4 v;
-                T s[PER];
-            } buf;
+            Vec16<T> buf;
             buf.v = v;
             if (MASKED) {
 #pragma unroll

@@ -54,20 +54,16 @@ __device__ void map(const T* __restrict__ in, u64 n, const T* __restrict__ lut, 
         if constexpr (SHARED) return staged[v];
         else return __ldg(&lut[v]);
     };
-    const bool aligned = (((size_t)in | (size_t)out) & 15) == 0;
-    const u64 chunks = aligned ? n / PER : 0;
-    const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
-    for (u64 c = first; c < chunks; c += stride) {
-        union {
-            uint4 v;
-            T s[PER];
-        } buf;
-        buf.v = reinterpret_cast<const uint4*>(in)[c];
+    for_my_chunks<T>(
+        n, aligned16(in) && aligned16(out),
+        [&](u64 c) {
+            Vec16<T> buf;
+            buf.v = reinterpret_cast<const uint4*>(in)[c];
 #pragma unroll
-        for (u32 k = 0; k < PER; k++) buf.s[k] = look_up(buf.s[k]);
-        reinterpret_cast<uint4*>(out)[c] = buf.v;
-    }
-    for (u64 i = chunks * PER + first; i < n; i += stride) out[i] = look_up(in[i]);
+            for (u32 k = 0; k < PER; k++) buf.s[k] = look_up(buf.s[k]);
+            reinterpret_cast<uint4*>(out)[c] = buf.v;
+        },
+        [&](u64 i) { out[i] = look_up(in[i]); });
 }
 
 extern "C" __global__ void map_u8(const u8* in, u64 n, const u8* lut, u32 levels, u8* out) {

@@ -28,34 +28,25 @@ __device__ void scan_when_last(u64* hist, u32 bins, u64* cdf, u64* cdf_min) {
     scan_block(hist, bins, cdf, cdf_min);
 }
 
-__device__ __forceinline__ u32 bin_of(u32 v, u32 bins, u32 levels) {
-    return bins == levels ? v : v * bins / levels;
-}
-
 // Samples are read 16 bytes at a time when the input is 16-byte aligned (pooled buffers are);
 // the rest, or all of a misaligned input, goes through the scalar grid-stride loop.
 template <typename T>
 __device__ __forceinline__ u64 vector_chunks(const T* in, u64 n) {
-    return ((size_t)in & 15) == 0 ? n / (16 / sizeof(T)) : 0;
+    return aligned16(in) ? n / (16 / sizeof(T)) : 0;
 }
 
-// Calls add(sample) for each sample of in[0, n) that this thread takes in a grid-stride loop over
-// 16-byte chunks (see vector_chunks), then over the scalar rest.
+// Calls add(sample) for each sample of in[0, n) that this thread takes (for_my_chunks).
 template <typename T, typename F>
 __device__ __forceinline__ void for_my_samples(const T* __restrict__ in, u64 n, F add) {
-    constexpr u32 PER = 16 / sizeof(T);
-    const u64 chunks = vector_chunks(in, n);
-    const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
-    for (u64 c = first; c < chunks; c += stride) {
-        union {
-            uint4 v;
-            T s[PER];
-        } buf;
-        buf.v = reinterpret_cast<const uint4*>(in)[c];
+    for_my_chunks<T>(
+        n, aligned16(in),
+        [&](u64 c) {
+            Vec16<T> buf;
+            buf.v = reinterpret_cast<const uint4*>(in)[c];
 #pragma unroll
-        for (u32 k = 0; k < PER; k++) add(buf.s[k]);
-    }
-    for (u64 i = chunks * PER + first; i < n; i += stride) add(in[i]);
+            for (u32 k = 0; k < 16 / sizeof(T); k++) add(buf.s[k]);
+        },
+        [&](u64 i) { add(in[i]); });
 }
 
 // At most PRIVATE_BINS bins (the 8-bin histograms of the published CPU/GPU comparison): with so
@@ -122,10 +113,7 @@ __device__ void histogram_global(const T* __restrict__ in, u64 n, u32 bins, u32 
     const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
     for (u64 c = first; c - lane < chunks; c += stride) {
         const bool valid = c < chunks;
-        union {
-            uint4 v;
-            T s[PER];
-        } buf;
+        Vec16<T> buf;
         buf.v = valid ? reinterpret_cast<const uint4*>(in)[c] : make_uint4(0, 0, 0, 0);
 #pragma unroll
         for (u32 k = 0; k < PER; k++) {

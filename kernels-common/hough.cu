@@ -1,4 +1,4 @@
-// hough-vote and hough-lines (see crates/ops/src/hough.rs for the exact rules). A vote is
+// hough-vote and hough-lines (see crates/ops/src/hough/ for the exact rules). A vote is
 // round_half_even(f32(x) * cos[n] + f32(y) * sin[n]) + offset, products and sum rounded separately
 // (--fmad=false), exactly as the CPU backend and OpenCV compute it; the tables come from the host.
 #include "histopipe.cuh"

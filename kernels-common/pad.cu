@@ -15,10 +15,7 @@ __device__ void pad(const T* __restrict__ in, u32 w, u32 h, T* __restrict__ out,
         const u64 i0 = chunk * PER;
         u32 y = (u32)(i0 / ow);
         u32 x = (u32)(i0 - (u64)y * ow);
-        union {
-            uint4 v;
-            T s[PER];
-        } buf;
+        Vec16<T> buf;
 #pragma unroll
         for (u32 k = 0; k < PER; k++) {
             // Unsigned wrap-around makes "left of the image" a huge value: one compare per axis.

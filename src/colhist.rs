@@ -1,8 +1,8 @@
 use histopipe_cli::lexopt::{Parser, ValueExt};
 use histopipe_cli::{parse_value, Common, Context, Error, OutputFormat, Product, Tool, TABLE_KEY_COLUMNS};
-use histopipe_frame::{Format, Frame, Pixels};
+use histopipe_frame::{Format, Frame, Line, Pixels};
 use histopipe_ops::colhist::{ColHist as ColHistOp, ColHistParams, Histograms};
-use histopipe_ops::rotate::Line;
+use histopipe_ops::OpError;
 use histopipe_plot::{colhist_figure, heatmap_image, ColhistFigure, Counts, PlotTarget};
 
 use crate::plot::{plot_target, write_figure};
@@ -191,7 +191,8 @@ Example:
 
 /// The column `line` of the original lies on in `frame`, which must be vertical there.
 fn line_column(cx: &Context<'_>, frame: &Frame, line: &Line) -> Result<usize, Error> {
-    let ((x0, y0), (x1, y1)) = line.in_frame(&frame.geometry_or_identity()).map_err(|e| cx.op_error(e))?;
+    let ((x0, y0), (x1, y1)) =
+        line.in_frame(&frame.geometry_or_identity()).map_err(|e| cx.op_error(OpError::invalid(e)))?;
     if (x1 - x0).abs() > VERTICAL_TOLERANCE * (1.0 + (y1 - y0).abs()) {
         return Err(cx.invalid(format!(
             "--line is not vertical in this frame (its ends are at x = {x0:.3} and x = {x1:.3}): \

@@ -4,8 +4,8 @@ use std::path::Path;
 
 use histopipe_cli::lexopt::{Parser, ValueExt};
 use histopipe_cli::{parse_value, Common, Context, Error, Tool};
-use histopipe_frame::Frame;
-use histopipe_ops::rotate::{Interpolation, Line, RotateBy, RotateParams};
+use histopipe_frame::{Frame, Line};
+use histopipe_ops::rotate::{Interpolation, RotateBy, RotateParams};
 
 /// `rotate`: turn each frame about its centre, or so that a line of the original is vertical.
 #[derive(Default)]

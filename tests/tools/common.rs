@@ -224,25 +224,3 @@ pub fn opencv(script: &str, inputs: &[&[u8]]) -> Vec<u8> {
     assert!(out.status.success(), "the OpenCV snippet failed: {stderr}");
     out.stdout
 }
-
-/// The mean time of `f`'s GPU work over `reps` runs after one warm-up run, in milliseconds, by
-/// CUDA events on the GPU's stream.
-pub fn gpu_time_ms(gpu: &Gpu, reps: usize, mut f: impl FnMut()) -> f32 {
-    use histopipe_gpu::cudarc::driver::sys::CUevent_flags;
-    f();
-    gpu.synchronize().unwrap();
-    let start = gpu.stream().record_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).unwrap();
-    for _ in 0..reps {
-        f();
-    }
-    let end = gpu.stream().record_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).unwrap();
-    start.elapsed_ms(&end).unwrap() / reps as f32
-}
-
-/// A 4096x3112 frame (the benchmark size) tiled from brick.pgm: real straight edges.
-pub fn bench_frame() -> Frame {
-    let brick = fixture_frame("brick.pgm");
-    let (w, h) = (4096, 3112);
-    let px = (0..w * h).map(|i| brick.pixels.get((i / w % 512) * 512 + i % w % 512) as u8).collect();
-    Frame::new(w, h, 255, Pixels::U8(px))
-}

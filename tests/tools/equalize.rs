@@ -1,6 +1,7 @@
 use histopipe_frame::{Format, Frame, Pixels};
+use histopipe_ops::bins::Bins;
 use histopipe_ops::equalize::Equalize;
-use histopipe_ops::histogram::{Bins, Histogram, PRIVATE_MAX_BINS, SHARED_MAX_BINS};
+use histopipe_ops::histogram::{Histogram, PRIVATE_MAX_BINS, SHARED_MAX_BINS};
 use histopipe_ops::Op;
 
 use crate::common::*;
@@ -242,75 +243,4 @@ fn gpu_backend_matches_opencv_and_cpu_on_fixtures() {
     // One process, several frames of both depths: pooled buffers are reused across frames.
     let input = stream(&[fixture_frame("camera.pgm"), fixture_frame("dem16.pgm"), fixture_frame("page.pgm")]);
     assert!(run_ok("equalize", "gpu", &[], &input) == run_ok("equalize", "cpu", &[], &input));
-}
-
-/// The measurement, for the GPU machine (`--release -- --ignored --nocapture`): CUDA-event
-/// times of the histogram, scan, table and map kernels and of the whole equalization on a
-/// 4096x3112 frame after warm-up, next to a device-to-device copy of the same bytes; 8-bit, then
-/// 16-bit with all 65536 levels (the global-atomics histogram).
-#[test]
-#[ignore = "a measurement: run on the GPU machine with --ignored --nocapture"]
-fn kernel_times() {
-    use histopipe_gpu::cudarc::driver::sys::CUevent_flags;
-    use histopipe_ops::equalize::{launch_lut, launch_map};
-    use histopipe_ops::histogram::{launch_histogram, launch_scan};
-    use histopipe_ops::Sample;
-
-    fn measure<T: Sample>(gpu: &histopipe_gpu::Gpu, frame: &Frame, samples: &[T]) {
-        const RUNS: usize = 200;
-        let (n, bins) = (samples.len(), Bins::new(None, frame.maxval).unwrap());
-        let levels = bins.levels();
-        let src = gpu.upload("bench.in", samples).unwrap();
-        let mut hist = gpu.buffer::<u64>("bench.hist", levels).unwrap();
-        let mut cdf = gpu.buffer::<u64>("bench.cdf", levels).unwrap();
-        let mut cdf_min = gpu.buffer::<u64>("bench.cdf_min", 1).unwrap();
-        let mut lut = gpu.buffer::<T>("bench.lut", levels).unwrap();
-        let mut dst = gpu.buffer::<T>("bench.out", n).unwrap();
-        let stream = gpu.stream();
-        let ctx = gpu.context();
-        let event = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).unwrap();
-        let time = |what: &str, step: &mut dyn FnMut()| {
-            for _ in 0..20 {
-                step();
-            }
-            let (start, end) = (event(), event());
-            start.record(stream).unwrap();
-            for _ in 0..RUNS {
-                step();
-            }
-            end.record(stream).unwrap();
-            let us = start.elapsed_ms(&end).unwrap() as f64 * 1000.0 / RUNS as f64;
-            eprintln!("  {what:<28} {us:>9.1} us");
-        };
-        eprintln!("{}x{} maxval {} on {}:", frame.width, frame.height, frame.maxval, gpu.name());
-        time("histogram (with its memset)", &mut || launch_histogram(gpu, &src, n, bins, &mut hist).unwrap());
-        time("scan", &mut || launch_scan(gpu, &hist, levels, &mut cdf, &mut cdf_min).unwrap());
-        time("look-up table", &mut || launch_lut(gpu, &cdf, &cdf_min, levels, n, &mut lut).unwrap());
-        time("map", &mut || launch_map(gpu, &src, n, &lut, levels, &mut dst).unwrap());
-        time("whole equalization", &mut || {
-            launch_histogram(gpu, &src, n, bins, &mut hist).unwrap();
-            launch_scan(gpu, &hist, levels, &mut cdf, &mut cdf_min).unwrap();
-            launch_lut(gpu, &cdf, &cdf_min, levels, n, &mut lut).unwrap();
-            launch_map(gpu, &src, n, &lut, levels, &mut dst).unwrap();
-        });
-        time("device-to-device copy", &mut || {
-            stream.memcpy_dtod(&src.slice(..n), &mut dst.slice_mut(..n)).unwrap()
-        });
-        // The timed pipeline gives the CPU's answer.
-        launch_histogram(gpu, &src, n, bins, &mut hist).unwrap();
-        launch_scan(gpu, &hist, levels, &mut cdf, &mut cdf_min).unwrap();
-        launch_lut(gpu, &cdf, &cdf_min, levels, n, &mut lut).unwrap();
-        launch_map(gpu, &src, n, &lut, levels, &mut dst).unwrap();
-        let mut out = vec![T::default(); n];
-        gpu.download(&dst, &mut out).unwrap();
-        assert!(T::into_pixels(out) == Equalize.cpu(frame).unwrap().pixels);
-    }
-
-    let Some(gpu) = gpu() else { return };
-    let mut rng = rng();
-    let frame = random_frame(&mut rng, 4096, 3112, 255);
-    measure(&gpu, &frame, samples_u8(&frame));
-    let frame = random_frame(&mut rng, 4096, 3112, 65535);
-    let Pixels::U16(samples) = &frame.pixels else { unreachable!() };
-    measure(&gpu, &frame, samples);
 }

@@ -1,5 +1,5 @@
-use histopipe_frame::{Frame, Pixels};
-use histopipe_ops::rotate::{Interpolation, Line, RotateBy, RotateParams};
+use histopipe_frame::{Frame, Line, Pixels};
+use histopipe_ops::rotate::{Interpolation, RotateBy, RotateParams};
 use histopipe_ops::Op;
 
 use crate::common::*;

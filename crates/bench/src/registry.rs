@@ -2,25 +2,20 @@
 //!
 //! An entry says which input it reads and builds a [`Case`] for one input: device buffers already
 //! filled, and a closure that queues one run of the operation's kernels on `gpu.stream()` (through
-//! the operation's public `launch` functions, so only kernels are timed: no upload, no download,
-//! no allocation). The harness (`main.rs`) does the rest: input sets, the memory floor, timing,
+//! the operation's device plan, the sequence its `Op::gpu` queues, so only kernels are timed: no
+//! upload, no download, no allocation). The harness (`main.rs`) does the rest: input sets, the memory floor, timing,
 //! JSON. Its CPU implementation, if timed, is a second function, which needs no GPU (so that
 //! `histopipe-bench cpu` runs where there is none). Adding an operation is one or two functions
 //! here and one line in [`all`]; `equalize` below is a typical one:
 //!
 //! ```ignore
-//! fn equalize(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+//! fn equalize<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
 //!     let n = input.width * input.height;
-//!     let bins = levels()?;
 //!     let mut sets = Sets::new(gpu, input, n)?;                 // K inputs, K outputs of n bytes
-//!     let mut hist = gpu.stream().alloc_zeros::<u64>(256)?;     // whatever the launches need
-//!     // ... cdf, cdf_min, lut likewise
-//!     Ok(Case::new(n, 2 * n, sets.count(), move |gpu, i| {
+//!     let mut plan = EqualizePlan::<u8>::new(gpu, 255, n)?;     // the op's scratch and kernels
+//!     Ok(Case::new(n, 2 * n, sets.count(), move |_, i| {
 //!         let (src, dst) = sets.pair(i);
-//!         launch_histogram(gpu, src, n, bins, &mut hist)?;
-//!         // ... launch_scan, launch_lut
-//!         launch_map(gpu, src, n, &lut, 256, dst)?;
-//!         Ok(())
+//!         Ok(plan.queue(src, dst)?)
 //!     }))
 //! }
 //! fn equalize_cpu(_: &Input) -> Result<CpuRun, BenchError> {
@@ -36,7 +31,7 @@
 //! ([`Sets::inputs_only`], for a histogram or a list of lines kept in one buffer) and copies of an
 //! input made on the device ([`Sets::from_device`], the accumulator of `hough-lines`). Buffers that
 //! an operation only passes between its own kernels are one per entry, as the tools' pool keeps
-//! one per slot. A closure may wait on the host (Canny's hysteresis does, as the tool does): the
+//! one per slot (the plans' own buffers). A closure may wait on the host (Canny's hysteresis does, as the tool does): the
 //! waits are then part of its time, and its `queue_us` is about its median.
 
 use std::hint::black_box;
@@ -44,12 +39,15 @@ use std::hint::black_box;
 use histopipe_frame::{Frame, Pixels};
 use histopipe_gpu::cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use histopipe_gpu::Gpu;
-use histopipe_ops::clahe::Clahe;
+use histopipe_ops::bins::Bins;
+use histopipe_ops::clahe::{Clahe, ClahePlan};
 use histopipe_ops::colhist::{default_bins, ColHist};
 use histopipe_ops::edges::Canny;
-use histopipe_ops::equalize::{launch_lut, launch_map, Equalize};
-use histopipe_ops::histogram::{self, launch_distribution, launch_histogram, launch_scan, Bins, Histogram};
-use histopipe_ops::hough::{HoughLines, HoughParams, HoughSpace, HoughVote, Strategy};
+use histopipe_ops::equalize::{Equalize, EqualizePlan};
+use histopipe_ops::histogram::{self, DistributionPlan, Histogram};
+use histopipe_ops::hough::{
+    HoughLines, HoughLinesPlan, HoughParams, HoughSpace, HoughVote, HoughVotePlan, Strategy,
+};
 use histopipe_ops::pad::{PadParams, PadSize};
 use histopipe_ops::rotate::{Interpolation, Rotate, Turn};
 use histopipe_ops::Op;
@@ -58,7 +56,9 @@ use crate::inputs::{Input, InputKind};
 use crate::BenchError;
 
 /// Queues one run on the GPU; the argument counts runs (pick the input set with `i % sets`).
-pub type GpuRun = Box<dyn FnMut(&Gpu, usize) -> Result<(), BenchError>>;
+pub type GpuRun<'g> = Box<dyn FnMut(&Gpu, usize) -> Result<(), BenchError> + 'g>;
+/// Makes the case of an entry for one input, its device buffers on `gpu`.
+pub type Prepare = for<'g> fn(&'g Gpu, &Input) -> Result<Case<'g>, BenchError>;
 /// One run of the CPU implementation on a frame.
 pub type CpuRun = Box<dyn FnMut(&Frame) -> Result<(), BenchError>>;
 /// Makes the CPU run of an entry for one input (on the host only: no GPU is needed).
@@ -70,18 +70,18 @@ pub struct Entry {
     /// The report pairs it with the peers' results of the same name (see scripts/bench/report.py).
     pub name: &'static str,
     pub input: InputKind,
-    pub prepare: fn(&Gpu, &Input) -> Result<Case, BenchError>,
+    pub prepare: Prepare,
     /// Its CPU implementation, if that is timed too.
     pub cpu: Option<CpuPrepare>,
 }
 
 impl Entry {
-    pub const fn frame(name: &'static str, prepare: fn(&Gpu, &Input) -> Result<Case, BenchError>) -> Entry {
+    pub const fn frame(name: &'static str, prepare: Prepare) -> Entry {
         Entry { name, input: InputKind::Frame, prepare, cpu: None }
     }
 
     /// An entry whose input is the frame's Canny edge map (the Hough entries).
-    pub const fn edges(name: &'static str, prepare: fn(&Gpu, &Input) -> Result<Case, BenchError>) -> Entry {
+    pub const fn edges(name: &'static str, prepare: Prepare) -> Entry {
         Entry { name, input: InputKind::Edges, prepare, cpu: None }
     }
 
@@ -116,7 +116,7 @@ pub fn all() -> Vec<Entry> {
 }
 
 /// One operation on one input, ready to time.
-pub struct Case {
+pub struct Case<'g> {
     /// Bytes of the memory-floor copy: the harness times a device-to-device copy of this many
     /// bytes in the same run. By the issue's definition, the frame's bytes, or the output's when
     /// the operation writes more than it reads.
@@ -126,16 +126,16 @@ pub struct Case {
     pub traffic_bytes: usize,
     /// Input sets the runs rotate among (see [`Sets`]).
     pub sets: usize,
-    pub gpu: GpuRun,
+    pub gpu: GpuRun<'g>,
 }
 
-impl Case {
+impl<'g> Case<'g> {
     pub fn new(
         copy_bytes: usize,
         traffic_bytes: usize,
         sets: usize,
-        gpu: impl FnMut(&Gpu, usize) -> Result<(), BenchError> + 'static,
-    ) -> Case {
+        gpu: impl FnMut(&Gpu, usize) -> Result<(), BenchError> + 'g,
+    ) -> Case<'g> {
         Case { copy_bytes, traffic_bytes, sets, gpu: Box::new(gpu) }
     }
 }
@@ -232,15 +232,15 @@ pub fn host_frame(input: &Input) -> Frame {
 
 /// `pad` to the frame's diagonal (the tool's default), fill 0. Memory floor: a copy of the
 /// output's bytes (pad writes more than it reads).
-fn pad(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+fn pad<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     let (w, h) = (input.width, input.height);
     let op = PadParams { size: PadSize::Diagonal, fill: 0 }.for_frame(w, h, 255)?;
     let out_len = op.width * op.height;
     let mut sets = Sets::new(gpu, input, out_len)?;
-    Ok(Case::new(out_len, w * h + out_len, sets.count(), move |gpu, i| {
+    let mut plan = op.plan(gpu, w, h);
+    Ok(Case::new(out_len, w * h + out_len, sets.count(), move |_, i| {
         let (src, dst) = sets.pair(i);
-        op.launch(gpu, src, w, h, dst)?;
-        Ok(())
+        Ok(plan.queue(src, dst)?)
     }))
 }
 
@@ -264,14 +264,13 @@ fn rotate_op(input: &Input, interpolation: Interpolation) -> Result<Rotate, Benc
     Ok(Rotate::in_place(Turn::degrees(ROTATE_DEGREES)?, input.width, input.height, interpolation, 0, 255))
 }
 
-fn rotate(gpu: &Gpu, input: &Input, interpolation: Interpolation) -> Result<Case, BenchError> {
+fn rotate<'g>(gpu: &'g Gpu, input: &Input, interpolation: Interpolation) -> Result<Case<'g>, BenchError> {
     let n = input.width * input.height;
-    let op = rotate_op(input, interpolation)?;
+    let mut plan = rotate_op(input, interpolation)?.plan(gpu);
     let mut sets = Sets::new(gpu, input, n)?;
-    Ok(Case::new(n, 2 * n, sets.count(), move |gpu, i| {
+    Ok(Case::new(n, 2 * n, sets.count(), move |_, i| {
         let (src, dst) = sets.pair(i);
-        op.launch(gpu, src, dst)?;
-        Ok(())
+        Ok(plan.queue(src, dst)?)
     }))
 }
 
@@ -283,11 +282,11 @@ fn rotate_cpu(input: &Input, interpolation: Interpolation) -> Result<CpuRun, Ben
     })
 }
 
-fn rotate_nearest(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+fn rotate_nearest<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     rotate(gpu, input, Interpolation::Nearest)
 }
 
-fn rotate_bilinear(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+fn rotate_bilinear<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     rotate(gpu, input, Interpolation::Bilinear)
 }
 
@@ -302,17 +301,17 @@ fn rotate_bilinear_cpu(input: &Input) -> Result<CpuRun, BenchError> {
 /// `colhist`: 256 bins (the 8-bit default), columns, every pixel counted (a frame without
 /// geometry). Output: the 256 x width u32 counts, one matrix per set. Memory floor: a copy of the
 /// frame or of the counts, whichever is larger.
-fn colhist(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+fn colhist<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     let (w, h) = (input.width, input.height);
     let n = w * h;
     let op = colhist_op();
     let out_len = op.bins as usize * w;
     let out_bytes = 4 * out_len;
     let mut sets = Sets::<u8, u32>::with_output(gpu, input, out_len)?;
-    Ok(Case::new(n.max(out_bytes), n + out_bytes, sets.count(), move |gpu, i| {
+    let mut plan = op.plan(gpu, w, h)?;
+    Ok(Case::new(n.max(out_bytes), n + out_bytes, sets.count(), move |_, i| {
         let (src, counts) = sets.pair(i);
-        op.launch(gpu, src, w, h, counts)?;
-        Ok(())
+        Ok(plan.queue(src, counts)?)
     }))
 }
 
@@ -336,20 +335,13 @@ fn levels() -> Result<Bins, BenchError> {
 
 /// `cdf`: the 256-bin histogram and its inclusive scan (with cdf_min), as `Histogram::gpu`
 /// queues them (its downloads aside).
-fn cdf(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+fn cdf<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     let n = input.width * input.height;
     let bins = levels()?;
     let sets = Sets::inputs_only(gpu, input)?;
-    let stream = gpu.stream();
-    // One more count: the fused kernel's completion counter.
-    let mut hist = stream.alloc_zeros::<u64>(bins.count() + 1)?;
-    let mut cdf = stream.alloc_zeros::<u64>(bins.count())?;
-    let mut cdf_min = stream.alloc_zeros::<u64>(1)?;
+    let mut plan = DistributionPlan::new(gpu, bins)?;
     let out_bytes = 2 * 8 * bins.count() + 8;
-    Ok(Case::new(n, n + out_bytes, sets.count(), move |gpu, i| {
-        launch_distribution(gpu, sets.input(i), n, bins, &mut hist, &mut cdf, &mut cdf_min)?;
-        Ok(())
-    }))
+    Ok(Case::new(n, n + out_bytes, sets.count(), move |_, i| Ok(plan.queue(sets.input(i), n)?)))
 }
 
 fn cdf_cpu(_: &Input) -> Result<CpuRun, BenchError> {
@@ -369,15 +361,11 @@ fn samples(frame: &Frame) -> Result<&[u8], BenchError> {
 
 /// `equalize`'s first step, alone: the 256-bin histogram (zeroing included), the work CUB's
 /// HistogramEven does.
-fn equalize_histogram(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+fn equalize_histogram<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     let n = input.width * input.height;
-    let bins = levels()?;
     let sets = Sets::inputs_only(gpu, input)?;
-    let mut hist = gpu.stream().alloc_zeros::<u64>(bins.count())?;
-    Ok(Case::new(n, n + 8 * bins.count(), sets.count(), move |gpu, i| {
-        launch_histogram(gpu, sets.input(i), n, bins, &mut hist)?;
-        Ok(())
-    }))
+    let mut plan = EqualizePlan::<u8>::new(gpu, 255, n)?;
+    Ok(Case::new(n, n + 8 * 256, sets.count(), move |_, i| Ok(plan.queue_counts(sets.input(i))?)))
 }
 
 fn equalize_histogram_cpu(_: &Input) -> Result<CpuRun, BenchError> {
@@ -392,25 +380,17 @@ fn equalize_histogram_cpu(_: &Input) -> Result<CpuRun, BenchError> {
 /// beforehand) and the look-up table from it; two one-block kernels, latency more than
 /// bandwidth. No input sets (the histogram is 2 KiB); the memory floor is still the frame's copy.
 /// CPU: the same two steps of `Equalize::cpu` on the frame's counts.
-fn equalize_scan(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+fn equalize_scan<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     let n = input.width * input.height;
-    let bins = levels()?;
-    let levels = bins.levels();
+    let levels = 256;
     let stream = gpu.stream();
     let src = stream.clone_htod(&input.pixels)?;
-    let mut hist = stream.alloc_zeros::<u64>(levels)?;
-    launch_histogram(gpu, &src, n, bins, &mut hist)?;
+    let mut plan = EqualizePlan::<u8>::new(gpu, 255, n)?;
+    plan.queue_counts(&src)?;
     stream.synchronize()?;
     drop(src);
-    let mut cdf = stream.alloc_zeros::<u64>(levels)?;
-    let mut cdf_min = stream.alloc_zeros::<u64>(1)?;
-    let mut lut = stream.alloc_zeros::<u8>(levels)?;
     let traffic = 8 * levels + 8 * levels + 8 + levels;
-    Ok(Case::new(n, traffic, 1, move |gpu, _| {
-        launch_scan(gpu, &hist, levels, &mut cdf, &mut cdf_min)?;
-        launch_lut(gpu, &cdf, &cdf_min, levels, n, &mut lut)?;
-        Ok(())
-    }))
+    Ok(Case::new(n, traffic, 1, move |_, _| Ok(plan.queue_scan_and_table()?)))
 }
 
 fn equalize_scan_cpu(input: &Input) -> Result<CpuRun, BenchError> {
@@ -426,26 +406,16 @@ fn equalize_scan_cpu(input: &Input) -> Result<CpuRun, BenchError> {
 /// `equalize`'s last step, alone: each sample through the frame's look-up table (computed once,
 /// beforehand, by the same kernels), the work NPP's LUTPalette does. CPU: the same mapping as
 /// `Equalize::cpu` (`lut[v]` for each sample).
-fn equalize_map(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+fn equalize_map<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     let n = input.width * input.height;
-    let bins = levels()?;
-    let levels = bins.levels();
     let mut sets = Sets::new(gpu, input, n)?;
-    let stream = gpu.stream();
-    let mut lut = stream.alloc_zeros::<u8>(levels)?;
-    {
-        let mut hist = stream.alloc_zeros::<u64>(levels)?;
-        let mut cdf = stream.alloc_zeros::<u64>(levels)?;
-        let mut cdf_min = stream.alloc_zeros::<u64>(1)?;
-        launch_histogram(gpu, sets.input(0), n, bins, &mut hist)?;
-        launch_scan(gpu, &hist, levels, &mut cdf, &mut cdf_min)?;
-        launch_lut(gpu, &cdf, &cdf_min, levels, n, &mut lut)?;
-        stream.synchronize()?;
-    }
-    Ok(Case::new(n, 2 * n, sets.count(), move |gpu, i| {
+    let mut plan = EqualizePlan::<u8>::new(gpu, 255, n)?;
+    plan.queue_counts(sets.input(0))?;
+    plan.queue_scan_and_table()?;
+    gpu.synchronize()?;
+    Ok(Case::new(n, 2 * n, sets.count(), move |_, i| {
         let (src, dst) = sets.pair(i);
-        launch_map(gpu, src, n, &lut, levels, dst)?;
-        Ok(())
+        Ok(plan.queue_map(src, dst)?)
     }))
 }
 
@@ -463,23 +433,13 @@ fn equalize_map_cpu(input: &Input) -> Result<CpuRun, BenchError> {
 
 /// `equalize`: histogram, scan, look-up table, mapping: all of OpenCV's equalizeHist, as
 /// `Equalize::gpu` queues it (its upload and download aside). Memory floor: a copy of the frame.
-fn equalize(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+fn equalize<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     let n = input.width * input.height;
-    let bins = levels()?;
-    let levels = bins.levels();
     let mut sets = Sets::new(gpu, input, n)?;
-    let stream = gpu.stream();
-    // One more count: the fused kernel's completion counter.
-    let mut hist = stream.alloc_zeros::<u64>(levels + 1)?;
-    let mut cdf = stream.alloc_zeros::<u64>(levels)?;
-    let mut cdf_min = stream.alloc_zeros::<u64>(1)?;
-    let mut lut = stream.alloc_zeros::<u8>(levels)?;
-    Ok(Case::new(n, 2 * n, sets.count(), move |gpu, i| {
+    let mut plan = EqualizePlan::<u8>::new(gpu, 255, n)?;
+    Ok(Case::new(n, 2 * n, sets.count(), move |_, i| {
         let (src, dst) = sets.pair(i);
-        launch_distribution(gpu, src, n, bins, &mut hist, &mut cdf, &mut cdf_min)?;
-        launch_lut(gpu, &cdf, &cdf_min, levels, n, &mut lut)?;
-        launch_map(gpu, src, n, &lut, levels, dst)?;
-        Ok(())
+        Ok(plan.queue(src, dst)?)
     }))
 }
 
@@ -491,20 +451,16 @@ fn equalize_cpu(_: &Input) -> Result<CpuRun, BenchError> {
 }
 
 /// `clahe` with OpenCV's defaults (clip 40, 8 x 8 tiles): the tiles' histograms, their tables
-/// and the interpolation, as `Clahe::gpu` queues them (`Tiling::queue`, its upload and download
+/// and the interpolation, as `Clahe::gpu` queues them (`ClahePlan`, its upload and download
 /// aside). Memory floor: a copy of the frame.
-fn clahe(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+fn clahe<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     let n = input.width * input.height;
-    let op = Clahe::default();
-    let tiling = op.tiling(input.width, input.height, 256)?;
+    let tiling = Clahe::default().tiling(input.width, input.height, 256)?;
     let mut sets = Sets::new(gpu, input, n)?;
-    let stream = gpu.stream();
-    let mut counts = stream.alloc_zeros::<u32>(tiling.table_len())?;
-    let mut tables = stream.alloc_zeros::<u8>(tiling.table_len())?;
-    Ok(Case::new(n, 2 * n, sets.count(), move |gpu, i| {
+    let mut plan = ClahePlan::<u8>::new(gpu, tiling)?;
+    Ok(Case::new(n, 2 * n, sets.count(), move |_, i| {
         let (src, dst) = sets.pair(i);
-        tiling.queue(gpu, src, &mut counts, &mut tables, dst)?;
-        Ok(())
+        Ok(plan.queue(src, dst)?)
     }))
 }
 
@@ -517,37 +473,27 @@ fn clahe_cpu(_: &Input) -> Result<CpuRun, BenchError> {
 }
 
 /// Canny's stages 1 to 3 alone (`edges --low 50 --high 150`): one kernel from the frame to the
-/// NONE / WEAK / STRONG map (one map per set) and the kept pixels' starting labels (one buffer, as
-/// the tool's pool keeps it). No CPU timing: that stage of the CPU implementation is not public.
-fn edges_gradient(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+/// NONE / WEAK / STRONG map and the kept pixels' starting labels (the plan's buffers, as the
+/// tool's pool keeps them). No CPU timing: that stage of the CPU implementation is not public.
+fn edges_gradient<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     let (w, h) = (input.width, input.height);
     let n = w * h;
-    let mut sets = Sets::new(gpu, input, n)?;
-    let mut labels = gpu.stream().alloc_zeros::<u32>(n)?;
-    Ok(Case::new(n, 2 * n, sets.count(), move |gpu, i| {
-        let (src, map) = sets.pair(i);
-        CANNY.launch_gradient_nms(gpu, src, w, h, map, &mut labels)?;
-        Ok(())
-    }))
+    let sets = Sets::inputs_only(gpu, input)?;
+    let mut plan = CANNY.plan(gpu, w, h)?;
+    Ok(Case::new(n, 2 * n, sets.count(), move |_, i| Ok(plan.queue_gradient(sets.input(i))?)))
 }
 
 /// `edges --low 50 --high 150` (L1, no blur), the whole of `Canny::gpu` but its upload and
 /// download: the fused gradient / suppression / threshold kernel, hysteresis by union-find (a
 /// memset and two kernels) and the 0/255 output; nothing waits on the host.
-fn edges(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+fn edges<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     let (w, h) = (input.width, input.height);
     let n = w * h;
     let mut sets = Sets::new(gpu, input, n)?;
-    let stream = gpu.stream();
-    let mut map = stream.alloc_zeros::<u8>(n)?;
-    let mut labels = stream.alloc_zeros::<u32>(n)?;
-    let mut strong = stream.alloc_zeros::<u32>(Canny::strong_words(n))?;
-    Ok(Case::new(n, 2 * n, sets.count(), move |gpu, i| {
+    let mut plan = CANNY.plan(gpu, w, h)?;
+    Ok(Case::new(n, 2 * n, sets.count(), move |_, i| {
         let (src, dst) = sets.pair(i);
-        CANNY.launch_gradient_nms(gpu, src, w, h, &mut map, &mut labels)?;
-        Canny::launch_hysteresis(gpu, &map, &mut labels, &mut strong, w, h)?;
-        Canny::launch_finish(gpu, &map, &labels, &strong, n, dst)?;
-        Ok(())
+        Ok(plan.queue(src, dst)?)
     }))
 }
 
@@ -558,105 +504,46 @@ fn edges_cpu(_: &Input) -> Result<CpuRun, BenchError> {
     })
 }
 
-/// The Hough transform's device buffers apart from the edge map and the accumulator, as
-/// `HoughVote::gpu` has them: OpenCV's default axes (rho 1 pixel, theta 1 degree over 180).
-struct HoughScratch {
-    space: HoughSpace,
-    pixels: usize,
-    /// The edge map's edge pixels, counted on the host, for `auto`'s choice (the tool reads the
-    /// compaction's count back instead: a host round trip the kernel timing leaves out).
-    edge_points: u64,
-    points: CudaSlice<u32>,
-    count: CudaSlice<u32>,
-    most: CudaSlice<u32>,
-    cos: CudaSlice<f32>,
-    sin: CudaSlice<f32>,
-    acc: CudaSlice<u32>,
+/// `hough-vote`'s layout for an edge map: OpenCV's default axes (rho 1 pixel, theta 1 degree
+/// over 180).
+fn hough_space(input: &Input) -> Result<HoughSpace, BenchError> {
+    Ok(HoughSpace::new(HoughParams::default(), input.width, input.height)?)
 }
 
-impl HoughScratch {
-    fn new(gpu: &Gpu, input: &Input) -> Result<HoughScratch, BenchError> {
-        let pixels = input.width * input.height;
-        if pixels > u32::MAX as usize {
-            return Err(BenchError("the GPU votes frames of fewer than 2^32 pixels".into()));
-        }
-        let space = HoughSpace::new(HoughParams::default(), input.width, input.height)?;
-        let (cos, sin) = space.tables();
-        let stream = gpu.stream();
-        Ok(HoughScratch {
-            space,
-            pixels,
-            edge_points: input.pixels.iter().filter(|&&v| v != 0).count() as u64,
-            points: stream.alloc_zeros::<u32>(pixels.max(1))?,
-            count: stream.alloc_zeros::<u32>(1)?,
-            most: stream.alloc_zeros::<u32>(1)?,
-            cos: stream.clone_htod(&cos)?,
-            sin: stream.clone_htod(&sin)?,
-            acc: stream.alloc_zeros::<u32>(space.thetas * space.rhos)?,
-        })
-    }
-
-    /// Accumulator cells: thetas x rhos.
-    fn cells(&self) -> usize {
-        self.space.thetas * self.space.rhos
-    }
-
-    /// Queues what `HoughVote::gpu` queues for the edge map `src` with `strategy`: compaction of
-    /// the edge pixels, the votes, the narrowing of the counters to u16 into `out` (`cells` long)
-    /// with the most votes. Its downloads, and its check of the most votes, are not GPU work.
-    fn vote(
-        &mut self,
-        gpu: &Gpu,
-        strategy: Strategy,
-        src: &CudaSlice<u8>,
-        out: &mut CudaSlice<u16>,
-    ) -> Result<(), BenchError> {
-        let stream = gpu.stream();
-        stream.memset_zeros(&mut self.count)?;
-        stream.memset_zeros(&mut self.most)?;
-        HoughVote::launch_compact(gpu, src, self.pixels, &mut self.points, &mut self.count)?;
-        let (space, points, count, cos, sin) = (&self.space, &self.points, &self.count, &self.cos, &self.sin);
-        match strategy.for_points(self.edge_points) {
-            Strategy::Global => {
-                stream.memset_zeros(&mut self.acc)?;
-                HoughVote::launch_vote_global(gpu, space, points, count, cos, sin, &mut self.acc)?;
-            }
-            Strategy::Shared | Strategy::Auto => {
-                HoughVote::launch_vote_shared(gpu, space, points, count, cos, sin, &mut self.acc)?;
-            }
-        }
-        HoughVote::launch_narrow(gpu, &self.acc, self.cells(), out, &mut self.most)?;
-        Ok(())
-    }
+/// `strategy` resolved for the edge map, its edge pixels counted on the host (`auto` in the tool
+/// reads the compaction's count back instead: a host round trip the kernel timing leaves out).
+fn resolved(input: &Input, strategy: Strategy) -> Strategy {
+    strategy.for_points(input.pixels.iter().filter(|&&v| v != 0).count() as u64)
 }
 
 /// `hough-vote` with `strategy` on the edge map: one u16 accumulator per set. Memory floor: a copy
 /// of the edge map or of the accumulator, whichever is larger.
-fn hough_vote_case(gpu: &Gpu, input: &Input, strategy: Strategy) -> Result<Case, BenchError> {
+fn hough_vote_case<'g>(gpu: &'g Gpu, input: &Input, strategy: Strategy) -> Result<Case<'g>, BenchError> {
     let n = input.width * input.height;
-    let mut scratch = HoughScratch::new(gpu, input)?;
-    let cells = scratch.cells();
+    let mut plan = HoughVotePlan::new(gpu, hough_space(input)?)?;
+    let strategy = resolved(input, strategy);
+    let cells = plan.cells();
     let out_bytes = 2 * cells;
     let mut sets = Sets::<u8, u16>::with_output(gpu, input, cells)?;
-    Ok(Case::new(n.max(out_bytes), n + out_bytes, sets.count(), move |gpu, i| {
+    Ok(Case::new(n.max(out_bytes), n + out_bytes, sets.count(), move |_, i| {
         let (src, acc) = sets.pair(i);
-        scratch.vote(gpu, strategy, src, acc)
+        Ok(plan.queue(src, strategy, acc)?)
     }))
 }
 
 /// `hough-vote --strategy global`: atomics in global memory. No CPU timing (the CPU has one way
 /// to vote: see `hough-vote`).
-fn hough_vote_global(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+fn hough_vote_global<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     hough_vote_case(gpu, input, Strategy::Global)
 }
 
 /// `hough-vote --strategy shared`: one block per angle counting in shared memory.
-fn hough_vote_shared(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+fn hough_vote_shared<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     hough_vote_case(gpu, input, Strategy::Shared)
 }
 
 /// `hough-vote` as the tool runs it (`--strategy auto`).
-fn hough_vote(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+fn hough_vote<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     hough_vote_case(gpu, input, HOUGH_VOTE.strategy)
 }
 
@@ -677,26 +564,22 @@ fn hough_vote_cpu(_: &Input) -> Result<CpuRun, BenchError> {
 /// beforehand, on the GPU, and copied into the sets): the peak search as `HoughLines::gpu` queues
 /// it. Its sorting of the few peaks on the host is not timed. Memory floor: a copy of the
 /// accumulator.
-fn hough_lines(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+fn hough_lines<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     let lines = HoughLines { threshold: HOUGH_THRESHOLD, top: None };
+    let space = hough_space(input)?;
     let stream = gpu.stream();
-    let (space, acc) = {
-        let mut scratch = HoughScratch::new(gpu, input)?;
+    let acc = {
+        let mut vote = HoughVotePlan::new(gpu, space)?;
         let src = stream.clone_htod(&input.pixels)?;
-        let mut acc = stream.alloc_zeros::<u16>(scratch.cells())?;
-        scratch.vote(gpu, Strategy::Auto, &src, &mut acc)?;
+        let mut acc = stream.alloc_zeros::<u16>(vote.cells())?;
+        vote.queue(&src, resolved(input, Strategy::Auto), &mut acc)?;
         stream.synchronize()?;
-        (scratch.space, acc)
+        acc
     };
     let cells = acc.len();
     let sets = Sets::<u16, u8>::from_device(gpu, acc, 0)?;
-    let mut peaks = stream.alloc_zeros::<u32>(cells)?;
-    let mut count = stream.alloc_zeros::<u32>(1)?;
-    Ok(Case::new(2 * cells, 2 * cells, sets.count(), move |gpu, i| {
-        gpu.stream().memset_zeros(&mut count)?;
-        lines.launch_peaks(gpu, sets.input(i), space.rhos, space.thetas, &mut peaks, &mut count)?;
-        Ok(())
-    }))
+    let mut plan = HoughLinesPlan::new(gpu, &lines, space)?;
+    Ok(Case::new(2 * cells, 2 * cells, sets.count(), move |_, i| Ok(plan.queue(sets.input(i))?)))
 }
 
 /// `hough-lines` on the CPU: `HoughLines::cpu` on the accumulator `hough-vote` makes of the edge
@@ -713,23 +596,18 @@ fn hough_lines_cpu(input: &Input) -> Result<CpuRun, BenchError> {
 /// `hough-vote | hough-lines --threshold 200` on the edge map, the GPU work of both tools (what
 /// NPP's FilterHoughLine and OpenCV's HoughLines do): compaction, votes (auto), narrowing, peak
 /// search. Memory floor: a copy of the edge map.
-fn hough_vote_and_lines(gpu: &Gpu, input: &Input) -> Result<Case, BenchError> {
+fn hough_vote_and_lines<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     let n = input.width * input.height;
-    let vote = HOUGH_VOTE;
     let lines = HoughLines { threshold: HOUGH_THRESHOLD, top: None };
-    let mut scratch = HoughScratch::new(gpu, input)?;
-    let space = scratch.space;
-    let cells = scratch.cells();
-    let mut sets = Sets::<u8, u16>::with_output(gpu, input, cells)?;
-    let stream = gpu.stream();
-    let mut peaks = stream.alloc_zeros::<u32>(cells)?;
-    let mut count = stream.alloc_zeros::<u32>(1)?;
-    Ok(Case::new(n, n, sets.count(), move |gpu, i| {
+    let space = hough_space(input)?;
+    let mut vote = HoughVotePlan::new(gpu, space)?;
+    let strategy = resolved(input, HOUGH_VOTE.strategy);
+    let mut sets = Sets::<u8, u16>::with_output(gpu, input, vote.cells())?;
+    let mut peaks = HoughLinesPlan::new(gpu, &lines, space)?;
+    Ok(Case::new(n, n, sets.count(), move |_, i| {
         let (src, acc) = sets.pair(i);
-        scratch.vote(gpu, vote.strategy, src, acc)?;
-        gpu.stream().memset_zeros(&mut count)?;
-        lines.launch_peaks(gpu, acc, space.rhos, space.thetas, &mut peaks, &mut count)?;
-        Ok(())
+        vote.queue(src, strategy, acc)?;
+        Ok(peaks.queue(acc)?)
     }))
 }
 

@@ -12,6 +12,7 @@
 
 use std::fmt;
 use std::ops::Range;
+use std::str::FromStr;
 
 /// The affine map (x, y) -> (a x + b y + c, d x + e y + f).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -164,6 +165,44 @@ impl Geometry {
     }
 }
 
+/// A point (x, y) in pixel coordinates.
+pub type Point = (f64, f64);
+
+/// A line of the original image, through two points: `X0,Y0,X1,Y1` on the command line (`rotate
+/// --line`, `colhist --line`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Line {
+    pub from: Point,
+    pub to: Point,
+}
+
+impl FromStr for Line {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Line, String> {
+        let v: Vec<f64> = s
+            .split(',')
+            .map(|t| t.trim().parse::<f64>().ok().filter(|v| v.is_finite()))
+            .collect::<Option<_>>()
+            .ok_or("expected four numbers X0,Y0,X1,Y1")?;
+        let [x0, y0, x1, y1] = v[..] else {
+            return Err(format!("expected four numbers X0,Y0,X1,Y1, got {}", v.len()));
+        };
+        if (x0, y0) == (x1, y1) {
+            return Err("the line's two points are the same".into());
+        }
+        Ok(Line { from: (x0, y0), to: (x1, y1) })
+    }
+}
+
+impl Line {
+    /// The two points in the coordinates of a frame with geometry `geometry`.
+    pub fn in_frame(&self, geometry: &Geometry) -> Result<(Point, Point), String> {
+        let inv = geometry.to_original.inverse().ok_or("the frame's geometry cannot be inverted")?;
+        Ok((inv.apply(self.from.0, self.from.1), inv.apply(self.to.0, self.to.1)))
+    }
+}
+
 impl fmt::Display for Geometry {
     /// The header comment's text, without the leading `#`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -179,6 +218,13 @@ impl fmt::Display for Geometry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_parse_from_four_numbers() {
+        assert!("1,2,3".parse::<Line>().is_err());
+        assert!("1,2,1,2".parse::<Line>().unwrap_err().contains("same"));
+        assert_eq!("0, 0,4,4.5".parse::<Line>().unwrap(), Line { from: (0.0, 0.0), to: (4.0, 4.5) });
+    }
 
     #[test]
     fn row_spans_are_the_pixels_is_original_accepts() {

@@ -26,7 +26,7 @@ pub use budget::read_memory_bound;
 pub use decode::{read_rgb8, Rgb8Image};
 pub use error::{FrameError, FrameErrorKind};
 pub use frame::{Annotation, Depth, Format, Frame, Pixels};
-pub use geometry::{Affine, Geometry};
+pub use geometry::{Affine, Geometry, Line, Point};
 pub use read::{parse_size, FrameReader, RawSpec, ReadOptions, DEFAULT_MAX_PIXELS};
 pub use samples::{Lender, SampleMemory, Samples};
 pub use source::Source;

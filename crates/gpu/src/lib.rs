@@ -5,7 +5,8 @@
 //! `kernels-common/`, embedded at build time ([`kernels`]) and compiled by NVRTC for the device's
 //! own architecture on first use, with the result cached on disk ([`cache`]). Device buffers are
 //! pooled by name and page-locked host memory is lent out ([`HostPool`]), so a stream of frames
-//! allocates once and moves between the pipe and the device without staging copies.
+//! allocates once and moves between the pipe and the device without staging copies. Every kernel
+//! is queued the same way: its grid from [`launch`], its arguments through [`launch!`].
 //!
 //! Of frames this crate knows only their samples (lent memory, see `histopipe_frame::Samples`);
 //! image operations live in `histopipe-ops`.
@@ -15,6 +16,7 @@ mod error;
 mod gpu;
 mod host;
 pub mod kernels;
+pub mod launch;
 pub mod nvrtc;
 
 pub use cudarc;

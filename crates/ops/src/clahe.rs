@@ -25,8 +25,8 @@
 use std::str::FromStr;
 
 use histopipe_frame::{Frame, Samples};
-use histopipe_gpu::cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
-use histopipe_gpu::kernels;
+use histopipe_gpu::cudarc::driver::{CudaSlice, DeviceRepr};
+use histopipe_gpu::{kernels, launch, Buffer, LaunchConfig};
 
 use crate::histogram::check_len;
 use crate::{parallel, with_samples, Gpu, Op, OpError, Sample};
@@ -186,14 +186,44 @@ impl Clahe {
         if samples.is_empty() {
             return Ok(Vec::new().into());
         }
-        let tiling = self.tiling(width, height, bins_of::<T>())?;
+        let mut plan = ClahePlan::<T>::new(gpu, self.tiling(width, height, bins_of::<T>())?)?;
         let n = samples.len();
         let src = gpu.upload("clahe.in", samples)?;
-        let mut counts = gpu.buffer::<u32>("clahe.counts", tiling.table_len())?;
-        let mut tables = gpu.buffer::<T>("clahe.tables", tiling.table_len())?;
         let mut dst = gpu.buffer::<T>("clahe.out", n)?;
-        tiling.queue(gpu, &src, &mut counts, &mut tables, &mut dst)?;
+        plan.queue(&src, &mut dst)?;
         Ok(gpu.download_samples(&dst, n)?)
+    }
+}
+
+/// The device plan of `clahe` for one tiling: the tiles' counts and tables as scratch, and the
+/// three kernels. The one GPU sequence that `Op::gpu` and the benchmark run.
+pub struct ClahePlan<'g, T: Sample> {
+    gpu: &'g Gpu,
+    tiling: Tiling,
+    counts: Buffer<'g, u32>,
+    tables: Buffer<'g, T>,
+}
+
+impl<'g, T: Sample> ClahePlan<'g, T> {
+    pub fn new(gpu: &'g Gpu, tiling: Tiling) -> Result<ClahePlan<'g, T>, OpError> {
+        if tiling.bins != bins_of::<T>() {
+            return Err(OpError::invalid(format!(
+                "a tiling of {} bins for {}-bit samples",
+                tiling.bins,
+                8 * std::mem::size_of::<T>()
+            )));
+        }
+        Ok(ClahePlan {
+            gpu,
+            tiling,
+            counts: gpu.buffer::<u32>("clahe.counts", tiling.table_len())?,
+            tables: gpu.buffer::<T>("clahe.tables", tiling.table_len())?,
+        })
+    }
+
+    /// Queues the whole of CLAHE: `src` (width x height samples) into `dst`.
+    pub fn queue(&mut self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<(), OpError> {
+        self.tiling.queue(self.gpu, src, &mut self.counts, &mut self.tables, dst)
     }
 }
 
@@ -399,9 +429,8 @@ impl Tiling {
     }
 
     /// Queues the whole of CLAHE on the GPU: `src` (width x height samples) into `dst`, with
-    /// `counts` and `tables` ([`Tiling::table_len`] entries each) as scratch. The one sequence
-    /// `Clahe::gpu` and the benchmark both run.
-    pub fn queue<T: Sample>(
+    /// `counts` and `tables` ([`Tiling::table_len`] entries each) as scratch ([`ClahePlan`]).
+    fn queue<T: Sample>(
         &self,
         gpu: &Gpu,
         src: &CudaSlice<T>,
@@ -409,21 +438,13 @@ impl Tiling {
         tables: &mut CudaSlice<T>,
         dst: &mut CudaSlice<T>,
     ) -> Result<(), OpError> {
-        if self.bins != bins_of::<T>() {
-            return Err(OpError::invalid(format!(
-                "a tiling of {} bins for {}-bit samples",
-                self.bins,
-                8 * std::mem::size_of::<T>()
-            )));
-        }
         let n = self.width as usize * self.height as usize;
         check_len("clahe input", src.len(), n)?;
         check_len("clahe output", dst.len(), n)?;
         check_len("clahe counts", counts.len(), self.table_len())?;
         check_len("clahe tables", tables.len(), self.table_len())?;
         let suffix = T::KERNEL_SUFFIX;
-        let stream = gpu.stream();
-        stream.memset_zeros(&mut counts.slice_mut(..self.table_len()))?;
+        gpu.stream().memset_zeros(&mut counts.slice_mut(..self.table_len()))?;
 
         let (tw, th) = (self.tile_w as usize, self.tile_h as usize);
         let rows_per_slice = HISTOGRAM_PIXELS_PER_BLOCK.div_ceil(tw).clamp(1, th);
@@ -432,29 +453,22 @@ impl Tiling {
         if blocks > i32::MAX as usize {
             return Err(OpError::invalid(format!("{blocks} histogram blocks: the frame is too large")));
         }
-        let f = gpu.function(&kernels::CLAHE, &format!("histograms_{suffix}"))?;
-        let cfg = LaunchConfig {
-            grid_dim: (blocks as u32, 1, 1),
-            block_dim: (HISTOGRAM_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
         let (rows_per_slice, slices) = (rows_per_slice as u32, slices as u32);
-        let mut launch = stream.launch_builder(&f);
-        launch.arg(src).arg(self).arg(&rows_per_slice).arg(&slices).arg(&mut *counts);
-        unsafe { launch.launch(cfg) }?;
+        let cfg = launch::linear(blocks as u32, HISTOGRAM_THREADS);
+        // SAFETY: histograms_*(in, tiling, rows_per_slice, slices, counts) in clahe.cu; the
+        // lengths are checked above.
+        unsafe {
+            launch!(gpu, kernels::CLAHE, format!("histograms_{suffix}"), cfg;
+                src, self, &rows_per_slice, &slices, &mut *counts)
+        }?;
 
         // One thread per bin for 8-bit tables, 64 rounds of 1024 for 16-bit ones.
-        let f = gpu.function(&kernels::CLAHE, &format!("tables_{suffix}"))?;
-        let cfg = LaunchConfig {
-            grid_dim: (self.tiles() as u32, 1, 1),
-            block_dim: (self.bins.min(1024), 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut launch = stream.launch_builder(&f);
-        launch.arg(&*counts).arg(self).arg(&mut *tables);
-        unsafe { launch.launch(cfg) }?;
+        let cfg = launch::linear(self.tiles() as u32, self.bins.min(1024));
+        // SAFETY: tables_*(counts, tiling, tables) in clahe.cu; the lengths are checked above.
+        unsafe {
+            launch!(gpu, kernels::CLAHE, format!("tables_{suffix}"), cfg; &*counts, self, &mut *tables)
+        }?;
 
-        let f = gpu.function(&kernels::CLAHE, &format!("interpolate_{suffix}"))?;
         let h = self.height as usize;
         let cfg = LaunchConfig {
             grid_dim: (
@@ -465,9 +479,11 @@ impl Tiling {
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut launch = stream.launch_builder(&f);
-        launch.arg(src).arg(self).arg(&*tables).arg(dst);
-        unsafe { launch.launch(cfg) }?;
+        // SAFETY: interpolate_*(in, tiling, tables, out) in clahe.cu; the lengths are checked
+        // above.
+        unsafe {
+            launch!(gpu, kernels::CLAHE, format!("interpolate_{suffix}"), cfg; src, self, &*tables, dst)
+        }?;
         Ok(())
     }
 }

@@ -14,11 +14,12 @@
 use std::mem::MaybeUninit;
 use std::ops::Range;
 
-use histopipe_frame::{Frame, Geometry};
+use histopipe_frame::{Affine, Frame, Geometry};
 use histopipe_gpu::cudarc::driver::sys::CUdevice_attribute;
-use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
-use histopipe_gpu::kernels;
+use histopipe_gpu::cudarc::driver::CudaSlice;
+use histopipe_gpu::{kernels, launch, Buffer, LaunchConfig};
 
+use crate::bins::Bins;
 use crate::{parallel, with_samples, Gpu, Op, OpError, Sample};
 
 /// u32 counters of shared memory a block may use: 48 KiB, the limit without opting in.
@@ -271,10 +272,9 @@ pub fn default_bins(maxval: u16) -> u32 {
     (maxval as u32 + 1).min(256)
 }
 
-/// The bin of sample `v` among `bins` over 0..=maxval. Samples are never over maxval in a valid
-/// frame; a larger one is put in the last bin, on both backends, rather than out of bounds.
+/// The bin of sample `v` among `bins` over 0..=maxval ([`Bins::of`]).
 pub fn bin_of(v: u32, bins: u32, maxval: u16) -> u32 {
-    (v * bins / (maxval as u32 + 1)).min(bins - 1)
+    Bins { count: bins, levels: maxval as u32 + 1 }.of(v) as u32
 }
 
 /// `colhist`'s parameters, as given on the command line.
@@ -294,14 +294,7 @@ impl ColHistParams {
             return Err(OpError::invalid("frames wider or taller than 2^32 - 1 pixels are not supported"));
         }
         let bins = self.bins.unwrap_or_else(|| default_bins(frame.maxval));
-        let levels = frame.maxval as u32 + 1;
-        if bins == 0 || bins > levels {
-            // More bins than values would leave some bins holding no value at all.
-            return Err(OpError::invalid(format!(
-                "--bins {bins} is not in 1..={levels} (the frame's maxval {} + 1)",
-                frame.maxval
-            )));
-        }
+        let bins = Bins::new(Some(bins as usize), frame.maxval)?.count() as u32;
         let mask = if self.count_padding { None } else { frame.geometry.clone() };
         Ok(ColHist { bins, rows: self.rows, maxval: frame.maxval, mask })
     }
@@ -340,12 +333,14 @@ impl ColHist {
         }
     }
 
-    /// The lowest and highest sample value of bin `b`: from ceil(b (maxval + 1) / N) to the next
-    /// bin's lowest minus one.
+    /// The bins counted.
+    pub fn bins(&self) -> Bins {
+        Bins { count: self.bins, levels: self.maxval as u32 + 1 }
+    }
+
+    /// The lowest and highest sample value of bin `b` ([`Bins::range`]).
     pub fn bin_range(&self, b: u32) -> (u32, u32) {
-        let levels = self.maxval as u64 + 1;
-        let low = |b: u64| (b * levels).div_ceil(self.bins as u64) as u32;
-        (low(b as u64), low(b as u64 + 1) - 1)
+        self.bins().range(b as usize)
     }
 
     /// The counts on the CPU. Columns are counted in strips of [`cpu_strip`] columns whose
@@ -539,45 +534,122 @@ impl ColHist {
         let n = self.bins as usize * self.lines(w, h);
         let src = gpu.upload::<T>("colhist.in", input)?;
         let mut counts = gpu.buffer::<u32>("colhist.counts", n)?;
-        self.launch(gpu, &src, w, h, &mut counts)?;
+        self.plan(gpu, w, h)?.queue(&src, &mut counts)?;
         let out = gpu.download_vec(&counts, n)?;
         Ok(out)
     }
 
-    /// Queues the work on the GPU's stream: zeroes the first `bins x lines` counters of `counts`,
-    /// then counts the `w x h` frame in `src` into them. Device buffers in, device buffers out, so
-    /// benchmarks can time the kernel alone.
-    pub fn launch<T: Sample>(
-        &self,
-        gpu: &Gpu,
-        src: &CudaSlice<T>,
-        w: usize,
-        h: usize,
-        counts: &mut CudaSlice<u32>,
-    ) -> Result<(), OpError> {
-        let lines = self.lines(w, h);
-        let along = if self.rows { w } else { h };
-        if lines == 0 || along == 0 {
-            return Ok(());
-        }
-        if self.bins <= PAIR_MAX_BINS {
-            return self.launch_small(gpu, src, w, h, counts);
-        }
-        gpu.stream().memset_zeros(&mut counts.slice_mut(..self.bins as usize * lines))?;
-        let direction = if self.rows { "rows" } else { "cols" };
-        let tile = (SHARED_COUNTERS / self.bins).min(MAX_TILE);
-        let (w32, h32, maxval, bins) = (w as u32, h as u32, self.maxval as u32, self.bins);
+    /// The device plan of these counts for `w x h` frames.
+    pub fn plan<'g>(&self, gpu: &'g Gpu, w: usize, h: usize) -> Result<ColHistPlan<'g>, OpError> {
+        let pairs = if self.uses_pairs(w, h) { Some(Pairs::new(gpu, w, h)?) } else { None };
+        // colhist_pairs_*'s scratch: each part's packed counters (bins x 32 words per block), and
+        // per tile the count of its blocks done.
+        let several = pairs.filter(|p| p.parts > 1);
+        let (partials, done) = match several {
+            Some(p) => (p.tiles * p.parts * self.bins as usize * 32, p.tiles),
+            None => (1, 1),
+        };
+        Ok(ColHistPlan {
+            gpu,
+            op: self.clone(),
+            w,
+            h,
+            pairs,
+            partials: gpu.buffer::<u32>("colhist.partials", partials)?,
+            done: gpu.buffer::<u32>("colhist.done", done)?,
+        })
+    }
+
+    /// Whether the columns of a `w x h` frame are counted by `colhist_pairs_*`.
+    fn uses_pairs(&self, w: usize, h: usize) -> bool {
+        !self.rows && self.bins <= PAIR_MAX_BINS && w > 0 && h > 0
+    }
+
+    /// The kernels' mask arguments: whether to mask, the map to the original and the original's
+    /// size (the identity of a `w x h` frame when there is no mask).
+    fn mask_args(&self, w: usize, h: usize) -> (u32, Affine, f64, f64) {
         let (masked, g) = match &self.mask {
             Some(g) => (1u32, g.clone()),
             None => (0u32, Geometry::identity(w, h)),
         };
-        let m = g.to_original;
-        let (ow, oh) = (g.original_width as f64, g.original_height as f64);
+        (masked, g.to_original, g.original_width as f64, g.original_height as f64)
+    }
+
+    fn histograms(&self, frame: &Frame, counts: Vec<u32>) -> Histograms {
+        Histograms { bins: self.bins as usize, lines: self.lines(frame.width, frame.height), counts }
+    }
+}
+
+/// The launch shape of `colhist_pairs_*` for a frame: blocks of [`PAIR_TILE`] columns by `span`
+/// rows, `tiles x parts` of them.
+#[derive(Debug, Clone, Copy)]
+struct Pairs {
+    tiles: usize,
+    parts: usize,
+    span: usize,
+}
+
+impl Pairs {
+    fn new(gpu: &Gpu, w: usize, h: usize) -> Result<Pairs, OpError> {
+        let tiles = w.div_ceil(PAIR_TILE);
+        // Enough blocks to cover the GPU, but no more: every extra part along the rows adds
+        // bins x 128 bytes of partial counts, stored, then read by the tile's last block. At
+        // least PAIR_MIN_ROWS rows per block, at most 65535 (a 16-bit counter's limit).
+        // PAIR_BLOCKS_PER_SM blocks fit on an SM at once: fill the GPU in one wave.
+        let sms = gpu
+            .stream()
+            .context()
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_or(132, |n| n.max(1) as usize);
+        let parts = (PAIR_BLOCKS_PER_SM * sms / tiles)
+            .clamp(1, h.div_ceil(PAIR_MIN_ROWS))
+            .max(h.div_ceil(u16::MAX as usize));
+        let span = h.div_ceil(parts);
+        let parts = h.div_ceil(span);
+        if parts > u16::MAX as usize {
+            return Err(OpError::invalid("frames taller than 65535 x 65535 rows are not supported"));
+        }
+        Ok(Pairs { tiles, parts, span })
+    }
+}
+
+/// The device plan of `colhist`: the counting kernel for the frame's shape and the scratch of
+/// `colhist_pairs_*` (each part's packed counters, each tile's count of blocks done). The one GPU
+/// sequence that `Op::gpu` and the benchmark run.
+pub struct ColHistPlan<'g> {
+    gpu: &'g Gpu,
+    op: ColHist,
+    w: usize,
+    h: usize,
+    /// The shape of `colhist_pairs_*`, when it counts the columns.
+    pairs: Option<Pairs>,
+    partials: Buffer<'g, u32>,
+    done: Buffer<'g, u32>,
+}
+
+impl ColHistPlan<'_> {
+    /// Queues the counts of the `w x h` frame in `src` into the first `bins x lines` counters of
+    /// `counts` (zeroed first where the kernel adds to them).
+    pub fn queue<T: Sample>(
+        &mut self,
+        src: &CudaSlice<T>,
+        counts: &mut CudaSlice<u32>,
+    ) -> Result<(), OpError> {
+        let (op, w, h) = (&self.op, self.w, self.h);
+        let lines = op.lines(w, h);
+        let along = if op.rows { w } else { h };
+        if lines == 0 || along == 0 {
+            return Ok(());
+        }
+        if op.bins <= PAIR_MAX_BINS {
+            return self.queue_small(src, counts);
+        }
+        self.gpu.stream().memset_zeros(&mut counts.slice_mut(..op.bins as usize * lines))?;
+        let direction = if op.rows { "rows" } else { "cols" };
+        let tile = (SHARED_COUNTERS / op.bins).min(MAX_TILE);
         let (name, cfg, tile, span) = if tile == 0 {
-            let blocks = (w * h).div_ceil(THREADS as usize).clamp(1, 1 << 16) as u32;
-            let cfg =
-                LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
-            ("global", cfg, 0, 0)
+            let blocks = launch::blocks(w * h, THREADS, 1 << 16);
+            ("global", launch::linear(blocks, THREADS), 0, 0)
         } else {
             let tiles = (lines as u32).div_ceil(tile);
             // Enough blocks to fill a large GPU, each still covering a long stretch of its lines
@@ -593,32 +665,36 @@ impl ColHist {
             let cfg = LaunchConfig {
                 grid_dim: (tiles, parts, 1),
                 block_dim: (THREADS, 1, 1),
-                shared_mem_bytes: self.bins * tile * 4,
+                shared_mem_bytes: op.bins * tile * 4,
             };
             ("tiled", cfg, tile, span)
         };
-        let f =
-            gpu.function(&kernels::COLHIST, &format!("colhist_{name}_{direction}_{}", T::KERNEL_SUFFIX))?;
-        let mut launch = gpu.stream().launch_builder(&f);
-        launch.arg(src).arg(&w32).arg(&h32).arg(&maxval).arg(&bins).arg(&tile).arg(&span);
-        launch.arg(&masked).arg(&m.a).arg(&m.b).arg(&m.c).arg(&m.d).arg(&m.e).arg(&m.f).arg(&ow).arg(&oh);
-        launch.arg(counts);
-        unsafe { launch.launch(cfg) }?;
+        let name = format!("colhist_{name}_{direction}_{}", T::KERNEL_SUFFIX);
+        let (w32, h32, maxval, bins) = (w as u32, h as u32, op.maxval as u32, op.bins);
+        let (masked, m, ow, oh) = op.mask_args(w, h);
+        // SAFETY: colhist_{global,tiled}_*(px, w, h, maxval, bins, tile, span, masked, a..f, ow,
+        // oh, counts) in colhist.cu; `src` holds the w x h frame, `counts` bins x lines counters.
+        unsafe {
+            launch!(self.gpu, kernels::COLHIST, name, cfg;
+                src, &w32, &h32, &maxval, &bins, &tile, &span,
+                &masked, &m.a, &m.b, &m.c, &m.d, &m.e, &m.f, &ow, &oh, counts)
+        }?;
         Ok(())
     }
 
-    /// [`ColHist::launch`] for at most [`PAIR_MAX_BINS`] bins: columns by `colhist_pairs_*` in
+    /// [`ColHistPlan::queue`] for at most [`PAIR_MAX_BINS`] bins: columns by `colhist_pairs_*` in
     /// colhist.cu, blocks of [`PAIR_TILE`] columns by `span` rows; rows by
     /// `colhist_warp_rows_*`, a warp per row.
-    fn launch_small<T: Sample>(
-        &self,
-        gpu: &Gpu,
+    fn queue_small<T: Sample>(
+        &mut self,
         src: &CudaSlice<T>,
-        w: usize,
-        h: usize,
         counts: &mut CudaSlice<u32>,
     ) -> Result<(), OpError> {
-        let (name, cfg, span) = if self.rows {
+        let (op, w, h) = (&self.op, self.w, self.h);
+        let (masked, m, ow, oh) = op.mask_args(w, h);
+        let (w32, h32, maxval, bins, tile) =
+            (w as u32, h as u32, op.maxval as u32, op.bins, PAIR_TILE as u32);
+        let Some(pairs) = self.pairs else {
             // Each warp stores its row's whole histogram: nothing to zero.
             let warps = (ROW_THREADS / 32) as usize;
             // h < 2^32 (for_frame), so at most 2^29 blocks: within the grid's 2^31 - 1.
@@ -626,70 +702,40 @@ impl ColHist {
             let cfg = LaunchConfig {
                 grid_dim: (blocks as u32, 1, 1),
                 block_dim: (ROW_THREADS, 1, 1),
-                shared_mem_bytes: self.bins * warps as u32 * 4,
+                shared_mem_bytes: op.bins * warps as u32 * 4,
             };
-            ("warp_rows", cfg, 0)
-        } else {
-            let tiles = w.div_ceil(PAIR_TILE);
-            // Enough blocks to cover the GPU, but no more: every extra part along the rows adds
-            // bins x 128 bytes of partial counts, stored, then read by the tile's last block. At
-            // least PAIR_MIN_ROWS rows per block, at most 65535 (a 16-bit counter's limit).
-            // PAIR_BLOCKS_PER_SM blocks fit on an SM at once: fill the GPU in one wave.
-            let sms = gpu
-                .stream()
-                .context()
-                .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-                .map_or(132, |n| n.max(1) as usize);
-            let parts = (PAIR_BLOCKS_PER_SM * sms / tiles)
-                .clamp(1, h.div_ceil(PAIR_MIN_ROWS))
-                .max(h.div_ceil(u16::MAX as usize));
-            let span = h.div_ceil(parts);
-            let parts = h.div_ceil(span);
-            if parts > u16::MAX as usize {
-                return Err(OpError::invalid("frames taller than 65535 x 65535 rows are not supported"));
-            }
-            let cfg = LaunchConfig {
-                grid_dim: (tiles as u32, parts as u32, 1),
-                block_dim: (PAIR_THREADS, 1, 1),
-                shared_mem_bytes: self.bins * 32 * 4,
-            };
-            ("pairs", cfg, span)
+            let name = format!("colhist_warp_rows_{}", T::KERNEL_SUFFIX);
+            let span = 0u32;
+            // SAFETY: colhist_warp_rows_*(px, w, h, maxval, bins, tile, span, masked, a..f, ow,
+            // oh, counts) in colhist.cu; `src` holds the w x h frame, `counts` bins x h counters.
+            unsafe {
+                launch!(self.gpu, kernels::COLHIST, name, cfg;
+                    src, &w32, &h32, &maxval, &bins, &tile, &span,
+                    &masked, &m.a, &m.b, &m.c, &m.d, &m.e, &m.f, &ow, &oh, counts)
+            }?;
+            return Ok(());
         };
-        let (w32, h32, maxval, bins, tile, span) =
-            (w as u32, h as u32, self.maxval as u32, self.bins, PAIR_TILE as u32, span as u32);
-        let (masked, g) = match &self.mask {
-            Some(g) => (1u32, g.clone()),
-            None => (0u32, Geometry::identity(w, h)),
+        let cfg = LaunchConfig {
+            grid_dim: (pairs.tiles as u32, pairs.parts as u32, 1),
+            block_dim: (PAIR_THREADS, 1, 1),
+            shared_mem_bytes: op.bins * 32 * 4,
         };
-        let m = g.to_original;
-        let (ow, oh) = (g.original_width as f64, g.original_height as f64);
-        // colhist_pairs_*'s scratch: each part's packed counters (bins x 32 words per block), and
-        // per tile the count of its blocks done, zeroed here. Pool buffers: the next launch on
-        // this stream reuses them only after this kernel.
-        let (tiles, parts) = (cfg.grid_dim.0 as usize, cfg.grid_dim.1 as usize);
-        let several = !self.rows && parts > 1;
-        let mut partials = gpu.buffer::<u32>(
-            "colhist.partials",
-            if several { tiles * parts * bins as usize * 32 } else { 1 },
-        )?;
-        let mut done = gpu.buffer::<u32>("colhist.done", if several { tiles } else { 1 })?;
-        if several {
-            gpu.stream().memset_zeros(&mut done.slice_mut(..tiles))?;
+        if pairs.parts > 1 {
+            // The next launch on this stream reuses the plan's scratch only after this kernel.
+            self.gpu.stream().memset_zeros(&mut self.done.slice_mut(..pairs.tiles))?;
         }
-        let f = gpu.function(&kernels::COLHIST, &format!("colhist_{name}_{}", T::KERNEL_SUFFIX))?;
-        let mut launch = gpu.stream().launch_builder(&f);
-        launch.arg(src).arg(&w32).arg(&h32).arg(&maxval).arg(&bins).arg(&tile).arg(&span);
-        launch.arg(&masked).arg(&m.a).arg(&m.b).arg(&m.c).arg(&m.d).arg(&m.e).arg(&m.f).arg(&ow).arg(&oh);
-        launch.arg(counts);
-        if !self.rows {
-            launch.arg(&mut *partials).arg(&mut *done);
-        }
-        unsafe { launch.launch(cfg) }?;
+        let name = format!("colhist_pairs_{}", T::KERNEL_SUFFIX);
+        let span = pairs.span as u32;
+        // SAFETY: colhist_pairs_*(px, w, h, maxval, bins, tile, span, masked, a..f, ow, oh,
+        // counts, partials, done) in colhist.cu; `src` holds the w x h frame, `counts` bins x w
+        // counters, the scratch was sized for this shape (`ColHist::plan`).
+        unsafe {
+            launch!(self.gpu, kernels::COLHIST, name, cfg;
+                src, &w32, &h32, &maxval, &bins, &tile, &span,
+                &masked, &m.a, &m.b, &m.c, &m.d, &m.e, &m.f, &ow, &oh, counts,
+                &mut *self.partials, &mut *self.done)
+        }?;
         Ok(())
-    }
-
-    fn histograms(&self, frame: &Frame, counts: Vec<u32>) -> Histograms {
-        Histograms { bins: self.bins as usize, lines: self.lines(frame.width, frame.height), counts }
     }
 }
 
@@ -727,7 +773,7 @@ mod tests {
         assert_eq!((h.bin_range(0), h.bin_range(1), h.bin_range(2)), ((0, 3), (4, 6), (7, 9)));
         let f = Frame::new(1, 1, 3, Pixels::U8(vec![0].into()));
         let too_many = ColHistParams { bins: Some(5), ..Default::default() }.for_frame(&f);
-        assert!(too_many.unwrap_err().message.contains("not in 1..=4"));
+        assert!(too_many.unwrap_err().message.contains("--bins 5: a frame with maxval 3 has 1 to 4 bins"));
     }
 
     #[test]

@@ -22,8 +22,8 @@
 use std::ops::Range;
 
 use histopipe_frame::{Frame, Pixels, Samples};
-use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
-use histopipe_gpu::kernels;
+use histopipe_gpu::cudarc::driver::CudaSlice;
+use histopipe_gpu::{kernels, launch, Buffer, LaunchConfig};
 
 use crate::histogram::check_len;
 use crate::{parallel, Gpu, Op, OpError};
@@ -389,10 +389,6 @@ fn suppress_rows(
     stack
 }
 
-fn grid(n: usize, block: u32) -> u32 {
-    n.div_ceil(block as usize).clamp(1, 1 << 20) as u32
-}
-
 /// The tile of `canny_nms` (`CANNY_TW` x `CANNY_TH` in canny.cu) and its blocks' shape.
 const NMS_TILE: (u32, u32) = (128, 16);
 const NMS_BLOCK: (u32, u32) = (32, 8);
@@ -410,7 +406,7 @@ impl Canny {
     /// Queues the blur kernels: `src` (w x h) through `tmp` (f32, w x h) into `dst`; `weights`
     /// holds [`gaussian_weights`].
     #[allow(clippy::too_many_arguments)]
-    pub fn launch_blur(
+    fn launch_blur(
         gpu: &Gpu,
         src: &CudaSlice<u8>,
         w: usize,
@@ -432,17 +428,13 @@ impl Canny {
         if taps % 2 == 0 {
             return Err(OpError::invalid(format!("a blur of {taps} taps (an odd number is needed)")));
         }
-        let cfg =
-            LaunchConfig { grid_dim: (grid(n, 256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         let (w32, h32, r) = (w as u32, h as u32, (taps / 2) as u32);
-        let f = gpu.function(&kernels::CANNY, "gauss_rows")?;
-        let mut l = gpu.stream().launch_builder(&f);
-        l.arg(src).arg(&w32).arg(&h32).arg(weights).arg(&r).arg(&mut *tmp);
-        unsafe { l.launch(cfg) }?;
-        let f = gpu.function(&kernels::CANNY, "gauss_cols")?;
-        let mut l = gpu.stream().launch_builder(&f);
-        l.arg(&*tmp).arg(&w32).arg(&h32).arg(weights).arg(&r).arg(dst);
-        unsafe { l.launch(cfg) }?;
+        // SAFETY: gauss_rows(in, w, h, weights, r, out) and gauss_cols(in, w, h, weights, r, out)
+        // in canny.cu; the lengths are checked above.
+        unsafe {
+            launch!(gpu, kernels::CANNY, "gauss_rows", launch::cover(n, 256); src, &w32, &h32, weights, &r, &mut *tmp)?;
+            launch!(gpu, kernels::CANNY, "gauss_cols", launch::cover(n, 256); &*tmp, &w32, &h32, weights, &r, dst)
+        }?;
         Ok(())
     }
 
@@ -451,7 +443,7 @@ impl Canny {
     /// tile into `labels`, where [`Canny::launch_hysteresis`] goes on. Frames need fewer than
     /// 2^32 pixels (see [`Canny::gpu_size_ok`]).
     #[allow(clippy::too_many_arguments)]
-    pub fn launch_gradient_nms(
+    fn launch_gradient_nms(
         &self,
         gpu: &Gpu,
         src: &CudaSlice<u8>,
@@ -475,10 +467,11 @@ impl Canny {
             shared_mem_bytes: 0,
         };
         let (w32, h32, l2) = (w as u32, h as u32, self.l2 as u32);
-        let f = gpu.function(&kernels::CANNY, "canny_nms")?;
-        let mut l = gpu.stream().launch_builder(&f);
-        l.arg(src).arg(&w32).arg(&h32).arg(&l2).arg(&low).arg(&high).arg(map).arg(labels);
-        unsafe { l.launch(cfg) }?;
+        // SAFETY: canny_nms(in, w, h, l2, low, high, map, labels) in canny.cu; the lengths are
+        // checked above.
+        unsafe {
+            launch!(gpu, kernels::CANNY, "canny_nms", cfg; src, &w32, &h32, &l2, &low, &high, map, labels)
+        }?;
         Ok(())
     }
 
@@ -500,7 +493,7 @@ impl Canny {
 
     /// The length of the bit set of strong roots that [`Canny::launch_hysteresis`] and
     /// [`Canny::launch_finish`] share, for `n` pixels: one bit per pixel, in 32-bit words.
-    pub fn strong_words(n: usize) -> usize {
+    fn strong_words(n: usize) -> usize {
         n.div_ceil(32)
     }
 
@@ -510,7 +503,7 @@ impl Canny {
     /// strong pixel get their bit in `strong` (at least [`Canny::strong_words`] long; zeroed
     /// here). A memset and two kernels, no host round trip; the result does not depend on
     /// scheduling (the components are unique).
-    pub fn launch_hysteresis(
+    fn launch_hysteresis(
         gpu: &Gpu,
         map: &CudaSlice<u8>,
         labels: &mut CudaSlice<u32>,
@@ -534,22 +527,18 @@ impl Canny {
             block_dim: ((NMS_TILE.0 + 2 * (NMS_TILE.1 - 1)).next_multiple_of(32), 1, 1),
             shared_mem_bytes: 0,
         };
-        let f = gpu.function(&kernels::CANNY, "canny_union_borders")?;
-        let mut l = gpu.stream().launch_builder(&f);
-        l.arg(map).arg(&w32).arg(&h32).arg(&mut *labels);
-        unsafe { l.launch(border) }?;
-        let cfg =
-            LaunchConfig { grid_dim: (grid(n, 256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        let f = gpu.function(&kernels::CANNY, "canny_flatten")?;
-        let mut l = gpu.stream().launch_builder(&f);
-        l.arg(map).arg(&n64).arg(labels).arg(strong);
-        unsafe { l.launch(cfg) }?;
+        // SAFETY: canny_union_borders(map, w, h, labels) and canny_flatten(map, n, labels,
+        // strong) in canny.cu; the lengths are checked above.
+        unsafe {
+            launch!(gpu, kernels::CANNY, "canny_union_borders", border; map, &w32, &h32, &mut *labels)?;
+            launch!(gpu, kernels::CANNY, "canny_flatten", launch::cover(n, 256); map, &n64, labels, strong)
+        }?;
         Ok(())
     }
 
     /// Queues the last step, after [`Canny::launch_hysteresis`]: for `n` pixels, 255 where the
     /// pixel is kept and its root (its label now) has its bit in `strong`, else 0.
-    pub fn launch_finish(
+    fn launch_finish(
         gpu: &Gpu,
         map: &CudaSlice<u8>,
         labels: &CudaSlice<u32>,
@@ -564,13 +553,12 @@ impl Canny {
         check_len("edges' labels", labels.len(), n)?;
         check_len("edges' strong roots", strong.len(), Self::strong_words(n))?;
         check_len("edges' output", dst.len(), n)?;
-        let cfg =
-            LaunchConfig { grid_dim: (grid(n, 256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         let n64 = n as u64;
-        let f = gpu.function(&kernels::CANNY, "canny_finish")?;
-        let mut l = gpu.stream().launch_builder(&f);
-        l.arg(map).arg(labels).arg(strong).arg(&n64).arg(dst);
-        unsafe { l.launch(cfg) }?;
+        // SAFETY: canny_finish(map, labels, strong, n, out) in canny.cu; the lengths are checked
+        // above.
+        unsafe {
+            launch!(gpu, kernels::CANNY, "canny_finish", launch::cover(n, 256); map, labels, strong, &n64, dst)
+        }?;
         Ok(())
     }
 }
@@ -592,28 +580,91 @@ impl Op for Canny {
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
         let input = self.input(frame)?;
-        let (w, h) = (frame.width, frame.height);
-        let n = w * h;
+        let n = frame.width * frame.height;
         // Refused before anything is allocated.
-        Self::checked_tiles(w, h)?;
-        let mut src = gpu.upload::<u8>("edges.in", input)?;
-        if let Some(sigma) = self.blur {
-            let k = gaussian_weights(sigma);
-            let weights = gpu.upload::<f32>("edges.weights", &k)?;
-            let mut tmp = gpu.buffer::<f32>("edges.blur", n)?;
-            let mut blurred = gpu.buffer::<u8>("edges.blurred", n)?;
-            Self::launch_blur(gpu, &src, w, h, &weights, k.len(), &mut tmp, &mut blurred)?;
-            src = blurred;
-        }
-        let mut map = gpu.buffer::<u8>("edges.map", n)?;
-        let mut labels = gpu.buffer::<u32>("edges.labels", n)?;
-        let mut strong = gpu.buffer::<u32>("edges.strong", Self::strong_words(n))?;
-        self.launch_gradient_nms(gpu, &src, w, h, &mut map, &mut labels)?;
-        Self::launch_hysteresis(gpu, &map, &mut labels, &mut strong, w, h)?;
+        let mut plan = self.plan(gpu, frame.width, frame.height)?;
+        let src = gpu.upload::<u8>("edges.in", input)?;
         let mut dst = gpu.buffer::<u8>("edges.out", n)?;
-        Self::launch_finish(gpu, &map, &labels, &strong, n, &mut dst)?;
+        plan.queue(&src, &mut dst)?;
         let out = gpu.download_samples(&dst, n)?;
         Ok(self.output(frame, out))
+    }
+}
+
+impl Canny {
+    /// The device plan of this detector for `w x h` frames, or the error for a frame too large.
+    pub fn plan<'g>(&self, gpu: &'g Gpu, w: usize, h: usize) -> Result<CannyPlan<'g>, OpError> {
+        Self::checked_tiles(w, h)?;
+        let n = w * h;
+        let blur = match self.blur {
+            Some(sigma) => {
+                let weights = gaussian_weights(sigma);
+                Some(Blur {
+                    taps: weights.len(),
+                    weights: gpu.upload::<f32>("edges.weights", &weights)?,
+                    rows: gpu.buffer::<f32>("edges.blur", n)?,
+                    out: gpu.buffer::<u8>("edges.blurred", n)?,
+                })
+            }
+            None => None,
+        };
+        Ok(CannyPlan {
+            gpu,
+            canny: *self,
+            w,
+            h,
+            blur,
+            map: gpu.buffer::<u8>("edges.map", n)?,
+            labels: gpu.buffer::<u32>("edges.labels", n)?,
+            strong: gpu.buffer::<u32>("edges.strong", Self::strong_words(n))?,
+        })
+    }
+}
+
+/// The blur's weights and its two passes' outputs on the device.
+struct Blur<'g> {
+    taps: usize,
+    weights: Buffer<'g, f32>,
+    rows: Buffer<'g, f32>,
+    out: Buffer<'g, u8>,
+}
+
+/// The device plan of `edges`: the blur's buffers (if it blurs), the NONE / WEAK / STRONG map,
+/// the labels of union-find and the bit set of strong roots, and the kernels. The one GPU
+/// sequence that `Op::gpu` and the benchmark run.
+pub struct CannyPlan<'g> {
+    gpu: &'g Gpu,
+    canny: Canny,
+    w: usize,
+    h: usize,
+    blur: Option<Blur<'g>>,
+    map: Buffer<'g, u8>,
+    labels: Buffer<'g, u32>,
+    strong: Buffer<'g, u32>,
+}
+
+impl CannyPlan<'_> {
+    /// Queues the edges of the `w x h` frame in `src` into `dst`: the blur (if any), stages 1-3
+    /// in one kernel, hysteresis by union-find (a memset and two kernels) and the 0/255 output;
+    /// nothing waits on the host.
+    pub fn queue(&mut self, src: &CudaSlice<u8>, dst: &mut CudaSlice<u8>) -> Result<(), OpError> {
+        let (gpu, w, h) = (self.gpu, self.w, self.h);
+        let src = match &mut self.blur {
+            Some(b) => {
+                Canny::launch_blur(gpu, src, w, h, &b.weights, b.taps, &mut b.rows, &mut b.out)?;
+                &*b.out
+            }
+            None => src,
+        };
+        self.canny.launch_gradient_nms(gpu, src, w, h, &mut self.map, &mut self.labels)?;
+        Canny::launch_hysteresis(gpu, &self.map, &mut self.labels, &mut self.strong, w, h)?;
+        Canny::launch_finish(gpu, &self.map, &self.labels, &self.strong, w * h, dst)
+    }
+
+    /// Queues stages 1-3 alone, unblurred: the fused gradient / suppression / threshold kernel
+    /// from `src` to the plan's map and starting labels.
+    pub fn queue_gradient(&mut self, src: &CudaSlice<u8>) -> Result<(), OpError> {
+        self.canny.launch_gradient_nms(self.gpu, src, self.w, self.h, &mut self.map, &mut self.labels)
     }
 }
 

@@ -13,10 +13,11 @@
 //! Levels below the lowest present map to 0; no sample uses them.
 
 use histopipe_frame::{Frame, Pixels, Samples};
-use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
-use histopipe_gpu::kernels;
+use histopipe_gpu::cudarc::driver::CudaSlice;
+use histopipe_gpu::{kernels, launch, Buffer};
 
-use crate::histogram::{self, check_len, Bins, Distribution};
+use crate::bins::Bins;
+use crate::histogram::{self, check_len, Distribution, DistributionPlan};
 use crate::{parallel, with_samples, Gpu, Op, OpError, Sample};
 
 /// The equalization operation (it has no parameters).
@@ -53,72 +54,93 @@ pub fn table<T: Sample>(cdf: &[u64], maxval: u16) -> Vec<T> {
         .collect()
 }
 
-/// Queues the look-up table for `levels` levels (maxval + 1) from the cumulative distribution
-/// `cdf`, its smallest non-zero value `cdf_min[0]` and the pixel count `total`, into `lut`.
-pub fn launch_lut<T: Sample>(
-    gpu: &Gpu,
-    cdf: &CudaSlice<u64>,
-    cdf_min: &CudaSlice<u64>,
-    levels: usize,
-    total: usize,
-    lut: &mut CudaSlice<T>,
-) -> Result<(), OpError> {
-    if levels == 0 || levels > 1 << (8 * std::mem::size_of::<T>()) {
-        return Err(OpError::invalid(format!(
-            "a {}-bit table of {levels} levels",
-            8 * std::mem::size_of::<T>()
-        )));
-    }
-    check_len("cumulative counts", cdf.len(), levels)?;
-    check_len("cdf_min", cdf_min.len(), 1)?;
-    check_len("look-up table", lut.len(), levels)?;
-    let f = gpu.function(&kernels::EQUALIZE, &format!("lut_{}", T::KERNEL_SUFFIX))?;
-    let cfg = LaunchConfig {
-        grid_dim: (levels.div_ceil(256) as u32, 1, 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let (levels, total, maxval) = (levels as u32, total as u64, levels as u32 - 1);
-    let mut launch = gpu.stream().launch_builder(&f);
-    launch.arg(cdf).arg(cdf_min).arg(&levels).arg(&total).arg(&maxval).arg(lut);
-    unsafe { launch.launch(cfg) }?;
-    Ok(())
+/// The device plan of `equalize`: the frame's distribution ([`DistributionPlan`]), its look-up
+/// table, and the mapping of every sample through it. The one GPU sequence that `Op::gpu` and
+/// the benchmark (whole, and step by step) run.
+pub struct EqualizePlan<'g, T: Sample> {
+    gpu: &'g Gpu,
+    distribution: DistributionPlan<'g>,
+    lut: Buffer<'g, T>,
+    /// Samples of a frame.
+    n: usize,
 }
 
-/// Queues dst[i] = lut[src[i]] for the `n` samples of `src`; `lut` has `levels` entries (maxval + 1).
-pub fn launch_map<T: Sample>(
-    gpu: &Gpu,
-    src: &CudaSlice<T>,
-    n: usize,
-    lut: &CudaSlice<T>,
-    levels: usize,
-    dst: &mut CudaSlice<T>,
-) -> Result<(), OpError> {
-    check_len("map input", src.len(), n)?;
-    check_len("map output", dst.len(), n)?;
-    check_len("look-up table", lut.len(), levels)?;
-    if levels > 1 << (8 * std::mem::size_of::<T>()) {
-        return Err(OpError::invalid(format!(
-            "a {}-bit table of {levels} levels",
-            8 * std::mem::size_of::<T>()
-        )));
+impl<'g, T: Sample> EqualizePlan<'g, T> {
+    /// The plan for frames of `n` samples of at most `maxval`.
+    pub fn new(gpu: &'g Gpu, maxval: u16, n: usize) -> Result<EqualizePlan<'g, T>, OpError> {
+        let bins = Bins::new(None, maxval)?;
+        if bins.levels() > 1 << (8 * std::mem::size_of::<T>()) {
+            return Err(OpError::invalid(format!(
+                "a {}-bit table of {} levels",
+                8 * std::mem::size_of::<T>(),
+                bins.levels()
+            )));
+        }
+        Ok(EqualizePlan {
+            gpu,
+            distribution: DistributionPlan::new(gpu, bins)?,
+            lut: gpu.buffer::<T>("equalize.lut", bins.levels())?,
+            n,
+        })
     }
-    if n == 0 {
-        return Ok(());
+
+    /// Queues the whole equalization of the `n` samples of `src` into `dst`: the distribution
+    /// (histogram and scan in one kernel), the table, the mapping.
+    pub fn queue(&mut self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<(), OpError> {
+        self.distribution.queue(src, self.n)?;
+        self.queue_table()?;
+        self.queue_map(src, dst)
     }
-    let f = gpu.function(&kernels::EQUALIZE, &format!("map_{}", T::KERNEL_SUFFIX))?;
-    // Each thread maps 16 bytes per step.
-    let chunks = n.div_ceil(16 / std::mem::size_of::<T>());
-    let cfg = LaunchConfig {
-        grid_dim: (chunks.div_ceil(256).clamp(1, 1 << 20) as u32, 1, 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let (n, levels) = (n as u64, levels as u32);
-    let mut launch = gpu.stream().launch_builder(&f);
-    launch.arg(src).arg(&n).arg(lut).arg(&levels).arg(dst);
-    unsafe { launch.launch(cfg) }?;
-    Ok(())
+
+    /// Queues the first step alone: the histogram of `src` (zeroing included).
+    pub fn queue_counts(&mut self, src: &CudaSlice<T>) -> Result<(), OpError> {
+        self.distribution.queue_counts(src, self.n)
+    }
+
+    /// Queues the middle steps after [`EqualizePlan::queue_counts`]: the scan of the counts
+    /// (the one-block scan kernel), then the table.
+    pub fn queue_scan_and_table(&mut self) -> Result<(), OpError> {
+        self.distribution.queue_scan()?;
+        self.queue_table()
+    }
+
+    /// Queues the look-up table from the cumulative distribution, its smallest non-zero value and
+    /// the pixel count.
+    fn queue_table(&mut self) -> Result<(), OpError> {
+        let levels = self.distribution.bins().levels();
+        let (cdf, cdf_min) = self.distribution.cumulative();
+        let (levels, total, maxval) = (levels as u32, self.n as u64, levels as u32 - 1);
+        let name = format!("lut_{}", T::KERNEL_SUFFIX);
+        // SAFETY: lut_*(cdf, cdf_min, levels, total, maxval, lut) in equalize.cu; `cdf` and `lut`
+        // hold `levels` entries, `cdf_min` one.
+        unsafe {
+            launch!(self.gpu, kernels::EQUALIZE, name, launch::cover(levels as usize, 256);
+                cdf, cdf_min, &levels, &total, &maxval, &mut *self.lut)
+        }?;
+        Ok(())
+    }
+
+    /// Queues the last step alone: `dst[i] = lut[src[i]]` for the `n` samples of `src`, through the
+    /// table made last.
+    pub fn queue_map(&mut self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<(), OpError> {
+        let n = self.n;
+        check_len("map input", src.len(), n)?;
+        check_len("map output", dst.len(), n)?;
+        if n == 0 {
+            return Ok(());
+        }
+        // Each thread maps 16 bytes per step.
+        let chunks = n.div_ceil(16 / std::mem::size_of::<T>());
+        let (n, levels) = (n as u64, self.distribution.bins().levels() as u32);
+        let name = format!("map_{}", T::KERNEL_SUFFIX);
+        // SAFETY: map_*(in, n, lut, levels, out) in equalize.cu; `src` and `dst` hold `n`
+        // samples, the table `levels` entries.
+        unsafe {
+            launch!(self.gpu, kernels::EQUALIZE, name, launch::cover(chunks, 256);
+                src, &n, &*self.lut, &levels, dst)
+        }?;
+        Ok(())
+    }
 }
 
 /// Every sample through `lut` (indexed by value; samples are at most its last index).
@@ -175,18 +197,10 @@ impl Equalize {
     }
 
     fn gpu_samples<T: Sample>(gpu: &Gpu, samples: &[T], maxval: u16) -> Result<Samples<T>, OpError> {
-        let bins = Bins::new(None, maxval)?;
-        let levels = bins.levels();
         let n = samples.len();
         let src = gpu.upload("equalize.in", samples)?;
-        let mut hist = gpu.buffer::<u64>("equalize.counts", levels + 1)?;
-        let mut cdf = gpu.buffer::<u64>("equalize.cdf", levels)?;
-        let mut cdf_min = gpu.buffer::<u64>("equalize.cdf_min", 1)?;
-        let mut lut = gpu.buffer::<T>("equalize.lut", levels)?;
         let mut dst = gpu.buffer::<T>("equalize.out", n)?;
-        histogram::launch_distribution(gpu, &src, n, bins, &mut hist, &mut cdf, &mut cdf_min)?;
-        launch_lut(gpu, &cdf, &cdf_min, levels, n, &mut lut)?;
-        launch_map(gpu, &src, n, &lut, levels, &mut dst)?;
+        EqualizePlan::new(gpu, maxval, n)?.queue(&src, &mut dst)?;
         let out = gpu.download_samples(&dst, n)?;
         Ok(out)
     }

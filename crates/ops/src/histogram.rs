@@ -1,14 +1,14 @@
 //! `histogram`: counts of equal-width bins over 0..=maxval and their cumulative distribution,
 //! shared by `cdf`, `equalize` and every later histogram-based tool.
 //!
-//! With L = maxval + 1 levels and N bins (1 <= N <= L), sample v falls in bin floor(v * N / L);
-//! bin b holds the values ceil(b * L / N) ..= ceil((b + 1) * L / N) - 1, so the bins partition
-//! 0..=maxval, none is empty, and their widths differ by at most one.
+//! The bins are [`Bins`]: with L = maxval + 1 levels and N bins, sample v falls in bin
+//! floor(v * N / L).
 
 use histopipe_frame::Frame;
-use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
-use histopipe_gpu::kernels;
+use histopipe_gpu::cudarc::driver::CudaSlice;
+use histopipe_gpu::{kernels, launch, Buffer, LaunchConfig};
 
+use crate::bins::Bins;
 use crate::{parallel, with_samples, Gpu, Op, OpError, Sample};
 
 /// Most bins counted in per-thread registers (`PRIVATE_BINS` in histogram.cu).
@@ -19,7 +19,7 @@ pub const PRIVATE_MAX_BINS: u32 = 8;
 /// with); above it the histogram kernel uses global atomics.
 pub const SHARED_MAX_BINS: u32 = 12 * 1024 - 128;
 
-/// Most bins whose scan the histogram kernel's last block runs itself ([`launch_distribution`]):
+/// Most bins whose scan the histogram kernel's last block runs itself ([`DistributionPlan::queue`]):
 /// its 256 threads scan 256 counts per step, so 16-bit levels (256 steps) go to the 1024-thread
 /// scan kernel instead.
 const FUSED_SCAN_MAX_BINS: usize = 1024;
@@ -41,51 +41,6 @@ const MIN_PART: usize = 1 << 16;
 /// Fewest samples per bin in a part: each part's histogram is zeroed and added to the others', so
 /// with many bins (65536 for 16-bit levels) a part must count many more samples than it has bins.
 const PART_SAMPLES_PER_BIN: usize = 16;
-
-/// Equal-width bins over 0..=maxval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Bins {
-    count: u32,
-    levels: u32,
-}
-
-impl Bins {
-    /// `count` bins for samples 0..=maxval, or `None` for one bin per level.
-    pub fn new(count: Option<usize>, maxval: u16) -> Result<Bins, OpError> {
-        let levels = maxval as u32 + 1;
-        let count = match count {
-            None => levels,
-            Some(n) if n >= 1 && n <= levels as usize => n as u32,
-            Some(n) => {
-                return Err(OpError::invalid(format!(
-                    "--bins {n}: a frame with maxval {maxval} has 1 to {levels} bins"
-                )))
-            }
-        };
-        Ok(Bins { count, levels })
-    }
-
-    pub fn count(&self) -> usize {
-        self.count as usize
-    }
-
-    /// maxval + 1.
-    pub fn levels(&self) -> usize {
-        self.levels as usize
-    }
-
-    /// The bin of sample `v` (at most maxval).
-    pub fn of(&self, v: u32) -> usize {
-        // v * count < 2^32: v <= 65535 and count <= 65536.
-        (v * self.count / self.levels) as usize
-    }
-
-    /// The lowest and highest value of bin `b`.
-    pub fn range(&self, b: usize) -> (u32, u32) {
-        let ceil_div = |b: u64| (b * self.levels as u64).div_ceil(self.count as u64) as u32;
-        (ceil_div(b as u64), ceil_div(b as u64 + 1) - 1)
-    }
-}
 
 /// A frame's histogram and its cumulative distribution.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -228,49 +183,91 @@ pub(crate) fn check_len(what: &str, len: usize, needed: usize) -> Result<(), OpE
     Ok(())
 }
 
-/// Queues the histogram of the first `n` samples of `src` into `hist` (at least `bins.count()`
-/// long), which it zeroes first. Samples must be at most the maxval `bins` was made for.
-pub fn launch_histogram<T: Sample>(
-    gpu: &Gpu,
-    src: &CudaSlice<T>,
-    n: usize,
+/// The device plan of a histogram and its cumulative distribution: the counts (and the fused
+/// kernel's completion counter after them), the cumulative counts and cdf_min, on the device. The
+/// one GPU sequence of `cdf` and `equalize`'s first steps, which `Op::gpu` and the benchmark run.
+pub struct DistributionPlan<'g> {
+    gpu: &'g Gpu,
     bins: Bins,
-    hist: &mut CudaSlice<u64>,
-) -> Result<(), OpError> {
-    check_len("histogram", hist.len(), bins.count())?;
-    queue_histogram(gpu, src, n, bins, hist, None)
+    hist: Buffer<'g, u64>,
+    cdf: Buffer<'g, u64>,
+    cdf_min: Buffer<'g, u64>,
 }
 
-/// Queues the histogram (as [`launch_histogram`]) and its scan (as [`launch_scan`]) in one kernel
-/// (up to [`FUSED_SCAN_MAX_BINS`] bins; two kernels above): the last block to finish scans. `hist` must hold `bins.count() + 1` counts: the last is the
-/// blocks' completion counter.
-pub fn launch_distribution<T: Sample>(
-    gpu: &Gpu,
-    src: &CudaSlice<T>,
-    n: usize,
-    bins: Bins,
-    hist: &mut CudaSlice<u64>,
-    cdf: &mut CudaSlice<u64>,
-    cdf_min: &mut CudaSlice<u64>,
-) -> Result<(), OpError> {
-    check_len("histogram and its counter", hist.len(), bins.count() + 1)?;
-    check_len("scan output", cdf.len(), bins.count())?;
-    check_len("cdf_min", cdf_min.len(), 1)?;
-    if n == 0 {
-        // No kernel runs: the scan of an empty histogram is zeros, and so is cdf_min.
-        gpu.stream().memset_zeros(&mut hist.slice_mut(..bins.count()))?;
-        gpu.stream().memset_zeros(&mut cdf.slice_mut(..bins.count()))?;
-        gpu.stream().memset_zeros(&mut cdf_min.slice_mut(..1))?;
-        return Ok(());
+impl<'g> DistributionPlan<'g> {
+    pub fn new(gpu: &'g Gpu, bins: Bins) -> Result<DistributionPlan<'g>, OpError> {
+        Ok(DistributionPlan {
+            gpu,
+            bins,
+            hist: gpu.buffer::<u64>("histogram.counts", bins.count() + 1)?,
+            cdf: gpu.buffer::<u64>("histogram.cdf", bins.count())?,
+            cdf_min: gpu.buffer::<u64>("histogram.cdf_min", 1)?,
+        })
     }
-    if bins.count() > FUSED_SCAN_MAX_BINS {
-        queue_histogram(gpu, src, n, bins, hist, None)?;
-        return launch_scan(gpu, hist, bins.count(), cdf, cdf_min);
+
+    /// Queues the histogram of the first `n` samples of `src` and its scan, in one kernel (up to
+    /// 1024 bins; two kernels above): the last block to finish scans.
+    /// Samples must be at most the maxval the bins were made for.
+    pub fn queue<T: Sample>(&mut self, src: &CudaSlice<T>, n: usize) -> Result<(), OpError> {
+        let (gpu, bins, count) = (self.gpu, self.bins, self.bins.count());
+        if n == 0 {
+            // No kernel runs: the scan of an empty histogram is zeros, and so is cdf_min.
+            gpu.stream().memset_zeros(&mut self.hist.slice_mut(..count))?;
+            gpu.stream().memset_zeros(&mut self.cdf.slice_mut(..count))?;
+            gpu.stream().memset_zeros(&mut self.cdf_min.slice_mut(..1))?;
+            return Ok(());
+        }
+        if count > FUSED_SCAN_MAX_BINS {
+            queue_histogram(gpu, src, n, bins, &mut self.hist, None)?;
+            return self.queue_scan();
+        }
+        queue_histogram(gpu, src, n, bins, &mut self.hist, Some((&mut self.cdf, &mut self.cdf_min)))
     }
-    queue_histogram(gpu, src, n, bins, hist, Some((cdf, cdf_min)))
+
+    /// Queues the histogram alone (zeroing included), without the scan: the first step of
+    /// [`DistributionPlan::queue`] as the benchmark times it next to CUB's HistogramEven.
+    pub fn queue_counts<T: Sample>(&mut self, src: &CudaSlice<T>, n: usize) -> Result<(), OpError> {
+        queue_histogram(self.gpu, src, n, self.bins, &mut self.hist, None)
+    }
+
+    /// Queues the inclusive scan of the counts into the cumulative counts, and the smallest
+    /// non-zero cumulative count (0 if none) into cdf_min, by the one-block scan kernel.
+    pub fn queue_scan(&mut self) -> Result<(), OpError> {
+        let bins = self.bins.count();
+        // The threads scan 1024 counts a step; a block of 32 to 1024 threads.
+        let threads = bins.next_multiple_of(32).clamp(32, 1024) as u32;
+        let bins = bins as u32;
+        // SAFETY: scan(hist, bins, cdf, cdf_min) in histogram.cu; the buffers hold `bins` counts
+        // (cdf_min one).
+        unsafe {
+            launch!(self.gpu, kernels::HISTOGRAM, "scan", launch::linear(1, threads);
+                &*self.hist, &bins, &mut *self.cdf, &mut *self.cdf_min)
+        }?;
+        Ok(())
+    }
+
+    pub fn bins(&self) -> Bins {
+        self.bins
+    }
+
+    /// The cumulative counts (of `bins().count()` levels) and cdf_min, for the next kernels.
+    pub fn cumulative(&self) -> (&CudaSlice<u64>, &CudaSlice<u64>) {
+        (&self.cdf, &self.cdf_min)
+    }
+
+    /// The distribution queued last (waits for the stream).
+    pub fn download(&self) -> Result<Distribution, OpError> {
+        let mut counts = vec![0u64; self.bins.count()];
+        let mut cumulative = vec![0u64; self.bins.count()];
+        self.gpu.download(&self.hist, &mut counts)?;
+        self.gpu.download(&self.cdf, &mut cumulative)?;
+        Ok(Distribution { bins: self.bins, counts, cumulative })
+    }
 }
 
-/// The histogram kernel, with the scan in its last block when `scan` holds its outputs.
+/// The histogram kernel over the first `n` samples of `src` into `hist`, which it zeroes first,
+/// with the scan in its last block when `scan` holds its outputs (`hist` then has one more count,
+/// the blocks' completion counter).
 fn queue_histogram<T: Sample>(
     gpu: &Gpu,
     src: &CudaSlice<T>,
@@ -291,23 +288,25 @@ fn queue_histogram<T: Sample>(
         c if c <= SHARED_MAX_BINS => "shared",
         _ => "global",
     };
-    let shared = kind == "shared";
-    let f = gpu.function(&kernels::HISTOGRAM, &format!("histogram_{kind}_{}", T::KERNEL_SUFFIX))?;
     let cfg = LaunchConfig {
         grid_dim: (histogram_blocks::<T>(n), 1, 1),
         block_dim: (HISTOGRAM_THREADS, 1, 1),
-        shared_mem_bytes: if shared { bins.count * 4 } else { 0 },
+        shared_mem_bytes: if kind == "shared" { bins.count * 4 } else { 0 },
     };
+    let name = format!("histogram_{kind}_{}", T::KERNEL_SUFFIX);
     let (n, count, levels) = (n as u64, bins.count, bins.levels);
     // A null pointer for the scan's outputs: the kernels then skip the scan.
     let null = 0u64;
-    let mut launch = gpu.stream().launch_builder(&f);
-    launch.arg(src).arg(&n).arg(&count).arg(&levels).arg(hist);
-    match scan {
-        Some((cdf, cdf_min)) => launch.arg(cdf).arg(cdf_min),
-        None => launch.arg(&null).arg(&null),
-    };
-    unsafe { launch.launch(cfg) }?;
+    // SAFETY: histogram_*(in, n, bins, levels, hist, cdf, cdf_min) in histogram.cu; `src` holds
+    // `n` samples, `hist` the counts zeroed above, `cdf` `bins` counts and `cdf_min` one.
+    unsafe {
+        match scan {
+            Some((cdf, cdf_min)) => launch!(gpu, kernels::HISTOGRAM, name, cfg;
+                src, &n, &count, &levels, hist, cdf, cdf_min),
+            None => launch!(gpu, kernels::HISTOGRAM, name, cfg;
+                src, &n, &count, &levels, hist, &null, &null),
+        }
+    }?;
     Ok(())
 }
 
@@ -320,31 +319,6 @@ fn histogram_blocks<T>(n: usize) -> u32 {
     blocks.min(i32::MAX as usize) as u32
 }
 
-/// Queues the inclusive scan of the first `bins` counts of `hist` into `cdf`, and the smallest
-/// non-zero cumulative count (0 if none) into `cdf_min[0]`.
-pub fn launch_scan(
-    gpu: &Gpu,
-    hist: &CudaSlice<u64>,
-    bins: usize,
-    cdf: &mut CudaSlice<u64>,
-    cdf_min: &mut CudaSlice<u64>,
-) -> Result<(), OpError> {
-    check_len("scan input", hist.len(), bins)?;
-    check_len("scan output", cdf.len(), bins)?;
-    check_len("cdf_min", cdf_min.len(), 1)?;
-    if bins == 0 || bins > u32::MAX as usize {
-        return Err(OpError::invalid(format!("scan of {bins} counts")));
-    }
-    let f = gpu.function(&kernels::HISTOGRAM, "scan")?;
-    let threads = bins.next_multiple_of(32).clamp(32, 1024) as u32;
-    let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
-    let bins = bins as u32;
-    let mut launch = gpu.stream().launch_builder(&f);
-    launch.arg(hist).arg(&bins).arg(cdf).arg(cdf_min);
-    unsafe { launch.launch(cfg) }?;
-    Ok(())
-}
-
 impl Histogram {
     fn bins_for(&self, frame: &Frame) -> Result<Bins, OpError> {
         Bins::new(self.bins, frame.maxval)
@@ -352,15 +326,9 @@ impl Histogram {
 
     fn gpu_samples<T: Sample>(&self, gpu: &Gpu, samples: &[T], bins: Bins) -> Result<Distribution, OpError> {
         let src = gpu.upload("histogram.in", samples)?;
-        let mut hist = gpu.buffer::<u64>("histogram.counts", bins.count() + 1)?;
-        let mut cdf = gpu.buffer::<u64>("histogram.cdf", bins.count())?;
-        let mut cdf_min = gpu.buffer::<u64>("histogram.cdf_min", 1)?;
-        launch_distribution(gpu, &src, samples.len(), bins, &mut hist, &mut cdf, &mut cdf_min)?;
-        let mut counts = vec![0u64; bins.count()];
-        let mut cumulative = vec![0u64; bins.count()];
-        gpu.download(&hist, &mut counts)?;
-        gpu.download(&cdf, &mut cumulative)?;
-        Ok(Distribution { bins, counts, cumulative })
+        let mut plan = DistributionPlan::new(gpu, bins)?;
+        plan.queue(&src, samples.len())?;
+        plan.download()
     }
 }
 
@@ -383,42 +351,6 @@ impl Op for Histogram {
 mod tests {
     use super::*;
     use histopipe_frame::Pixels;
-
-    #[test]
-    fn bins_partition_the_levels() {
-        for maxval in [1u16, 2, 7, 100, 255, 1076, 4095, 65535] {
-            let levels = maxval as usize + 1;
-            let mut counts: Vec<usize> = (1..=levels.min(40)).collect();
-            counts.extend([levels / 3 + 1, levels - 1, levels].into_iter().filter(|&n| n >= 1));
-            for n in counts {
-                let bins = Bins::new(Some(n), maxval).unwrap();
-                let mut next = 0u32;
-                for b in 0..n {
-                    let (lo, hi) = bins.range(b);
-                    assert_eq!(lo, next, "maxval {maxval}, {n} bins, bin {b}");
-                    assert!(hi >= lo);
-                    assert_eq!((bins.of(lo), bins.of(hi)), (b, b));
-                    next = hi + 1;
-                }
-                assert_eq!(next, maxval as u32 + 1);
-            }
-        }
-    }
-
-    #[test]
-    fn eight_bins_of_32_on_8_bit() {
-        let bins = Bins::new(Some(8), 255).unwrap();
-        for b in 0..8 {
-            assert_eq!(bins.range(b), (32 * b as u32, 32 * b as u32 + 31));
-        }
-    }
-
-    #[test]
-    fn bad_bin_counts() {
-        assert!(Bins::new(Some(0), 255).is_err());
-        assert!(Bins::new(Some(257), 255).unwrap_err().message.contains("1 to 256 bins"));
-        assert_eq!(Bins::new(None, 1076).unwrap().count(), 1077);
-    }
 
     #[test]
     fn interleaved_copies_count_as_one() {

@@ -8,8 +8,8 @@
 use std::mem::MaybeUninit;
 
 use histopipe_frame::{Affine, Frame, Samples};
-use histopipe_gpu::cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
-use histopipe_gpu::kernels;
+use histopipe_gpu::cudarc::driver::CudaSlice;
+use histopipe_gpu::{kernels, launch};
 
 use crate::{parallel, with_samples, Gpu, Op, OpError, Sample};
 
@@ -180,35 +180,43 @@ impl Pad {
     ) -> Result<Samples<T>, OpError> {
         let src = gpu.upload::<T>("pad.in", input)?;
         let mut dst = gpu.buffer::<T>("pad.out", self.width * self.height)?;
-        self.launch(gpu, &src, w, h, &mut dst)?;
+        self.plan(gpu, w, h).queue(&src, &mut dst)?;
         let out = gpu.download_samples(&dst, self.width * self.height)?;
         Ok(out)
     }
 
-    /// Queues the pad kernel on the GPU's stream: `src` holds a `w x h` frame, `dst` receives the
-    /// padded one. Device buffers in, device buffers out, so benchmarks can time the kernel alone.
-    pub fn launch<T: Sample>(
-        &self,
-        gpu: &Gpu,
-        src: &CudaSlice<T>,
-        w: usize,
-        h: usize,
-        dst: &mut CudaSlice<T>,
-    ) -> Result<(), OpError> {
-        let f = gpu.function(&kernels::PAD, &format!("pad_{}", T::KERNEL_SUFFIX))?;
-        let n_out = self.width * self.height;
-        let (w, h, ow, oh) = (w as u32, h as u32, self.width as u32, self.height as u32);
-        let (left, top, fill) = (self.left as u32, self.top as u32, self.fill as u32);
+    /// The device plan of this padding for `w x h` frames.
+    pub fn plan<'g>(&self, gpu: &'g Gpu, w: usize, h: usize) -> PadPlan<'g> {
+        PadPlan { gpu, pad: *self, w, h }
+    }
+}
+
+/// The device plan of `pad`: one kernel, no scratch. The one GPU sequence that `Op::gpu` and the
+/// benchmark run.
+pub struct PadPlan<'g> {
+    gpu: &'g Gpu,
+    pad: Pad,
+    /// The input frames' size.
+    w: usize,
+    h: usize,
+}
+
+impl PadPlan<'_> {
+    /// Queues the padding of the `w x h` frame in `src` into `dst` (the padded size).
+    pub fn queue<T: Sample>(&mut self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<(), OpError> {
+        let p = &self.pad;
+        let n_out = p.width * p.height;
+        let (w, h, ow, oh) = (self.w as u32, self.h as u32, p.width as u32, p.height as u32);
+        let (left, top, fill) = (p.left as u32, p.top as u32, p.fill as u32);
         // Each thread writes 16 bytes of output.
         let chunks = n_out.div_ceil(16 / std::mem::size_of::<T>());
-        let cfg = LaunchConfig {
-            grid_dim: (chunks.div_ceil(256).clamp(1, 1 << 20) as u32, 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut launch = gpu.stream().launch_builder(&f);
-        launch.arg(src).arg(&w).arg(&h).arg(dst).arg(&ow).arg(&oh).arg(&left).arg(&top).arg(&fill);
-        unsafe { launch.launch(cfg) }?;
+        let name = format!("pad_{}", T::KERNEL_SUFFIX);
+        // SAFETY: pad_*(in, w, h, out, ow, oh, left, top, fill) in pad.cu; `src` holds the w x h
+        // frame, `dst` the ow x oh one.
+        unsafe {
+            launch!(self.gpu, kernels::PAD, name, launch::cover(chunks, 256);
+                src, &w, &h, dst, &ow, &oh, &left, &top, &fill)
+        }?;
         Ok(())
     }
 }

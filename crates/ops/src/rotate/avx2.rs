@@ -1,0 +1,217 @@
+//! The interior runs four pixels at a time, in AVX2 registers: per lane, the same `f64`
+//! operations in the same order as the portable code (Rust never contracts a product and a sum
+//! into an FMA, and these functions do not enable FMA anyway), so the same bits.
+
+use std::any::TypeId;
+use std::arch::x86_64::*;
+use std::mem::MaybeUninit;
+use std::ops::Range;
+
+use super::cpu::{bilinear_point, blend_at, nearest_at, RowMap};
+use crate::Sample;
+
+/// A row's map on four lanes, and the constants the loops need.
+struct Lanes {
+    a: __m256d,
+    c: __m256d,
+    d: __m256d,
+    f: __m256d,
+    by: __m256d,
+    ey: __m256d,
+    /// The frame's width, for indices.
+    w: __m256d,
+}
+
+impl Lanes {
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn new(row: &RowMap, w: usize) -> Lanes {
+        let v = _mm256_set1_pd;
+        Lanes {
+            a: v(row.a),
+            c: v(row.c),
+            d: v(row.d),
+            f: v(row.f),
+            by: v(row.by),
+            ey: v(row.ey),
+            w: v(w as f64),
+        }
+    }
+
+    /// `(sx, sy)` of the four pixels whose x coordinates are the lanes of `fx`: as
+    /// `RowMap::sx` and `RowMap::sy` compute them, the product `a x` per pixel.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn at(&self, fx: __m256d) -> (__m256d, __m256d) {
+        let sx = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(self.a, fx), self.by), self.c);
+        let sy = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(self.d, fx), self.ey), self.f);
+        (sx, sy)
+    }
+
+    /// The indices `y w + x` of the four pixels whose coordinates are the lanes of `x` and
+    /// `y`, integers with `y w + x` in `0..2^52`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn indices(&self, x: __m256d, y: __m256d) -> [u64; 4] {
+        // Integers below 2^52, so the product and the sums are exact (no rounding, whatever
+        // the order), and the bits of i + 2^52 are those of 2^52 with i in the low 52.
+        let two_52 = _mm256_set1_pd(4503599627370496.0);
+        let biased = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(y, self.w), x), two_52);
+        let i = _mm256_xor_si256(_mm256_castpd_si256(biased), _mm256_castpd_si256(two_52));
+        // SAFETY: any 256 bits are four u64.
+        unsafe { std::mem::transmute::<__m256i, [u64; 4]>(i) }
+    }
+}
+
+/// The x coordinates `x0..x0 + 4` as `f64` lanes (exact: below 2^32).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn first_lanes(x0: usize) -> __m256d {
+    _mm256_add_pd(_mm256_set1_pd(x0 as i64 as f64), _mm256_setr_pd(0.0, 1.0, 2.0, 3.0))
+}
+
+/// Writes the nearest samples of the pixels `xs` of `row` to `out`: `Kernel::nearest`.
+///
+/// # Safety
+/// The CPU has AVX2; `input` holds the `w`-wide frame, of fewer than 2^52 pixels, and `xs`
+/// lies in the row's nearest run (0 <= s + 0.5 < W, resp. H, for both coordinates).
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn nearest<T: Sample>(
+    input: &[T],
+    w: usize,
+    row: &RowMap,
+    xs: Range<usize>,
+    out: &mut [MaybeUninit<T>],
+) {
+    let lanes = Lanes::new(row, w);
+    let half = _mm256_set1_pd(0.5);
+    let mut fx = first_lanes(xs.start);
+    let mut quads = out[..xs.len()].chunks_exact_mut(4);
+    for quad in &mut quads {
+        let (sx, sy) = lanes.at(fx);
+        // floor(s + 0.5), as the portable code's truncation (s + 0.5 >= 0 in the run).
+        let (nx, ny) = (_mm256_floor_pd(_mm256_add_pd(sx, half)), _mm256_floor_pd(_mm256_add_pd(sy, half)));
+        for (slot, i) in quad.iter_mut().zip(lanes.indices(nx, ny)) {
+            // SAFETY: the pixel (nx, ny) is inside the frame (the run), so i < W H.
+            slot.write(unsafe { *input.get_unchecked(i as usize) });
+        }
+        // Exact: integers below 2^53. Only x advances this way; `a x` is a product per pixel.
+        fx = _mm256_add_pd(fx, _mm256_set1_pd(4.0));
+    }
+    let tail = quads.into_remainder();
+    let first = xs.end - tail.len();
+    for (slot, x) in tail.iter_mut().zip(first..) {
+        slot.write(nearest_at(input, w, row, x));
+    }
+}
+
+/// Writes the bilinear samples of the pixels `xs` of `row` to `out`, at most `maxval`:
+/// `Kernel::bilinear`.
+///
+/// # Safety
+/// The CPU has AVX2; `input` holds the `w`-wide frame, of fewer than 2^52 pixels, and `xs`
+/// lies in the row's bilinear run (0 <= s < W - 1, resp. H - 1, for both coordinates).
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn bilinear<T: Sample>(
+    input: &[T],
+    w: usize,
+    row: &RowMap,
+    maxval: u16,
+    xs: Range<usize>,
+    out: &mut [MaybeUninit<T>],
+) {
+    let lanes = Lanes::new(row, w);
+    let (one, half) = (_mm256_set1_pd(1.0), _mm256_set1_pd(0.5));
+    let top_of = _mm_set1_epi32(maxval as i32);
+    let mut fx = first_lanes(xs.start);
+    let whole = xs.len() / 4 * 4;
+    // In groups of QUADS quads, two passes: the points (indices and weights), then the taps
+    // and blends. In one pass, each quad is a chain so long (the map, floor, index, loads,
+    // conversions, blend) that the out-of-order window holds only a few quads.
+    // Not initialised: zeroing it would cost a tenth of a 64-pixel span.
+    let mut points = [const { MaybeUninit::<([u64; 4], __m256d, __m256d)>::uninit() }; QUADS];
+    for group in out[..whole].chunks_mut(4 * QUADS) {
+        let quads = group.len() / 4;
+        for point in &mut points[..quads] {
+            let (sx, sy) = lanes.at(fx);
+            // floor(s), as the portable code's truncation (s >= 0 in the run).
+            let (x0, y0) = (_mm256_floor_pd(sx), _mm256_floor_pd(sy));
+            point.write((lanes.indices(x0, y0), _mm256_sub_pd(sx, x0), _mm256_sub_pd(sy, y0)));
+            // Exact: integers below 2^53. Only x advances this way; `a x` is a product per
+            // pixel.
+            fx = _mm256_add_pd(fx, _mm256_set1_pd(4.0));
+        }
+        for (quad, point) in group.chunks_exact_mut(4).zip(&points[..quads]) {
+            // SAFETY: the first `quads` points are written above.
+            let &(i, tx, ty) = unsafe { point.assume_init_ref() };
+            // SAFETY: each pixel's four taps are inside the frame (the run): i + w + 1 < W H.
+            let (p00, p10) = unsafe { taps(input, i, 0) };
+            let (p01, p11) = unsafe { taps(input, i, w) };
+            // `blend_at`, operation for operation.
+            let ux = _mm256_sub_pd(one, tx);
+            let top = _mm256_add_pd(_mm256_mul_pd(ux, p00), _mm256_mul_pd(tx, p10));
+            let bottom = _mm256_add_pd(_mm256_mul_pd(ux, p01), _mm256_mul_pd(tx, p11));
+            let uy = _mm256_sub_pd(one, ty);
+            let v = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(uy, top), _mm256_mul_pd(ty, bottom)), half);
+            // v is in 0.5..=65535.5 (non-negative taps and weights summing to 1), where the
+            // truncating conversion to i32 is the floor, exactly; the clamp commutes with it.
+            store(quad, _mm_min_epi32(_mm256_cvttpd_epi32(v), top_of));
+        }
+    }
+    let tail = &mut out[whole..xs.len()];
+    let first = xs.start + whole;
+    for (slot, x) in tail.iter_mut().zip(first..) {
+        let (i, tx, ty) = bilinear_point(w, row, x);
+        slot.write(blend_at(input, w, i, tx, ty, maxval));
+    }
+}
+
+/// Quads per pass of the bilinear loop.
+const QUADS: usize = 16;
+
+/// The pixels `i[k] + offset` and `i[k] + offset + 1` of the four lanes, as `f64` lanes.
+///
+/// # Safety
+/// All eight are in `input`.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn taps<T: Sample>(input: &[T], i: [u64; 4], offset: usize) -> (__m256d, __m256d) {
+    // Each pair as one u32, left |right << bits: two adjacent loads, which the compiler
+    // merges into one.
+    let bits = 8 * size_of::<T>() as u32;
+    let pair = |k: usize| {
+        let at = i[k] as usize + offset;
+        // SAFETY: the caller's condition.
+        let (l, r) = unsafe { (*input.get_unchecked(at), *input.get_unchecked(at + 1)) };
+        (Into::<u32>::into(l) | Into::<u32>::into(r) << bits) as i32
+    };
+    let pairs = _mm_setr_epi32(pair(0), pair(1), pair(2), pair(3));
+    let (left, right) = if bits == 8 {
+        (_mm_and_si128(pairs, _mm_set1_epi32(0xff)), _mm_srli_epi32::<8>(pairs))
+    } else {
+        (_mm_and_si128(pairs, _mm_set1_epi32(0xffff)), _mm_srli_epi32::<16>(pairs))
+    };
+    (_mm256_cvtepi32_pd(left), _mm256_cvtepi32_pd(right))
+}
+
+/// Writes the four lanes of `v` (in 0..=65535, at most the frame's maxval) to `quad`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn store<T: Sample>(quad: &mut [MaybeUninit<T>], v: __m128i) {
+    assert_eq!(quad.len(), 4);
+    let words = _mm_packus_epi32(v, v);
+    if TypeId::of::<T>() == TypeId::of::<u8>() {
+        let bytes = _mm_cvtsi128_si32(_mm_packus_epi16(words, words));
+        // SAFETY: `quad` is four u8 slots: four bytes.
+        unsafe { quad.as_mut_ptr().cast::<i32>().write_unaligned(bytes) };
+    } else if TypeId::of::<T>() == TypeId::of::<u16>() {
+        // SAFETY: `quad` is four u16 slots: eight bytes.
+        unsafe { _mm_storel_epi64(quad.as_mut_ptr().cast(), words) };
+    } else {
+        // SAFETY: any 128 bits are four i32.
+        let lanes = unsafe { std::mem::transmute::<__m128i, [i32; 4]>(v) };
+        for (slot, v) in quad.iter_mut().zip(lanes) {
+            slot.write(T::from_u16(v as u16));
+        }
+    }
+}

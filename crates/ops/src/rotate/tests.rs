@@ -1,0 +1,357 @@
+//! `rotate`'s tests: both kernels against the per-pixel reference, quarter turns, `--expand`.
+
+use histopipe_frame::{Frame, Pixels};
+
+use super::cpu::{first, sample_at, Kernel};
+use super::*;
+use crate::parallel;
+
+fn frame(w: usize, h: usize) -> Frame {
+    Frame::new(w, h, 255, Pixels::U8((0..w * h).map(|i| i as u8).collect()))
+}
+
+fn rotate(f: &Frame, by: RotateBy, interpolation: Interpolation) -> Frame {
+    RotateParams { by, interpolation, fill: 0, expand: false }.for_frame(f).unwrap().cpu(f).unwrap()
+}
+
+#[test]
+fn angles_reduce_to_quarter_turns_exactly() {
+    assert_eq!(Turn::degrees(0.0).unwrap(), Turn::Quarter(0));
+    assert_eq!(Turn::degrees(90.0).unwrap(), Turn::Quarter(1));
+    assert_eq!(Turn::degrees(-90.0).unwrap(), Turn::Quarter(3));
+    assert_eq!(Turn::degrees(540.0).unwrap(), Turn::Quarter(2));
+    assert_eq!(Turn::degrees(-720.0).unwrap(), Turn::Quarter(0));
+    assert!(matches!(Turn::degrees(45.0).unwrap(), Turn::Angle { .. }));
+    assert!(Turn::degrees(f64::NAN).is_err());
+}
+
+#[test]
+fn positive_angles_turn_counter_clockwise() {
+    // 3x3, a quarter turn: the top-right corner goes to the top-left.
+    let f = frame(3, 3);
+    let out = rotate(&f, RotateBy::Degrees(90.0), Interpolation::Nearest);
+    assert_eq!(out.pixels, Pixels::U8(vec![2, 5, 8, 1, 4, 7, 0, 3, 6].into()));
+    // 30 degrees the general way agrees with the quarter-turn sign on the frame's axes.
+    let m = Turn::degrees(30.0).unwrap().new_to_old(101, 101);
+    let (sx, sy) = m.apply(50.0, 0.0); // output top centre comes from the right of the top
+    assert!(sx > 50.0 && sy > 0.0, "{sx} {sy}");
+}
+
+#[test]
+fn quarter_turns_match_the_general_formula_with_half_pixel_centres() {
+    for (w, h) in [(4usize, 3usize), (5, 3), (2, 7), (1, 1), (6, 6)] {
+        let f = frame(w, h);
+        let Pixels::U8(input) = &f.pixels else { unreachable!() };
+        for q in 0..4u8 {
+            let rotate = Rotate::in_place(Turn::Quarter(q), w, h, Interpolation::Nearest, 0, 255);
+            let quarter = rotate.cpu_samples(input);
+            let m = Turn::Quarter(q).new_to_old(w, h);
+            let general: Vec<u8> = (0..w * h)
+                .map(|i| {
+                    let (sx, sy) = m.apply((i % w) as f64, (i / w) as f64);
+                    sample_at(input, w, h, sx, sy, 0u8, 255, false)
+                })
+                .collect();
+            assert_eq!(quarter, general, "{w}x{h} q={q}");
+        }
+    }
+}
+
+/// The row-wise evaluation (runs found by bisection, no per-pixel tests inside them) gives
+/// exactly the per-pixel reference: `sample_at` of `Affine::apply`, at every pixel.
+#[test]
+fn general_turns_match_the_per_pixel_reference() {
+    let mut rng = fastrand::Rng::with_seed(6);
+    let mut sizes = vec![(1usize, 1usize), (1, 9), (9, 1), (2, 2), (3, 70), (70, 3), (64, 64)];
+    sizes.extend((0..12).map(|_| (rng.usize(1..160), rng.usize(1..160))));
+    let mut angles = vec![30.0, -30.0, 45.0, 135.0, -135.0, 89.999999, 90.000001, 1e-9, -1e-9, 179.9999];
+    angles.extend((0..12).map(|_| rng.f64() * 720.0 - 360.0));
+    for (w, h) in sizes {
+        let input: Vec<u16> = (0..w * h).map(|_| rng.u16(0..=1000)).collect();
+        for &angle in &angles {
+            for interpolation in [Interpolation::Nearest, Interpolation::Bilinear] {
+                let turn = Turn::degrees(angle).unwrap();
+                let rotate = Rotate::in_place(turn, w, h, interpolation, 7, 1000);
+                let m = rotate.new_to_old();
+                let bilinear = interpolation == Interpolation::Bilinear;
+                let reference: Vec<u16> = (0..w * h)
+                    .map(|i| {
+                        let (sx, sy) = m.apply((i % w) as f64, (i / w) as f64);
+                        sample_at(&input, w, h, sx, sy, 7, 1000, bilinear)
+                    })
+                    .collect();
+                assert!(rotate.cpu_samples(&input) == reference, "{w}x{h} {angle} {interpolation:?}");
+            }
+        }
+    }
+}
+
+/// The general turn as the CPU backend computed it before its SIMD kernels (which the GPU
+/// kernel matches): a frozen copy of `sample_at` at `Affine::apply` of every pixel.
+mod reference {
+    use super::*;
+
+    pub fn samples<T: Sample>(r: &Rotate, input: &[T]) -> Vec<T> {
+        let (w, h, m) = (r.width, r.height, r.new_to_old());
+        let bilinear = r.interpolation == Interpolation::Bilinear;
+        let fill = T::from_u16(r.fill);
+        let (wf, hf) = (w as f64, h as f64);
+        let sample = |sx: f64, sy: f64| -> T {
+            let (nx, ny) = ((sx + 0.5).floor(), (sy + 0.5).floor());
+            if !(nx >= 0.0 && ny >= 0.0 && nx < wf && ny < hf) {
+                return fill;
+            }
+            if !bilinear {
+                return input[ny as usize * w + nx as usize];
+            }
+            let (x0, y0) = (sx.floor(), sy.floor());
+            let (tx, ty) = (sx - x0, sy - y0);
+            let at = |x: f64, y: f64| -> f64 {
+                let inside = x >= 0.0 && y >= 0.0 && x < wf && y < hf;
+                Into::<u32>::into(if inside { input[y as usize * w + x as usize] } else { fill }) as f64
+            };
+            let (p00, p10, p01, p11) =
+                (at(x0, y0), at(x0 + 1.0, y0), at(x0, y0 + 1.0), at(x0 + 1.0, y0 + 1.0));
+            let top = (1.0 - tx) * p00 + tx * p10;
+            let bottom = (1.0 - tx) * p01 + tx * p11;
+            let v = ((1.0 - ty) * top + ty * bottom + 0.5).floor().min(r.maxval as f64);
+            T::from_u16(v as u16)
+        };
+        let ow = r.out_width;
+        (0..ow * r.out_height)
+            .map(|i| {
+                let (sx, sy) = m.apply((i % ow) as f64, (i / ow) as f64);
+                sample(sx, sy)
+            })
+            .collect()
+    }
+}
+
+/// Every kernel this CPU can run: the portable one, and the SIMD ones it has.
+fn kernels() -> Vec<Kernel> {
+    let mut all = vec![Kernel::Scalar];
+    if Kernel::detect() != Kernel::Scalar {
+        all.push(Kernel::detect());
+    }
+    all
+}
+
+/// Compares every kernel with the reference on `input` (maxval `maxval`) turned by each of
+/// `angles`, both interpolations, with a random fill.
+fn check_kernels<T: Sample + std::fmt::Debug + PartialEq>(
+    rng: &mut fastrand::Rng,
+    input: &[T],
+    (w, h): (usize, usize),
+    maxval: u16,
+    angles: &[f64],
+) {
+    for &angle in angles {
+        let turn = Turn::degrees(angle).unwrap();
+        for interpolation in [Interpolation::Nearest, Interpolation::Bilinear] {
+            let fill = rng.u16(0..=maxval);
+            let rotate = Rotate::in_place(turn, w, h, interpolation, fill, maxval);
+            let expected = reference::samples(&rotate, input);
+            for kernel in kernels() {
+                let got = rotate.cpu_samples_with(input, kernel);
+                assert!(got == expected, "{w}x{h} {angle} {interpolation:?} fill {fill} {kernel:?}");
+            }
+        }
+    }
+}
+
+fn test_angles(rng: &mut fastrand::Rng) -> Vec<f64> {
+    let mut angles = vec![
+        30.0,
+        -30.0,
+        1e-9,
+        -1e-9,
+        0.001,
+        44.999999,
+        45.0,
+        45.000001,
+        -45.0,
+        89.9999999,
+        90.0000001,
+        135.0,
+        179.99999,
+        180.00001,
+        -135.0,
+        270.5,
+        359.9999,
+        390.0,
+        725.25,
+        -400.0,
+        1e6 + 0.5,
+    ];
+    angles.extend((0..10).map(|_| rng.f64() * 1440.0 - 720.0));
+    angles
+}
+
+/// The SIMD and portable kernels give exactly the old per-pixel evaluation on random frames,
+/// 8- and 16-bit, of many shapes (tiny, odd, wide, tall; every width modulo the SIMD width).
+#[test]
+fn kernels_match_the_reference_on_random_frames() {
+    let mut rng = fastrand::Rng::with_seed(0x7261_6e64);
+    let mut sizes = vec![
+        (1usize, 1usize),
+        (1, 7),
+        (7, 1),
+        (2, 3),
+        (3, 2),
+        (2, 2),
+        (4, 9),
+        (5, 5),
+        (129, 65),
+        (65, 129),
+        (300, 11),
+        (11, 300),
+    ];
+    sizes.extend((0..12).map(|_| (rng.usize(1..200), rng.usize(1..200))));
+    for (w, h) in sizes {
+        let angles = test_angles(&mut rng);
+        let maxval = if rng.bool() { 255 } else { rng.u16(1..=255) };
+        let bytes: Vec<u8> = (0..w * h).map(|_| rng.u8(0..=maxval as u8)).collect();
+        check_kernels(&mut rng, &bytes, (w, h), maxval, &angles);
+        let maxval = [65535, 1000, 256, rng.u16(256..=65535)][rng.usize(..4)];
+        let words: Vec<u16> = (0..w * h).map(|_| rng.u16(0..=maxval)).collect();
+        check_kernels(&mut rng, &words, (w, h), maxval, &angles);
+    }
+}
+
+/// Split over any number of threads, the output is the one thread's, quarter turns included.
+#[test]
+fn every_split_turns_as_one_thread() {
+    let mut rng = fastrand::Rng::with_seed(0x636f_7265);
+    for (w, h) in parallel::testing::sizes(&mut rng) {
+        for maxval in [255, 4000] {
+            let f = parallel::testing::frame(&mut rng, w, h, maxval);
+            for angle in [90.0, 180.0, 270.0, 30.0, -100.5, rng.f64() * 360.0] {
+                for (interpolation, expand) in [
+                    (Interpolation::Nearest, false),
+                    (Interpolation::Bilinear, false),
+                    (Interpolation::Nearest, true),
+                    (Interpolation::Bilinear, true),
+                ] {
+                    let by = RotateBy::Degrees(angle);
+                    let op = RotateParams { by, interpolation, fill: 3, expand }.for_frame(&f).unwrap();
+                    let what = format!("{w}x{h} maxval {maxval} {angle} {interpolation:?} expand {expand}");
+                    parallel::testing::same_on_each_pool(&what, || op.cpu(&f).unwrap());
+                }
+            }
+        }
+    }
+}
+
+/// The same on a real picture (tests/fixtures/camera.pgm), as is and widened to 16 bits.
+#[test]
+fn kernels_match_the_reference_on_the_camera_fixture() {
+    use histopipe_frame::{FrameReader, ReadOptions};
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/camera.pgm");
+    let file = std::io::BufReader::new(std::fs::File::open(path).unwrap());
+    let frame = FrameReader::new(file, ReadOptions::default()).next_frame().unwrap().unwrap();
+    let Pixels::U8(bytes) = &frame.pixels else { panic!("camera.pgm is 8-bit") };
+    let mut rng = fastrand::Rng::with_seed(0x0063_616d);
+    let mut angles = vec![30.0, -30.0, 45.0, 0.5, 179.5];
+    angles.extend((0..4).map(|_| rng.f64() * 720.0 - 360.0));
+    let size = (frame.width, frame.height);
+    check_kernels(&mut rng, bytes, size, 255, &angles);
+    let words: Vec<u16> = bytes.iter().map(|&v| v as u16 * 257).collect();
+    check_kernels(&mut rng, &words, size, 65535, &angles[..4]);
+}
+
+/// The bracketing search finds the flip of any monotone test, whatever the guess.
+#[test]
+fn first_finds_the_flip_from_any_guess() {
+    for n in 0usize..40 {
+        for flip in 0..=n {
+            for guess in [0, 1, flip.saturating_sub(1), flip, flip + 1, n / 2, n, n + 5, usize::MAX] {
+                assert_eq!(first(n, guess, |x| x >= flip), flip, "n {n} flip {flip} guess {guess}");
+            }
+        }
+    }
+}
+
+#[test]
+fn line_directions() {
+    assert_eq!(Turn::making_vertical(0.0, 5.0), Some(Turn::Quarter(0)));
+    assert_eq!(Turn::making_vertical(0.0, -5.0), Some(Turn::Quarter(2)));
+    assert_eq!(Turn::making_vertical(5.0, 0.0), Some(Turn::Quarter(3)));
+    assert_eq!(Turn::making_vertical(-5.0, 0.0), Some(Turn::Quarter(1)));
+    assert_eq!(Turn::making_vertical(0.0, 0.0), None);
+    let Some(Turn::Angle { cos, sin }) = Turn::making_vertical(3.0, 4.0) else { panic!() };
+    // The forward map sends (3, 4) to (0, 5).
+    assert!((cos * 3.0 + sin * 4.0).abs() < 1e-12 && (-sin * 3.0 + cos * 4.0 - 5.0).abs() < 1e-12);
+}
+
+/// `--expand`: quarter turns are transposes and flips into H x W (or W x H), and every other
+/// turn, evaluated by every kernel, is the reference's `sample_at` of the expanded map.
+#[test]
+fn expanded_turns() {
+    let (w, h) = (7usize, 4usize);
+    let f = frame(w, h);
+    let at = |x: usize, y: usize| f.pixels.get(y * w + x);
+    let turned = |degrees: f64| {
+        let params = RotateParams {
+            by: RotateBy::Degrees(degrees),
+            interpolation: Interpolation::Bilinear,
+            fill: 0,
+            expand: true,
+        };
+        params.for_frame(&f).unwrap().cpu(&f).unwrap()
+    };
+    // A quarter turn counter-clockwise: output (x, y) <- input (W - 1 - y, x).
+    for (degrees, size, source) in [
+        (90.0, (h, w), &(|x, y| at(w - 1 - y, x)) as &dyn Fn(usize, usize) -> u16),
+        (-270.0, (h, w), &|x, y| at(w - 1 - y, x)),
+        (180.0, (w, h), &|x, y| at(w - 1 - x, h - 1 - y)),
+        (270.0, (h, w), &|x, y| at(y, h - 1 - x)),
+        (-90.0, (h, w), &|x, y| at(y, h - 1 - x)),
+    ] {
+        let out = turned(degrees);
+        assert_eq!((out.width, out.height), size, "{degrees}");
+        for y in 0..out.height {
+            for x in 0..out.width {
+                assert_eq!(out.pixels.get(y * out.width + x), source(x, y), "{degrees} at ({x}, {y})");
+            }
+        }
+        let g = out.geometry.unwrap().to_original;
+        assert!([g.a, g.b, g.c, g.d, g.e, g.f].iter().all(|v| v.fract() == 0.0), "{degrees}: {g:?}");
+    }
+    assert_eq!(turned(0.0), f);
+    assert_eq!(Turn::degrees(45.0).unwrap().bounding_size(10, 10), (15, 15)); // 14.14...
+    assert_eq!(Turn::degrees(1e-9).unwrap().bounding_size(400, 328), (400, 328));
+    assert_eq!(Turn::degrees(30.0).unwrap().bounding_size(400, 328), (511, 485));
+    let mut rng = fastrand::Rng::with_seed(0x6578_7061);
+    for _ in 0..24 {
+        let (w, h) = (rng.usize(1..90), rng.usize(1..90));
+        let turn = Turn::degrees(rng.f64() * 720.0 - 360.0).unwrap();
+        let (ow, oh) = turn.bounding_size(w, h);
+        let input: Vec<u16> = (0..w * h).map(|_| rng.u16(0..=999)).collect();
+        for interpolation in [Interpolation::Nearest, Interpolation::Bilinear] {
+            let fill = rng.u16(0..=999);
+            let r = Rotate {
+                turn,
+                width: w,
+                height: h,
+                out_width: ow,
+                out_height: oh,
+                interpolation,
+                fill,
+                maxval: 999,
+            };
+            let expected = reference::samples(&r, &input);
+            for kernel in kernels() {
+                assert!(r.cpu_samples_with(&input, kernel) == expected, "{w}x{h} {turn:?} {kernel:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bilinear_halfway_rounds_half_up_and_blends_the_fill() {
+    let input = [10u8, 21, 30, 40];
+    assert_eq!(sample_at(&input, 2, 2, 0.5, 0.0, 0, 255, true), 16); // 15.5 -> 16
+    assert_eq!(sample_at(&input, 2, 2, 0.25, 0.0, 0, 255, true), 13); // 12.75 -> 13
+    assert_eq!(sample_at(&input, 2, 2, 1.25, 0.0, 100, 255, true), 41); // 21 * .75 + 100 * .25
+    assert_eq!(sample_at(&input, 2, 2, 1.5, 0.0, 100, 255, true), 100); // nearest is outside
+}
