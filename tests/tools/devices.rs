@@ -63,11 +63,11 @@ fn frames_dealt_to_several_gpus_come_out_in_order_and_equal() {
     ] {
         let cpu = run_ok(tool, "cpu", args, &input);
         for devices in &lists {
-            for backend in ["gpu", "auto"] {
-                let args = [args, &["--device", devices]].concat();
-                let out = run_ok(tool, backend, &args, &input);
-                assert!(out == cpu, "{tool} {args:?} --backend {backend}: differs from the CPU");
-            }
+            let args = [args, &["--device", devices]].concat();
+            let out = run_ok(tool, "gpu", &args, &input);
+            assert!(out == cpu, "{tool} {args:?} --backend gpu: differs from the CPU");
+            let out = auto_from_the_start(tool, &args, &input);
+            assert!(out == cpu, "{tool} {args:?} --backend auto: differs from the CPU");
         }
     }
     let edges = run_ok("edges", "cpu", &[], &input);
@@ -91,5 +91,39 @@ fn a_gpu_that_cannot_be_used_fails_the_run_before_any_output() {
     assert!(e.contains(&format!("no CUDA device {missing}")) && e.contains("frame 1"), "{e}");
     // With auto, the GPUs that open take frames and the output is whole.
     let cpu = run_ok("equalize", "cpu", &[], &input);
-    assert!(run_ok("equalize", "auto", &["--device", &format!("{missing},0")], &input) == cpu);
+    assert!(auto_from_the_start("equalize", &["--device", &format!("{missing},0")], &input) == cpu);
+}
+
+/// `auto` opening the GPUs at the second frame (`HISTOPIPE_GPU_AFTER=0`), so that a short stream
+/// goes through them too.
+fn auto_from_the_start(name: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
+    let out = tool(name)
+        .env("HISTOPIPE_GPU_AFTER", "0")
+        .args(["--backend", "auto", "--progress"])
+        .args(args)
+        .write_stdin(input.to_vec())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{name} {args:?} --backend auto failed: {stderr}");
+    assert!(stderr.contains("operations run on cpu"), "{stderr}");
+    assert!(stderr.contains("GPU "), "the GPUs were opened: {stderr}");
+    out.stdout
+}
+
+#[test]
+fn the_wait_before_auto_opens_a_gpu_is_checked() {
+    for bad in ["x", "-1", "inf", "NaN", "2e6"] {
+        let out = tool("pad").env("HISTOPIPE_GPU_AFTER", bad).write_stdin(Vec::new()).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains("HISTOPIPE_GPU_AFTER: bad value"), "{bad}: {e}");
+    }
+    let input = stream(&[fixture_frame("camera.pgm"), fixture_frame("moon.pgm")]);
+    let cpu = run_ok("equalize", "cpu", &[], &input);
+    for good in ["0", "0.5", "3"] {
+        let out =
+            tool("equalize").env("HISTOPIPE_GPU_AFTER", good).write_stdin(input.clone()).output().unwrap();
+        assert!(out.status.success() && out.stdout == cpu, "{good}");
+    }
 }

@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::io::{self, Write};
 use std::str::FromStr;
+use std::time::Duration;
 
 use histopipe_frame::{Container, RawSpec, DEFAULT_MAX_PIXELS};
 use histopipe_ops::BackendChoice;
@@ -31,6 +32,9 @@ pub struct Common {
     pub threads: Option<usize>,
     /// `--progress`: frames done, frames/s and MB/s on stderr.
     pub progress: bool,
+    /// With `auto`, how long a stream runs on the CPU before the GPUs are opened for it
+    /// (`HISTOPIPE_GPU_AFTER`, seconds) [`Common::GPU_AFTER`].
+    pub gpu_after: Duration,
 }
 
 /// The `--help` section for [`Common`]'s options.
@@ -49,16 +53,17 @@ Input and output:
   --png              write PNG instead of the input's container (a single frame only)
   --max-pixels N     refuse frames of more than N pixels [default: 1073741824]
 Backend:
-  --backend B        auto, cpu or gpu [default: $HISTOPIPE_BACKEND, else auto]; auto gives each
-                     frame to the GPU or to a CPU core, whichever is done first; the output is the
-                     same on both
+  --backend B        auto, cpu or gpu [default: $HISTOPIPE_BACKEND, else auto]; auto opens the
+                     GPUs once a stream has run for $HISTOPIPE_GPU_AFTER seconds [0.25], then
+                     gives each frame to a GPU or to the CPU, whichever is done first; the output
+                     is the same on all
   --device D         the CUDA devices to use: a number, a list (0,1: frames dealt to both, the
                      output in the input's order) or all [default: 0]
   --threads N        CPU threads: frames worked on at once, and the threads a frame's CPU work
                      is split over [default: $HISTOPIPE_THREADS, else every core the process may
                      use: its CPU affinity (taskset) and cgroup CPU quota; with --backend gpu,
-                     which takes one frame at a time, at most 4 frames at once]; the output is
-                     the same for any number
+                     where each GPU takes one frame at a time, at most 2 frames at once per GPU
+                     and 2 more]; the output is the same for any number
 Reporting:
   --progress         report on stderr frames done, frames/s and MB/s of frame samples (as read:
                      width x height x 1 or 2 bytes), in place on a terminal (about 4 times a
@@ -68,6 +73,9 @@ Reporting:
   -V, --version      print the version";
 
 impl Common {
+    /// The default of [`Common::gpu_after`]: about what opening a GPU costs the cores.
+    pub const GPU_AFTER: Duration = Duration::from_millis(250);
+
     pub fn from_env() -> Result<Common, Error> {
         let backend = match std::env::var("HISTOPIPE_BACKEND") {
             Ok(v) if !v.is_empty() => {
@@ -81,6 +89,16 @@ impl Common {
             }
             _ => None,
         };
+        let gpu_after = match std::env::var("HISTOPIPE_GPU_AFTER") {
+            Ok(v) if !v.is_empty() => match v.parse::<f64>() {
+                Ok(s) if s.is_finite() && (0.0..=1e6).contains(&s) => Duration::from_secs_f64(s),
+                _ => {
+                    let e = format!("HISTOPIPE_GPU_AFTER: bad value '{v}' (seconds, from 0 to 1000000)");
+                    return Err(Error::usage(e));
+                }
+            },
+            _ => Common::GPU_AFTER,
+        };
         Ok(Common {
             backend,
             device: Devices::List(vec![0]),
@@ -90,6 +108,7 @@ impl Common {
             output: None,
             threads,
             progress: false,
+            gpu_after,
         })
     }
 
@@ -131,14 +150,15 @@ impl Common {
 
 impl Common {
     /// How many frames are worked on at once: `--threads`, else one per core. With `gpu` every
-    /// frame waits its turn on a GPU, and a few workers per GPU are enough to keep it busy and do
-    /// the CPU's share of each frame (formatting a table, say) meanwhile; more would only hold
-    /// more frames in page-locked memory.
+    /// frame waits its turn on a GPU, and two workers per GPU (and two more) are enough to keep
+    /// it busy and do the CPU's share of each frame (formatting a table, say) meanwhile; more
+    /// would only hold more frames in page-locked memory, whose page-locking costs more than the
+    /// copies it saves on a short batch.
     pub fn workers(&self) -> usize {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         match (self.threads, self.backend) {
             (Some(n), _) => n,
-            (None, BackendChoice::Gpu) => cores.min(4 * self.device.most()),
+            (None, BackendChoice::Gpu) => cores.min(2 + 2 * self.device.most()),
             (None, _) => cores,
         }
     }
@@ -213,7 +233,7 @@ pub(crate) struct Invocation {
 
 /// What the command line asked for.
 pub(crate) enum Parsed {
-    Run(Invocation),
+    Run(Box<Invocation>),
     /// `--help` or `--version`, printed.
     Printed,
 }
@@ -253,7 +273,7 @@ pub(crate) fn parse<T: Tool>(
     let container = output.container(product, common.png)?;
     let inputs = Inputs::new(operands);
     inputs.check()?;
-    Ok(Parsed::Run(Invocation { common, inputs, output, container }))
+    Ok(Parsed::Run(Box::new(Invocation { common, inputs, output, container })))
 }
 
 fn option<T: Tool>(common: &mut Common, tool: &mut T, name: &str, parser: &mut Parser) -> Result<(), Error> {

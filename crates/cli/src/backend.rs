@@ -67,20 +67,34 @@ impl Load {
     }
 }
 
+/// How much faster than all the cores a GPU must be at an operation to take its frames: a GPU's
+/// time includes the copies to and from it, but not what they cost the host (its memory bandwidth,
+/// which the cores' work on the same frames needs too, and a core per copy), so a GPU no faster
+/// than the cores only slows them down.
+const WORTH: f64 = 2.0;
+
 /// Where a frame goes, given the CPU's load and the open GPUs': a GPU not measured yet (to
-/// measure it), else the backend done first with it, the first GPU of equals, a GPU before the
-/// CPU.
+/// measure it), else the backend done first with it among the CPU and the GPUs worth it (the
+/// first GPU of equals, a GPU before the CPU).
 fn choose(cpu: Load, gpus: &[Load]) -> Lane {
     if let Some(new) = gpus.iter().find(|l| l.rate.ns.is_none()) {
         return new.lane;
     }
-    let best = gpus.iter().fold(None::<Load>, |best, l| match best {
+    let best = gpus.iter().filter(|g| worth(cpu, g)).fold(None::<Load>, |best, l| match best {
         Some(b) if b.finish() <= l.finish() => Some(b),
         _ => Some(*l),
     });
     match best {
         Some(gpu) if gpu.finish() <= cpu.finish() => gpu.lane,
         _ => Lane::Cpu,
+    }
+}
+
+/// Whether `gpu` is worth giving frames to (see [`WORTH`]); unmeasured, it is.
+fn worth(cpu: Load, gpu: &Load) -> bool {
+    match (cpu.rate.ns, gpu.rate.ns) {
+        (Some(c), Some(g)) => g * WORTH <= c,
+        _ => true,
     }
 }
 
@@ -160,9 +174,16 @@ pub(crate) struct Backends {
     choice: BackendChoice,
     devices: Devices,
     memory: SampleMemory,
-    /// The GPUs: made with `gpu` when the run starts, with `auto` at its second frame (on a
-    /// background thread for `all`, which asks the driver how many there are).
+    /// The GPUs: made with `gpu` when the run starts, with `auto` when due (see
+    /// [`Backends::begin_frame`]; on a background thread for `all`, which asks the driver how
+    /// many there are).
     gpus: OnceLock<Vec<GpuLane>>,
+    /// When the run started, and how long a stream runs with `auto` before the GPUs are opened
+    /// for it (`HISTOPIPE_GPU_AFTER`).
+    started: Instant,
+    open_after: Duration,
+    /// With `auto`: the GPUs have been asked for.
+    asked: AtomicBool,
     /// With `auto` and `all`: the devices are being counted.
     counting: AtomicBool,
     /// With `gpu`: every GPU is open.
@@ -177,11 +198,19 @@ pub(crate) struct Backends {
 impl Backends {
     /// Backends for `choice` on `devices`; the first GPU to open lends its page-locked memory to
     /// `memory`.
-    pub(crate) fn new(choice: BackendChoice, devices: Devices, memory: SampleMemory) -> Backends {
+    pub(crate) fn new(
+        choice: BackendChoice,
+        devices: Devices,
+        open_after: Duration,
+        memory: SampleMemory,
+    ) -> Backends {
         Backends {
             choice,
             devices,
             memory,
+            started: Instant::now(),
+            open_after,
+            asked: AtomicBool::new(false),
             gpus: OnceLock::new(),
             counting: AtomicBool::new(false),
             all_open: AtomicBool::new(false),
@@ -215,10 +244,14 @@ impl Backends {
         }
     }
 
-    /// Called before frame `n` (from 1) is handed out: with `auto`, a second frame means a
-    /// stream, worth opening the GPUs for.
+    /// Called before frame `n` (from 1) is handed out: with `auto`, a stream that has run for
+    /// `open_after` (and has a second frame) is worth opening the GPUs for. A shorter one costs exactly what it costs on the cores: opening a GPU takes a core
+    /// and the process's memory-map lock for most of a second, which only a longer stream can
+    /// win back. (Paying for the GPU once the stream has cost as much as opening it is at most
+    /// twice the best choice made knowing the stream's length.)
     pub(crate) fn begin_frame(self: &Arc<Self>, n: usize) {
-        if self.choice != BackendChoice::Auto || n != 2 {
+        let due = n >= 2 && self.started.elapsed() >= self.open_after;
+        if self.choice != BackendChoice::Auto || !due || self.asked.swap(true, Ordering::AcqRel) {
             return;
         }
         if self.devices != Devices::All {
@@ -417,15 +450,18 @@ mod tests {
     }
 
     #[test]
-    fn a_gpu_slower_than_the_cores_takes_what_they_cannot() {
-        // Copies cost more than the work: the cores take frames until they hold as many as
-        // make them as slow as the GPU's queue.
-        let slow = |holds| measured(Lane::Gpu(0), 6.0, holds);
+    fn a_gpu_not_twice_as_fast_as_the_cores_takes_no_frames() {
+        // Copies cost as much as the work: the GPU would only take the cores' memory bandwidth.
         let cpu = |holds| measured(Lane::Cpu, 2.0, holds);
+        let slow = |holds| measured(Lane::Gpu(0), 1.5, holds);
         assert_eq!(choose(cpu(0), &[slow(0)]), Lane::Cpu);
-        assert_eq!(choose(cpu(1), &[slow(0)]), Lane::Cpu, "2 x 2 < 6 x 1");
-        assert_eq!(choose(cpu(2), &[slow(0)]), Lane::Gpu(0), "2 x 3 = 6 x 1: the GPU");
-        assert_eq!(choose(cpu(4), &[slow(1)]), Lane::Cpu, "2 x 5 < 6 x 2");
+        assert_eq!(choose(cpu(15), &[slow(0)]), Lane::Cpu, "even with the cores busy");
+        let twice = |holds| measured(Lane::Gpu(0), 1.0, holds);
+        assert_eq!(choose(cpu(0), &[twice(0)]), Lane::Gpu(0), "twice as fast: worth it");
+        assert_eq!(choose(cpu(0), &[twice(1)]), Lane::Gpu(0), "1 x 2 = 2 x 1: a tie goes to the GPU");
+        assert_eq!(choose(cpu(0), &[twice(2)]), Lane::Cpu, "the cores take what the GPU's queue cannot");
+        let unmeasured_cpu = Load { lane: Lane::Cpu, rate: Rate::default(), holds: 0 };
+        assert_eq!(choose(unmeasured_cpu, &[slow(3)]), Lane::Gpu(0), "no measure of the cores yet");
     }
 
     #[test]
@@ -445,7 +481,12 @@ mod tests {
 
     #[test]
     fn cpu_never_opens_a_gpu() {
-        let b = Arc::new(Backends::new(BackendChoice::Cpu, Devices::All, SampleMemory::default()));
+        let b = Arc::new(Backends::new(
+            BackendChoice::Cpu,
+            Devices::All,
+            Duration::ZERO,
+            SampleMemory::default(),
+        ));
         b.start();
         b.begin_frame(2);
         assert!(!b.is_opening());

@@ -80,7 +80,7 @@ pub(crate) fn run_frames<T: Tool>(
     let (done, finished) = channel();
     let progress = common.progress.then(|| Progress::new(T::NAME));
     let writer = spawn_writer(sink, container, finished, in_flight.clone(), progress)?;
-    let shared = Arc::new(Backends::new(common.backend, common.device.clone(), memory));
+    let shared = Arc::new(Backends::new(common.backend, common.device.clone(), common.gpu_after, memory));
     *backends = Some(shared.clone());
     let (jobs, queue) = sync_channel::<Job>(workers);
     let queue = Mutex::new(queue);
@@ -167,7 +167,7 @@ impl Stream<'_> {
 fn run<T: Tool>(backends: &mut Option<Arc<Backends>>) -> Result<(), Error> {
     let mut tool = T::default();
     let invocation = match args::parse(&mut tool, std::env::args_os().skip(1))? {
-        Parsed::Run(invocation) => invocation,
+        Parsed::Run(invocation) => *invocation,
         Parsed::Printed => return Ok(()),
     };
     // Both before any thread is made.
