@@ -73,17 +73,22 @@ impl Load {
 /// than the cores only slows them down.
 const WORTH: f64 = 2.0;
 
-/// Where a frame goes, given the CPU's load and the open GPUs': a GPU not measured yet (to
-/// measure it), else the backend done first with it among the CPU and the GPUs worth it (the
-/// first GPU of equals, a GPU before the CPU).
+/// Where a frame goes, given the CPU's load and the open GPUs': an idle GPU not measured yet (to
+/// measure it, one frame at a time: its first run compiles or loads the kernels, which may take
+/// seconds, and no other frame waits behind that), else the backend done first with it among the
+/// CPU and the measured GPUs worth it (the first GPU of equals, a GPU before the CPU).
 fn choose(cpu: Load, gpus: &[Load]) -> Lane {
-    if let Some(new) = gpus.iter().find(|l| l.rate.ns.is_none()) {
+    if let Some(new) = gpus.iter().find(|l| l.rate.ns.is_none() && l.holds == 0) {
         return new.lane;
     }
-    let best = gpus.iter().filter(|g| worth(cpu, g)).fold(None::<Load>, |best, l| match best {
-        Some(b) if b.finish() <= l.finish() => Some(b),
-        _ => Some(*l),
-    });
+    let best =
+        gpus.iter().filter(|g| g.rate.ns.is_some() && worth(cpu, g)).fold(
+            None::<Load>,
+            |best, l| match best {
+                Some(b) if b.finish() <= l.finish() => Some(b),
+                _ => Some(*l),
+            },
+        );
     match best {
         Some(gpu) if gpu.finish() <= cpu.finish() => gpu.lane,
         _ => Lane::Cpu,
@@ -182,8 +187,9 @@ pub(crate) struct Backends {
     /// for it (`HISTOPIPE_GPU_AFTER`).
     started: Instant,
     open_after: Duration,
-    /// With `auto`: the GPUs have been asked for.
+    /// With `auto`: the GPUs have been asked for; a GPU lends its page-locked memory.
     asked: AtomicBool,
+    lending: AtomicBool,
     /// With `auto` and `all`: the devices are being counted.
     counting: AtomicBool,
     /// With `gpu`: every GPU is open.
@@ -211,6 +217,7 @@ impl Backends {
             started: Instant::now(),
             open_after,
             asked: AtomicBool::new(false),
+            lending: AtomicBool::new(false),
             gpus: OnceLock::new(),
             counting: AtomicBool::new(false),
             all_open: AtomicBool::new(false),
@@ -372,6 +379,15 @@ impl Backends {
                 (out, start.elapsed().as_nanos() as f64 / shared)
             }
             Lane::Gpu(i) => {
+                let measured = self.rates().get(&(key, lane)).is_some_and(|r| r.ns.is_some());
+                if measured && !self.lending.swap(true, Ordering::AcqRel) {
+                    // A GPU has shown it is worth frames: from now on they are read into its
+                    // page-locked memory.
+                    let engine = gpus[i].engine();
+                    if let Some(e) = engine.as_ref() {
+                        e.lend_memory();
+                    }
+                }
                 let (out, took) = gpus[i].run(self, op, frame);
                 (out, took.as_nanos() as f64)
             }
@@ -436,9 +452,10 @@ mod tests {
     #[test]
     fn a_frame_goes_where_it_is_done_first() {
         let cpu = |holds| measured(Lane::Cpu, 10.0, holds);
-        let unmeasured = Load { lane: Lane::Gpu(0), rate: Rate::default(), holds: 3 };
+        let unmeasured = |holds| Load { lane: Lane::Gpu(0), rate: Rate::default(), holds };
         assert_eq!(choose(cpu(0), &[]), Lane::Cpu, "no GPU open: the CPU");
-        assert_eq!(choose(cpu(0), &[unmeasured]), Lane::Gpu(0), "an unmeasured GPU is measured");
+        assert_eq!(choose(cpu(0), &[unmeasured(0)]), Lane::Gpu(0), "an unmeasured GPU is measured");
+        assert_eq!(choose(cpu(5), &[unmeasured(1)]), Lane::Cpu, "one frame at a time");
         let fast = |holds| measured(Lane::Gpu(0), 2.0, holds);
         assert_eq!(choose(cpu(0), &[fast(0)]), Lane::Gpu(0), "a fast GPU takes the frame");
         assert_eq!(choose(cpu(0), &[fast(3)]), Lane::Gpu(0), "even with a short queue");
@@ -462,6 +479,8 @@ mod tests {
         assert_eq!(choose(cpu(0), &[twice(2)]), Lane::Cpu, "the cores take what the GPU's queue cannot");
         let unmeasured_cpu = Load { lane: Lane::Cpu, rate: Rate::default(), holds: 0 };
         assert_eq!(choose(unmeasured_cpu, &[slow(3)]), Lane::Gpu(0), "no measure of the cores yet");
+        let new = Load { lane: Lane::Gpu(0), rate: Rate::default(), holds: 1 };
+        assert_eq!(choose(unmeasured_cpu, &[new]), Lane::Cpu, "nothing measured, the GPU busy");
     }
 
     #[test]

@@ -113,9 +113,11 @@ enum GpuState {
 ///   the creation of its threads.
 /// - `cpu`: the driver is never touched.
 ///
-/// Once the GPU is open, its page-locked host memory is installed in the engine's
+/// With `gpu`, once the GPU is open, its page-locked host memory is installed in the engine's
 /// [`SampleMemory`], so the frame reader sharing it reads the next frames there and they go to the
-/// device without a staging copy.
+/// device without a staging copy. With `auto` that waits for [`Engine::lend_memory`]: until the
+/// GPU has shown it is worth its frames, page-locking the frames the cores take would only cost
+/// (each new block takes the driver milliseconds).
 pub struct Engine {
     choice: BackendChoice,
     device: usize,
@@ -180,7 +182,9 @@ impl Engine {
             if let Some(GpuState::Opening(handle)) = self.gpu.take() {
                 self.gpu = Some(match handle.join() {
                     Ok(Ok(gpu)) => {
-                        self.memory.install(Arc::new(gpu.host_memory().clone()));
+                        if !auto {
+                            self.memory.install(Arc::new(gpu.host_memory().clone()));
+                        }
                         GpuState::Ready(Box::new(gpu))
                     }
                     Ok(Err(e)) => GpuState::Failed(e),
@@ -195,6 +199,14 @@ impl Engine {
             }
             // Not asked for yet (`cpu`, or `auto` before a second frame), or unusable with `auto`.
             _ => Ok(Backend::Cpu),
+        }
+    }
+
+    /// Lends the open GPU's page-locked memory to the engine's [`SampleMemory`] (with `gpu`, done
+    /// when it opens); nothing if the GPU is not open.
+    pub fn lend_memory(&self) {
+        if let Some(GpuState::Ready(gpu)) = &self.gpu {
+            self.memory.install(Arc::new(gpu.host_memory().clone()));
         }
     }
 
@@ -253,7 +265,8 @@ mod tests {
             let lent = memory.uninit::<u16>(1000);
             let Ok(Backend::Gpu(g)) = gpu.backend() else { unreachable!() };
             assert!(lent.is_lent() && g.host_memory().holds(lent.as_ptr().cast(), 2000));
-            let mut auto = Engine::new(BackendChoice::Auto, 0, SampleMemory::default());
+            let shared = SampleMemory::default();
+            let mut auto = Engine::new(BackendChoice::Auto, 0, shared.clone());
             auto.begin_frame(2);
             while auto.is_opening() {
                 std::thread::sleep(std::time::Duration::from_millis(5));
@@ -262,6 +275,9 @@ mod tests {
             for _ in 0..3 {
                 assert!(matches!(auto.backend(), Ok(Backend::Gpu(_))));
             }
+            assert!(!shared.uninit::<u8>(100).is_lent(), "auto lends only when told");
+            auto.lend_memory();
+            assert!(shared.uninit::<u8>(100).is_lent());
         } else {
             for _ in 0..3 {
                 let e = gpu.backend().err().map(|e| e.kind);
