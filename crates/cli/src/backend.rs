@@ -349,7 +349,7 @@ impl Backends {
         let (gpus, lane) = loop {
             let gpus = self.gpus.get().map_or(&[][..], Vec::as_slice);
             self.notice_open(gpus);
-            let lane = {
+            let (lane, cpu_ns) = {
                 let rates = self.rates();
                 let load = |lane, holds| Load {
                     lane,
@@ -361,9 +361,9 @@ impl Backends {
                     .filter(|(_, l)| l.status() == GpuStatus::Ready)
                     .map(|(i, l)| load(Lane::Gpu(i), l.queued.load(Ordering::Acquire)))
                     .collect();
-                choose(cpu, &open)
+                (choose(cpu, &open), cpu.rate.ns)
             };
-            if lane != Lane::Cpu || !self.waits_for_a_gpu(frame, gpus) {
+            if lane != Lane::Cpu || !self.waits_for_a_gpu(frame, cpu_ns, gpus) {
                 break (gpus, lane);
             }
             std::thread::sleep(Duration::from_millis(1));
@@ -400,14 +400,16 @@ impl Backends {
     }
 
     /// Whether `frame`, bound for the cores, had better wait for a GPU: while the GPUs open (none
-    /// open yet), the cores take a large frame only when fewer than two others are on them. Such
-    /// a frame is split over every core already; more of them would only share the cores and all
-    /// finish late, holding up the output of the frames the GPUs do meanwhile (an operation the
-    /// GPU does 30 times faster, on frames the cores take 0.1 s each, would give the cores every
-    /// frame of the second the GPU takes to open, and its output would wait for all of them).
-    fn waits_for_a_gpu(&self, frame: &Frame, gpus: &[GpuLane]) -> bool {
-        const LARGE: usize = 1 << 20;
-        frame.pixel_count() >= LARGE
+    /// open yet), the cores take a frame that keeps them busy a while (`SLOW`, at the CPU's rate
+    /// `cpu_ns` per pixel when they are all on it) only when fewer than two others are on them.
+    /// Such a frame is split over every core already; more of them would only share the cores
+    /// and all finish late, holding up the output of the frames the GPUs do meanwhile (an
+    /// operation the GPU does 30 times faster, on frames the cores take 0.1 s each, would give
+    /// the cores every frame of the second the GPU takes to open, and its output would wait for
+    /// all of them). Quicker frames go on as on the CPU alone.
+    fn waits_for_a_gpu(&self, frame: &Frame, cpu_ns: Option<f64>, gpus: &[GpuLane]) -> bool {
+        const SLOW: f64 = 20e6;
+        cpu_ns.is_some_and(|ns| ns * frame.pixel_count() as f64 >= SLOW)
             && self.sharing.load(Ordering::Acquire) >= 2
             && self.is_opening()
             && !gpus.iter().any(|l| l.status() == GpuStatus::Ready)
