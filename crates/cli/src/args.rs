@@ -54,7 +54,7 @@ Input and output:
   --max-pixels N     refuse frames of more than N pixels [default: 1073741824]
 Backend:
   --backend B        auto, cpu or gpu [default: $HISTOPIPE_BACKEND, else auto]; auto opens the
-                     GPUs once a stream has run for $HISTOPIPE_GPU_AFTER seconds [0.5], then
+                     GPUs once a stream has run for $HISTOPIPE_GPU_AFTER seconds [1], then
                      gives each frame to a GPU or to the CPU, whichever is done first; the output
                      is the same on all
   --device D         the CUDA devices to use: a number, a list (0,1: frames dealt to both, the
@@ -73,8 +73,9 @@ Reporting:
   -V, --version      print the version";
 
 impl Common {
-    /// The default of [`Common::gpu_after`]: about what opening a GPU costs the cores.
-    pub const GPU_AFTER: Duration = Duration::from_millis(500);
+    /// The default of [`Common::gpu_after`]: about what opening a GPU takes (0.5 to 1 s measured
+    /// on H100 and H200 machines), during which the cores are slower.
+    pub const GPU_AFTER: Duration = Duration::from_secs(1);
 
     pub fn from_env() -> Result<Common, Error> {
         let backend = match std::env::var("HISTOPIPE_BACKEND") {
