@@ -399,19 +399,22 @@ impl Backends {
         out
     }
 
-    /// Whether `frame`, bound for the cores, had better wait for a GPU: while the GPUs open (none
-    /// open yet), the cores take a frame that keeps them busy a while (`SLOW`, at the CPU's rate
-    /// `cpu_ns` per pixel when they are all on it) only when fewer than two others are on them.
-    /// Such a frame is split over every core already; more of them would only share the cores
-    /// and all finish late, holding up the output of the frames the GPUs do meanwhile (an
-    /// operation the GPU does 30 times faster, on frames the cores take 0.1 s each, would give
-    /// the cores every frame of the second the GPU takes to open, and its output would wait for
-    /// all of them). Quicker frames go on as on the CPU alone.
+    /// Whether `frame`, bound for the cores, had better wait for a GPU: until the GPUs are open
+    /// (or known to be unusable), the cores take a frame that keeps them busy a while (`SLOW`, at
+    /// the CPU's rate `cpu_ns` per pixel when they are all on it; before that is measured, any
+    /// large frame) only when fewer than two others are on them. Such a frame is split over every
+    /// core already; more of them would only share the cores and all finish late, holding up the
+    /// output of the frames the GPUs do once open (an operation the GPU does 30 times faster, on
+    /// frames the cores take 0.3 s each, would give the cores a frame per worker at the start and
+    /// the output would wait seconds for all of them). Quicker frames go on as on the CPU alone.
     fn waits_for_a_gpu(&self, frame: &Frame, cpu_ns: Option<f64>, gpus: &[GpuLane]) -> bool {
         const SLOW: f64 = 20e6;
-        cpu_ns.is_some_and(|ns| ns * frame.pixel_count() as f64 >= SLOW)
-            && self.sharing.load(Ordering::Acquire) >= 2
-            && self.is_opening()
+        const LARGE: usize = 1 << 20;
+        let pixels = frame.pixel_count();
+        let slow = cpu_ns.map_or(pixels >= LARGE, |ns| ns * pixels as f64 >= SLOW);
+        let to_come = !self.asked.load(Ordering::Acquire) || self.is_opening();
+        slow && self.sharing.load(Ordering::Acquire) >= 2
+            && to_come
             && !gpus.iter().any(|l| l.status() == GpuStatus::Ready)
     }
 
