@@ -187,7 +187,9 @@ pub(crate) struct Backends {
     /// for it (`HISTOPIPE_GPU_AFTER`).
     started: Instant,
     open_after: Duration,
-    /// With `auto`: the GPUs have been asked for; a GPU lends its page-locked memory.
+    /// With `auto`: the stream has a second frame; the GPUs have been asked for; a GPU lends its
+    /// page-locked memory.
+    second: AtomicBool,
     asked: AtomicBool,
     lending: AtomicBool,
     /// With `auto` and `all`: the devices are being counted.
@@ -216,6 +218,7 @@ impl Backends {
             memory,
             started: Instant::now(),
             open_after,
+            second: AtomicBool::new(false),
             asked: AtomicBool::new(false),
             lending: AtomicBool::new(false),
             gpus: OnceLock::new(),
@@ -251,18 +254,22 @@ impl Backends {
         }
     }
 
-    /// Called before frame `n` (from 1) is handed out: with `auto`, a stream that has run for
-    /// `open_after` (and has a second frame) is worth opening the GPUs for. A shorter one costs exactly what it costs on the cores: opening a GPU takes a core
-    /// and the process's memory-map lock for most of a second, which only a longer stream can
-    /// win back. (Paying for the GPU once the stream has cost as much as opening it is at most
-    /// twice the best choice made knowing the stream's length.)
+    /// Called before frame `n` (from 1) is handed out. With `auto`, a stream (a second frame)
+    /// that has run for `open_after` is worth opening the GPUs for. A shorter one costs exactly
+    /// what it costs on the cores: opening a GPU takes a core and the process's memory-map lock
+    /// for most of a second, which only a longer stream can win back. (Paying for the GPU once
+    /// the stream has cost as much as opening it is at most twice the best choice made knowing
+    /// the stream's length.) A stream whose frames were all handed out before then is seen to
+    /// by the workers ([`Backends::open_if_due`]).
     pub(crate) fn begin_frame(self: &Arc<Self>, n: usize) {
-        let due = n >= 2 && self.started.elapsed() >= self.open_after;
-        if self.choice != BackendChoice::Auto || !due || self.asked.swap(true, Ordering::AcqRel) {
+        if n >= 2 {
+            self.second.store(true, Ordering::Release);
+        }
+        if !self.due() || self.asked.swap(true, Ordering::AcqRel) {
             return;
         }
         if self.devices != Devices::All {
-            self.make_gpus(|e| e.begin_frame(n));
+            self.make_gpus(|e| e.begin_frame(2));
             return;
         }
         // Counting the devices loads the driver: not on this thread, which hands out the
@@ -271,13 +278,32 @@ impl Backends {
         let this = self.clone();
         let counter = std::thread::Builder::new().name("histopipe-gpu-count".into());
         let counted = counter.spawn(move || {
-            this.make_gpus(|e| e.begin_frame(n));
+            this.make_gpus(|e| e.begin_frame(2));
             this.counting.store(false, Ordering::Release);
         });
         if counted.is_err() {
             // No thread, no GPU: the cores serve every frame.
             self.counting.store(false, Ordering::Release);
         }
+    }
+
+    /// Whether `auto` should ask for the GPUs now (see [`Backends::begin_frame`]).
+    fn due(&self) -> bool {
+        self.choice == BackendChoice::Auto
+            && self.second.load(Ordering::Acquire)
+            && !self.asked.load(Ordering::Acquire)
+            && self.started.elapsed() >= self.open_after
+    }
+
+    /// On a worker: asks for the GPUs once due, for a stream whose frames were all handed out
+    /// before (counting them for `all` on this worker's time).
+    fn open_if_due(&self) {
+        if !self.due() || self.asked.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.counting.store(true, Ordering::Release);
+        self.make_gpus(|e| e.begin_frame(2));
+        self.counting.store(false, Ordering::Release);
     }
 
     /// Whether a GPU is being opened (or the devices counted), as far as the last use of each
@@ -347,6 +373,7 @@ impl Backends {
     fn auto<O: Op>(&self, op: &O, frame: &Frame) -> Result<O::Output, OpError> {
         let key = std::any::type_name::<O>();
         let (gpus, lane) = loop {
+            self.open_if_due();
             let gpus = self.gpus.get().map_or(&[][..], Vec::as_slice);
             self.notice_open(gpus);
             let (lane, cpu_ns) = {
@@ -501,6 +528,39 @@ mod tests {
         assert_eq!(choose(cpu, &[a(1), slower(1)]), Lane::Gpu(0), "2 x 2 < 3 x 2");
         let new = Load { lane: Lane::Gpu(1), rate: Rate::default(), holds: 0 };
         assert_eq!(choose(cpu, &[a(0), new]), Lane::Gpu(1), "a GPU just open is measured");
+    }
+
+    #[test]
+    fn auto_asks_for_the_gpus_once_a_stream_has_run_long_enough() {
+        let wait = Duration::from_millis(50);
+        let b = Arc::new(Backends::new(
+            BackendChoice::Auto,
+            Devices::List(vec![0]),
+            wait,
+            SampleMemory::default(),
+        ));
+        let frame = Frame::new(2, 1, 255, vec![1u8, 2].into());
+        let op = histopipe_ops::equalize::Equalize;
+        b.begin_frame(1);
+        std::thread::sleep(wait * 2);
+        b.run(&op, &frame).unwrap();
+        assert!(b.gpus.get().is_none(), "a single frame never opens a GPU");
+        b.begin_frame(2);
+        assert!(b.gpus.get().is_some(), "a second frame after the wait: the GPUs are asked for");
+        // Every frame handed out before the wait: a worker asks once it is over.
+        let early = Arc::new(Backends::new(
+            BackendChoice::Auto,
+            Devices::List(vec![0]),
+            wait,
+            SampleMemory::default(),
+        ));
+        early.begin_frame(1);
+        early.begin_frame(2);
+        early.run(&op, &frame).unwrap();
+        assert!(early.gpus.get().is_none(), "not yet");
+        std::thread::sleep(wait * 2);
+        early.run(&op, &frame).unwrap();
+        assert!(early.gpus.get().is_some(), "asked by a worker");
     }
 
     #[test]
