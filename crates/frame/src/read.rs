@@ -181,8 +181,13 @@ impl<R: BufRead> FrameReader<R> {
                     unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), 2 * v.len()) };
                 let got = read_full(&mut self.input, bytes).map_err(io_err)?;
                 if got == bytes.len() {
-                    let order = if big_endian { u16::from_be } else { u16::from_le };
-                    v.iter_mut().for_each(|s| *s = order(*s));
+                    // One loop per order: a function pointer chosen once is called per sample
+                    // (not inlined, not vectorised: a fifth of reading a 16-bit frame).
+                    if big_endian {
+                        v.iter_mut().for_each(|s| *s = u16::from_be(*s));
+                    } else {
+                        v.iter_mut().for_each(|s| *s = u16::from_le(*s));
+                    }
                 }
                 (got, Pixels::U16(v))
             }

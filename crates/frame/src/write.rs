@@ -135,11 +135,14 @@ impl<W: Write> FrameWriter<W> {
                 // Raw frames are little-endian (ffmpeg's gray16le); PGM and PAM big-endian.
                 let little = format == Format::Raw;
                 for chunk in v.chunks(1 << 16) {
-                    self.scratch.clear();
+                    // Written in place pair by pair, which vectorises (extending by each
+                    // sample's bytes does not).
+                    self.scratch.resize(2 * chunk.len(), 0);
+                    let pairs = self.scratch.chunks_exact_mut(2).zip(chunk);
                     if little {
-                        self.scratch.extend(chunk.iter().flat_map(|s| s.to_le_bytes()));
+                        pairs.for_each(|(out, s)| out.copy_from_slice(&s.to_le_bytes()));
                     } else {
-                        self.scratch.extend(chunk.iter().flat_map(|s| s.to_be_bytes()));
+                        pairs.for_each(|(out, s)| out.copy_from_slice(&s.to_be_bytes()));
                     }
                     self.out.write_all(&self.scratch)?;
                 }
