@@ -372,11 +372,11 @@ impl Backends {
 
     fn auto<O: Op>(&self, op: &O, frame: &Frame) -> Result<O::Output, OpError> {
         let key = std::any::type_name::<O>();
-        let (gpus, lane) = loop {
+        let (gpus, lane, measured) = loop {
             self.open_if_due();
             let gpus = self.gpus.get().map_or(&[][..], Vec::as_slice);
             self.notice_open(gpus);
-            let (lane, cpu_ns) = {
+            let (lane, cpu_ns, measured) = {
                 let rates = self.rates();
                 let load = |lane, holds| Load {
                     lane,
@@ -388,10 +388,12 @@ impl Backends {
                     .filter(|(_, l)| l.status() == GpuStatus::Ready)
                     .map(|(i, l)| load(Lane::Gpu(i), l.queued.load(Ordering::Acquire)))
                     .collect();
-                (choose(cpu, &open), cpu.rate.ns)
+                let lane = choose(cpu, &open);
+                let measured = open.iter().any(|l| l.lane == lane && l.rate.ns.is_some());
+                (lane, cpu.rate.ns, measured)
             };
             if lane != Lane::Cpu || !self.waits_for_a_gpu(frame, cpu_ns, gpus) {
-                break (gpus, lane);
+                break (gpus, lane, measured);
             }
             std::thread::sleep(Duration::from_millis(1));
         };
@@ -406,7 +408,6 @@ impl Backends {
                 (out, start.elapsed().as_nanos() as f64 / shared)
             }
             Lane::Gpu(i) => {
-                let measured = self.rates().get(&(key, lane)).is_some_and(|r| r.ns.is_some());
                 if measured && !self.lending.swap(true, Ordering::AcqRel) {
                     // A GPU has shown it is worth frames: from now on they are read into its
                     // page-locked memory.
