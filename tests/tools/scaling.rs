@@ -161,6 +161,18 @@ fi
 exec bash -c "$*"
 "#;
 
+/// Writes [`FAKE_SSH`] into `dir` as an executable; returns its path.
+fn fake_ssh(dir: &Path) -> PathBuf {
+    let ssh = dir.join("fake-ssh");
+    std::fs::write(&ssh, FAKE_SSH).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    ssh
+}
+
 /// Every regular file under `dir`.
 fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -179,13 +191,16 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// docs/scaling.md's GNU parallel commands, as printed but for the batch size (`-N 200` becomes
-/// `-N 2`, so that 7 files make 4 jobs), over a batch with a name with a space:
-/// - with this machine as the only host, `3/:` (three jobs at once);
-/// - with two stand-in remote hosts of two slots each beside `1/:`, through the guide's own
-///   transfers (`--trc`: rsync to a home folder of each host, outputs back, both cleaned up), or,
-///   for the shared-folder command, in the same folder.
+/// `-N 2`, so that 7 files make 4 jobs, and `-N 1`, 7 jobs), over a batch with a name with a space:
+/// - the commands that send files (`--trc`: rsync to a folder of each job's own in a home folder
+///   of each host, outputs back, both cleaned up) on three stand-in remote hosts, two of them of
+///   two slots, so that jobs of one host overlap (they once shared its home folder, and one job's
+///   clean-up deleted the folders another was using: its outputs were lost and parallel exited 0);
+/// - the shared-folder command with this machine as the only host, `3/:` (three jobs at once), and
+///   with `1/:` beside two stand-in hosts working in the same folder.
 ///
-/// Each time, out/ holds what one process over all the files writes.
+/// Each time, out/ holds what one process over all the files writes, and nothing is left on the
+/// hosts.
 #[test]
 fn the_guides_parallel_commands_write_what_one_process_writes() {
     if !installed("parallel", "GNU parallel", "parallel") || !installed("rsync", "rsync", "rsync") {
@@ -196,24 +211,25 @@ fn the_guides_parallel_commands_write_what_one_process_writes() {
     let (dir, files) = batch_dir("scaling-parallel");
     one_process(&dir, &files, "expected");
     std::fs::write(dir.join("files.txt"), files.join("\n") + "\n").unwrap();
-    let ssh = dir.join("fake-ssh");
-    std::fs::write(&ssh, FAKE_SSH).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    let ssh = fake_ssh(&dir);
     let hosts = dir.join("hosts");
     let log = dir.join("ssh.log");
-    let remote_logins = format!("2/{ssh} host-a\n1/:\n2/{ssh} host-b\n", ssh = ssh.to_str().unwrap());
+    let ssh = ssh.to_str().unwrap();
+    let remote_logins = format!("2/{ssh} host-a\n1/{ssh} host-c\n2/{ssh} host-b\n");
+    let shared_logins = format!("2/{ssh} host-a\n1/:\n2/{ssh} host-b\n");
     let parallel_home = dir.join(".parallel");
     std::fs::create_dir_all(&parallel_home).unwrap();
 
     for command in &commands {
         assert!(command.contains("parallel ") && command.contains("-N 200"), "{command}");
-        let command = command.replace("-N 200", "-N 2");
         let sends = command.contains("--trc");
-        for logins in ["3/:\n", remote_logins.as_str()] {
+        let runs: Vec<(&str, &str)> = if sends {
+            vec![("-N 2", &remote_logins), ("-N 1", &remote_logins)]
+        } else {
+            vec![("-N 2", "3/:\n"), ("-N 2", &shared_logins)]
+        };
+        for (batch, logins) in runs {
+            let command = command.replace("-N 200", batch);
             let remote = logins != "3/:\n";
             std::fs::write(dir.join("hosts.txt"), logins).unwrap();
             let _ = std::fs::remove_dir_all(dir.join("out"));
@@ -248,6 +264,49 @@ fn the_guides_parallel_commands_write_what_one_process_writes() {
                 assert_eq!(calls, "", "{what}: used ssh");
             }
         }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The guide's first command with many short jobs on two stand-in hosts of four slots each (-N 1
+/// over 40 files, five times): the jobs of a host overlap all the time, and each must still get
+/// its files there and its outputs back. With the jobs sharing the host's home folder (the guide's
+/// command without `--wd`), one job's clean-up deleted folders that another was using, and about
+/// one run in two here lost an output.
+#[test]
+fn jobs_that_share_a_host_keep_to_folders_of_their_own() {
+    if !installed("parallel", "GNU parallel", "parallel") || !installed("rsync", "rsync", "rsync") {
+        return;
+    }
+    let command = guide_commands().into_iter().next().expect("docs/scaling.md's first marked command");
+    assert!(command.contains("-N 200") && command.contains("--trc"), "{command}");
+    let command = command.replace("-N 200", "-N 1");
+    let dir = temp_dir("scaling-shared-hosts");
+    std::fs::create_dir_all(dir.join("scans")).unwrap();
+    let files: Vec<String> = (1..=40).map(|i| format!("scans/f {i}.pgm")).collect();
+    for f in &files {
+        std::fs::copy(fixture("camera.pgm"), dir.join(f)).unwrap();
+    }
+    std::fs::write(dir.join("files.txt"), files.join("\n") + "\n").unwrap();
+    let o = bash(&dir, "equalize -o 'expected/{stem}.pgm' scans/*.pgm", &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ssh = fake_ssh(&dir);
+    let ssh = ssh.to_str().unwrap();
+    std::fs::write(dir.join("hosts.txt"), format!("4/{ssh} host-a\n4/{ssh} host-b\n")).unwrap();
+    let (hosts, log, parallel_home) = (dir.join("hosts"), dir.join("ssh.log"), dir.join(".parallel"));
+    std::fs::create_dir_all(&parallel_home).unwrap();
+    let env = [
+        ("PARALLEL_HOME", parallel_home.to_str().unwrap()),
+        ("FAKE_SSH_LOG", log.to_str().unwrap()),
+        ("FAKE_HOSTS", hosts.to_str().unwrap()),
+    ];
+    for run in 1..=5 {
+        let _ = std::fs::remove_dir_all(dir.join("out"));
+        let out = bash(&dir, &command, &env);
+        assert!(out.status.success(), "run {run}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(names(&dir.join("expected"), "pgm").len(), files.len());
+        assert_same_outputs(&dir.join("out"), &dir.join("expected"), "pgm", &format!("run {run}"));
+        assert_eq!(files_under(&hosts), Vec::<PathBuf>::new(), "run {run}: left on the hosts");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
