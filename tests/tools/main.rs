@@ -23,3 +23,4 @@ mod scaling;
 mod streams;
 mod tables;
 mod threads;
+mod trace;

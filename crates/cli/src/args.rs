@@ -69,6 +69,8 @@ Reporting:
                      width x height x 1 or 2 bytes), in place on a terminal (about 4 times a
                      second), else a line at most once a second; a last line at the end and,
                      with auto or gpu, a line of the operations run on the CPU and on each GPU
+                     (with $HISTOPIPE_TRACE=FILE, each tool appends a CSV line per stage of each
+                     frame to FILE: read, work, write...; scripts/trace-summary sums it up)
   -h, --help         print this help
   -V, --version      print the version";
 

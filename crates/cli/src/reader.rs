@@ -6,8 +6,10 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 use histopipe_frame::{Frame, FrameReader, ReadOptions, SampleMemory, Source};
+use histopipe_trace::{Span, TimedRead};
 
 use crate::error::Place;
 use crate::inputs::{Input, Inputs};
@@ -17,17 +19,43 @@ use crate::Error;
 /// Bytes of frames the readers may hold ready while the GPU is being opened.
 pub(crate) const READ_AHEAD_BYTES: usize = 512 << 20;
 
-/// What a reader hands over: a frame, the end of its input, or why it stopped.
+/// What a reader hands over: a frame (and how long it took, for the trace), the end of its input,
+/// or why it stopped.
 pub(crate) enum Read {
-    Frame(Frame),
+    Frame(Frame, ReadTime),
     End,
     Failed(Error),
+}
+
+/// How long a frame took to read, and of that, in the input's `read` calls, when a trace is being
+/// recorded (see `histopipe_trace`); recorded once the frame has its number in the stream.
+pub(crate) struct ReadTime(Option<Box<(Span, Duration, Duration)>>);
+
+impl ReadTime {
+    /// The read of a frame that started at `span` and spent `waited` in `read` calls.
+    fn of(span: Span, waited: Duration) -> ReadTime {
+        ReadTime(histopipe_trace::on().then(|| Box::new((span, span.elapsed(), waited))))
+    }
+
+    #[cfg(test)]
+    fn untimed() -> ReadTime {
+        ReadTime(None)
+    }
+
+    /// Records the read of frame `n` of the stream.
+    pub(crate) fn record(self, n: usize) {
+        if let Some((span, took, waited)) = self.0.map(|b| *b) {
+            let span = span.of_frame(n);
+            span.also("read.wait").end_with(waited);
+            span.end_with(took);
+        }
+    }
 }
 
 impl Read {
     fn bytes(&self) -> usize {
         match self {
-            Read::Frame(f) => f.pixels.len() * f.depth().bytes(),
+            Read::Frame(f, _) => f.pixels.len() * f.depth().bytes(),
             Read::End | Read::Failed(_) => 0,
         }
     }
@@ -206,17 +234,19 @@ fn read_stream(
     memory: &SampleMemory,
     backlog: &Backlog,
 ) {
-    let mut reader =
-        FrameReader::new(BufReader::with_capacity(1 << 20, stream), options).with_memory(memory.clone());
+    let stream = BufReader::with_capacity(1 << 20, TimedRead::new(stream));
+    let mut reader = FrameReader::new(stream, options).with_memory(memory.clone());
     let place = |frame| Place { file: path.map(PathBuf::from), frame: Some(frame) };
     loop {
         let index = reader.next_index();
+        let span = histopipe_trace::span("read", 0);
         let item = match catch(|| reader.next_frame()) {
             Ok(Ok(Some(mut frame))) => {
                 if let Some(path) = path {
                     frame.source = Some(Source::new(path, index));
                 }
-                Read::Frame(frame)
+                let waited = reader.get_mut().get_mut().take_waited();
+                Read::Frame(frame, ReadTime::of(span, waited))
             }
             Ok(Ok(None)) => Read::End,
             Ok(Err(e)) => {
@@ -225,7 +255,7 @@ fn read_stream(
             }
             Err(panic) => Read::Failed(Error::internal(place(index), "reader", &panic)),
         };
-        let last = !matches!(item, Read::Frame(_));
+        let last = !matches!(item, Read::Frame(..));
         backlog.add(number, item.bytes());
         if frames.send(item).is_err() || last {
             break;
@@ -247,7 +277,7 @@ mod tests {
     }
 
     fn frame_of(bytes: usize) -> Read {
-        Read::Frame(Frame::new(bytes, 1, 255, vec![0u8; bytes].into()))
+        Read::Frame(Frame::new(bytes, 1, 255, vec![0u8; bytes].into()), ReadTime::untimed())
     }
 
     #[test]
@@ -291,7 +321,7 @@ mod tests {
         let mut out = Vec::new();
         loop {
             match frames.next() {
-                Read::Frame(f) => out.push(f),
+                Read::Frame(f, _) => out.push(f),
                 Read::End => return (out, None),
                 Read::Failed(e) => return (out, Some(e)),
             }
@@ -375,7 +405,7 @@ mod tests {
         });
         let first = rx.recv().unwrap();
         backlog.take(0, &first);
-        assert!(matches!(first, Read::Frame(f) if f.width == 2), "the first frame is whole");
+        assert!(matches!(first, Read::Frame(f, _) if f.width == 2), "the first frame is whole");
         let Read::Failed(e) = rx.recv().unwrap() else { panic!("the panic is reported") };
         assert_eq!(e.kind, crate::ErrorKind::Internal);
         assert_eq!(e.place, Place { file: Some("a.pgm".into()), frame: Some(2) });

@@ -8,6 +8,7 @@
 //! [`Backlog`] for the read-ahead while the GPU opens). The GPU is opened once for the run.
 
 use std::io::{self, Write};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::mpsc::{channel, sync_channel, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
@@ -141,7 +142,10 @@ impl Stream<'_> {
                 return;
             }
             let frame = match self.frames.next() {
-                Read::Frame(frame) => frame,
+                Read::Frame(frame, time) => {
+                    time.record(n);
+                    frame
+                }
                 Read::End => return,
                 Read::Failed(mut e) => {
                     // A frame of standard input is known by its number in the stream.
@@ -174,6 +178,10 @@ fn run<T: Tool>(backends: &mut Option<Arc<Backends>>) -> Result<(), Error> {
         Parsed::Run(invocation) => *invocation,
         Parsed::Printed => return Ok(()),
     };
+    histopipe_trace::start(T::NAME).map_err(|e| {
+        let path = std::env::var_os(histopipe_trace::VARIABLE).unwrap_or_default();
+        Error::usage(format!("{}={}: {e}", histopipe_trace::VARIABLE, Path::new(&path).display()))
+    })?;
     // Both before any thread is made.
     histopipe_ops::parallel::set_threads(invocation.common.threads);
     tune_process_for_streams();

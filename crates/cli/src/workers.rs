@@ -62,19 +62,25 @@ impl<T: Tool> Crew<'_, T> {
         };
         let mut cx = Context::new(n, &frame, self.common, self.backends, starts);
         let place = cx.place();
+        histopipe_trace::set_frame(n);
+        let work = histopipe_trace::span("work", n);
         self.tool.frame(&mut cx, frame)?;
+        work.end();
         let parts = cx.finish();
-        let Destination::File(path) = destination else {
-            return Ok(Written::Parts(self.encode(n, parts, &place)?));
+        let encode = histopipe_trace::span("encode", n);
+        let written = match destination {
+            Destination::Stream { .. } => Written::Parts(self.encode(n, parts, &place)?),
+            Destination::File(_) if parts.is_empty() => Written::File(None),
+            Destination::File(path) => {
+                let mut file = AtomicFile::create(&path).map_err(|e| Error::io(&e).at(Place::file(&path)))?;
+                let mut out = PartWriter::new(file.writer(), self.container, Some(path));
+                out.write(n, parts, &place)?;
+                out.flush()?;
+                Written::File(Some(file))
+            }
         };
-        if parts.is_empty() {
-            return Ok(Written::File(None));
-        }
-        let mut file = AtomicFile::create(&path).map_err(|e| Error::io(&e).at(Place::file(&path)))?;
-        let mut out = PartWriter::new(file.writer(), self.container, Some(path));
-        out.write(n, parts, &place)?;
-        out.flush()?;
-        Ok(Written::File(Some(file)))
+        encode.end();
+        Ok(written)
     }
 
     /// Encodes the frames among `parts` whose encoding is more than a copy, so that it happens

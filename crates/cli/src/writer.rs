@@ -8,8 +8,10 @@ use std::path::PathBuf;
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use histopipe_frame::{Container, FrameErrorKind, FrameWriter, WriteOptions};
+use histopipe_trace::TimedWrite;
 
 use crate::atomic::AtomicFile;
 use crate::error::Place;
@@ -165,13 +167,28 @@ impl<W: Write> PartWriter<W> {
     pub(crate) fn into_inner(self) -> W {
         self.out
     }
+
+    fn get_mut(&mut self) -> &mut W {
+        &mut self.out
+    }
 }
 
 /// The stream sinks, as one writer.
 enum StreamOut {
-    Stdout(BufWriter<Box<dyn Write + Send>>),
+    Stdout(BufWriter<TimedWrite<Box<dyn Write + Send>>>),
     File(AtomicFile),
     None,
+}
+
+impl StreamOut {
+    /// The time spent in standard output's `write` calls since the last call of this: held up by
+    /// whatever reads it.
+    fn take_waited(&mut self) -> Duration {
+        match self {
+            StreamOut::Stdout(w) => w.get_mut().take_waited(),
+            StreamOut::File(_) | StreamOut::None => Duration::ZERO,
+        }
+    }
 }
 
 impl Write for StreamOut {
@@ -233,7 +250,7 @@ fn write_in_order(
     at: &mut Place,
 ) -> Result<(), Error> {
     let (stream, path) = match sink {
-        Sink::Stream(w) => (StreamOut::Stdout(BufWriter::with_capacity(1 << 20, w)), None),
+        Sink::Stream(w) => (StreamOut::Stdout(BufWriter::with_capacity(1 << 20, TimedWrite::new(w))), None),
         Sink::File(f) => {
             let path = f.path().to_owned();
             (StreamOut::File(f), Some(path))
@@ -247,6 +264,7 @@ fn write_in_order(
         waiting.insert(item.n, item);
         while let Some(item) = waiting.remove(&next) {
             *at = item.place.clone();
+            let span = histopipe_trace::span("write", item.n);
             match item.result? {
                 Written::Parts(parts) => out.write(item.n, parts, &item.place)?,
                 Written::File(Some(file)) => {
@@ -255,6 +273,8 @@ fn write_in_order(
                 }
                 Written::File(None) => {}
             }
+            span.also("write.wait").end_with(out.get_mut().take_waited());
+            span.end();
             next += 1;
             in_flight.release();
             if let Some(progress) = progress.as_mut() {

@@ -94,6 +94,11 @@ impl<R: BufRead> FrameReader<R> {
         self
     }
 
+    /// The stream being read, for what it counts (reading from it directly loses frames).
+    pub fn get_mut(&mut self) -> &mut R {
+        &mut self.input
+    }
+
     /// The number of the next frame, counting from 1.
     pub fn next_index(&self) -> usize {
         self.count + 1

@@ -171,6 +171,17 @@ impl Gpu {
         slot: &'static str,
         data: &[T],
     ) -> Result<Buffer<'_, T>, GpuError> {
+        let span = histopipe_trace::span_here("gpu.upload");
+        let buf = self.queue_upload(slot, data);
+        span.end();
+        buf
+    }
+
+    fn queue_upload<T: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync + 'static>(
+        &self,
+        slot: &'static str,
+        data: &[T],
+    ) -> Result<Buffer<'_, T>, GpuError> {
         let mut buf = self.buffer::<T>(slot, data.len())?;
         if data.is_empty() {
             return Ok(buf);
@@ -188,6 +199,17 @@ impl Gpu {
 
     /// Copies the first `out.len()` elements of `buf` into `out` (waits for the stream).
     pub fn download<T: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync + 'static>(
+        &self,
+        buf: &Buffer<'_, T>,
+        out: &mut [T],
+    ) -> Result<(), GpuError> {
+        let span = histopipe_trace::span_here("gpu.download");
+        let done = self.copy_back(buf, out);
+        span.end();
+        done
+    }
+
+    fn copy_back<T: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync + 'static>(
         &self,
         buf: &Buffer<'_, T>,
         out: &mut [T],
@@ -213,9 +235,11 @@ impl Gpu {
         buf: &Buffer<'_, T>,
         len: usize,
     ) -> Result<Vec<T>, GpuError> {
+        let span = histopipe_trace::span_here("gpu.download");
         let mut out = vec![T::default(); len];
-        self.download(buf, &mut out)?;
-        Ok(out)
+        let done = self.copy_back(buf, &mut out);
+        span.end();
+        done.map(|()| out)
     }
 
     /// The first `len` elements of `buf` as frame samples in page-locked memory, copied there
@@ -232,10 +256,12 @@ impl Gpu {
             return Ok(self.download_vec(buf, len)?.into());
         };
         if len > 0 {
+            let span = histopipe_trace::span_here("gpu.download");
             // SAFETY: the block holds `bytes` bytes; T is a plain sample type.
             let out = unsafe { lease.slice_mut::<T>(len) };
             self.stream.memcpy_dtoh(&buf.slice(..len), out)?;
             self.synchronize()?;
+            span.end();
         }
         let ptr = lease.ptr().cast::<T>();
         // SAFETY: page-aligned, `len` values written by the copy just waited for, and the lease
