@@ -7,6 +7,12 @@
     cpu_peers.py kernels --dir D --sizes ... [--threads all|1] [--ops ...] [--quick] ...
         times the OpenCV calls in process (time.perf_counter, warm-up, median of runs fitted to a
         time budget) and prints one JSON line per case, the format of histopipe-bench.
+    cpu_peers.py agree --dir D --outputs O --sizes ... [--impl kornia] [--ops ...] ...
+        compares another peer's outputs, O/<impl>-<op>-<content>-<W>x<H>.u8 (a histogram: 256
+        little-endian u32 counts, .u32; kornia-peer --outputs writes them), with OpenCV's output
+        of the same call on D's input, and prints one JSON line per case ("suite": "agreement"):
+        same_as_opencv, the fraction of pixels (or bins) that differ, the largest difference (for
+        rotate, also 2 pixels and more inside the turned frame's edge: interior_*).
 
 The operations and their OpenCV calls (the parameters are the benchmark's, see scripts/bench/run):
 histogram calcHist (256 bins), equalize equalizeHist, rotate.nearest / rotate.bilinear
@@ -157,6 +163,44 @@ def kernels(args):
                     print(json.dumps({**base, "impl": "opencv-cuda", "op": op, **r}), flush=True)
 
 
+def agree(args):
+    """One agreement line per output of args.impl found in args.outputs."""
+    for w, h in args.sizes:
+        for content in args.content:
+            img = load(args.dir, "", content, w, h)
+            if img is None:
+                continue
+            for op, fn in cases(img, args):
+                stem = os.path.join(args.outputs, f"{args.impl}-{op}-{content}-{w}x{h}")
+                if os.path.exists(stem + ".u32"):
+                    peer = np.fromfile(stem + ".u32", dtype="<u4").astype(np.int64)
+                    cv = fn().ravel().astype(np.int64)  # calcHist: 256 float32 counts
+                elif os.path.exists(stem + ".u8"):
+                    cv = fn().astype(np.int64)
+                    peer = np.fromfile(stem + ".u8", dtype=np.uint8).astype(np.int64)
+                else:
+                    continue
+                if peer.size != cv.size:
+                    print(f"cpu_peers: {stem}: {peer.size} values, OpenCV's has {cv.size}", file=sys.stderr)
+                    continue
+                diff = np.abs(peer - cv.ravel())
+                line = {"suite": "agreement", "impl": args.impl, "reference": f"opencv {cv2.__version__}",
+                        "op": op, "content": content, "width": w, "height": h,
+                        "same_as_opencv": bool(diff.max() == 0),
+                        "mismatch_fraction": float(np.count_nonzero(diff) / diff.size),
+                        "max_abs_diff": int(diff.max())}
+                if op.startswith("rotate."):
+                    # Away from the turned frame's edge (2 pixels and more inside it), where only
+                    # the arithmetic can differ, not how the border is sampled.
+                    m = cv2.getRotationMatrix2D(((w - 1) / 2.0, (h - 1) / 2.0), args.angle, 1.0)
+                    full = cv2.warpAffine(np.full_like(img, 255), m, (w, h), flags=cv2.INTER_LINEAR, borderValue=0)
+                    inside = cv2.erode((full == 255).astype(np.uint8), np.ones((5, 5), np.uint8)).ravel().astype(bool)
+                    d = diff[inside]
+                    line["interior_mismatch_fraction"] = float(np.count_nonzero(d) / max(d.size, 1))
+                    line["interior_max_abs_diff"] = int(d.max()) if d.size else 0
+                print(json.dumps(line), flush=True)
+
+
 def edges(args):
     for w, h in args.sizes:
         for content in args.content:
@@ -174,13 +218,15 @@ def edges(args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("command", choices=["kernels", "edges"])
+    p.add_argument("command", choices=["kernels", "edges", "agree"])
     p.add_argument("--dir", default="bench-inputs")
     p.add_argument("--sizes", type=parse_sizes, default=parse_sizes("640x651,2560x1707,3932x4000,4096x3112,7680x4320,16384x16384"))
     p.add_argument("--content", type=lambda s: s.split(","), default=["real", "random"])
     p.add_argument("--ops", type=lambda s: s.split(","), default=OPS)
     p.add_argument("--threads", default="all", help="all, or a number (cv2.setNumThreads)")
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--outputs", help="agree: the folder of the other peer's outputs")
+    p.add_argument("--impl", default="kornia", help="agree: the other peer's file prefix")
     p.add_argument("--angle", type=float, default=30.0)
     p.add_argument("--low", type=int, default=50)
     p.add_argument("--high", type=int, default=150)
@@ -188,7 +234,7 @@ def main():
     p.add_argument("--slow-max-pixels", type=int, default=4096 * 3112,
                    help="HoughLines only on frames of at most this many pixels (it takes seconds beyond)")
     args = p.parse_args()
-    {"kernels": kernels, "edges": edges}[args.command](args)
+    {"kernels": kernels, "edges": edges, "agree": agree}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -3,9 +3,10 @@
 
     report.py --results DIR --md docs/BENCHMARKS.md --plot DIR/benchmarks.png [--command "..."]
 
-DIR holds kernels.jsonl (histopipe-bench, peers, cpu_peers.py), tools.jsonl, streams.jsonl and
-meta.json (GPU, driver, versions). Standard library only; matplotlib for a PNG plot when it can be
-imported, else a self-written SVG (the plot's suffix follows).
+DIR holds kernels.jsonl (histopipe-bench, peers, cpu_peers.py, kornia-peer, and the agreement of
+kornia-rs's outputs with OpenCV's), tools.jsonl, streams.jsonl and meta.json (GPU, driver, versions);
+a run without kornia-rs gives the same report less its columns. Standard library only; matplotlib
+for a PNG plot when it can be imported, else a self-written SVG (the plot's suffix follows).
 """
 import argparse
 import json
@@ -31,11 +32,16 @@ PEER_OP = {
     "clahe": "clahe",
 }
 HISTOGRAMS = ["colhist", "cdf", "equalize.histogram"]
-GPU_PEERS = ["cub", "npp", "opencv-cuda"]
-CPU_PEERS = ["opencv-all", "opencv-1"]
+GPU_PEERS = ["cub", "npp", "opencv-cuda", "kornia-cuda"]
+CPU_PEERS = ["opencv-all", "opencv-1", "kornia-all", "kornia-1"]
+# Our CPU backend over each CPU peer on the same thread count: (ours, peer, column). OpenCV's columns
+# are always shown; kornia-rs's where it has the operation.
+CPU_RATIOS = [("histopipe-cpu-1", "opencv-1", "cpu-1/opencv-1"), ("histopipe-cpu", "opencv-all", "cpu/opencv-all"),
+              ("histopipe-cpu-1", "kornia-1", "cpu-1/kornia-1"), ("histopipe-cpu", "kornia-all", "cpu/kornia-all")]
 # histopipe-cpu: our CPU backend on every core; histopipe-cpu-1: on one thread (`--threads 1`).
 OURS = ("histopipe-gpu", "histopipe-cpu", "histopipe-cpu-1")
-IMPL_ORDER = ["histopipe-gpu", "copy", "cub", "npp", "cuda", "opencv-cuda", "histopipe-cpu", "histopipe-cpu-1", "opencv-all", "opencv-1"]
+IMPL_ORDER = ["histopipe-gpu", "copy", "cub", "npp", "cuda", "opencv-cuda", "kornia-cuda", "histopipe-cpu",
+              "histopipe-cpu-1", "opencv-all", "opencv-1", "kornia-all", "kornia-1"]
 # The issue's CPU targets: our CPU backend over OpenCV on the same thread count.
 CPU_TARGETS = {"colhist": 1.5, "cdf": 1.5, "equalize.histogram": 1.5, "equalize": 1.5,
                "rotate.nearest": 1.5, "rotate.bilinear": 1.5, "edges": 2.0, "hough": 1.0}
@@ -118,6 +124,7 @@ def kernel_tables(k):
         ours = op in k.ours
         impls = k.impls(op)
         peer_impls = [i for i in k.impls(peer_op) if i not in OURS + ("copy",)] if ours and peer_op else []
+        cpu_ratios = [r for r in CPU_RATIOS if r[1].startswith("opencv") or r[1] in peer_impls]
         title = f"### `{op}`" + (f" (peers: their `{peer_op}`)" if ours and peer_op and peer_op != op else "")
         out.append(title)
         out.append("")
@@ -125,7 +132,7 @@ def kernel_tables(k):
         if ours:
             head += [f"{i} ms" for i in peer_impls if peer_op != op]
             head += ["ours/copy", "GB/s ours", "GB/s copy"] + [f"ours/{i}" for i in peer_impls if i in GPU_PEERS]
-            head += ["cpu-1/opencv-1", "cpu/opencv-all"]
+            head += [r[2] for r in cpu_ratios]
         out.append("| " + " | ".join(head) + " |")
         out.append("|" + "---|" * len(head))
         for w, h, c in k.cases(op):
@@ -140,7 +147,7 @@ def kernel_tables(k):
                 cells += [fmt_ratio(ratio(g, cp)), gbs(row.get("traffic_bytes"), g), gbs(2 * crow.get("copy_bytes", 0), cp)]
                 cells += [fmt_ratio(ratio(g, k.get(peer_op, i, w, h, c))) for i in peer_impls if i in GPU_PEERS]
                 cells += [fmt_ratio(ratio(k.get(op, mine, w, h, c), k.get(peer_op, i, w, h, c)))
-                          for mine, i in (("histopipe-cpu-1", "opencv-1"), ("histopipe-cpu", "opencv-all"))]
+                          for mine, i, _ in cpu_ratios]
             out.append(table_row(cells))
         out.append("")
     return out
@@ -219,6 +226,21 @@ def targets(k, tools, streams):
                   ratio(a.get("cold_ms"), c.get("cold_ms")), 1.1)
     out = ["| target | case | measured | required | verdict |", "|---|---|---|---|---|"]
     out += [table_row(r) for r in rows]
+    return out
+
+
+def agreement_table(rows):
+    """Each peer's outputs against OpenCV's on the same input (cpu_peers.py agree)."""
+    if not rows:
+        return ["(no kornia-rs results in this run: scripts/bench/build-peers builds kornia-peer before packing)"]
+    out = ["| peer | op | size | content | same as OpenCV | pixels (bins) that differ | largest difference | "
+           "inside the turned frame: differ | largest |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: (r["impl"], r["op"], r["width"] * r["height"], r["content"])):
+        inside = r.get("interior_mismatch_fraction")
+        out.append(table_row([r["impl"], r["op"], f"{r['width']}x{r['height']}", r["content"],
+                              "yes" if r["same_as_opencv"] else "no", f"{100 * r['mismatch_fraction']:.3g}%",
+                              r["max_abs_diff"], "–" if inside is None else f"{100 * inside:.3g}%",
+                              r.get("interior_max_abs_diff", "–")]))
     return out
 
 
@@ -361,6 +383,8 @@ def main():
         with open(os.path.join(a.results, "meta.json")) as f:
             meta = json.load(f)
     devices = [r for r in load_jsonl(os.path.join(a.results, "kernels.jsonl")) if r.get("suite") == "device"]
+    agreement = [r for r in load_jsonl(os.path.join(a.results, "kernels.jsonl")) if r.get("suite") == "agreement"]
+    kornia = next((d.get("kornia_imgproc") for d in devices if "kornia_imgproc" in d), None)
 
     data = series(kern)
     plot = a.plot
@@ -401,7 +425,18 @@ def main():
              "`scripts/bench/peers.cu`, timed the same way; NPP `equalize` is HistogramEven + a 256-thread "
              "LUT kernel (OpenCV's formula) + LUTPalette. OpenCV from `scripts/bench/cpu_peers.py` on all "
              "threads (`opencv-all`) and one (`opencv-1`), host clock, next to our CPU backend on all threads "
-             "(`histopipe-cpu`) and one (`histopipe-cpu-1`). Hough entries (ours and peers) use "
+             "(`histopipe-cpu`) and one (`histopipe-cpu-1`). kornia-rs, the Rust peer "
+             f"(`kornia-imgproc` {kornia or '0.2, not in this run'}; `kornia-peer` from `scripts/bench/kornia/`, built "
+             "by `scripts/bench/build-peers`), the same way on all threads (`kornia-all`) and one (`kornia-1`, "
+             "rayon's pool): `compute_histogram`, `equalize_hist`, `warp_affine` (nearest: it takes `f32` "
+             "frames only, so the `u8`→`f32`→`u8` conversions are timed with it), `warp_affine_u8` "
+             "(bilinear), `spatial_padding`, `canny`, `clahe`; it has no Hough transform. Every CPU peer call "
+             "allocates its output. `kornia-cuda`: the same calls on device images (its `cuda` feature), "
+             "frame uploaded and output allocated once, host clock up to the stream's synchronisation "
+             "(launch overhead included, as for `opencv-cuda`); nearest rotation on an `f32` frame already "
+             "on the device (no device cast in kornia), no pad (no CUDA padding). How far each kornia-rs "
+             "output is from OpenCV's: the Agreement section. "
+             "Hough entries (ours and peers) use "
              "OpenCV's Canny edge map of the frame (Canny 50/150). Every GPU line in the JSON has "
              "`queue_us`, the host time to queue one run: at or above the median, that call is bound by "
              "its launches (or synchronizes inside).")
@@ -423,6 +458,14 @@ def main():
     L.append(f"![time against frame size]({plot_name})")
     L.append("")
     L += kernel_tables(kern)
+    L.append("## Agreement with OpenCV")
+    L.append("")
+    L.append("A peer's output against OpenCV's on the same input (`cpu_peers.py agree`); for rotate, also "
+             "2 pixels and more inside the turned frame's edge, where only the arithmetic can differ, "
+             "not how the border is sampled.")
+    L.append("")
+    L += agreement_table(agreement)
+    L.append("")
     L.append("## Whole tools (process wall time, ms)")
     L.append("")
     L += tool_table(tools)
