@@ -254,6 +254,8 @@ fn prefetch_for_writing<T>(at: *const T, n: usize) {
             unsafe { _mm_prefetch::<_MM_HINT_ET0>(at.wrapping_add(offset)) };
         }
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (at, n);
 }
 
 /// What evaluates the interior runs of general turns (see `Rotate::row`).
