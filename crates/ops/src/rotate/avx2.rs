@@ -86,19 +86,33 @@ pub(super) unsafe fn nearest<T: Sample>(
     let lanes = Lanes::new(row, w);
     let half = _mm256_set1_pd(0.5);
     let mut fx = first_lanes(xs.start);
-    let mut quads = out[..xs.len()].chunks_exact_mut(4);
-    for quad in &mut quads {
-        let (sx, sy) = lanes.at(fx);
-        // floor(s + 0.5), as the portable code's truncation (s + 0.5 >= 0 in the run).
-        let (nx, ny) = (_mm256_floor_pd(_mm256_add_pd(sx, half)), _mm256_floor_pd(_mm256_add_pd(sy, half)));
-        for (slot, i) in quad.iter_mut().zip(lanes.indices(nx, ny)) {
-            // SAFETY: the pixel (nx, ny) is inside the frame (the run), so i < W H.
-            slot.write(unsafe { *input.get_unchecked(i as usize) });
+    let whole = xs.len() / 4 * 4;
+    // In groups of QUADS quads, in passes as in `bilinear`: the indices, then the loads, in a
+    // loop short enough for the out-of-order window to hold many of them (and their misses).
+    // Not initialised, as in `bilinear`.
+    let mut indices = [const { MaybeUninit::<[u64; 4]>::uninit() }; QUADS];
+    for group in out[..whole].chunks_mut(4 * QUADS) {
+        let quads = group.len() / 4;
+        for slot in &mut indices[..quads] {
+            let (sx, sy) = lanes.at(fx);
+            // floor(s + 0.5), as the portable code's truncation (s + 0.5 >= 0 in the run).
+            let (nx, ny) =
+                (_mm256_floor_pd(_mm256_add_pd(sx, half)), _mm256_floor_pd(_mm256_add_pd(sy, half)));
+            slot.write(lanes.indices(nx, ny));
+            // Exact: integers below 2^53. Only x advances this way; `a x` is a product per pixel.
+            fx = _mm256_add_pd(fx, _mm256_set1_pd(4.0));
         }
-        // Exact: integers below 2^53. Only x advances this way; `a x` is a product per pixel.
-        fx = _mm256_add_pd(fx, _mm256_set1_pd(4.0));
+        for (quad, i) in group.chunks_exact_mut(4).zip(&indices[..quads]) {
+            // SAFETY: the first `quads` are written above.
+            let i = unsafe { i.assume_init_ref() };
+            prefetch_next_tile(input, row, i[0]);
+            for (slot, &i) in quad.iter_mut().zip(i) {
+                // SAFETY: the pixel (nx, ny) is inside the frame (the run), so i < W H.
+                slot.write(unsafe { *input.get_unchecked(i as usize) });
+            }
+        }
     }
-    let tail = quads.into_remainder();
+    let tail = &mut out[whole..xs.len()];
     let first = xs.end - tail.len();
     for (slot, x) in tail.iter_mut().zip(first..) {
         slot.write(nearest_at(input, w, row, x));
@@ -125,11 +139,15 @@ pub(super) unsafe fn bilinear<T: Sample>(
     let top_of = _mm_set1_epi32(maxval as i32);
     let mut fx = first_lanes(xs.start);
     let whole = xs.len() / 4 * 4;
-    // In groups of QUADS quads, two passes: the points (indices and weights), then the taps
-    // and blends. In one pass, each quad is a chain so long (the map, floor, index, loads,
-    // conversions, blend) that the out-of-order window holds only a few quads.
-    // Not initialised: zeroing it would cost a tenth of a 64-pixel span.
+    // In groups of QUADS quads, three passes: the points (indices and weights), the taps, then
+    // the blends. In one pass, each quad is a chain so long (the map, floor, index, loads,
+    // conversions, blend) that the out-of-order window holds only a few quads. The taps go
+    // through memory, by scalar loads and stores (ports the vector code leaves free): inserted
+    // into vector lanes one by one, they took a quarter of the vector instructions (this pass
+    // made 2560x1707 9% faster).
+    // Not initialised: zeroing them would cost a tenth of a 64-pixel span.
     let mut points = [const { MaybeUninit::<([u64; 4], __m256d, __m256d)>::uninit() }; QUADS];
+    let mut pairs = [const { MaybeUninit::<[[u32; 4]; 2]>::uninit() }; QUADS];
     for group in out[..whole].chunks_mut(4 * QUADS) {
         let quads = group.len() / 4;
         for point in &mut points[..quads] {
@@ -141,12 +159,26 @@ pub(super) unsafe fn bilinear<T: Sample>(
             // pixel.
             fx = _mm256_add_pd(fx, _mm256_set1_pd(4.0));
         }
-        for (quad, point) in group.chunks_exact_mut(4).zip(&points[..quads]) {
+        for (pair, point) in pairs.iter_mut().zip(&points[..quads]) {
             // SAFETY: the first `quads` points are written above.
-            let &(i, tx, ty) = unsafe { point.assume_init_ref() };
-            // SAFETY: each pixel's four taps are inside the frame (the run): i + w + 1 < W H.
-            let (p00, p10) = unsafe { taps(input, i, 0) };
-            let (p01, p11) = unsafe { taps(input, i, w) };
+            let i = unsafe { &point.assume_init_ref().0 };
+            prefetch_next_tile(input, row, i[0]);
+            let pair = pair.as_mut_ptr().cast::<u32>();
+            for (k, &i) in i.iter().enumerate() {
+                // SAFETY: each pixel's four taps are inside the frame (the run): i + w + 1 < W
+                // H. `pair` holds eight u32. Volatile keeps each store on its own: the compiler
+                // otherwise gathers the 16-bit pairs into vector lanes, the shuffles this pass
+                // is here to avoid (16-bit frames were 20% slower).
+                unsafe {
+                    pair.add(k).write_volatile(tap_pair(input, i as usize));
+                    pair.add(4 + k).write_volatile(tap_pair(input, i as usize + w));
+                }
+            }
+        }
+        for ((quad, point), pair) in group.chunks_exact_mut(4).zip(&points[..quads]).zip(&pairs) {
+            // SAFETY: the first `quads` points and pairs are written above.
+            let (&(_, tx, ty), pair) = unsafe { (point.assume_init_ref(), pair.assume_init_ref()) };
+            let ((p00, p10), (p01, p11)) = (taps::<T>(&pair[0]), taps::<T>(&pair[1]));
             // `blend_at`, operation for operation.
             let ux = _mm256_sub_pd(one, tx);
             let top = _mm256_add_pd(_mm256_mul_pd(ux, p00), _mm256_mul_pd(tx, p10));
@@ -166,27 +198,43 @@ pub(super) unsafe fn bilinear<T: Sample>(
     }
 }
 
-/// Quads per pass of the bilinear loop.
+/// Quads per group, each made in passes (see `nearest` and `bilinear`).
 const QUADS: usize = 16;
 
-/// The pixels `i[k] + offset` and `i[k] + offset + 1` of the four lanes, as `f64` lanes.
-///
-/// # Safety
-/// All eight are in `input`.
+/// Asks for the cache line that the pixel of input index `i` reads, moved to the next tile
+/// (`RowMap::next_tile`): a tile's time before that tile reads it. A turned tile reads across
+/// many input rows, in lines no hardware prefetcher foresees, and the waits for them were half
+/// the time of 7680x4320 frames. One pixel a quad is enough: the next tile's rows go over the
+/// same input rows, shifted, so their first pixels reach every line (also two a quad, or eight
+/// rows ahead, measured no faster).
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn taps<T: Sample>(input: &[T], i: [u64; 4], offset: usize) -> (__m256d, __m256d) {
-    // Each pair as one u32, left |right << bits: two adjacent loads, which the compiler
-    // merges into one.
-    let bits = 8 * size_of::<T>() as u32;
-    let pair = |k: usize| {
-        let at = i[k] as usize + offset;
-        // SAFETY: the caller's condition.
-        let (l, r) = unsafe { (*input.get_unchecked(at), *input.get_unchecked(at + 1)) };
-        (Into::<u32>::into(l) | Into::<u32>::into(r) << bits) as i32
-    };
-    let pairs = _mm_setr_epi32(pair(0), pair(1), pair(2), pair(3));
-    let (left, right) = if bits == 8 {
+fn prefetch_next_tile<T>(input: &[T], row: &RowMap, i: u64) {
+    // Any address: a prefetch never faults, and the pointer is never read.
+    let at = input.as_ptr().wrapping_offset(i as isize).wrapping_offset(row.next_tile);
+    _mm_prefetch::<_MM_HINT_T0>(at.cast());
+}
+
+/// The pixels `i` and `i + 1` as one u32, left | right << bits (two adjacent loads, which the
+/// compiler merges into one).
+///
+/// # Safety
+/// Both are in `input`.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn tap_pair<T: Sample>(input: &[T], i: usize) -> u32 {
+    // SAFETY: the caller's condition.
+    let (l, r) = unsafe { (*input.get_unchecked(i), *input.get_unchecked(i + 1)) };
+    Into::<u32>::into(l) | Into::<u32>::into(r) << (8 * size_of::<T>())
+}
+
+/// The left and right taps of four `tap_pair`s, as `f64` lanes.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn taps<T>(pairs: &[u32; 4]) -> (__m256d, __m256d) {
+    // SAFETY: 16 bytes to read, unaligned.
+    let pairs = unsafe { _mm_loadu_si128(pairs.as_ptr().cast()) };
+    let (left, right) = if size_of::<T>() == 1 {
         (_mm_and_si128(pairs, _mm_set1_epi32(0xff)), _mm_srli_epi32::<8>(pairs))
     } else {
         (_mm_and_si128(pairs, _mm_set1_epi32(0xffff)), _mm_srli_epi32::<16>(pairs))

@@ -23,7 +23,7 @@ impl Rotate {
     }
 
     /// [`Self::cpu_samples`] with the interior runs of general turns evaluated by `kernel`. Bands
-    /// of output rows are made on the pool's threads (see [`MIN_PART`]); each pixel is the same
+    /// of output rows are made on the pool's threads (see [`MIN_SPLIT`]); each pixel is the same
     /// function of the input whichever band it is in.
     pub(super) fn cpu_samples_with<T: Sample>(&self, input: &[T], kernel: Kernel) -> Vec<T> {
         let (w, h) = (self.width, self.height);
@@ -37,7 +37,11 @@ impl Rotate {
         // the input unchecked (the portable kernel checks, as it always did).
         let fits = (w as u64).saturating_mul(h as u64) < 1 << 52 && input.len() >= w * h;
         let kernel = if fits { kernel } else { Kernel::Scalar };
-        let band = oh.div_ceil(parallel::parts(n, MIN_PART)) * ow;
+        let parts = match parallel::parts(n, MIN_SPLIT) {
+            1 => 1,
+            _ => parallel::parts(n, MIN_PART),
+        };
+        let band = oh.div_ceil(parts) * ow;
         parallel::for_each_part(&mut out.spare_capacity_mut()[..n], band, |first, part| {
             let rows = first / ow..(first + part.len()) / ow;
             match self.turn {
@@ -79,7 +83,11 @@ impl Rotate {
     /// tile: [`TILE_H`] rows at a time, in [`TILE_W`]-pixel columns. A tile's source points lie
     /// in a small turned square, whose cache lines (and pages) stay cached while the tile is
     /// made; a whole output row would read across a different input row every pixel or two,
-    /// thousands of lines and pages.
+    /// thousands of lines and pages. Each row of a tile asks for the output lines of the same row
+    /// in the next tile, a tile before they are written (the kernels do the same for the input
+    /// they will read there): written in place, each line waited for its read from memory, the
+    /// store buffer holding only a line or two of one-sample stores (7680x4320 frames took 2.4
+    /// times as long without either).
     fn affine<T: Sample>(&self, input: &[T], kernel: Kernel, rows: Range<usize>, out: &mut [MaybeUninit<T>]) {
         let w = self.out_width;
         let mut tile = Vec::with_capacity(TILE_H);
@@ -89,7 +97,9 @@ impl Rotate {
             for x0 in (0..w).step_by(TILE_W) {
                 let xs = x0..(x0 + TILE_W).min(w);
                 for (y, row) in (y0 - rows.start..).zip(&tile) {
-                    self.affine_span(input, row, xs.clone(), kernel, &mut out[y * w..][xs.clone()]);
+                    let line = &mut out[y * w..];
+                    prefetch_for_writing(line.as_ptr().wrapping_add(xs.end), TILE_W);
+                    self.affine_span(input, row, xs.clone(), kernel, &mut line[xs.clone()]);
                 }
             }
         }
@@ -105,11 +115,11 @@ impl Rotate {
     /// binary search with the exact per-pixel test. Outside it is the fill value; inside it, no
     /// test and no `floor` (a library call without SSE4.1) is needed, since the coordinates there
     /// are non-negative and `floor` is truncation.
-    fn row(&self, y: usize) -> Row {
+    pub(super) fn row(&self, y: usize) -> Row {
         let (w, h) = (self.width, self.height);
         let (wf, hf) = (w as f64, h as f64);
         let m = self.new_to_old();
-        let map = RowMap::new(&m, y);
+        let map = RowMap::new(&m, y, w);
         let (sx, sy) = (|x| map.sx(x), |x| map.sy(x));
         let (x_at_0, y_at_0) = (sx(0), sy(0));
         // The nearest pixel floor(s + 0.5) is in 0..W exactly when 0 <= s + 0.5 < W (W integer).
@@ -170,10 +180,16 @@ impl Rotate {
     }
 }
 
-/// Fewest output pixels in a part of the CPU's work ([`parallel::parts`]): 0.74 ns a pixel on one
-/// core for nearest, 1.6 for bilinear (4096x3112 turned 30 degrees in 9.4 and 21 ms), so a part
-/// takes 0.2 ms or more.
-const MIN_PART: usize = 1 << 18;
+/// Half the fewest output pixels for the CPU's work to be split at all ([`parallel::parts`]): 0.74
+/// ns a pixel on one core for nearest, 1.6 for bilinear (4096x3112 turned 30 degrees in 9.4 and 21
+/// ms), so each of two parts takes 0.2 ms or more.
+const MIN_SPLIT: usize = 1 << 18;
+/// Fewest output pixels in a part once a frame is split: 2560x1707 makes 64 parts, four for each of
+/// 16 threads, for the pool to balance bands of unequal cost (those across a turned frame's corners
+/// are mostly fill). In parts of 2^18 pixels it made 16, one a thread, and counting each band's
+/// pixels inside the turned frame, the busiest had 1.21 times the mean (1.02 in 64 parts). A
+/// thread makes 27-row bands 0 to 5% slower than whole frames (measured on one core).
+const MIN_PART: usize = 1 << 16;
 
 /// Output rows per tile of a general turn (see `Rotate::affine`).
 const TILE_H: usize = 64;
@@ -183,10 +199,10 @@ const TILE_W: usize = 64;
 /// An output row of a general turn: its map, and where it is evaluated how. Outside `nearest`
 /// the output is the fill value; inside `inner` (within `nearest`) a kernel evaluates it (for
 /// nearest, `inner` is `nearest`); between them, for bilinear, `sample_at` does.
-struct Row {
-    map: RowMap,
-    nearest: Range<usize>,
-    inner: Range<usize>,
+pub(super) struct Row {
+    pub(super) map: RowMap,
+    pub(super) nearest: Range<usize>,
+    pub(super) inner: Range<usize>,
 }
 
 /// One output row's part of the map: `new_to_old().apply(x, y)` for its `y`, with the products
@@ -198,12 +214,18 @@ pub(super) struct RowMap {
     pub(super) f: f64,
     pub(super) by: f64,
     pub(super) ey: f64,
+    /// About how far, in input samples, the source of the pixel [`TILE_W`] to the right is from
+    /// a pixel's: where the next tile will read, for prefetching only (rounded, and never read).
+    pub(super) next_tile: isize,
 }
 
 impl RowMap {
-    fn new(m: &Affine, y: usize) -> RowMap {
+    /// The map of row `y` of a turn into a `w`-wide input.
+    fn new(m: &Affine, y: usize, w: usize) -> RowMap {
         let fy = y as f64;
-        RowMap { a: m.a, c: m.c, d: m.d, f: m.f, by: m.b * fy, ey: m.e * fy }
+        let step = |v: f64| (v * TILE_W as f64).round() as isize;
+        let next_tile = step(m.a).wrapping_add(step(m.d).wrapping_mul(w as isize));
+        RowMap { a: m.a, c: m.c, d: m.d, f: m.f, by: m.b * fy, ey: m.e * fy, next_tile }
     }
 
     /// `(a x + b y) + c`, as `Affine::apply` evaluates it.
@@ -216,6 +238,24 @@ impl RowMap {
     fn sy(&self, x: usize) -> f64 {
         self.d * x as i64 as f64 + self.ey + self.f
     }
+}
+
+/// Asks for the cache lines of the `n` samples from `at` (any address: a prefetch never faults,
+/// and the pointer is never read), to be written soon.
+#[inline(always)]
+fn prefetch_for_writing<T>(at: *const T, n: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0};
+        let bytes = n * size_of::<T>();
+        let at = at.cast::<i8>();
+        for offset in (0..bytes).step_by(64).chain([bytes.saturating_sub(1)]) {
+            // SAFETY: prefetching has no effect on memory, whatever the address.
+            unsafe { _mm_prefetch::<_MM_HINT_ET0>(at.wrapping_add(offset)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (at, n);
 }
 
 /// What evaluates the interior runs of general turns (see `Rotate::row`).
@@ -241,7 +281,7 @@ impl Kernel {
     /// Writes the nearest samples of the pixels `xs` of `row` to `out` (as long as `xs`).
     ///
     /// `xs` must lie in the row's nearest run: 0 <= s + 0.5 < W (resp. H) for both coordinates.
-    fn nearest<T: Sample>(
+    pub(super) fn nearest<T: Sample>(
         self,
         input: &[T],
         w: usize,
@@ -266,7 +306,7 @@ impl Kernel {
     /// most `maxval`.
     ///
     /// `xs` must lie in the row's bilinear run: 0 <= s < W - 1 (resp. H - 1) for both coordinates.
-    fn bilinear<T: Sample>(
+    pub(super) fn bilinear<T: Sample>(
         self,
         input: &[T],
         w: usize,

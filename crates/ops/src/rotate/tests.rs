@@ -218,6 +218,52 @@ fn kernels_match_the_reference_on_random_frames() {
     }
 }
 
+/// Every kernel gives the same samples over whole runs of rows, not only over the 64-pixel spans
+/// of a tile: many groups of quads per call, and every remainder (random widths and angles,
+/// 8- and 16-bit).
+#[test]
+fn kernels_agree_on_whole_rows() {
+    let mut rng = fastrand::Rng::with_seed(0x726f_7773);
+    for _ in 0..12 {
+        let (w, h) = (rng.usize(300..2000), rng.usize(2..40));
+        // Small angles keep the runs long in these wide, short frames.
+        let turn = Turn::degrees(rng.f64() * 4.0 - 2.0 + [0.0, 180.0][rng.usize(..2)]).unwrap();
+        let bytes: Vec<u8> = (0..w * h).map(|_| rng.u8(..)).collect();
+        let words: Vec<u16> = (0..w * h).map(|_| rng.u16(..)).collect();
+        check_whole_rows(turn, (w, h), &bytes, 255);
+        check_whole_rows(turn, (w, h), &words, 65535);
+    }
+}
+
+fn check_whole_rows<T: Sample + std::fmt::Debug + PartialEq>(
+    turn: Turn,
+    (w, h): (usize, usize),
+    input: &[T],
+    maxval: u16,
+) {
+    use std::mem::MaybeUninit;
+    let run = |kernel: Kernel, interpolation, y| -> Vec<T> {
+        let r = Rotate::in_place(turn, w, h, interpolation, 0, maxval).row(y);
+        let xs = if interpolation == Interpolation::Nearest { r.nearest } else { r.inner };
+        let mut out = vec![MaybeUninit::uninit(); xs.len()];
+        match interpolation {
+            Interpolation::Nearest => kernel.nearest(input, w, &r.map, xs, &mut out),
+            Interpolation::Bilinear => kernel.bilinear(input, w, &r.map, maxval, xs, &mut out),
+        }
+        // SAFETY: the kernels write every sample of `out`.
+        out.into_iter().map(|v| unsafe { v.assume_init() }).collect()
+    };
+    for interpolation in [Interpolation::Nearest, Interpolation::Bilinear] {
+        for y in 0..h {
+            let scalar = run(Kernel::Scalar, interpolation, y);
+            for kernel in kernels() {
+                let got = run(kernel, interpolation, y);
+                assert!(got == scalar, "{w}x{h} {turn:?} {interpolation:?} row {y} {kernel:?}");
+            }
+        }
+    }
+}
+
 /// Split over any number of threads, the output is the one thread's, quarter turns included.
 #[test]
 fn every_split_turns_as_one_thread() {
