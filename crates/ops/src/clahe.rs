@@ -386,7 +386,7 @@ impl Tiling {
     pub fn interpolate<T: Sample>(&self, samples: &[T], luts: &[T]) -> Vec<T> {
         let (w, h, bins) = (self.width as usize, self.height as usize, self.bins as usize);
         let n = w * h;
-        let mut out = Vec::with_capacity(n);
+        let mut out = parallel::output(n);
         if n == 0 {
             return out;
         }

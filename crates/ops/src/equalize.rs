@@ -172,7 +172,7 @@ const MIN_PART: usize = 1 << 16;
 /// Every sample through `f`, in parts on the pool's threads.
 fn map_parts<T: Copy + Send + Sync>(samples: &[T], f: impl Fn(T) -> T + Sync) -> Vec<T> {
     let n = samples.len();
-    let mut out = Vec::with_capacity(n);
+    let mut out = parallel::output(n);
     let parts = match parallel::parts(n, MIN_SPLIT) {
         1 => 1,
         _ => parallel::parts(n, MIN_PART),

@@ -141,7 +141,7 @@ impl Pad {
         };
         let columns = self.left..self.left + w;
         if self.fill == 0 && n * std::mem::size_of::<T>() >= FRESH_BYTES {
-            let mut out = vec![fill; n];
+            let mut out = parallel::zeroed(n);
             parallel::for_each_part(&mut out, band, |first, part| {
                 for (y, row) in (first / self.width..).zip(part.chunks_exact_mut(self.width)) {
                     if let Some(frame) = frame_row(y) {
@@ -151,7 +151,7 @@ impl Pad {
             });
             return out;
         }
-        let mut out = Vec::with_capacity(n);
+        let mut out = parallel::output(n);
         parallel::for_each_part(&mut out.spare_capacity_mut()[..n], band, |first, part| {
             for (y, row) in (first / self.width..).zip(part.chunks_exact_mut(self.width)) {
                 let Some(frame) = frame_row(y) else {

@@ -29,7 +29,7 @@ impl Rotate {
         let (w, h) = (self.width, self.height);
         let (ow, oh) = (self.out_width, self.out_height);
         let n = ow * oh;
-        let mut out = Vec::with_capacity(n);
+        let mut out = parallel::output(n);
         if n == 0 {
             return out;
         }
