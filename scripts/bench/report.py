@@ -183,6 +183,15 @@ def kernel_tables(k):
     return out
 
 
+def cat_fps(streams):
+    """The best frames/s of `cat` on each stream source: what a filter's stream is held to."""
+    cat = {}
+    for s in streams:
+        if s.get("name") == "cat" and s.get("fps"):
+            cat[s["source"]] = max(cat.get(s["source"], 0), s["fps"])
+    return cat
+
+
 def check(rows, target, case, measured, limit):
     """One target row: measured ratio against the limit (met when measured <= limit)."""
     if measured is None:
@@ -229,10 +238,7 @@ def targets(k, tools, streams):
             check(rows, f"CPU `{op}` within {limit:g}x of OpenCV (1 thread)", f"{w}x{h} {c}",
                   ratio(k.get(op, "histopipe-cpu-1", w, h, c), k.get(peer, "opencv-1", w, h, c)), limit)
     # Streams: every filter at >= 80% of cat's fps, i.e. cat_fps / fps <= 1.25; auto within 10% of gpu.
-    cat = {}
-    for s in streams:
-        if s.get("name") == "cat" and s.get("fps"):
-            cat[s["source"]] = max(cat.get(s["source"], 0), s["fps"])
+    cat = cat_fps(streams)
     by = {(s.get("name"), s.get("impl")): s for s in streams if s.get("fps")}
     for (name, impl), s in by.items():
         if name == "cat" or impl != "gpu":
@@ -281,10 +287,7 @@ def targets_13(k, streams):
         check(rows, "`colhist` within 1.5x of the memory floor", f"16384x16384 {content}",
               ratio(k.get("colhist", "histopipe-gpu", 16384, 16384, content), k.get("colhist", "copy", 16384, 16384, content)), 1.5)
     # The README's pipelines (a stream's name with a `|`) at half of cat's frames/s or more.
-    cat = {}
-    for st in streams:
-        if st.get("name") == "cat" and st.get("fps"):
-            cat[st["source"]] = max(cat.get(st["source"], 0), st["fps"])
+    cat = cat_fps(streams)
     pipelines = [st for st in streams if "|" in (st.get("name") or "") and st.get("fps")]
     if not pipelines:
         check(rows, "README pipeline ≥ 50% of `cat` (cat fps / fps ≤ 2)", "–", None, 2)

@@ -9,7 +9,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use histopipe_frame::{Frame, FrameReader, ReadOptions, SampleMemory, Source};
-use histopipe_trace::{Span, TimedRead};
+use histopipe_trace::{Span, Timed};
 
 use crate::error::Place;
 use crate::inputs::{Input, Inputs};
@@ -234,7 +234,7 @@ fn read_stream(
     memory: &SampleMemory,
     backlog: &Backlog,
 ) {
-    let stream = BufReader::with_capacity(1 << 20, TimedRead::new(stream));
+    let stream = BufReader::with_capacity(1 << 20, Timed::new(stream));
     let mut reader = FrameReader::new(stream, options).with_memory(memory.clone());
     let place = |frame| Place { file: path.map(PathBuf::from), frame: Some(frame) };
     loop {

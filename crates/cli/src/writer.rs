@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use histopipe_frame::{Container, FrameErrorKind, FrameWriter, WriteOptions};
-use histopipe_trace::TimedWrite;
+use histopipe_trace::Timed;
 
 use crate::atomic::AtomicFile;
 use crate::error::Place;
@@ -175,7 +175,7 @@ impl<W: Write> PartWriter<W> {
 
 /// The stream sinks, as one writer.
 enum StreamOut {
-    Stdout(BufWriter<TimedWrite<Box<dyn Write + Send>>>),
+    Stdout(BufWriter<Timed<Box<dyn Write + Send>>>),
     File(AtomicFile),
     None,
 }
@@ -250,7 +250,7 @@ fn write_in_order(
     at: &mut Place,
 ) -> Result<(), Error> {
     let (stream, path) = match sink {
-        Sink::Stream(w) => (StreamOut::Stdout(BufWriter::with_capacity(1 << 20, TimedWrite::new(w))), None),
+        Sink::Stream(w) => (StreamOut::Stdout(BufWriter::with_capacity(1 << 20, Timed::new(w))), None),
         Sink::File(f) => {
             let path = f.path().to_owned();
             (StreamOut::File(f), Some(path))

@@ -129,61 +129,44 @@ fn record(stage: &str, frame: usize, wall: SystemTime, took: Duration) {
     let _ = (&trace.file).write_all(line.as_bytes());
 }
 
-/// A reader that adds up the time spent in its `read` calls.
-pub struct TimedRead<R> {
-    inner: R,
+/// A reader or writer that adds up the time spent in its `read` or `write` calls (while a trace
+/// is being recorded).
+pub struct Timed<S> {
+    inner: S,
     waited: Duration,
 }
 
-impl<R> TimedRead<R> {
-    pub fn new(inner: R) -> TimedRead<R> {
-        TimedRead { inner, waited: Duration::ZERO }
+impl<S> Timed<S> {
+    pub fn new(inner: S) -> Timed<S> {
+        Timed { inner, waited: Duration::ZERO }
     }
 
-    /// The time spent in `read` calls since the last call of this.
+    /// The time spent in calls since the last call of this.
     pub fn take_waited(&mut self) -> Duration {
         std::mem::take(&mut self.waited)
     }
+
+    /// Runs `call` on the inner stream, counting its time when recording.
+    fn timed<R>(&mut self, call: impl FnOnce(&mut S) -> R) -> R {
+        if !on() {
+            return call(&mut self.inner);
+        }
+        let start = Instant::now();
+        let result = call(&mut self.inner);
+        self.waited += start.elapsed();
+        result
+    }
 }
 
-impl<R: io::Read> io::Read for TimedRead<R> {
+impl<R: io::Read> io::Read for Timed<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if !on() {
-            return self.inner.read(buf);
-        }
-        let start = Instant::now();
-        let n = self.inner.read(buf);
-        self.waited += start.elapsed();
-        n
+        self.timed(|r| r.read(buf))
     }
 }
 
-/// A writer that adds up the time spent in its `write` calls.
-pub struct TimedWrite<W> {
-    inner: W,
-    waited: Duration,
-}
-
-impl<W> TimedWrite<W> {
-    pub fn new(inner: W) -> TimedWrite<W> {
-        TimedWrite { inner, waited: Duration::ZERO }
-    }
-
-    /// The time spent in `write` calls since the last call of this.
-    pub fn take_waited(&mut self) -> Duration {
-        std::mem::take(&mut self.waited)
-    }
-}
-
-impl<W: io::Write> io::Write for TimedWrite<W> {
+impl<W: io::Write> io::Write for Timed<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if !on() {
-            return self.inner.write(buf);
-        }
-        let start = Instant::now();
-        let n = self.inner.write(buf);
-        self.waited += start.elapsed();
-        n
+        self.timed(|w| w.write(buf))
     }
 
     fn flush(&mut self) -> io::Result<()> {
