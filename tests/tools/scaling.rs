@@ -52,6 +52,8 @@ fn bash(dir: &Path, script: &str, env: &[(&str, &str)]) -> Output {
         // Settings of the user's that would stand in for the guide's: PARALLEL holds default
         // options for GNU parallel.
         .env_remove("PARALLEL")
+        // Run as CI runs, without SHELL: the hosts, stand-ins or this one, must not need ours.
+        .env_remove("SHELL")
         .env_remove("RSYNC_OLD_ARGS");
     for (k, v) in env {
         cmd.env(k, v);
@@ -144,6 +146,10 @@ fn guide_commands() -> Vec<String> {
 /// Stands in for ssh, as GNU parallel and rsync call it (`ssh [OPTIONS] HOST COMMAND...`): runs
 /// the command as a login shell on HOST would, in HOST's home, `$FAKE_HOSTS/HOST`, made empty
 /// at first; with FAKE_HOSTS unset, where it is (a folder the hosts share). Logs each call.
+///
+/// Like sshd, it sets SHELL to the user's login shell from the password database: GNU parallel's
+/// remote worker runs each job with `$SHELL`, and without it the job never runs, yet parallel
+/// exits 0 (CI, whose environment has no SHELL, once lost every output that way).
 const FAKE_SSH: &str = r#"#!/usr/bin/env bash
 while [ $# -gt 0 ]; do
   case $1 in
@@ -154,6 +160,8 @@ while [ $# -gt 0 ]; do
 done
 [ "${1-}" = -- ] && shift
 echo "$host $*" >>"$FAKE_SSH_LOG"
+SHELL=$(getent passwd "$(id -un)" | cut -d: -f7)
+export SHELL=${SHELL:-/bin/sh}
 if [ -n "${FAKE_HOSTS-}" ]; then
   export HOME=$FAKE_HOSTS/$host
   mkdir -p "$HOME" && cd "$HOME" || exit 255
