@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::ops::Deref;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -45,12 +45,45 @@ pub fn tool(name: &str) -> Command {
     cmd
 }
 
-/// A new, empty folder for one test's files, under the system's temporary folder.
-pub fn temp_dir(test: &str) -> PathBuf {
+/// A new, empty folder for one test's files, under the system's temporary folder; deleted when
+/// the test is done with it, and kept, to look into, when the test fails.
+pub fn temp_dir(test: &str) -> TempDir {
     let dir = std::env::temp_dir().join(format!("histopipe-test-{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    dir
+    TempDir(dir)
+}
+
+/// A folder made by [`temp_dir`].
+pub struct TempDir(PathBuf);
+
+impl Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TempDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("kept for the failed test: {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 /// `$PATH` with the folder of the tools' binaries first, for tests that run shell command lines.

@@ -18,6 +18,7 @@ pub fn temp_path(name: &str) -> PathBuf {
 }
 
 /// Runs a Python script with cv2 and numpy imported, `input` on its stdin; returns its stdout.
+/// Inputs that hold paths separate their fields with tabs: a temp folder may have spaces.
 pub fn python(script: &str, input: &str) -> String {
     let exe = std::env::var("HISTOPIPE_PYTHON").unwrap_or_else(|_| "python3".into());
     let full = format!("import sys\nimport numpy as np\nimport cv2\n{script}");
@@ -66,7 +67,7 @@ pub fn canny(cases: &[CannyCase]) -> Vec<Vec<u8>> {
         let src = write_samples(c.frame, &format!("canny-in-{i}"));
         let out = temp_path(&format!("canny-out-{i}"));
         input.push_str(&format!(
-            "{} {} {} {:?} {:?} {} {}\n",
+            "{}\t{}\t{}\t{:?}\t{:?}\t{}\t{}\n",
             src.display(),
             c.frame.width,
             c.frame.height,
@@ -79,7 +80,7 @@ pub fn canny(cases: &[CannyCase]) -> Vec<Vec<u8>> {
     }
     python(
         "for line in sys.stdin:\n\
-         \x20   src, w, h, lo, hi, l2, out = line.split()\n\
+         \x20   src, w, h, lo, hi, l2, out = line.rstrip('\\n').split('\\t')\n\
          \x20   img = np.fromfile(src, np.uint8).reshape(int(h), int(w))\n\
          \x20   cv2.Canny(img, float(lo), float(hi), apertureSize=3, L2gradient=l2 == '1').tofile(out)\n",
         &input,
@@ -114,7 +115,7 @@ pub fn hough_lines(
 ) -> Vec<CvLine> {
     let src = write_samples(edges, "hough-in");
     let out = python(
-        "src, w, h, rho, theta, thr, mn, mx = sys.stdin.read().split()\n\
+        "src, w, h, rho, theta, thr, mn, mx = sys.stdin.read().split('\\t')\n\
          e = np.fromfile(src, np.uint8).reshape(int(h), int(w))\n\
          args = (e, float(rho), float(theta), int(thr))\n\
          kw = dict(min_theta=float(mn), max_theta=float(mx))\n\
@@ -125,7 +126,7 @@ pub fn hough_lines(
          assert (a == b[:, :2]).all(), 'HoughLines and HoughLinesWithAccumulator disagree'\n\
          for r, t, v in b: print(repr(float(r)), repr(float(t)), int(v))\n",
         &format!(
-            "{} {} {} {rho:?} {theta:?} {threshold} {min_theta:?} {max_theta:?}",
+            "{}\t{}\t{}\t{rho:?}\t{theta:?}\t{threshold}\t{min_theta:?}\t{max_theta:?}",
             src.display(),
             edges.width,
             edges.height

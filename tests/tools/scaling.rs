@@ -28,7 +28,7 @@ const BATCH: &[(&str, &str)] = &[
 ];
 
 /// A folder holding `scans/` with the batch's files; returns it and the files' relative paths.
-fn batch_dir(test: &str) -> (PathBuf, Vec<String>) {
+fn batch_dir(test: &str) -> (TempDir, Vec<String>) {
     let dir = temp_dir(test);
     std::fs::create_dir_all(dir.join("scans")).unwrap();
     let files = BATCH
@@ -181,6 +181,12 @@ fn fake_ssh(dir: &Path) -> PathBuf {
     ssh
 }
 
+/// `ssh` as the command of a GNU parallel sshlogin (`SLOTS/COMMAND HOST`), which a shell reads:
+/// quoted, for a temp folder with spaces.
+fn ssh_command(ssh: &Path) -> String {
+    format!("'{}'", ssh.to_str().unwrap().replace('\'', r"'\''"))
+}
+
 /// Every regular file under `dir`.
 fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -222,7 +228,7 @@ fn the_guides_parallel_commands_write_what_one_process_writes() {
     let ssh = fake_ssh(&dir);
     let hosts = dir.join("hosts");
     let log = dir.join("ssh.log");
-    let ssh = ssh.to_str().unwrap();
+    let ssh = ssh_command(&ssh);
     let remote_logins = format!("2/{ssh} host-a\n1/{ssh} host-c\n2/{ssh} host-b\n");
     let shared_logins = format!("2/{ssh} host-a\n1/:\n2/{ssh} host-b\n");
     let parallel_home = dir.join(".parallel");
@@ -273,7 +279,6 @@ fn the_guides_parallel_commands_write_what_one_process_writes() {
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The guide's first command with many short jobs on two stand-in hosts of four slots each (-N 1
@@ -298,8 +303,7 @@ fn jobs_that_share_a_host_keep_to_folders_of_their_own() {
     std::fs::write(dir.join("files.txt"), files.join("\n") + "\n").unwrap();
     let o = bash(&dir, "equalize -o 'expected/{stem}.pgm' scans/*.pgm", &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let ssh = fake_ssh(&dir);
-    let ssh = ssh.to_str().unwrap();
+    let ssh = ssh_command(&fake_ssh(&dir));
     std::fs::write(dir.join("hosts.txt"), format!("4/{ssh} host-a\n4/{ssh} host-b\n")).unwrap();
     let (hosts, log, parallel_home) = (dir.join("hosts"), dir.join("ssh.log"), dir.join(".parallel"));
     std::fs::create_dir_all(&parallel_home).unwrap();
@@ -316,7 +320,6 @@ fn jobs_that_share_a_host_keep_to_folders_of_their_own() {
         assert_same_outputs(&dir.join("out"), &dir.join("expected"), "pgm", &format!("run {run}"));
         assert_eq!(files_under(&hosts), Vec::<PathBuf>::new(), "run {run}: left on the hosts");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// scripts/slurm-batch as one task of an array sees it: `vars` as Slurm's variables
@@ -409,7 +412,6 @@ fn slurm_batch_deals_the_list_in_contiguous_near_equal_shares() {
         got.extend(ok(&out, &task).split_terminator('\0').map(str::to_owned));
     }
     assert_eq!(got, ["one", "two\nlines", "three", "four"]);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Outside a job array, with a list of indexes, or with a task that is not in the array, it
@@ -447,7 +449,6 @@ fn slurm_batch_refuses_what_it_cannot_cut() {
     }
     let help = slurm_batch(&dir, &[], &["--help"], None);
     assert!(ok(&help, "--help").contains("slurm-batch [--dry-run] [-0] [--task I/K] LIST COMMAND"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The tasks of an array (of 3, from index 1), each running its share through the guide's
@@ -472,7 +473,6 @@ fn slurm_batch_tasks_together_write_what_one_process_writes() {
     let out = slurm_batch(&dir, &[], &["--task", "0/1", "bad.txt", "equalize", "-o", "bad/{stem}.pgm"], None);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("equalize: scans/missing.pgm: no such file"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A share longer than one command line holds runs as a few processes, one after another, which
@@ -509,5 +509,4 @@ fn slurm_batch_splits_a_share_too_long_for_one_command_line() {
         slurm_batch(&dir, &[], &["--task", "0/1", "files.txt", "sh", "-c", "echo ran; exit 3", "sh"], None);
     assert_eq!(out.status.code(), Some(3));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n", "stopped at the first failure");
-    let _ = std::fs::remove_dir_all(&dir);
 }

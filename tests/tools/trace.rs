@@ -103,7 +103,6 @@ fn every_tool_of_a_pipeline_traces_every_stage_of_every_frame() {
         assert!(text.contains(&format!("{tool} (pid ")) && text.contains(", 3 frames"), "{text}");
     }
     assert!(text.lines().filter(|l| l.trim_start().starts_with("write.wait")).count() == 3, "{text}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -126,7 +125,6 @@ fn a_trace_appends_and_files_of_their_own_are_traced_as_encode() {
         assert_eq!(frames("encode"), BTreeSet::from([1, 2]));
         assert_eq!(frames("write"), BTreeSet::from([1, 2]));
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -142,7 +140,6 @@ fn a_trace_that_cannot_be_written_is_refused_before_any_input() {
     assert!(out.stdout.is_empty());
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.starts_with("equalize: HISTOPIPE_TRACE=") && stderr.lines().count() == 1, "{stderr}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// On the GPU, the copies are traced too, as parts of the frames' work.
@@ -168,5 +165,4 @@ fn gpu_copies_are_traced_within_the_work() {
         let work = lines.iter().find(|m| m.stage == "work" && m.frame == l.frame).unwrap();
         assert!(l.start_us >= work.start_us && l.dur_us <= work.dur_us, "{l:?} within {work:?}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
