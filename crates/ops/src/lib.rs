@@ -14,6 +14,7 @@ mod engine;
 pub mod equalize;
 pub mod histogram;
 pub mod hough;
+mod lut;
 pub mod pad;
 pub mod parallel;
 pub mod rotate;
