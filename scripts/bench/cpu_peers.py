@@ -59,8 +59,12 @@ def ceil_sqrt(n):
     return r if r * r == n else r + 1
 
 
+WARM_S = 0.1
+
+
 def time_cpu(fn, quick):
-    """Warm-up, then runs fitted to the budget; one run only when a run takes over a second."""
+    """A first run, 100 ms of warm-up runs, then runs fitted to the budget; one run only when a
+    run takes over a second (the warm-up is histopipe-bench's: timing.rs, WARM_MS)."""
     budget, min_runs, max_runs = (60.0, 3, 30) if quick else (300.0, 5, 100)
     t = time.perf_counter()
     fn()
@@ -68,6 +72,9 @@ def time_cpu(fn, quick):
     if first > 1000:
         samples = [first]
     else:
+        warm = time.perf_counter()
+        while time.perf_counter() - warm < WARM_S:
+            fn()
         runs = max(min_runs, min(max_runs, int(budget / max(first, 1e-3))))
         if first > 50:
             runs = min_runs

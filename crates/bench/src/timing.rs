@@ -168,8 +168,15 @@ impl<'g> GpuTimer<'g> {
     }
 }
 
-/// Times a CPU function with the host clock: warm-up, then runs fitted to the plan's budget. A
-/// function slower than a second is run once after the warm-up (16K^2 Hough on one thread).
+/// Milliseconds of warm-up runs before a CPU function is timed (after its first run): with one
+/// run, the first case timed on 2 threads was bimodal, min 0.61 ms and median 1.2 (colhist of
+/// 2560x1707 random, Zen 5 VM: the pool's second thread not yet running at speed), and with 100 ms
+/// it measured as every later case did, median 0.62. `cpu_peers.py` warms OpenCV the same way.
+const WARM_MS: f64 = 100.0;
+
+/// Times a CPU function with the host clock: a first run, [`WARM_MS`] of warm-up runs, then runs
+/// fitted to the plan's budget. A function slower than a second is run once after the first
+/// (16K^2 Hough on one thread).
 pub fn time_cpu(plan: Plan, run: &mut dyn FnMut() -> Result<(), BenchError>) -> Result<Stats, BenchError> {
     let once = |run: &mut dyn FnMut() -> Result<(), BenchError>| -> Result<f64, BenchError> {
         let t = Instant::now();
@@ -179,6 +186,10 @@ pub fn time_cpu(plan: Plan, run: &mut dyn FnMut() -> Result<(), BenchError>) -> 
     let first = once(run)?;
     if first > 1000.0 {
         return Ok(Stats::of(vec![first]));
+    }
+    let warm = Instant::now();
+    while warm.elapsed().as_secs_f64() * 1e3 < WARM_MS {
+        once(run)?;
     }
     let runs = plan.runs_for(first).min(if first > 50.0 { plan.min_runs.min(5) } else { plan.max_runs });
     let mut samples = Vec::with_capacity(runs);
