@@ -103,6 +103,17 @@ fn worth(cpu: Load, gpu: &Load) -> bool {
     }
 }
 
+/// Whether a slow frame that [`choose`] gave the cores, which `sharing` frames are on already,
+/// waits for a GPU (see [`Backends::waits_for_a_gpu`]): while the GPUs are `opening` (or not asked
+/// for yet) or every open one is still being measured (its first frames, which may compile the
+/// kernels for seconds, are not counted), when two frames or more are on the cores. Once a GPU is
+/// measured, [`choose`] has weighed it: the cores are where the frame is done first.
+fn waits(sharing: usize, opening: bool, open: &[Load]) -> bool {
+    let measuring = !open.is_empty() && open.iter().all(|l| l.rate.ns.is_none());
+    let measured = open.iter().any(|l| l.rate.ns.is_some());
+    sharing >= 2 && (opening || measuring) && !measured
+}
+
 /// One GPU of the run: its engine (made on first use; holding the lock is holding the GPU), its
 /// [`GpuStatus`] after the engine's last use (read without the lock), and the workers waiting for
 /// it or using it.
@@ -376,7 +387,7 @@ impl Backends {
             self.open_if_due();
             let gpus = self.gpus.get().map_or(&[][..], Vec::as_slice);
             self.notice_open(gpus);
-            let (lane, cpu_ns, measured) = {
+            let (lane, cpu_ns, measured, open) = {
                 let rates = self.rates();
                 let load = |lane, holds| Load {
                     lane,
@@ -390,9 +401,9 @@ impl Backends {
                     .collect();
                 let lane = choose(cpu, &open);
                 let measured = open.iter().any(|l| l.lane == lane && l.rate.ns.is_some());
-                (lane, cpu.rate.ns, measured)
+                (lane, cpu.rate.ns, measured, open)
             };
-            if lane != Lane::Cpu || !self.waits_for_a_gpu(frame, cpu_ns, gpus) {
+            if lane != Lane::Cpu || !self.waits_for_a_gpu(frame, cpu_ns, &open) {
                 break (gpus, lane, measured);
             }
             std::thread::sleep(Duration::from_millis(1));
@@ -427,23 +438,22 @@ impl Backends {
         out
     }
 
-    /// Whether `frame`, bound for the cores, had better wait for a GPU: until the GPUs are open
-    /// (or known to be unusable), the cores take a frame that keeps them busy a while (`SLOW`, at
-    /// the CPU's rate `cpu_ns` per pixel when they are all on it; before that is measured, any
-    /// large frame) only when fewer than two others are on them. Such a frame is split over every
-    /// core already; more of them would only share the cores and all finish late, holding up the
-    /// output of the frames the GPUs do once open (an operation the GPU does 30 times faster, on
-    /// frames the cores take 0.3 s each, would give the cores a frame per worker at the start and
-    /// the output would wait seconds for all of them). Quicker frames go on as on the CPU alone.
-    fn waits_for_a_gpu(&self, frame: &Frame, cpu_ns: Option<f64>, gpus: &[GpuLane]) -> bool {
+    /// Whether `frame`, bound for the cores, had better wait for a GPU: until a GPU is open and
+    /// measured at the operation (or all are known to be unusable), the cores take a frame that
+    /// keeps them busy a while (`SLOW`, at the CPU's rate `cpu_ns` per pixel when they are all on
+    /// it; before that is measured, any large frame) only when fewer than two others are on them.
+    /// Such a frame is split over every core already; more of them would only share the cores and
+    /// all finish late, holding up the output of the frames the GPUs do once open (an operation
+    /// the GPU does 30 times faster, on frames the cores take 0.3 s each, would give the cores a
+    /// frame per worker at the start and the output would wait seconds for all of them). Quicker
+    /// frames go on as on the CPU alone. `open`: the GPUs open now, with their rates.
+    fn waits_for_a_gpu(&self, frame: &Frame, cpu_ns: Option<f64>, open: &[Load]) -> bool {
         const SLOW: f64 = 20e6;
         const LARGE: usize = 1 << 20;
         let pixels = frame.pixel_count();
         let slow = cpu_ns.map_or(pixels >= LARGE, |ns| ns * pixels as f64 >= SLOW);
-        let to_come = !self.asked.load(Ordering::Acquire) || self.is_opening();
-        slow && self.sharing.load(Ordering::Acquire) >= 2
-            && to_come
-            && !gpus.iter().any(|l| l.status() == GpuStatus::Ready)
+        let opening = !self.asked.load(Ordering::Acquire) || self.is_opening();
+        slow && waits(self.sharing.load(Ordering::Acquire), opening, open)
     }
 
     fn rates(&self) -> MutexGuard<'_, HashMap<(&'static str, Lane), Rate>> {
@@ -514,6 +524,23 @@ mod tests {
         assert_eq!(choose(unmeasured_cpu, &[slow(3)]), Lane::Gpu(0), "no measure of the cores yet");
         let new = Load { lane: Lane::Gpu(0), rate: Rate::default(), holds: 1 };
         assert_eq!(choose(unmeasured_cpu, &[new]), Lane::Cpu, "nothing measured, the GPU busy");
+    }
+
+    #[test]
+    fn slow_frames_wait_until_a_gpu_is_measured() {
+        let new = |i| Load { lane: Lane::Gpu(i), rate: Rate::default(), holds: 1 };
+        let known = |i| measured(Lane::Gpu(i), 1.0, 3);
+        assert!(waits(2, true, &[]), "the GPUs not open yet: the third slow frame waits");
+        assert!(!waits(1, true, &[]), "fewer than two on the cores: it goes on");
+        // The defect this guards against: GPUs open but not yet measured (their first frames
+        // compiling the kernels) sent every waiting frame to the cores; 32 frames of hough-vote
+        // that a GPU does in 20 ms each took the cores 35 s.
+        assert!(waits(2, false, &[new(0)]), "the one GPU open is being measured");
+        assert!(waits(5, false, &[new(0), new(1)]), "both being measured");
+        assert!(waits(2, true, &[new(0)]), "one measuring, another still opening");
+        assert!(!waits(2, false, &[known(0)]), "a measured GPU: choose() has weighed it");
+        assert!(!waits(2, true, &[new(0), known(1)]), "one of them measured");
+        assert!(!waits(2, false, &[]), "every GPU unusable: the cores take it");
     }
 
     #[test]
