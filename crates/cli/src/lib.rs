@@ -21,6 +21,7 @@ mod progress;
 mod reader;
 mod run;
 mod signals;
+mod splice;
 mod tool;
 mod workers;
 mod writer;

@@ -25,6 +25,7 @@ use crate::panic::{self, catch};
 use crate::progress::Progress;
 use crate::reader::{Backlog, InputFrames, Read};
 use crate::signals;
+use crate::splice::PagePipe;
 use crate::tool::Tool;
 use crate::workers::{Crew, Job};
 use crate::writer::{spawn_writer, Done, InFlight, Sink};
@@ -62,6 +63,7 @@ pub(crate) fn run_frames<T: Tool>(
     tool: &T,
     invocation: Invocation,
     stdout: Box<dyn Write + Send>,
+    pipe: Option<PagePipe>,
     backends: &mut Option<Arc<Backends>>,
 ) -> Result<(), Error> {
     let Invocation { common, inputs, output, container } = invocation;
@@ -73,7 +75,7 @@ pub(crate) fn run_frames<T: Tool>(
     let options = ReadOptions { raw: common.raw, max_pixels: common.max_pixels };
     let mut frames = InputFrames::spawn(inputs, workers, options, memory.clone(), backlog.clone())?;
     let (sink, mut destinations) = match output.target {
-        Target::Stdout => (Sink::Stream(stdout), Destinations::stream()),
+        Target::Stdout => (Sink::Stream(stdout, pipe), Destinations::stream()),
         Target::File(path) => {
             let file = AtomicFile::create(&path).map_err(|e| Error::io(&e).at(Place::file(&path)))?;
             (Sink::File(file), Destinations::stream())
@@ -189,7 +191,7 @@ fn run<T: Tool>(backends: &mut Option<Arc<Backends>>) -> Result<(), Error> {
         // The threads inherit the blocked signals.
         signals::remove_temporaries_on_signals();
     }
-    run_frames(&tool, invocation, Box::new(RawStdout::new()), backends)
+    run_frames(&tool, invocation, Box::new(RawStdout::new()), PagePipe::stdout(), backends)
 }
 
 /// Standard output as the file it is. `std::io::stdout()` is line-buffered: it scans every write
@@ -311,7 +313,7 @@ mod tests {
             output: OutputSpec::parse(None).unwrap(),
             container: None,
         };
-        run_frames(tool, invocation, Box::new(out), &mut None)
+        run_frames(tool, invocation, Box::new(out), None, &mut None)
     }
 
     #[test]

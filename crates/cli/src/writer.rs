@@ -10,13 +10,14 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use histopipe_frame::{Container, FrameErrorKind, FrameWriter, WriteOptions};
+use histopipe_frame::{Container, Frame, FrameError, FrameErrorKind, FrameWriter, WriteOptions};
 use histopipe_trace::Timed;
 
 use crate::atomic::AtomicFile;
 use crate::error::Place;
 use crate::panic::catch;
 use crate::progress::Progress;
+use crate::splice::{self, PagePipe};
 use crate::tool::Part;
 use crate::Error;
 
@@ -40,8 +41,9 @@ pub(crate) enum Written {
 
 /// Where the writer writes.
 pub(crate) enum Sink {
-    /// Standard output (or a stream a test gives).
-    Stream(Box<dyn Write + Send>),
+    /// Standard output (or a stream a test gives), and standard output as a pipe when it is one
+    /// (large frames are handed to it by their pages, see [`splice`]).
+    Stream(Box<dyn Write + Send>, Option<PagePipe>),
     /// The one file of `-o`, renamed to its path once the whole stream is in it.
     File(AtomicFile),
     /// Each frame writes its own file: the writer renames them in order.
@@ -100,7 +102,7 @@ impl InFlight {
 
 /// Writes parts to one output, frames in `container` (`None`: each in its own), refusing a
 /// second frame where the container holds one.
-pub(crate) struct PartWriter<W: Write> {
+pub(crate) struct PartWriter<W: FrameOut> {
     out: W,
     container: Option<Container>,
     frames: usize,
@@ -108,7 +110,7 @@ pub(crate) struct PartWriter<W: Write> {
     path: Option<PathBuf>,
 }
 
-impl<W: Write> PartWriter<W> {
+impl<W: FrameOut> PartWriter<W> {
     pub(crate) fn new(out: W, container: Option<Container>, path: Option<PathBuf>) -> PartWriter<W> {
         PartWriter { out, container, frames: 0, path }
     }
@@ -122,7 +124,7 @@ impl<W: Write> PartWriter<W> {
             match part {
                 Part::Frame(frame) => {
                     let options = WriteOptions { container: self.container };
-                    FrameWriter::new(&mut self.out, options).write(n, &frame).map_err(|e| {
+                    self.out.frame(n, frame, options).map_err(|e| {
                         let io = matches!(e.kind, FrameErrorKind::Io(_));
                         let at = if io { self.place_or(place) } else { place.clone() };
                         Error::from(e).at(at)
@@ -173,11 +175,37 @@ impl<W: Write> PartWriter<W> {
     }
 }
 
+/// An output that frames are written to: through [`FrameWriter`], which a pipe's writer may do
+/// better (see [`StreamOut`]).
+pub(crate) trait FrameOut: Write + Sized {
+    /// Writes `frame`, number `n` of the stream.
+    fn frame(&mut self, n: usize, frame: Frame, options: WriteOptions) -> Result<(), FrameError> {
+        FrameWriter::new(self, options).write(n, &frame)
+    }
+}
+
+impl FrameOut for &mut BufWriter<std::fs::File> {}
+
 /// The stream sinks, as one writer.
 enum StreamOut {
-    Stdout(BufWriter<Timed<Box<dyn Write + Send>>>),
+    Stdout(BufWriter<Timed<Box<dyn Write + Send>>>, Option<PagePipe>),
     File(AtomicFile),
     None,
+}
+
+impl FrameOut for StreamOut {
+    /// Into a pipe, the samples of a large frame on the heap go by their pages (see [`splice`]);
+    /// the frame is dropped afterwards, so nothing reads what giving them zeroes.
+    fn frame(&mut self, n: usize, frame: Frame, options: WriteOptions) -> Result<(), FrameError> {
+        let bytes = frame.pixels.len() * frame.depth().bytes();
+        if let (StreamOut::Stdout(out, Some(pipe)), true) = (&mut *self, bytes >= splice::LEAST) {
+            return FrameWriter::new(out, options).write_in_place_with(n, frame, |out, bytes| {
+                out.flush()?;
+                out.get_mut().timed(|_| pipe.give(bytes))
+            });
+        }
+        FrameWriter::new(self, options).write(n, &frame)
+    }
 }
 
 impl StreamOut {
@@ -185,7 +213,7 @@ impl StreamOut {
     /// whatever reads it.
     fn take_waited(&mut self) -> Duration {
         match self {
-            StreamOut::Stdout(w) => w.get_mut().take_waited(),
+            StreamOut::Stdout(w, _) => w.get_mut().take_waited(),
             StreamOut::File(_) | StreamOut::None => Duration::ZERO,
         }
     }
@@ -194,7 +222,7 @@ impl StreamOut {
 impl Write for StreamOut {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            StreamOut::Stdout(w) => w.write(buf),
+            StreamOut::Stdout(w, _) => w.write(buf),
             StreamOut::File(f) => f.writer().write(buf),
             StreamOut::None => Ok(buf.len()),
         }
@@ -202,7 +230,7 @@ impl Write for StreamOut {
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match self {
-            StreamOut::Stdout(w) => w.write_all(buf),
+            StreamOut::Stdout(w, _) => w.write_all(buf),
             StreamOut::File(f) => f.writer().write_all(buf),
             StreamOut::None => Ok(()),
         }
@@ -210,7 +238,7 @@ impl Write for StreamOut {
 
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            StreamOut::Stdout(w) => w.flush(),
+            StreamOut::Stdout(w, _) => w.flush(),
             StreamOut::File(f) => f.writer().flush(),
             StreamOut::None => Ok(()),
         }
@@ -250,7 +278,9 @@ fn write_in_order(
     at: &mut Place,
 ) -> Result<(), Error> {
     let (stream, path) = match sink {
-        Sink::Stream(w) => (StreamOut::Stdout(BufWriter::with_capacity(1 << 20, Timed::new(w))), None),
+        Sink::Stream(w, pipe) => {
+            (StreamOut::Stdout(BufWriter::with_capacity(1 << 20, Timed::new(w)), pipe), None)
+        }
         Sink::File(f) => {
             let path = f.path().to_owned();
             (StreamOut::File(f), Some(path))

@@ -88,6 +88,53 @@ impl<W: Write> FrameWriter<W> {
         Ok(())
     }
 
+    /// As [`FrameWriter::write`], for a frame the caller gives up: where its samples become the
+    /// file's bytes in place (samples on the heap, in PGM, PAM or raw; 16-bit ones turned to the
+    /// file's byte order where they are), they are given, after the header, to `samples` with the
+    /// output, to be written its own way; it may change them meanwhile. Any other frame is
+    /// written as `write` writes it.
+    pub fn write_in_place_with(
+        &mut self,
+        index: usize,
+        mut frame: Frame,
+        samples: impl FnOnce(&mut W, &mut [u8]) -> io::Result<()>,
+    ) -> Result<(), FrameError> {
+        let format = match self.options.container {
+            None => frame.format,
+            Some(Container::Pgm) => Format::Pgm,
+            Some(Container::Pam) => Format::Pam,
+            Some(Container::Raw) => Format::Raw,
+            Some(Container::Png | Container::Tiff) => return self.write(index, &frame),
+        };
+        let binary = matches!(format, Format::Pgm | Format::Decoded | Format::Pam | Format::Raw);
+        let heap = match &frame.pixels {
+            Pixels::U8(v) => !v.is_lent(),
+            Pixels::U16(v) => !v.is_lent(),
+        };
+        if !(binary && heap) {
+            return self.write(index, &frame);
+        }
+        let io = |e: io::Error| FrameError::io(index, &e);
+        self.header(&frame, format);
+        self.out.write_all(&self.scratch).map_err(io)?;
+        let bytes: &mut [u8] = match &mut frame.pixels {
+            Pixels::U8(v) => v,
+            Pixels::U16(v) => {
+                // Raw frames are little-endian (ffmpeg's gray16le); PGM and PAM big-endian.
+                if format == Format::Raw {
+                    v.iter_mut().for_each(|s| *s = s.to_le());
+                } else {
+                    v.iter_mut().for_each(|s| *s = s.to_be());
+                }
+                // SAFETY: the same memory as bytes, borrowed mutably for as long.
+                unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), 2 * v.len()) }
+            }
+        };
+        samples(&mut self.out, bytes).map_err(io)?;
+        self.written += 1;
+        Ok(())
+    }
+
     /// The underlying output, for text written between or instead of frames.
     pub fn get_mut(&mut self) -> &mut W {
         &mut self.out
@@ -363,6 +410,63 @@ mod tests {
         let at = b.windows(5).position(|w| w == b"l\x00100").unwrap() + 2;
         b[at..at + 3].copy_from_slice(b"999");
         assert!(read(&b).unwrap_err().message.contains("8-bit PNG"));
+    }
+
+    #[test]
+    fn frames_given_up_are_written_as_write_writes_them() {
+        // Samples in a lent block (as the GPU's page-locked memory is), freed by their owner.
+        let lent = |v: Vec<u16>| {
+            let mut v = std::mem::ManuallyDrop::new(v.into_boxed_slice());
+            let ptr = std::ptr::NonNull::new(v.as_mut_ptr()).unwrap();
+            let len = v.len();
+            // SAFETY: the block lives, untouched by others, as long as `owner`, which frees it.
+            let owner = unsafe { Box::from_raw(&mut **v as *mut [u16]) };
+            unsafe { crate::Samples::lent(ptr, len, Box::new(owner)) }
+        };
+        let samples: Vec<u16> = (0..600u16).map(|i| i.wrapping_mul(331)).collect();
+        let formats = [Format::Pgm, Format::Pam, Format::Raw, Format::PlainPgm, Format::Decoded];
+        let containers =
+            [None, Some(Container::Pgm), Some(Container::Pam), Some(Container::Raw), Some(Container::Png)];
+        for kind in ["8-bit", "16-bit", "16-bit lent"] {
+            for format in formats {
+                for container in containers {
+                    let frame = || {
+                        let pixels = match kind {
+                            "8-bit" => Pixels::U8(samples.iter().map(|&s| s as u8).collect()),
+                            "16-bit" => Pixels::U16(samples.clone().into()),
+                            _ => Pixels::U16(lent(samples.clone())),
+                        };
+                        let mut f = Frame::new(20, 30, if kind == "8-bit" { 255 } else { 65535 }, pixels);
+                        f.format = format;
+                        f
+                    };
+                    let options = WriteOptions { container };
+                    let mut written = Vec::new();
+                    FrameWriter::new(&mut written, options).write(1, &frame()).unwrap();
+                    let mut given = Vec::new();
+                    let mut called = false;
+                    FrameWriter::new(&mut given, options)
+                        .write_in_place_with(1, frame(), |out, bytes| {
+                            called = true;
+                            out.extend_from_slice(bytes);
+                            bytes.fill(0xab);
+                            Ok(())
+                        })
+                        .unwrap();
+                    let case = format!("{kind} {format:?} in {container:?}");
+                    assert!(given == written, "{case}: not the bytes `write` writes");
+                    let binary = match container {
+                        None => format != Format::PlainPgm,
+                        Some(c) => c != Container::Png,
+                    };
+                    assert_eq!(
+                        called,
+                        binary && kind != "16-bit lent",
+                        "{case}: given only binary samples on the heap"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -147,7 +147,7 @@ impl<S> Timed<S> {
     }
 
     /// Runs `call` on the inner stream, counting its time when recording.
-    fn timed<R>(&mut self, call: impl FnOnce(&mut S) -> R) -> R {
+    pub fn timed<R>(&mut self, call: impl FnOnce(&mut S) -> R) -> R {
         if !on() {
             return call(&mut self.inner);
         }
