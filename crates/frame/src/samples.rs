@@ -176,7 +176,9 @@ impl Spare {
             Some(i) => blocks.swap_remove(i),
             None => {
                 drop(blocks);
-                vec![0u128; words].into_boxed_slice()
+                let block = vec![0u128; words].into_boxed_slice();
+                advise_huge_pages(&block);
+                block
             }
         }
     }
@@ -190,6 +192,27 @@ impl Spare {
             blocks.remove(0);
         }
     }
+}
+
+/// Asks Linux to back the whole 2 MiB pages of a new, untouched `block` with huge pages. A frame
+/// is read into it by `read(2)`, which faults fresh memory in 4 KiB at a time otherwise, inside
+/// the call: reading a 16384x16384 16-bit PGM (512 MiB) from /dev/shm took 1.3 s in `read` calls
+/// on 2 cores, where `cat` reads it in 0.11 s. A hint only: refused or not, nothing changes but
+/// speed (transparent huge pages in `madvise` mode, many distributions' default, need it).
+fn advise_huge_pages(block: &[u128]) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 2 << 20;
+        let at = block.as_ptr() as usize;
+        let (start, end) = (at.next_multiple_of(PAGE), (at + 16 * block.len()) / PAGE * PAGE);
+        if end > start {
+            // SAFETY: the range lies within `block`; MADV_HUGEPAGE changes how its pages are
+            // backed, never what they hold.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = block;
 }
 
 /// A heap block in use by samples; back to its [`Spare`] when dropped, if that is still there.
