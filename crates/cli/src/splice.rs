@@ -14,8 +14,10 @@
 //! pages inside samples this process owns on its heap are given; the bytes before the first page
 //! boundary and after the last are written as usual, in order.
 
-use std::io;
-use std::os::fd::RawFd;
+use std::fs::File;
+use std::io::{self, Write};
+use std::mem::ManuallyDrop;
+use std::os::fd::{FromRawFd, RawFd};
 
 /// Samples shorter than this are written as usual: giving pages costs a `madvise` and, when the
 /// heap reuses the addresses, a page fault per page, which only large frames win back.
@@ -111,32 +113,18 @@ fn refusal(e: &io::Error) -> bool {
     )
 }
 
-/// `write(2)` until all of `bytes` is written.
-fn write_all(fd: RawFd, mut bytes: &[u8]) -> io::Result<()> {
-    while !bytes.is_empty() {
-        // SAFETY: writes from memory borrowed for the call.
-        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if n == 0 {
-            return Err(io::ErrorKind::WriteZero.into());
-        }
-        bytes = &bytes[n as usize..];
-    }
-    Ok(())
+/// Writes all of `bytes` to `fd`, as `write(2)` does.
+fn write_all(fd: RawFd, bytes: &[u8]) -> io::Result<()> {
+    // SAFETY: the descriptor stays open for the call (standard output, for the life of the
+    // process; a test's pipe, while its File lives), and ManuallyDrop never closes it.
+    let mut file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
+    file.write_all(bytes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::fs::File;
     use std::io::Read;
-    use std::os::fd::FromRawFd;
     use std::sync::mpsc::channel;
 
     /// A pipe of 1 MiB: (read end, write end).
@@ -181,13 +169,13 @@ mod tests {
 
     #[test]
     fn only_pipes_take_pages() {
-        let file = tempfile_in_target();
+        let file = unlinked_regular_file();
         assert!(PagePipe::on(std::os::fd::AsRawFd::as_raw_fd(&file)).is_none());
         let (_from, to) = pipe();
         assert!(PagePipe::on(std::os::fd::AsRawFd::as_raw_fd(&to)).is_some());
     }
 
-    fn tempfile_in_target() -> File {
+    fn unlinked_regular_file() -> File {
         let path = std::env::temp_dir().join(format!("histopipe-splice-{}", std::process::id()));
         let file = File::create(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
