@@ -16,6 +16,7 @@ mod huge;
 mod install;
 mod opencv;
 mod pad;
+mod pipes;
 mod progress;
 mod readme;
 mod rotate;

@@ -131,7 +131,7 @@ impl<W: FrameOut> PartWriter<W> {
                     })?;
                 }
                 Part::Encoded(bytes) | Part::Bytes(bytes) => {
-                    self.out.write_all(&bytes).map_err(|e| Error::io(&e).at(self.place_or(place)))?
+                    self.out.bytes(bytes).map_err(|e| Error::io(&e).at(self.place_or(place)))?
                 }
             }
         }
@@ -175,12 +175,17 @@ impl<W: FrameOut> PartWriter<W> {
     }
 }
 
-/// An output that frames are written to: through [`FrameWriter`], which a pipe's writer may do
-/// better (see [`StreamOut`]).
+/// An output that frames and bytes the writer owns are written to: through [`FrameWriter`] and
+/// `write_all`, which a pipe's writer may do better (see [`StreamOut`]).
 pub(crate) trait FrameOut: Write + Sized {
     /// Writes `frame`, number `n` of the stream.
     fn frame(&mut self, n: usize, frame: Frame, options: WriteOptions) -> Result<(), FrameError> {
         FrameWriter::new(self, options).write(n, &frame)
+    }
+
+    /// Writes `bytes` (an encoded frame, a table).
+    fn bytes(&mut self, bytes: Vec<u8>) -> io::Result<()> {
+        self.write_all(&bytes)
     }
 }
 
@@ -193,19 +198,35 @@ enum StreamOut {
     None,
 }
 
+/// Into a pipe, 1 MiB or more of bytes that the writer owns go by their pages (see [`splice`]):
+/// the samples of a frame on the heap after its header, or a whole encoded frame or table. They
+/// are dropped afterwards, so nothing reads what giving them zeroes.
 impl FrameOut for StreamOut {
-    /// Into a pipe, the samples of a large frame on the heap go by their pages (see [`splice`]);
-    /// the frame is dropped afterwards, so nothing reads what giving them zeroes.
     fn frame(&mut self, n: usize, frame: Frame, options: WriteOptions) -> Result<(), FrameError> {
         let bytes = frame.pixels.len() * frame.depth().bytes();
         if let (StreamOut::Stdout(out, Some(pipe)), true) = (&mut *self, bytes >= splice::LEAST) {
-            return FrameWriter::new(out, options).write_in_place_with(n, frame, |out, bytes| {
-                out.flush()?;
-                out.get_mut().timed(|_| pipe.give(bytes))
-            });
+            return FrameWriter::new(out, options)
+                .write_owned_with(n, frame, |out, bytes| give(out, pipe, bytes));
         }
         FrameWriter::new(self, options).write(n, &frame)
     }
+
+    fn bytes(&mut self, mut bytes: Vec<u8>) -> io::Result<()> {
+        match self {
+            StreamOut::Stdout(out, Some(pipe)) if bytes.len() >= splice::LEAST => give(out, pipe, &mut bytes),
+            _ => self.write_all(&bytes),
+        }
+    }
+}
+
+/// Hands `bytes` to `pipe` after what `out` holds.
+fn give(
+    out: &mut BufWriter<Timed<Box<dyn Write + Send>>>,
+    pipe: &mut PagePipe,
+    bytes: &mut [u8],
+) -> io::Result<()> {
+    out.flush()?;
+    out.get_mut().timed(|_| pipe.give(bytes))
 }
 
 impl StreamOut {
