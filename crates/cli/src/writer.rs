@@ -204,11 +204,12 @@ enum StreamOut {
 impl FrameOut for StreamOut {
     fn frame(&mut self, n: usize, frame: Frame, options: WriteOptions) -> Result<(), FrameError> {
         let bytes = frame.pixels.len() * frame.depth().bytes();
-        if let (StreamOut::Stdout(out, Some(pipe)), true) = (&mut *self, bytes >= splice::LEAST) {
-            return FrameWriter::new(out, options)
-                .write_owned_with(n, frame, |out, bytes| give(out, pipe, bytes));
+        match self {
+            StreamOut::Stdout(out, Some(pipe)) if bytes >= splice::LEAST => {
+                FrameWriter::new(out, options).write_owned_with(n, frame, |out, bytes| give(out, pipe, bytes))
+            }
+            _ => FrameWriter::new(self, options).write(n, &frame),
         }
-        FrameWriter::new(self, options).write(n, &frame)
     }
 
     fn bytes(&mut self, mut bytes: Vec<u8>) -> io::Result<()> {
