@@ -121,29 +121,17 @@ pub(crate) fn zeroed<T: Clone + Default>(n: usize) -> Vec<T> {
 /// wastes little.
 const HUGE_FROM: usize = 8 << 20;
 
-/// Asks Linux to back the whole 2 MiB pages within the `bytes` bytes from `at` (memory the caller
-/// owns and has not touched yet) with huge pages: with transparent huge pages in `madvise` mode
-/// (the default of many distributions), a fresh output is otherwise faulted in 4 KiB at a time on
-/// first write, and the kernel's faulting and zeroing took as long as the work: pad to the
+/// Asks for huge pages behind a large output (the frame crate's
+/// [`histopipe_frame::advise_huge_pages`]): a fresh output is otherwise faulted in 4 KiB at a time
+/// on first write, and the kernel's faulting and zeroing took as long as the work: pad to the
 /// diagonal of 7680x4320, a 78 MB output, took 12 to 14 ms on 2 cores with 4 KiB pages and 7 to 8
 /// ms with huge pages (`histopipe-bench cpu`, alternating runs); rotate and equalize, whose work
 /// per byte is larger, did not change beyond the noise. NumPy asks the same for its large arrays,
-/// so OpenCV's outputs in the benchmark already had them. A hint only: refused or not, nothing
-/// changes but speed.
+/// so OpenCV's outputs in the benchmark already had them.
 fn advise_huge_pages<T>(at: *const T, bytes: usize) {
-    #[cfg(target_os = "linux")]
     if bytes >= HUGE_FROM {
-        const PAGE: usize = 2 << 20;
-        let start = (at as usize).next_multiple_of(PAGE);
-        let end = (at as usize + bytes) / PAGE * PAGE;
-        if end > start {
-            // SAFETY: the range lies within an allocation the caller owns; MADV_HUGEPAGE changes
-            // how its pages are backed, never what they hold.
-            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
-        }
+        histopipe_frame::advise_huge_pages(at, bytes);
     }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (at, bytes, HUGE_FROM);
 }
 
 #[cfg(test)]
