@@ -162,6 +162,11 @@ impl Engine {
         matches!(self.gpu, Some(GpuState::Opening(_)))
     }
 
+    /// Whether the GPU is still being opened and [`Engine::backend`] would wait for it.
+    pub fn still_opening(&self) -> bool {
+        matches!(&self.gpu, Some(GpuState::Opening(handle)) if !handle.is_finished())
+    }
+
     pub fn gpu_status(&self) -> GpuStatus {
         match &self.gpu {
             None => GpuStatus::NotAsked,
@@ -263,8 +268,7 @@ mod tests {
             }
             // The reader sharing `memory` now reads into the GPU's page-locked blocks.
             let lent = memory.uninit::<u16>(1000);
-            let Ok(Backend::Gpu(g)) = gpu.backend() else { unreachable!() };
-            assert!(lent.is_lent() && g.host_memory().holds(lent.as_ptr().cast(), 2000));
+            assert!(lent.is_lent() && histopipe_gpu::HostPool::page_locked(lent.as_ptr().cast(), 2000));
             let shared = SampleMemory::default();
             let mut auto = Engine::new(BackendChoice::Auto, 0, shared.clone());
             auto.begin_frame(2);
