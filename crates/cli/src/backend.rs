@@ -2,9 +2,10 @@
 //! shared thread pool, and the GPUs, each of which takes one frame at a time on its one stream
 //! (an engine behind a lock), opened once for the whole batch.
 //!
-//! With `gpu`, a frame goes to the GPU with the fewest frames queued (the first of equals); every
-//! GPU named is opened before the first frame is worked on, so one that cannot be used fails the
-//! run before any output. With `auto`, each frame goes where it will be done first. Each backend
+//! With `gpu`, a frame goes to the open GPU with the fewest frames queued (the first of equals),
+//! the first GPUs to open taking the frames while the others open; the stream's first frame is
+//! not output before every GPU named has opened, so one that cannot be used fails the run before
+//! any output. With `auto`, each frame goes where it will be done first. Each backend
 //! is a queue: a GPU does one frame at a time, and the cores share the frames they are given.
 //! Each one's time per pixel for each operation is measured as the frames go: on a GPU, a frame's
 //! time; on the CPU, a frame's time divided by the frames the cores were sharing meanwhile (so
@@ -354,31 +355,69 @@ impl Backends {
         op.cpu(frame)
     }
 
-    /// Runs `op` on `frame` on the backend chosen for it.
-    pub(crate) fn run<O: Op>(&self, op: &O, frame: &Frame) -> Result<O::Output, OpError> {
+    /// Runs `op` on `frame`, the stream's frame `n` (from 1), on the backend chosen for it.
+    pub(crate) fn run<O: Op>(&self, op: &O, frame: &Frame, n: usize) -> Result<O::Output, OpError> {
         match self.choice {
             BackendChoice::Cpu => self.on_cpu(op, frame),
-            BackendChoice::Gpu => self.on_some_gpu(op, frame),
+            BackendChoice::Gpu => self.on_some_gpu(op, frame, n == 1),
             BackendChoice::Auto => self.auto(op, frame),
         }
     }
 
-    /// With `gpu`: runs `op` on the GPU with the fewest frames queued, once every GPU is open.
-    fn on_some_gpu<O: Op>(&self, op: &O, frame: &Frame) -> Result<O::Output, OpError> {
+    /// With `gpu`: runs `op` on the open GPU with the fewest frames queued. Frames go to the
+    /// GPUs open so far while the others open (a second GPU's opening costs a short batch more
+    /// than it saves, if the batch waits for it). The stream's first frame (`first`), which
+    /// comes first in the output, is held back until every GPU has opened, so one that cannot be
+    /// used still fails the run before any output.
+    fn on_some_gpu<O: Op>(&self, op: &O, frame: &Frame, first: bool) -> Result<O::Output, OpError> {
         let gpus = self.gpus.get().map_or(&[][..], Vec::as_slice);
         if gpus.is_empty() {
             let message = "--backend gpu: --device all: this machine has no usable CUDA device".into();
             return Err(OpError { kind: OpErrorKind::Gpu, message });
         }
-        if !self.all_open.load(Ordering::Acquire) {
-            for lane in gpus {
-                let mut engine = lane.engine();
+        let lane = loop {
+            let open = self.open_gpus(gpus, false)?;
+            if let Some(lane) = open.into_iter().min_by_key(|l| l.queued.load(Ordering::Acquire)) {
+                break lane;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        let out = lane.run(self, op, frame).0;
+        if first {
+            self.open_gpus(gpus, true)?;
+        }
+        out
+    }
+
+    /// With `gpu`: the GPUs of `gpus` open now (all of them once every one has opened), waiting
+    /// for each if `wait`; an error if one cannot be used.
+    fn open_gpus<'g>(&self, gpus: &'g [GpuLane], wait: bool) -> Result<Vec<&'g GpuLane>, OpError> {
+        if self.all_open.load(Ordering::Acquire) {
+            return Ok(gpus.iter().collect());
+        }
+        let mut open = Vec::with_capacity(gpus.len());
+        for lane in gpus {
+            if lane.status() != GpuStatus::Ready {
+                let mut engine = if wait {
+                    lane.engine()
+                } else if let Ok(engine) = lane.engine.try_lock() {
+                    engine
+                } else {
+                    // Busy with a frame, so open.
+                    open.push(lane);
+                    continue;
+                };
+                if !wait && engine.as_ref().is_some_and(Engine::still_opening) {
+                    continue;
+                }
                 lane.with(&mut engine, self, |e| e.backend().map(drop))?;
             }
+            open.push(lane);
+        }
+        if open.len() == gpus.len() {
             self.all_open.store(true, Ordering::Release);
         }
-        let lane = gpus.iter().min_by_key(|l| l.queued.load(Ordering::Acquire)).expect("not empty");
-        lane.run(self, op, frame).0
+        Ok(open)
     }
 
     fn auto<O: Op>(&self, op: &O, frame: &Frame) -> Result<O::Output, OpError> {
@@ -571,7 +610,7 @@ mod tests {
         let op = histopipe_ops::equalize::Equalize;
         b.begin_frame(1);
         std::thread::sleep(wait * 2);
-        b.run(&op, &frame).unwrap();
+        b.run(&op, &frame, 1).unwrap();
         assert!(b.gpus.get().is_none(), "a single frame never opens a GPU");
         b.begin_frame(2);
         assert!(b.gpus.get().is_some(), "a second frame after the wait: the GPUs are asked for");
@@ -584,10 +623,10 @@ mod tests {
         ));
         early.begin_frame(1);
         early.begin_frame(2);
-        early.run(&op, &frame).unwrap();
+        early.run(&op, &frame, 2).unwrap();
         assert!(early.gpus.get().is_none(), "not yet");
         std::thread::sleep(wait * 2);
-        early.run(&op, &frame).unwrap();
+        early.run(&op, &frame, 2).unwrap();
         assert!(early.gpus.get().is_some(), "asked by a worker");
     }
 
@@ -603,8 +642,42 @@ mod tests {
         b.begin_frame(2);
         assert!(!b.is_opening());
         let frame = Frame::new(2, 1, 255, vec![1u8, 2].into());
-        let out = b.run(&histopipe_ops::equalize::Equalize, &frame).unwrap();
+        let out = b.run(&histopipe_ops::equalize::Equalize, &frame, 1).unwrap();
         assert_eq!(out.pixels, vec![0u8, 255].into());
         assert!(b.gpus.get().is_none());
+    }
+
+    /// With `gpu`, later frames go to the GPUs open so far; the first frame is not done before
+    /// every GPU has opened, and fails if one cannot be used.
+    #[test]
+    fn the_first_frame_waits_for_every_gpu() {
+        match histopipe_ops::Gpu::open(0) {
+            Ok(_) => {}
+            Err(e) => {
+                assert!(std::env::var("HISTOPIPE_REQUIRE_GPU").as_deref() != Ok("1"), "no GPU: {e}");
+                return;
+            }
+        }
+        let gpu = |devices: Vec<usize>| {
+            let b = Backends::new(
+                BackendChoice::Gpu,
+                Devices::List(devices),
+                Duration::ZERO,
+                SampleMemory::default(),
+            );
+            b.start();
+            b
+        };
+        let op = histopipe_ops::equalize::Equalize;
+        let frame = Frame::new(2, 1, 255, vec![1u8, 2].into());
+        let missing = histopipe_ops::device_count();
+        let b = gpu(vec![0, missing]);
+        let e = b.run(&op, &frame, 1).err().map(|e| e.message).unwrap_or_default();
+        assert!(e.contains(&format!("no CUDA device {missing}")), "{e}");
+        let b = gpu(vec![0, 0]);
+        assert_eq!(b.run(&op, &frame, 2).unwrap().pixels, vec![0u8, 255].into());
+        assert_eq!(b.run(&op, &frame, 1).unwrap().pixels, vec![0u8, 255].into());
+        assert!(b.all_open.load(Ordering::Acquire), "the first frame saw every GPU open");
+        assert!(b.gpus.get().unwrap().iter().all(|l| l.status() == GpuStatus::Ready));
     }
 }

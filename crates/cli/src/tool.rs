@@ -99,7 +99,7 @@ impl<'a> Context<'a> {
 
     /// Runs an operation on the backend chosen for it; errors are placed at this frame.
     pub fn run<O: Op>(&mut self, op: &O, frame: &Frame) -> Result<O::Output, Error> {
-        self.backends.run(op, frame).map_err(|e| self.op_error(e))
+        self.backends.run(op, frame, self.index).map_err(|e| self.op_error(e))
     }
 
     /// Writes a frame to the output, in the output's container (by default the frame's own).
