@@ -398,13 +398,12 @@ impl Backends {
         let mut open = Vec::with_capacity(gpus.len());
         for lane in gpus {
             if lane.status() != GpuStatus::Ready {
+                // Not ready: its engine is only locked by a worker finding out whether it opened.
                 let mut engine = if wait {
                     lane.engine()
                 } else if let Ok(engine) = lane.engine.try_lock() {
                     engine
                 } else {
-                    // Busy with a frame, so open.
-                    open.push(lane);
                     continue;
                 };
                 if !wait && engine.as_ref().is_some_and(Engine::still_opening) {
