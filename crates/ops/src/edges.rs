@@ -152,23 +152,6 @@ pub fn blur_cpu(src: &[u8], w: usize, h: usize, k: &[f32]) -> Vec<u8> {
     out
 }
 
-/// Which neighbours non-maximum suppression compares with, from the gradient (OpenCV's sectors):
-/// 0 left/right, 1 above/below, 2 the diagonal (-1,-1)/(+1,+1), 3 the diagonal (+1,-1)/(-1,+1).
-fn direction(dx: i32, dy: i32) -> u8 {
-    let x = dx.abs();
-    let y = dy.abs() << 15;
-    let tg22x = x * TG22;
-    if y < tg22x {
-        0
-    } else if y > tg22x + (x << 16) {
-        1
-    } else if (dx ^ dy) < 0 {
-        3
-    } else {
-        2
-    }
-}
-
 /// Sobel gradients and magnitudes of row `y`, borders replicated: `dx`, `dy` and `mag` hold w
 /// values; `mag` is the middle of a row of w + 2 whose two ends stay 0 (outside the frame).
 /// Rows are summed first (the vertical [1 2 1] and [-1 0 1] kernels), then the columns, on whole
@@ -360,33 +343,124 @@ fn suppress_rows(
         }
         let [above, row, below] = &grad;
         let (ma, mc, mb) = (&above.mag[..], &row.mag[..], &below.mag[..]);
-        let base = (y - rows.start) * mw + 1;
         let line = &mut line[1..=w];
-        for x in 0..w {
-            // Magnitude column x of the padded rows is frame column x - 1.
-            let m = mc[x + 1];
-            if m <= t.low {
-                continue;
-            }
-            let (gx, gy) = (row.dx[x], row.dy[x]);
-            let keep = match direction(gx, gy) {
-                0 => m > mc[x] && m >= mc[x + 2],
-                1 => m > ma[x + 1] && m >= mb[x + 1],
-                2 => m > ma[x] && m > mb[x + 2],
-                _ => m > ma[x + 2] && m > mb[x],
-            };
-            if keep {
-                if m > t.high {
-                    line[x] = STRONG;
-                    stack.push(base + x);
-                } else {
-                    line[x] = WEAK;
-                }
-            }
-        }
+        classify_row(t, [ma, mc, mb], &row.dx, &row.dy, line);
+        push_strong(line, (y - rows.start) * mw + 1, &mut stack);
         grad.rotate_left(1);
     }
     stack
+}
+
+/// Stage 3 for one row: `line[x]` becomes NONE, WEAK or STRONG for frame column x, from the
+/// padded magnitudes `m` of the rows above, at and below it (w + 2 each, column x + 1 is frame
+/// column x) and the row's gradients. The module's stage 3 (the direction as OpenCV's sectors, then
+/// its two neighbours), written as selects rather than branches: on noisy content the direction and the outcome change from
+/// pixel to pixel, and the branches were mispredicted about half the time; without them the loop
+/// runs on vectors (with AVX2, where the CPU has it: SSE2 has no 32-bit multiply or select).
+fn classify_row(t: Thresholds, m: [&[i32]; 3], dx: &[i32], dy: &[i32], line: &mut [u8]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        unsafe { classify_row_avx2(t, m, dx, dy, line) };
+        return;
+    }
+    classify_row_body(t, m, dx, dy, line);
+}
+
+/// [`classify_row`] compiled for AVX2.
+///
+/// # Safety
+/// The CPU has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn classify_row_avx2(t: Thresholds, m: [&[i32]; 3], dx: &[i32], dy: &[i32], line: &mut [u8]) {
+    classify_row_body(t, m, dx, dy, line);
+}
+
+/// Pixels [`classify_row_body`] takes at a time: a run of them all at or below the low threshold
+/// (most of a photo) is passed over with one test.
+const CLASSIFY_RUN: usize = 16;
+
+#[inline(always)]
+fn classify_row_body(t: Thresholds, m: [&[i32]; 3], dx: &[i32], dy: &[i32], line: &mut [u8]) {
+    let w = line.len();
+    let mut x0 = 0;
+    while x0 < w {
+        let n = CLASSIFY_RUN.min(w - x0);
+        let run = |r: usize, k: usize| &m[r][x0 + k..x0 + k + n];
+        let out = &mut line[x0..x0 + n];
+        if run(1, 1).iter().all(|&v| v <= t.low) {
+            out.fill(NONE);
+        } else {
+            classify_run(
+                t,
+                [run(0, 0), run(0, 1), run(0, 2)],
+                [run(1, 0), run(1, 1), run(1, 2)],
+                [run(2, 0), run(2, 1), run(2, 2)],
+                &dx[x0..x0 + n],
+                &dy[x0..x0 + n],
+                out,
+            );
+        }
+        x0 += n;
+    }
+}
+
+/// [`classify_row_body`] on a run: `a`, `c` and `b` the magnitudes of the rows above, at and below
+/// at columns x - 1, x and x + 1, each as long as `out`. Every value is loaded, then chosen with
+/// masks: chosen by branches or by address, the compiler loaded them one at a time.
+#[inline(always)]
+fn classify_run(
+    t: Thresholds,
+    a: [&[i32]; 3],
+    c: [&[i32]; 3],
+    b: [&[i32]; 3],
+    dx: &[i32],
+    dy: &[i32],
+    out: &mut [u8],
+) {
+    let n = out.len();
+    let sel = |mask: i32, yes: i32, no: i32| (yes & mask) | (no & !mask);
+    for x in 0..n.min(dx.len()).min(dy.len()) {
+        let (gx, gy) = (dx[x], dy[x]);
+        let (a0, a1, a2) = (a[0][..n][x], a[1][..n][x], a[2][..n][x]);
+        let (c0, v, c2) = (c[0][..n][x], c[1][..n][x], c[2][..n][x]);
+        let (b0, b1, b2) = (b[0][..n][x], b[1][..n][x], b[2][..n][x]);
+        let ax = gx.abs();
+        let ay = gy.abs() << 15;
+        let tg22x = ax * TG22;
+        // All ones where true.
+        let horizontal = -((ay < tg22x) as i32);
+        // Never true with `horizontal`: (ax << 16) >= 0.
+        let vertical = -((ay > tg22x + (ax << 16)) as i32);
+        let falling = (gx ^ gy) >> 31;
+        let n1 = sel(horizontal, c0, sel(vertical, a1, sel(falling, a2, a0)));
+        let n2 = sel(horizontal, c2, sel(vertical, b1, sel(falling, b0, b2)));
+        // Along a row or a column the second neighbour may equal v (m >= it): v + 1 > n2.
+        let second = v + ((horizontal | vertical) & 1) > n2;
+        let keep = (v > t.low) & (v > n1) & second;
+        out[x] = keep as u8 * (WEAK + (v > t.high) as u8);
+    }
+}
+
+/// Pushes `base + x` for each STRONG `line[x]`, in order of x. Eight values at a time: NONE,
+/// WEAK and STRONG are 0, 1 and 2, so a word's STRONG bytes are those with bit 1 set.
+fn push_strong(line: &[u8], base: usize, stack: &mut Vec<usize>) {
+    const _: () = assert!(NONE == 0 && WEAK == 1 && STRONG == 2);
+    let mut words = line.chunks_exact(8);
+    for (k, word) in (&mut words).enumerate() {
+        let mut bits = u64::from_le_bytes(word.try_into().expect("8 bytes")) & 0x0202_0202_0202_0202;
+        while bits != 0 {
+            stack.push(base + k * 8 + bits.trailing_zeros() as usize / 8);
+            bits &= bits - 1;
+        }
+    }
+    let done = line.len() - words.remainder().len();
+    for (x, &v) in (done..).zip(words.remainder()) {
+        if v == STRONG {
+            stack.push(base + x);
+        }
+    }
 }
 
 /// The tile of `canny_nms` (`CANNY_TW` x `CANNY_TH` in canny.cu) and its blocks' shape.
@@ -671,6 +745,74 @@ impl CannyPlan<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    /// Which neighbours non-maximum suppression compares with, from the gradient (OpenCV's sectors):
+    /// 0 left/right, 1 above/below, 2 the diagonal (-1,-1)/(+1,+1), 3 the diagonal (+1,-1)/(-1,+1).
+    fn direction(dx: i32, dy: i32) -> u8 {
+        let x = dx.abs();
+        let y = dy.abs() << 15;
+        let tg22x = x * TG22;
+        if y < tg22x {
+            0
+        } else if y > tg22x + (x << 16) {
+            1
+        } else if (dx ^ dy) < 0 {
+            3
+        } else {
+            2
+        }
+    }
+
+    /// Stage 3 pixel by pixel, with branches: the direction's sector, then its two neighbours.
+    fn classify_reference(t: Thresholds, [ma, mc, mb]: [&[i32]; 3], dx: &[i32], dy: &[i32]) -> Vec<u8> {
+        (0..dx.len())
+            .map(|x| {
+                let m = mc[x + 1];
+                if m <= t.low {
+                    return NONE;
+                }
+                let keep = match direction(dx[x], dy[x]) {
+                    0 => m > mc[x] && m >= mc[x + 2],
+                    1 => m > ma[x + 1] && m >= mb[x + 1],
+                    2 => m > ma[x] && m > mb[x + 2],
+                    _ => m > ma[x + 2] && m > mb[x],
+                };
+                match (keep, m > t.high) {
+                    (false, _) => NONE,
+                    (true, false) => WEAK,
+                    (true, true) => STRONG,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn branchless_suppression_is_the_sectors_test() {
+        let mut rng = fastrand::Rng::with_seed(13);
+        for w in [1, 7, 8, 9, 64, 333] {
+            for spread in [3, 40, 1020] {
+                let grad =
+                    |rng: &mut fastrand::Rng| (0..w).map(|_| rng.i32(-spread..=spread)).collect::<Vec<_>>();
+                let (dx, dy) = (grad(&mut rng), grad(&mut rng));
+                // Magnitudes often equal to their neighbours, and some at the thresholds.
+                let mags: Vec<Vec<i32>> = (0..3)
+                    .map(|_| {
+                        let mut m: Vec<i32> = (0..w + 2).map(|_| rng.i32(0..=12) * 10).collect();
+                        (m[0], m[w + 1]) = (0, 0);
+                        m
+                    })
+                    .collect();
+                let t = Thresholds { l2: false, low: 40, high: 90 };
+                let m = [&mags[0][..], &mags[1][..], &mags[2][..]];
+                let mut line = vec![NONE; w];
+                classify_row(t, m, &dx, &dy, &mut line);
+                assert_eq!(line, classify_reference(t, m, &dx, &dy), "w {w}, spread {spread}");
+                let mut stack = Vec::new();
+                push_strong(&line, 5, &mut stack);
+                let strong: Vec<usize> = (0..w).filter(|&x| line[x] == STRONG).map(|x| x + 5).collect();
+                assert_eq!(stack, strong);
+            }
+        }
+    }
 
     #[test]
     fn tg22_is_opencvs_constant() {
