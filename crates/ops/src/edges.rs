@@ -19,6 +19,7 @@
 //! An optional Gaussian blur first (`blur`) is histopipe's own, not OpenCV's (see
 //! [`gaussian_weights`]): separable, f32, the same on both backends.
 
+use std::mem::MaybeUninit;
 use std::ops::Range;
 
 use histopipe_frame::{Frame, Pixels, Samples};
@@ -233,23 +234,32 @@ fn canny_cpu(src: &[u8], w: usize, h: usize, l2: bool, low: i32, high: i32) -> V
         return Vec::new();
     }
     let mw = w + 2;
-    let mut map = vec![NONE; mw * (h + 2)];
+    let n = mw * (h + 2);
+    // Set band by band on the pool's threads: zeroed here, the whole map would be one thread's
+    // memset (glibc serves a block of the last frame's size from its heap, not fresh pages).
+    let mut map: Vec<u8> = parallel::output(n);
     let band = h.div_ceil(parallel::parts(w * h, MIN_PART));
     let thresholds = Thresholds { l2, low, high };
     // Frame rows y0.. are map rows y0 + 1..: a band's bytes start at (y0 + 1) mw in the map.
-    let in_band = |y0: usize, rows: &mut [u8]| {
+    let in_band = |y0: usize, rows: &mut [MaybeUninit<u8>]| {
+        let rows = none(rows);
         let strong = suppress_rows(src, w, h, thresholds, y0..y0 + rows.len() / mw, rows);
         let mut outside = Vec::new();
         flood(rows, mw, (y0 + 1) * mw, strong, &mut outside);
         outside
     };
-    let interior = &mut map[mw..(h + 1) * mw];
+    let (top, rest) = map.spare_capacity_mut()[..n].split_at_mut(mw);
+    let (interior, bottom) = rest.split_at_mut(h * mw);
+    none(top);
+    none(bottom);
     let outside: Vec<Vec<usize>> = if band >= h {
         vec![in_band(0, interior)]
     } else {
         use rayon::prelude::*;
         interior.par_chunks_mut(band * mw).enumerate().map(|(k, rows)| in_band(k * band, rows)).collect()
     };
+    // SAFETY: `none` wrote the top and bottom rows and every band's rows, which cover the rest.
+    unsafe { map.set_len(n) };
     let mut seeds = Vec::new();
     for j in outside.into_iter().flatten() {
         if map[j] == WEAK {
@@ -271,6 +281,13 @@ fn canny_cpu(src: &[u8], w: usize, h: usize, l2: bool, low: i32, high: i32) -> V
     // SAFETY: the parts cover the w h samples, and each row of a part was written.
     unsafe { edges.set_len(w * h) };
     edges
+}
+
+/// `part` of the map, all NONE.
+fn none(part: &mut [MaybeUninit<u8>]) -> &mut [u8] {
+    part.fill(MaybeUninit::new(NONE));
+    // SAFETY: every element was just written, and MaybeUninit<u8> has u8's layout.
+    unsafe { &mut *(part as *mut [MaybeUninit<u8>] as *mut [u8]) }
 }
 
 /// Hysteresis within `map`, whole rows of `mw` bytes that start at index `base` of the whole map:
