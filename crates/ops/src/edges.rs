@@ -466,7 +466,7 @@ fn push_strong(line: &[u8], base: usize, stack: &mut Vec<usize>) {
     const _: () = assert!(NONE == 0 && WEAK == 1 && STRONG == 2);
     let mut words = line.chunks_exact(8);
     for (k, word) in (&mut words).enumerate() {
-        let mut bits = u64::from_le_bytes(word.try_into().expect("8 bytes")) & 0x0202_0202_0202_0202;
+        let mut bits = u64::from_le_bytes(std::array::from_fn(|i| word[i])) & 0x0202_0202_0202_0202;
         while bits != 0 {
             stack.push(base + k * 8 + bits.trailing_zeros() as usize / 8);
             bits &= bits - 1;
