@@ -398,6 +398,8 @@ unsafe fn classify_row_avx2(t: Thresholds, m: [&[i32]; 3], dx: &[i32], dy: &[i32
 /// (most of a photo) is passed over with one test.
 const CLASSIFY_RUN: usize = 16;
 
+/// The body of [`classify_row`], inlined into each of its compilations: run by run of
+/// [`CLASSIFY_RUN`] pixels.
 #[inline(always)]
 fn classify_row_body(t: Thresholds, m: [&[i32]; 3], dx: &[i32], dy: &[i32], line: &mut [u8]) {
     let w = line.len();
