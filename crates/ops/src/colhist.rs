@@ -254,13 +254,6 @@ fn split_lines<'a, T>(counts: &'a mut [T], lines: usize, parts: &[Range<usize>])
     pieces
 }
 
-/// `piece` filled with zeros, as counts.
-fn zeroed(piece: &mut [MaybeUninit<u32>]) -> &mut [u32] {
-    piece.fill(MaybeUninit::new(0));
-    // SAFETY: every element was just written, and MaybeUninit<u32> has u32's layout.
-    unsafe { &mut *(piece as *mut [MaybeUninit<u32>] as *mut [u32]) }
-}
-
 /// Columns counted together on the CPU: their counters take about 32 KiB (an L1 data cache), at
 /// least 8 columns so each row's read covers a few bytes, at most 512.
 fn cpu_strip(bins: usize) -> usize {
@@ -393,7 +386,7 @@ impl ColHist {
         let mut counts = Vec::with_capacity(n);
         let mut pieces = split_lines(&mut counts.spare_capacity_mut()[..n], lines, &ranges);
         let count = |part: Range<usize>, out: &mut Vec<&mut [MaybeUninit<u32>]>| {
-            let mut out: Vec<&mut [u32]> = out.iter_mut().map(|piece| zeroed(piece)).collect();
+            let mut out: Vec<&mut [u32]> = out.iter_mut().map(|piece| parallel::filled(piece, 0)).collect();
             match T::bytes(input) {
                 Some(bytes) if eight_bit => self.cpu_counts_8bit(w, bytes, &spans, part, &mut out),
                 _ => self.cpu_counts_any(w, input, &spans, part, &mut out),
@@ -406,7 +399,7 @@ impl ColHist {
             ranges.into_par_iter().zip(pieces.par_iter_mut()).for_each(|(part, out)| count(part, out));
         }
         // SAFETY: the pieces cover the n slots (every bin's line, split at the ranges, which
-        // cover 0..lines), and `zeroed` wrote each piece.
+        // cover 0..lines), and `parallel::filled` wrote each piece.
         unsafe { counts.set_len(n) };
         counts
     }

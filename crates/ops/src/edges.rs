@@ -242,7 +242,7 @@ fn canny_cpu(src: &[u8], w: usize, h: usize, l2: bool, low: i32, high: i32) -> V
     let thresholds = Thresholds { l2, low, high };
     // Frame rows y0.. are map rows y0 + 1..: a band's bytes start at (y0 + 1) mw in the map.
     let in_band = |y0: usize, rows: &mut [MaybeUninit<u8>]| {
-        let rows = none(rows);
+        let rows = parallel::filled(rows, NONE);
         let strong = suppress_rows(src, w, h, thresholds, y0..y0 + rows.len() / mw, rows);
         let mut outside = Vec::new();
         flood(rows, mw, (y0 + 1) * mw, strong, &mut outside);
@@ -250,15 +250,15 @@ fn canny_cpu(src: &[u8], w: usize, h: usize, l2: bool, low: i32, high: i32) -> V
     };
     let (top, rest) = map.spare_capacity_mut()[..n].split_at_mut(mw);
     let (interior, bottom) = rest.split_at_mut(h * mw);
-    none(top);
-    none(bottom);
+    parallel::filled(top, NONE);
+    parallel::filled(bottom, NONE);
     let outside: Vec<Vec<usize>> = if band >= h {
         vec![in_band(0, interior)]
     } else {
         use rayon::prelude::*;
         interior.par_chunks_mut(band * mw).enumerate().map(|(k, rows)| in_band(k * band, rows)).collect()
     };
-    // SAFETY: `none` wrote the top and bottom rows and every band's rows, which cover the rest.
+    // SAFETY: `filled` wrote the top and bottom rows and every band's rows, which cover the rest.
     unsafe { map.set_len(n) };
     let mut seeds = Vec::new();
     for j in outside.into_iter().flatten() {
@@ -281,13 +281,6 @@ fn canny_cpu(src: &[u8], w: usize, h: usize, l2: bool, low: i32, high: i32) -> V
     // SAFETY: the parts cover the w h samples, and each row of a part was written.
     unsafe { edges.set_len(w * h) };
     edges
-}
-
-/// `part` of the map, all NONE.
-fn none(part: &mut [MaybeUninit<u8>]) -> &mut [u8] {
-    part.fill(MaybeUninit::new(NONE));
-    // SAFETY: every element was just written, and MaybeUninit<u8> has u8's layout.
-    unsafe { &mut *(part as *mut [MaybeUninit<u8>] as *mut [u8]) }
 }
 
 /// Hysteresis within `map`, whole rows of `mw` bytes that start at index `base` of the whole map:

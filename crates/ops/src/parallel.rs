@@ -14,6 +14,7 @@
 //! on one thread, and partial counts are merged by integer addition; each operation's tests
 //! compare the split output with the unsplit one.
 
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
@@ -115,6 +116,13 @@ pub(crate) fn zeroed<T: Clone + Default>(n: usize) -> Vec<T> {
     let out = vec![T::default(); n];
     advise_huge_pages(out.as_ptr(), n.saturating_mul(std::mem::size_of::<T>()));
     out
+}
+
+/// `part` of an [`output`] with every element set to `value`, as initialised elements.
+pub(crate) fn filled<T: Copy>(part: &mut [MaybeUninit<T>], value: T) -> &mut [T] {
+    part.fill(MaybeUninit::new(value));
+    // SAFETY: every element was just written, and MaybeUninit<T> has T's layout.
+    unsafe { &mut *(part as *mut [MaybeUninit<T>] as *mut [T]) }
 }
 
 /// Bytes from which an output is worth huge pages: several of them, so that rounding to 2 MiB
