@@ -115,7 +115,9 @@ fn gpu_matches_cpu() {
     let mut rng = rng();
     for (w, h, maxval) in [(1, 1, 255), (1, 301, 65535), (257, 1, 1076), (4097, 3, 255), (640, 480, 65535)] {
         let frame = random_frame(&mut rng, w, h, maxval);
-        for bins in [None, Some(1), Some(8), Some(9), Some(maxval as usize)] {
+        // 4096 and 4097 bins: the first counted in two copies per block on the GPU, the second in one.
+        let many: &[Option<usize>] = if maxval >= 4097 { &[Some(4096), Some(4097)] } else { &[] };
+        for &bins in [None, Some(1), Some(8), Some(9), Some(maxval as usize)].iter().chain(many) {
             let op = Histogram { bins };
             assert_eq!(op.cpu(&frame).unwrap(), op.gpu(&gpu, &frame).unwrap(), "{w}x{h} {maxval} {bins:?}");
         }

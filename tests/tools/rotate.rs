@@ -188,7 +188,9 @@ fn option_errors() {
 fn gpu_matches_cpu_on_random_frames() {
     let Some(gpu) = gpu() else { return };
     let mut rng = rng();
-    let mut sizes = vec![(1, 1), (1, 257), (263, 1), (4097, 3), (31, 17), (64, 64)];
+    // 640x480 (8-bit) and 1002x37 (16-bit): rows of whole 4-byte words, which the kernel stages
+    // a word at a time.
+    let mut sizes = vec![(1, 1), (1, 257), (263, 1), (4097, 3), (31, 17), (64, 64), (640, 480), (1002, 37)];
     sizes.extend((0..14).map(|_| (rng.usize(1..600), rng.usize(1..600))));
     for (i, (w, h)) in sizes.into_iter().enumerate() {
         let maxval = if i % 2 == 0 { 255 } else { rng.u16(256..=65535) };

@@ -20,12 +20,19 @@ pub const PRIVATE_MAX_BINS: u32 = 8;
 pub const SHARED_MAX_BINS: u32 = 12 * 1024 - 128;
 
 /// Most bins whose scan the histogram kernel's last block runs itself ([`DistributionPlan::queue`]):
-/// its 256 threads scan 256 counts per step, so 16-bit levels (256 steps) go to the 1024-thread
+/// its 512 threads scan 512 counts per step, so 16-bit levels (128 steps) go to the 1024-thread
 /// scan kernel instead.
 const FUSED_SCAN_MAX_BINS: usize = 1024;
 
 /// Threads per block of the histogram kernels.
-const HISTOGRAM_THREADS: u32 = 256;
+const HISTOGRAM_THREADS: u32 = 512;
+/// Most blocks of the histogram kernels: two of [`HISTOGRAM_THREADS`] per SM of an H100 or H200
+/// (132 SMs), which measured fastest there (histogram.cu); each block adds its counts to the
+/// global histogram once, so more blocks only add merges.
+const HISTOGRAM_MAX_BLOCKS: usize = 256;
+/// Most bins for which the shared-memory kernel keeps two copies of its block's histogram
+/// (`SHARED_COPIES_MAX_BINS` in histogram.cu): two copies of 4 bytes a bin fit the 48 KiB.
+const SHARED_COPIES_MAX_BINS: u32 = 4096;
 
 /// Interleaved copies of the histogram counted on the CPU ([`count`]).
 const CPU_COPIES: usize = 4;
@@ -291,7 +298,11 @@ fn queue_histogram<T: Sample>(
     let cfg = LaunchConfig {
         grid_dim: (histogram_blocks::<T>(n), 1, 1),
         block_dim: (HISTOGRAM_THREADS, 1, 1),
-        shared_mem_bytes: if kind == "shared" { bins.count * 4 } else { 0 },
+        shared_mem_bytes: match kind {
+            "shared" if bins.count <= SHARED_COPIES_MAX_BINS => 2 * bins.count * 4,
+            "shared" => bins.count * 4,
+            _ => 0,
+        },
     };
     let name = format!("histogram_{kind}_{}", T::KERNEL_SUFFIX);
     let (n, count, levels) = (n as u64, bins.count, bins.levels);
@@ -315,7 +326,8 @@ fn queue_histogram<T: Sample>(
 /// registers) before it adds to the 64-bit histogram, so no block takes 2^31 samples or more.
 fn histogram_blocks<T>(n: usize) -> u32 {
     let chunks = n.div_ceil(16 / std::mem::size_of::<T>());
-    let blocks = chunks.div_ceil(HISTOGRAM_THREADS as usize).clamp(1, 512).max((n >> 31) + 1);
+    let blocks =
+        chunks.div_ceil(HISTOGRAM_THREADS as usize).clamp(1, HISTOGRAM_MAX_BLOCKS).max((n >> 31) + 1);
     blocks.min(i32::MAX as usize) as u32
 }
 
@@ -395,7 +407,10 @@ mod tests {
     fn no_block_counts_2_to_the_31_samples() {
         for n in [1usize, 4096, 1 << 31, (1 << 31) + 65536, 1 << 32, 3 << 33, 1 << 40] {
             for (blocks, bytes) in [(histogram_blocks::<u8>(n), 1), (histogram_blocks::<u16>(n), 2)] {
-                assert!((1..=512.max((n >> 31) as u32 + 1)).contains(&blocks), "{n}: {blocks} blocks");
+                assert!(
+                    (1..=(HISTOGRAM_MAX_BLOCKS as u32).max((n >> 31) as u32 + 1)).contains(&blocks),
+                    "{n}: {blocks} blocks"
+                );
                 // Grid-stride over 16-byte chunks: a block's share is at most its chunks' samples.
                 let threads = blocks as usize * HISTOGRAM_THREADS as usize;
                 let per_block =
