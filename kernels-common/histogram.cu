@@ -85,8 +85,10 @@ __device__ void histogram_private(const T* __restrict__ in, u64 n, u32 bins, u32
 // in flight. With 512-thread blocks and 256 of them (histogram.rs), H100, 8-bit, 256 bins, CUB
 // HistogramEven timed in the same process: one copy, one chunk, 512 blocks of 256 threads took
 // 0.78-0.97x CUB's time from 2560x1707 to 16384x16384, this form 0.66-0.89x (fewer blocks: fewer
-// adds to the global histogram, which meet on the same 256 counters). (Earlier, on an H200: one
-// copy per warp with runs of equal neighbours merged took 1.16-1.65x.)
+// adds to the global histogram, which meet on the same 256 counters); in histopipe-bench's runs
+// (queued back to back), equalize's histogram went from 1.07-1.17x CUB to 0.90-0.98x at 2560x1707
+// to 7680x4320, 1.03x on the camera photo at 16384x16384. (Earlier, on an H200: one copy per warp
+// with runs of equal neighbours merged took 1.16-1.65x.)
 // Up to SHARED_MAX_BINS bins (histogram.rs): 48 KiB less 512 bytes for scan_when_last's static
 // shared memory.
 #define SHARED_COPIES_MAX_BINS 4096
