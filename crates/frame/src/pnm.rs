@@ -5,6 +5,13 @@ use std::io::{self, BufRead};
 use crate::geometry::Geometry;
 use crate::{Annotation, FrameError, Source};
 
+/// The most bytes of one header comment line that are held; longer lines stream by. A source
+/// comment of a path of 4096 bytes, each escaped, fits.
+pub(crate) const COMMENT_CAP: usize = 1 << 16;
+
+/// The most bytes the annotations of one header may take, counting 64 for each one's keeping.
+pub(crate) const ANNOTATIONS_CAP: usize = 1 << 16;
+
 /// What a PNM/PAM header says.
 pub(crate) struct Header {
     pub width: usize,
@@ -67,21 +74,58 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
     }
 
     /// Reads the rest of a `#` comment line and keeps a geometry or other `histopipe-*` comment.
+    /// Only the first [`COMMENT_CAP`] bytes of a line are held: the rest of a longer comment
+    /// streams by, and such a comment is dropped, or refused if it is a `histopipe-*` one (its
+    /// value would be cut). The annotations of a header are held up to [`ANNOTATIONS_CAP`].
     fn comment(&mut self) -> Result<(), FrameError> {
         let mut text = Vec::new();
-        while let Some(b) = self.next()? {
-            if b == b'\n' || b == b'\r' {
+        let mut longer = false;
+        loop {
+            let buf = loop {
+                match self.input.fill_buf() {
+                    Ok(buf) => break buf,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(FrameError::io(self.frame, &e)),
+                }
+            };
+            if buf.is_empty() {
                 break;
             }
-            text.push(b);
+            let end = buf.iter().position(|&b| b == b'\n' || b == b'\r');
+            let line = &buf[..end.unwrap_or(buf.len())];
+            let room = COMMENT_CAP - text.len();
+            text.extend_from_slice(&line[..line.len().min(room)]);
+            longer |= line.len() > room;
+            let taken = line.len() + usize::from(end.is_some());
+            self.input.consume(taken);
+            if end.is_some() {
+                break;
+            }
         }
-        if let Some(parsed) = Geometry::parse_comment(&String::from_utf8_lossy(&text)) {
+        if longer {
+            let start = text.trim_ascii_start();
+            if start.starts_with(b"histopipe-") {
+                return Err(self.invalid(format!(
+                    "header comment '{}...' is longer than {COMMENT_CAP} bytes",
+                    shown(&start[..start.len().min(32)])
+                )));
+            }
+            return Ok(());
+        }
+        let text = String::from_utf8_lossy(&text);
+        if let Some(parsed) = Geometry::parse_comment(&text) {
             self.geometry = Some(parsed.map_err(|m| self.invalid(m))?);
-        } else if let Some(parsed) = Source::parse_comment(&String::from_utf8_lossy(&text)) {
+        } else if let Some(parsed) = Source::parse_comment(&text) {
             self.source = Some(parsed.map_err(|m| self.invalid(m))?);
-        } else if let Some(a) = Annotation::parse_comment(&String::from_utf8_lossy(&text)) {
+        } else if let Some(a) = Annotation::parse_comment(&text) {
             self.annotations.retain(|old| old.key != a.key);
             self.annotations.push(a);
+            let held: usize = self.annotations.iter().map(|a| a.key.len() + a.value.len() + 64).sum();
+            if held > ANNOTATIONS_CAP {
+                return Err(self.invalid(format!(
+                    "more than {ANNOTATIONS_CAP} bytes of histopipe-* annotations in one header"
+                )));
+            }
         }
         Ok(())
     }

@@ -1,9 +1,11 @@
+use std::borrow::Cow;
 use std::io::{self, BufRead};
 
 use crate::budget::Budget;
-use crate::decode::source::{ReadSource, SliceSource};
+use crate::decode::source::{ReadSource, SliceSource, Source as _};
 use crate::decode::{self, luma, Encoded, Target, TiffPages, WalkError};
 use crate::pnm::{read_full, shown, AsciiSamples, Header, HeaderCursor};
+use crate::samples::{Filling, NoMemory};
 use crate::{Depth, Format, Frame, FrameError, FrameErrorKind, Pixels, SampleMemory, Samples};
 
 /// Colour binary rasters are read in pieces of this many bytes (a multiple of 6, whole pixels at
@@ -161,8 +163,9 @@ impl<R: BufRead> FrameReader<R> {
 
     /// Reads `samples` binary samples into new memory: bytes as they come, 16-bit samples in big-
     /// (PNM) or little-endian (raw) byte order. Also says how many bytes came: fewer than asked
-    /// only at the end of the input, and then the samples are not converted. `lent`: into the
-    /// reader's memory (page-locked once a GPU lends it), else the heap.
+    /// only at the end of the input, and then the samples are not converted (nor kept). `lent`:
+    /// into the reader's memory (page-locked once a GPU lends it), else the heap. Memory grows
+    /// with the bytes that come (see [`Filling`]).
     fn binary_raster(
         &mut self,
         index: usize,
@@ -173,19 +176,16 @@ impl<R: BufRead> FrameReader<R> {
     ) -> Result<(usize, Pixels), FrameError> {
         let heap = SampleMemory::default();
         let memory = if lent { &self.memory } else { &heap };
-        let io_err = |e: io::Error| FrameError::io(index, &e);
+        let at_hand = at_hand(&mut self.input).map_err(|e| FrameError::io(index, &e))?;
         Ok(match depth {
             Depth::U8 => {
-                let mut v = memory.uninit::<u8>(samples);
-                (read_full(&mut self.input, &mut v).map_err(io_err)?, Pixels::U8(v))
+                let (got, v) = read_filling::<_, u8>(&mut self.input, index, memory, samples, at_hand)?;
+                (got, Pixels::U8(v))
             }
             Depth::U16 => {
-                let mut v = memory.uninit::<u16>(samples);
-                // SAFETY: the same memory as bytes; any bytes make valid u16s.
-                let bytes =
-                    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), 2 * v.len()) };
-                let got = read_full(&mut self.input, bytes).map_err(io_err)?;
-                if got == bytes.len() {
+                let (got, mut v) =
+                    read_filling::<_, u16>(&mut self.input, index, memory, samples, at_hand / 2)?;
+                if got == 2 * samples {
                     // One loop per order: a function pointer chosen once is called per sample
                     // (not inlined, not vectorised: a fifth of reading a 16-bit frame).
                     if big_endian {
@@ -281,12 +281,17 @@ impl<R: BufRead> FrameReader<R> {
         if start.is_empty() {
             // The whole image may be in the input's buffer already (always, reading a slice).
             let buf = self.input.fill_buf().map_err(|e| FrameError::io(index, &e))?;
-            match decode::walk(&mut SliceSource::new(buf), kind) {
+            let mut src = SliceSource::new(buf);
+            match decode::walk(&mut src, kind) {
                 Ok(walked) => {
-                    let len = walked.len();
-                    let budget = Budget::new(index, max_pixels, len, 0);
-                    let decoded = decode::decode(&buf[..len], &walked, Target::Gray, &budget);
-                    self.input.consume(len);
+                    let taken = src.taken();
+                    let image = src.into_kept();
+                    // A copy is held when the walk left metadata out.
+                    let held = if matches!(image, Cow::Owned(_)) { image.len() } else { 0 };
+                    let budget = Budget::new(index, max_pixels, taken, held);
+                    let decoded = decode::decode(&image, &walked, Target::Gray, &budget);
+                    drop(image);
+                    self.input.consume(taken);
                     let (picture, pages) = decoded?;
                     self.pages = pages;
                     return Ok(picture.into_frame());
@@ -297,8 +302,9 @@ impl<R: BufRead> FrameReader<R> {
         }
         let mut src = ReadSource::new(&mut self.input, start);
         let walked = decode::walk(&mut src, kind).map_err(|e| e.into_frame_error(index))?;
+        let taken = src.taken();
         let bytes = src.into_bytes();
-        let budget = Budget::new(index, max_pixels, bytes.len(), bytes.len());
+        let budget = Budget::new(index, max_pixels, taken, bytes.len());
         let (picture, pages) = decode::decode(&bytes, &walked, Target::Gray, &budget)?;
         self.pages = pages;
         Ok(picture.into_frame())
@@ -373,18 +379,38 @@ impl<R: BufRead> FrameReader<R> {
         };
         Ok(match depth {
             Depth::U8 => {
-                let mut v: Samples<u8> = self.memory.uninit(count);
-                for (p, s) in v.iter_mut().enumerate() {
-                    *s = pixel(p)? as u8;
+                let mut v = Filling::<u8>::new(&self.memory, count, 0).map_err(|e| no_memory(index, e))?;
+                let mut p = 0;
+                loop {
+                    let room = v.room().map_err(|e| no_memory(index, e))?;
+                    if room.is_empty() {
+                        break;
+                    }
+                    for s in room.iter_mut() {
+                        *s = pixel(p)? as u8;
+                        p += 1;
+                    }
+                    let n = room.len();
+                    v.filled(n);
                 }
-                Pixels::U8(v)
+                Pixels::U8(v.finish())
             }
             Depth::U16 => {
-                let mut v: Samples<u16> = self.memory.uninit(count);
-                for (p, s) in v.iter_mut().enumerate() {
-                    *s = pixel(p)? as u16;
+                let mut v = Filling::<u16>::new(&self.memory, count, 0).map_err(|e| no_memory(index, e))?;
+                let mut p = 0;
+                loop {
+                    let room = v.room().map_err(|e| no_memory(index, e))?;
+                    if room.is_empty() {
+                        break;
+                    }
+                    for s in room.iter_mut() {
+                        *s = pixel(p)? as u16;
+                        p += 1;
+                    }
+                    let n = room.len();
+                    v.filled(n);
                 }
-                Pixels::U16(v)
+                Pixels::U16(v.finish())
             }
         })
     }
@@ -401,15 +427,18 @@ impl<R: BufRead> FrameReader<R> {
         let total =
             count.checked_mul(pixel_bytes).ok_or_else(|| FrameError::invalid(index, "raster too large"))?;
         let mut piece = vec![0u8; COLOUR_PIECE.min(total)];
-        let mut gray8: Samples<u8> = Vec::new().into();
-        let mut gray16: Samples<u16> = Vec::new().into();
-        match depth {
-            Depth::U8 => gray8 = self.memory.uninit(count),
-            Depth::U16 => gray16 = self.memory.uninit(count),
-        }
+        let oom = |e| no_memory(index, e);
+        let mut gray = match depth {
+            Depth::U8 => Gray::U8(Filling::new(&self.memory, count, 0).map_err(oom)?),
+            Depth::U16 => Gray::U16(Filling::new(&self.memory, count, 0).map_err(oom)?),
+        };
         let (mut done, mut got_bytes) = (0, 0);
         while done < count {
-            let n = (count - done).min(piece.len() / pixel_bytes);
+            let room = match &mut gray {
+                Gray::U8(v) => v.room().map_err(oom)?.len(),
+                Gray::U16(v) => v.room().map_err(oom)?.len(),
+            };
+            let n = room.min(piece.len() / pixel_bytes);
             let want = &mut piece[..n * pixel_bytes];
             let got = read_full(&mut self.input, want).map_err(|e| FrameError::io(index, &e))?;
             got_bytes += got;
@@ -421,6 +450,12 @@ impl<R: BufRead> FrameReader<R> {
                         h.width, h.height
                     ),
                 ));
+            }
+            let mut out8: &mut [u8] = &mut [];
+            let mut out16: &mut [u16] = &mut [];
+            match &mut gray {
+                Gray::U8(v) => out8 = v.room().map_err(oom)?,
+                Gray::U16(v) => out16 = v.room().map_err(oom)?,
             }
             for (k, p) in want.chunks_exact(pixel_bytes).enumerate() {
                 let sample = |c: usize| match depth {
@@ -437,17 +472,76 @@ impl<R: BufRead> FrameReader<R> {
                 }
                 let y = luma(r as u32, g as u32, b as u32);
                 match depth {
-                    Depth::U8 => gray8[done + k] = y as u8,
-                    Depth::U16 => gray16[done + k] = y as u16,
+                    Depth::U8 => out8[k] = y as u8,
+                    Depth::U16 => out16[k] = y as u16,
                 }
+            }
+            match &mut gray {
+                Gray::U8(v) => v.filled(n),
+                Gray::U16(v) => v.filled(n),
             }
             done += n;
         }
-        Ok(match depth {
-            Depth::U8 => Pixels::U8(gray8),
-            Depth::U16 => Pixels::U16(gray16),
+        Ok(match gray {
+            Gray::U8(v) => Pixels::U8(v.finish()),
+            Gray::U16(v) => Pixels::U16(v.finish()),
         })
     }
+}
+
+/// A gray frame being filled, at either sample width.
+enum Gray<'m> {
+    U8(Filling<'m, u8>),
+    U16(Filling<'m, u16>),
+}
+
+/// Bytes the input holds already, without waiting for more.
+fn at_hand<R: BufRead>(input: &mut R) -> io::Result<usize> {
+    loop {
+        match input.fill_buf() {
+            Ok(buf) => return Ok(buf.len()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Reads `len` samples of `T` as bytes, in the machine's order, into memory that grows as they
+/// come. Returns how many bytes came, and the samples when all did (else none).
+fn read_filling<R: BufRead, T: Copy + Default + Send + Sync + 'static>(
+    input: &mut R,
+    index: usize,
+    memory: &SampleMemory,
+    len: usize,
+    at_hand: usize,
+) -> Result<(usize, Samples<T>), FrameError> {
+    let mut v = Filling::<T>::new(memory, len, at_hand).map_err(|e| no_memory(index, e))?;
+    let mut got = 0;
+    loop {
+        let room = v.room().map_err(|e| no_memory(index, e))?;
+        if room.is_empty() {
+            return Ok((got, v.finish()));
+        }
+        let size = std::mem::size_of_val(room);
+        // SAFETY: the same memory as bytes; any bytes make valid samples (u8, u16).
+        let bytes = unsafe { std::slice::from_raw_parts_mut(room.as_mut_ptr().cast::<u8>(), size) };
+        let n = read_full(input, bytes).map_err(|e| FrameError::io(index, &e))?;
+        got += n;
+        if n < size {
+            return Ok((got, Vec::new().into()));
+        }
+        let samples = room.len();
+        v.filled(samples);
+    }
+}
+
+/// No memory for a frame: an error of the machine, not of the input.
+fn no_memory(index: usize, e: NoMemory) -> FrameError {
+    let err = io::Error::new(
+        io::ErrorKind::OutOfMemory,
+        format!("out of memory: no room for the frame's {} MiB", e.0.div_ceil(1 << 20)),
+    );
+    FrameError::io(index, &err)
 }
 
 /// A sample over maxval makes the frame invalid: nothing downstream could trust it.

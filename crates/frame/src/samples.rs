@@ -168,19 +168,22 @@ impl Spare {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A kept block of `words` to twice as many 16-byte words, else a new zeroed one.
-    fn take(&self, words: usize) -> Box<[u128]> {
+    /// A kept block of `words` to twice as many 16-byte words.
+    fn kept(&self, words: usize) -> Option<Box<[u128]>> {
         let mut blocks = self.blocks();
-        let fits = blocks.iter().position(|b| b.len() >= words && b.len() / 2 <= words);
-        match fits {
-            Some(i) => blocks.swap_remove(i),
-            None => {
-                drop(blocks);
-                let block = vec![0u128; words].into_boxed_slice();
-                advise_huge_pages(block.as_ptr(), 16 * block.len());
-                block
-            }
+        let fits = blocks.iter().position(|b| b.len() >= words && b.len() / 2 <= words)?;
+        Some(blocks.swap_remove(fits))
+    }
+
+    /// A kept block of `words` to twice as many 16-byte words, else a new zeroed one; `None` when
+    /// the allocator has none.
+    fn take(&self, words: usize) -> Option<Box<[u128]>> {
+        if let Some(block) = self.kept(words) {
+            return Some(block);
         }
+        let block = try_zeroed::<u128>(words)?;
+        advise_huge_pages(block.as_ptr(), 16 * block.len());
+        Some(block)
     }
 
     /// Keeps `block` if there is room; the oldest kept blocks make way for it.
@@ -243,6 +246,17 @@ impl SampleMemory {
     /// written in full before anything reads them. `T` is a sample type (`u8`, `u16`), for which
     /// every bit pattern is a value.
     pub fn uninit<T: Copy + Default + Send + Sync + 'static>(&self, len: usize) -> Samples<T> {
+        self.try_uninit(len).unwrap_or_else(|| {
+            let bytes = len.saturating_mul(std::mem::size_of::<T>()).min(isize::MAX as usize);
+            std::alloc::handle_alloc_error(
+                std::alloc::Layout::from_size_align(bytes, 16).unwrap_or(std::alloc::Layout::new::<u128>()),
+            )
+        })
+    }
+
+    /// As [`SampleMemory::uninit`], but `None` when there is no memory for them (the allocator
+    /// refused, or their size overflows), where `uninit` aborts the process.
+    pub fn try_uninit<T: Copy + Default + Send + Sync + 'static>(&self, len: usize) -> Option<Samples<T>> {
         let bytes = len.checked_mul(std::mem::size_of::<T>());
         let lent = self.0.lender.get().and_then(|l| {
             let (ptr, owner) = l.lend(bytes?)?;
@@ -252,17 +266,127 @@ impl SampleMemory {
             Some(unsafe { Samples::lent(ptr.cast::<T>(), len, owner) })
         });
         match (lent, bytes) {
-            (Some(samples), _) => samples,
+            (Some(samples), _) => Some(samples),
             (None, Some(bytes)) if bytes >= Spare::SMALLEST && std::mem::align_of::<T>() <= 16 => {
-                let mut block = self.0.spare.take(bytes.div_ceil(16));
-                let ptr = NonNull::new(block.as_mut_ptr().cast::<T>()).expect("boxed slices are non-null");
-                let owner = Recycled { block: Some(block), home: Arc::downgrade(&self.0.spare) };
-                // SAFETY: the block holds at least `bytes` initialized bytes (zeroed when made,
-                // samples since), aligned to 16, and is only reachable through `owner`, which
-                // the samples keep; every bit pattern is a valid u8 or u16 sample.
-                unsafe { Samples::lent(ptr, len, Box::new(owner)) }
+                Some(self.recycled(self.0.spare.take(bytes.div_ceil(16))?, len))
             }
-            (None, _) => vec![T::default(); len].into(),
+            (None, Some(_)) => Some(try_zeroed::<T>(len)?.into_vec().into()),
+            (None, None) => None,
+        }
+    }
+
+    /// `len` samples in a heap block kept from an earlier frame, if one fits and no lender is
+    /// installed: memory the process holds already, so using it at once costs nothing.
+    pub(crate) fn kept<T: Copy + Send + Sync + 'static>(&self, len: usize) -> Option<Samples<T>> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>())?;
+        if self.0.lender.get().is_some() || bytes < Spare::SMALLEST || std::mem::align_of::<T>() > 16 {
+            return None;
+        }
+        Some(self.recycled(self.0.spare.kept(bytes.div_ceil(16))?, len))
+    }
+
+    /// `len` samples in `block`, which goes back to the spare blocks when they are dropped.
+    fn recycled<T: Copy + Send + Sync + 'static>(&self, mut block: Box<[u128]>, len: usize) -> Samples<T> {
+        debug_assert!(16 * block.len() >= len * std::mem::size_of::<T>());
+        let ptr = NonNull::new(block.as_mut_ptr().cast::<T>()).unwrap_or(NonNull::dangling());
+        let owner = Recycled { block: Some(block), home: Arc::downgrade(&self.0.spare) };
+        // SAFETY: the block holds at least `len` T's of initialized bytes (zeroed when made,
+        // samples since), aligned to 16, and is only reachable through `owner`, which the samples
+        // keep; every bit pattern is a valid u8 or u16 sample.
+        unsafe { Samples::lent(ptr, len, Box::new(owner)) }
+    }
+}
+
+/// `len` zeroed values on the heap, or `None` when the allocator has no room (or the size
+/// overflows). The allocator's zeroed memory, not `vec![0; len]`'s abort or a `resize` that
+/// writes every byte: fresh pages are zero already. `T` is an integer type, of which zero bytes
+/// are a value.
+fn try_zeroed<T: Copy>(len: usize) -> Option<Box<[T]>> {
+    let layout = std::alloc::Layout::array::<T>(len).ok()?;
+    if layout.size() == 0 {
+        return Some(Vec::new().into_boxed_slice());
+    }
+    // SAFETY: the layout's size is not zero.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: `len` zeroed T's (zero bytes make an integer) from the global allocator, with the
+    // layout a `Box<[T]>` of `len` is freed with.
+    Some(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr.cast::<T>(), len)) })
+}
+
+/// Samples that are filled as their bytes arrive: their memory grows with what has come, so a
+/// header declaring a huge frame over a few bytes of data costs a few bytes of memory.
+///
+/// A small frame, one whose bytes are all at hand already, and one for which a block kept from an
+/// earlier frame fits (a stream of frames of one size, after its first) get their whole memory at
+/// once, as they did before. Any other is read into a heap buffer that doubles as it fills, from
+/// 1 MiB, up to a sixteenth of the frame; then the frame's memory is taken (lent, page-locked
+/// memory, once a GPU lends it) and that much is copied over. So memory is never more than 16
+/// times what arrived (plus 1 MiB), and an honest frame pays one copy of a sixteenth of itself.
+pub(crate) struct Filling<'m, T: Copy> {
+    memory: &'m SampleMemory,
+    len: usize,
+    staged: Vec<T>,
+    full: Option<Samples<T>>,
+    filled: usize,
+}
+
+/// The bytes [`Filling`] stages before it commits the frame's memory, at least.
+const FIRST_PIECE: usize = 1 << 20;
+
+/// A frame's memory could not be had: how many bytes were asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NoMemory(pub usize);
+
+impl<'m, T: Copy + Default + Send + Sync + 'static> Filling<'m, T> {
+    /// `len` samples from `memory`, `at_hand` of which the input holds already.
+    pub fn new(memory: &'m SampleMemory, len: usize, at_hand: usize) -> Result<Self, NoMemory> {
+        let size = std::mem::size_of::<T>();
+        let full = if len.saturating_mul(size) <= FIRST_PIECE || at_hand >= len {
+            Some(memory.try_uninit(len).ok_or(NoMemory(len.saturating_mul(size)))?)
+        } else {
+            memory.kept(len)
+        };
+        Ok(Filling { memory, len, staged: Vec::new(), full, filled: 0 })
+    }
+
+    /// The samples not filled yet that there is memory for: empty only once all are filled.
+    pub fn room(&mut self) -> Result<&mut [T], NoMemory> {
+        let size = std::mem::size_of::<T>();
+        if self.full.is_none() && self.filled == self.staged.len() && self.filled < self.len {
+            let commit = (self.len / 16).max(FIRST_PIECE / size);
+            if self.filled >= commit {
+                let mut full = self.memory.try_uninit::<T>(self.len).ok_or(NoMemory(self.len * size))?;
+                full[..self.filled].copy_from_slice(&self.staged);
+                self.staged = Vec::new();
+                self.full = Some(full);
+            } else {
+                let grown = (2 * self.staged.len()).clamp(FIRST_PIECE / size, commit).min(self.len);
+                self.staged
+                    .try_reserve_exact(grown - self.staged.len())
+                    .map_err(|_| NoMemory(grown * size))?;
+                self.staged.resize(grown, T::default());
+            }
+        }
+        Ok(match self.full.as_mut() {
+            Some(full) => &mut full[self.filled..],
+            None => &mut self.staged[self.filled..],
+        })
+    }
+
+    /// Says that the first `n` samples of the last [`Filling::room`] are filled.
+    pub fn filled(&mut self, n: usize) {
+        self.filled += n;
+    }
+
+    /// The samples, once all are filled.
+    pub fn finish(self) -> Samples<T> {
+        debug_assert_eq!(self.filled, self.len);
+        match self.full {
+            Some(full) => full,
+            None => self.staged.into(),
         }
     }
 }

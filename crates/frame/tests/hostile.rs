@@ -406,3 +406,334 @@ fn mutated_images_keep_to_the_bound() {
         let _ = within_bound(&input, 1 << 16);
     }
 }
+
+/// The error reading `input` ends with; its frames' sizes if it gave frames instead.
+fn refused(result: Result<Vec<Frame>, FrameError>) -> FrameError {
+    match result {
+        Ok(frames) => {
+            let sizes: Vec<(usize, usize)> = frames.iter().map(|f| (f.width, f.height)).collect();
+            panic!("read as frames of {sizes:?}, not refused")
+        }
+        Err(e) => e,
+    }
+}
+
+/// A pipe's view of `bytes`: reads of at most 4 KiB behind a buffer of 4 KiB, so the reader never
+/// sees more than a little of the input at once.
+fn piped(bytes: &[u8]) -> std::io::BufReader<Trickle<'_>> {
+    std::io::BufReader::with_capacity(4096, Trickle(bytes))
+}
+
+struct Trickle<'a>(&'a [u8]);
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(self.0.len()).min(4096);
+        buf[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        Ok(n)
+    }
+}
+
+/// Every frame of `input` read from a pipe, and the most heap held meanwhile; the same frames (or
+/// error) as reading it from a slice.
+fn read_piped(input: &[u8], max_pixels: u64) -> (Result<Vec<Frame>, FrameError>, usize) {
+    let (piped_frames, used) = peak(|| -> Result<Vec<Frame>, FrameError> {
+        let mut r = FrameReader::new(piped(input), ReadOptions { raw: None, max_pixels });
+        let mut out = Vec::new();
+        while let Some(f) = r.next_frame()? {
+            out.push(f);
+        }
+        Ok(out)
+    });
+    let sliced = read_all(input, max_pixels);
+    match (&piped_frames, &sliced) {
+        (Ok(a), Ok(b)) => {
+            assert_eq!(a.len(), b.len());
+            for (a, b) in a.iter().zip(b) {
+                assert_eq!((a.width, a.height, &a.pixels), (b.width, b.height, &b.pixels));
+            }
+        }
+        (Err(a), Err(b)) => assert_eq!((a.frame, a.kind, &a.message), (b.frame, b.kind, &b.message)),
+        (a, b) => panic!("a pipe gave {a:?}, a slice {b:?}"),
+    }
+    (piped_frames, used)
+}
+
+/// A BMP with a BITMAPINFOHEADER: `palette` gray entries, then `data` at the pixel data offset.
+/// `file_size` is what its file header says (its real length if `None`).
+fn bmp(
+    width: i32,
+    height: i32,
+    bits: u16,
+    compression: u32,
+    palette: u32,
+    data: &[u8],
+    file_size: Option<u32>,
+) -> Vec<u8> {
+    let offset = 14 + 40 + 4 * palette;
+    let len = offset + data.len() as u32;
+    let mut out = b"BM".to_vec();
+    out.extend_from_slice(&file_size.unwrap_or(len).to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&offset.to_le_bytes());
+    for v in [40u32, width as u32, height as u32] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(&1u16.to_le_bytes());
+    out.extend_from_slice(&bits.to_le_bytes());
+    for v in [compression, data.len() as u32, 2835, 2835, palette, 0] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    for i in 0..palette {
+        let v = (i * 255 / palette.max(2).saturating_sub(1)).min(255) as u8;
+        out.extend_from_slice(&[v, v, v, 0]);
+    }
+    out.extend_from_slice(data);
+    out
+}
+
+/// A little-endian 8-bit gray TIFF of `width` x `height` in strips of `rows` rows, compressed
+/// with `compression`, strip `i` being `data[strips[i]]`: strips may share their bytes.
+fn tiff_strips(
+    width: u32,
+    height: u32,
+    rows: u32,
+    compression: u16,
+    data: &[&[u8]],
+    strips: &[usize],
+) -> Vec<u8> {
+    let n = strips.len() as u32;
+    let entries = 10u32;
+    let offsets_at = 8 + 2 + entries * 12 + 4;
+    let counts_at = offsets_at + 4 * n;
+    let mut data_at = vec![counts_at + 4 * n];
+    for d in data {
+        data_at.push(data_at[data_at.len() - 1] + d.len() as u32);
+    }
+    let mut out = b"II*\0".to_vec();
+    out.extend_from_slice(&8u32.to_le_bytes());
+    out.extend_from_slice(&(entries as u16).to_le_bytes());
+    let mut e = |tag: u16, kind: u16, count: u32, value: u32| {
+        out.extend_from_slice(&tag.to_le_bytes());
+        out.extend_from_slice(&kind.to_le_bytes());
+        out.extend_from_slice(&count.to_le_bytes());
+        out.extend_from_slice(&value.to_le_bytes());
+    };
+    e(256, 4, 1, width);
+    e(257, 4, 1, height);
+    e(258, 3, 1, 8);
+    e(259, 3, 1, compression as u32);
+    e(262, 3, 1, 1);
+    e(273, 4, n, if n == 1 { data_at[strips[0]] } else { offsets_at });
+    e(277, 3, 1, 1);
+    e(278, 4, 1, rows);
+    e(279, 4, n, if n == 1 { data[strips[0]].len() as u32 } else { counts_at });
+    e(284, 3, 1, 1);
+    out.extend_from_slice(&0u32.to_le_bytes());
+    if n > 1 {
+        for &s in strips {
+            out.extend_from_slice(&data_at[s].to_le_bytes());
+        }
+        for &s in strips {
+            out.extend_from_slice(&(data[s].len() as u32).to_le_bytes());
+        }
+    } else {
+        out.resize(data_at[0] as usize, 0);
+    }
+    for d in data {
+        out.extend_from_slice(d);
+    }
+    out
+}
+
+fn gray_jpeg(w: u32, h: u32) -> Vec<u8> {
+    let mut rng = fastrand::Rng::with_seed(3);
+    let img = image::GrayImage::from_fn(w, h, |x, y| image::Luma([(x * 7 + y * 3) as u8 ^ rng.u8(..16)]));
+    encode(img.into(), image::ImageFormat::Jpeg)
+}
+
+// Item 4: decompression bombs.
+
+#[test]
+fn an_rle_bmp_declaring_more_than_its_bytes_can_code_is_refused_at_once() {
+    // 8 bytes of RLE8 data: one run of 4 pixels, then the end of the bitmap, which leaves the
+    // rest of a 4096x4096 image blank.
+    let rle = [4, 1, 0, 0, 0, 1, 0, 0];
+    for (bits, compression) in [(8, 1), (4, 2)] {
+        let bomb = bmp(4096, 4096, bits, compression, 2, &rle, None);
+        let start = Instant::now();
+        let (result, used) = peak(|| read_all(&bomb, histopipe_frame::DEFAULT_MAX_PIXELS));
+        let e = refused(result);
+        assert!(start.elapsed() < Duration::from_millis(100), "{:?}", start.elapsed());
+        assert!(used < 1 << 20, "{used} bytes");
+        assert_eq!(e.kind, FrameErrorKind::Invalid, "{e}");
+        assert!(e.message.contains("RLE"), "{e}");
+    }
+    // The same run in a small image is a frame, its blank rest black.
+    let frames = within_bound(&bmp(8, 2, 8, 1, 2, &rle, None), 1 << 16).unwrap();
+    assert_eq!(
+        frames[0].pixels,
+        Pixels::U8([vec![0; 8], vec![255, 255, 255, 255, 0, 0, 0, 0]].concat().into())
+    );
+}
+
+#[test]
+fn a_tiff_strip_whose_jpeg_is_larger_than_the_strip_is_refused() {
+    let strip = gray_jpeg(16, 16);
+    let honest = tiff_strips(16, 16, 16, 7, &[&strip], &[0]);
+    let frames = within_bound(&honest, 1 << 16).unwrap();
+    assert_eq!((frames[0].width, frames[0].height), (16, 16));
+    // A real 256x256 JPEG in a strip of 16x16: the decoder would make all of it.
+    let big = gray_jpeg(256, 256);
+    let e = refused(read_all(&tiff_strips(16, 16, 16, 7, &[&big], &[0]), 1 << 16));
+    assert_eq!(e.kind, FrameErrorKind::Invalid, "{e}");
+    assert!(e.message.contains("JPEG of 256x256"), "{e}");
+    // A strip's JPEG declaring 8192x8192 in 300-odd bytes sized the decoder's buffer.
+    let bomb = patch_jpeg_size(strip.clone(), 8192, 8192);
+    let (result, used) = peak(|| read_all(&tiff_strips(16, 16, 16, 7, &[&bomb], &[0]), 1 << 16));
+    let e = refused(result);
+    assert_eq!(e.kind, FrameErrorKind::Invalid, "{e}");
+    assert!(used < 1 << 20, "{used} bytes");
+}
+
+#[test]
+fn tiff_strips_sharing_one_jpeg_cost_no_more_than_their_pixels() {
+    let strip = gray_jpeg(16, 16);
+    let frames = within_bound(&tiff_strips(16, 16 * 200, 16, 7, &[&strip], &[0; 200]), 1 << 16).unwrap();
+    assert_eq!((frames[0].width, frames[0].height), (16, 3200));
+    // 200 strips of 16 rows, each pointing at one 128x128 JPEG: 200 times its decoding.
+    let big = gray_jpeg(128, 128);
+    let start = Instant::now();
+    let (result, used) = peak(|| read_all(&tiff_strips(16, 16 * 200, 16, 7, &[&big], &[0; 200]), 1 << 16));
+    assert_eq!(refused(result).kind, FrameErrorKind::Invalid);
+    assert!(start.elapsed() < Duration::from_millis(100), "{:?}", start.elapsed());
+    assert!(used < 1 << 20, "{used} bytes");
+}
+
+// Item 5: metadata from a pipe is not held.
+
+#[test]
+fn a_long_pgm_comment_is_skipped_as_it_streams_by() {
+    let mut input = b"P5\n#".to_vec();
+    input.resize(input.len() + (16 << 20), b'x');
+    input.extend_from_slice(b"\n# histopipe-note kept\n2 1 255\n\x01\x02");
+    let (frames, used) = read_piped(&input, 1 << 16);
+    let frames = frames.unwrap();
+    assert_eq!(frames[0].pixels, Pixels::U8(vec![1, 2].into()));
+    assert_eq!(frames[0].annotations[0].value, "kept");
+    assert!(used < 1 << 20, "{used} bytes held for a comment");
+    // Annotations are kept, a few of them: a stream of distinct keys is not held whole.
+    let mut many = b"P5\n".to_vec();
+    for k in 0..100_000 {
+        many.extend_from_slice(format!("# histopipe-k{k} {}\n", "v".repeat(100)).as_bytes());
+    }
+    many.extend_from_slice(b"1 1 255\n\0");
+    let (result, used) = read_piped(&many, 1 << 16);
+    assert!(used < 1 << 20, "{used} bytes held for annotations");
+    let e = refused(result);
+    assert!(e.message.contains("annotations"), "{e}");
+}
+
+#[test]
+fn jpeg_app_segments_are_skipped_as_they_stream_by() {
+    let small = encode(noise_rgb(16, 16).into(), image::ImageFormat::Jpeg);
+    let mut input = small[..2].to_vec();
+    for _ in 0..256 {
+        input.extend_from_slice(&[0xff, 0xe1, 0xff, 0xff]);
+        input.extend_from_slice(b"Exif\0\0");
+        input.resize(input.len() + 65533 - 6, 0x41);
+    }
+    input.extend_from_slice(&small[2..]);
+    let (frames, used) = read_piped(&input, 1 << 16);
+    let expected = read_all(&small, 1 << 16).unwrap();
+    assert_eq!(frames.unwrap()[0].pixels, expected[0].pixels);
+    assert!(used < 1 << 20, "{used} bytes held for 16 MiB of APP1 segments");
+}
+
+#[test]
+fn png_ancillary_chunks_are_skipped_as_they_stream_by() {
+    let small = encode(noise_rgb(16, 16).into(), image::ImageFormat::Png);
+    let mut input = small[..33].to_vec();
+    for _ in 0..256 {
+        input.extend_from_slice(&65536u32.to_be_bytes());
+        input.extend_from_slice(b"zzZz");
+        input.resize(input.len() + 65536 + 4, 0x41);
+    }
+    input.extend_from_slice(&small[33..]);
+    let (frames, used) = read_piped(&input, 1 << 16);
+    let expected = read_all(&small, 1 << 16).unwrap();
+    assert_eq!(frames.unwrap()[0].pixels, expected[0].pixels);
+    assert!(used < 1 << 20, "{used} bytes held for 16 MiB of ancillary chunks");
+}
+
+#[test]
+fn a_bmp_file_size_past_its_pixels_is_skipped_not_held() {
+    // A 2x1 8-bit BMP saying it is 16 MiB long: what follows its pixels is read past.
+    let mut input = bmp(2, 1, 8, 0, 2, &[1, 0, 0, 0], Some(16 << 20));
+    input.resize(16 << 20, 0);
+    input.extend_from_slice(b"P5 1 1 255\n\x07");
+    let (frames, used) = read_piped(&input, 1 << 16);
+    let frames = frames.unwrap();
+    assert_eq!(frames.len(), 2);
+    assert_eq!(frames[0].pixels, Pixels::U8(vec![255, 0].into()));
+    assert!(used < 1 << 20, "{used} bytes held for a 2x1 BMP");
+}
+
+// Item 6: nothing is allocated for samples that have not arrived.
+
+#[test]
+fn a_tiny_header_declaring_a_huge_frame_allocates_as_bytes_arrive() {
+    let max = histopipe_frame::DEFAULT_MAX_PIXELS;
+    let cases: [&[u8]; 6] = [
+        b"P5 32768 32768 255\n\x01\x02\x03",
+        b"P5 32768 16384 65535\n\x01\x02\x03",
+        b"P2 32768 32768 255 1 2 3",
+        b"P6 32768 32768 255\n\x01\x02\x03",
+        b"P3 32768 32768 255 1 2 3",
+        b"P7\nWIDTH 32768\nHEIGHT 32768\nDEPTH 1\nMAXVAL 255\nENDHDR\n\x01\x02\x03",
+    ];
+    for input in cases {
+        let (result, used) = read_piped(input, max);
+        let e = refused(result);
+        assert!(e.message.contains("truncated pixel data"), "{e}");
+        assert!(used < 2 << 20, "{used} bytes allocated for {:?}", shown(input));
+    }
+    let spec = histopipe_frame::RawSpec::parse("32768x32768").unwrap();
+    let (result, used) = peak(|| {
+        FrameReader::new(piped(b"\x01\x02\x03"), ReadOptions { raw: Some(spec), max_pixels: max })
+            .next_frame()
+    });
+    assert!(result.unwrap_err().message.contains("raw stream ends 3 bytes into a frame"));
+    assert!(used < 2 << 20, "{used} bytes allocated for a raw frame");
+    for input in [&b"P3 32768 32768 255 1 2 3"[..], b"P6 32768 32768 255\n\x01\x02\x03"] {
+        let (result, used) = peak(|| read_rgb8(input, max));
+        assert!(result.unwrap_err().contains("truncated"));
+        assert!(used < 2 << 20, "{used} bytes allocated for {:?} to draw on", shown(input));
+    }
+}
+
+#[test]
+fn frames_read_from_a_pipe_in_pieces_are_whole() {
+    // Over the first piece the reader reads before it commits the frame's memory.
+    let (w, h) = (3000usize, 1500usize);
+    for (maxval, bytes) in [(255, 1), (65535, 2)] {
+        let raster: Vec<u8> = (0..w * h * bytes).map(|i| (i * 31 % 253) as u8).collect();
+        let mut input = format!("P5 {w} {h} {maxval}\n").into_bytes();
+        input.extend_from_slice(&raster);
+        let (frames, _) = read_piped(&[input.clone(), input].concat(), 1 << 24);
+        let frames = frames.unwrap();
+        assert_eq!(frames.len(), 2);
+        match &frames[1].pixels {
+            Pixels::U8(v) => assert_eq!(&v[..], &raster[..]),
+            Pixels::U16(v) => assert!(v
+                .iter()
+                .zip(raster.chunks_exact(2))
+                .all(|(s, b)| *s == u16::from_be_bytes([b[0], b[1]]))),
+        }
+    }
+}
+
+fn shown(bytes: &[u8]) -> String {
+    bytes.escape_ascii().to_string()
+}

@@ -19,7 +19,7 @@ use zune_jpeg::zune_core::colorspace::ColorSpace;
 use zune_jpeg::zune_core::options::DecoderOptions;
 use zune_jpeg::JpegDecoder;
 
-use super::source::Source;
+use super::source::{SliceSource, Source};
 use super::{guarded, library_error, Canvas, Encoded, Layout, Picture, Target, WalkError};
 use crate::budget::Budget;
 use crate::FrameError;
@@ -27,14 +27,38 @@ use crate::FrameError;
 /// What the walk over one JPEG found.
 #[derive(Debug)]
 pub(crate) struct JpegWalk {
-    /// Bytes up to and including the EOI marker.
-    pub len: usize,
     frame: Option<FrameHeader>,
     /// Components (by identifier) whose DC coefficients some scan codes.
     dc_coded: Vec<u8>,
     /// Bytes of entropy-coded data in all scans, stuffing and restart markers included.
     coded_bytes: u64,
     scans: u32,
+    /// Bytes of the marker segments kept; APP14 segments of them.
+    segment_bytes: u64,
+    app14: u32,
+}
+
+/// The most bytes of marker segments (tables, frame and scan headers, APP14) a JPEG keeps. A
+/// progressive image that redefines its Huffman tables for each of a few dozen scans takes some
+/// tens of KiB.
+const MAX_SEGMENT_BYTES: u64 = 1 << 20;
+
+/// Whether the walk keeps a marker segment of `len` bytes for the decoder; those it does not are
+/// read past. zune-jpeg reads the frame and scan headers, the tables (DHT, DQT, DRI; DAC and DNL
+/// to refuse them) and the colour transform of an Adobe APP14 segment, which is 12 bytes long
+/// (the first 16 APP14 segments of at most 64 bytes are kept). Everything else is metadata it
+/// copies or skips: APP0 to APP13 (JFIF, Exif, XMP, ICC profiles, IPTC), APP15, comments, and
+/// markers it does not know.
+fn keeps(marker: u8, len: usize, walk: &mut JpegWalk) -> bool {
+    match marker {
+        0xc0..=0xcf if marker != 0xc8 => true,
+        0xda..=0xdd => true,
+        0xee if len <= 64 && walk.app14 < 16 => {
+            walk.app14 += 1;
+            true
+        }
+        _ => false,
+    }
 }
 
 /// A frame header (SOFn).
@@ -82,7 +106,8 @@ pub(crate) fn walk(src: &mut impl Source) -> Result<JpegWalk, WalkError> {
     if !src.want(2)? || src.got()[..2] != [0xff, 0xd8] {
         return Err(WalkError::Invalid("bad JPEG signature".into()));
     }
-    let mut walk = JpegWalk { len: 0, frame: None, dc_coded: Vec::new(), coded_bytes: 0, scans: 0 };
+    let mut walk =
+        JpegWalk { frame: None, dc_coded: Vec::new(), coded_bytes: 0, scans: 0, segment_bytes: 0, app14: 0 };
     let mut pos = 2;
     loop {
         if !src.want(pos + 2)? {
@@ -97,17 +122,15 @@ pub(crate) fn walk(src: &mut impl Source) -> Result<JpegWalk, WalkError> {
         }
         let mut marker = src.got()[pos + 1];
         pos += 2;
-        // Any number of 0xFF fill bytes may precede a marker (T.81 B.1.1.2).
+        // Any number of 0xFF fill bytes may precede a marker (T.81 B.1.1.2); one is kept.
         while marker == 0xff {
-            if !src.want(pos + 1)? {
+            if !src.leave_out(pos - 1, pos)? || !src.want(pos)? {
                 return Err(ended("before its EOI marker"));
             }
-            marker = src.got()[pos];
-            pos += 1;
+            marker = src.got()[pos - 1];
         }
         match marker {
             0xd9 => {
-                walk.len = pos;
                 return Ok(walk);
             }
             // Markers without a segment.
@@ -125,6 +148,19 @@ pub(crate) fn walk(src: &mut impl Source) -> Result<JpegWalk, WalkError> {
         let len = u16::from_be_bytes([src.got()[pos], src.got()[pos + 1]]) as usize;
         if len < 2 {
             return Err(WalkError::Invalid(format!("bad JPEG: marker segment of length {len} at byte {at}")));
+        }
+        if !keeps(marker, len, &mut walk) {
+            if !src.leave_out(at, pos + len)? {
+                return Err(ended("inside a marker segment"));
+            }
+            pos = at;
+            continue;
+        }
+        walk.segment_bytes += len as u64;
+        if walk.segment_bytes > MAX_SEGMENT_BYTES {
+            return Err(WalkError::Invalid(format!(
+                "bad JPEG: more than {MAX_SEGMENT_BYTES} bytes of tables and headers"
+            )));
         }
         if !src.want(pos + len)? {
             return Err(ended("inside a marker segment"));
@@ -257,6 +293,22 @@ fn check_coded_data(walk: &JpegWalk, frame: &FrameHeader, budget: &Budget) -> Re
     Ok(())
 }
 
+/// Checks a JPEG held inside another image (a TIFF strip or tile, `bytes` as its decoder gets
+/// them) before that decoder sees it: its decoder sizes its output by its own header, so the
+/// JPEG must be no larger than the `width` x `height` it stands for (libtiff's rule), whole, and
+/// its coded data able to hold its blocks. The message says what is wrong.
+pub(crate) fn check_nested(bytes: &[u8], width: u64, height: u64, budget: &Budget) -> Result<(), String> {
+    let walk = walk(&mut SliceSource::new(bytes)).map_err(|e| e.into_frame_error(budget.frame).message)?;
+    let frame = walk.frame.as_ref().ok_or("a JPEG without a frame header (SOF)")?;
+    if frame.width > width || frame.height > height {
+        return Err(format!(
+            "a JPEG of {}x{} pixels, more than its {width}x{height}: damaged or hostile input",
+            frame.width, frame.height
+        ));
+    }
+    check_coded_data(&walk, frame, budget).map_err(|e| e.message)
+}
+
 /// zune-jpeg's peak memory for this image with `channels` output channels, from its allocations:
 /// the output, the coefficient planes (progressive images, and baseline ones whose components
 /// come in separate scans), per-component row and upsampling buffers.
@@ -345,11 +397,18 @@ pub(crate) fn decode(
 
 #[cfg(test)]
 mod tests {
-    use super::super::source::SliceSource;
+    use super::super::source::Source as _;
     use super::*;
 
     fn walked(bytes: &[u8]) -> Result<JpegWalk, WalkError> {
         walk(&mut SliceSource::new(bytes))
+    }
+
+    /// The bytes of the JPEG at the start of `bytes` the walk takes from the input.
+    fn taken(bytes: &[u8]) -> usize {
+        let mut src = SliceSource::new(bytes);
+        walk(&mut src).unwrap();
+        src.taken()
     }
 
     #[test]
@@ -360,7 +419,7 @@ mod tests {
         let mut stream = jpeg.to_vec();
         stream.extend_from_slice(b"P5 1 1 255\n\0");
         let w = walked(&stream).unwrap();
-        assert_eq!(w.len, jpeg.len());
+        assert_eq!(taken(&stream), jpeg.len());
         assert_eq!(w.dc_coded, vec![1]);
         assert_eq!(w.coded_bytes, 9);
         assert!(matches!(walked(&jpeg[..jpeg.len() - 1]), Err(WalkError::Ended(_))));

@@ -94,18 +94,6 @@ pub(crate) enum Walked {
     Bmp(bmp::BmpWalk),
 }
 
-impl Walked {
-    /// The image's length in bytes: whatever follows belongs to the next frame.
-    pub fn len(&self) -> usize {
-        match self {
-            Walked::Png(w) => w.len,
-            Walked::Jpeg(w) => w.len,
-            Walked::Tiff(w) => w.len,
-            Walked::Bmp(w) => w.len,
-        }
-    }
-}
-
 /// Walks one image of `kind` from the start of `src`, gathering exactly its bytes.
 pub(crate) fn walk(src: &mut impl Source, kind: Encoded) -> Result<Walked, WalkError> {
     Ok(match kind {
@@ -407,10 +395,13 @@ pub type Rgb8Image = (usize, usize, Vec<u8>);
 pub fn read_rgb8(bytes: &[u8], max_pixels: u64) -> Result<Rgb8Image, String> {
     let magic = bytes.get(..2).map(|m| [m[0], m[1]]);
     if let Some(kind) = magic.and_then(Encoded::of_magic) {
-        let walked = walk(&mut SliceSource::new(bytes), kind).map_err(|e| e.into_frame_error(1).message)?;
-        let image = &bytes[..walked.len()];
-        let budget = Budget::new(1, max_pixels, image.len(), 0);
-        let (picture, _) = decode(image, &walked, Target::Rgb8, &budget).map_err(|e| e.message)?;
+        let mut src = SliceSource::new(bytes);
+        let walked = walk(&mut src, kind).map_err(|e| e.into_frame_error(1).message)?;
+        let taken = src.taken();
+        let image = src.into_kept();
+        let held = if matches!(image, std::borrow::Cow::Owned(_)) { image.len() } else { 0 };
+        let budget = Budget::new(1, max_pixels, taken, held);
+        let (picture, _) = decode(&image, &walked, Target::Rgb8, &budget).map_err(|e| e.message)?;
         let Canvas::Rgb8(rgb) = picture.canvas else {
             return Err("internal error: RGB decoding gave no RGB".into());
         };
@@ -450,10 +441,13 @@ fn netpbm_rgb8(bytes: &[u8], max_pixels: u64) -> Result<Option<Rgb8Image>, Strin
     let m = h.maxval as u32;
     let scale = |v: u16| ((v.min(h.maxval) as u32 * 255 + m / 2) / m) as u8;
     let rgb = if ascii {
+        // A sample takes two bytes at the least (a digit and a separator), so no more than half
+        // the bytes left can be samples: memory for those, and more only as they come.
+        let mut rgb = Vec::new();
+        rgb.try_reserve_exact(n.min(input.len() / 2 + 1)).map_err(|_| "out of memory")?;
         let mut samples = AsciiSamples::new(&mut input, 1, n);
-        let mut rgb = vec![0u8; n];
-        for v in rgb.iter_mut() {
-            *v = scale(samples.next().map_err(|e| e.message)?);
+        for _ in 0..n {
+            rgb.push(scale(samples.next().map_err(|e| e.message)?));
         }
         rgb
     } else if h.maxval <= 255 {

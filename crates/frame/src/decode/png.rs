@@ -16,6 +16,7 @@ use super::source::Source;
 use super::{guarded, library_error, Canvas, Encoded, Layout, Order, Picture, Target, WalkError};
 use crate::budget::Budget;
 use crate::png_scale::{PngScale, MAXVAL_KEYWORD};
+use crate::pnm::shown;
 use crate::FrameError;
 
 /// The most bytes deflate can give for one compressed byte.
@@ -28,12 +29,13 @@ const PASSES: [(u64, u64, u64, u64); 7] =
 /// What the walk over one PNG found.
 #[derive(Debug)]
 pub(crate) struct PngWalk {
-    /// Bytes up to and including the IEND chunk.
-    pub len: usize,
     header: Option<Header>,
     idat_bytes: u64,
     /// The text of the first `tEXt` chunk named `histopipe-maxval`, at most 32 bytes of it.
     maxval_text: Option<Vec<u8>>,
+    /// Whether an IDAT chunk has come; `tRNS`, `acTL` and `fcTL` chunks kept.
+    seen_idat: bool,
+    kept: [u8; 3],
 }
 
 /// The IHDR chunk.
@@ -83,7 +85,7 @@ pub(crate) fn walk(src: &mut impl Source) -> Result<PngWalk, WalkError> {
     if &src.got()[..8] != b"\x89PNG\r\n\x1a\n" {
         return Err(WalkError::Invalid("bad PNG signature".into()));
     }
-    let mut walk = PngWalk { len: 0, header: None, idat_bytes: 0, maxval_text: None };
+    let mut walk = PngWalk { header: None, idat_bytes: 0, maxval_text: None, seen_idat: false, kept: [0; 3] };
     let mut pos = 8;
     loop {
         if !src.want(pos + 8)? {
@@ -96,11 +98,43 @@ pub(crate) fn walk(src: &mut impl Source) -> Result<PngWalk, WalkError> {
             return Err(WalkError::Invalid(format!("bad PNG: chunk length {len} over 2^31 - 1")));
         }
         let end = pos + 8 + len as usize + 4;
+        let bad_length =
+            |what: &str| Err(WalkError::Invalid(format!("bad PNG: {what} chunk of length {len}")));
+        match &kind {
+            b"IHDR" if len != 13 => return bad_length("IHDR"),
+            b"PLTE" if len > 768 => return bad_length("PLTE"),
+            b"IEND" if len != 0 => return bad_length("IEND"),
+            b"fcTL" if len != 26 && !walk.seen_idat => return bad_length("fcTL"),
+            _ => {}
+        }
+        if kind[0] & 0x20 == 0 && !matches!(&kind, b"IHDR" | b"PLTE" | b"IDAT" | b"IEND") {
+            // The png crate refuses it too; refused here, it is not held first.
+            return Err(WalkError::Invalid(format!("bad PNG: unknown critical chunk '{}'", shown(&kind))));
+        }
+        if !keeps(&kind, len, &mut walk) {
+            if &kind == b"tEXt" && walk.maxval_text.is_none() {
+                // Only its keyword and the first bytes of its text are looked at.
+                let look = (MAXVAL_KEYWORD.len() as u64 + 1 + 32).min(len) as usize;
+                if !src.want(pos + 8 + look)? {
+                    return Err(WalkError::Ended("PNG chunk".into()));
+                }
+                let data = &src.got()[pos + 8..pos + 8 + look];
+                if let Some(text) =
+                    data.strip_prefix(MAXVAL_KEYWORD.as_bytes()).and_then(|t| t.strip_prefix(b"\0"))
+                {
+                    walk.maxval_text = Some(text.to_vec());
+                }
+            }
+            if !src.leave_out(pos, end)? {
+                return Err(WalkError::Ended("PNG chunk".into()));
+            }
+            continue;
+        }
         if !src.want(end)? {
             return Err(WalkError::Ended("PNG chunk".into()));
         }
         match &kind {
-            b"IHDR" if len == 13 && walk.header.is_none() => {
+            b"IHDR" if walk.header.is_none() => {
                 let d = &src.got()[pos + 8..pos + 8 + 13];
                 walk.header = Some(Header {
                     width: u32::from_be_bytes([d[0], d[1], d[2], d[3]]) as u64,
@@ -110,23 +144,38 @@ pub(crate) fn walk(src: &mut impl Source) -> Result<PngWalk, WalkError> {
                     interlaced: d[12] == 1,
                 });
             }
-            b"IDAT" => walk.idat_bytes += len,
-            b"tEXt" if walk.maxval_text.is_none() => {
-                let data = &src.got()[pos + 8..pos + 8 + len as usize];
-                if let Some(text) =
-                    data.strip_prefix(MAXVAL_KEYWORD.as_bytes()).and_then(|t| t.strip_prefix(b"\0"))
-                {
-                    walk.maxval_text = Some(text[..text.len().min(32)].to_vec());
-                }
+            b"IDAT" => {
+                walk.idat_bytes += len;
+                walk.seen_idat = true;
             }
             b"IEND" => {
-                walk.len = end;
                 return Ok(walk);
             }
             _ => {}
         }
         pos = end;
     }
+}
+
+/// Whether the walk keeps a chunk of `len` bytes for the decoder; those it does not are read
+/// past. The png crate decodes from the critical chunks, `tRNS` (transparency, which the
+/// expansion to 8 bits turns into alpha) and, before the image data, `acTL` and `fcTL` (an
+/// animated PNG's first frame may be a part of the image); the first four of each, of the sizes
+/// it accepts, are kept (it refuses repeats). Text, colour profiles, Exif and every other
+/// ancillary chunk are metadata a gray frame does not use.
+fn keeps(kind: &[u8; 4], len: u64, walk: &mut PngWalk) -> bool {
+    let (count, fits) = match kind {
+        b"IHDR" | b"PLTE" | b"IDAT" | b"IEND" => return true,
+        b"tRNS" => (&mut walk.kept[0], (1..=256).contains(&len)),
+        b"acTL" => (&mut walk.kept[1], len == 8 && !walk.seen_idat),
+        b"fcTL" => (&mut walk.kept[2], len == 26 && !walk.seen_idat),
+        _ => return false,
+    };
+    if !fits || *count >= 4 {
+        return false;
+    }
+    *count += 1;
+    true
 }
 
 fn layout_of(colour: ColorType, depth: BitDepth) -> Option<Layout> {

@@ -5,6 +5,12 @@
 //! directories) ask a [`Source`] for exactly the bytes they need: from a slice that already holds
 //! them (the input's buffer, no copy), or gathered from a reader into a vector, never past what the
 //! walk asked for.
+//!
+//! A walk may also leave bytes out of the image: metadata the decoder does not use (JPEG APPn
+//! segments, PNG ancillary chunks, what a BMP says follows its pixels). Those are read past and
+//! never held, and the decoder gets the image without them, however it was read: from a reader
+//! they are not gathered, and from a slice the bytes kept are copied out once the first is left
+//! out, so that reading a file and reading a pipe decode the same bytes.
 
 use std::io::{self, BufRead};
 
@@ -22,39 +28,83 @@ pub(crate) trait Source {
 
     /// Takes the first `n` bytes of the last [`Source::peek`].
     fn take(&mut self, n: usize);
+
+    /// Leaves the bytes from `from` (at most `got().len()`) to `to` out of the image: those
+    /// gathered are forgotten and the rest read past, so that the bytes after `to` come next, at
+    /// `from`. False when the input ends first.
+    fn leave_out(&mut self, from: usize, to: usize) -> io::Result<bool>;
+
+    /// Bytes of the input the image has taken, those left out included.
+    fn taken(&self) -> usize;
 }
 
-/// An image in a slice: nothing is copied.
+/// An image in a slice: nothing is copied, until a byte is left out.
 pub(crate) struct SliceSource<'a> {
     bytes: &'a [u8],
-    len: usize,
+    /// Where the walk is in `bytes`: how far the image has taken.
+    at: usize,
+    /// The bytes kept, once some were left out; else `bytes[..at]`.
+    kept: Option<Vec<u8>>,
 }
 
 impl<'a> SliceSource<'a> {
     pub fn new(bytes: &'a [u8]) -> Self {
-        SliceSource { bytes, len: 0 }
+        SliceSource { bytes, at: 0, kept: None }
+    }
+
+    /// The image's bytes: in the slice, or the copy kept without those left out.
+    pub fn into_kept(self) -> std::borrow::Cow<'a, [u8]> {
+        match self.kept {
+            Some(kept) => std::borrow::Cow::Owned(kept),
+            None => std::borrow::Cow::Borrowed(&self.bytes[..self.at]),
+        }
     }
 }
 
 impl Source for SliceSource<'_> {
     fn got(&self) -> &[u8] {
-        &self.bytes[..self.len]
+        match &self.kept {
+            Some(kept) => kept,
+            None => &self.bytes[..self.at],
+        }
     }
 
     fn want(&mut self, n: usize) -> io::Result<bool> {
-        if n > self.bytes.len() {
+        let more = n.saturating_sub(self.got().len());
+        if self.at + more > self.bytes.len() {
             return Ok(false);
         }
-        self.len = self.len.max(n);
+        self.take(more);
         Ok(true)
     }
 
     fn peek(&mut self) -> io::Result<&[u8]> {
-        Ok(&self.bytes[self.len..])
+        Ok(&self.bytes[self.at..])
     }
 
     fn take(&mut self, n: usize) {
-        self.len = (self.len + n).min(self.bytes.len());
+        let end = (self.at + n).min(self.bytes.len());
+        if let Some(kept) = self.kept.as_mut() {
+            kept.extend_from_slice(&self.bytes[self.at..end]);
+        }
+        self.at = end;
+    }
+
+    fn leave_out(&mut self, from: usize, to: usize) -> io::Result<bool> {
+        let got = self.got().len();
+        let kept = self.kept.get_or_insert_with(|| self.bytes[..self.at].to_vec());
+        kept.truncate(from);
+        let end = self.at + to.saturating_sub(got);
+        if end > self.bytes.len() {
+            self.at = self.bytes.len();
+            return Ok(false);
+        }
+        self.at = end;
+        Ok(true)
+    }
+
+    fn taken(&self) -> usize {
+        self.at
     }
 }
 
@@ -62,12 +112,14 @@ impl Source for SliceSource<'_> {
 pub(crate) struct ReadSource<'a, R> {
     input: &'a mut R,
     bytes: Vec<u8>,
+    /// Bytes read past, left out of `bytes`.
+    left_out: usize,
 }
 
 impl<'a, R: BufRead> ReadSource<'a, R> {
     /// Gathers after `start`, the image's first bytes already read.
     pub fn new(input: &'a mut R, start: &[u8]) -> Self {
-        ReadSource { input, bytes: start.to_vec() }
+        ReadSource { input, bytes: start.to_vec(), left_out: 0 }
     }
 
     /// The bytes gathered, without the slack of the vector's growth.
@@ -118,6 +170,27 @@ impl<R: BufRead> Source for ReadSource<'_, R> {
             self.input.consume(n);
         }
     }
+
+    fn leave_out(&mut self, from: usize, to: usize) -> io::Result<bool> {
+        let mut skip = to.saturating_sub(self.bytes.len());
+        self.left_out += self.bytes.len() - from.min(self.bytes.len());
+        self.bytes.truncate(from);
+        while skip > 0 {
+            let buf = self.fill()?;
+            if buf.is_empty() {
+                return Ok(false);
+            }
+            let n = buf.len().min(skip);
+            self.input.consume(n);
+            self.left_out += n;
+            skip -= n;
+        }
+        Ok(true)
+    }
+
+    fn taken(&self) -> usize {
+        self.bytes.len() + self.left_out
+    }
 }
 
 #[cfg(test)]
@@ -155,5 +228,25 @@ mod tests {
         src.take(5);
         assert_eq!(src.got(), b"abc");
         assert!(!src.want(4).unwrap());
+    }
+
+    #[test]
+    fn bytes_left_out_are_read_past_and_not_kept_whichever_the_source() {
+        let data = b"0123456789abcdef";
+        let mut input = io::BufReader::with_capacity(3, &data[..]);
+        let mut read = ReadSource::new(&mut input, b"");
+        let mut slice = SliceSource::new(data);
+        for src in [&mut read as &mut dyn Source, &mut slice] {
+            assert!(src.want(4).unwrap());
+            // Leave out "23456": two bytes gathered, three more read past.
+            assert!(src.leave_out(2, 7).unwrap());
+            assert_eq!(src.got(), b"01");
+            assert!(src.want(4).unwrap());
+            assert_eq!(src.got(), b"0178");
+            assert_eq!(src.taken(), 9);
+            assert!(!src.leave_out(4, 40).unwrap());
+        }
+        assert_eq!(slice.into_kept().as_ref(), b"0178");
+        assert_eq!(read.into_bytes(), b"0178");
     }
 }

@@ -21,7 +21,7 @@ use tiff::tags::Tag;
 use tiff::ColorType;
 
 use super::source::Source;
-use super::{guarded, library_error, Canvas, Encoded, Layout, Order, Picture, Target, WalkError};
+use super::{guarded, jpeg, library_error, Canvas, Encoded, Layout, Order, Picture, Target, WalkError};
 use crate::budget::Budget;
 use crate::{Frame, FrameError};
 
@@ -41,8 +41,6 @@ const SETUP_TAGS: [u64; 19] =
 /// What the walk over one TIFF found.
 #[derive(Debug)]
 pub(crate) struct TiffWalk {
-    /// Bytes to the end of the furthest thing its directories reference.
-    pub len: usize,
     /// For each page (directory of the main chain): memory the `tiff` crate takes to parse it.
     pages: Vec<u64>,
 }
@@ -99,7 +97,6 @@ struct Walker<'s, S> {
     src: &'s mut S,
     endian: Endian,
     big: bool,
-    extent: u64,
     entries: u64,
     seen: HashSet<u64>,
 }
@@ -111,7 +108,6 @@ impl<S: Source> Walker<'_, S> {
         if !self.src.want(end)? {
             return Err(WalkError::Ended(format!("TIFF: {what} is past the end of the input")));
         }
-        self.extent = self.extent.max(end as u64);
         Ok(())
     }
 
@@ -221,8 +217,7 @@ pub(crate) fn walk(src: &mut impl Source) -> Result<TiffWalk, WalkError> {
         }
         v => return Err(WalkError::Invalid(format!("bad TIFF header: version {v}"))),
     };
-    let mut w =
-        Walker { src, endian, big, extent: if big { 16 } else { 8 }, entries: 0, seen: HashSet::new() };
+    let mut w = Walker { src, endian, big, entries: 0, seen: HashSet::new() };
     let mut pages = Vec::new();
     let mut pending = Vec::new();
     let mut next = first;
@@ -243,8 +238,7 @@ pub(crate) fn walk(src: &mut impl Source) -> Result<TiffWalk, WalkError> {
             next = w.directory(next, &mut pending)?.0;
         }
     }
-    let len = usize::try_from(w.extent).map_err(|_| WalkError::Invalid("bad TIFF: too large".into()))?;
-    Ok(TiffWalk { len, pages })
+    Ok(TiffWalk { pages })
 }
 
 /// The remaining pages of a multi-page TIFF, read one frame at a time from a copy of its bytes.
@@ -394,8 +388,8 @@ fn expansion(compression: u16) -> Option<u64> {
     }
 }
 
-fn decode_page<R: Read + Seek>(
-    decoder: &mut Decoder<R>,
+fn decode_page<T: AsRef<[u8]>>(
+    decoder: &mut Decoder<Cursor<T>>,
     target: Target,
     budget: &Budget,
     len: usize,
@@ -452,6 +446,23 @@ fn decode_page<R: Read + Seek>(
         )
     };
     let chunks = (across * down * planes).min(counts.len() as u64);
+    // Strips and tiles may share their bytes, but not so that reading them costs more than the
+    // file and its pixels: their stored bytes add up to at most the file's length and four times
+    // the page's uncompressed bytes (a small JPEG strip is larger than its pixels).
+    let counted: u64 = counts.iter().take(chunks as usize).fold(0u64, |a, &c| a.saturating_add(c));
+    let output: u64 = (0..chunks).map(stored).fold(0u64, |a, s| a.saturating_add(s));
+    if counted > (len as u64).saturating_add(output.saturating_mul(4)) {
+        return Err(FrameError::invalid(
+            index,
+            format!(
+                "bad TIFF: its strips or tiles hold {counted} stored bytes in all, more than its {len} bytes \
+                 and four times its {output} bytes of pixels: damaged or hostile input"
+            ),
+        ));
+    }
+    if compression == 7 {
+        check_jpeg_chunks(decoder, chunks, (cw, ch), budget)?;
+    }
     match (compression, expansion(compression)) {
         (1, _) => {
             let total: u64 = (0..chunks).map(stored).sum();
@@ -545,6 +556,58 @@ fn decode_page<R: Read + Seek>(
         }
     }
     Ok(Picture { width: w as usize, height: h as usize, canvas, maxval: None })
+}
+
+/// Checks the JPEG of each of the first `chunks` strips or tiles as the `tiff` crate will hand
+/// it to zune-jpeg (the JPEGTables without their EOI marker, then the chunk without its SOI
+/// marker): see [`jpeg::check_nested`]. Chunks at the same bytes are checked once.
+fn check_jpeg_chunks<T: AsRef<[u8]>>(
+    decoder: &mut Decoder<Cursor<T>>,
+    chunks: u64,
+    (cw, ch): (u64, u64),
+    budget: &Budget,
+) -> Result<(), FrameError> {
+    let index = budget.frame;
+    let lib = |e: tiff::TiffError| library_error(index, Encoded::Tiff, e);
+    let (offsets_tag, counts_tag) = match decoder.get_chunk_type() {
+        tiff::decoder::ChunkType::Strip => (Tag::StripOffsets, Tag::StripByteCounts),
+        tiff::decoder::ChunkType::Tile => (Tag::TileOffsets, Tag::TileByteCounts),
+    };
+    let offsets = decoder.find_tag_unsigned_vec::<u64>(offsets_tag).map_err(lib)?.unwrap_or_default();
+    let counts = decoder.find_tag_unsigned_vec::<u64>(counts_tag).map_err(lib)?.unwrap_or_default();
+    let tables = match decoder.find_tag(Tag::JPEGTables).map_err(lib)? {
+        Some(v) => Some(v.into_u8_vec().map_err(lib)?),
+        None => None,
+    };
+    let file = decoder.inner().get_ref().as_ref();
+    let mut seen = HashSet::new();
+    let mut jpeg = Vec::new();
+    for i in 0..chunks as usize {
+        let (Some(&at), Some(&count)) = (offsets.get(i), counts.get(i)) else { break };
+        if !seen.insert((at, count)) {
+            continue;
+        }
+        let Some(data) = usize::try_from(at)
+            .ok()
+            .zip(usize::try_from(count).ok())
+            .and_then(|(at, count)| file.get(at..at.checked_add(count)?))
+        else {
+            // The tiff crate fails on it when it gets there.
+            continue;
+        };
+        let data = match &tables {
+            Some(t) => {
+                jpeg.clear();
+                jpeg.extend_from_slice(&t[..t.len().saturating_sub(2)]);
+                jpeg.extend_from_slice(data.get(2..).unwrap_or_default());
+                &jpeg[..]
+            }
+            None => data,
+        };
+        jpeg::check_nested(data, cw, ch, budget)
+            .map_err(|m| FrameError::invalid(index, format!("bad TIFF: strip or tile {i} holds {m}")))?;
+    }
+    Ok(())
 }
 
 /// CMYK to RGB as `image` converts it, truncating.
