@@ -28,6 +28,7 @@ pub fn seeds() -> Result<Vec<Seed>, String> {
     jpeg_images(&mut images)?;
     tiff_images(&mut images)?;
     bmp_images(&mut images)?;
+    hostile_shapes(&mut images)?;
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
     if fixtures.is_dir() {
         fixture_crops(&fixtures, &mut images)?;
@@ -477,6 +478,123 @@ fn bmp_images(out: &mut Vec<(String, Vec<u8>)>) -> Result<(), String> {
         ("bmp-rgba-32".into(), bmp_with(w, h, &s(4, 51), ExtendedColorType::Rgba8)?),
         ("bmp-gray-palette".into(), bmp_with(w, h, &s(1, 52), ExtendedColorType::L8)?),
     ]);
+    Ok(())
+}
+
+/// A BMP with a BITMAPINFOHEADER and a gray palette of `colours`, its pixel data `data` stored with
+/// `compression` (1: RLE8, 2: RLE4).
+fn bmp_rle(width: i32, height: i32, bits: u16, compression: u32, colours: u32, data: &[u8]) -> Vec<u8> {
+    let offset = 14 + 40 + 4 * colours;
+    let mut out = b"BM".to_vec();
+    out.extend((offset + data.len() as u32).to_le_bytes());
+    out.extend([0; 4]);
+    out.extend(offset.to_le_bytes());
+    for v in [40, width as u32, height as u32] {
+        out.extend(v.to_le_bytes());
+    }
+    out.extend(1u16.to_le_bytes());
+    out.extend(bits.to_le_bytes());
+    for v in [compression, data.len() as u32, 2835, 2835, colours, 0] {
+        out.extend(v.to_le_bytes());
+    }
+    for i in 0..colours {
+        let v = (i * 255 / (colours - 1)) as u8;
+        out.extend([v, v, v, 0]);
+    }
+    out.extend_from_slice(data);
+    out
+}
+
+/// A little-endian 8-bit gray TIFF of one strip of `strip`, compressed with `compression`, with
+/// `tables` as its JPEGTables.
+fn tiff_strip(width: u32, height: u32, compression: u16, strip: &[u8], tables: Option<&[u8]>) -> Vec<u8> {
+    let mut entries: Vec<(u16, u16, u32, u32)> = vec![
+        (256, 4, 1, width),
+        (257, 4, 1, height),
+        (258, 3, 1, 8),
+        (259, 3, 1, compression as u32),
+        (262, 3, 1, 1),
+        (273, 4, 1, 0),
+        (277, 3, 1, 1),
+        (278, 4, 1, height),
+        (279, 4, 1, strip.len() as u32),
+    ];
+    if let Some(t) = tables {
+        entries.push((347, 7, t.len() as u32, 0));
+    }
+    let data_at = 8 + 2 + 12 * entries.len() as u32 + 4;
+    let tables_at = data_at + strip.len() as u32;
+    let mut out = b"II*\0".to_vec();
+    out.extend(8u32.to_le_bytes());
+    out.extend((entries.len() as u16).to_le_bytes());
+    for (tag, kind, count, value) in entries {
+        let value = match tag {
+            273 => data_at,
+            347 => tables_at,
+            _ => value,
+        };
+        out.extend(tag.to_le_bytes());
+        out.extend(kind.to_le_bytes());
+        out.extend(count.to_le_bytes());
+        out.extend(value.to_le_bytes());
+    }
+    out.extend(0u32.to_le_bytes());
+    out.extend_from_slice(strip);
+    out.extend_from_slice(tables.unwrap_or_default());
+    out
+}
+
+/// A JPEG split as TIFF keeps it with JPEGTables: its DQT and DHT segments between SOI and EOI,
+/// and the rest.
+fn abbreviated(jpeg: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let (mut tables, mut image) = (b"\xff\xd8".to_vec(), b"\xff\xd8".to_vec());
+    let mut pos = 2;
+    while pos + 4 <= jpeg.len() && jpeg[pos + 1] != 0xda {
+        let len = u16::from_be_bytes([jpeg[pos + 2], jpeg[pos + 3]]) as usize;
+        let segment = &jpeg[pos..(pos + 2 + len).min(jpeg.len())];
+        if matches!(jpeg[pos + 1], 0xc4 | 0xdb) { &mut tables } else { &mut image }
+            .extend_from_slice(segment);
+        pos += 2 + len;
+    }
+    tables.extend_from_slice(b"\xff\xd9");
+    image.extend_from_slice(&jpeg[pos.min(jpeg.len())..]);
+    (tables, image)
+}
+
+/// The shapes of the defects the reader once had: RLE bitmaps that leave pixels blank, TIFFs with
+/// JPEG strips, long header comments and JPEGs full of metadata segments.
+fn hostile_shapes(out: &mut Vec<(String, Vec<u8>)>) -> Result<(), String> {
+    // Runs, an absolute run, a delta, end of line, end of bitmap.
+    let rle8 = [3, 1, 0, 3, 2, 0, 1, 0, 0, 0, 0, 2, 2, 1, 2, 3, 0, 0, 4, 2, 0, 1];
+    out.push(("bmp-rle8".into(), bmp_rle(6, 4, 8, 1, 4, &rle8)));
+    let rle4 = [4, 0x12, 0, 0, 0, 4, 0x21, 0x30, 2, 0x33, 0, 0, 0, 2, 1, 1, 3, 0x10, 0, 1];
+    out.push(("bmp-rle4".into(), bmp_rle(6, 4, 4, 2, 4, &rle4)));
+    let (w, h) = (16, 8);
+    let gray = bytes8(&pattern(w, h, 1, 8, 60));
+    let jpeg = JpegRecipe::baseline(JpegColor::Luma).encode(w, h, &gray)?;
+    out.push(("tiff-gray-8-jpeg".into(), tiff_strip(w as u32, h as u32, 7, &jpeg, None)));
+    let (tables, image) = abbreviated(&jpeg);
+    out.push(("tiff-gray-8-jpeg-tables".into(), tiff_strip(w as u32, h as u32, 7, &image, Some(&tables))));
+    let mut comment = b"P5\n# ".to_vec();
+    comment.extend((0..6000).map(|i| b"comment "[i % 8]));
+    comment.extend_from_slice(
+        b"\n# histopipe-note a long comment came first\n3 2 255\n\x01\x02\x03\x04\x05\x06",
+    );
+    out.push(("pgm-long-comment".into(), comment));
+    let mut many = jpeg[..2].to_vec();
+    for (k, marker) in [0xe0u8, 0xe1, 0xe2, 0xed, 0xee, 0xef, 0xfe, 0xe1, 0xe3, 0xf0].iter().enumerate() {
+        let body: Vec<u8> = match marker {
+            0xe1 => [&b"Exif\0\0"[..], &[k as u8; 120]].concat(),
+            0xe2 => [&b"ICC_PROFILE\0\x01\x01"[..], &[7; 200]].concat(),
+            0xee => b"Adobe\0\x64\0\0\0\0\x01".to_vec(),
+            _ => vec![k as u8; 90],
+        };
+        many.extend([0xff, *marker]);
+        many.extend(((body.len() + 2) as u16).to_be_bytes());
+        many.extend(body);
+    }
+    many.extend_from_slice(&jpeg[2..]);
+    out.push(("jpeg-gray-many-app-segments".into(), many));
     Ok(())
 }
 
