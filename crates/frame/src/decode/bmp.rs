@@ -57,8 +57,12 @@ pub(crate) fn walk(src: &mut impl Source) -> Result<BmpWalk, WalkError> {
     }
     let d = pixel_data(src.got())
         .ok_or_else(|| WalkError::Invalid("bad BMP: its info header is cut short".into()))?;
-    let masks =
-        if header == 40 && matches!(d.compression, 3 | 6) { 4 * (d.compression as u64 + 1) } else { 0 };
+    // BI_BITFIELDS after a BITMAPINFOHEADER: three masks; BI_ALPHABITFIELDS: four.
+    let masks = match (header, d.compression) {
+        (40, 3) => 12,
+        (40, 6) => 16,
+        _ => 0,
+    };
     let palette = match d.bits {
         1 | 2 | 4 | 8 => {
             let colours = if d.colours == 0 { 1 << d.bits } else { d.colours.min(1 << d.bits) };

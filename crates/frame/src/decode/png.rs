@@ -36,6 +36,8 @@ pub(crate) struct PngWalk {
     /// Whether an IDAT chunk has come; `tRNS`, `acTL` and `fcTL` chunks kept.
     seen_idat: bool,
     kept: [u8; 3],
+    /// The IHDR and PLTE chunks seen.
+    critical: Vec<[u8; 4]>,
 }
 
 /// The IHDR chunk.
@@ -85,7 +87,14 @@ pub(crate) fn walk(src: &mut impl Source) -> Result<PngWalk, WalkError> {
     if &src.got()[..8] != b"\x89PNG\r\n\x1a\n" {
         return Err(WalkError::Invalid("bad PNG signature".into()));
     }
-    let mut walk = PngWalk { header: None, idat_bytes: 0, maxval_text: None, seen_idat: false, kept: [0; 3] };
+    let mut walk = PngWalk {
+        header: None,
+        idat_bytes: 0,
+        maxval_text: None,
+        seen_idat: false,
+        kept: [0; 3],
+        critical: Vec::new(),
+    };
     let mut pos = 8;
     loop {
         if !src.want(pos + 8)? {
@@ -101,6 +110,10 @@ pub(crate) fn walk(src: &mut impl Source) -> Result<PngWalk, WalkError> {
         let bad_length =
             |what: &str| Err(WalkError::Invalid(format!("bad PNG: {what} chunk of length {len}")));
         match &kind {
+            // The png crate refuses a second IHDR or PLTE too; refused here, none is held first.
+            b"IHDR" | b"PLTE" if walk.critical.contains(&kind) => {
+                return Err(WalkError::Invalid(format!("bad PNG: a second {} chunk", shown(&kind))))
+            }
             b"IHDR" if len != 13 => return bad_length("IHDR"),
             b"PLTE" if len > 768 => return bad_length("PLTE"),
             b"IEND" if len != 0 => return bad_length("IEND"),
@@ -132,6 +145,9 @@ pub(crate) fn walk(src: &mut impl Source) -> Result<PngWalk, WalkError> {
         }
         if !src.want(end)? {
             return Err(WalkError::Ended("PNG chunk".into()));
+        }
+        if matches!(&kind, b"IHDR" | b"PLTE") {
+            walk.critical.push(kind);
         }
         match &kind {
             b"IHDR" if walk.header.is_none() => {
