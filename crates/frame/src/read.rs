@@ -639,6 +639,17 @@ mod tests {
     }
 
     #[test]
+    fn memory_refused_is_one_line_of_the_machine_not_of_the_input() {
+        let heap = SampleMemory::default();
+        // More than any allocator gives (the layout itself is refused), with every byte at hand.
+        let e = Filling::<u16>::new(&heap, usize::MAX / 4, usize::MAX).map(|_| ()).unwrap_err();
+        let e = no_memory(3, e);
+        assert_eq!(e.kind, FrameErrorKind::Io(io::ErrorKind::OutOfMemory));
+        assert!(e.to_string().starts_with("frame 3: out of memory: no room for the frame's "), "{e}");
+        assert!(!e.to_string().contains('\n'));
+    }
+
+    #[test]
     fn raw_frames() {
         let spec = RawSpec::parse("2x1:16").unwrap();
         let opts = ReadOptions { raw: Some(spec), ..Default::default() };
