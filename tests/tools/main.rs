@@ -15,6 +15,7 @@ mod hough;
 mod huge;
 mod install;
 mod opencv;
+mod outputs;
 mod pad;
 mod pipes;
 mod progress;

@@ -241,6 +241,14 @@ pub(crate) enum Parsed {
     Printed,
 }
 
+/// Prints `text` on standard output (`--help`, `--version`): a closed or full output is an
+/// error, not a panic.
+fn print_out(text: &str) -> Result<(), Error> {
+    crate::stdout::is_open()?;
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| Error::io(&e))
+}
+
 /// Parses the command line into `tool`'s options and the rest; checks every value, the output
 /// against what the tool writes, and that the input files are there, before any is read.
 pub(crate) fn parse<T: Tool>(
@@ -254,11 +262,11 @@ pub(crate) fn parse<T: Tool>(
         match arg {
             Arg::Short('h') | Arg::Long("help") => {
                 let text = format!("{}\n\n{COMMON_HELP}\n", T::HELP.trim_end());
-                io::stdout().write_all(text.as_bytes()).map_err(|e| Error::io(&e))?;
+                print_out(&text)?;
                 return Ok(Parsed::Printed);
             }
             Arg::Short('V') | Arg::Long("version") => {
-                println!("{} (histopipe) {}", T::NAME, env!("CARGO_PKG_VERSION"));
+                print_out(&format!("{} (histopipe) {}\n", T::NAME, env!("CARGO_PKG_VERSION")))?;
                 return Ok(Parsed::Printed);
             }
             Arg::Value(v) => operands.push_back(v),

@@ -22,6 +22,8 @@ mod reader;
 mod run;
 mod signals;
 mod splice;
+mod stdout;
+mod taken;
 mod tool;
 mod workers;
 mod writer;

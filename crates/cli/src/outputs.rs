@@ -2,13 +2,13 @@
 //! atomically; or, when PATH holds fields (`out/{stem}.png`), one file per frame, named after the
 //! file the frame came from. The format follows PATH's extension.
 
-use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
-use histopipe_frame::{Container, Frame, Source};
+use histopipe_frame::{Container, Frame, Origin, Source};
 
-use crate::error::Place;
+use crate::error::{one_line, Place};
+use crate::taken::{Taken, TakenFiles};
 use crate::Error;
 
 /// A format an output file's extension names.
@@ -294,8 +294,13 @@ impl Template {
         }
     }
 
-    /// The path of the output of frame `n` of the stream, from `source`.
-    fn expand(&self, source: Option<&Source>, n: usize) -> Result<PathBuf, String> {
+    /// The path of the output of frame `n` of the stream, from `source`. A field names a file
+    /// or a folder inside the folder the pattern names, never outside it: `{stem}` and `{name}`
+    /// are one name (not `.` or `..`), and a `{dir}` read from a stream is a relative path
+    /// without `..`; a name read from a stream holds no control characters. (A `{dir}` the user
+    /// named on the command line is the user's own: `{dir}/{stem}-eq.png` writes beside an input
+    /// wherever it is.)
+    fn expand(&self, source: Option<&Source>, n: usize) -> Result<PathBuf, FieldError> {
         let mut path = OsString::new();
         for piece in &self.pieces {
             let FieldSpec { field, width } = match piece {
@@ -310,18 +315,54 @@ impl Template {
                 continue;
             }
             let Some(source) = source else {
-                return Err(format!(
+                return Err(FieldError::Usage(format!(
                     "-o {}: the frame came from standard input, with no file name for its fields: \
                      name the input files, or use {{n}}",
                     self.text
-                ));
+                )));
             };
             let file = &source.path;
+            let refuse = |field: &str, why: &str| {
+                let origin = match source.origin {
+                    Origin::Named => "",
+                    Origin::Stream => " (read from the stream)",
+                };
+                FieldError::Input(format!(
+                    "-o {}: the source file's name{origin}, '{}', gives a {field} {why}",
+                    self.text,
+                    one_line(&file.to_string_lossy())
+                ))
+            };
+            if source.origin == Origin::Stream
+                && file.as_os_str().as_encoded_bytes().iter().any(u8::is_ascii_control)
+            {
+                return Err(refuse("name", "with control characters"));
+            }
             match field {
-                Field::Stem => path.push(file.file_stem().unwrap_or_default()),
-                Field::Name => path.push(file.file_name().unwrap_or_default()),
+                Field::Stem | Field::Name => {
+                    let (label, part) = if field == Field::Stem {
+                        ("{stem}", file.file_stem())
+                    } else {
+                        ("{name}", file.file_name())
+                    };
+                    match part {
+                        Some(p) if p != "." && p != ".." => path.push(p),
+                        _ => return Err(refuse(label, "that is no file name")),
+                    }
+                }
                 Field::Dir => match file.parent() {
-                    Some(p) if !p.as_os_str().is_empty() => path.push(p),
+                    Some(p) if !p.as_os_str().is_empty() => {
+                        if source.origin == Origin::Stream {
+                            if p.is_absolute() {
+                                return Err(refuse("{dir}", "that is an absolute path"));
+                            }
+                            if p.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+                            {
+                                return Err(refuse("{dir}", "that leaves the folder -o names (..)"));
+                            }
+                        }
+                        path.push(p)
+                    }
                     _ => path.push("."),
                 },
                 Field::Index => path.push(format!("{:0width$}", source.index)),
@@ -329,6 +370,23 @@ impl Template {
             }
         }
         Ok(PathBuf::from(path))
+    }
+}
+
+/// Why a frame's fields name no file: the command line's fault (exit 2 as a usage error), or the
+/// input's (a name that would leave the output folder: exit 2 as bad input).
+#[derive(Debug)]
+enum FieldError {
+    Usage(String),
+    Input(String),
+}
+
+impl FieldError {
+    fn at(self, place: Place) -> Error {
+        match self {
+            FieldError::Usage(m) => Error::usage(m).at(place),
+            FieldError::Input(m) => Error::input(place, m),
+        }
     }
 }
 
@@ -344,36 +402,37 @@ pub(crate) enum Destination {
 /// Gives each frame its destination, and refuses two frames one file.
 pub(crate) struct Destinations {
     template: Option<Template>,
-    used: HashMap<PathBuf, Place>,
+    taken: TakenFiles<Place>,
 }
 
 impl Destinations {
     /// Every frame to the one output stream.
     pub(crate) fn stream() -> Destinations {
-        Destinations { template: None, used: HashMap::new() }
+        Destinations { template: None, taken: TakenFiles::new() }
     }
 
     /// Each frame to the file `template` names for it.
     pub(crate) fn per_frame(template: Template) -> Destinations {
-        Destinations { template: Some(template), used: HashMap::new() }
+        Destinations { template: Some(template), taken: TakenFiles::new() }
     }
 
     /// The destination of `frame`, frame `n` of the stream.
     pub(crate) fn of(&mut self, n: usize, frame: &Frame) -> Result<Destination, Error> {
         let Some(template) = &self.template else { return Ok(Destination::Stream { starts: n == 1 }) };
         let place = Place::of(frame.source.as_ref(), n);
-        let path =
-            template.expand(frame.source.as_ref(), n).map_err(|m| Error::usage(m).at(place.clone()))?;
-        if let Some(first) = self.used.get(&path) {
+        let path = template.expand(frame.source.as_ref(), n).map_err(|e| e.at(place.clone()))?;
+        if let Err(first) = self.taken.take(&path, place.clone()) {
+            let first = match first {
+                Taken::Recently(first) => first.in_words(),
+                Taken::Earlier => "an earlier frame".into(),
+            };
             let message = format!(
-                "{} is also the output of {}: -o {} gives two frames one file (add {{i}} or {{n}})",
+                "{} is also the output of {first}: -o {} gives two frames one file (add {{i}} or {{n}})",
                 path.display(),
-                first.in_words(),
                 template.text
             );
             return Err(Error::usage(message).at(place));
         }
-        self.used.insert(path.clone(), place);
         Ok(Destination::File(path))
     }
 }
@@ -429,7 +488,9 @@ mod tests {
 
     fn expand(text: &str, source: Option<Source>, n: usize) -> Result<String, String> {
         let t = Template::parse(text)?;
-        t.expand(source.as_ref(), n).map(|p| p.to_string_lossy().into_owned())
+        t.expand(source.as_ref(), n).map(|p| p.to_string_lossy().into_owned()).map_err(|e| match e {
+            FieldError::Usage(m) | FieldError::Input(m) => m,
+        })
     }
 
     #[test]

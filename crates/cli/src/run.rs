@@ -26,6 +26,7 @@ use crate::progress::Progress;
 use crate::reader::{Backlog, InputFrames, Read};
 use crate::signals;
 use crate::splice::PagePipe;
+use crate::stdout::{self, RawStdout};
 use crate::tool::Tool;
 use crate::workers::{Crew, Job};
 use crate::writer::{spawn_writer, Done, InFlight, Sink};
@@ -109,7 +110,7 @@ pub(crate) fn run_frames<T: Tool>(
         Err(Error::internal(Place::default(), "writer", "its thread ended without a result"))
     });
     if common.progress && common.backend != BackendChoice::Cpu {
-        eprintln!("{}: operations run on {}", T::NAME, shared.tally());
+        let _ = writeln!(io::stderr(), "{}: operations run on {}", T::NAME, shared.tally());
     }
     result
 }
@@ -191,31 +192,10 @@ fn run<T: Tool>(backends: &mut Option<Arc<Backends>>) -> Result<(), Error> {
         // The threads inherit the blocked signals.
         signals::remove_temporaries_on_signals();
     }
+    if matches!(invocation.output.target, Target::Stdout) {
+        stdout::is_open()?;
+    }
     run_frames(&tool, invocation, Box::new(RawStdout::new()), PagePipe::stdout(), backends)
-}
-
-/// Standard output as the file it is. `std::io::stdout()` is line-buffered: it scans every write
-/// for its last newline, a pass over each frame's samples; the writer buffers the output itself.
-struct RawStdout(std::mem::ManuallyDrop<std::fs::File>);
-
-impl RawStdout {
-    fn new() -> RawStdout {
-        use std::os::fd::{AsRawFd, FromRawFd};
-        // SAFETY: file descriptor 1 stays open for the life of the process, and ManuallyDrop
-        // never closes it.
-        RawStdout(std::mem::ManuallyDrop::new(unsafe {
-            std::fs::File::from_raw_fd(io::stdout().as_raw_fd())
-        }))
-    }
-}
-
-impl Write for RawStdout {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.write(buf)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 /// The whole of a tool's `main`: runs it, reports an error as one line on stderr, exits. A panic
@@ -234,7 +214,8 @@ pub fn main<T: Tool>() -> ExitCode {
         Ok(()) => 0,
         Err(e) => {
             if e.kind != ErrorKind::BrokenPipe {
-                eprintln!("{}: {e}", T::NAME);
+                // Not eprintln!, which panics when stderr cannot be written (`2>/dev/full`).
+                let _ = writeln!(io::stderr(), "{}: {e}", T::NAME);
             }
             e.exit_code()
         }
