@@ -11,6 +11,7 @@ mod equalize;
 mod failures;
 mod files;
 mod frames;
+mod harness;
 mod hough;
 mod huge;
 mod install;

@@ -273,3 +273,43 @@ fn long_names_and_folders_in_the_way() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(err.trim(), "equalize: f/x.pgm: f is a file, not a folder");
 }
+
+#[test]
+fn plots_take_the_fields_of_dash_o() {
+    let dir = temp_dir("plot-fields");
+    let (camera, moon) = (fixture("camera.pgm"), fixture("moon.pgm"));
+    let inputs = [camera.to_str().unwrap(), moon.to_str().unwrap()];
+    for (name, ext) in [("cdf", "csv"), ("colhist", "csv")] {
+        let out = tool(name)
+            .current_dir(&dir)
+            .args(["-o", &format!("{name}/{{stem}}.{ext}"), "--plot", &format!("{name}/{{stem}}.png")])
+            .args(inputs)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        for stem in ["camera", "moon"] {
+            let png = std::fs::read(dir.join(format!("{name}/{stem}.png"))).unwrap();
+            assert!(png.starts_with(b"\x89PNG"), "{name}: one figure per frame");
+        }
+        assert!(!dir.join(format!("{name}/{{stem}}.png")).exists(), "no file named after the pattern");
+        // An unknown field, in -o or in --plot, before any input is read (none is given here).
+        for args in [["-o", "x/{nope}.csv"], ["--plot", "x/{nope}.png"]] {
+            let out = tool(name).current_dir(&dir).args(args).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{err}");
+            assert!(err.contains("unknown field {nope}"), "{err}");
+        }
+        // Two frames, one figure; and a figure on the table's own file.
+        let out = tool(name)
+            .current_dir(&dir)
+            .args(["--plot", "p/{stem}.png"])
+            .args([inputs[0], inputs[0]])
+            .output()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&out.stderr).contains("gives two frames one file"));
+        assert_eq!(out.status.code(), Some(2));
+    }
+    // Without a field, the first frame's figure only (as before).
+    let out = tool("cdf").current_dir(&dir).args(["--plot", "one.svg"]).args(inputs).output().unwrap();
+    assert!(out.status.success() && dir.join("one.svg").is_file());
+}

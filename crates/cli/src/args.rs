@@ -50,6 +50,8 @@ Files:
 Input and output:
   --raw WxH[:16]     headerless frames of W x H samples, 8-bit or (:16) 16-bit little-endian
                      (ffmpeg -f rawvideo -pix_fmt gray / gray16le); frames until end of input
+                     [default: $HISTOPIPE_RAW, so one export serves a whole pipeline; --raw none:
+                     frames with headers, whatever $HISTOPIPE_RAW says]
   --png              write PNG instead of the input's container (a single frame only)
   --max-pixels N     refuse frames of more than N pixels [default: 1073741824]
 Backend:
@@ -92,6 +94,12 @@ impl Common {
             }
             _ => None,
         };
+        let raw = match std::env::var("HISTOPIPE_RAW") {
+            Ok(v) if !v.is_empty() => {
+                parse_raw(&v).map_err(|e| Error::usage(format!("HISTOPIPE_RAW: {e}")))?
+            }
+            _ => None,
+        };
         let gpu_after = match std::env::var("HISTOPIPE_GPU_AFTER") {
             Ok(v) if !v.is_empty() => match v.parse::<f64>() {
                 Ok(s) if s.is_finite() && (0.0..=1e6).contains(&s) => Duration::from_secs_f64(s),
@@ -105,7 +113,7 @@ impl Common {
         Ok(Common {
             backend,
             device: Devices::List(vec![0]),
-            raw: None,
+            raw,
             max_pixels: DEFAULT_MAX_PIXELS,
             png: false,
             output: None,
@@ -129,7 +137,7 @@ impl Common {
             }
             "--raw" => {
                 let v = parser.value()?.string()?;
-                self.raw = Some(RawSpec::parse(&v).map_err(|e| Error::usage(format!("--raw: {e}")))?);
+                self.raw = parse_raw(&v).map_err(|e| Error::usage(format!("--raw: {e}")))?;
             }
             "--max-pixels" => self.max_pixels = parse_value(parser, "--max-pixels")?,
             "--png" => self.png = true,
@@ -208,6 +216,14 @@ impl Devices {
 }
 
 /// A thread count: a whole number, at least 1.
+/// `--raw`'s value: `WxH[:16]`, or `none` for frames with headers.
+fn parse_raw(text: &str) -> Result<Option<RawSpec>, String> {
+    match text {
+        "none" => Ok(None),
+        spec => RawSpec::parse(spec).map(Some),
+    }
+}
+
 fn parse_threads(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(n) if n >= 1 => Ok(n),

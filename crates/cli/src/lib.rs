@@ -32,6 +32,6 @@ pub use args::{parse_value, Common, Devices, COMMON_HELP};
 pub use atomic::write_whole;
 pub use error::{Error, ErrorKind, Place};
 pub use lexopt;
-pub use outputs::{OutputFormat, Product};
+pub use outputs::{OutputFormat, PathTemplate, Product};
 pub use run::main;
 pub use tool::{Context, Tool, TABLE_KEY_COLUMNS};

@@ -76,12 +76,12 @@ pub(crate) fn run_frames<T: Tool>(
     let options = ReadOptions { raw: common.raw, max_pixels: common.max_pixels };
     let mut frames = InputFrames::spawn(inputs, workers, options, memory.clone(), backlog.clone())?;
     let (sink, mut destinations) = match output.target {
-        Target::Stdout => (Sink::Stream(stdout, pipe), Destinations::stream()),
+        Target::Stdout => (Sink::Stream(stdout, pipe), Destinations::stream(tool.side_files())),
         Target::File(path) => {
             let file = AtomicFile::create(&path).map_err(|e| Error::io(&e).at(Place::file(&path)))?;
-            (Sink::File(file), Destinations::stream())
+            (Sink::File(file), Destinations::stream(tool.side_files()))
         }
-        Target::Template(template) => (Sink::PerFrame, Destinations::per_frame(template)),
+        Target::Template(template) => (Sink::PerFrame, Destinations::per_frame(template, tool.side_files())),
     };
     // Every worker busy, one frame waiting for the first worker done, one being written.
     let in_flight = Arc::new(InFlight::new(workers + 2));
@@ -161,14 +161,18 @@ impl Stream<'_> {
             };
             backends.begin_frame(n);
             self.backlog.set_opening(backends.is_opening());
-            let destination = match self.destinations.of(n, &frame) {
-                Ok(d) => d,
+            let placed = self
+                .destinations
+                .of(n, &frame)
+                .and_then(|destination| Ok((destination, self.destinations.side_files(n, &frame)?)));
+            let (destination, side_files) = match placed {
+                Ok(placed) => placed,
                 Err(e) => {
                     done_err(&done, n, e);
                     return;
                 }
             };
-            if jobs.send(Job { n, frame, destination }).is_err() {
+            if jobs.send(Job { n, frame, destination, side_files }).is_err() {
                 return;
             }
         }
