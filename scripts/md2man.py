@@ -10,6 +10,11 @@ paragraphs, `-` lists and `1.` lists with indented continuation lines, four-spac
 pipe tables (set as preformatted text), and inline `code`, **bold**, *italic* and [links](x.md).
 A link to another tool's manual becomes a man page reference, cdf(1); to formats.md,
 histopipe-formats(7). Anything else is kept as text, escaped for roff.
+
+With --help-text FILE (the tool's `--help` output), the options every tool shares, as the binary
+itself describes them (its help from the line `Files:` on), become the section OPTIONS EVERY TOOL
+SHARES, before ERRORS: so the page lists every option `--help` lists, from the one text the
+binary prints.
 """
 
 import argparse
@@ -181,17 +186,39 @@ def convert(markdown, name, section, version):
     return "\n".join(preamble + out) + "\n"
 
 
+# Where the tool's --help text turns to the options every tool shares (crates/cli's COMMON_HELP).
+COMMON_START = "Files:"
+
+
+def with_common_options(markdown, help_text):
+    """`markdown` with the common part of `help_text` as a section of its own, before `## Errors`
+    (or at the end)."""
+    lines = help_text.splitlines()
+    if COMMON_START not in lines:
+        sys.exit(f"md2man: the --help text has no line '{COMMON_START}' where the common options begin")
+    common = lines[lines.index(COMMON_START) :]
+    section = "## Options every tool shares\n\n" + "\n".join("    " + l if l else "" for l in common) + "\n\n"
+    at = markdown.find("\n## Errors")
+    if at < 0:
+        return markdown.rstrip("\n") + "\n\n" + section
+    return markdown[: at + 1] + section + markdown[at + 1 :]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("markdown", type=Path)
     p.add_argument("--version", default="", help="the version the page's footer names")
     p.add_argument("--name", help="the page's name, for a manual whose title is not 'name(N)'")
     p.add_argument("--section", default="1")
+    p.add_argument("--help-text", type=Path, help="the tool's --help output: its common options become a section")
     args = p.parse_args()
     name, section = args.name, args.section
     if args.name is None and args.markdown.stem in PAGES:
         name, section = PAGES[args.markdown.stem]
-    sys.stdout.write(convert(args.markdown.read_text(encoding="utf-8"), name, section, args.version))
+    markdown = args.markdown.read_text(encoding="utf-8")
+    if args.help_text:
+        markdown = with_common_options(markdown, args.help_text.read_text(encoding="utf-8"))
+    sys.stdout.write(convert(markdown, name, section, args.version))
 
 
 if __name__ == "__main__":

@@ -1,12 +1,14 @@
 use std::io::Write;
 
 use histopipe_cli::lexopt::Parser;
-use histopipe_cli::{parse_value, Context, Error, OutputFormat, Product, Tool, TABLE_KEY_COLUMNS};
+use histopipe_cli::{
+    parse_value, Context, Error, OutputFormat, PathTemplate, Product, Tool, TABLE_KEY_COLUMNS,
+};
 use histopipe_frame::Frame;
 use histopipe_ops::histogram::{Distribution, Histogram};
-use histopipe_plot::{cdf_figure, CdfFigure, PlotTarget};
+use histopipe_plot::{cdf_figure, CdfFigure};
 
-use crate::plot::{plot_target, write_figure};
+use crate::plot::{plot_target, write_figure, Plot};
 
 /// `cdf`: each frame's histogram and cumulative distribution as a table.
 #[derive(Default)]
@@ -15,7 +17,7 @@ pub struct Cdf {
     /// `--format`, if given.
     format: Option<OutputFormat>,
     tsv: bool,
-    plot: Option<PlotTarget>,
+    plot: Option<Plot>,
 }
 
 /// The columns after the frame and its source.
@@ -38,8 +40,8 @@ Options:
   --bins N           N equal-width bins, 1..maxval+1 [default: one per level, maxval + 1]
   --format F         csv or tsv [default: -o's extension, else csv]
   --plot FILE        also draw the figure, the histogram as bars and the CDF as a curve on a
-                     second axis, to FILE (.svg or .png); with {n} in FILE one file per frame,
-                     {n} its number, else the first frame only
+                     second axis, to FILE (.svg or .png); FILE takes -o's fields ({stem}, {name},
+                     {dir}, {i}, {n}) for one figure per frame, else the first frame's only
 
 Example:
   cdf --bins 8 camera.pgm
@@ -62,7 +64,7 @@ Example:
                     _ => return Err(Error::usage(format!("--format: unknown format '{f}' (csv or tsv)"))),
                 });
             }
-            "--plot" => self.plot = Some(plot_target(parser, name)?),
+            "--plot" => self.plot = Some(plot_target(parser)?),
             _ => return Ok(false),
         }
         Ok(true)
@@ -73,9 +75,13 @@ Example:
         Ok(Product::Table)
     }
 
+    fn side_files(&self) -> Vec<PathTemplate> {
+        self.plot.iter().map(|p| p.template.clone()).collect()
+    }
+
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let dist = cx.run(&Histogram { bins: self.bins }, &frame)?;
-        if let Some((plot, path)) = self.plot.as_ref().and_then(|p| Some((p, p.path_for(cx.index)?))) {
+        if let (Some(plot), Some(path)) = (&self.plot, cx.side_file(0)) {
             let ranges: Vec<(u32, u32)> = (0..dist.counts.len()).map(|b| dist.bins.range(b)).collect();
             let figure = CdfFigure {
                 counts: &dist.counts,
@@ -91,7 +97,7 @@ Example:
                     dist.counts.len()
                 ),
             };
-            write_figure(cx, &path, cdf_figure(plot.format, &figure))?;
+            write_figure(cx, path, cdf_figure(plot.format, &figure))?;
         }
         let sep = if self.tsv { '\t' } else { ',' };
         let text = self.table(&cx.row_key(sep), cx.starts_output(), &dist);

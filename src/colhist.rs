@@ -1,11 +1,13 @@
 use histopipe_cli::lexopt::{Parser, ValueExt};
-use histopipe_cli::{parse_value, Common, Context, Error, OutputFormat, Product, Tool, TABLE_KEY_COLUMNS};
+use histopipe_cli::{
+    parse_value, Common, Context, Error, OutputFormat, PathTemplate, Product, Tool, TABLE_KEY_COLUMNS,
+};
 use histopipe_frame::{Format, Frame, Line, Pixels};
 use histopipe_ops::colhist::{ColHist as ColHistOp, ColHistParams, Histograms};
 use histopipe_ops::OpError;
-use histopipe_plot::{colhist_figure, heatmap_image, ColhistFigure, Counts, PlotTarget};
+use histopipe_plot::{colhist_figure, heatmap_image, ColhistFigure, Counts};
 
-use crate::plot::{plot_target, write_figure};
+use crate::plot::{plot_target, write_figure, Plot};
 
 /// What `colhist` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -29,7 +31,7 @@ pub struct ColHist {
     /// `--format`, if given: csv, tsv, pgm for the matrix image, png for the heatmap.
     format: Option<OutputFormat>,
     output: Output,
-    plot: Option<PlotTarget>,
+    plot: Option<Plot>,
 }
 
 /// A distance in pixels under which the two ends of `--line` count as in one column: far below
@@ -59,8 +61,8 @@ Options:
                      -o x.png, x.ppm): a heatmap to look at, bin 0 at the bottom, counts on a log
                      scale through viridis, one image per output file
   --plot FILE        also draw the figure, the heatmap with axes and a colour bar, to FILE (.svg
-                     or .png); with {n} in FILE one file per frame, {n} its number, else the
-                     first frame only
+                     or .png); FILE takes -o's fields ({stem}, {name}, {dir}, {i}, {n}) for one
+                     figure per frame, else the first frame's only
 
 The text formats write one table for the output: a header 'frame,source,bin,lower,upper,' and
 the column (or row) numbers (with --line, the one column's), once per output, then per frame one row per
@@ -92,7 +94,7 @@ Example:
                     }
                 });
             }
-            "--plot" => self.plot = Some(plot_target(parser, name)?),
+            "--plot" => self.plot = Some(plot_target(parser)?),
             _ => return Ok(false),
         }
         Ok(true)
@@ -133,6 +135,10 @@ Example:
         })
     }
 
+    fn side_files(&self) -> Vec<PathTemplate> {
+        self.plot.iter().map(|p| p.template.clone()).collect()
+    }
+
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let op = self.params.for_frame(&frame).map_err(|e| cx.op_error(e))?;
         // The matrix of counts, as large as the image it may become, is refused before it is made.
@@ -150,7 +156,7 @@ Example:
             (None, true) => "rows".to_owned(),
             (None, false) => "columns".to_owned(),
         };
-        if let Some((plot, path)) = self.plot.as_ref().and_then(|p| Some((p, p.path_for(cx.index)?))) {
+        if let (Some(plot), Some(path)) = (&self.plot, cx.side_file(0)) {
             let ranges: Vec<(u32, u32)> = (0..op.bins).map(|b| op.bin_range(b)).collect();
             let figure = ColhistFigure {
                 counts: Counts { bins: h.bins, lines: h.lines, counts: &h.counts },
@@ -163,7 +169,7 @@ Example:
                     cx.index, frame.width, frame.height, frame.maxval, op.bins
                 ),
             };
-            write_figure(cx, &path, colhist_figure(plot.format, &figure))?;
+            write_figure(cx, path, colhist_figure(plot.format, &figure))?;
         }
         match self.output {
             Output::Image => cx.write(matrix_image(&h, &frame)),
@@ -171,7 +177,7 @@ Example:
                 if !cx.starts_output() {
                     return Err(cx.invalid(
                         "a heatmap is one image, and this output would get more than one frame's: \
-                         give -o a field for one image each (-o out/{stem}.png), or use --plot with {n}",
+                         give -o a field for one image each (-o out/{stem}.png), or use --plot with a field",
                     ));
                 }
                 let image = heatmap_image(&Counts { bins: h.bins, lines: h.lines, counts: &h.counts });

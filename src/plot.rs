@@ -3,15 +3,27 @@
 use std::path::Path;
 
 use histopipe_cli::lexopt::{Parser, ValueExt};
-use histopipe_cli::{Context, Error, ErrorKind};
-use histopipe_plot::{PlotError, PlotTarget};
+use histopipe_cli::{Context, Error, ErrorKind, PathTemplate};
+use histopipe_plot::{FigureFormat, PlotError};
 
-/// Parses `--plot FILE` (option `name`): the name must end in .svg or .png.
-pub(crate) fn plot_target(parser: &mut Parser, name: &str) -> Result<PlotTarget, Error> {
+/// `--plot FILE`: where each frame's figure goes, with `-o`'s fields (`{stem}`, `{n}`, ...): one
+/// figure per frame where the name has a field, the first frame's alone where it has none.
+#[derive(Debug, Clone)]
+pub(crate) struct Plot {
+    pub template: PathTemplate,
+    pub format: FigureFormat,
+}
+
+/// Parses `--plot FILE`: a name ending in .svg or .png, with `-o`'s fields; an unknown field is
+/// refused here, before any input is read.
+pub(crate) fn plot_target(parser: &mut Parser) -> Result<Plot, Error> {
     let value = parser.value()?;
-    let text =
-        value.string().map_err(|_| Error::usage(format!("{name}: the file name is not valid UTF-8")))?;
-    PlotTarget::parse(&text).map_err(|e| Error::usage(format!("{name} {e}")))
+    let text = value.string().map_err(|_| Error::usage("--plot: the file name is not valid UTF-8"))?;
+    let bad = |why: String| Error::usage(format!("--plot {text}: {why}"));
+    let template = PathTemplate::parse("--plot", &text).map_err(bad)?;
+    let format = FigureFormat::of_path(Path::new(&text))
+        .ok_or_else(|| bad("the file name must end in .svg or .png (written out, not as a field)".into()))?;
+    Ok(Plot { template, format })
 }
 
 /// Writes the figure made for this frame to `path`, whole or not at all (atomically, as `-o`

@@ -42,6 +42,7 @@ pub fn tool(name: &str) -> Command {
     let mut cmd = Command::cargo_bin(name).unwrap_or_else(|e| panic!("binary {name}: {e}"));
     cmd.env_remove("HISTOPIPE_BACKEND");
     cmd.env_remove("HISTOPIPE_THREADS");
+    cmd.env_remove("HISTOPIPE_RAW");
     cmd
 }
 
@@ -198,16 +199,7 @@ pub fn gpu_alone() -> Option<GpuLease<RwLockWriteGuard<'static, ()>>> {
 }
 
 fn open_gpu() -> Option<Gpu> {
-    match Gpu::open(0) {
-        Ok(g) => Some(g),
-        Err(e) if std::env::var("HISTOPIPE_REQUIRE_GPU").as_deref() == Ok("1") => {
-            panic!("HISTOPIPE_REQUIRE_GPU=1 but no GPU can be used: {e}")
-        }
-        Err(e) => {
-            eprintln!("skipped: no GPU ({e})");
-            None
-        }
-    }
+    histopipe_gpu::testing::gpu_or_skip()
 }
 
 /// Every tool binary.

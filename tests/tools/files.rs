@@ -58,8 +58,8 @@ fn files_are_one_stream_in_order_each_read_on_its_own() {
     assert_eq!(got[0].pixels, frames[0].pixels);
     assert_eq!(got[1].pixels, read_frames(&jpeg)[0].pixels);
     assert_eq!(got[2].pixels, frames[1].pixels);
-    assert_eq!(got[1].source, Some(Source::new("b.jpg", 1)), "each frame knows its file");
-    assert_eq!(got[2].source, Some(Source::new("-x.pgm", 1)), "'--' ends the options");
+    assert_eq!(got[1].source, Some(Source::from_stream("b.jpg", 1)), "each frame knows its file");
+    assert_eq!(got[2].source, Some(Source::from_stream("-x.pgm", 1)), "'--' ends the options");
     // '-' is standard input, among the files.
     let out = tool("equalize")
         .current_dir(&dir)

@@ -229,6 +229,47 @@ fn usage_errors_name_the_option() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("HISTOPIPE_BACKEND"));
 }
 
+/// `HISTOPIPE_RAW` is every tool's `--raw`, so one export makes a whole pipeline of raw frames
+/// work (`equalize --raw 320x240 < v.gray | edges` fails: edges cannot know the size).
+#[test]
+fn histopipe_raw_is_every_tools_raw() {
+    let moon = fixture_frame("moon.pgm");
+    let Pixels::U8(samples) = &moon.pixels else { panic!("moon.pgm is 8-bit") };
+    let raw: Vec<u8> = [samples.as_ref(), samples.as_ref()].concat();
+    let size = format!("{}x{}", moon.width, moon.height);
+    let with_env = |name: &str, args: &[&str], input: Vec<u8>| {
+        tool(name)
+            .env("HISTOPIPE_RAW", &size)
+            .args(["--backend", "cpu"])
+            .args(args)
+            .write_stdin(input)
+            .output()
+            .unwrap()
+    };
+    let equalized = with_env("equalize", &[], raw.clone());
+    assert!(equalized.status.success(), "{}", String::from_utf8_lossy(&equalized.stderr));
+    assert_eq!(equalized.stdout.len(), raw.len(), "raw out: two frames, samples only");
+    let edges = with_env("edges", &[], equalized.stdout.clone());
+    assert!(edges.status.success(), "{}", String::from_utf8_lossy(&edges.stderr));
+    // The same as giving --raw to each tool.
+    let by_option =
+        run_ok("edges", "cpu", &["--raw", &size], &run_ok("equalize", "cpu", &["--raw", &size], &raw));
+    assert!(edges.stdout == by_option);
+    // Without it, the second tool cannot read the first's raw output.
+    let e = run_err("edges", &[], &equalized.stdout, 2);
+    assert!(e.contains("frame 1"), "{e}");
+    // --raw none reads headers whatever the environment says; a bad value names the variable.
+    let pgm = with_env("equalize", &["--raw", "none"], fixture_bytes("moon.pgm"));
+    assert!(
+        pgm.status.success() && pgm.stdout.starts_with(b"P5"),
+        "{}",
+        String::from_utf8_lossy(&pgm.stderr)
+    );
+    let out = tool("pad").env("HISTOPIPE_RAW", "12").write_stdin(raw).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("HISTOPIPE_RAW: bad size '12'"));
+}
+
 #[test]
 fn help_and_version() {
     for name in TOOLS {

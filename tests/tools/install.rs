@@ -49,7 +49,7 @@ fn man(page: &Path) -> Option<String> {
     let found = Command::new("man").arg("--version").output().is_ok_and(|o| o.status.success());
     if !found {
         if std::env::var("HISTOPIPE_SKIP_MAN").as_deref() == Ok("1") {
-            eprintln!("skipped reading the man pages: no man, and HISTOPIPE_SKIP_MAN=1");
+            histopipe_gpu::testing::skip("reading the man pages: no man, and HISTOPIPE_SKIP_MAN=1");
             return None;
         }
         panic!(
@@ -59,7 +59,12 @@ fn man(page: &Path) -> Option<String> {
     }
     let out = run(Command::new("man").args(["-P", "cat", "-l"]).arg(page).env("MANWIDTH", "100"));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.trim().is_empty(), "{}: {stderr}", page.display());
+    // groff 1.22's tbl says this of a table that happens to straddle a page of its internal
+    // layout, even when man renders the page continuously (no page breaks are shown): it depends
+    // on where the table falls, not on the table.
+    let stderr: Vec<&str> =
+        stderr.lines().filter(|l| !l.contains("table text block will not fit on one page")).collect();
+    assert!(stderr.concat().trim().is_empty(), "{}: {}", page.display(), stderr.join("\n"));
     Some(String::from_utf8(out.stdout).unwrap())
 }
 
@@ -98,6 +103,21 @@ fn install_then_uninstall() {
             }
             assert!(page.contains(&format!("\n       {tool} - ")), "{tool}: the NAME line");
             assert!(!page.contains("](") && !page.contains('`'), "{tool}: Markdown left over");
+            // Every option --help lists, the tool's own and those every tool shares.
+            let help = String::from_utf8(run(Command::new(&bin).arg("--help")).stdout).unwrap();
+            // An option is listed at the start of a line (`  --bins N  ...`, `  -o, --output PATH`).
+            let options = help.lines().filter_map(|l| {
+                let l = l.trim_start();
+                let l = ["-o, ", "-h, ", "-V, "].iter().find_map(|p| l.strip_prefix(p)).unwrap_or(l);
+                l.starts_with("--").then(|| l.split_whitespace().next().unwrap_or(l))
+            });
+            for option in options {
+                assert!(
+                    page.contains(option),
+                    "{tool}: the man page does not name {option}, which --help lists"
+                );
+            }
+            assert!(page.contains("\nOPTIONS EVERY TOOL SHARES\n"), "{tool}: the common options");
         }
         for file in [
             format!("share/bash-completion/completions/{tool}"),

@@ -5,15 +5,53 @@ use std::process::Command;
 
 use crate::common::*;
 
-/// Every indented line of the README that starts with a tool's name, without its `# comment`.
+/// Every indented line of the README that starts with a tool's name, without its `# comment`,
+/// after the `export` lines before it in its block (`export HISTOPIPE_RAW=...` serves the
+/// examples below it).
 fn readme_examples() -> Vec<String> {
     let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    readme
-        .lines()
-        .filter_map(|l| l.strip_prefix("    "))
-        .filter(|l| TOOLS.contains(&l.split_whitespace().next().unwrap_or("")))
-        .map(|l| l.split("  #").next().unwrap().trim().to_owned())
+    let mut exports = String::new();
+    let mut examples = Vec::new();
+    for line in readme.lines() {
+        let Some(line) = line.strip_prefix("    ") else {
+            exports.clear();
+            continue;
+        };
+        let line = line.split("  #").next().unwrap().trim();
+        if line.starts_with("export ") {
+            exports.push_str(line);
+            exports.push_str("; ");
+        } else if TOOLS.contains(&line.split_whitespace().next().unwrap_or("")) {
+            examples.push(format!("{exports}{line}"));
+        }
+    }
+    examples
+}
+
+/// The files and folders the demo writes: every `out/...` it names.
+fn demo_outputs() -> Vec<String> {
+    let demo = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/demo")).unwrap();
+    demo.split(|c: char| c.is_whitespace() || c == '"' || c == '\'')
+        .filter(|w| w.starts_with("out/"))
+        .map(|w| w.split('{').next().unwrap().trim_end_matches('/').to_owned())
         .collect()
+}
+
+#[test]
+fn the_readme_examples_write_where_the_demo_does_not() {
+    let demo = demo_outputs();
+    assert!(demo.len() > 10, "the demo's outputs were not found: {demo:?}");
+    for example in readme_examples() {
+        for output in outputs(&example) {
+            for theirs in &demo {
+                let inside = |a: &str, b: &str| Path::new(a).starts_with(b);
+                assert!(
+                    !inside(&output, theirs) && !inside(theirs, &output),
+                    "README: `{example}` writes {output}, where the demo writes {theirs}"
+                );
+            }
+        }
+    }
 }
 
 /// The paths an example's `-o` names: a file, or for fields, the folder its files go to.
@@ -45,6 +83,7 @@ fn the_readme_examples_run_as_printed() {
             .current_dir(&root)
             .env("PATH", path_with_tools())
             .env_remove("HISTOPIPE_BACKEND")
+            .env_remove("HISTOPIPE_RAW")
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -120,7 +120,7 @@ fn installed(program: &str, says: &str, package: &str) -> bool {
     if std::env::var("CI").as_deref() == Ok("true") {
         panic!("{why}; CI=true, so this test must run");
     }
-    eprintln!("skipped: {why}");
+    histopipe_gpu::testing::skip(&why);
     false
 }
 

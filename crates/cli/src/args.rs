@@ -50,6 +50,8 @@ Files:
 Input and output:
   --raw WxH[:16]     headerless frames of W x H samples, 8-bit or (:16) 16-bit little-endian
                      (ffmpeg -f rawvideo -pix_fmt gray / gray16le); frames until end of input
+                     [default: $HISTOPIPE_RAW, so one export serves a whole pipeline; --raw none:
+                     frames with headers, whatever $HISTOPIPE_RAW says]
   --png              write PNG instead of the input's container (a single frame only)
   --max-pixels N     refuse frames of more than N pixels [default: 1073741824]
 Backend:
@@ -92,6 +94,12 @@ impl Common {
             }
             _ => None,
         };
+        let raw = match std::env::var("HISTOPIPE_RAW") {
+            Ok(v) if !v.is_empty() => {
+                parse_raw(&v).map_err(|e| Error::usage(format!("HISTOPIPE_RAW: {e}")))?
+            }
+            _ => None,
+        };
         let gpu_after = match std::env::var("HISTOPIPE_GPU_AFTER") {
             Ok(v) if !v.is_empty() => match v.parse::<f64>() {
                 Ok(s) if s.is_finite() && (0.0..=1e6).contains(&s) => Duration::from_secs_f64(s),
@@ -105,7 +113,7 @@ impl Common {
         Ok(Common {
             backend,
             device: Devices::List(vec![0]),
-            raw: None,
+            raw,
             max_pixels: DEFAULT_MAX_PIXELS,
             png: false,
             output: None,
@@ -129,7 +137,7 @@ impl Common {
             }
             "--raw" => {
                 let v = parser.value()?.string()?;
-                self.raw = Some(RawSpec::parse(&v).map_err(|e| Error::usage(format!("--raw: {e}")))?);
+                self.raw = parse_raw(&v).map_err(|e| Error::usage(format!("--raw: {e}")))?;
             }
             "--max-pixels" => self.max_pixels = parse_value(parser, "--max-pixels")?,
             "--png" => self.png = true,
@@ -208,6 +216,14 @@ impl Devices {
 }
 
 /// A thread count: a whole number, at least 1.
+/// `--raw`'s value: `WxH[:16]`, or `none` for frames with headers.
+fn parse_raw(text: &str) -> Result<Option<RawSpec>, String> {
+    match text {
+        "none" => Ok(None),
+        spec => RawSpec::parse(spec).map(Some),
+    }
+}
+
 fn parse_threads(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(n) if n >= 1 => Ok(n),
@@ -241,6 +257,14 @@ pub(crate) enum Parsed {
     Printed,
 }
 
+/// Prints `text` on standard output (`--help`, `--version`): a closed or full output is an
+/// error, not a panic.
+fn print_out(text: &str) -> Result<(), Error> {
+    crate::stdout::is_open()?;
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| Error::io(&e))
+}
+
 /// Parses the command line into `tool`'s options and the rest; checks every value, the output
 /// against what the tool writes, and that the input files are there, before any is read.
 pub(crate) fn parse<T: Tool>(
@@ -254,11 +278,11 @@ pub(crate) fn parse<T: Tool>(
         match arg {
             Arg::Short('h') | Arg::Long("help") => {
                 let text = format!("{}\n\n{COMMON_HELP}\n", T::HELP.trim_end());
-                io::stdout().write_all(text.as_bytes()).map_err(|e| Error::io(&e))?;
+                print_out(&text)?;
                 return Ok(Parsed::Printed);
             }
             Arg::Short('V') | Arg::Long("version") => {
-                println!("{} (histopipe) {}", T::NAME, env!("CARGO_PKG_VERSION"));
+                print_out(&format!("{} (histopipe) {}\n", T::NAME, env!("CARGO_PKG_VERSION")))?;
                 return Ok(Parsed::Printed);
             }
             Arg::Value(v) => operands.push_back(v),

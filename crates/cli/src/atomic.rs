@@ -58,38 +58,44 @@ pub(crate) struct AtomicFile {
 }
 
 impl AtomicFile {
-    /// Starts writing the file that will be `path`, making its folder if needed. A symbolic link
-    /// at `path` is followed: the file it points to is replaced.
+    /// Starts writing the file that will be `path`, making its folder if needed. What is at
+    /// `path` is replaced, not written through: a symbolic link there is replaced by the new file
+    /// (as `mv` and a rename replace one), so a link planted in a shared folder cannot steer the
+    /// output onto the file it points to. Devices, named pipes and the links of `/dev` and
+    /// `/proc` (`/dev/null`, a fifo, `/dev/stdout`) are opened and written in place, as the
+    /// shell's `>` writes them, by the kernel's lookup (so its `fs.protected_symlinks` applies).
     pub(crate) fn create(path: &Path) -> io::Result<AtomicFile> {
-        let mut path = path.to_owned();
-        if fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
-            path = fs::canonicalize(&path)?;
+        let here = fs::symlink_metadata(path).ok();
+        let link = here.as_ref().is_some_and(|m| m.file_type().is_symlink());
+        // What a write through `path` would reach: for a link, its target (if there is one).
+        let reached = if link { fs::metadata(path).ok() } else { here.clone() };
+        if reached.as_ref().is_some_and(|m| m.is_dir()) {
+            return Err(io::Error::new(io::ErrorKind::IsADirectory, "is a folder"));
         }
-        let existing = fs::metadata(&path).ok();
-        if let Some(m) = &existing {
-            if m.is_dir() {
-                return Err(io::Error::new(io::ErrorKind::IsADirectory, "is a folder"));
-            }
-            if !m.is_file() {
-                let file = OpenOptions::new().write(true).truncate(true).open(&path)?;
-                return Ok(AtomicFile {
-                    out: BufWriter::with_capacity(1 << 20, file),
-                    temporary: None,
-                    path,
-                });
-            }
+        let special = reached.as_ref().is_some_and(|m| !m.is_file()) || (link && in_system_folder(path));
+        if special {
+            let file = OpenOptions::new().write(true).truncate(true).open(path)?;
+            return Ok(AtomicFile {
+                out: BufWriter::with_capacity(1 << 20, file),
+                temporary: None,
+                path: path.to_owned(),
+            });
         }
         let folder = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
             _ => PathBuf::from("."),
         };
-        fs::create_dir_all(&folder)?;
-        let (file, temporary) = create_temporary(&folder, &path)?;
-        if let Some(m) = existing {
+        make_folder(&folder)?;
+        let (file, temporary) = create_temporary(&folder, path)?;
+        if let Some(m) = here.filter(|_| !link) {
             // The new file takes the place of the old one, and its permissions with it.
             file.set_permissions(m.permissions())?;
         }
-        Ok(AtomicFile { out: BufWriter::with_capacity(1 << 20, file), temporary: Some(temporary), path })
+        Ok(AtomicFile {
+            out: BufWriter::with_capacity(1 << 20, file),
+            temporary: Some(temporary),
+            path: path.to_owned(),
+        })
     }
 
     pub(crate) fn writer(&mut self) -> &mut BufWriter<File> {
@@ -126,12 +132,46 @@ impl Drop for AtomicFile {
     }
 }
 
+/// Whether `path`'s folder is in `/dev` or `/proc`, where links stand for open files
+/// (`/dev/stdout`, `/dev/fd/3`) and a file is never made.
+fn in_system_folder(path: &Path) -> bool {
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    fs::canonicalize(folder).is_ok_and(|f| f.starts_with("/dev") || f.starts_with("/proc"))
+}
+
+/// Makes `folder` and the folders above it; a file in the way is named (`create_dir_all` says
+/// only "File exists").
+fn make_folder(folder: &Path) -> io::Result<()> {
+    fs::create_dir_all(folder).map_err(|e| {
+        let file = folder.ancestors().find(|a| fs::metadata(a).is_ok_and(|m| !m.is_dir()));
+        match file {
+            Some(file) => io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("{} is a file, not a folder", file.display()),
+            ),
+            None => e,
+        }
+    })
+}
+
+/// The most bytes of the output's name a temporary name keeps: with the rest of the temporary
+/// name (under 50 bytes) it stays under the 255 bytes file systems allow a name.
+const TEMPORARY_NAME_BYTES: usize = 100;
+
+/// `name` cut to at most `max` bytes, at a character's boundary.
+fn cut(name: &str, max: usize) -> &str {
+    let mut end = name.len().min(max);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
 /// A new, empty file in `folder` named after `path`: hidden, and marked as histopipe's.
 fn create_temporary(folder: &Path, path: &Path) -> io::Result<(File, PathBuf)> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-    // Short enough that a long file name cannot make it too long for the file system.
-    let name: String = name.chars().take(100).collect();
+    let whole = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let name = cut(&whole, TEMPORARY_NAME_BYTES);
     loop {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let temporary = folder.join(format!(".{name}.histopipe-{}-{n}.tmp", std::process::id()));
@@ -193,25 +233,75 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn permissions_and_links_are_kept_and_devices_written_in_place() {
-        use std::os::unix::fs::{symlink, PermissionsExt};
+    fn permissions_are_kept_and_devices_written_in_place() {
+        use std::os::unix::fs::PermissionsExt;
         let dir = folder("kept");
         fs::create_dir_all(&dir).unwrap();
         let path = dir.join("a.csv");
         fs::write(&path, "old").unwrap();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
-        symlink("a.csv", dir.join("link.csv")).unwrap();
-        let mut f = AtomicFile::create(&dir.join("link.csv")).unwrap();
+        let mut f = AtomicFile::create(&path).unwrap();
         f.writer().write_all(b"new").unwrap();
         f.commit().unwrap();
-        assert_eq!(fs::read(&path).unwrap(), b"new", "the link's target is replaced");
-        assert!(fs::symlink_metadata(dir.join("link.csv")).unwrap().file_type().is_symlink());
+        assert_eq!(fs::read(&path).unwrap(), b"new");
         assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o640);
         let mut null = AtomicFile::create(Path::new("/dev/null")).unwrap();
         null.writer().write_all(b"x").unwrap();
         null.commit().unwrap();
         use std::os::unix::fs::FileTypeExt;
         assert!(fs::metadata("/dev/null").unwrap().file_type().is_char_device(), "not replaced");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_at_the_path_is_replaced_never_written_through() {
+        use std::os::unix::fs::symlink;
+        let dir = folder("links");
+        fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim.txt");
+        fs::write(&victim, "precious").unwrap();
+        symlink(&victim, dir.join("result.pgm")).unwrap();
+        symlink(dir.join("nowhere"), dir.join("dangling.pgm")).unwrap();
+        for name in ["result.pgm", "dangling.pgm"] {
+            let mut f = AtomicFile::create(&dir.join(name)).unwrap();
+            f.writer().write_all(b"output").unwrap();
+            f.commit().unwrap();
+            let m = fs::symlink_metadata(dir.join(name)).unwrap();
+            assert!(m.is_file(), "{name}: the link itself is replaced by the file");
+            assert_eq!(fs::read(dir.join(name)).unwrap(), b"output");
+        }
+        assert_eq!(fs::read(&victim).unwrap(), b"precious", "the link's target is untouched");
+        assert!(!dir.join("nowhere").exists(), "nothing made where a dangling link pointed");
+        // A link to a device is written through, as the shell's `>` does.
+        symlink("/dev/null", dir.join("null")).unwrap();
+        let mut f = AtomicFile::create(&dir.join("null")).unwrap();
+        f.writer().write_all(b"x").unwrap();
+        f.commit().unwrap();
+        assert!(fs::symlink_metadata(dir.join("null")).unwrap().file_type().is_symlink());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_long_name_has_a_temporary_name_the_file_system_takes() {
+        let dir = folder("long");
+        // 80 characters of 3 bytes and an extension: 244 bytes, under the 255 allowed.
+        let path = dir.join(format!("{}.pgm", "图".repeat(80)));
+        let mut f = AtomicFile::create(&path).unwrap();
+        f.writer().write_all(b"x").unwrap();
+        f.commit().unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"x");
+        assert_eq!(cut("a图b", 2), "a", "cut at a character's boundary");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_in_the_way_of_the_folder_is_named() {
+        let dir = folder("in-the-way");
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("a.pgm"), "").unwrap();
+        let e = AtomicFile::create(&dir.join("a.pgm/sub/x.pgm")).err().unwrap();
+        assert_eq!(e.to_string(), format!("{} is a file, not a folder", dir.join("a.pgm").display()));
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -2,13 +2,13 @@
 //! atomically; or, when PATH holds fields (`out/{stem}.png`), one file per frame, named after the
 //! file the frame came from. The format follows PATH's extension.
 
-use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
-use histopipe_frame::{Container, Frame, Source};
+use histopipe_frame::{Container, Frame, Origin, Source};
 
-use crate::error::Place;
+use crate::error::{one_line, Place};
+use crate::taken::{Taken, TakenFiles};
 use crate::Error;
 
 /// A format an output file's extension names.
@@ -120,7 +120,7 @@ pub(crate) enum Target {
     /// One file, written atomically.
     File(PathBuf),
     /// One file per frame, written atomically.
-    Template(Template),
+    Template(PathTemplate),
 }
 
 /// `-o`'s value: where, and the format its extension names (`None`: no extension, or standard
@@ -143,7 +143,7 @@ impl OutputSpec {
         let name = Path::new(value).file_name().ok_or_else(|| bad("names no file".into()))?;
         let text = value.to_str().filter(|t| t.contains(['{', '}']));
         let target = match text {
-            Some(text) => Target::Template(Template::parse(text).map_err(bad)?),
+            Some(text) => Target::Template(PathTemplate::parse("-o", text).map_err(bad)?),
             None => Target::File(value.into()),
         };
         if matches!(target, Target::Template(_)) && name.to_string_lossy().ends_with("{name}") {
@@ -205,14 +205,17 @@ impl OutputSpec {
 
 /// A path with fields, one file per frame: `{stem}`, `{name}`, `{dir}` of the frame's source
 /// file, `{i}` its number in that file, `{n}` its number in the stream; `{i:03}` and `{n:03}`
-/// pad with zeros; `{{` and `}}` are braces.
-#[derive(Debug)]
-pub(crate) struct Template {
+/// pad with zeros; `{{` and `}}` are braces. `-o` and every other option that names a file per
+/// frame (`--plot`) take this one grammar.
+#[derive(Debug, Clone)]
+pub struct PathTemplate {
+    /// The option that gave it, for messages.
+    option: &'static str,
     text: String,
     pieces: Vec<Piece>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Piece {
     Text(String),
     Field(FieldSpec),
@@ -234,8 +237,10 @@ enum Field {
     Number,
 }
 
-impl Template {
-    fn parse(text: &str) -> Result<Template, String> {
+impl PathTemplate {
+    /// Parses a path with fields, given to `option`; the error names an unknown or malformed
+    /// field.
+    pub fn parse(option: &'static str, text: &str) -> Result<PathTemplate, String> {
         let mut pieces = Vec::new();
         let mut literal = String::new();
         let mut chars = text.chars().peekable();
@@ -260,13 +265,23 @@ impl Template {
                         }
                     }
                     pieces.push(Piece::Text(std::mem::take(&mut literal)));
-                    pieces.push(Piece::Field(Template::field(&spec)?));
+                    pieces.push(Piece::Field(PathTemplate::field(&spec)?));
                 }
                 c => literal.push(c),
             }
         }
         pieces.push(Piece::Text(literal));
-        Ok(Template { text: text.to_owned(), pieces })
+        Ok(PathTemplate { option, text: text.to_owned(), pieces })
+    }
+
+    /// Whether the path has a field: without one it names one file for the whole stream.
+    pub fn has_fields(&self) -> bool {
+        self.pieces.iter().any(|p| matches!(p, Piece::Field(_)))
+    }
+
+    /// The path as given.
+    pub fn text(&self) -> &str {
+        &self.text
     }
 
     /// The field `{spec}` names.
@@ -294,8 +309,13 @@ impl Template {
         }
     }
 
-    /// The path of the output of frame `n` of the stream, from `source`.
-    fn expand(&self, source: Option<&Source>, n: usize) -> Result<PathBuf, String> {
+    /// The path of the output of frame `n` of the stream, from `source`. A field names a file
+    /// or a folder inside the folder the pattern names, never outside it: `{stem}` and `{name}`
+    /// are one name (not `.` or `..`), and a `{dir}` read from a stream is a relative path
+    /// without `..`; a name read from a stream holds no control characters. (A `{dir}` the user
+    /// named on the command line is the user's own: `{dir}/{stem}-eq.png` writes beside an input
+    /// wherever it is.)
+    fn expand(&self, source: Option<&Source>, n: usize) -> Result<PathBuf, FieldError> {
         let mut path = OsString::new();
         for piece in &self.pieces {
             let FieldSpec { field, width } = match piece {
@@ -310,18 +330,55 @@ impl Template {
                 continue;
             }
             let Some(source) = source else {
-                return Err(format!(
-                    "-o {}: the frame came from standard input, with no file name for its fields: \
+                return Err(FieldError::Usage(format!(
+                    "{} {}: the frame came from standard input, with no file name for its fields: \
                      name the input files, or use {{n}}",
-                    self.text
-                ));
+                    self.option, self.text
+                )));
             };
             let file = &source.path;
+            let refuse = |field: &str, why: &str| {
+                let origin = match source.origin {
+                    Origin::Named => "",
+                    Origin::Stream => " (read from the stream)",
+                };
+                FieldError::Input(format!(
+                    "{} {}: the source file's name{origin}, '{}', gives a {field} {why}",
+                    self.option,
+                    self.text,
+                    one_line(&file.to_string_lossy())
+                ))
+            };
+            if source.origin == Origin::Stream
+                && file.as_os_str().as_encoded_bytes().iter().any(u8::is_ascii_control)
+            {
+                return Err(refuse("name", "with control characters"));
+            }
             match field {
-                Field::Stem => path.push(file.file_stem().unwrap_or_default()),
-                Field::Name => path.push(file.file_name().unwrap_or_default()),
+                Field::Stem | Field::Name => {
+                    let (label, part) = if field == Field::Stem {
+                        ("{stem}", file.file_stem())
+                    } else {
+                        ("{name}", file.file_name())
+                    };
+                    match part {
+                        Some(p) if p != "." && p != ".." => path.push(p),
+                        _ => return Err(refuse(label, "that is no file name")),
+                    }
+                }
                 Field::Dir => match file.parent() {
-                    Some(p) if !p.as_os_str().is_empty() => path.push(p),
+                    Some(p) if !p.as_os_str().is_empty() => {
+                        if source.origin == Origin::Stream {
+                            if p.is_absolute() {
+                                return Err(refuse("{dir}", "that is an absolute path"));
+                            }
+                            if p.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+                            {
+                                return Err(refuse("{dir}", "that leaves the folder -o names (..)"));
+                            }
+                        }
+                        path.push(p)
+                    }
                     _ => path.push("."),
                 },
                 Field::Index => path.push(format!("{:0width$}", source.index)),
@@ -329,6 +386,23 @@ impl Template {
             }
         }
         Ok(PathBuf::from(path))
+    }
+}
+
+/// Why a frame's fields name no file: the command line's fault (exit 2 as a usage error), or the
+/// input's (a name that would leave the output folder: exit 2 as bad input).
+#[derive(Debug)]
+enum FieldError {
+    Usage(String),
+    Input(String),
+}
+
+impl FieldError {
+    fn at(self, place: Place) -> Error {
+        match self {
+            FieldError::Usage(m) => Error::usage(m).at(place),
+            FieldError::Input(m) => Error::input(place, m),
+        }
     }
 }
 
@@ -341,41 +415,73 @@ pub(crate) enum Destination {
     File(PathBuf),
 }
 
-/// Gives each frame its destination, and refuses two frames one file.
+/// Gives each frame its destination and its side files (`--plot`), and refuses two frames one
+/// file.
 pub(crate) struct Destinations {
-    template: Option<Template>,
-    used: HashMap<PathBuf, Place>,
+    template: Option<PathTemplate>,
+    /// The tool's side files ([`crate::Tool::side_files`]).
+    side: Vec<PathTemplate>,
+    taken: TakenFiles<Place>,
 }
 
 impl Destinations {
     /// Every frame to the one output stream.
-    pub(crate) fn stream() -> Destinations {
-        Destinations { template: None, used: HashMap::new() }
+    pub(crate) fn stream(side: Vec<PathTemplate>) -> Destinations {
+        Destinations { template: None, side, taken: TakenFiles::new() }
     }
 
     /// Each frame to the file `template` names for it.
-    pub(crate) fn per_frame(template: Template) -> Destinations {
-        Destinations { template: Some(template), used: HashMap::new() }
+    pub(crate) fn per_frame(template: PathTemplate, side: Vec<PathTemplate>) -> Destinations {
+        Destinations { template: Some(template), side, taken: TakenFiles::new() }
     }
 
     /// The destination of `frame`, frame `n` of the stream.
     pub(crate) fn of(&mut self, n: usize, frame: &Frame) -> Result<Destination, Error> {
         let Some(template) = &self.template else { return Ok(Destination::Stream { starts: n == 1 }) };
         let place = Place::of(frame.source.as_ref(), n);
-        let path =
-            template.expand(frame.source.as_ref(), n).map_err(|m| Error::usage(m).at(place.clone()))?;
-        if let Some(first) = self.used.get(&path) {
-            let message = format!(
-                "{} is also the output of {}: -o {} gives two frames one file (add {{i}} or {{n}})",
-                path.display(),
-                first.in_words(),
-                template.text
-            );
-            return Err(Error::usage(message).at(place));
-        }
-        self.used.insert(path.clone(), place);
+        let path = template.expand(frame.source.as_ref(), n).map_err(|e| e.at(place.clone()))?;
+        claim(&mut self.taken, &path, place, template)?;
         Ok(Destination::File(path))
     }
+
+    /// The paths of `frame`'s side files, in the tool's order: each template's path for it, or
+    /// `None` for a template without fields after the first frame (it names one file, the first
+    /// frame's).
+    pub(crate) fn side_files(&mut self, n: usize, frame: &Frame) -> Result<Vec<Option<PathBuf>>, Error> {
+        let place = Place::of(frame.source.as_ref(), n);
+        let mut paths = Vec::with_capacity(self.side.len());
+        for template in &self.side {
+            if n > 1 && !template.has_fields() {
+                paths.push(None);
+                continue;
+            }
+            let path = template.expand(frame.source.as_ref(), n).map_err(|e| e.at(place.clone()))?;
+            claim(&mut self.taken, &path, place.clone(), template)?;
+            paths.push(Some(path));
+        }
+        Ok(paths)
+    }
+}
+
+/// Gives `path` to the frame at `place`, or says which frame has it already.
+fn claim(
+    taken: &mut TakenFiles<Place>,
+    path: &Path,
+    place: Place,
+    template: &PathTemplate,
+) -> Result<(), Error> {
+    let Err(first) = taken.take(path, place.clone()) else { return Ok(()) };
+    let first = match first {
+        Taken::Recently(first) => first.in_words(),
+        Taken::Earlier => "an earlier frame".into(),
+    };
+    let message = format!(
+        "{} is also the output of {first}: {} {} gives two frames one file (add {{i}} or {{n}})",
+        path.display(),
+        template.option,
+        template.text
+    );
+    Err(Error::usage(message).at(place))
 }
 
 #[cfg(test)]
@@ -428,8 +534,10 @@ mod tests {
     }
 
     fn expand(text: &str, source: Option<Source>, n: usize) -> Result<String, String> {
-        let t = Template::parse(text)?;
-        t.expand(source.as_ref(), n).map(|p| p.to_string_lossy().into_owned())
+        let t = PathTemplate::parse("-o", text)?;
+        t.expand(source.as_ref(), n).map(|p| p.to_string_lossy().into_owned()).map_err(|e| match e {
+            FieldError::Usage(m) | FieldError::Input(m) => m,
+        })
     }
 
     #[test]
@@ -450,7 +558,7 @@ mod tests {
     #[test]
     fn two_frames_for_one_file_are_refused_naming_both() {
         let Target::Template(t) = spec("out/{stem}.png").unwrap().target else { panic!() };
-        let mut d = Destinations::per_frame(t);
+        let mut d = Destinations::per_frame(t, Vec::new());
         let frame = |path: &str, index| {
             let mut f = Frame::new(1, 1, 255, vec![0u8].into());
             f.source = Some(Source::new(path, index));
@@ -464,7 +572,7 @@ mod tests {
             "b/x.pgm: frame 1: out/x.png is also the output of frame 1 of a/x.pgm: -o out/{stem}.png \
              gives two frames one file (add {i} or {n})"
         );
-        let mut s = Destinations::stream();
+        let mut s = Destinations::stream(Vec::new());
         assert_eq!(s.of(1, &frame("a", 1)).unwrap(), Destination::Stream { starts: true });
         assert_eq!(s.of(2, &frame("a", 2)).unwrap(), Destination::Stream { starts: false });
     }

@@ -26,6 +26,7 @@ use crate::progress::Progress;
 use crate::reader::{Backlog, InputFrames, Read};
 use crate::signals;
 use crate::splice::PagePipe;
+use crate::stdout::{self, RawStdout};
 use crate::tool::Tool;
 use crate::workers::{Crew, Job};
 use crate::writer::{spawn_writer, Done, InFlight, Sink};
@@ -75,12 +76,12 @@ pub(crate) fn run_frames<T: Tool>(
     let options = ReadOptions { raw: common.raw, max_pixels: common.max_pixels };
     let mut frames = InputFrames::spawn(inputs, workers, options, memory.clone(), backlog.clone())?;
     let (sink, mut destinations) = match output.target {
-        Target::Stdout => (Sink::Stream(stdout, pipe), Destinations::stream()),
+        Target::Stdout => (Sink::Stream(stdout, pipe), Destinations::stream(tool.side_files())),
         Target::File(path) => {
             let file = AtomicFile::create(&path).map_err(|e| Error::io(&e).at(Place::file(&path)))?;
-            (Sink::File(file), Destinations::stream())
+            (Sink::File(file), Destinations::stream(tool.side_files()))
         }
-        Target::Template(template) => (Sink::PerFrame, Destinations::per_frame(template)),
+        Target::Template(template) => (Sink::PerFrame, Destinations::per_frame(template, tool.side_files())),
     };
     // Every worker busy, one frame waiting for the first worker done, one being written.
     let in_flight = Arc::new(InFlight::new(workers + 2));
@@ -109,7 +110,7 @@ pub(crate) fn run_frames<T: Tool>(
         Err(Error::internal(Place::default(), "writer", "its thread ended without a result"))
     });
     if common.progress && common.backend != BackendChoice::Cpu {
-        eprintln!("{}: operations run on {}", T::NAME, shared.tally());
+        let _ = writeln!(io::stderr(), "{}: operations run on {}", T::NAME, shared.tally());
     }
     result
 }
@@ -160,14 +161,18 @@ impl Stream<'_> {
             };
             backends.begin_frame(n);
             self.backlog.set_opening(backends.is_opening());
-            let destination = match self.destinations.of(n, &frame) {
-                Ok(d) => d,
+            let placed = self
+                .destinations
+                .of(n, &frame)
+                .and_then(|destination| Ok((destination, self.destinations.side_files(n, &frame)?)));
+            let (destination, side_files) = match placed {
+                Ok(placed) => placed,
                 Err(e) => {
                     done_err(&done, n, e);
                     return;
                 }
             };
-            if jobs.send(Job { n, frame, destination }).is_err() {
+            if jobs.send(Job { n, frame, destination, side_files }).is_err() {
                 return;
             }
         }
@@ -191,31 +196,10 @@ fn run<T: Tool>(backends: &mut Option<Arc<Backends>>) -> Result<(), Error> {
         // The threads inherit the blocked signals.
         signals::remove_temporaries_on_signals();
     }
+    if matches!(invocation.output.target, Target::Stdout) {
+        stdout::is_open()?;
+    }
     run_frames(&tool, invocation, Box::new(RawStdout::new()), PagePipe::stdout(), backends)
-}
-
-/// Standard output as the file it is. `std::io::stdout()` is line-buffered: it scans every write
-/// for its last newline, a pass over each frame's samples; the writer buffers the output itself.
-struct RawStdout(std::mem::ManuallyDrop<std::fs::File>);
-
-impl RawStdout {
-    fn new() -> RawStdout {
-        use std::os::fd::{AsRawFd, FromRawFd};
-        // SAFETY: file descriptor 1 stays open for the life of the process, and ManuallyDrop
-        // never closes it.
-        RawStdout(std::mem::ManuallyDrop::new(unsafe {
-            std::fs::File::from_raw_fd(io::stdout().as_raw_fd())
-        }))
-    }
-}
-
-impl Write for RawStdout {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.write(buf)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 /// The whole of a tool's `main`: runs it, reports an error as one line on stderr, exits. A panic
@@ -234,7 +218,8 @@ pub fn main<T: Tool>() -> ExitCode {
         Ok(()) => 0,
         Err(e) => {
             if e.kind != ErrorKind::BrokenPipe {
-                eprintln!("{}: {e}", T::NAME);
+                // Not eprintln!, which panics when stderr cannot be written (`2>/dev/full`).
+                let _ = writeln!(io::stderr(), "{}: {e}", T::NAME);
             }
             e.exit_code()
         }

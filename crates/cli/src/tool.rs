@@ -2,6 +2,7 @@
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
 use histopipe_frame::{Frame, Source};
 use histopipe_ops::{Op, OpError};
@@ -9,7 +10,7 @@ use lexopt::Parser;
 
 use crate::backend::Backends;
 use crate::error::Place;
-use crate::outputs::{OutputFormat, Product};
+use crate::outputs::{OutputFormat, PathTemplate, Product};
 use crate::{Common, Error};
 
 /// One histopipe tool: its options, what it writes, and what it does with each frame. Frames are
@@ -49,6 +50,13 @@ pub trait Tool: Default + Sync {
         Ok(Product::Frames)
     }
 
+    /// The files the tool writes besides its output (`--plot`), one per frame where a template
+    /// has fields, the first frame's only where it has none; each frame's paths are given to it
+    /// in this order ([`Context::side_file`]), checked as `-o`'s are: no two frames one file.
+    fn side_files(&self) -> Vec<PathTemplate> {
+        Vec::new()
+    }
+
     /// Handles one frame: usually transforms it and writes the result with [`Context::write`].
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error>;
 }
@@ -72,6 +80,7 @@ pub struct Context<'a> {
     pub index: usize,
     pub common: &'a Common,
     source: Option<Source>,
+    side_files: Vec<Option<PathBuf>>,
     backends: &'a Backends,
     starts_output: bool,
     parts: Vec<Part>,
@@ -85,11 +94,13 @@ impl<'a> Context<'a> {
         common: &'a Common,
         backends: &'a Backends,
         starts_output: bool,
+        side_files: Vec<Option<PathBuf>>,
     ) -> Context<'a> {
         Context {
             index,
             common,
             source: frame.source.clone(),
+            side_files,
             backends,
             starts_output,
             parts: Vec::new(),
@@ -140,6 +151,11 @@ impl<'a> Context<'a> {
             source.replace(['\t', '\n', '\r'], " ")
         };
         format!("{}{sep}{source}{sep}", self.index)
+    }
+
+    /// Where this frame's side file `k` ([`Tool::side_files`]) goes, if it has one.
+    pub fn side_file(&self, k: usize) -> Option<&Path> {
+        self.side_files.get(k)?.as_deref()
     }
 
     /// The file the frame came from, if it came from one.

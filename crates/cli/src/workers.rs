@@ -2,6 +2,7 @@
 //! frame's output ready to be put in place: encoded where encoding costs (PNG, TIFF, 16-bit and
 //! plain netpbm), or, with one file per frame, written whole to its temporary file.
 
+use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Mutex;
 
@@ -21,6 +22,8 @@ pub(crate) struct Job {
     pub n: usize,
     pub frame: Frame,
     pub destination: Destination,
+    /// The paths of the tool's side files for this frame.
+    pub side_files: Vec<Option<PathBuf>>,
 }
 
 /// What every worker shares.
@@ -55,12 +58,12 @@ impl<T: Tool> Crew<'_, T> {
     }
 
     fn one_frame(&self, job: Job) -> Result<Written, Error> {
-        let Job { n, frame, destination } = job;
+        let Job { n, frame, destination, side_files } = job;
         let starts = match destination {
             Destination::Stream { starts } => starts,
             Destination::File(_) => true,
         };
-        let mut cx = Context::new(n, &frame, self.common, self.backends, starts);
+        let mut cx = Context::new(n, &frame, self.common, self.backends, starts, side_files);
         let place = cx.place();
         histopipe_trace::set_frame(n);
         let work = histopipe_trace::span("work", n);

@@ -29,5 +29,5 @@ pub use frame::{Annotation, Depth, Format, Frame, Pixels};
 pub use geometry::{Affine, Geometry, Line, Point};
 pub use read::{parse_size, FrameReader, RawSpec, ReadOptions, DEFAULT_MAX_PIXELS};
 pub use samples::{advise_huge_pages, Lender, SampleMemory, Samples};
-pub use source::Source;
+pub use source::{Origin, Source};
 pub use write::{write_rgb8, Container, FrameWriter, WriteOptions};

@@ -19,11 +19,30 @@ pub struct Source {
     pub path: PathBuf,
     /// The frame's number in that file, from 1.
     pub index: usize,
+    /// Who gave the path: the user, or the bytes of a stream.
+    pub origin: Origin,
+}
+
+/// Who named a frame's source file. A name the user gave is the user's to choose; a name read
+/// from a stream's header is as untrusted as every other byte of it, so it may not steer where
+/// outputs go (see `-o`'s fields).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Origin {
+    /// Named on the command line: the reader read the file itself.
+    Named,
+    /// Read from a `# histopipe-source` comment of the stream.
+    Stream,
 }
 
 impl Source {
+    /// A file named on the command line.
     pub fn new(path: impl Into<PathBuf>, index: usize) -> Source {
-        Source { path: path.into(), index }
+        Source { path: path.into(), index, origin: Origin::Named }
+    }
+
+    /// A file named by a stream's header.
+    pub fn from_stream(path: impl Into<PathBuf>, index: usize) -> Source {
+        Source { path: path.into(), index, origin: Origin::Stream }
     }
 
     /// Parses the text after `#` of a header comment: `None` if it is not a source comment, an
@@ -41,7 +60,7 @@ impl Source {
             Ok(i) if i >= 1 && index.bytes().all(|b| b.is_ascii_digit()) => i,
             _ => return Some(Err(bad())),
         };
-        Some(unescape(path).map(|path| Source { path, index }).ok_or_else(bad))
+        Some(unescape(path).map(|path| Source::from_stream(path, index)).ok_or_else(bad))
     }
 }
 
@@ -127,14 +146,14 @@ mod tests {
             let s = Source::new(path, 3);
             let text = s.to_string();
             assert!(text.bytes().all(|b| b.is_ascii_graphic() || b == b' '), "{text:?}");
-            assert_eq!(round_trip(&s), s, "{path:?}");
+            assert_eq!(round_trip(&s), Source::from_stream(path, 3), "{path:?}");
         }
         #[cfg(unix)]
         {
             use std::os::unix::ffi::OsStringExt;
             let raw = PathBuf::from(OsString::from_vec(vec![b'a', 0xff, 0xfe, b'/', 0x80]));
-            let s = Source::new(raw, 1);
-            assert_eq!(round_trip(&s), s, "bytes that are not UTF-8");
+            let s = Source::new(raw.clone(), 1);
+            assert_eq!(round_trip(&s), Source::from_stream(raw, 1), "bytes that are not UTF-8");
         }
     }
 
@@ -148,7 +167,8 @@ mod tests {
         }
         assert_eq!(
             Source::parse_comment(" histopipe-source a\\x20b 7").unwrap().unwrap(),
-            Source::new("a b", 7)
+            Source::from_stream("a b", 7),
+            "a name read from a stream is marked as such"
         );
     }
 }

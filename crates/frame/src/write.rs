@@ -305,7 +305,7 @@ mod tests {
                 if format != Format::Raw {
                     f.set_annotation("hough", "theta-min=0 rho-step=0.5");
                     f.set_annotation("x-1", "");
-                    f.source = Some(Source::new("scans/a b\n.pgm", 2));
+                    f.source = Some(Source::from_stream("scans/a b\n.pgm", 2));
                 }
                 let mut back = round_trip(&f);
                 if format == Format::Raw {

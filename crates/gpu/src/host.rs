@@ -296,13 +296,7 @@ mod tests {
     use crate::Gpu;
 
     fn gpu() -> Option<Gpu> {
-        match Gpu::open(0) {
-            Ok(gpu) => Some(gpu),
-            Err(e) => {
-                assert!(std::env::var("HISTOPIPE_REQUIRE_GPU").as_deref() != Ok("1"), "no GPU: {e}");
-                None
-            }
-        }
+        crate::testing::gpu_or_skip()
     }
 
     /// A block is page-locked, holds what is written to it, is copied to the device and back,

@@ -18,6 +18,7 @@ mod host;
 pub mod kernels;
 pub mod launch;
 pub mod nvrtc;
+pub mod testing;
 
 pub use cudarc;
 pub use error::GpuError;

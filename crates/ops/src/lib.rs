@@ -21,5 +21,5 @@ pub mod rotate;
 mod sample;
 
 pub use engine::{Backend, BackendChoice, Engine, GpuStatus, Op, OpError, OpErrorKind};
-pub use histopipe_gpu::{device_count, Gpu, GpuError};
+pub use histopipe_gpu::{device_count, testing, Gpu, GpuError};
 pub use sample::Sample;

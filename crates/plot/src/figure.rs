@@ -2,7 +2,7 @@
 //! either backend.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 
 use plotters::coord::Shift;
@@ -56,40 +56,6 @@ impl FigureFormat {
             "svg" => Some(FigureFormat::Svg),
             "png" => Some(FigureFormat::Png),
             _ => None,
-        }
-    }
-}
-
-/// Where `--plot FILE` writes the figures of a stream: with `{n}` in the name, one file per
-/// frame, `{n}` replaced by the frame's number (from 1); without, the first frame's figure only.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlotTarget {
-    template: String,
-    pub format: FigureFormat,
-}
-
-/// What in a `--plot` name stands for the frame's number.
-const FRAME_NUMBER: &str = "{n}";
-
-impl PlotTarget {
-    /// Parses `--plot`'s value; the error says what is wrong with it.
-    pub fn parse(text: &str) -> Result<PlotTarget, String> {
-        let format = FigureFormat::of_path(Path::new(text))
-            .ok_or_else(|| format!("'{}': the file name must end in .svg or .png", text.escape_default()))?;
-        Ok(PlotTarget { template: text.to_owned(), format })
-    }
-
-    /// Whether every frame gets a file of its own.
-    pub fn per_frame(&self) -> bool {
-        self.template.contains(FRAME_NUMBER)
-    }
-
-    /// The file for frame `n` (from 1), or `None` when only the first frame is plotted.
-    pub fn path_for(&self, n: usize) -> Option<PathBuf> {
-        if self.per_frame() {
-            Some(PathBuf::from(self.template.replace(FRAME_NUMBER, &n.to_string())))
-        } else {
-            (n == 1).then(|| PathBuf::from(&self.template))
         }
     }
 }
@@ -221,18 +187,5 @@ mod tests {
         let font = FontDesc::new(FontFamily::Name(FONT), 20.0, FontStyle::Normal);
         let (w, h) = font.box_size("column").unwrap();
         assert!(w > 40 && h > 10, "{w}x{h}");
-    }
-
-    #[test]
-    fn plot_targets() {
-        let one = PlotTarget::parse("out/h.svg").unwrap();
-        assert_eq!((one.format, one.per_frame()), (FigureFormat::Svg, false));
-        assert_eq!(one.path_for(1), Some(PathBuf::from("out/h.svg")));
-        assert_eq!(one.path_for(2), None, "without {{n}}, the first frame only");
-        let each = PlotTarget::parse("h-{n}.PNG").unwrap();
-        assert_eq!((each.format, each.per_frame()), (FigureFormat::Png, true));
-        assert_eq!(each.path_for(12), Some(PathBuf::from("h-12.PNG")));
-        assert!(PlotTarget::parse("h.pdf").unwrap_err().contains(".svg or .png"));
-        assert!(PlotTarget::parse("svg").is_err());
     }
 }

@@ -5,8 +5,7 @@
 //! - [`colhist_figure`] and [`cdf_figure`]: the figures a person would otherwise make in a
 //!   notebook, with axes, labels and a colour bar, as SVG or PNG (`--plot FILE`), drawn with
 //!   `plotters` and a font bundled in the crate (`fonts/`), so they look the same on every
-//!   machine, with no system fonts;
-//! - [`PlotTarget`]: where `--plot` writes each frame's figure.
+//!   machine, with no system fonts.
 //!
 //! The data comes in as plain numbers (counts, bin ranges): this crate knows nothing of frames'
 //! formats, of the operations that count, or of the command line.
@@ -21,5 +20,5 @@ mod svg;
 pub use cdf::{cdf_figure, CdfFigure};
 pub use colhist::{colhist_figure, ColhistFigure};
 pub use colour::{viridis, LogColour};
-pub use figure::{FigureFormat, PlotError, PlotTarget};
+pub use figure::{FigureFormat, PlotError};
 pub use heatmap::{heatmap_image, Counts, RgbImage};
