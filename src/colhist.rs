@@ -1,3 +1,5 @@
+use std::ops::Range;
+
 use histopipe_cli::lexopt::{Parser, ValueExt};
 use histopipe_cli::{
     parse_value, Common, Context, Error, OutputFormat, PathTemplate, Product, Tool, TABLE_KEY_COLUMNS,
@@ -23,19 +25,34 @@ enum Output {
     },
 }
 
+/// `--line` or `--segment`: two points of the original, and which of the two options gave them.
+#[derive(Debug, Clone, Copy)]
+struct Along {
+    points: Line,
+    /// `--segment`: only the rows between the points; `--line`: the whole column.
+    segment: bool,
+}
+
+/// The pixels `--line` or `--segment` picks in a frame: rows `rows` of column `x`.
+#[derive(Debug, Clone)]
+struct Column {
+    x: usize,
+    rows: Range<usize>,
+}
+
 /// `colhist`: a histogram of every column (or row) of each frame.
 #[derive(Default)]
 pub struct ColHist {
     params: ColHistParams,
-    line: Option<Line>,
+    along: Option<Along>,
     /// `--format`, if given: csv, tsv, pgm for the matrix image, png for the heatmap.
     format: Option<OutputFormat>,
     output: Output,
     plot: Option<Plot>,
 }
 
-/// A distance in pixels under which the two ends of `--line` count as in one column: far below
-/// a pixel, far above the rounding of the geometry's composed maps.
+/// A distance in pixels under which the two ends of `--line` (`--segment`) count as in one column:
+/// far below a pixel, far above the rounding of the geometry's composed maps.
 const VERTICAL_TOLERANCE: f64 = 1e-6;
 
 impl Tool for ColHist {
@@ -53,8 +70,11 @@ Options:
   --bins N           N bins, 1..=maxval+1 [default: one per value for 8-bit frames, 256 for 16-bit]
   --rows             a histogram of every row instead (a bins x height matrix)
   --count-padding    count every pixel, padding included
-  --line X0,Y0,X1,Y1 only the column this line of the original image lies on; the line must be
-                     vertical in the frame (rotate --line first)
+  --line X0,Y0,X1,Y1 only the column this line of the original image lies on, all of it; the
+                     line must be vertical in the frame (rotate --line first)
+  --segment X0,Y0,X1,Y1 only that column's pixels between the two points: the rows from
+                     the one nearest (X0,Y0) to the one nearest (X1,Y1), both included
+                     (halves rounded up); both must be in the frame (rotate --segment first)
   --format F         csv, tsv, pgm or png [default: -o's extension, else csv]; pgm: the matrix
                      as an image (in -o's container: pgm, pam, tif, raw, or png with --format
                      pgm), bin 0 on top, maxval the largest count (over 65535 clamped); png (or
@@ -65,13 +85,14 @@ Options:
                      figure per frame, else the first frame's only
 
 The text formats write one table for the output: a header 'frame,source,bin,lower,upper,' and
-the column (or row) numbers (with --line, the one column's), once per output, then per frame one row per
-bin: the frame's number in the stream, its file (- for standard input), the bin's number, its
-lowest and highest value, its counts. Frames of different widths give rows of different lengths:
-give -o a field (-o out/{stem}.csv) for one table each.
+the column (or row) numbers (with --line or --segment, the one column's), once per output, then
+per frame one row per bin: the frame's number in the stream, its file (- for standard input), the
+bin's number, its lowest and highest value, its counts. Frames of different widths give rows of
+different lengths: give -o a field (-o out/{stem}.csv) for one table each.
 
 Example:
   pad a.pgm | rotate --line 0,0,400,400 | colhist --line 0,0,400,400 -o line.csv
+  pad a.jpg | rotate --segment 100,100,300,250 | colhist --segment 100,100,300,250
   pad scans/*.pgm | rotate 30 | colhist -o out/{stem}.csv";
 
     fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
@@ -79,7 +100,12 @@ Example:
             "--bins" => self.params.bins = Some(parse_value(parser, name)?),
             "--rows" => self.params.rows = true,
             "--count-padding" => self.params.count_padding = true,
-            "--line" => self.line = Some(parse_value(parser, name)?),
+            "--line" | "--segment" => {
+                if self.along.is_some_and(|a| a.segment != (name == "--segment")) {
+                    return Err(Error::usage("give --line or --segment, not both"));
+                }
+                self.along = Some(Along { points: parse_value(parser, name)?, segment: name == "--segment" });
+            }
             "--format" => {
                 let v = parser.value()?.string()?;
                 self.format = Some(match v.as_str() {
@@ -101,8 +127,11 @@ Example:
     }
 
     fn check(&mut self, _: &Common) -> Result<(), Error> {
-        if self.line.is_some() && self.params.rows {
-            return Err(Error::usage("--line takes one column: it cannot be combined with --rows"));
+        if let (Some(along), true) = (&self.along, self.params.rows) {
+            return Err(Error::usage(format!(
+                "{} takes one column: it cannot be combined with --rows",
+                along.option()
+            )));
         }
         if self.params.bins == Some(0) {
             return Err(Error::usage("--bins: must be at least 1"));
@@ -143,19 +172,27 @@ Example:
         let op = self.params.for_frame(&frame).map_err(|e| cx.op_error(e))?;
         // The matrix of counts, as large as the image it may become, is refused before it is made.
         cx.check_pixels(if op.rows { frame.height } else { frame.width }, op.bins as usize)?;
-        let column = match &self.line {
-            Some(line) => Some(line_column(cx, &frame, line)?),
+        let column = match &self.along {
+            Some(along) => Some(along.column(cx, &frame)?),
             None => None,
         };
-        let mut h = cx.run(&op, &frame)?;
-        if let Some(x) = column {
-            h = Histograms { bins: h.bins, lines: 1, counts: (0..h.bins).map(|b| h.get(b, x)).collect() };
-        }
-        let what = match (column, op.rows) {
-            (Some(x), _) => format!("column {x}"),
-            (None, true) => "rows".to_owned(),
-            (None, false) => "columns".to_owned(),
+        let h = match &column {
+            None => cx.run(&op, &frame)?,
+            // Only the column's pixels go to the backend, as a frame of one column.
+            Some(c) => match op.column(&frame, c.x, c.rows.clone()) {
+                (_, pixels) if pixels.height == 0 => {
+                    Histograms { bins: op.bins as usize, lines: 1, counts: vec![0; op.bins as usize] }
+                }
+                (one, pixels) => cx.run(&one, &pixels)?,
+            },
         };
+        let what = match (&column, self.along.is_some_and(|a| a.segment), op.rows) {
+            (Some(c), true, _) => format!("column {}, rows {} to {}", c.x, c.rows.start, c.rows.end - 1),
+            (Some(c), false, _) => format!("column {}", c.x),
+            (None, _, true) => "rows".to_owned(),
+            (None, _, false) => "columns".to_owned(),
+        };
+        let column = column.map(|c| c.x);
         if let (Some(plot), Some(path)) = (&self.plot, cx.side_file(0)) {
             let ranges: Vec<(u32, u32)> = (0..op.bins).map(|b| op.bin_range(b)).collect();
             let figure = ColhistFigure {
@@ -195,23 +232,52 @@ Example:
     }
 }
 
-/// The column `line` of the original lies on in `frame`, which must be vertical there.
-fn line_column(cx: &Context<'_>, frame: &Frame, line: &Line) -> Result<usize, Error> {
-    let ((x0, y0), (x1, y1)) =
-        line.in_frame(&frame.geometry_or_identity()).map_err(|e| cx.op_error(OpError::invalid(e)))?;
-    if (x1 - x0).abs() > VERTICAL_TOLERANCE * (1.0 + (y1 - y0).abs()) {
-        return Err(cx.invalid(format!(
-            "--line is not vertical in this frame (its ends are at x = {x0:.3} and x = {x1:.3}): \
-             turn it with rotate --line first"
-        )));
+impl Along {
+    fn option(&self) -> &'static str {
+        if self.segment {
+            "--segment"
+        } else {
+            "--line"
+        }
     }
-    let x = ((x0 + x1) / 2.0 + 0.5).floor();
-    if !(x >= 0.0 && x < frame.width as f64) {
-        return Err(
-            cx.invalid(format!("--line lies at x = {x:.0}, outside the {}-pixel-wide frame", frame.width))
-        );
+
+    /// The pixels of `frame` these points pick: the column the line lies on, which must be
+    /// vertical in the frame, and for a segment the rows from the one nearest one end to the one
+    /// nearest the other (floor(y + 0.5), as the column's x), which must be rows of the frame.
+    fn column(&self, cx: &Context<'_>, frame: &Frame) -> Result<Column, Error> {
+        let option = self.option();
+        let ((x0, y0), (x1, y1)) = self
+            .points
+            .in_frame(&frame.geometry_or_identity())
+            .map_err(|e| cx.op_error(OpError::invalid(e)))?;
+        if (x1 - x0).abs() > VERTICAL_TOLERANCE * (1.0 + (y1 - y0).abs()) {
+            return Err(cx.invalid(format!(
+                "{option} is not vertical in this frame (its ends are at x = {x0:.3} and x = {x1:.3}): \
+                 turn it with rotate {option} first"
+            )));
+        }
+        let x = ((x0 + x1) / 2.0 + 0.5).floor();
+        if !(x >= 0.0 && x < frame.width as f64) {
+            return Err(cx.invalid(format!(
+                "{option} lies at x = {x:.0}, outside the {}-pixel-wide frame",
+                frame.width
+            )));
+        }
+        let rows = if self.segment {
+            let (top, bottom) = ((y0.min(y1) + 0.5).floor(), (y0.max(y1) + 0.5).floor());
+            if !(top >= 0.0 && bottom < frame.height as f64) {
+                return Err(cx.invalid(format!(
+                    "--segment leaves the frame: its ends are at rows {top:.0} and {bottom:.0} of a \
+                     {}-row frame",
+                    frame.height
+                )));
+            }
+            top as usize..bottom as usize + 1
+        } else {
+            0..frame.height
+        };
+        Ok(Column { x: x as usize, rows })
     }
-    Ok(x as usize)
 }
 
 /// The counts as an image, one row per bin: samples are the counts (clamped to 65535) and maxval

@@ -33,11 +33,13 @@ impl Rotate {
     /// The operation's parameters from the options (checked once before the first frame).
     fn params(&self) -> Result<RotateParams, Error> {
         let by = match (self.angle, self.line) {
-            (Some(_), Some(_)) => return Err(Error::usage("give an ANGLE or --line, not both")),
+            (Some(_), Some(_)) => return Err(Error::usage("give an ANGLE or --line (--segment), not both")),
             (Some(a), None) => RotateBy::Degrees(a),
             (None, Some(l)) => RotateBy::Line(l),
             (None, None) => {
-                return Err(Error::usage("missing ANGLE (degrees) or --line X0,Y0,X1,Y1 (see --help)"))
+                return Err(Error::usage(
+                    "missing ANGLE (degrees) or --line X0,Y0,X1,Y1 (or --segment) (see --help)",
+                ))
             }
         };
         Ok(RotateParams { by, interpolation: self.interpolation, fill: self.fill, expand: self.expand })
@@ -57,11 +59,14 @@ With --expand the output is the turned frame's bounding box instead: 90 turns W 
 
 Usage: rotate ANGLE [OPTIONS] [FILE...]
        rotate --line X0,Y0,X1,Y1 [OPTIONS] [FILE...]
+       rotate --segment X0,Y0,X1,Y1 [OPTIONS] [FILE...]
 
 Options:
   --line X0,Y0,X1,Y1 turn so that the line through these two points of the original image (through
                      the geometry metadata, so it works after pad) is vertical, from (X0,Y0) at the
                      top to (X1,Y1) at the bottom
+  --segment X0,Y0,X1,Y1 the same turn as --line (a name to match colhist --segment, which then
+                     counts only the pixels between the two points)
   --bilinear         interpolate between the four nearest input pixels (rounded half up)
   --fill V           the value of pixels from outside the input, 0..maxval [default: 0]
   --expand           make the output the bounding box of the turned frame (quarter turns: an
@@ -69,11 +74,13 @@ Options:
 
 Example:
   pad a.pgm | rotate --line 0,0,400,400 | colhist --line 0,0,400,400 -o line.csv
+  pad a.jpg | rotate --segment 100,100,300,250 | colhist --segment 100,100,300,250
   pad scans/*.pgm | rotate 30 -o out/{stem}.png";
 
     fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
         match name {
-            "--line" => self.line = Some(parse_value(parser, name)?),
+            // The same turn: --segment names the line by the two ends colhist --segment takes.
+            "--line" | "--segment" => self.line = Some(parse_value(parser, name)?),
             "--bilinear" => self.interpolation = Interpolation::Bilinear,
             "--fill" => self.fill = parse_value(parser, name)?,
             "--expand" => self.expand = true,
@@ -90,7 +97,7 @@ Example:
         Ok(true)
     }
 
-    /// The first operand is the ANGLE unless --line is given (or a negative angle was taken as
+    /// The first operand is the ANGLE unless --line (--segment) is given (or a negative angle was taken as
     /// an option); the rest are files.
     fn operands(&mut self, operands: &mut VecDeque<OsString>) -> Result<(), Error> {
         if self.line.is_none() && self.angle.is_none() {
@@ -101,7 +108,7 @@ Example:
         // `rotate 10 --line ...`: a number that is no file is an angle too many, not a file.
         let number = operands.front().and_then(|o| o.to_str()).is_some_and(|t| t.parse::<f64>().is_ok());
         if self.line.is_some() && number && !operands.front().is_some_and(|o| Path::new(o).exists()) {
-            return Err(Error::usage("give an ANGLE or --line, not both"));
+            return Err(Error::usage("give an ANGLE or --line (--segment), not both"));
         }
         Ok(())
     }

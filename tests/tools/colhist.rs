@@ -218,6 +218,81 @@ fn the_line_pipeline_on_8_and_16_bit_fixtures() {
     }
 }
 
+/// The one column of a `--line` or `--segment` output, bin by bin.
+fn one_column(block: &Block) -> Vec<u32> {
+    block.rows.iter().map(|r| r.2[0]).collect()
+}
+
+/// The histogram, one bin per value, of the samples of `f` at `pixels`.
+fn histogram_of(f: &Frame, pixels: impl Iterator<Item = (usize, usize)>) -> Vec<u32> {
+    let mut counts = vec![0u32; f.maxval as usize + 1];
+    for (x, y) in pixels {
+        counts[f.pixels.get(y * f.width + x) as usize] += 1;
+    }
+    counts
+}
+
+/// The pipeline on a photo: `--line` counts the whole line across the padded frame (671
+/// pixels), `--segment` only the pixels between the two points: the rows from the one nearest
+/// the first to the one nearest the second, both included, hypot(200, 150) + 1 = 251 of them,
+/// the same whichever end comes first.
+#[test]
+fn a_segment_counts_its_pixels_not_the_whole_line() {
+    let points = "100,100,300,250";
+    let padded = run_ok("pad", "cpu", &[], &fixture_bytes("rocket.jpg"));
+    let turned = run_ok("rotate", "cpu", &["--segment", points], &padded);
+    assert_eq!(turned, run_ok("rotate", "cpu", &["--line", points], &padded), "the same turn");
+    let line = colhist_cpu(&["--line", points], &turned).remove(0);
+    let segment = colhist_cpu(&["--segment", points], &turned).remove(0);
+    assert_eq!(segment.lines, line.lines, "the same column");
+    let (line, segment) = (one_column(&line), one_column(&segment));
+    assert_eq!(line.iter().sum::<u32>(), 671, "the whole line across the frame");
+    assert_eq!(segment.iter().sum::<u32>(), 251, "the segment's pixels, both ends included");
+    assert!(segment.iter().zip(&line).all(|(s, l)| s <= l), "a part of the line's pixels");
+    let reversed = colhist_cpu(&["--segment", "300,250,100,100"], &turned).remove(0);
+    assert_eq!(one_column(&reversed), segment, "either end first");
+    // Exactly the documented pixels: the column and rows nearest the mapped ends, data pixels only.
+    let frame = read_frames(&turned).remove(0);
+    let g = frame.geometry.clone().unwrap();
+    let (a, b) = points.parse::<histopipe_frame::Line>().unwrap().in_frame(&g).unwrap();
+    let x = ((a.0 + b.0) / 2.0 + 0.5).floor() as usize;
+    let rows = (a.1 + 0.5).floor() as usize..=(b.1 + 0.5).floor() as usize;
+    assert_eq!(rows.clone().count(), 251);
+    let kept = rows.filter(|&y| g.is_original(x as f64, y as f64)).map(|y| (x, y));
+    assert_eq!(segment, histogram_of(&frame, kept));
+}
+
+/// Axis-aligned segments, whose pixels are known exactly: down a column of the padded original
+/// (no turn), and along a row turned upright by an exact quarter turn; 8- and 16-bit. Each is the
+/// histogram of the original's pixels between the two points, ends included, computed here.
+#[test]
+fn axis_aligned_segments_are_the_originals_pixels_between_the_points() {
+    for (name, bins) in [("camera.pgm", None), ("dem16.pgm", Some(1077))] {
+        let original = fixture_frame(name);
+        let padded = run_ok("pad", "cpu", &[], &fixture_bytes(name));
+        let mut args = bins.map(|b: u32| vec!["--bins".to_owned(), b.to_string()]).unwrap_or_default();
+        args.extend(["--segment".to_owned(), String::new()]);
+        let mut segment = |points: &str, input: &[u8]| {
+            *args.last_mut().unwrap() = points.to_owned();
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            one_column(&colhist_cpu(&a, input).remove(0))
+        };
+        let down = histogram_of(&original, (20..=300).map(|y| (10, y)));
+        assert_eq!(segment("10,20,10,300", &padded), down, "{name}: down column 10");
+        assert_eq!(segment("10,300,10,20", &padded), down, "{name}: the same, upwards");
+        let across = histogram_of(&original, (30..=250).map(|x| (x, 40)));
+        let upright = run_ok("rotate", "cpu", &["--segment", "30,40,250,40"], &padded);
+        assert_eq!(segment("30,40,250,40", &upright), across, "{name}: along row 40");
+        assert_eq!(segment("250,40,30,40", &upright), across, "{name}: the same, leftwards");
+        // Ends off the original but in the padded frame: the padding is not counted, unless
+        // asked for.
+        let clipped = histogram_of(&original, (0..=100).map(|y| (10, y)));
+        assert_eq!(segment("10,-50,10,100", &padded), clipped, "{name}: from above the original");
+        let all = colhist_cpu(&["--segment", "10,-50,10,100", "--count-padding", "--bins", "2"], &padded);
+        assert_eq!(one_column(&all[0]).iter().sum::<u32>(), 151, "{name}: padding counted");
+    }
+}
+
 #[test]
 fn tsv_pgm_rows_and_streams() {
     let camera = fixture_bytes("camera.pgm");
@@ -265,6 +340,26 @@ fn option_errors() {
         run_err("colhist", &["--line", "0,0,10,10"], &camera, 2).contains("frame 1: --line is not vertical")
     );
     assert!(run_err("colhist", &["--line", "600,0,600,10"], &camera, 2).contains("outside"));
+    assert!(run_err("colhist", &["--segment", "0,0,1,1", "--rows"], &camera, 2)
+        .contains("--segment takes one column: it cannot be combined with --rows"));
+    assert!(
+        run_err("colhist", &["--line", "0,0,0,1", "--segment", "0,0,0,1"], &camera, 2).contains("not both")
+    );
+    assert!(run_err("colhist", &["--segment", "0,0,10,10"], &camera, 2)
+        .contains("frame 1: --segment is not vertical in this frame"));
+    assert!(run_err("colhist", &["--segment", "600,0,600,10"], &camera, 2).contains("outside"));
+    for (points, rows) in
+        [("5,-1,5,100", "-1 and 100"), ("5,600,5,100", "100 and 600"), ("5,0,5,511.5", "0 and 512")]
+    {
+        let e = run_err("colhist", &["--segment", points], &camera, 2);
+        assert!(
+            e.contains(&format!(
+                "frame 1: --segment leaves the frame: its ends are at rows {rows} of a 512-row frame"
+            )),
+            "{e}"
+        );
+    }
+    assert!(run_err("colhist", &["--segment", "3,3,3,3"], &camera, 2).contains("the two points are the same"));
     // The matrix of counts is held to --max-pixels like any output: 300 columns x 256 bins.
     let wide = stream(&[random_frame(&mut rng(), 300, 2, 255)]);
     let limit = ["--max-pixels", "1000"];
@@ -312,6 +407,13 @@ fn gpu_matches_cpu_on_random_frames() {
                 op.bins
             );
         }
+        // --line and --segment count a part of one column, gathered into a frame of its own.
+        let op = ColHistParams { bins, rows: false, count_padding: false }.for_frame(&frame).unwrap();
+        let top = rng.usize(..h);
+        let (one, column) = op.column(&frame, rng.usize(..w), top..rng.usize(top + 1..=h));
+        if column.height > 0 {
+            assert!(one.cpu(&column).unwrap() == one.gpu(&gpu, &column).unwrap(), "{w}x{h}: a column's part");
+        }
     }
 }
 
@@ -325,6 +427,9 @@ fn gpu_pipelines_match_cpu() {
         for backend_args in [
             (&["45"][..], &[][..]),
             (&["--line", "0,0,300,300"], &["--line", "0,0,300,300"]),
+            (&["--segment", "0,0,300,300"], &["--segment", "290,290,30,30", "--bins", "16"]),
+            (&["--segment", "20,30,250,30"], &["--segment", "20,30,250,30"]),
+            (&["0"], &["--segment", "10,-50,10,300", "--bins", "200"]),
             (&["-20", "--bilinear"], &["--rows", "--bins", "64"]),
         ] {
             let (rot, hist) = backend_args;

@@ -140,6 +140,8 @@ fn line_is_turned_vertical_first_point_on_top() {
         [("0,0,400,400", false), ("10,20,300,40", false), ("5,5,5,300", true), ("300,9,5,9", true)]
     {
         let out = rotate_cpu(&["--line", line], &padded);
+        let segment = run_ok("rotate", "cpu", &["--segment", line], &padded);
+        assert_eq!(read_frames(&segment).remove(0), out, "{line}: --segment turns as --line does");
         let l: Line = line.parse().unwrap();
         let ((x0, y0), (x1, y1)) = l.in_frame(out.geometry.as_ref().unwrap()).unwrap();
         assert!((x0 - x1).abs() < 1e-9, "{line}: x {x0} and {x1}");
@@ -177,6 +179,8 @@ fn option_errors() {
     assert!(run_err("rotate", &["10", "--line", "0,0,1,1"], &camera, 2).contains("not both"));
     assert!(run_err("rotate", &["--line", "0,0,1"], &camera, 2).contains("four numbers"));
     assert!(run_err("rotate", &["--line", "3,3,3,3"], &camera, 2).contains("same"));
+    assert!(run_err("rotate", &["10", "--segment", "0,0,1,1"], &camera, 2).contains("not both"));
+    assert!(run_err("rotate", &["--segment", "0,0,1"], &camera, 2).contains("--segment: bad value '0,0,1'"));
     assert!(run_err("rotate", &["10", "--fill", "256"], &camera, 2)
         .contains("frame 1: --fill 256 is over the frame's maxval 255"));
     assert!(run_err("rotate", &["inf"], &camera, 2).contains("bad angle"));

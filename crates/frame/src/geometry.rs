@@ -168,8 +168,8 @@ impl Geometry {
 /// A point (x, y) in pixel coordinates.
 pub type Point = (f64, f64);
 
-/// A line of the original image, through two points: `X0,Y0,X1,Y1` on the command line (`rotate
-/// --line`, `colhist --line`).
+/// A line of the original image, through two points, or the segment between them: `X0,Y0,X1,Y1`
+/// on the command line (`rotate --line`, `colhist --line`, and `--segment` of both).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Line {
     pub from: Point,
@@ -189,7 +189,7 @@ impl FromStr for Line {
             return Err(format!("expected four numbers X0,Y0,X1,Y1, got {}", v.len()));
         };
         if (x0, y0) == (x1, y1) {
-            return Err("the line's two points are the same".into());
+            return Err("the two points are the same".into());
         }
         Ok(Line { from: (x0, y0), to: (x1, y1) })
     }

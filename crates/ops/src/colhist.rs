@@ -14,7 +14,7 @@
 use std::mem::MaybeUninit;
 use std::ops::Range;
 
-use histopipe_frame::{Affine, Frame, Geometry};
+use histopipe_frame::{Affine, Frame, Geometry, Pixels};
 use histopipe_gpu::cudarc::driver::sys::CUdevice_attribute;
 use histopipe_gpu::cudarc::driver::CudaSlice;
 use histopipe_gpu::{kernels, launch, Buffer, LaunchConfig};
@@ -568,6 +568,29 @@ impl ColHist {
         (masked, g.to_original, g.original_width as f64, g.original_height as f64)
     }
 
+    /// The part of column `x` of `frame` in rows `rows` that this op counts, as a one-column frame
+    /// without geometry, and the op that counts every pixel of it (columns, no mask): its
+    /// histogram is column x's of this op over those rows only, on either backend, from the same
+    /// kernels (`colhist --line` and `--segment`). A pixel is kept when the mask's
+    /// [`Geometry::is_original`] accepts it (every pixel without a mask): the one test that both
+    /// backends evaluate, so the counts are those of the whole frame's column x. Keeps the rows'
+    /// order; the frame has no rows when none is kept.
+    ///
+    /// Panics if `x` is not a column of the frame or `rows` goes past its last row.
+    pub fn column(&self, frame: &Frame, x: usize, rows: Range<usize>) -> (ColHist, Frame) {
+        assert!(x < frame.width && rows.end <= frame.height, "column {x}, rows {rows:?} outside the frame");
+        let kept: Vec<usize> = rows
+            .filter(|&y| self.mask.as_ref().is_none_or(|g| g.is_original(x as f64, y as f64)))
+            .map(|y| y * frame.width + x)
+            .collect();
+        let pixels = match &frame.pixels {
+            Pixels::U8(v) => Pixels::U8(kept.iter().map(|&i| v[i]).collect()),
+            Pixels::U16(v) => Pixels::U16(kept.iter().map(|&i| v[i]).collect()),
+        };
+        let one = ColHist { rows: false, mask: None, ..self.clone() };
+        (one, Frame::new(1, kept.len(), frame.maxval, pixels))
+    }
+
     fn histograms(&self, frame: &Frame, counts: Vec<u32>) -> Histograms {
         Histograms { bins: self.bins as usize, lines: self.lines(frame.width, frame.height), counts }
     }
@@ -914,6 +937,43 @@ mod tests {
         let (w, h) = (f.width, f.height);
         assert!(matches!(f.pixels, Pixels::U8(_)));
         assert_counts_as_every_pixel(&mut f, &[None, Some(turned(w, h, 0.3))], &[None, Some(16)]);
+    }
+
+    /// A part of a column, gathered by [`ColHist::column`] and counted alone, is the whole
+    /// frame's column over those rows: 8- and 16-bit, with and without a mask, rows of padding
+    /// only, none at all.
+    #[test]
+    fn a_columns_rows_count_as_in_the_whole_frame() {
+        let mut rng = fastrand::Rng::with_seed(23);
+        let (w, h) = (70, 90);
+        for maxval in [255u16, 1076] {
+            let pixels = match maxval {
+                255 => Pixels::U8((0..w * h).map(|_| rng.u8(..)).collect()),
+                _ => Pixels::U16((0..w * h).map(|_| rng.u16(..=maxval)).collect()),
+            };
+            let mut f = Frame::new(w, h, maxval, pixels);
+            for geometry in [None, Some(turned(w, h, 0.6))] {
+                f.geometry = geometry;
+                let op = ColHistParams::default().for_frame(&f).unwrap();
+                let whole = op.cpu(&f).unwrap();
+                for (x, rows) in [(0, 0..h), (35, 0..h), (35, 10..61), (69, 89..90), (20, 40..40)] {
+                    let (one, column) = op.column(&f, x, rows.clone());
+                    assert_eq!((column.width, column.geometry.as_ref()), (1, None));
+                    let got = one.cpu(&column).unwrap();
+                    let mut expected = vec![0u32; op.bins as usize];
+                    for y in rows.clone() {
+                        if f.geometry.as_ref().is_none_or(|g| g.is_original(x as f64, y as f64)) {
+                            expected[bin_of(f.pixels.get(y * w + x) as u32, op.bins, maxval) as usize] += 1;
+                        }
+                    }
+                    assert_eq!((got.lines, &got.counts), (1, &expected), "column {x} rows {rows:?}");
+                    if rows == (0..h) {
+                        let full: Vec<u32> = (0..whole.bins).map(|b| whole.get(b, x)).collect();
+                        assert_eq!(got.counts, full, "column {x}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]
