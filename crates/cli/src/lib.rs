@@ -12,7 +12,8 @@
 
 mod args;
 mod atomic;
-mod backend;
+mod common;
+mod dispatch;
 mod error;
 mod inputs;
 mod outputs;
@@ -28,8 +29,9 @@ mod tool;
 mod workers;
 mod writer;
 
-pub use args::{parse_value, Common, Devices, COMMON_HELP};
 pub use atomic::write_whole;
+pub use common::{parse_value, Common, COMMON_HELP};
+pub use dispatch::{BackendChoice, Devices};
 pub use error::{Error, ErrorKind, Place};
 pub use lexopt;
 pub use outputs::{OutputFormat, PathTemplate, Product};

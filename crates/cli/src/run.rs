@@ -14,11 +14,10 @@ use std::sync::mpsc::{channel, sync_channel, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 
 use histopipe_frame::{ReadOptions, SampleMemory};
-use histopipe_ops::BackendChoice;
 
 use crate::args::{self, Invocation, Parsed};
 use crate::atomic::{self, AtomicFile};
-use crate::backend::Backends;
+use crate::dispatch::{BackendChoice, Backends};
 use crate::error::Place;
 use crate::outputs::{Destinations, Target};
 use crate::panic::{self, catch};
@@ -242,7 +241,6 @@ mod tests {
     use crate::tool::Context;
     use crate::Common;
     use histopipe_frame::Frame;
-    use histopipe_ops::BackendChoice;
 
     /// A tool that copies frames, panics on frame `panics_at`, and works longer on some frames
     /// than on others, so the workers finish out of order.

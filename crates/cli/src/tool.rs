@@ -8,10 +8,11 @@ use histopipe_frame::{Frame, Source};
 use histopipe_ops::{Op, OpError};
 use lexopt::Parser;
 
-use crate::backend::Backends;
+use crate::common::Common;
+use crate::dispatch::Backends;
 use crate::error::Place;
 use crate::outputs::{OutputFormat, PathTemplate, Product};
-use crate::{Common, Error};
+use crate::Error;
 
 /// One histopipe tool: its options, what it writes, and what it does with each frame. Frames are
 /// worked on by several threads at once, so [`Tool::frame`] takes the tool shared.

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use histopipe_frame::{Container, Depth, Format, Frame, FrameWriter, WriteOptions};
 
 use crate::atomic::AtomicFile;
-use crate::backend::Backends;
+use crate::dispatch::Backends;
 use crate::error::Place;
 use crate::outputs::Destination;
 use crate::panic::catch;

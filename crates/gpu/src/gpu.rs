@@ -37,7 +37,7 @@ type Pool = HashMap<(&'static str, TypeId), Box<dyn Any + Send>>;
 
 /// One GPU, as a process uses it: a context, one stream, compiled kernels, pooled buffers and
 /// page-locked host memory.
-/// It may be opened on one thread and used on another (see `histopipe_ops::Engine`), but is used
+/// It may be opened on one thread and used on another (see histopipe-cli's dispatch module), but is used
 /// by one thread at a time.
 pub struct Gpu {
     ctx: Arc<CudaContext>,
@@ -164,7 +164,7 @@ impl Gpu {
 
     /// Queues a copy of `data` to the device, into pool slot `slot`. Data in this GPU's page-locked
     /// memory is copied directly, and must not change until the stream has been synchronized
-    /// (`histopipe_ops::Engine` synchronizes after every operation); other data goes through a
+    /// (histopipe-cli's dispatch synchronizes after every operation); other data goes through a
     /// staging block.
     pub fn upload<T: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync + 'static>(
         &self,

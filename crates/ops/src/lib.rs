@@ -1,6 +1,6 @@
 //! histopipe's operations. Each is one module holding its parameters, its CPU implementation and
-//! its GPU implementation side by side, the two giving bit-identical output; [`Engine::run`] is the
-//! one place that picks which runs.
+//! its GPU implementation side by side, the two giving bit-identical output ([`Op`]); which of
+//! the two runs is chosen by the caller (histopipe-cli's dispatch module, the one place).
 //!
 //! The CPU implementation is the reference: integer arithmetic, or float arithmetic rounded exactly
 //! as the GPU kernel rounds it (the kernels are compiled with `--fmad=false`). It splits large
@@ -10,16 +10,16 @@ pub mod bins;
 pub mod clahe;
 pub mod colhist;
 pub mod edges;
-mod engine;
 pub mod equalize;
 pub mod histogram;
 pub mod hough;
 mod lut;
+mod op;
 pub mod pad;
 pub mod parallel;
 pub mod rotate;
 mod sample;
 
-pub use engine::{Backend, BackendChoice, Engine, GpuStatus, Op, OpError, OpErrorKind};
 pub use histopipe_gpu::{device_count, testing, Gpu, GpuError};
+pub use op::{Op, OpError, OpErrorKind};
 pub use sample::Sample;

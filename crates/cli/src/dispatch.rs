@@ -1,6 +1,11 @@
+//! The one place where an operation's backend is chosen: `--backend`'s choice, the `--device`
+//! GPUs and their opening, and the schedule that deals frames between them.
+//!
 //! The backends as the workers share them: the CPU, on which every worker runs operations on the
 //! shared thread pool, and the GPUs, each of which takes one frame at a time on its one stream
-//! (an engine behind a lock), opened once for the whole batch.
+//! (behind a lock), opened once for the whole batch on a background thread: opening a GPU
+//! (driver, context, NVRTC) takes a few hundred milliseconds, far more than a small frame takes
+//! on the CPU. With `cpu` the driver is never touched.
 //!
 //! With `gpu`, a frame goes to the open GPU with the fewest frames queued (the first of equals),
 //! the first GPUs to open taking the frames while the others open; the stream's first frame is
@@ -15,14 +20,75 @@
 //! cores (a cheap operation on large frames), the cores take most. All give the same output.
 
 use std::collections::HashMap;
+use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use histopipe_frame::{Frame, SampleMemory};
-use histopipe_ops::{BackendChoice, Engine, GpuStatus, Op, OpError, OpErrorKind};
+use histopipe_ops::{Gpu, GpuError, Op, OpError, OpErrorKind};
 
-use crate::args::Devices;
+/// Which backend a tool was asked to use (`--backend`, or `HISTOPIPE_BACKEND`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// Each frame where it is done first, among the CPU and the GPUs once a stream is long
+    /// enough to open them.
+    Auto,
+    Cpu,
+    Gpu,
+}
+
+impl BackendChoice {
+    pub fn parse(text: &str) -> Result<BackendChoice, String> {
+        match text {
+            "auto" => Ok(BackendChoice::Auto),
+            "cpu" => Ok(BackendChoice::Cpu),
+            "gpu" => Ok(BackendChoice::Gpu),
+            _ => Err(format!("unknown backend '{text}' (auto, cpu or gpu)")),
+        }
+    }
+}
+
+/// The GPUs `--device` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Devices {
+    /// These device numbers, in this order. One may be listed twice: two contexts on one GPU,
+    /// each with its own stream (which tests the dealing of frames on a machine with one).
+    List(Vec<usize>),
+    /// Every device the machine has (as `CUDA_VISIBLE_DEVICES` shows them).
+    All,
+}
+
+impl Devices {
+    /// More would be a typing error: no host has as many GPUs.
+    const MOST: usize = 64;
+
+    pub fn parse(text: &str) -> Result<Devices, String> {
+        if text == "all" {
+            return Ok(Devices::All);
+        }
+        let bad = |part: &str| {
+            format!("bad device '{part}' in '{text}' (a CUDA device number, a list such as 0,1, or all)")
+        };
+        let list = text
+            .split(',')
+            .map(|part| part.trim().parse::<usize>().map_err(|_| bad(part)))
+            .collect::<Result<Vec<usize>, String>>()?;
+        if list.len() > Devices::MOST {
+            return Err(format!("{} devices listed: at most {}", list.len(), Devices::MOST));
+        }
+        Ok(Devices::List(list))
+    }
+
+    /// The most GPUs this may name.
+    pub fn most(&self) -> usize {
+        match self {
+            Devices::List(list) => list.len(),
+            Devices::All => 8,
+        }
+    }
+}
 
 /// The backend one operation runs on: the CPU, or the GPU of that index among the run's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -115,59 +181,140 @@ fn waits(sharing: usize, opening: bool, open: &[Load]) -> bool {
     sharing >= 2 && (opening || measuring) && !measured
 }
 
-/// One GPU of the run: its engine (made on first use; holding the lock is holding the GPU), its
-/// [`GpuStatus`] after the engine's last use (read without the lock), and the workers waiting for
-/// it or using it.
+/// Where a GPU stands, as far as its lane knows without waiting for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum GpuStatus {
+    /// Not asked for: `auto` before the stream is long enough.
+    NotAsked,
+    /// Being opened on a background thread (it may have finished; [`GpuState::settle`] finds out).
+    Opening,
+    Ready,
+    Unusable,
+}
+
+impl GpuStatus {
+    const ALL: [GpuStatus; 4] =
+        [GpuStatus::NotAsked, GpuStatus::Opening, GpuStatus::Ready, GpuStatus::Unusable];
+}
+
+/// A GPU: not asked for, being opened on a background thread, open, or unusable.
+enum GpuState {
+    NotAsked,
+    Opening(JoinHandle<Result<Gpu, GpuError>>),
+    Ready(Box<Gpu>),
+    Failed(GpuError),
+}
+
+impl GpuState {
+    fn status(&self) -> GpuStatus {
+        match self {
+            GpuState::NotAsked => GpuStatus::NotAsked,
+            GpuState::Opening(_) => GpuStatus::Opening,
+            GpuState::Ready(_) => GpuStatus::Ready,
+            GpuState::Failed(_) => GpuStatus::Unusable,
+        }
+    }
+
+    /// Starts opening device `device` on a background thread, if it has not been asked for.
+    fn start_opening(&mut self, device: usize) {
+        if !matches!(self, GpuState::NotAsked) {
+            return;
+        }
+        let opener = std::thread::Builder::new().name("histopipe-gpu-open".into());
+        *self = match opener.spawn(move || Gpu::open(device)) {
+            Ok(handle) => GpuState::Opening(handle),
+            Err(e) => GpuState::Failed(GpuError(format!("cannot start a thread to open the GPU: {e}"))),
+        };
+    }
+
+    /// Takes the opening's result once it is there: waiting for it if `wait`, else only if the
+    /// opening thread has finished.
+    fn settle(&mut self, wait: bool) {
+        if !matches!(self, GpuState::Opening(handle) if wait || handle.is_finished()) {
+            return;
+        }
+        if let GpuState::Opening(handle) = std::mem::replace(self, GpuState::NotAsked) {
+            *self = match handle.join() {
+                Ok(Ok(gpu)) => GpuState::Ready(Box::new(gpu)),
+                Ok(Err(e)) => GpuState::Failed(e),
+                Err(_) => GpuState::Failed(GpuError("opening the GPU panicked".into())),
+            };
+        }
+    }
+}
+
+/// One GPU of the run: its state (holding the lock is holding the GPU), its [`GpuStatus`] as of
+/// the lock's last release (read without the lock, which a worker holds for a whole frame), and
+/// the workers waiting for it or using it.
 struct GpuLane {
     device: usize,
-    engine: Mutex<Option<Engine>>,
+    state: Mutex<GpuState>,
     status: AtomicU8,
     queued: AtomicUsize,
     /// Operations run on it.
     runs: AtomicU64,
 }
 
+/// A lane's state, locked; its status is published when the lock is released, so that status is
+/// never out of step with the state for longer than one holder has it.
+struct Held<'a> {
+    lane: &'a GpuLane,
+    state: MutexGuard<'a, GpuState>,
+}
+
+impl Deref for Held<'_> {
+    type Target = GpuState;
+    fn deref(&self) -> &GpuState {
+        &self.state
+    }
+}
+
+impl DerefMut for Held<'_> {
+    fn deref_mut(&mut self) -> &mut GpuState {
+        &mut self.state
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.lane.status.store(self.state.status() as u8, Ordering::Release);
+    }
+}
+
 impl GpuLane {
     fn new(device: usize) -> GpuLane {
         GpuLane {
             device,
-            engine: Mutex::new(None),
-            status: AtomicU8::new(status_code(GpuStatus::NotAsked)),
+            state: Mutex::new(GpuState::NotAsked),
+            status: AtomicU8::new(GpuStatus::NotAsked as u8),
             queued: AtomicUsize::new(0),
             runs: AtomicU64::new(0),
         }
     }
 
-    fn engine(&self) -> MutexGuard<'_, Option<Engine>> {
-        self.engine.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> Held<'_> {
+        Held { lane: self, state: self.state.lock().unwrap_or_else(|e| e.into_inner()) }
     }
 
-    /// Runs `f` on the engine, made if need be, and notes where the GPU stands after it.
-    fn with<R>(
-        &self,
-        engine: &mut Option<Engine>,
-        backends: &Backends,
-        f: impl FnOnce(&mut Engine) -> R,
-    ) -> R {
-        let engine =
-            engine.get_or_insert_with(|| Engine::new(backends.choice, self.device, backends.memory.clone()));
-        let result = f(engine);
-        self.status.store(status_code(engine.gpu_status()), Ordering::Release);
-        result
+    fn try_lock(&self) -> Option<Held<'_>> {
+        let state = match self.state.try_lock() {
+            Ok(state) => state,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        Some(Held { lane: self, state })
     }
 
-    /// Where the GPU stood after the engine's last use.
+    /// Where the GPU stood when its lock was last released.
     fn status(&self) -> GpuStatus {
-        match self.status.load(Ordering::Acquire) {
-            0 => GpuStatus::NotAsked,
-            1 => GpuStatus::Opening,
-            2 => GpuStatus::Ready,
-            _ => GpuStatus::Unusable,
-        }
+        let code = self.status.load(Ordering::Acquire);
+        GpuStatus::ALL.into_iter().find(|s| *s as u8 == code).unwrap_or(GpuStatus::Unusable)
     }
 
-    /// Runs `op` on this GPU, waiting for it; also the time it took once the GPU was this
-    /// worker's.
+    /// Runs `op` on this GPU, waiting for it (and for its opening); also the time it took once
+    /// the GPU was this worker's. Every copy and kernel the operation queued is finished when
+    /// this returns: the frame's page-locked samples may be reused at once.
     fn run<O: Op>(
         &self,
         backends: &Backends,
@@ -175,11 +322,22 @@ impl GpuLane {
         frame: &Frame,
     ) -> (Result<O::Output, OpError>, Duration) {
         self.queued.fetch_add(1, Ordering::AcqRel);
-        let mut engine = self.engine();
+        let mut state = self.lock();
         let start = Instant::now();
-        let out = self.with(&mut engine, backends, |e| e.run(op, frame));
+        state.start_opening(self.device);
+        backends.settle(&mut state, true);
+        let out = match &*state {
+            GpuState::Ready(gpu) => op.gpu(gpu, frame).and_then(|out| {
+                gpu.synchronize()?;
+                Ok(out)
+            }),
+            GpuState::Failed(e) => {
+                Err(OpError { kind: OpErrorKind::Gpu, message: format!("--backend gpu: {e}") })
+            }
+            GpuState::NotAsked | GpuState::Opening(_) => unreachable!("settled, waiting"),
+        };
         let took = start.elapsed();
-        drop(engine);
+        drop(state);
         self.queued.fetch_sub(1, Ordering::AcqRel);
         self.runs.fetch_add(1, Ordering::Relaxed);
         (out, took)
@@ -242,9 +400,8 @@ impl Backends {
         }
     }
 
-    /// Makes the run's GPUs (`all` counted now), then has each engine do `f` (which may start
-    /// opening it).
-    fn make_gpus(&self, f: impl Fn(&mut Engine)) {
+    /// Makes the run's GPUs (`all` counted now) and starts opening each on a thread of its own.
+    fn open_gpus_in_background(&self) {
         let gpus = self.gpus.get_or_init(|| {
             let devices = match &self.devices {
                 Devices::List(list) => list.clone(),
@@ -253,16 +410,30 @@ impl Backends {
             devices.into_iter().map(GpuLane::new).collect()
         });
         for lane in gpus {
-            let mut engine = lane.engine();
-            lane.with(&mut engine, self, &f);
+            lane.lock().start_opening(lane.device);
         }
     }
 
-    /// With `gpu`, makes the GPUs' engines, which starts opening them. Call it once every thread
-    /// of the run is made: while the driver loads, the loader's lock holds up making threads.
+    /// Takes note of a GPU's opening (waiting for it if `wait`). With `gpu`, the first GPU to
+    /// open lends its page-locked memory at once, so the frame reader reads the next frames there
+    /// and they go to the device without a staging copy; with `auto` that waits until a GPU has
+    /// shown it is worth its frames (see [`Backends::auto`]): page-locking the frames the cores
+    /// take would only cost (each new block takes the driver milliseconds).
+    fn settle(&self, state: &mut GpuState, wait: bool) {
+        state.settle(wait);
+        if let GpuState::Ready(gpu) = state {
+            if self.choice == BackendChoice::Gpu && !self.lending.swap(true, Ordering::AcqRel) {
+                self.memory.install(Arc::new(gpu.host_memory().clone()));
+            }
+        }
+    }
+
+    /// With `gpu`, starts opening the GPUs, overlapping the reading of the first frame, which
+    /// then waits for them. Call it once every thread of the run is made: while the driver
+    /// loads, the loader's lock holds up making threads.
     pub(crate) fn start(&self) {
         if self.choice == BackendChoice::Gpu {
-            self.make_gpus(|_| ());
+            self.open_gpus_in_background();
         }
     }
 
@@ -280,8 +451,10 @@ impl Backends {
         if !self.due() || self.asked.swap(true, Ordering::AcqRel) {
             return;
         }
+        // The pool first: the opening's loader lock would hold up the making of its threads.
+        histopipe_ops::parallel::threads();
         if self.devices != Devices::All {
-            self.make_gpus(|e| e.begin_frame(2));
+            self.open_gpus_in_background();
             return;
         }
         // Counting the devices loads the driver: not on this thread, which hands out the
@@ -290,7 +463,7 @@ impl Backends {
         let this = self.clone();
         let counter = std::thread::Builder::new().name("histopipe-gpu-count".into());
         let counted = counter.spawn(move || {
-            this.make_gpus(|e| e.begin_frame(2));
+            this.open_gpus_in_background();
             this.counting.store(false, Ordering::Release);
         });
         if counted.is_err() {
@@ -314,12 +487,12 @@ impl Backends {
             return;
         }
         self.counting.store(true, Ordering::Release);
-        self.make_gpus(|e| e.begin_frame(2));
+        self.open_gpus_in_background();
         self.counting.store(false, Ordering::Release);
     }
 
-    /// Whether a GPU is being opened (or the devices counted), as far as the last use of each
-    /// engine knows.
+    /// Whether a GPU is being opened (or the devices counted), as far as each lane's last holder
+    /// knows.
     pub(crate) fn is_opening(&self) -> bool {
         self.counting.load(Ordering::Acquire)
             || self.gpus.get().is_some_and(|g| g.iter().any(|l| l.status() == GpuStatus::Opening))
@@ -344,8 +517,8 @@ impl Backends {
     /// first takes note; nobody waits for it.
     fn notice_open(&self, gpus: &[GpuLane]) {
         for lane in gpus.iter().filter(|l| l.status() == GpuStatus::Opening) {
-            if let Ok(mut engine) = lane.engine.try_lock() {
-                lane.with(&mut engine, self, |e| drop(e.backend()));
+            if let Some(mut state) = lane.try_lock() {
+                self.settle(&mut state, false);
             }
         }
     }
@@ -398,18 +571,19 @@ impl Backends {
         let mut open = Vec::with_capacity(gpus.len());
         for lane in gpus {
             if lane.status() != GpuStatus::Ready {
-                // Not ready: its engine is only locked by a worker finding out whether it opened.
-                let mut engine = if wait {
-                    lane.engine()
-                } else if let Ok(engine) = lane.engine.try_lock() {
-                    engine
-                } else {
+                // Not ready: it is only locked by a worker finding out whether it opened.
+                let Some(mut state) = (if wait { Some(lane.lock()) } else { lane.try_lock() }) else {
                     continue;
                 };
-                if !wait && engine.as_ref().is_some_and(Engine::still_opening) {
-                    continue;
+                self.settle(&mut state, wait);
+                match &*state {
+                    GpuState::Ready(_) => {}
+                    GpuState::Failed(e) => {
+                        let message = format!("--backend gpu: {e}");
+                        return Err(OpError { kind: OpErrorKind::Gpu, message });
+                    }
+                    GpuState::NotAsked | GpuState::Opening(_) => continue,
                 }
-                lane.with(&mut engine, self, |e| e.backend().map(drop))?;
             }
             open.push(lane);
         }
@@ -460,9 +634,8 @@ impl Backends {
                 if measured && !self.lending.swap(true, Ordering::AcqRel) {
                     // A GPU has shown it is worth frames: from now on they are read into its
                     // page-locked memory.
-                    let engine = gpus[i].engine();
-                    if let Some(e) = engine.as_ref() {
-                        e.lend_memory();
+                    if let GpuState::Ready(gpu) = &*gpus[i].lock() {
+                        self.memory.install(Arc::new(gpu.host_memory().clone()));
                     }
                 }
                 let (out, took) = gpus[i].run(self, op, frame);
@@ -496,15 +669,6 @@ impl Backends {
 
     fn rates(&self) -> MutexGuard<'_, HashMap<(&'static str, Lane), Rate>> {
         self.rates.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-fn status_code(status: GpuStatus) -> u8 {
-    match status {
-        GpuStatus::NotAsked => 0,
-        GpuStatus::Opening => 1,
-        GpuStatus::Ready => 2,
-        GpuStatus::Unusable => 3,
     }
 }
 
@@ -644,6 +808,33 @@ mod tests {
         let out = b.run(&histopipe_ops::equalize::Equalize, &frame, 1).unwrap();
         assert_eq!(out.pixels, vec![0u8, 255].into());
         assert!(b.gpus.get().is_none());
+    }
+
+    /// `gpu` stays on the GPU, lending its page-locked memory to the reader once open; without a
+    /// usable GPU every frame is an error naming the option, never a quiet fall back to the CPU.
+    #[test]
+    fn gpu_is_the_gpu_every_time() {
+        let memory = SampleMemory::default();
+        let b = Backends::new(BackendChoice::Gpu, Devices::List(vec![0]), Duration::ZERO, memory.clone());
+        b.start();
+        let frame = Frame::new(2, 1, 255, vec![1u8, 2].into());
+        let op = histopipe_ops::equalize::Equalize;
+        if histopipe_ops::Gpu::open(0).is_ok() {
+            for n in 1..=3 {
+                assert_eq!(b.run(&op, &frame, n).unwrap().pixels, vec![0u8, 255].into());
+            }
+            let lent = memory.uninit::<u16>(1000);
+            assert!(lent.is_lent(), "the reader reads into the GPU's page-locked blocks");
+            assert_eq!(b.tally(), "cpu 0, GPU 0 3");
+        } else {
+            for n in 1..=3 {
+                let e = b.run(&op, &frame, n).err().unwrap();
+                assert_eq!(e.kind, OpErrorKind::Gpu);
+                assert!(e.message.starts_with("--backend gpu: "), "{}", e.message);
+            }
+            assert!(!memory.uninit::<u8>(100).is_lent());
+            assert_eq!(b.tally(), "cpu 0, GPU 0 unusable");
+        }
     }
 
     /// With `gpu`, later frames go to the GPUs open so far; the first frame is not done before

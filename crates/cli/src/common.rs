@@ -1,0 +1,197 @@
+//! The options every tool takes ([`Common`]): their help, their defaults from the environment,
+//! and each one's value checked as it is parsed.
+
+use std::ffi::OsString;
+use std::str::FromStr;
+use std::time::Duration;
+
+use histopipe_frame::{RawSpec, DEFAULT_MAX_PIXELS};
+use lexopt::{Parser, ValueExt};
+
+use crate::dispatch::{BackendChoice, Devices};
+use crate::Error;
+
+/// The options every tool takes.
+#[derive(Debug, Clone)]
+pub struct Common {
+    pub backend: BackendChoice,
+    pub device: Devices,
+    pub raw: Option<RawSpec>,
+    pub max_pixels: u64,
+    pub png: bool,
+    /// `-o PATH`, as given.
+    pub output: Option<OsString>,
+    /// `--threads` (or `HISTOPIPE_THREADS`): frames worked on at once (see [`Common::workers`]),
+    /// and the CPU backend's threads each frame's work is split over; `None`: every core the
+    /// process may use.
+    pub threads: Option<usize>,
+    /// `--progress`: frames done, frames/s and MB/s on stderr.
+    pub progress: bool,
+    /// With `auto`, how long a stream runs on the CPU before the GPUs are opened for it
+    /// (`HISTOPIPE_GPU_AFTER`, seconds) [`Common::GPU_AFTER`].
+    pub gpu_after: Duration,
+}
+
+/// The `--help` section for [`Common`]'s options.
+pub const COMMON_HELP: &str = "\
+Files:
+  FILE...            read these files, in order, each on its own; '-' or no FILE: standard input
+  -o, --output PATH  write PATH instead of standard output, atomically: a temporary file beside
+                     it, renamed when complete (on failure nothing is left, an old PATH is kept);
+                     its extension gives the format (pgm, pnm, pam, png, tif, tiff, raw; csv, tsv
+                     for tables); fields {stem} {name} {dir} (of the source file), {i} (frame in
+                     its file), {n} (frame in the stream) make one file per frame, e.g.
+                     -o out/{stem}.png; folders are made as needed
+Input and output:
+  --raw WxH[:16]     headerless frames of W x H samples, 8-bit or (:16) 16-bit little-endian
+                     (ffmpeg -f rawvideo -pix_fmt gray / gray16le); frames until end of input
+                     [default: $HISTOPIPE_RAW, so one export serves a whole pipeline; --raw none:
+                     frames with headers, whatever $HISTOPIPE_RAW says]
+  --png              write PNG instead of the input's container (a single frame only)
+  --max-pixels N     refuse frames of more than N pixels [default: 1073741824]
+Backend:
+  --backend B        auto, cpu or gpu [default: $HISTOPIPE_BACKEND, else auto]; auto opens the
+                     GPUs once a stream has run for $HISTOPIPE_GPU_AFTER seconds [1], then
+                     gives each frame to a GPU or to the CPU, whichever is done first; the output
+                     is the same on all
+  --device D         the CUDA devices to use: a number, a list (0,1: frames dealt to both, the
+                     output in the input's order) or all [default: 0]
+  --threads N        CPU threads: frames worked on at once, and the threads a frame's CPU work
+                     is split over [default: $HISTOPIPE_THREADS, else every core the process may
+                     use: its CPU affinity (taskset) and cgroup CPU quota; with --backend gpu,
+                     where each GPU takes one frame at a time, at most 2 frames at once per GPU
+                     and 2 more]; the output is the same for any number
+Reporting:
+  --progress         report on stderr frames done, frames/s and MB/s of frame samples (as read:
+                     width x height x 1 or 2 bytes), in place on a terminal (about 4 times a
+                     second), else a line at most once a second; a last line at the end and,
+                     with auto or gpu, a line of the operations run on the CPU and on each GPU
+                     (with $HISTOPIPE_TRACE=FILE, each tool appends a CSV line per stage of each
+                     frame to FILE: read, work, write...; scripts/trace-summary sums it up)
+  -h, --help         print this help
+  -V, --version      print the version";
+
+impl Common {
+    /// The default of [`Common::gpu_after`]: about what opening a GPU takes (0.5 to 1 s measured
+    /// on H100 and H200 machines), during which the cores are slower.
+    pub const GPU_AFTER: Duration = Duration::from_secs(1);
+
+    pub fn from_env() -> Result<Common, Error> {
+        let backend = match std::env::var("HISTOPIPE_BACKEND") {
+            Ok(v) if !v.is_empty() => {
+                BackendChoice::parse(&v).map_err(|e| Error::usage(format!("HISTOPIPE_BACKEND: {e}")))?
+            }
+            _ => BackendChoice::Auto,
+        };
+        let threads = match std::env::var("HISTOPIPE_THREADS") {
+            Ok(v) if !v.is_empty() => {
+                Some(parse_threads(&v).map_err(|e| Error::usage(format!("HISTOPIPE_THREADS: {e}")))?)
+            }
+            _ => None,
+        };
+        let raw = match std::env::var("HISTOPIPE_RAW") {
+            Ok(v) if !v.is_empty() => {
+                parse_raw(&v).map_err(|e| Error::usage(format!("HISTOPIPE_RAW: {e}")))?
+            }
+            _ => None,
+        };
+        let gpu_after = match std::env::var("HISTOPIPE_GPU_AFTER") {
+            Ok(v) if !v.is_empty() => match v.parse::<f64>() {
+                Ok(s) if s.is_finite() && (0.0..=1e6).contains(&s) => Duration::from_secs_f64(s),
+                _ => {
+                    let e = format!("HISTOPIPE_GPU_AFTER: bad value '{v}' (seconds, from 0 to 1000000)");
+                    return Err(Error::usage(e));
+                }
+            },
+            _ => Common::GPU_AFTER,
+        };
+        Ok(Common {
+            backend,
+            device: Devices::List(vec![0]),
+            raw,
+            max_pixels: DEFAULT_MAX_PIXELS,
+            png: false,
+            output: None,
+            threads,
+            progress: false,
+            gpu_after,
+        })
+    }
+
+    /// Takes option `name` if it is a common one; `Ok(false)` if it is not.
+    pub fn accept(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
+        match name {
+            "--backend" => {
+                let v = parser.value()?;
+                self.backend = BackendChoice::parse(&v.string()?)
+                    .map_err(|e| Error::usage(format!("--backend: {e}")))?;
+            }
+            "--device" => {
+                let v = parser.value()?.string()?;
+                self.device = Devices::parse(&v).map_err(|e| Error::usage(format!("--device: {e}")))?;
+            }
+            "--raw" => {
+                let v = parser.value()?.string()?;
+                self.raw = parse_raw(&v).map_err(|e| Error::usage(format!("--raw: {e}")))?;
+            }
+            "--max-pixels" => self.max_pixels = parse_value(parser, "--max-pixels")?,
+            "--png" => self.png = true,
+            "--progress" => self.progress = true,
+            "-o" | "--output" => {
+                let v = parser.value().map_err(|e| Error::usage(format!("{name}: {e}")))?;
+                if v.is_empty() {
+                    return Err(Error::usage(format!("{name}: the path is empty")));
+                }
+                self.output = Some(v);
+            }
+            "--threads" => {
+                let v = parser.value()?.string()?;
+                self.threads = Some(parse_threads(&v).map_err(|e| Error::usage(format!("--threads: {e}")))?);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+impl Common {
+    /// How many frames are worked on at once: `--threads`, else one per core. With `gpu` every
+    /// frame waits its turn on a GPU, and two workers per GPU (and two more) are enough to keep
+    /// it busy and do the CPU's share of each frame (formatting a table, say) meanwhile; more
+    /// would only hold more frames in page-locked memory, whose page-locking costs more than the
+    /// copies it saves on a short batch.
+    pub fn workers(&self) -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        match (self.threads, self.backend) {
+            (Some(n), _) => n,
+            (None, BackendChoice::Gpu) => cores.min(2 + 2 * self.device.most()),
+            (None, _) => cores,
+        }
+    }
+}
+
+/// `--raw`'s value: `WxH[:16]`, or `none` for frames with headers.
+fn parse_raw(text: &str) -> Result<Option<RawSpec>, String> {
+    match text {
+        "none" => Ok(None),
+        spec => RawSpec::parse(spec).map(Some),
+    }
+}
+
+/// A thread count: a whole number, at least 1.
+fn parse_threads(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("bad thread count '{text}' (a whole number, at least 1)")),
+    }
+}
+
+/// The value of option `name`, parsed; the error names the option and the value.
+pub fn parse_value<T: FromStr>(parser: &mut Parser, name: &str) -> Result<T, Error>
+where
+    T::Err: std::fmt::Display,
+{
+    let raw = parser.value().map_err(|e| Error::usage(format!("{name}: {e}")))?;
+    let text = raw.string().map_err(|_| Error::usage(format!("{name}: value is not valid UTF-8")))?;
+    text.parse::<T>().map_err(|e| Error::usage(format!("{name}: bad value '{text}': {e}")))
+}
