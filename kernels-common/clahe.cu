@@ -8,7 +8,6 @@
 // each pixel mapped by bilinear interpolation between the tables of its four nearest tiles.
 #include "histopipe.cuh"
 
-#define FULL_MASK 0xffffffffu
 
 // The tiling of one frame: `Tiling` in crates/ops/src/clahe.rs, field for field (all 4 bytes
 // wide, so both sides lay it out without padding).
@@ -94,49 +93,6 @@ extern "C" __global__ void histograms_u16(const u16* in, Tiling t, u32 rows_per_
     histograms<u16, false>(in, t, rows_per_slice, slices, counts);
 }
 
-// The sum of x over the block (blockDim.x a multiple of 32), returned to every thread. `scratch`
-// holds 33 words; the block must not touch it again before its next __syncthreads.
-__device__ u32 block_sum(u32 x, u32* scratch) {
-    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-#pragma unroll
-    for (u32 d = 16; d > 0; d >>= 1) x += __shfl_xor_sync(FULL_MASK, x, d);
-    if (lane == 0) scratch[warp] = x;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        u32 s = 0;
-        for (u32 w = 0; w < warps; w++) s += scratch[w];
-        scratch[32] = s;
-    }
-    __syncthreads();
-    return scratch[32];
-}
-
-// The inclusive scan of x over the block (blockDim.x a multiple of 32) and, in *total, the
-// block's sum: a Hillis-Steele scan within each warp by shuffles, then over the warps' totals.
-// `scratch` holds 32 words; the block must not touch it again before its next __syncthreads.
-__device__ u32 block_scan(u32 x, u32* scratch, u32* total) {
-    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-#pragma unroll
-    for (u32 d = 1; d < 32; d <<= 1) {
-        const u32 y = __shfl_up_sync(FULL_MASK, x, d);
-        if (lane >= d) x += y;
-    }
-    if (lane == 31) scratch[warp] = x;
-    __syncthreads();
-    if (warp == 0) {
-        u32 s = lane < warps ? scratch[lane] : 0;
-#pragma unroll
-        for (u32 d = 1; d < 32; d <<= 1) {
-            const u32 y = __shfl_up_sync(FULL_MASK, s, d);
-            if (lane >= d) s += y;
-        }
-        scratch[lane] = s;
-    }
-    __syncthreads();
-    *total = scratch[warps - 1];
-    return x + (warp > 0 ? scratch[warp - 1] : 0);
-}
-
 // One block per tile turns its histogram into its look-up table, blockDim.x bins at a time.
 // Clipping (limit > 0): each bin is cut to the limit; of the E counts cut off, E div bins go to
 // every bin, and the remaining R = E mod bins one each to bins 0, s, 2s, ... (R of them, s =
@@ -154,7 +110,7 @@ __device__ void tables(const u32* __restrict__ counts, Tiling t, T* __restrict__
             const u32 h = hist[b];
             excess += h > t.limit ? h - t.limit : 0;
         }
-        const u32 clipped = block_sum(excess, scratch);
+        const u32 clipped = block_reduce(excess, scratch, Plus());
         batch = clipped / t.bins;
         residual = clipped - batch * t.bins;
         step = residual ? max(t.bins / residual, 1u) : 1;

@@ -6,7 +6,6 @@
 // more than 2^32 pixels.
 #include "histopipe.cuh"
 
-#define FULL_MASK 0xffffffffu
 
 __device__ void scan_block(const u64* __restrict__ counts, u32 bins, u64* __restrict__ cdf,
                            u64* __restrict__ cdf_min);
@@ -70,9 +69,7 @@ __device__ void histogram_private(const T* __restrict__ in, u64 n, u32 bins, u32
     // Every lane of every (full) warp gets here, as the full-mask shuffles need.
 #pragma unroll
     for (u32 j = 0; j < PRIVATE_BINS; j++) {
-        u32 count = mine[j];
-#pragma unroll
-        for (u32 d = 16; d > 0; d >>= 1) count += __shfl_down_sync(FULL_MASK, count, d);
+        const u32 count = warp_reduce(mine[j], Plus());
         if ((threadIdx.x & 31) == 0 && j < bins && count)
             atomicAdd((unsigned long long*)&hist[j], (unsigned long long)count);
     }
@@ -187,38 +184,17 @@ __device__ void scan_block(const u64* __restrict__ counts, u32 bins, u64* __rest
     u64 least = ~0ull;
     for (u32 base = 0; base < bins; base += blockDim.x) {
         const u32 i = base + threadIdx.x;
-        u64 x = i < bins ? __ldcg(&counts[i]) : 0;
-#pragma unroll
-        for (u32 d = 1; d < 32; d <<= 1) {
-            const u64 y = __shfl_up_sync(FULL_MASK, x, d);
-            if (lane >= d) x += y;
-        }
-        if (lane == 31) warp_sums[warp] = x;
-        __syncthreads();
-        if (warp == 0) {
-            u64 s = lane < warps ? warp_sums[lane] : 0;
-#pragma unroll
-            for (u32 d = 1; d < 32; d <<= 1) {
-                const u64 y = __shfl_up_sync(FULL_MASK, s, d);
-                if (lane >= d) s += y;
-            }
-            warp_sums[lane] = s;
-        }
-        __syncthreads();
-        x += carry + (warp > 0 ? warp_sums[warp - 1] : 0);
+        u64 tile;
+        const u64 x = carry + block_scan(i < bins ? __ldcg(&counts[i]) : 0, warp_sums, &tile);
         if (i < bins) {
             cdf[i] = x;
             if (x != 0 && x < least) least = x;
         }
-        carry += warp_sums[warps - 1];
+        carry += tile;
         // warp_sums is rewritten by the next tile.
         __syncthreads();
     }
-#pragma unroll
-    for (u32 d = 16; d > 0; d >>= 1) {
-        const u64 other = __shfl_xor_sync(FULL_MASK, least, d);
-        if (other < least) least = other;
-    }
+    least = warp_reduce(least, Least());
     if (lane == 0) warp_sums[warp] = least;
     __syncthreads();
     if (threadIdx.x == 0) {

@@ -8,6 +8,81 @@ typedef unsigned int u32;
 typedef unsigned long long u64;
 typedef long long i64;
 
+// Every lane of a warp, for the *_sync intrinsics.
+constexpr u32 FULL_MASK = 0xffffffffu;
+
+// Block-wide scans and reductions, shared by every kernel that needs one (histogram.cu's scan of
+// a histogram, clahe.cu's clip and look-up tables, hough.cu's maximum). Integer types only: the
+// order of additions then cannot change a result.
+
+// The inclusive scan of x over a warp: Hillis-Steele, by register shuffles (no shared memory, so
+// no bank conflicts). Every lane of the warp must call it.
+template <typename T>
+__device__ __forceinline__ T warp_scan(T x) {
+    const u32 lane = threadIdx.x & 31;
+#pragma unroll
+    for (u32 d = 1; d < 32; d <<= 1) {
+        const T y = __shfl_up_sync(FULL_MASK, x, d);
+        if (lane >= d) x += y;
+    }
+    return x;
+}
+
+// x combined over a warp by `op` (associative and commutative: a sum, a minimum, a maximum),
+// returned to every lane. Every lane of the warp must call it.
+template <typename T, typename Op>
+__device__ __forceinline__ T warp_reduce(T x, Op op) {
+#pragma unroll
+    for (u32 d = 16; d > 0; d >>= 1) x = op(x, __shfl_xor_sync(FULL_MASK, x, d));
+    return x;
+}
+
+struct Plus {
+    template <typename T>
+    __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
+};
+struct Least {
+    template <typename T>
+    __device__ __forceinline__ T operator()(T a, T b) const { return b < a ? b : a; }
+};
+struct Most {
+    template <typename T>
+    __device__ __forceinline__ T operator()(T a, T b) const { return b > a ? b : a; }
+};
+
+// The inclusive scan of x over the block (blockDim.x a multiple of 32, at most 1024) and, in
+// *total, the block's sum: a scan within each warp, then over the warps' totals by the first
+// warp. `scratch` holds 32 values; the block must not touch it again before its next
+// __syncthreads.
+template <typename T>
+__device__ T block_scan(T x, T* scratch, T* total) {
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    x = warp_scan(x);
+    if (lane == 31) scratch[warp] = x;
+    __syncthreads();
+    if (warp == 0) scratch[lane] = warp_scan(lane < warps ? scratch[lane] : (T)0);
+    __syncthreads();
+    *total = scratch[warps - 1];
+    return x + (warp > 0 ? scratch[warp - 1] : (T)0);
+}
+
+// x combined over the block by `op` (blockDim.x a multiple of 32), returned to every thread.
+// `scratch` holds 33 values; the block must not touch it again before its next __syncthreads.
+template <typename T, typename Op>
+__device__ T block_reduce(T x, T* scratch, Op op) {
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    x = warp_reduce(x, op);
+    if (lane == 0) scratch[warp] = x;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        T s = scratch[0];
+        for (u32 w = 1; w < warps; w++) s = op(s, scratch[w]);
+        scratch[32] = s;
+    }
+    __syncthreads();
+    return scratch[32];
+}
+
 
 // The bin of sample v among `bins` equal-width bins over `levels` levels (maxval + 1):
 // floor(v * bins / levels), the last bin for a sample over maxval; `Bins::of` in

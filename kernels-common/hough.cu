@@ -16,7 +16,7 @@ __device__ void compact(const T* __restrict__ in, u64 n, u32* __restrict__ point
         const u32 leader = __ffs(mask) - 1;
         u32 start = 0;
         if (lane == leader) start = atomicAdd(count, (u32)__popc(mask));
-        start = __shfl_sync(0xffffffffu, start, leader);
+        start = __shfl_sync(FULL_MASK, start, leader);
         if (edge) points[start + __popc(mask & ((1u << lane) - 1))] = (u32)i;
     }
 }
@@ -79,7 +79,7 @@ extern "C" __global__ void hough_narrow(const u32* __restrict__ acc, u64 n, u16*
         m = max(m, v);
         out[i] = (u16)min(v, 65535u);
     }
-    for (int d = 16; d > 0; d >>= 1) m = max(m, __shfl_down_sync(0xffffffffu, m, d));
+    m = warp_reduce(m, Most());
     if ((threadIdx.x & 31) == 0) atomicMax(most, m);
 }
 
