@@ -28,11 +28,6 @@ impl FrameError {
     pub fn io(frame: usize, err: &io::Error) -> Self {
         FrameError { frame, kind: FrameErrorKind::Io(err.kind()), message: err.to_string() }
     }
-
-    /// True when the output was closed by its reader: the caller should end quietly.
-    pub fn is_broken_pipe(&self) -> bool {
-        self.kind == FrameErrorKind::Io(io::ErrorKind::BrokenPipe)
-    }
 }
 
 impl fmt::Display for FrameError {

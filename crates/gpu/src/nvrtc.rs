@@ -43,16 +43,6 @@ pub fn version() -> Result<(i32, i32), GpuError> {
     Ok((major, minor))
 }
 
-/// The architectures this NVRTC can compile for, e.g. `[75, 80, 86, 89, 90, ...]`.
-pub fn supported_archs() -> Result<Vec<i32>, GpuError> {
-    require()?;
-    let mut n: c_int = 0;
-    check("arch count", unsafe { sys::nvrtcGetNumSupportedArchs(&mut n) })?;
-    let mut archs = vec![0 as c_int; n as usize];
-    check("arch list", unsafe { sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) })?;
-    Ok(archs)
-}
-
 /// Owns an nvrtcProgram and destroys it however compilation ends.
 struct Program(sys::nvrtcProgram);
 
