@@ -6,7 +6,7 @@ use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use assert_cmd::Command;
 use histopipe_frame::{Format, Frame, FrameReader, FrameWriter, Pixels, ReadOptions, WriteOptions};
@@ -202,9 +202,69 @@ fn open_gpu() -> Option<Gpu> {
     histopipe_gpu::testing::gpu_or_skip()
 }
 
-/// Every tool binary.
-pub const TOOLS: &[&str] =
-    &["pad", "rotate", "colhist", "cdf", "equalize", "edges", "hough-vote", "hough-lines", "clahe"];
+/// Every tool binary: the names of the [`registry`].
+pub fn tools() -> Vec<&'static str> {
+    registry().iter().map(|t| t.name).collect()
+}
+
+/// A tool of the registry, tools.toml at the repository's root (what each field means: its header).
+#[derive(Debug)]
+pub struct Tool {
+    pub name: &'static str,
+    /// Its entries in histopipe-bench.
+    pub ops: Vec<&'static str>,
+    /// What the benchmark's peers call the same work.
+    pub peers: Vec<&'static str>,
+    /// Whether it has GPU kernels.
+    pub gpu: bool,
+    /// Its tests' module in tests/tools/ (its name where tools.toml names none).
+    pub tests: &'static str,
+}
+
+/// Every tool, in the registry's order, read from tools.toml in the subset of TOML it keeps to
+/// (`[TOOL]`, then `key = "string"`, `key = ["a", "b"]` or `key = true`, a line each), as
+/// scripts/registry reads it; a line outside that subset, or an unknown key, fails the test.
+pub fn registry() -> &'static [Tool] {
+    static TOOLS: OnceLock<Vec<Tool>> = OnceLock::new();
+    TOOLS.get_or_init(|| parse_registry(include_str!("../../tools.toml")))
+}
+
+fn parse_registry(text: &'static str) -> Vec<Tool> {
+    let mut tools: Vec<Tool> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split(" #").next().unwrap().trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            tools.push(Tool { name, ops: Vec::new(), peers: Vec::new(), gpu: false, tests: name });
+            continue;
+        }
+        let (Some(tool), Some((key, value))) = (tools.last_mut(), line.split_once('=')) else {
+            registry_error(i, line)
+        };
+        let value = value.trim();
+        let list = || -> Vec<&'static str> {
+            let items = value.strip_prefix('[').and_then(|v| v.strip_suffix(']'));
+            let items = items.unwrap_or_else(|| registry_error(i, line));
+            items.split(',').map(|s| s.trim().trim_matches('"')).filter(|s| !s.is_empty()).collect()
+        };
+        match key.trim() {
+            "ops" => tool.ops = list(),
+            "peers" => tool.peers = list(),
+            "gpu" if value == "true" || value == "false" => tool.gpu = value == "true",
+            "tests" if value.len() > 2 && value.starts_with('"') && value.ends_with('"') => {
+                tool.tests = &value[1..value.len() - 1]
+            }
+            _ => registry_error(i, line),
+        }
+    }
+    tools
+}
+
+fn registry_error(index: usize, line: &str) -> ! {
+    panic!("tools.toml:{}: not an entry of the registry (see its header): {line}", index + 1)
+}
 
 /// Runs a Python snippet with OpenCV, the peer implementation tests compare against, and returns
 /// what it writes to stdout. The interpreter is `$HISTOPIPE_PYTHON` (scripts/env.sh sets it and

@@ -91,7 +91,7 @@ fn install_then_uninstall() {
     let install = repo().join("scripts/install");
     run(Command::new(&install).arg("--bin-dir").arg(bin_dir()).arg(&prefix));
 
-    for tool in TOOLS {
+    for tool in tools() {
         let bin = prefix.join("bin").join(tool);
         let version = run(Command::new(&bin).arg("--version")).stdout;
         assert!(String::from_utf8_lossy(&version).starts_with(&format!("{tool} (histopipe) ")));

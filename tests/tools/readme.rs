@@ -21,7 +21,7 @@ fn readme_examples() -> Vec<String> {
         if line.starts_with("export ") {
             exports.push_str(line);
             exports.push_str("; ");
-        } else if TOOLS.contains(&line.split_whitespace().next().unwrap_or("")) {
+        } else if tools().contains(&line.split_whitespace().next().unwrap_or("")) {
             examples.push(format!("{exports}{line}"));
         }
     }
