@@ -2,13 +2,9 @@
 //! part belongs to a tool of the registry. One test, which names every part that is missing.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::common::*;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// The quoted strings of `text`.
 fn quoted(text: &str) -> Vec<&str> {
