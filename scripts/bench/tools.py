@@ -23,8 +23,17 @@ import sys
 import tempfile
 import time
 
-# What each filter is run with, and the OpenCV one-liner doing the same work (argv[1] the input
-# PGM, argv[2] the output file). The Hough parameters are OpenCV's HoughLines(img, 1, pi/180, T).
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def registry_tools():
+    """Every tool of tools.toml, the registry, in its order (read by scripts/registry)."""
+    r = subprocess.run([os.path.join(ROOT, "scripts", "registry"), "tools"], check=True, capture_output=True, text=True)
+    return r.stdout.split()
+
+
+# What each filter of the registry is run with, and the OpenCV one-liner doing the same work (argv[1]
+# the input PGM, argv[2] the output file). The Hough parameters are OpenCV's HoughLines(img, 1, pi/180, T).
 CANNY = "--low 50 --high 150"
 HOUGH_T = 200
 TOOLS = {
@@ -94,6 +103,16 @@ def have(tool):
     return shutil.which(tool) is not None
 
 
+def specified(names):
+    """The tools of `names` that have an entry in TOOLS; the others are said on stderr (and fail
+    tests/tools/registry.rs)."""
+    for name in names:
+        if name in TOOLS:
+            yield name
+        else:
+            print(f"tools.py: {name} has no entry in TOOLS: not timed", file=sys.stderr)
+
+
 def write_pgm(path, w, h, data):
     with open(path, "wb") as f:
         f.write(b"P5\n%d %d\n255\n" % (w, h))
@@ -126,7 +145,7 @@ def tools(args):
     work = args.work
     os.makedirs(work, exist_ok=True)
     sink = os.path.join(work, "out.tmp")
-    for name in (TOOLS if args.only is None else args.only):
+    for name in specified(registry_tools() if args.only is None else args.only):
         spec = TOOLS[name]
         present = have(name)
         for w, h in args.sizes:
@@ -266,9 +285,9 @@ def streams(args):
     rawopt = f"--raw {w}x{h}"
     for source in ("raw", "pgm"):
         measure("cat", "cat", source, "cat")
-    for name in (TOOLS if args.only is None else args.only):
-        if name == "hough-lines":
-            continue  # its input is an accumulator stream: timed in the Hough pipeline
+    for name in specified(registry_tools() if args.only is None else args.only):
+        if TOOLS[name]["input"] == "accumulator":
+            continue  # an accumulator stream: timed in the Hough pipeline
         if not have(name):
             out({**base, "name": name, "status": "missing"})
             continue
@@ -295,7 +314,7 @@ def streams(args):
 def only_tools(text):
     names = []
     for n in text.split(","):
-        names += [t for t in TOOLS if t == n or t.startswith(n + "-") or n.startswith(t + ".")]
+        names += [t for t in registry_tools() if t == n or t.startswith(n + "-") or n.startswith(t + ".")]
     return names
 
 

@@ -6,14 +6,19 @@ use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use assert_cmd::Command;
 use histopipe_frame::{Format, Frame, FrameReader, FrameWriter, Pixels, ReadOptions, WriteOptions};
 use histopipe_gpu::Gpu;
 
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
 pub fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    repo().join("tests/fixtures").join(name)
 }
 
 pub fn fixture_bytes(name: &str) -> Vec<u8> {
@@ -87,6 +92,60 @@ impl Drop for TempDir {
     }
 }
 
+/// Copies fixtures into `dir` under other names (`(fixture, name)`, a name with folders makes
+/// them); returns the copies' paths.
+pub fn copy_fixtures(dir: &Path, files: &[(&str, &str)]) -> Vec<PathBuf> {
+    files
+        .iter()
+        .map(|(fixture_name, name)| {
+            let to = dir.join(name);
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(fixture(fixture_name), &to).unwrap();
+            to
+        })
+        .collect()
+}
+
+/// The names in a folder, sorted; none where there is no such folder.
+pub fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect(),
+        Err(_) => Vec::new(),
+    };
+    v.sort();
+    v
+}
+
+/// Every file under `dir` (in its folders too), relative to it, sorted; none where there is no
+/// such folder.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                out.push(path.strip_prefix(dir).unwrap().to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `script` run by `bash -o pipefail` in `dir`, the tools first on PATH, on the CPU
+/// (HISTOPIPE_BACKEND=cpu); a test adds or removes what else its commands must see.
+pub fn shell(dir: &Path, script: &str) -> StdCommand {
+    let mut cmd = StdCommand::new("bash");
+    cmd.args(["-o", "pipefail", "-c", script])
+        .current_dir(dir)
+        .env("PATH", path_with_tools())
+        .env("HISTOPIPE_BACKEND", "cpu");
+    cmd
+}
+
 /// `$PATH` with the folder of the tools' binaries first, for tests that run shell command lines.
 pub fn path_with_tools() -> std::ffi::OsString {
     let bin = assert_cmd::cargo::cargo_bin("pad");
@@ -155,6 +214,45 @@ pub fn random_frame(rng: &mut fastrand::Rng, width: usize, height: usize, maxval
     f
 }
 
+/// A PGM frame of `f()`'s samples, row by row (8-bit for maxval <= 255).
+pub fn frame_of(width: usize, height: usize, maxval: u16, f: &mut dyn FnMut() -> u16) -> Frame {
+    let n = width * height;
+    let pixels = if maxval <= 255 {
+        Pixels::U8((0..n).map(|_| f() as u8).collect())
+    } else {
+        Pixels::U16((0..n).map(|_| f()).collect())
+    };
+    let mut frame = Frame::new(width, height, maxval, pixels);
+    frame.format = Format::Pgm;
+    frame
+}
+
+/// Four frames of `width` x `height` that histogram operations find hard: uniformly random, flat,
+/// two-valued, and skewed: most samples in a band of 8 values, one in 256 / (256 - `in_band`)
+/// anywhere.
+pub fn hard_frames(
+    rng: &mut fastrand::Rng,
+    width: usize,
+    height: usize,
+    maxval: u16,
+    in_band: u8,
+) -> [Frame; 4] {
+    let random = random_frame(rng, width, height, maxval);
+    let c = rng.u16(0..=maxval);
+    let flat = frame_of(width, height, maxval, &mut || c);
+    let (a, b) = (rng.u16(0..=maxval), rng.u16(0..=maxval));
+    let two_valued = frame_of(width, height, maxval, &mut || if rng.bool() { a } else { b });
+    let base = rng.u16(0..=maxval.saturating_sub(8));
+    let skewed = frame_of(width, height, maxval, &mut || {
+        if rng.u8(..) < in_band {
+            base + rng.u16(0..8).min(maxval - base)
+        } else {
+            rng.u16(0..=maxval)
+        }
+    });
+    [random, flat, two_valued, skewed]
+}
+
 /// A fresh random generator, its seed printed so a failure can be replayed (HISTOPIPE_SEED=...).
 pub fn rng() -> fastrand::Rng {
     let seed = std::env::var("HISTOPIPE_SEED")
@@ -202,9 +300,69 @@ fn open_gpu() -> Option<Gpu> {
     histopipe_gpu::testing::gpu_or_skip()
 }
 
-/// Every tool binary.
-pub const TOOLS: &[&str] =
-    &["pad", "rotate", "colhist", "cdf", "equalize", "edges", "hough-vote", "hough-lines", "clahe"];
+/// Every tool binary: the names of the [`registry`].
+pub fn tools() -> Vec<&'static str> {
+    registry().iter().map(|t| t.name).collect()
+}
+
+/// A tool of the registry, tools.toml at the repository's root (what each field means: its header).
+#[derive(Debug)]
+pub struct Tool {
+    pub name: &'static str,
+    /// Its entries in histopipe-bench.
+    pub ops: Vec<&'static str>,
+    /// What the benchmark's peers call the same work.
+    pub peers: Vec<&'static str>,
+    /// Whether it has GPU kernels.
+    pub gpu: bool,
+    /// Its tests' module in tests/tools/ (its name where tools.toml names none).
+    pub tests: &'static str,
+}
+
+/// Every tool, in the registry's order, read from tools.toml in the subset of TOML it keeps to
+/// (`[TOOL]`, then `key = "string"`, `key = ["a", "b"]` or `key = true`, a line each), as
+/// scripts/registry reads it; a line outside that subset, or an unknown key, fails the test.
+pub fn registry() -> &'static [Tool] {
+    static TOOLS: OnceLock<Vec<Tool>> = OnceLock::new();
+    TOOLS.get_or_init(|| parse_registry(include_str!("../../tools.toml")))
+}
+
+fn parse_registry(text: &'static str) -> Vec<Tool> {
+    let mut tools: Vec<Tool> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split(" #").next().unwrap().trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            tools.push(Tool { name, ops: Vec::new(), peers: Vec::new(), gpu: false, tests: name });
+            continue;
+        }
+        let (Some(tool), Some((key, value))) = (tools.last_mut(), line.split_once('=')) else {
+            registry_error(i, line)
+        };
+        let value = value.trim();
+        let list = || -> Vec<&'static str> {
+            let items = value.strip_prefix('[').and_then(|v| v.strip_suffix(']'));
+            let items = items.unwrap_or_else(|| registry_error(i, line));
+            items.split(',').map(|s| s.trim().trim_matches('"')).filter(|s| !s.is_empty()).collect()
+        };
+        match key.trim() {
+            "ops" => tool.ops = list(),
+            "peers" => tool.peers = list(),
+            "gpu" if value == "true" || value == "false" => tool.gpu = value == "true",
+            "tests" if value.len() > 2 && value.starts_with('"') && value.ends_with('"') => {
+                tool.tests = &value[1..value.len() - 1]
+            }
+            _ => registry_error(i, line),
+        }
+    }
+    tools
+}
+
+fn registry_error(index: usize, line: &str) -> ! {
+    panic!("tools.toml:{}: not an entry of the registry (see its header): {line}", index + 1)
+}
 
 /// Runs a Python snippet with OpenCV, the peer implementation tests compare against, and returns
 /// what it writes to stdout. The interpreter is `$HISTOPIPE_PYTHON` (scripts/env.sh sets it and

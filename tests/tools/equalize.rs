@@ -49,32 +49,9 @@ fn opencv_equalize(frames: &[Frame]) -> Vec<Vec<u8>> {
 
 /// Frames of every shape and distribution the issue names, 8-bit or with samples up to `maxval`.
 fn awkward_frames(rng: &mut fastrand::Rng, maxval: u16) -> Vec<Frame> {
-    let make = |w: usize, h: usize, f: &mut dyn FnMut() -> u16| {
-        let n = w * h;
-        if maxval <= 255 {
-            let mut frame = frame_u8(w, h, (0..n).map(|_| f() as u8).collect());
-            frame.maxval = maxval;
-            frame
-        } else {
-            frame_u16(w, h, maxval, (0..n).map(|_| f()).collect())
-        }
-    };
     let mut frames = Vec::new();
     for (w, h) in [(1, 1), (1, 301), (257, 1), (4097, 3), (31, 17), (640, 480)] {
-        frames.push(random_frame(rng, w, h, maxval));
-        let c = rng.u16(0..=maxval);
-        frames.push(make(w, h, &mut || c));
-        let (a, b) = (rng.u16(0..=maxval), rng.u16(0..=maxval));
-        frames.push(make(w, h, &mut || if rng.bool() { a } else { b }));
-        // Skewed: most samples in a narrow band, a few anywhere.
-        let base = rng.u16(0..=maxval.saturating_sub(8));
-        frames.push(make(w, h, &mut || {
-            if rng.u8(..) < 250 {
-                base + rng.u16(0..8).min(maxval - base)
-            } else {
-                rng.u16(0..=maxval)
-            }
-        }));
+        frames.extend(hard_frames(rng, w, h, maxval, 250));
     }
     for _ in 0..6 {
         let (w, h) = (rng.usize(1..300), rng.usize(1..300));

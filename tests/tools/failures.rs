@@ -17,8 +17,8 @@ fn panicking_jpeg() -> Vec<u8> {
 #[test]
 fn a_panic_in_a_decoder_fails_every_tool_with_one_line() {
     let jpeg = panicking_jpeg();
-    for name in TOOLS {
-        let args: &[&str] = match *name {
+    for name in tools() {
+        let args: &[&str] = match name {
             "hough-lines" => &["--top", "1"],
             "rotate" => &["10"],
             _ => &[],

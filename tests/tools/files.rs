@@ -2,7 +2,7 @@
 //! `-o PATH` written atomically in the format its extension names, one file per frame with fields,
 //! and every option checked before any input is read.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
@@ -11,30 +11,11 @@ use histopipe_frame::{Format, Source};
 use crate::common::*;
 
 /// Copies fixtures into `dir` under new names.
-fn copy(dir: &Path, files: &[(&str, &str)]) -> Vec<PathBuf> {
-    files
-        .iter()
-        .map(|(fixture_name, name)| {
-            let to = dir.join(name);
-            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-            std::fs::copy(fixture(fixture_name), &to).unwrap();
-            to
-        })
-        .collect()
-}
-
 fn arg(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
 /// The names in `dir`, sorted (hidden ones too: temporary files must not be left).
-fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> =
-        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into()).collect();
-    v.sort();
-    v
-}
-
 /// Runs `name args` in `dir` with nothing on standard input; returns (status, stdout, stderr).
 fn run_in(dir: &Path, name: &str, args: &[&str]) -> (Option<i32>, Vec<u8>, String) {
     let out = tool(name).current_dir(dir).args(["--backend", "cpu"]).args(args).output().unwrap();
@@ -44,7 +25,8 @@ fn run_in(dir: &Path, name: &str, args: &[&str]) -> (Option<i32>, Vec<u8>, Strin
 #[test]
 fn files_are_one_stream_in_order_each_read_on_its_own() {
     let dir = temp_dir("stream");
-    let files = copy(&dir, &[("camera.pgm", "a.pgm"), ("rocket.jpg", "b.jpg"), ("moon.pgm", "-x.pgm")]);
+    let files =
+        copy_fixtures(&dir, &[("camera.pgm", "a.pgm"), ("rocket.jpg", "b.jpg"), ("moon.pgm", "-x.pgm")]);
     let piped: Vec<u8> = ["camera.pgm", "moon.pgm"].iter().flat_map(|n| fixture_bytes(n)).collect();
     // A JPEG takes the rest of a stream, so the JPEG goes last on standard input; as a file it is
     // just its own frame, wherever it is.
@@ -75,7 +57,7 @@ fn files_are_one_stream_in_order_each_read_on_its_own() {
 #[test]
 fn errors_name_the_file_and_its_frame() {
     let dir = temp_dir("errors");
-    copy(&dir, &[("camera.pgm", "scans/a.pgm"), ("text.pgm", "scans/c.pgm")]);
+    copy_fixtures(&dir, &[("camera.pgm", "scans/a.pgm"), ("text.pgm", "scans/c.pgm")]);
     std::fs::write(dir.join("scans/b.jpg"), b"\xff\xd8\xff\xe0 not a jpeg").unwrap();
     let (code, out, err) = run_in(&dir, "equalize", &["scans/a.pgm", "scans/b.jpg", "scans/c.pgm"]);
     assert_eq!(code, Some(2));
@@ -98,7 +80,7 @@ fn errors_name_the_file_and_its_frame() {
 #[test]
 fn output_files_are_written_whole_or_not_at_all() {
     let dir = temp_dir("atomic");
-    copy(&dir, &[("camera.pgm", "a.pgm"), ("moon.pgm", "b.pgm")]);
+    copy_fixtures(&dir, &[("camera.pgm", "a.pgm"), ("moon.pgm", "b.pgm")]);
     std::fs::write(dir.join("bad.pgm"), b"P5 2 2 255\n\x00").unwrap();
     std::fs::write(dir.join("out.pgm"), b"old").unwrap();
     let (code, _, err) = run_in(&dir, "equalize", &["-o", "out.pgm", "a.pgm", "bad.pgm"]);
@@ -131,7 +113,7 @@ fn output_files_are_written_whole_or_not_at_all() {
 #[test]
 fn the_extension_gives_the_format() {
     let dir = temp_dir("formats");
-    copy(&dir, &[("dem16.pgm", "dem.pgm")]);
+    copy_fixtures(&dir, &[("dem16.pgm", "dem.pgm")]);
     let dem = fixture_frame("dem16.pgm");
     for (name, starts) in [
         ("e.pgm", &b"P5\n"[..]),
@@ -189,7 +171,10 @@ fn the_extension_gives_the_format() {
 #[test]
 fn fields_make_one_file_per_frame() {
     let dir = temp_dir("fields");
-    copy(&dir, &[("camera.pgm", "scans/a.pgm"), ("rocket.jpg", "scans/b.jpg"), ("moon.pgm", "more/a.pgm")]);
+    copy_fixtures(
+        &dir,
+        &[("camera.pgm", "scans/a.pgm"), ("rocket.jpg", "scans/b.jpg"), ("moon.pgm", "more/a.pgm")],
+    );
     let (code, _, err) = run_in(&dir, "equalize", &["-o", "out/{stem}.png", "scans/a.pgm", "scans/b.jpg"]);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(names(&dir.join("out")), ["a.png", "b.png"]);
@@ -230,15 +215,9 @@ fn fields_make_one_file_per_frame() {
 #[test]
 fn the_source_travels_through_a_pipeline() {
     let dir = temp_dir("pipeline");
-    copy(&dir, &[("camera.pgm", "scans/cam.pgm"), ("coins.pgm", "scans/coins.pgm")]);
+    copy_fixtures(&dir, &[("camera.pgm", "scans/cam.pgm"), ("coins.pgm", "scans/coins.pgm")]);
     let script = "pad scans/*.pgm | rotate 30 | colhist -o out/{stem}.csv";
-    let out = StdCommand::new("bash")
-        .args(["-o", "pipefail", "-c", script])
-        .current_dir(&dir)
-        .env("PATH", path_with_tools())
-        .env("HISTOPIPE_BACKEND", "cpu")
-        .output()
-        .unwrap();
+    let out = shell(&dir, script).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(names(&dir.join("out")), ["cam.csv", "coins.csv"]);
     let table = std::fs::read_to_string(dir.join("out/coins.csv")).unwrap();

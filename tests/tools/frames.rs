@@ -272,7 +272,7 @@ fn histopipe_raw_is_every_tools_raw() {
 
 #[test]
 fn help_and_version() {
-    for name in TOOLS {
+    for name in tools() {
         let help = tool(name).arg("--help").output().unwrap();
         assert!(help.status.success());
         let text = String::from_utf8_lossy(&help.stdout);

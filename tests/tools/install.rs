@@ -11,10 +11,6 @@ use std::process::{Command, Output};
 
 use crate::common::*;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// Where cargo put the tools for these tests.
 fn bin_dir() -> PathBuf {
     Path::new(env!("CARGO_BIN_EXE_cdf")).parent().expect("the binary is in a folder").to_path_buf()
@@ -23,24 +19,6 @@ fn bin_dir() -> PathBuf {
 fn run(cmd: &mut Command) -> Output {
     let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     assert!(out.status.success(), "{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    out
-}
-
-/// Every file under `dir`, relative to it.
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                todo.push(path);
-            } else {
-                out.push(path.strip_prefix(dir).unwrap().to_path_buf());
-            }
-        }
-    }
-    out.sort();
     out
 }
 
@@ -91,7 +69,7 @@ fn install_then_uninstall() {
     let install = repo().join("scripts/install");
     run(Command::new(&install).arg("--bin-dir").arg(bin_dir()).arg(&prefix));
 
-    for tool in TOOLS {
+    for tool in tools() {
         let bin = prefix.join("bin").join(tool);
         let version = run(Command::new(&bin).arg("--version")).stdout;
         assert!(String::from_utf8_lossy(&version).starts_with(&format!("{tool} (histopipe) ")));
@@ -153,7 +131,7 @@ fn install_then_uninstall() {
     assert!(fish.contains("complete -c cdf -l format -x -a 'csv tsv'"));
     for (shell, dir) in [("zsh", "share/zsh/site-functions"), ("fish", "share/fish/vendor_completions.d")] {
         if Command::new(shell).arg("--version").output().is_ok() {
-            for file in files(&prefix.join(dir)) {
+            for file in files_under(&prefix.join(dir)) {
                 run(Command::new(shell).arg("-n").arg(prefix.join(dir).join(file)));
             }
         }
@@ -162,7 +140,7 @@ fn install_then_uninstall() {
     // Installing again replaces the first install; uninstalling removes it all, and only it.
     run(Command::new(&install).arg("--bin-dir").arg(bin_dir()).arg(&prefix));
     run(Command::new(repo().join("scripts/uninstall")).arg(&prefix));
-    assert_eq!(files(&prefix), vec![PathBuf::from("share/man/man1/theirs.1")]);
+    assert_eq!(files_under(&prefix), vec![PathBuf::from("share/man/man1/theirs.1")]);
     assert!(!prefix.join("bin").exists() && !prefix.join("share/zsh").exists());
     let again = Command::new(repo().join("scripts/uninstall")).arg(&prefix).output().unwrap();
     assert!(

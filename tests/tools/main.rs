@@ -21,6 +21,7 @@ mod pad;
 mod pipes;
 mod progress;
 mod readme;
+mod registry;
 mod rotate;
 mod scaling;
 mod streams;

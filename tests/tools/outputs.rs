@@ -79,6 +79,8 @@ fn a_source_named_by_a_stream_never_writes_outside_the_output_folder() {
         "a\nb.pgm",
         "a\u{1b}b.pgm",
     ];
+    let listed: Vec<&str> = TOOLS.iter().map(|t| t.0).collect();
+    assert_eq!(listed, tools(), "TOOLS here and tools.toml, in its order");
     for &(name, before, ext) in TOOLS {
         for source in sources {
             let mut input = with_source(source);

@@ -1,7 +1,6 @@
 //! The README's examples run exactly as printed, from the repository root with the tools on PATH.
 
 use std::path::Path;
-use std::process::Command;
 
 use crate::common::*;
 
@@ -9,7 +8,7 @@ use crate::common::*;
 /// after the `export` lines before it in its block (`export HISTOPIPE_RAW=...` serves the
 /// examples below it).
 fn readme_examples() -> Vec<String> {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
     let mut exports = String::new();
     let mut examples = Vec::new();
     for line in readme.lines() {
@@ -21,7 +20,7 @@ fn readme_examples() -> Vec<String> {
         if line.starts_with("export ") {
             exports.push_str(line);
             exports.push_str("; ");
-        } else if TOOLS.contains(&line.split_whitespace().next().unwrap_or("")) {
+        } else if tools().contains(&line.split_whitespace().next().unwrap_or("")) {
             examples.push(format!("{exports}{line}"));
         }
     }
@@ -30,7 +29,7 @@ fn readme_examples() -> Vec<String> {
 
 /// The files and folders the demo writes: every `out/...` it names.
 fn demo_outputs() -> Vec<String> {
-    let demo = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/demo")).unwrap();
+    let demo = std::fs::read_to_string(repo().join("scripts/demo")).unwrap();
     demo.split(|c: char| c.is_whitespace() || c == '"' || c == '\'')
         .filter(|w| w.starts_with("out/"))
         .map(|w| w.split('{').next().unwrap().trim_end_matches('/').to_owned())
@@ -74,14 +73,11 @@ fn the_readme_examples_run_as_printed() {
     // A copy of the repository root as the examples see it: the fixtures, and no out/ yet.
     let root = temp_dir("readme");
     std::fs::create_dir_all(root.join("tests")).unwrap();
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let fixtures = repo().join("tests/fixtures");
     #[cfg(unix)]
     std::os::unix::fs::symlink(&fixtures, root.join("tests/fixtures")).unwrap();
     for example in &examples {
-        let out = Command::new("bash")
-            .args(["-o", "pipefail", "-c", example])
-            .current_dir(&root)
-            .env("PATH", path_with_tools())
+        let out = shell(&root, example)
             .env_remove("HISTOPIPE_BACKEND")
             .env_remove("HISTOPIPE_RAW")
             .output()

@@ -12,10 +12,6 @@ use std::process::{Command, Output};
 
 use crate::common::*;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// The files of a batch: fixtures, one of them under a name with a space, in list order.
 const BATCH: &[(&str, &str)] = &[
     ("camera.pgm", "camera.pgm"),
@@ -30,25 +26,15 @@ const BATCH: &[(&str, &str)] = &[
 /// A folder holding `scans/` with the batch's files; returns it and the files' relative paths.
 fn batch_dir(test: &str) -> (TempDir, Vec<String>) {
     let dir = temp_dir(test);
-    std::fs::create_dir_all(dir.join("scans")).unwrap();
-    let files = BATCH
-        .iter()
-        .map(|(fixture_name, name)| {
-            std::fs::copy(fixture(fixture_name), dir.join("scans").join(name)).unwrap();
-            format!("scans/{name}")
-        })
-        .collect();
+    copy_fixtures(&dir.join("scans"), BATCH);
+    let files = BATCH.iter().map(|(_, name)| format!("scans/{name}")).collect();
     (dir, files)
 }
 
 /// `script` run by bash in `dir`, the tools on PATH and on the CPU.
 fn bash(dir: &Path, script: &str, env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new("bash");
-    cmd.args(["-o", "pipefail", "-c", script])
-        .current_dir(dir)
-        .env("PATH", path_with_tools())
-        .env("HISTOPIPE_BACKEND", "cpu")
-        .env_remove("HISTOPIPE_THREADS")
+    let mut cmd = shell(dir, script);
+    cmd.env_remove("HISTOPIPE_THREADS")
         // Settings of the user's that would stand in for the guide's: PARALLEL holds default
         // options for GNU parallel.
         .env_remove("PARALLEL")
@@ -75,14 +61,8 @@ fn one_process(dir: &Path, files: &[String], out: &str) {
 }
 
 /// The files in `dir` whose names end with `ext`, sorted.
-fn names(dir: &Path, ext: &str) -> Vec<String> {
-    let mut v: Vec<String> = match std::fs::read_dir(dir) {
-        Ok(entries) => entries.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect(),
-        Err(_) => Vec::new(),
-    };
-    v.retain(|n| n.ends_with(ext));
-    v.sort();
-    v
+fn names_ending(dir: &Path, ext: &str) -> Vec<String> {
+    names(dir).into_iter().filter(|n| n.ends_with(ext)).collect()
 }
 
 /// A table without its `frame` column, which numbers the frames of each process's own stream.
@@ -93,8 +73,8 @@ fn past_frame_column(table: &str) -> Vec<String> {
 /// Asserts that `got` holds the outputs of `expected` (a folder made by [`one_process`]) of
 /// extension `ext`: frames byte for byte, tables past their frame column.
 fn assert_same_outputs(got: &Path, expected: &Path, ext: &str, what: &str) {
-    let expected_names = names(expected, ext);
-    assert_eq!(names(got, ext), expected_names, "{what}: not the same files");
+    let expected_names = names_ending(expected, ext);
+    assert_eq!(names_ending(got, ext), expected_names, "{what}: not the same files");
     for name in &expected_names {
         let (a, b) = (std::fs::read(got.join(name)).unwrap(), std::fs::read(expected.join(name)).unwrap());
         if ext == "csv" {
@@ -187,23 +167,6 @@ fn ssh_command(ssh: &Path) -> String {
     format!("'{}'", ssh.to_str().unwrap().replace('\'', r"'\''"))
 }
 
-/// Every regular file under `dir`.
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for entry in std::fs::read_dir(&d).into_iter().flatten() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                todo.push(path);
-            } else {
-                out.push(path);
-            }
-        }
-    }
-    out
-}
-
 /// docs/scaling.md's GNU parallel commands, as printed but for the batch size (`-N 200` becomes
 /// `-N 2`, so that 7 files make 4 jobs, and `-N 1`, 7 jobs), over a batch with a name with a space:
 /// - the commands that send files (`--trc`: rsync to a folder of each job's own in a home folder
@@ -260,11 +223,11 @@ fn the_guides_parallel_commands_write_what_one_process_writes() {
             let what = format!("`{command}` on {}", if remote { "remote hosts" } else { "3/:" });
             assert!(out.status.success(), "{what}: {}", String::from_utf8_lossy(&out.stderr));
             for ext in ["pgm", "csv"] {
-                if !names(&dir.join("out"), ext).is_empty() {
+                if !names_ending(&dir.join("out"), ext).is_empty() {
                     assert_same_outputs(&dir.join("out"), &dir.join("expected"), ext, &what);
                 }
             }
-            assert!(!names(&dir.join("out"), "").is_empty(), "{what}: wrote nothing");
+            assert!(!names_ending(&dir.join("out"), "").is_empty(), "{what}: wrote nothing");
             let calls = std::fs::read_to_string(&log).unwrap_or_default();
             if remote {
                 // Jobs ran on the stand-ins, and with --trc their outputs came back by rsync and
@@ -316,7 +279,7 @@ fn jobs_that_share_a_host_keep_to_folders_of_their_own() {
         let _ = std::fs::remove_dir_all(dir.join("out"));
         let out = bash(&dir, &command, &env);
         assert!(out.status.success(), "run {run}: {}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(names(&dir.join("expected"), "pgm").len(), files.len());
+        assert_eq!(names_ending(&dir.join("expected"), "pgm").len(), files.len());
         assert_same_outputs(&dir.join("out"), &dir.join("expected"), "pgm", &format!("run {run}"));
         assert_eq!(files_under(&hosts), Vec::<PathBuf>::new(), "run {run}: left on the hosts");
     }

@@ -2,14 +2,10 @@
 //! which loads as a table and which scripts/trace-summary sums up; the outputs are unchanged.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use crate::common::*;
-
-fn repo_path(path: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(path)
-}
 
 const STAGES: &[&str] = &["read", "read.wait", "work", "encode", "write", "write.wait"];
 
@@ -45,12 +41,8 @@ fn lines(path: &Path) -> Vec<Line> {
 }
 
 fn bash(dir: &Path, script: &str, trace: Option<&Path>) -> std::process::Output {
-    let mut cmd = Command::new("bash");
-    cmd.args(["-o", "pipefail", "-c", script])
-        .current_dir(dir)
-        .env("PATH", path_with_tools())
-        .env("HISTOPIPE_BACKEND", "cpu")
-        .env_remove("HISTOPIPE_TRACE");
+    let mut cmd = shell(dir, script);
+    cmd.env_remove("HISTOPIPE_TRACE");
     if let Some(trace) = trace {
         cmd.env("HISTOPIPE_TRACE", trace);
     }
@@ -96,7 +88,7 @@ fn every_tool_of_a_pipeline_traces_every_stage_of_every_frame() {
 
     // The summary names each tool and its stages.
     let summary =
-        Command::new(repo_path("scripts/trace-summary")).arg(dir.join("trace.csv")).output().unwrap();
+        Command::new(repo().join("scripts/trace-summary")).arg(dir.join("trace.csv")).output().unwrap();
     assert!(summary.status.success(), "{}", String::from_utf8_lossy(&summary.stderr));
     let text = String::from_utf8(summary.stdout).unwrap();
     for tool in ["pad", "rotate", "colhist"] {

@@ -1,0 +1,219 @@
+//! The registry of tools (tools.toml) against the house: every tool has all its parts, and every
+//! part belongs to a tool of the registry. One test, which names every part that is missing.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use crate::common::*;
+
+/// The quoted strings of `text`.
+fn quoted(text: &str) -> Vec<&str> {
+    text.split('"').skip(1).step_by(2).collect()
+}
+
+/// The lines of `text` after the first that starts with `begin`, up to the next that starts with
+/// `end`.
+fn between<'a>(text: &'a str, begin: &str, end: &str) -> Vec<&'a str> {
+    let mut lines = text.lines().skip_while(|l| !l.starts_with(begin));
+    assert!(lines.next().is_some(), "no line starting with {begin:?}");
+    lines.take_while(|l| !l.starts_with(end)).collect()
+}
+
+/// The tools of the README's table, each with its row.
+fn readme_rows(readme: &str) -> Vec<(&str, &str)> {
+    readme.lines().filter_map(|l| Some((l.strip_prefix("| `")?.split('`').next()?, l))).collect()
+}
+
+/// The entries of histopipe-bench (`registry::all()`).
+fn bench_entries(source: &str) -> Vec<&str> {
+    between(source, "pub fn all() -> Vec<Entry>", "}")
+        .into_iter()
+        .filter_map(|l| l.trim().strip_prefix("Entry::"))
+        .filter_map(|l| quoted(l).first().copied())
+        .collect()
+}
+
+/// The tools scripts/bench/tools.py times (the keys of its `TOOLS`).
+fn bench_tools(source: &str) -> Vec<&str> {
+    between(source, "TOOLS = {", "}")
+        .into_iter()
+        .filter(|l| l.starts_with("    \"") && l.contains("\": "))
+        .filter_map(|l| quoted(l).first().copied())
+        .collect()
+}
+
+/// The tools scripts/sanitize runs: the first field of each line of its runs (`echo "TOOL|...`).
+fn sanitized(source: &str) -> BTreeSet<&str> {
+    between(source, "runs=$work/runs", "} >\"$runs\"")
+        .into_iter()
+        .filter_map(|l| l.trim().strip_prefix("echo \"")?.split_once('|'))
+        .map(|(t, _)| t)
+        .collect()
+}
+
+/// What the peers can time: cpu_peers.py's `OPS` and peers.cu's `ops`.
+fn peer_ops(cpu_peers: &str, peers_cu: &str) -> BTreeSet<String> {
+    let line = |text: &str, start: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(start))
+            .unwrap_or_else(|| panic!("no {start}"))
+            .to_owned()
+    };
+    let mut ops = BTreeSet::new();
+    for l in [line(cpu_peers, "OPS = ["), line(peers_cu, "std::vector<std::string> ops = {")] {
+        ops.extend(quoted(&l).into_iter().map(str::to_owned));
+    }
+    ops
+}
+
+/// Every part that a tool of `registry` lacks, and every part of the house that no tool of it owns.
+fn missing_parts(registry: &[Tool], root: &Path) -> Vec<String> {
+    let text = |path: &str| std::fs::read_to_string(root.join(path)).unwrap_or_default();
+    let readme = text("README.md");
+    let rows = readme_rows(&readme);
+    let main = text("tests/tools/main.rs");
+    let bench = text("crates/bench/src/registry.rs");
+    let entries = bench_entries(&bench);
+    let tools_py = text("scripts/bench/tools.py");
+    let timed = bench_tools(&tools_py);
+    let sanitize = text("scripts/sanitize");
+    let runs = sanitized(&sanitize);
+    let peers = peer_ops(&text("scripts/bench/cpu_peers.py"), &text("scripts/bench/peers.cu"));
+    let names: BTreeSet<&str> = registry.iter().map(|t| t.name).collect();
+    let mut missing = Vec::new();
+    if names.len() != registry.len() {
+        missing.push("tools.toml: a tool named twice".to_owned());
+    }
+    for t in registry {
+        let name = t.name;
+        let mut lacks = |what: String| missing.push(format!("{name}: {what}"));
+        if !root.join(format!("src/bin/{name}.rs")).is_file() {
+            lacks(format!("no binary, src/bin/{name}.rs"));
+        }
+        if !root.join(format!("docs/{name}.md")).is_file() {
+            lacks(format!("no manual, docs/{name}.md"));
+        }
+        let link = format!("[docs/{name}.md](docs/{name}.md)");
+        if !rows.iter().any(|&(tool, row)| tool == name && row.contains(&link)) {
+            lacks(format!("no row in the README's table linking {link}"));
+        }
+        let module = format!("tests/tools/{}.rs", t.tests);
+        if !text(&module).contains(&format!("\"{name}\"")) {
+            lacks(format!("no tests: {module} does not run \"{name}\""));
+        }
+        if !main.lines().any(|l| l.trim() == format!("mod {};", t.tests)) {
+            lacks(format!("no `mod {};` in tests/tools/main.rs", t.tests));
+        }
+        if !timed.contains(&name) {
+            lacks("no benchmark entry in scripts/bench/tools.py's TOOLS".into());
+        }
+        if t.ops.is_empty() {
+            lacks("no ops (histopipe-bench entries) in tools.toml".into());
+        }
+        for op in &t.ops {
+            if !entries.contains(op) {
+                lacks(format!("op {op} is no entry of histopipe-bench (crates/bench/src/registry.rs)"));
+            }
+        }
+        for peer in &t.peers {
+            if !peers.contains(*peer) {
+                lacks(format!("peer op {peer} is in neither cpu_peers.py's OPS nor peers.cu's ops"));
+            }
+        }
+        if t.gpu && !runs.contains(name) {
+            lacks("GPU kernels but no runs in scripts/sanitize".into());
+        }
+    }
+    let bins =
+        std::fs::read_dir(root.join("src/bin")).map(|d| d.flatten().collect()).unwrap_or_else(|_| Vec::new());
+    for bin in bins {
+        let file = bin.file_name().to_string_lossy().into_owned();
+        if !names.contains(file.trim_end_matches(".rs")) {
+            missing.push(format!("src/bin/{file}: not a tool of tools.toml"));
+        }
+    }
+    for (tool, _) in rows {
+        if !names.contains(tool) {
+            missing.push(format!("README: the table's `{tool}` is not a tool of tools.toml"));
+        }
+    }
+    for entry in entries {
+        if !registry.iter().any(|t| t.ops.contains(&entry)) {
+            missing.push(format!("histopipe-bench's entry {entry}: in no tool's ops in tools.toml"));
+        }
+    }
+    for tool in timed {
+        if !names.contains(tool) {
+            missing.push(format!("scripts/bench/tools.py: {tool} is not a tool of tools.toml"));
+        }
+    }
+    for tool in runs {
+        if !names.contains(tool) {
+            missing.push(format!("scripts/sanitize: runs {tool}, not a tool of tools.toml"));
+        }
+    }
+    missing
+}
+
+#[test]
+fn every_tool_has_all_its_parts_and_every_part_a_tool() {
+    let tools = registry();
+    assert!(!tools.is_empty(), "tools.toml holds no tool");
+    let missing = missing_parts(tools, &repo());
+    assert!(missing.is_empty(), "the registry (tools.toml) and the house disagree:\n{}", missing.join("\n"));
+}
+
+#[test]
+fn scripts_read_the_registry_as_the_tests_do() {
+    let out = std::process::Command::new(repo().join("scripts/registry")).arg("tools").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().collect::<Vec<_>>(), tools());
+    for t in registry() {
+        for (field, values) in [("ops", t.ops.clone()), ("peers", t.peers.clone()), ("tests", vec![t.tests])]
+        {
+            let out =
+                std::process::Command::new(repo().join("scripts/registry")).args([t.name, field]).output();
+            let out = String::from_utf8(out.unwrap().stdout).unwrap();
+            assert_eq!(out.lines().collect::<Vec<_>>(), values, "scripts/registry {} {field}", t.name);
+        }
+    }
+    let gpu = std::process::Command::new(repo().join("scripts/registry"))
+        .args(["tools", "--gpu"])
+        .output()
+        .unwrap();
+    let gpu: Vec<String> = String::from_utf8(gpu.stdout).unwrap().lines().map(str::to_owned).collect();
+    let expected: Vec<&str> = registry().iter().filter(|t| t.gpu).map(|t| t.name).collect();
+    assert_eq!(gpu, expected);
+}
+
+#[test]
+fn a_tool_with_a_missing_part_is_named_with_what_it_lacks() {
+    // A new tool in the registry, with none of its parts yet.
+    let tools = [Tool {
+        name: "threshold",
+        ops: vec!["threshold"],
+        peers: vec!["threshold"],
+        gpu: true,
+        tests: "threshold",
+    }];
+    let missing = missing_parts(&tools, &repo());
+    for part in [
+        "threshold: no binary, src/bin/threshold.rs",
+        "threshold: no manual, docs/threshold.md",
+        "threshold: no row in the README's table linking [docs/threshold.md](docs/threshold.md)",
+        "threshold: no tests: tests/tools/threshold.rs does not run \"threshold\"",
+        "threshold: no `mod threshold;` in tests/tools/main.rs",
+        "threshold: no benchmark entry in scripts/bench/tools.py's TOOLS",
+        "threshold: op threshold is no entry of histopipe-bench (crates/bench/src/registry.rs)",
+        "threshold: peer op threshold is in neither cpu_peers.py's OPS nor peers.cu's ops",
+        "threshold: GPU kernels but no runs in scripts/sanitize",
+        // And the house's tools that this registry of one does not hold.
+        "src/bin/pad.rs: not a tool of tools.toml",
+        "README: the table's `pad` is not a tool of tools.toml",
+        "histopipe-bench's entry pad: in no tool's ops in tools.toml",
+        "scripts/bench/tools.py: pad is not a tool of tools.toml",
+        "scripts/sanitize: runs pad, not a tool of tools.toml",
+    ] {
+        assert!(missing.iter().any(|m| m == part), "not said: {part}\nsaid:\n{}", missing.join("\n"));
+    }
+}
