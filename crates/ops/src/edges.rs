@@ -269,18 +269,17 @@ fn canny_cpu(src: &[u8], w: usize, h: usize, l2: bool, low: i32, high: i32) -> V
     }
     // The border ring is NONE: this flood never leaves the map.
     flood(&mut map, mw, 0, seeds, &mut Vec::new());
-    let mut edges = Vec::with_capacity(w * h);
-    parallel::for_each_part(&mut edges.spare_capacity_mut()[..w * h], band * w, |first, part| {
+    let rows_of = |first: usize, part: &mut [MaybeUninit<u8>]| {
         let rows = map[mw..].chunks_exact(mw).skip(first / w);
         for (dst, m) in part.chunks_exact_mut(w).zip(rows) {
             for (d, &v) in dst.iter_mut().zip(&m[1..=w]) {
                 d.write(if v == STRONG { 255 } else { 0 });
             }
         }
-    });
-    // SAFETY: the parts cover the w h samples, and each row of a part was written.
-    unsafe { edges.set_len(w * h) };
-    edges
+    };
+    // SAFETY: the parts are of whole rows, and each row of a part is written: the map has a row
+    // for each.
+    unsafe { parallel::output_in_parts(w * h, band * w, rows_of) }
 }
 
 /// Hysteresis within `map`, whole rows of `mw` bytes that start at index `base` of the whole map:
