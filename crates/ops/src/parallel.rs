@@ -112,6 +112,19 @@ pub(crate) fn for_each_part<T: Send>(data: &mut [T], len: usize, f: impl Fn(usiz
     data.par_chunks_mut(len).enumerate().for_each(|(k, part)| f(k * len, part));
 }
 
+/// `f(first, part)` for consecutive parts of `items`, `len` elements each (the last may be
+/// shorter), `first` being the index of the part's first element, in the parts' order: on the
+/// pool's threads when there are several parts, else on the calling thread. For the tools' own
+/// work (`colhist`'s tables), so that it runs on the one pool that `--threads` sizes.
+pub fn map_parts<T: Sync, R: Send>(items: &[T], len: usize, f: impl Fn(usize, &[T]) -> R + Sync) -> Vec<R> {
+    use rayon::prelude::*;
+    let len = len.max(1);
+    if items.len() <= len {
+        return vec![f(0, items)];
+    }
+    items.par_chunks(len).enumerate().map(|(k, part)| f(k * len, part)).collect()
+}
+
 /// An empty vector with room for `n` elements: the output an operation writes in parts on the
 /// pool's threads (see [`for_each_part`]). A large one is asked to be backed by huge pages
 /// ([`advise_huge_pages`]).
