@@ -6,7 +6,7 @@ use histopipe_cli::{
 };
 use histopipe_frame::{Format, Frame, Line, Pixels};
 use histopipe_ops::colhist::{ColHist as ColHistOp, ColHistParams, Histograms};
-use histopipe_ops::OpError;
+use histopipe_ops::{parallel, OpError};
 use histopipe_plot::{colhist_figure, heatmap_image, ColhistFigure, Counts};
 
 use crate::plot::{plot_target, write_figure, Plot};
@@ -329,32 +329,20 @@ fn write_table(
     }
     let rows: Vec<&[u32]> = h.counts.chunks_exact(h.lines.max(1)).take(h.bins).collect();
     // A 4K frame's table is a million numbers, more than one core formats in a frame period of a
-    // fast stream: large tables are formatted in bands of bins on a few threads, joined in order.
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8)
-        .min(h.counts.len() / (1 << 16))
-        .clamp(1, rows.len().max(1));
-    if threads == 1 {
+    // fast stream: large tables are formatted in bands of bins on the CPU backend's pool, joined in
+    // order.
+    let bands = parallel::threads().min(8).min(h.counts.len() / (1 << 16)).clamp(1, rows.len().max(1));
+    if bands == 1 {
         write_rows(text, op, key, 0, &rows, sep);
         return;
     }
-    let per = rows.len().div_ceil(threads);
-    let bands: Vec<Vec<u8>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = rows
-            .chunks(per)
-            .enumerate()
-            .map(|(i, band)| {
-                scope.spawn(move || {
-                    let mut out = Vec::with_capacity(band.len() * (band[0].len() + 3) * 4);
-                    write_rows(&mut out, op, key, i * per, band, sep);
-                    out
-                })
-            })
-            .collect();
-        workers.into_iter().map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    let per = rows.len().div_ceil(bands);
+    let written = parallel::map_parts(&rows, per, |first, band| {
+        let mut out = Vec::with_capacity(band.len() * (band[0].len() + 3) * 4);
+        write_rows(&mut out, op, key, first, band, sep);
+        out
     });
-    for band in bands {
+    for band in written {
         text.extend_from_slice(&band);
     }
 }
@@ -389,7 +377,10 @@ fn push_counts(text: &mut Vec<u8>, counts: &[u32], sep: u8) {
     unsafe { text.set_len(text.len() + n) };
 }
 
-/// Writes `v` in decimal at the start of `out` (10 bytes); returns how many bytes it took.
+/// Writes `v` in decimal at the start of `out` (10 bytes); returns how many bytes it took. By hand,
+/// not with `itoa` as [`push_u64`]: the counts are the bulk of a table, mostly of one to three
+/// digits, and `itoa`'s string, copied here, made colhist of a 4096x3112 frame 2 to 3.5 ms (10 to
+/// 15%) more CPU time in the median of 31 runs, with or without a path of its own for one digit.
 fn write_u32(out: &mut [std::mem::MaybeUninit<u8>], v: u32) -> usize {
     if v < 10 {
         out[0].write(b'0' + v as u8);
@@ -413,20 +404,10 @@ fn write_u32(out: &mut [std::mem::MaybeUninit<u8>], v: u32) -> usize {
     digits.len() - i
 }
 
-/// Appends `v` in decimal: a table is mostly small counts, and `format!` per number would dominate.
-fn push_u64(out: &mut Vec<u8>, mut v: u64) {
-    if v < 10 {
-        out.push(b'0' + v as u8);
-        return;
-    }
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    while v > 0 {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-    }
-    out.extend_from_slice(&digits[i..]);
+/// Appends `v` in decimal (a bin, its bounds, a column's number): `format!` per number would
+/// dominate.
+fn push_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@
 //! The output's maxval is 255 for 8-bit frames and 65535 for 16-bit ones: OpenCV's tables span
 //! 0..B - 1 whatever the input's range.
 
+use std::mem::MaybeUninit;
 use std::str::FromStr;
 
 use histopipe_frame::{Frame, Samples};
@@ -386,9 +387,8 @@ impl Tiling {
     pub fn interpolate<T: Sample>(&self, samples: &[T], luts: &[T]) -> Vec<T> {
         let (w, h, bins) = (self.width as usize, self.height as usize, self.bins as usize);
         let n = w * h;
-        let mut out = parallel::output(n);
         if n == 0 {
-            return out;
+            return Vec::new();
         }
         let row_tables = self.tiles_x as usize * bins;
         let top = top_of::<T>() as i32;
@@ -396,7 +396,7 @@ impl Tiling {
         let runs: Vec<&[Weights]> =
             columns.chunk_by(|a, b| (a.first, a.second) == (b.first, b.second)).collect();
         let band = h.div_ceil(parallel::parts(n, MIN_PART)) * w;
-        parallel::for_each_part(&mut out.spare_capacity_mut()[..n], band, |first, part| {
+        let rows_of = |first: usize, part: &mut [MaybeUninit<T>]| {
             let y0 = first / w;
             for (y, (row, line)) in (y0..).zip(samples[first..].chunks_exact(w).zip(part.chunks_exact_mut(w)))
             {
@@ -422,10 +422,9 @@ impl Tiling {
                     }
                 }
             }
-        });
-        // SAFETY: the bands cover the n samples, and every sample of each was written.
-        unsafe { out.set_len(n) };
-        out
+        };
+        // SAFETY: the parts are of whole rows, and every sample of a row is written, run by run.
+        unsafe { parallel::output_in_parts(n, band, rows_of) }
     }
 
     /// Queues the whole of CLAHE on the GPU: `src` (width x height samples) into `dst`, with

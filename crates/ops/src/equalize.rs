@@ -183,18 +183,10 @@ fn map_parts<T: Copy + Send + Sync>(
     map: impl Fn(&[T], &mut [MaybeUninit<T>]) + Sync,
 ) -> Vec<T> {
     let n = samples.len();
-    let mut out = parallel::output(n);
-    let parts = match parallel::parts(n, MIN_SPLIT) {
-        1 => 1,
-        _ => parallel::parts(n, MIN_PART),
-    };
-    let part = n.div_ceil(parts);
-    parallel::for_each_part(&mut out.spare_capacity_mut()[..n], part, |first, part| {
-        map(&samples[first..first + part.len()], part)
-    });
-    // SAFETY: the parts cover the n slots, and `map` wrote every slot of each.
-    unsafe { out.set_len(n) };
-    out
+    let part = n.div_ceil(parallel::parts_split_from(n, MIN_SPLIT, MIN_PART));
+    let map_part = |first: usize, part: &mut [MaybeUninit<T>]| map(&samples[first..first + part.len()], part);
+    // SAFETY: `map` writes every slot of its `out`.
+    unsafe { parallel::output_in_parts(n, part, map_part) }
 }
 
 impl Equalize {

@@ -95,10 +95,7 @@ pub struct Histogram {
 pub fn count<T: Sample>(samples: &[T], bins: Bins) -> Vec<u64> {
     let n = bins.count();
     let per_bin = PART_SAMPLES_PER_BIN * n;
-    let parts = match parallel::parts(samples.len(), MIN_SPLIT.max(per_bin)) {
-        1 => 1,
-        _ => parallel::parts(samples.len(), MIN_PART.max(per_bin)),
-    };
+    let parts = parallel::parts_split_from(samples.len(), MIN_SPLIT.max(per_bin), MIN_PART.max(per_bin));
     if let (Some(bytes), true) = (T::bytes(samples), n <= 256) {
         return add_parts(bytes, parts, |part| count_bytes(part, bins));
     }

@@ -129,11 +129,7 @@ impl Pad {
         if n == 0 {
             return Vec::new();
         }
-        let parts = match parallel::parts(n, MIN_SPLIT) {
-            1 => 1,
-            _ => parallel::parts(n, MIN_PART),
-        };
-        let band = self.height.div_ceil(parts) * self.width;
+        let band = self.height.div_ceil(parallel::parts_split_from(n, MIN_SPLIT, MIN_PART)) * self.width;
         // The frame's row of output row y, if y has one.
         let frame_row = |y: usize| {
             let y = y.checked_sub(self.top).filter(|&y| y < h && w > 0)?;
@@ -151,8 +147,7 @@ impl Pad {
             });
             return out;
         }
-        let mut out = parallel::output(n);
-        parallel::for_each_part(&mut out.spare_capacity_mut()[..n], band, |first, part| {
+        let rows_of = |first: usize, part: &mut [MaybeUninit<T>]| {
             for (y, row) in (first / self.width..).zip(part.chunks_exact_mut(self.width)) {
                 let Some(frame) = frame_row(y) else {
                     row.fill(MaybeUninit::new(fill));
@@ -164,11 +159,10 @@ impl Pad {
                 // SAFETY: `to` and `frame` are w samples each, and distinct (one is the output's).
                 unsafe { std::ptr::copy_nonoverlapping(frame.as_ptr(), to.as_mut_ptr().cast::<T>(), w) };
             }
-        });
-        // SAFETY: the parts, of whole rows, cover the n slots, and every slot of a row was written:
-        // the fill on either side of `columns`, and the frame's row (or the fill) in them.
-        unsafe { out.set_len(n) };
-        out
+        };
+        // SAFETY: the parts are of whole rows, and every slot of a row is written: the fill on
+        // either side of `columns`, and the frame's row (or the fill) in them.
+        unsafe { parallel::output_in_parts(n, band, rows_of) }
     }
 
     fn gpu_samples<T: Sample>(

@@ -89,6 +89,16 @@ pub(crate) fn parts(units: usize, min_part: usize) -> usize {
     }
 }
 
+/// [`parts`] for an operation with two thresholds: 1 unless `units` reach `min_split`, the work
+/// worth waking the pool for at all; else parts of at least `min_part`, smaller, so that once the
+/// pool is woken its threads get several parts each to balance.
+pub(crate) fn parts_split_from(units: usize, min_split: usize, min_part: usize) -> usize {
+    match parts(units, min_split) {
+        1 => 1,
+        _ => parts(units, min_part),
+    }
+}
+
 /// Calls `f(first, part)` for consecutive parts of `data`, `len` elements each (the last may be
 /// shorter), `first` being the index of the part's first element: on the pool's threads when
 /// there are several parts, else on the calling thread.
@@ -102,12 +112,53 @@ pub(crate) fn for_each_part<T: Send>(data: &mut [T], len: usize, f: impl Fn(usiz
     data.par_chunks_mut(len).enumerate().for_each(|(k, part)| f(k * len, part));
 }
 
+/// `f(first, part)` for consecutive parts of `items`, `len` elements each (the last may be
+/// shorter), `first` being the index of the part's first element, in the parts' order: on the
+/// pool's threads when there are several parts, else on the calling thread. For the tools' own
+/// work (`colhist`'s tables), so that it runs on the one pool that `--threads` sizes.
+pub fn map_parts<T: Sync, R: Send>(items: &[T], len: usize, f: impl Fn(usize, &[T]) -> R + Sync) -> Vec<R> {
+    use rayon::prelude::*;
+    let len = len.max(1);
+    if items.len() <= len {
+        return vec![f(0, items)];
+    }
+    items.par_chunks(len).enumerate().map(|(k, part)| f(k * len, part)).collect()
+}
+
 /// An empty vector with room for `n` elements: the output an operation writes in parts on the
 /// pool's threads (see [`for_each_part`]). A large one is asked to be backed by huge pages
 /// ([`advise_huge_pages`]).
 pub(crate) fn output<T>(n: usize) -> Vec<T> {
     let out = Vec::with_capacity(n);
     advise_huge_pages(out.as_ptr(), n.saturating_mul(std::mem::size_of::<T>()));
+    out
+}
+
+/// An [`output`] of `n` elements written by `write(first, part)` for consecutive parts of
+/// `part_len` elements (the last may be shorter), `first` being the index of the part's first
+/// element, as [`for_each_part`] calls it; nothing is called when `n` is 0.
+///
+/// # Safety
+///
+/// `write` must initialise every element of each part it is given. (The parts cover the `n`
+/// elements whatever `part_len` is: that, [`for_each_part`] ensures.) Not checked: this is the
+/// writing of the CPU backend's outputs, whose hot loops write each element once through
+/// [`MaybeUninit::write`] or raw stores, and a check (or zeroing the output first, which the
+/// kernel does not do for a heap block reused from the last frame) would cost what the loops
+/// spared.
+pub(crate) unsafe fn output_in_parts<T: Send>(
+    n: usize,
+    part_len: usize,
+    write: impl Fn(usize, &mut [MaybeUninit<T>]) + Sync,
+) -> Vec<T> {
+    let mut out = output(n);
+    if n == 0 {
+        return out;
+    }
+    for_each_part(&mut out.spare_capacity_mut()[..n], part_len, write);
+    // SAFETY: `for_each_part` gave `write` parts that cover the n slots, and `write` initialised
+    // every element of each (this function's contract).
+    unsafe { out.set_len(n) };
     out
 }
 

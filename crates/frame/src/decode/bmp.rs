@@ -21,7 +21,7 @@ use image::codecs::bmp::BmpDecoder;
 use image::{ColorType, ImageDecoder};
 
 use super::source::Source;
-use super::{guarded, library_error, Canvas, Encoded, Layout, Picture, Target, WalkError};
+use super::{guarded, library_error, too_short, Bound, Canvas, Encoded, Layout, Picture, Target, WalkError};
 use crate::budget::Budget;
 use crate::FrameError;
 
@@ -150,13 +150,8 @@ pub(crate) fn decode(
         if let Some(d) = pixel_data(bytes).filter(|d| matches!(d.compression, 1 | 2)) {
             let coded = (bytes.len() as u64).saturating_sub(d.offset);
             if d.width.saturating_mul(d.height) > RLE_PIXELS_PER_BYTE.saturating_mul(coded) {
-                return Err(FrameError::invalid(
-                    index,
-                    format!(
-                        "bad BMP: it declares {w}x{h} pixels, but its {coded} bytes of RLE data cannot code that many \
-                         (at most {RLE_PIXELS_PER_BYTE} pixels a byte): damaged or hostile input"
-                    ),
-                ));
+                let most = Bound::AtMostPixelsPerByte(RLE_PIXELS_PER_BYTE);
+                return Err(too_short(index, "BMP", (w.into(), h.into()), coded, "RLE data", most));
             }
         }
         if let Some(d) = pixel_data(bytes).filter(|d| matches!(d.compression, 0 | 3)) {

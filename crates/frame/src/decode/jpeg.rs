@@ -20,7 +20,7 @@ use zune_jpeg::zune_core::options::DecoderOptions;
 use zune_jpeg::JpegDecoder;
 
 use super::source::{SliceSource, Source};
-use super::{guarded, library_error, Canvas, Encoded, Layout, Picture, Target, WalkError};
+use super::{guarded, library_error, too_short, Bound, Canvas, Encoded, Layout, Picture, Target, WalkError};
 use crate::budget::Budget;
 use crate::FrameError;
 
@@ -278,17 +278,9 @@ fn check_coded_data(walk: &JpegWalk, frame: &FrameHeader, budget: &Budget) -> Re
         ));
     }
     if blocks.div_ceil(8) > walk.coded_bytes {
-        return Err(FrameError::invalid(
-            budget.frame,
-            format!(
-                "bad JPEG: it declares {}x{} pixels, but its {} bytes of coded data cannot hold that many \
-                 (at least {} bytes): damaged or hostile input",
-                frame.width,
-                frame.height,
-                walk.coded_bytes,
-                blocks.div_ceil(8)
-            ),
-        ));
+        let need = Bound::AtLeastBytes(blocks.div_ceil(8));
+        let declared = (frame.width, frame.height);
+        return Err(too_short(budget.frame, "JPEG", declared, walk.coded_bytes, "coded data", need));
     }
     Ok(())
 }

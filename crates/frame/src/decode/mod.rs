@@ -382,6 +382,38 @@ pub(crate) fn library_error(frame: usize, kind: Encoded, err: impl std::fmt::Dis
     FrameError::invalid(frame, format!("bad {} image: {}", kind.name(), one_line(&err.to_string())))
 }
 
+/// What the coded data of an image refused by [`too_short`] could at best give.
+pub(crate) enum Bound {
+    /// The fewest bytes that could hold the declared pixels.
+    AtLeastBytes(u64),
+    /// The most pixels a byte codes.
+    AtMostPixelsPerByte(u64),
+}
+
+/// The error for a `format` image declaring `width x height` pixels that `bytes` bytes of its
+/// `data` (as "compressed data") cannot give: refused before decoding, a decompression bomb or
+/// damage.
+pub(crate) fn too_short(
+    frame: usize,
+    format: &str,
+    (width, height): (u64, u64),
+    bytes: u64,
+    data: &str,
+    bound: Bound,
+) -> FrameError {
+    let bound = match bound {
+        Bound::AtLeastBytes(n) => format!("hold that many (at least {n} bytes)"),
+        Bound::AtMostPixelsPerByte(n) => format!("code that many (at most {n} pixels a byte)"),
+    };
+    FrameError::invalid(
+        frame,
+        format!(
+            "bad {format}: it declares {width}x{height} pixels, but its {bytes} bytes of {data} cannot {bound}: \
+             damaged or hostile input"
+        ),
+    )
+}
+
 /// Decoded images and colour netpbm images read in full for drawing: 8-bit RGB, row-major.
 pub type Rgb8Image = (usize, usize, Vec<u8>);
 

@@ -13,7 +13,9 @@ use std::io::Cursor;
 use png::{Adam7Info, BitDepth, ColorType, InterlaceInfo, Transformations};
 
 use super::source::Source;
-use super::{guarded, library_error, Canvas, Encoded, Layout, Order, Picture, Target, WalkError};
+use super::{
+    guarded, library_error, too_short, Bound, Canvas, Encoded, Layout, Order, Picture, Target, WalkError,
+};
 use crate::budget::Budget;
 use crate::png_scale::{PngScale, MAXVAL_KEYWORD};
 use crate::pnm::shown;
@@ -220,17 +222,9 @@ pub(crate) fn decode(
     let pixels = budget.check_pixels(header.width, header.height)? as usize;
     let raw = header.raw_bytes();
     if raw > DEFLATE_RATIO.saturating_mul(walk.idat_bytes) {
-        return Err(FrameError::invalid(
-            index,
-            format!(
-                "bad PNG: it declares {}x{} pixels, but its {} bytes of compressed data cannot hold that many \
-                 (at least {} bytes): damaged or hostile input",
-                header.width,
-                header.height,
-                walk.idat_bytes,
-                raw.div_ceil(DEFLATE_RATIO)
-            ),
-        ));
+        let need = Bound::AtLeastBytes(raw.div_ceil(DEFLATE_RATIO));
+        let declared = (header.width, header.height);
+        return Err(too_short(index, "PNG", declared, walk.idat_bytes, "compressed data", need));
     }
     let lib = |e: png::DecodingError| library_error(index, Encoded::Png, e);
     let picture = guarded(index, "PNG", || {

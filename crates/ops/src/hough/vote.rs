@@ -1,5 +1,6 @@
 //! `hough-vote`: the accumulator of an edge map, and its CPU votes.
 
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use histopipe_frame::{Frame, Pixels, Samples};
@@ -252,18 +253,17 @@ impl Op for HoughVote {
         // The counters narrowed to 16 bits, and the most votes, in parts on the pool's threads.
         let cells = acc.len();
         let most = AtomicU32::new(0);
-        let mut narrow = Vec::with_capacity(cells);
         let part = cells.div_ceil(parallel::parts(cells, MIN_PART_CELLS));
-        parallel::for_each_part(&mut narrow.spare_capacity_mut()[..cells], part, |first, out| {
+        let narrow_part = |first: usize, out: &mut [MaybeUninit<u16>]| {
             let mut top = 0;
             for (slot, &v) in out.iter_mut().zip(&acc[first..]) {
                 top = top.max(v);
                 slot.write(v as u16);
             }
             most.fetch_max(top, Ordering::Relaxed);
-        });
-        // SAFETY: the parts cover the cells, and each slot of a part was written.
-        unsafe { narrow.set_len(cells) };
+        };
+        // SAFETY: each slot of a part is written: `acc` has a counter for each of the cells.
+        let narrow = unsafe { parallel::output_in_parts(cells, part, narrow_part) };
         let most = most.into_inner();
         if most > 65535 {
             return Err(Self::too_many(most));

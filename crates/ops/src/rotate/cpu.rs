@@ -29,30 +29,21 @@ impl Rotate {
         let (w, h) = (self.width, self.height);
         let (ow, oh) = (self.out_width, self.out_height);
         let n = ow * oh;
-        let mut out = parallel::output(n);
-        if n == 0 {
-            return out;
-        }
         // The SIMD kernels form indices y w + x in f64, exact (and below 2^52) only here, and read
         // the input unchecked (the portable kernel checks, as it always did).
         let fits = (w as u64).saturating_mul(h as u64) < 1 << 52 && input.len() >= w * h;
         let kernel = if fits { kernel } else { Kernel::Scalar };
-        let parts = match parallel::parts(n, MIN_SPLIT) {
-            1 => 1,
-            _ => parallel::parts(n, MIN_PART),
-        };
-        let band = oh.div_ceil(parts) * ow;
-        parallel::for_each_part(&mut out.spare_capacity_mut()[..n], band, |first, part| {
+        let band = oh.div_ceil(parallel::parts_split_from(n, MIN_SPLIT, MIN_PART)) * ow;
+        let rows_of = |first: usize, part: &mut [MaybeUninit<T>]| {
             let rows = first / ow..(first + part.len()) / ow;
             match self.turn {
                 Turn::Quarter(q) => self.quarter(input, q, rows, part),
                 Turn::Angle { .. } => self.affine(input, kernel, rows, part),
             }
-        });
-        // SAFETY: the bands cover the n samples, and `quarter` and `affine` write every sample of
-        // theirs.
-        unsafe { out.set_len(n) };
-        out
+        };
+        // SAFETY: the parts are of whole rows, and `quarter` and `affine` write every sample of
+        // their rows.
+        unsafe { parallel::output_in_parts(n, band, rows_of) }
     }
 
     /// Writes the output rows `rows` of the quarter turn `q` to `out` (those rows' samples).

@@ -1,0 +1,243 @@
+//! `colhist` on the GPU: the device plan, which picks the counting kernel for the frame's shape
+//! and holds its scratch, and the kernels' launch shapes.
+
+use histopipe_frame::{Affine, Geometry};
+use histopipe_gpu::cudarc::driver::sys::CUdevice_attribute;
+use histopipe_gpu::cudarc::driver::CudaSlice;
+use histopipe_gpu::{kernels, launch, Buffer, LaunchConfig};
+
+use super::ColHist;
+use crate::{Gpu, OpError, Sample};
+
+/// u32 counters of shared memory a block may use: 48 KiB, the limit without opting in.
+const SHARED_COUNTERS: u32 = 12 * 1024;
+/// Lines (columns or rows) per block at most: one warp's worth of neighbouring columns.
+const MAX_TILE: u32 = 32;
+const THREADS: u32 = 256;
+
+/// Most bins of the column kernel `colhist_pairs_*` (`PAIR_MAX_BINS` in colhist.cu): a tile's
+/// 64 columns of 16-bit counters, bins x 128 bytes, within the 48 KiB of shared memory every GPU
+/// gives a block without opting in.
+const PAIR_MAX_BINS: u32 = 384;
+/// Columns per block of `colhist_pairs_*` (`PAIR_TILE`): two per lane of a warp.
+const PAIR_TILE: usize = 64;
+const PAIR_THREADS: u32 = 512;
+/// Threads per block of `colhist_warp_rows_*`: eight rows.
+const ROW_THREADS: u32 = 256;
+/// Blocks of `colhist_pairs_*` an SM holds at once: 512 threads of 45-48 registers (ptxas, sm_90)
+/// take 24576 of its 65536 registers.
+const PAIR_BLOCKS_PER_SM: usize = 2;
+/// Fewest rows per block of `colhist_pairs_*`: fewer would make the merge cost more than counting.
+const PAIR_MIN_ROWS: usize = 256;
+
+impl ColHist {
+    pub(super) fn gpu_counts<T: Sample>(
+        &self,
+        gpu: &Gpu,
+        w: usize,
+        h: usize,
+        input: &[T],
+    ) -> Result<Vec<u32>, OpError> {
+        let n = self.bins as usize * self.lines(w, h);
+        let src = gpu.upload::<T>("colhist.in", input)?;
+        let mut counts = gpu.buffer::<u32>("colhist.counts", n)?;
+        self.plan(gpu, w, h)?.queue(&src, &mut counts)?;
+        let out = gpu.download_vec(&counts, n)?;
+        Ok(out)
+    }
+
+    /// The device plan of these counts for `w x h` frames.
+    pub fn plan<'g>(&self, gpu: &'g Gpu, w: usize, h: usize) -> Result<ColHistPlan<'g>, OpError> {
+        let pairs = if self.uses_pairs(w, h) { Some(Pairs::new(gpu, w, h)?) } else { None };
+        // colhist_pairs_*'s scratch: each part's packed counters (bins x 32 words per block), and
+        // per tile the count of its blocks done.
+        let several = pairs.filter(|p| p.parts > 1);
+        let (partials, done) = match several {
+            Some(p) => (p.tiles * p.parts * self.bins as usize * 32, p.tiles),
+            None => (1, 1),
+        };
+        Ok(ColHistPlan {
+            gpu,
+            op: self.clone(),
+            w,
+            h,
+            pairs,
+            partials: gpu.buffer::<u32>("colhist.partials", partials)?,
+            done: gpu.buffer::<u32>("colhist.done", done)?,
+        })
+    }
+
+    /// Whether the columns of a `w x h` frame are counted by `colhist_pairs_*`.
+    fn uses_pairs(&self, w: usize, h: usize) -> bool {
+        !self.rows && self.bins <= PAIR_MAX_BINS && w > 0 && h > 0
+    }
+
+    /// The kernels' mask arguments: whether to mask, the map to the original and the original's
+    /// size (the identity of a `w x h` frame when there is no mask).
+    fn mask_args(&self, w: usize, h: usize) -> (u32, Affine, f64, f64) {
+        let (masked, g) = match &self.mask {
+            Some(g) => (1u32, g.clone()),
+            None => (0u32, Geometry::identity(w, h)),
+        };
+        (masked, g.to_original, g.original_width as f64, g.original_height as f64)
+    }
+}
+
+/// The launch shape of `colhist_pairs_*` for a frame: blocks of [`PAIR_TILE`] columns by `span`
+/// rows, `tiles x parts` of them.
+#[derive(Debug, Clone, Copy)]
+struct Pairs {
+    tiles: usize,
+    parts: usize,
+    span: usize,
+}
+
+impl Pairs {
+    fn new(gpu: &Gpu, w: usize, h: usize) -> Result<Pairs, OpError> {
+        let tiles = w.div_ceil(PAIR_TILE);
+        // Enough blocks to cover the GPU, but no more: every extra part along the rows adds
+        // bins x 128 bytes of partial counts, stored, then read by the tile's last block. At
+        // least PAIR_MIN_ROWS rows per block, at most 65535 (a 16-bit counter's limit).
+        // PAIR_BLOCKS_PER_SM blocks fit on an SM at once: fill the GPU in one wave.
+        let sms = gpu
+            .stream()
+            .context()
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_or(132, |n| n.max(1) as usize);
+        let parts = (PAIR_BLOCKS_PER_SM * sms / tiles)
+            .clamp(1, h.div_ceil(PAIR_MIN_ROWS))
+            .max(h.div_ceil(u16::MAX as usize));
+        let span = h.div_ceil(parts);
+        let parts = h.div_ceil(span);
+        if parts > u16::MAX as usize {
+            return Err(OpError::invalid("frames taller than 65535 x 65535 rows are not supported"));
+        }
+        Ok(Pairs { tiles, parts, span })
+    }
+}
+
+/// The device plan of `colhist`: the counting kernel for the frame's shape and the scratch of
+/// `colhist_pairs_*` (each part's packed counters, each tile's count of blocks done). The one GPU
+/// sequence that `Op::gpu` and the benchmark run.
+pub struct ColHistPlan<'g> {
+    gpu: &'g Gpu,
+    op: ColHist,
+    w: usize,
+    h: usize,
+    /// The shape of `colhist_pairs_*`, when it counts the columns.
+    pairs: Option<Pairs>,
+    partials: Buffer<'g, u32>,
+    done: Buffer<'g, u32>,
+}
+
+impl ColHistPlan<'_> {
+    /// Queues the counts of the `w x h` frame in `src` into the first `bins x lines` counters of
+    /// `counts` (zeroed first where the kernel adds to them).
+    pub fn queue<T: Sample>(
+        &mut self,
+        src: &CudaSlice<T>,
+        counts: &mut CudaSlice<u32>,
+    ) -> Result<(), OpError> {
+        let (op, w, h) = (&self.op, self.w, self.h);
+        let lines = op.lines(w, h);
+        let along = if op.rows { w } else { h };
+        if lines == 0 || along == 0 {
+            return Ok(());
+        }
+        if op.bins <= PAIR_MAX_BINS {
+            return self.queue_small(src, counts);
+        }
+        self.gpu.stream().memset_zeros(&mut counts.slice_mut(..op.bins as usize * lines))?;
+        let direction = if op.rows { "rows" } else { "cols" };
+        let tile = (SHARED_COUNTERS / op.bins).min(MAX_TILE);
+        let (name, cfg, tile, span) = if tile == 0 {
+            let blocks = launch::blocks(w * h, THREADS, 1 << 16);
+            ("global", launch::linear(blocks, THREADS), 0, 0)
+        } else {
+            let tiles = (lines as u32).div_ceil(tile);
+            // Enough blocks to fill a large GPU, each still covering a long stretch of its lines
+            // so that merging its shared counts stays cheap next to counting.
+            // The kernel indexes a block's tile * span pixels in 32 bits: keep them under 2^31.
+            let fewest = ((along as u64 * tile as u64) >> 31) as u32 + 1;
+            let parts = 2048u32
+                .div_ceil(tiles)
+                .max(fewest)
+                .clamp(1, (along as u32).div_ceil(64).clamp(fewest, 65535));
+            let span = (along as u32).div_ceil(parts);
+            let parts = (along as u32).div_ceil(span);
+            let cfg = LaunchConfig {
+                grid_dim: (tiles, parts, 1),
+                block_dim: (THREADS, 1, 1),
+                shared_mem_bytes: op.bins * tile * 4,
+            };
+            ("tiled", cfg, tile, span)
+        };
+        let name = format!("colhist_{name}_{direction}_{}", T::KERNEL_SUFFIX);
+        let (w32, h32, maxval, bins) = (w as u32, h as u32, op.maxval as u32, op.bins);
+        let (masked, m, ow, oh) = op.mask_args(w, h);
+        // SAFETY: colhist_{global,tiled}_*(px, w, h, maxval, bins, tile, span, masked, a..f, ow,
+        // oh, counts) in colhist.cu; `src` holds the w x h frame, `counts` bins x lines counters.
+        unsafe {
+            launch!(self.gpu, kernels::COLHIST, name, cfg;
+                src, &w32, &h32, &maxval, &bins, &tile, &span,
+                &masked, &m.a, &m.b, &m.c, &m.d, &m.e, &m.f, &ow, &oh, counts)
+        }?;
+        Ok(())
+    }
+
+    /// [`ColHistPlan::queue`] for at most [`PAIR_MAX_BINS`] bins: columns by `colhist_pairs_*` in
+    /// colhist.cu, blocks of [`PAIR_TILE`] columns by `span` rows; rows by
+    /// `colhist_warp_rows_*`, a warp per row.
+    fn queue_small<T: Sample>(
+        &mut self,
+        src: &CudaSlice<T>,
+        counts: &mut CudaSlice<u32>,
+    ) -> Result<(), OpError> {
+        let (op, w, h) = (&self.op, self.w, self.h);
+        let (masked, m, ow, oh) = op.mask_args(w, h);
+        let (w32, h32, maxval, bins, tile) =
+            (w as u32, h as u32, op.maxval as u32, op.bins, PAIR_TILE as u32);
+        let Some(pairs) = self.pairs else {
+            // Each warp stores its row's whole histogram: nothing to zero.
+            let warps = (ROW_THREADS / 32) as usize;
+            // h < 2^32 (for_frame), so at most 2^29 blocks: within the grid's 2^31 - 1.
+            let blocks = h.div_ceil(warps);
+            let cfg = LaunchConfig {
+                grid_dim: (blocks as u32, 1, 1),
+                block_dim: (ROW_THREADS, 1, 1),
+                shared_mem_bytes: op.bins * warps as u32 * 4,
+            };
+            let name = format!("colhist_warp_rows_{}", T::KERNEL_SUFFIX);
+            let span = 0u32;
+            // SAFETY: colhist_warp_rows_*(px, w, h, maxval, bins, tile, span, masked, a..f, ow,
+            // oh, counts) in colhist.cu; `src` holds the w x h frame, `counts` bins x h counters.
+            unsafe {
+                launch!(self.gpu, kernels::COLHIST, name, cfg;
+                    src, &w32, &h32, &maxval, &bins, &tile, &span,
+                    &masked, &m.a, &m.b, &m.c, &m.d, &m.e, &m.f, &ow, &oh, counts)
+            }?;
+            return Ok(());
+        };
+        let cfg = LaunchConfig {
+            grid_dim: (pairs.tiles as u32, pairs.parts as u32, 1),
+            block_dim: (PAIR_THREADS, 1, 1),
+            shared_mem_bytes: op.bins * 32 * 4,
+        };
+        if pairs.parts > 1 {
+            // The next launch on this stream reuses the plan's scratch only after this kernel.
+            self.gpu.stream().memset_zeros(&mut self.done.slice_mut(..pairs.tiles))?;
+        }
+        let name = format!("colhist_pairs_{}", T::KERNEL_SUFFIX);
+        let span = pairs.span as u32;
+        // SAFETY: colhist_pairs_*(px, w, h, maxval, bins, tile, span, masked, a..f, ow, oh,
+        // counts, partials, done) in colhist.cu; `src` holds the w x h frame, `counts` bins x w
+        // counters, the scratch was sized for this shape (`ColHist::plan`).
+        unsafe {
+            launch!(self.gpu, kernels::COLHIST, name, cfg;
+                src, &w32, &h32, &maxval, &bins, &tile, &span,
+                &masked, &m.a, &m.b, &m.c, &m.d, &m.e, &m.f, &ow, &oh, counts,
+                &mut *self.partials, &mut *self.done)
+        }?;
+        Ok(())
+    }
+}

@@ -1,0 +1,220 @@
+use super::*;
+use crate::parallel;
+use histopipe_frame::{Affine, Pixels};
+
+#[test]
+fn bins_split_the_value_range_evenly() {
+    assert_eq!(default_bins(255), 256);
+    assert_eq!(default_bins(100), 101);
+    assert_eq!(default_bins(1076), 256);
+    assert_eq!(bin_of(255, 256, 255), 255);
+    assert_eq!(bin_of(127, 2, 255), 0);
+    assert_eq!(bin_of(128, 2, 255), 1);
+    assert_eq!(bin_of(65535, 65536, 65535), 65535);
+    assert_eq!(bin_of(300, 4, 255), 3);
+    let h = ColHist { bins: 3, rows: false, maxval: 9, mask: None };
+    // 10 values in 3 bins: 0..=3, 4..=6, 7..=9
+    assert_eq!((h.bin_range(0), h.bin_range(1), h.bin_range(2)), ((0, 3), (4, 6), (7, 9)));
+    let f = Frame::new(1, 1, 3, Pixels::U8(vec![0].into()));
+    let too_many = ColHistParams { bins: Some(5), ..Default::default() }.for_frame(&f);
+    assert!(too_many.unwrap_err().message.contains("--bins 5: a frame with maxval 3 has 1 to 4 bins"));
+}
+
+#[test]
+fn strips_and_spans_count_as_testing_every_pixel() {
+    let mut seed = 7u32;
+    let mut next = || {
+        seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        seed >> 8
+    };
+    let turned =
+        Geometry::identity(150, 90).then(&Affine { a: 0.8, b: -0.6, c: 30.0, d: 0.6, e: 0.8, f: -40.0 });
+    // 8-bit and 16-bit, widths across strip boundaries, bins dividing evenly or not.
+    for (w, h, maxval, bins) in
+        [(200, 70, 255, None), (130, 9, 255, Some(7)), (77, 40, 1076, None), (65, 3, 300, Some(301))]
+    {
+        let n = w * h;
+        let pixels = if maxval <= 255 {
+            Pixels::U8((0..n).map(|i| if i % 3 == 0 { (i / 11 % 256) as u8 } else { next() as u8 }).collect())
+        } else {
+            Pixels::U16((0..n).map(|_| (next() % (maxval as u32 + 1)) as u16).collect())
+        };
+        let mut f = Frame::new(w, h, maxval, pixels);
+        for geometry in [None, Some(turned.clone())] {
+            f.geometry = geometry;
+            for rows in [false, true] {
+                let op = ColHistParams { bins, rows, count_padding: false }.for_frame(&f).unwrap();
+                let mut expected = vec![0u32; op.bins as usize * op.lines(w, h)];
+                with_samples!(&f.pixels, v => op.cpu_counts_per_pixel(w, h, v, &mut expected));
+                assert_eq!(op.cpu(&f).unwrap().counts, expected, "{w}x{h}, maxval {maxval}, rows {rows}");
+            }
+        }
+    }
+}
+
+/// Every CPU count of `f` (columns and rows, with and without `geometry`, each `bins`) is the
+/// per-pixel count's.
+fn assert_counts_as_every_pixel(f: &mut Frame, geometries: &[Option<Geometry>], bins: &[Option<u32>]) {
+    let (w, h) = (f.width, f.height);
+    for geometry in geometries {
+        f.geometry = geometry.clone();
+        for &bins in bins {
+            for rows in [false, true] {
+                let op = ColHistParams { bins, rows, count_padding: false }.for_frame(f).unwrap();
+                let mut expected = vec![0u32; op.bins as usize * op.lines(w, h)];
+                with_samples!(&f.pixels, v => op.cpu_counts_per_pixel(w, h, v, &mut expected));
+                let got = op.cpu(f).unwrap().counts;
+                assert!(
+                    got == expected,
+                    "{w}x{h}, maxval {}, {} bins, rows {rows}, geometry {}",
+                    f.maxval,
+                    op.bins,
+                    geometry.is_some()
+                );
+            }
+        }
+    }
+}
+
+/// Rotated by `turn` radians about the centre of a `w x h` original.
+fn turned(w: usize, h: usize, turn: f64) -> Geometry {
+    let (s, c) = turn.sin_cos();
+    let (cx, cy) = (w as f64 / 2.0, h as f64 / 2.0);
+    let m = Affine { a: c, b: -s, c: cx - c * cx + s * cy, d: s, e: c, f: cy - s * cx - c * cy };
+    Geometry::identity(w, h).then(&m)
+}
+
+#[test]
+fn groups_bands_and_partial_strips_count_as_every_pixel() {
+    let mut rng = fastrand::Rng::with_seed(11);
+    // Widths around the strip (32) and group (128) sizes, heights across bands (128 rows).
+    let shapes = [
+        (1, 1),
+        (1, 700),
+        (700, 1),
+        (2, 3),
+        (31, 5),
+        (32, 4),
+        (33, 9),
+        (127, 3),
+        (128, 2),
+        (129, 515),
+        (161, 64),
+        (300, 1030),
+    ];
+    for (w, h) in shapes {
+        let geometries = [None, Some(turned(w, h, 0.5)), Some(turned(w, h, 2.0))];
+        // Uniform random bytes, and runs of equal values down and across the columns.
+        let mut f = Frame::new(w, h, 255, Pixels::U8((0..w * h).map(|_| rng.u8(..)).collect()));
+        assert_counts_as_every_pixel(&mut f, &geometries, &[None, Some(256), Some(7), Some(1)]);
+        f.pixels = Pixels::U8((0..w * h).map(|i| ((i % w) / 5 + (i / w) / 3) as u8).collect());
+        assert_counts_as_every_pixel(&mut f, &geometries, &[None, Some(100)]);
+        let mut f = Frame::new(w, h, 100, Pixels::U8((0..w * h).map(|_| rng.u8(..=120)).collect()));
+        assert_counts_as_every_pixel(&mut f, &geometries, &[None, Some(3)]);
+        let mut f = Frame::new(w, h, 1076, Pixels::U16((0..w * h).map(|_| rng.u16(..=1076)).collect()));
+        assert_counts_as_every_pixel(&mut f, &geometries, &[None, Some(1077)]);
+    }
+}
+
+/// Split over any number of threads, the counts are the one thread's: columns and rows, 8-
+/// and 16-bit, with and without a geometry, bin counts dividing the levels evenly or not.
+#[test]
+fn every_split_counts_as_one_thread() {
+    let mut rng = fastrand::Rng::with_seed(17);
+    for (w, h) in parallel::testing::sizes(&mut rng) {
+        for (maxval, bins) in [(255, None), (255, Some(7)), (200, None), (1076, None), (1076, Some(1077))] {
+            let mut f = parallel::testing::frame(&mut rng, w, h, maxval);
+            for geometry in [None, Some(turned(w, h, 0.7))] {
+                f.geometry = geometry;
+                for rows in [false, true] {
+                    let op = ColHistParams { bins, rows, count_padding: false }.for_frame(&f).unwrap();
+                    let what = format!("{w}x{h} maxval {maxval} {bins:?} rows {rows}");
+                    parallel::testing::same_on_each_pool(&what, || op.cpu(&f).unwrap());
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn columns_taller_than_the_narrow_counters_hold() {
+    // 131 100 rows: the 16-bit counters are added to the counts twice before the end, and a
+    // column of one value reaches 65 408 counts between flushes. 129 columns: a whole group
+    // and one of a single column.
+    let (w, h) = (129, 131_100);
+    let mut rng = fastrand::Rng::with_seed(5);
+    let pixels = (0..w * h).map(|i| if i % w < 40 { (i % w) as u8 } else { rng.u8(..) }).collect();
+    let mut f = Frame::new(w, h, 255, Pixels::U8(pixels));
+    assert_counts_as_every_pixel(&mut f, &[None, Some(turned(w, h, 1.5))], &[None]);
+    f.geometry = None;
+    let counts = ColHistParams::default().for_frame(&f).unwrap().cpu(&f).unwrap();
+    assert_eq!(counts.get(7, 7), h as u32);
+}
+
+#[test]
+fn the_camera_fixture_counts_as_every_pixel() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/camera.pgm");
+    let file = std::io::BufReader::new(std::fs::File::open(path).unwrap());
+    let mut f = histopipe_frame::FrameReader::new(file, histopipe_frame::ReadOptions::default())
+        .next_frame()
+        .unwrap()
+        .unwrap();
+    let (w, h) = (f.width, f.height);
+    assert!(matches!(f.pixels, Pixels::U8(_)));
+    assert_counts_as_every_pixel(&mut f, &[None, Some(turned(w, h, 0.3))], &[None, Some(16)]);
+}
+
+/// A part of a column, gathered by [`ColHist::column`] and counted alone, is the whole
+/// frame's column over those rows: 8- and 16-bit, with and without a mask, rows of padding
+/// only, none at all.
+#[test]
+fn a_columns_rows_count_as_in_the_whole_frame() {
+    let mut rng = fastrand::Rng::with_seed(23);
+    let (w, h) = (70, 90);
+    for maxval in [255u16, 1076] {
+        let pixels = match maxval {
+            255 => Pixels::U8((0..w * h).map(|_| rng.u8(..)).collect()),
+            _ => Pixels::U16((0..w * h).map(|_| rng.u16(..=maxval)).collect()),
+        };
+        let mut f = Frame::new(w, h, maxval, pixels);
+        for geometry in [None, Some(turned(w, h, 0.6))] {
+            f.geometry = geometry;
+            let op = ColHistParams::default().for_frame(&f).unwrap();
+            let whole = op.cpu(&f).unwrap();
+            for (x, rows) in [(0, 0..h), (35, 0..h), (35, 10..61), (69, 89..90), (20, 40..40)] {
+                let (one, column) = op.column(&f, x, rows.clone());
+                assert_eq!((column.width, column.geometry.as_ref()), (1, None));
+                let got = one.cpu(&column).unwrap();
+                let mut expected = vec![0u32; op.bins as usize];
+                for y in rows.clone() {
+                    if f.geometry.as_ref().is_none_or(|g| g.is_original(x as f64, y as f64)) {
+                        expected[bin_of(f.pixels.get(y * w + x) as u32, op.bins, maxval) as usize] += 1;
+                    }
+                }
+                assert_eq!((got.lines, &got.counts), (1, &expected), "column {x} rows {rows:?}");
+                if rows == (0..h) {
+                    let full: Vec<u32> = (0..whole.bins).map(|b| whole.get(b, x)).collect();
+                    assert_eq!(got.counts, full, "column {x}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn counts_columns_rows_and_only_data_pixels() {
+    let mut f = Frame::new(3, 2, 3, Pixels::U8(vec![0, 1, 3, 0, 3, 3].into()));
+    let all = ColHistParams { bins: None, rows: false, count_padding: false }.for_frame(&f).unwrap();
+    let h = all.cpu(&f).unwrap();
+    assert_eq!((h.bins, h.lines), (4, 3));
+    assert_eq!(h.counts, vec![2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 2]);
+    let rows = ColHistParams { bins: Some(2), rows: true, count_padding: false }.for_frame(&f).unwrap();
+    assert_eq!(rows.cpu(&f).unwrap().counts, vec![2, 1, 1, 2]);
+    // Column 0 is padding.
+    f.geometry = Some(Geometry::identity(2, 2).then(&Affine::translation(-1.0, 0.0)));
+    assert_eq!(all.cpu(&f).unwrap().counts, h.counts);
+    let masked = ColHistParams::default().for_frame(&f).unwrap();
+    assert_eq!(masked.cpu(&f).unwrap().counts, vec![0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 2]);
+    let padding = ColHistParams { count_padding: true, ..Default::default() }.for_frame(&f).unwrap();
+    assert_eq!(padding.cpu(&f).unwrap().counts, h.counts);
+}
