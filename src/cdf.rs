@@ -66,8 +66,8 @@ Example:
             }
             "--format" => {
                 self.format = Some(match given.text()? {
-                    "--csv" => OutputFormat::Csv,
-                    "--tsv" => OutputFormat::Tsv,
+                    "csv" => OutputFormat::Csv,
+                    "tsv" => OutputFormat::Tsv,
                     f => return Err(format!("unknown format '{f}' (csv or tsv)").into()),
                 });
             }

@@ -96,7 +96,7 @@ fn help<T: Tool>() -> String {
         text += &format!("\n\n{}", help_text(&[], T::FLAGS).trim_end());
     }
     if !T::HELP_END.trim().is_empty() {
-        text += &format!("\n\n{}", T::HELP_END.trim());
+        text += &format!("\n\n{}", T::HELP_END.trim_start_matches('\n').trim_end());
     }
     format!("{text}\n\n{}", help_text(COMMON_OPERANDS, COMMON_FLAGS))
 }
