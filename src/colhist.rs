@@ -117,7 +117,13 @@ Example:
 
     fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
         match given.flag.long {
-            "--bins" => self.params.bins = Some(given.parse()?),
+            "--bins" => {
+                let n: u32 = given.parse()?;
+                if n == 0 {
+                    return Err("must be at least 1".into());
+                }
+                self.params.bins = Some(n);
+            }
             "--rows" => self.params.rows = true,
             "--count-padding" => self.params.count_padding = true,
             "--line" | "--segment" => {
@@ -148,9 +154,6 @@ Example:
                 "{} takes one column: it cannot be combined with --rows",
                 along.option()
             )));
-        }
-        if self.params.bins == Some(0) {
-            return Err(Error::usage("--bins: must be at least 1"));
         }
         Ok(())
     }
