@@ -1,32 +1,29 @@
 #!/usr/bin/env python3
-"""Shell completions for a histopipe tool, made from its --help, so they list the options it has.
+"""Shell completions for a histopipe tool, made from its option table, the definitions its --help
+is made from too, so they list the options it takes.
 
-    TOOL --help | scripts/completions.py TOOL bash > completions/TOOL
-    TOOL --help | scripts/completions.py TOOL zsh > site-functions/_TOOL
-    TOOL --help | scripts/completions.py TOOL fish > vendor_completions.d/TOOL.fish
+    TOOL --help-flags | scripts/completions.py TOOL bash > completions/TOOL
+    TOOL --help-flags | scripts/completions.py TOOL zsh > site-functions/_TOOL
+    TOOL --help-flags | scripts/completions.py TOOL fish > vendor_completions.d/TOOL.fish
 
-An option line of --help is two spaces, then options separated by ", " (each -x or --name, with
-an argument in capitals if it takes one: --bins N, --line X0,Y0,X1,Y1), then two spaces (one after
-a long argument) and the description, whose continuation lines are indented further. An argument
-named FILE, PATH, DIR or IMAGE completes file names; a description that starts with a list of
-words, as "csv, tsv or pgm [default: csv]", offers those words. Other words on the command line
-(input files) complete as file names.
+The table has a line per operand and option, its fields separated by tabs: whose it is (tool or
+common), its group, its short name, its long name (both empty for an operand), its value's name
+(empty for a switch), the words its value may be (separated by spaces), its help. A value named
+FILE, PATH, DIR or IMAGE completes file names; one with words offers those words. Other words on
+the command line (input files) complete as file names.
 """
 
 import re
 import sys
 
-NAME = r"(?:-[A-Za-z]|--[a-z0-9][a-z0-9-]*)"
-ITEM = rf"{NAME}(?: [A-Z][^\s,]*(?:,[^\s,]+)*)?"
-OPTION_LINE = re.compile(rf"^ {{2,8}}({ITEM}(?:, {ITEM})*)(?:\s+(\S.*))?$")
-CHOICES = re.compile(r"^([a-z0-9]+(?:, [a-z0-9]+)*,? or [a-z0-9]+)(?=$|[\s;:\[(])")
 FILE_ARGUMENTS = ("FILE", "PATH", "DIR", "IMAGE")
 
 
 class Option:
-    def __init__(self, names, argument, description):
+    def __init__(self, names, argument, words, description):
         self.names = names
         self.argument = argument
+        self.words = words
         self.description = description
 
     @property
@@ -38,8 +35,7 @@ class Option:
         return [n for n in self.names if not n.startswith("--")]
 
     def choices(self):
-        m = CHOICES.match(self.description) if self.argument else None
-        return re.split(r",? or |, ", m.group(1)) if m else []
+        return self.words
 
     def takes_file(self):
         return bool(self.argument) and self.argument.startswith(FILE_ARGUMENTS)
@@ -50,28 +46,19 @@ class Option:
         return text if len(text) <= 70 else text[:67].rstrip() + "..."
 
 
-def parse(help_text):
-    """The options of a --help text, in order."""
-    options, current = [], []
-    for line in help_text.splitlines():
-        m = OPTION_LINE.match(line)
-        if m:
-            spec, description = m.group(1), m.group(2) or ""
-            items = [i.partition(" ") for i in re.split(r", (?=-)", spec)]
-            names = [name for name, _, _ in items]
-            if len(items) == 2 and len({arg for _, _, arg in items}) == 1 and names[0][:2] != "--" \
-                    and names[1][:2] == "--":
-                # "-h, --help": one option, two names.
-                current = [Option(names, items[0][2], description)]
-            else:
-                current = [Option([name], arg, description) for name, _, arg in items]
-            options += current
-        elif current and line.startswith(" " * 10) and line.strip():
-            # The description above goes on, for every option its line named.
-            for o in current:
-                o.description = (o.description + " " + line.strip()).strip()
-        else:
-            current = []
+def parse(table):
+    """The options of an option table, in order."""
+    options = []
+    for line in table.splitlines():
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != 7:
+            sys.exit(f"completions.py: a line of the option table without 7 fields: {line!r}")
+        _, _, short, long, value, words, help = fields
+        names = ([f"-{short}"] if short else []) + ([f"--{long}"] if long else [])
+        if names:
+            options.append(Option(names, value, words.split(), help))
     return options
 
 
@@ -90,7 +77,7 @@ def bash(tool, options):
             reply = "COMPREPLY=()"
         cases.append(f"        {names}) {reply}; return ;;")
     words = " ".join(n for o in options for n in o.long + o.short)
-    return f"""# bash completion for {tool} (histopipe), made from `{tool} --help` by scripts/completions.py
+    return f"""# bash completion for {tool} (histopipe), made from `{tool} --help-flags` by scripts/completions.py
 {fn}() {{
     local cur=${{COMP_WORDS[COMP_CWORD]}} prev=${{COMP_WORDS[COMP_CWORD-1]}}
     case $prev in
@@ -127,7 +114,7 @@ def zsh(tool, options):
     specs.append("'*:input file:_files'")
     body = " \\\n  ".join(specs)
     return f"""#compdef {tool}
-# zsh completion for {tool} (histopipe), made from `{tool} --help` by scripts/completions.py
+# zsh completion for {tool} (histopipe), made from `{tool} --help-flags` by scripts/completions.py
 _arguments -s \\
   {body}
 """
@@ -138,7 +125,7 @@ def fish_quote(text):
 
 
 def fish(tool, options):
-    lines = [f"# fish completion for {tool} (histopipe), made from `{tool} --help` by scripts/completions.py"]
+    lines = [f"# fish completion for {tool} (histopipe), made from `{tool} --help-flags` by scripts/completions.py"]
     for o in options:
         parts = [f"complete -c {tool}"]
         parts += [f"-s {n[1:]}" for n in o.short] + [f"-l {n[2:]}" for n in o.long]
@@ -156,11 +143,11 @@ def fish(tool, options):
 
 def main():
     if len(sys.argv) != 3 or sys.argv[2] not in ("bash", "zsh", "fish"):
-        sys.exit("usage: TOOL --help | scripts/completions.py TOOL bash|zsh|fish")
+        sys.exit("usage: TOOL --help-flags | scripts/completions.py TOOL bash|zsh|fish")
     tool, shell = sys.argv[1], sys.argv[2]
     options = parse(sys.stdin.read())
     if not any("--help" in o.names for o in options):
-        sys.exit(f"completions.py: found no options in {tool}'s --help (not a histopipe tool?)")
+        sys.exit(f"completions.py: found no options in {tool}'s option table (not a histopipe tool?)")
     sys.stdout.write({"bash": bash, "zsh": zsh, "fish": fish}[shell](tool, options))
 
 

@@ -11,10 +11,10 @@ pipe tables (set as preformatted text), and inline `code`, **bold**, *italic* an
 A link to another tool's manual becomes a man page reference, cdf(1); to formats.md,
 histopipe-formats(7). Anything else is kept as text, escaped for roff.
 
-With --help-text FILE (the tool's `--help` output), the options every tool shares, as the binary
-itself describes them (its help from the line `Files:` on), become the section OPTIONS EVERY TOOL
-SHARES, before ERRORS: so the page lists every option `--help` lists, from the one text the
-binary prints.
+With --flags FILE (the tool's option table, as `TOOL --help-flags` prints it from the options'
+definitions, which `--help` is made from too), the tool's options become the section OPTIONS and
+those every tool shares the section OPTIONS EVERY TOOL SHARES, before ERRORS: so the page lists
+every option the tool takes, in the words of its --help.
 """
 
 import argparse
@@ -106,7 +106,9 @@ def table(rows):
 LIST_ITEM = re.compile(r"^(-|\d+\.) (.*)$")
 
 
-def convert(markdown, name, section, version):
+def convert(markdown, name, section, version, options=()):
+    """The man page of `markdown`, with the roff lines `options` before its ERRORS section (or at
+    the end)."""
     lines = markdown.splitlines()
     out = []
     title = lines[0] if lines else ""
@@ -181,27 +183,38 @@ def convert(markdown, name, section, version):
                     out += ([".br"] if n else []) + [line(inline(t))]
             else:
                 out += [".PP", line(inline(" ".join(para)))]
+    at = out.index('.SH "ERRORS"') if '.SH "ERRORS"' in out else len(out)
+    out[at:at] = options
     # Tables need tbl, which man runs when the page's first line says so.
     preamble = ["'\\\" t"] if ".TS" in out else []
     return "\n".join(preamble + out) + "\n"
 
 
-# Where the tool's --help text turns to the options every tool shares (crates/cli's COMMON_HELP).
-COMMON_START = "Files:"
-
-
-def with_common_options(markdown, help_text):
-    """`markdown` with the common part of `help_text` as a section of its own, before `## Errors`
-    (or at the end)."""
-    lines = help_text.splitlines()
-    if COMMON_START not in lines:
-        sys.exit(f"md2man: the --help text has no line '{COMMON_START}' where the common options begin")
-    common = lines[lines.index(COMMON_START) :]
-    section = "## Options every tool shares\n\n" + "\n".join("    " + l if l else "" for l in common) + "\n\n"
-    at = markdown.find("\n## Errors")
-    if at < 0:
-        return markdown.rstrip("\n") + "\n\n" + section
-    return markdown[: at + 1] + section + markdown[at + 1 :]
+def option_sections(table):
+    """The man page's option sections, from the tool's option table (`TOOL --help-flags`: a line
+    per operand and option, its fields separated by tabs: whose it is, tool or common; its group;
+    its short name; its long name; its value's name; the words its value may be; its help): OPTIONS
+    for the tool's own, OPTIONS EVERY TOOL SHARES for the rest, under their groups."""
+    rows = [l.split("\t") for l in table.splitlines() if l.strip()]
+    if any(len(r) != 7 for r in rows):
+        sys.exit("md2man: the option table has a line without 7 fields")
+    out = []
+    for whose, title in (("tool", "OPTIONS"), ("common", "OPTIONS EVERY TOOL SHARES")):
+        entries = [r for r in rows if r[0] == whose]
+        if not entries:
+            continue
+        out.append(f'.SH "{title}"')
+        group = None
+        for _, heading, short, long, value, _, help in entries:
+            if whose == "common" and heading != group:
+                out.append(".SS " + escape(heading))
+                group = heading
+            names = ([rf"\fB{escape('-' + short)}\fR"] if short else []) + ([rf"\fB{escape('--' + long)}\fR"] if long else [])
+            tag = ", ".join(names)
+            if value:
+                tag += (" " if tag else "") + rf"\fI{escape(value)}\fR"
+            out += [".TP", line(tag), line(escape(help))]
+    return out
 
 
 def main():
@@ -210,15 +223,14 @@ def main():
     p.add_argument("--version", default="", help="the version the page's footer names")
     p.add_argument("--name", help="the page's name, for a manual whose title is not 'name(N)'")
     p.add_argument("--section", default="1")
-    p.add_argument("--help-text", type=Path, help="the tool's --help output: its common options become a section")
+    p.add_argument("--flags", type=Path, help="the tool's option table (TOOL --help-flags): its options become sections")
     args = p.parse_args()
     name, section = args.name, args.section
     if args.name is None and args.markdown.stem in PAGES:
         name, section = PAGES[args.markdown.stem]
     markdown = args.markdown.read_text(encoding="utf-8")
-    if args.help_text:
-        markdown = with_common_options(markdown, args.help_text.read_text(encoding="utf-8"))
-    sys.stdout.write(convert(markdown, name, section, args.version))
+    options = option_sections(args.flags.read_text(encoding="utf-8")) if args.flags else []
+    sys.stdout.write(convert(markdown, name, section, args.version, options))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,7 @@
 use std::io::Write;
 
-use histopipe_cli::lexopt::Parser;
 use histopipe_cli::{
-    parse_value, Context, Error, OutputFormat, PathTemplate, Product, Tool, TABLE_KEY_COLUMNS,
+    Context, Error, Flag, FlagError, Given, OutputFormat, PathTemplate, Product, Tool, TABLE_KEY_COLUMNS,
 };
 use histopipe_frame::Frame;
 use histopipe_ops::histogram::{Distribution, Histogram};
@@ -34,37 +33,45 @@ Columns: frame,source,bin,lower,upper,count,cumulative,fraction (frame: its numb
 stream, from 1; source: the file it came from, - for standard input); fraction = cumulative / pixels, rounded half up to 6 decimals. The header line comes once per
 output: once for the stream, once per file with -o fields. See docs/cdf.md.
 
-Usage: cdf [OPTIONS] [FILE...]
-
-Options:
-  --bins N           N equal-width bins, 1..maxval+1 [default: one per level, maxval + 1]
-  --format F         csv or tsv [default: -o's extension, else csv]
-  --plot FILE        also draw the figure, the histogram as bars and the CDF as a curve on a
-                     second axis, to FILE (.svg or .png); FILE takes -o's fields ({stem}, {name},
-                     {dir}, {i}, {n}) for one figure per frame, else the first frame's only
-
+Usage: cdf [OPTIONS] [FILE...]";
+    const FLAGS: &'static [Flag] = &[
+        Flag::with_value(
+            "--bins",
+            "N",
+            "N equal-width bins, 1..maxval+1 [default: one per level, maxval + 1]",
+        ),
+        Flag::with_value("--format", "F", "csv or tsv [default: -o's extension, else csv]")
+            .one_of(&["csv", "tsv"]),
+        Flag::with_value(
+            "--plot",
+            "FILE",
+            "also draw the figure, the histogram as bars and the CDF as a curve on a second axis, to FILE \
+             (.svg or .png); FILE takes -o's fields ({stem}, {name}, {dir}, {i}, {n}) for one figure per \
+             frame, else the first frame's only",
+        ),
+    ];
+    const HELP_END: &'static str = "\
 Example:
   cdf --bins 8 camera.pgm
   cdf -o out/{stem}.csv scans/*.png";
 
-    fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
-        match name {
+    fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
+        match given.flag.long {
             "--bins" => {
-                let n: usize = parse_value(parser, name)?;
+                let n: usize = given.parse()?;
                 if n == 0 {
-                    return Err(Error::usage("--bins: must be at least 1"));
+                    return Err("must be at least 1".into());
                 }
                 self.bins = Some(n);
             }
             "--format" => {
-                let f: String = parse_value(parser, name)?;
-                self.format = Some(match f.as_str() {
+                self.format = Some(match given.text()? {
                     "csv" => OutputFormat::Csv,
                     "tsv" => OutputFormat::Tsv,
-                    _ => return Err(Error::usage(format!("--format: unknown format '{f}' (csv or tsv)"))),
+                    f => return Err(format!("unknown format '{f}' (csv or tsv)").into()),
                 });
             }
-            "--plot" => self.plot = Some(plot_target(parser)?),
+            "--plot" => self.plot = Some(plot_target(given)?),
             _ => return Ok(false),
         }
         Ok(true)

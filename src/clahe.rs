@@ -1,5 +1,4 @@
-use histopipe_cli::lexopt::Parser;
-use histopipe_cli::{parse_value, Common, Context, Error, Tool};
+use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, Tool};
 use histopipe_frame::Frame;
 use histopipe_ops::clahe::{self, TileGrid};
 
@@ -23,21 +22,24 @@ interpolation between its four nearest tiles' tables, in OpenCV's single-precisi
 The output's maxval is 255 (8-bit) or 65535 (16-bit), the range OpenCV's tables span.
 See docs/clahe.md.
 
-Usage: clahe [OPTIONS] [FILE...]
-
-Options:
-  --clip C           clip limit, relative to a tile's mean bin count; 0 or less: no clipping
-                     [default: 40]
-  --tiles GXxGY      tiles across and down (N: N x N) [default: 8x8]
-
+Usage: clahe [OPTIONS] [FILE...]";
+    const FLAGS: &'static [Flag] = &[
+        Flag::with_value(
+            "--clip",
+            "C",
+            "clip limit, relative to a tile's mean bin count; 0 or less: no clipping [default: 40]",
+        ),
+        Flag::with_value("--tiles", "GXxGY", "tiles across and down (N: N x N) [default: 8x8]"),
+    ];
+    const HELP_END: &'static str = "\
 Example:
   clahe --clip 2 < moon.pgm > moon-clahe.pgm
   clahe --tiles 16x12 < dem16.pgm | cdf --bins 16";
 
-    fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
-        match name {
-            "--clip" => self.op.clip = parse_value(parser, name)?,
-            "--tiles" => self.op.tiles = parse_value::<TileGrid>(parser, name)?,
+    fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
+        match given.flag.long {
+            "--clip" => self.op.clip = given.parse()?,
+            "--tiles" => self.op.tiles = given.parse::<TileGrid>()?,
             _ => return Ok(false),
         }
         Ok(true)

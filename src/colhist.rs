@@ -1,8 +1,8 @@
 use std::ops::Range;
 
-use histopipe_cli::lexopt::{Parser, ValueExt};
 use histopipe_cli::{
-    parse_value, Common, Context, Error, OutputFormat, PathTemplate, Product, Tool, TABLE_KEY_COLUMNS,
+    Common, Context, Error, Flag, FlagError, Given, OutputFormat, PathTemplate, Product, Tool,
+    TABLE_KEY_COLUMNS,
 };
 use histopipe_frame::{Format, Frame, Line, Pixels};
 use histopipe_ops::colhist::{ColHist as ColHistOp, ColHistParams, Histograms};
@@ -64,26 +64,46 @@ Sample v goes in bin floor(v * N / (maxval + 1)) of N bins of equal width over 0
 pixels of the original image count (through the geometry metadata: pad's border and the corners a
 rotation brings in do not); without metadata every pixel counts.
 
-Usage: colhist [OPTIONS] [FILE...]
-
-Options:
-  --bins N           N bins, 1..=maxval+1 [default: one per value for 8-bit frames, 256 for 16-bit]
-  --rows             a histogram of every row instead (a bins x height matrix)
-  --count-padding    count every pixel, padding included
-  --line X0,Y0,X1,Y1 only the column this line of the original image lies on, all of it; the
-                     line must be vertical in the frame (rotate --line first)
-  --segment X0,Y0,X1,Y1 only that column's pixels between the two points: the rows from
-                     the one nearest (X0,Y0) to the one nearest (X1,Y1), both included
-                     (halves rounded up); both must be in the frame (rotate --segment first)
-  --format F         csv, tsv, pgm or png [default: -o's extension, else csv]; pgm: the matrix
-                     as an image (in -o's container: pgm, pam, tif, raw, or png with --format
-                     pgm), bin 0 on top, maxval the largest count (over 65535 clamped); png (or
-                     -o x.png, x.ppm): a heatmap to look at, bin 0 at the bottom, counts on a log
-                     scale through viridis, one image per output file
-  --plot FILE        also draw the figure, the heatmap with axes and a colour bar, to FILE (.svg
-                     or .png); FILE takes -o's fields ({stem}, {name}, {dir}, {i}, {n}) for one
-                     figure per frame, else the first frame's only
-
+Usage: colhist [OPTIONS] [FILE...]";
+    const FLAGS: &'static [Flag] = &[
+        Flag::with_value(
+            "--bins",
+            "N",
+            "N bins, 1..=maxval+1 [default: one per value for 8-bit frames, 256 for 16-bit]",
+        ),
+        Flag::switch("--rows", "a histogram of every row instead (a bins x height matrix)"),
+        Flag::switch("--count-padding", "count every pixel, padding included"),
+        Flag::with_value(
+            "--line",
+            "X0,Y0,X1,Y1",
+            "only the column this line of the original image lies on, all of it; the line must be \
+             vertical in the frame (rotate --line first)",
+        ),
+        Flag::with_value(
+            "--segment",
+            "X0,Y0,X1,Y1",
+            "only that column's pixels between the two points: the rows from the one nearest (X0,Y0) to \
+             the one nearest (X1,Y1), both included (halves rounded up); both must be in the frame \
+             (rotate --segment first)",
+        ),
+        Flag::with_value(
+            "--format",
+            "F",
+            "csv, tsv, pgm or png [default: -o's extension, else csv]; pgm: the matrix as an image (in \
+             -o's container: pgm, pam, tif, raw, or png with --format pgm), bin 0 on top, maxval the \
+             largest count (over 65535 clamped); png (or -o x.png, x.ppm): a heatmap to look at, bin 0 \
+             at the bottom, counts on a log scale through viridis, one image per output file",
+        )
+        .one_of(&["csv", "tsv", "pgm", "png"]),
+        Flag::with_value(
+            "--plot",
+            "FILE",
+            "also draw the figure, the heatmap with axes and a colour bar, to FILE (.svg or .png); FILE \
+             takes -o's fields ({stem}, {name}, {dir}, {i}, {n}) for one figure per frame, else the \
+             first frame's only",
+        ),
+    ];
+    const HELP_END: &'static str = "\
 The text formats write one table for the output: a header 'frame,source,bin,lower,upper,' and
 the column (or row) numbers (with --line or --segment, the one column's), once per output, then
 per frame one row per bin: the frame's number in the stream, its file (- for standard input), the
@@ -95,32 +115,34 @@ Example:
   pad a.jpg | rotate --segment 100,100,300,250 | colhist --segment 100,100,300,250
   pad scans/*.pgm | rotate 30 | colhist -o out/{stem}.csv";
 
-    fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
-        match name {
-            "--bins" => self.params.bins = Some(parse_value(parser, name)?),
+    fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
+        match given.flag.long {
+            "--bins" => {
+                let n: u32 = given.parse()?;
+                if n == 0 {
+                    return Err("must be at least 1".into());
+                }
+                self.params.bins = Some(n);
+            }
             "--rows" => self.params.rows = true,
             "--count-padding" => self.params.count_padding = true,
             "--line" | "--segment" => {
-                if self.along.is_some_and(|a| a.segment != (name == "--segment")) {
-                    return Err(Error::usage("give --line or --segment, not both"));
+                let segment = given.is("--segment");
+                if self.along.is_some_and(|a| a.segment != segment) {
+                    return Err(Error::usage("give --line or --segment, not both").into());
                 }
-                self.along = Some(Along { points: parse_value(parser, name)?, segment: name == "--segment" });
+                self.along = Some(Along { points: given.parse()?, segment });
             }
             "--format" => {
-                let v = parser.value()?.string()?;
-                self.format = Some(match v.as_str() {
+                self.format = Some(match given.text()? {
                     "csv" => OutputFormat::Csv,
                     "tsv" => OutputFormat::Tsv,
                     "pgm" => OutputFormat::Pgm,
                     "png" => OutputFormat::Png,
-                    _ => {
-                        return Err(Error::usage(format!(
-                            "--format: unknown format '{v}' (csv, tsv, pgm or png)"
-                        )))
-                    }
+                    v => return Err(format!("unknown format '{v}' (csv, tsv, pgm or png)").into()),
                 });
             }
-            "--plot" => self.plot = Some(plot_target(parser)?),
+            "--plot" => self.plot = Some(plot_target(given)?),
             _ => return Ok(false),
         }
         Ok(true)
@@ -132,9 +154,6 @@ Example:
                 "{} takes one column: it cannot be combined with --rows",
                 along.option()
             )));
-        }
-        if self.params.bins == Some(0) {
-            return Err(Error::usage("--bins: must be at least 1"));
         }
         Ok(())
     }

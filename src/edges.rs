@@ -1,5 +1,4 @@
-use histopipe_cli::lexopt::Parser;
-use histopipe_cli::{parse_value, Common, Context, Error, Tool};
+use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, Tool};
 use histopipe_frame::Frame;
 use histopipe_ops::edges::Canny;
 
@@ -24,24 +23,28 @@ L2gradient=...) pixel for pixel, borders included: 3x3 Sobel gradients (border r
 non-maximum suppression along the gradient, double threshold and hysteresis over 8-connected
 pixels. 16-bit frames are refused (convert them to 8 bits first).
 
-Usage: edges [OPTIONS] [FILE...]
-
-Options:
-  --low T            lower hysteresis threshold on the gradient magnitude [default: 50]
-  --high T           upper threshold: pixels above it start edges [default: 150]
-  --l2               magnitude sqrt(dx^2 + dy^2) instead of |dx| + |dy|
-  --blur SIGMA       Gaussian blur of this sigma first (radius ceil(3 SIGMA)); off by default
-
+Usage: edges [OPTIONS] [FILE...]";
+    const FLAGS: &'static [Flag] = &[
+        Flag::with_value("--low", "T", "lower hysteresis threshold on the gradient magnitude [default: 50]"),
+        Flag::with_value("--high", "T", "upper threshold: pixels above it start edges [default: 150]"),
+        Flag::switch("--l2", "magnitude sqrt(dx^2 + dy^2) instead of |dx| + |dy|"),
+        Flag::with_value(
+            "--blur",
+            "SIGMA",
+            "Gaussian blur of this sigma first (radius ceil(3 SIGMA)); off by default",
+        ),
+    ];
+    const HELP_END: &'static str = "\
 Example:
   edges --low 50 --high 150 page.pgm | hough-vote | hough-lines --threshold 100 -o lines.csv
   edges --l2 -o out/{stem}-edges.png scans/*.jpg";
 
-    fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
-        match name {
-            "--low" => self.canny.low = parse_value(parser, name)?,
-            "--high" => self.canny.high = parse_value(parser, name)?,
+    fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
+        match given.flag.long {
+            "--low" => self.canny.low = given.parse()?,
+            "--high" => self.canny.high = given.parse()?,
             "--l2" => self.canny.l2 = true,
-            "--blur" => self.canny.blur = Some(parse_value(parser, name)?),
+            "--blur" => self.canny.blur = Some(given.parse()?),
             _ => return Ok(false),
         }
         Ok(true)

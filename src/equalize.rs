@@ -17,8 +17,8 @@ follow OpenCV's arithmetic (single-precision, ties to even): a maxval-255 frame 
 cv2.equalizeHist makes it. 16-bit frames round exactly, half up. A frame of one value is unchanged.
 See docs/equalize.md.
 
-Usage: equalize [OPTIONS] [FILE...]
-
+Usage: equalize [OPTIONS] [FILE...]";
+    const HELP_END: &'static str = "\
 Example:
   equalize -o moon-eq.pgm moon.pgm
   equalize -o out/{stem}.png scans/*.jpg

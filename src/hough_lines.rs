@@ -1,8 +1,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use histopipe_cli::lexopt::Parser;
-use histopipe_cli::{parse_value, Common, Context, Error, OutputFormat, Product, Tool, TABLE_KEY_COLUMNS};
+use histopipe_cli::{
+    Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool, TABLE_KEY_COLUMNS,
+};
 use histopipe_frame::{Frame, Pixels};
 use histopipe_ops::hough::{draw_lines, HoughLines as Peaks, HoughSpace, Line};
 
@@ -44,25 +45,32 @@ frame: the accumulator's number in the stream; source: the file it came from (- 
 input); rho in pixels from the edge map's pixel (0, 0), theta in radians (both as OpenCV's float32),
 theta_degrees on the nominal grid (theta-min + n theta-step).
 
-Usage: hough-lines [OPTIONS] [FILE...]
-
-Options:
-  --threshold T      keep cells with more than T votes [default: 0 with --top, else half the
-                     strongest cell's votes]
-  --top N            keep the N strongest lines
-  --draw IMAGE       instead of CSV, write IMAGE (PGM, PPM, PAM, PNG, JPEG, TIFF or BMP, gray
-                     or colour) with the lines drawn in red, as PNG (or PPM, by -o's extension)
-  --ppm              with --draw: write binary PPM instead of PNG
-
+Usage: hough-lines [OPTIONS] [FILE...]";
+    const FLAGS: &'static [Flag] = &[
+        Flag::with_value(
+            "--threshold",
+            "T",
+            "keep cells with more than T votes [default: 0 with --top, else half the strongest cell's votes]",
+        ),
+        Flag::with_value("--top", "N", "keep the N strongest lines"),
+        Flag::with_value(
+            "--draw",
+            "IMAGE",
+            "instead of CSV, write IMAGE (PGM, PPM, PAM, PNG, JPEG, TIFF or BMP, gray or colour) with the \
+             lines drawn in red, as PNG (or PPM, by -o's extension)",
+        ),
+        Flag::switch("--ppm", "with --draw: write binary PPM instead of PNG"),
+    ];
+    const HELP_END: &'static str = "\
 Example:
   edges page.pgm | hough-vote | hough-lines -o lines.csv
   edges page.pgm | hough-vote | hough-lines --top 10 --draw page.pgm -o lines.png";
 
-    fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
-        match name {
-            "--threshold" => self.threshold = Some(parse_value(parser, name)?),
-            "--top" => self.top = Some(parse_value(parser, name)?),
-            "--draw" => self.draw = Some(PathBuf::from(parser.value()?)),
+    fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
+        match given.flag.long {
+            "--threshold" => self.threshold = Some(given.parse()?),
+            "--top" => self.top = Some(given.parse()?),
+            "--draw" => self.draw = Some(PathBuf::from(given.os())),
             "--ppm" => self.ppm = true,
             _ => return Ok(false),
         }

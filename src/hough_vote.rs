@@ -1,5 +1,4 @@
-use histopipe_cli::lexopt::Parser;
-use histopipe_cli::{parse_value, Common, Context, Error, Tool};
+use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, Tool};
 use histopipe_frame::Frame;
 use histopipe_ops::hough::{HoughParams, HoughVote as Vote, Strategy};
 
@@ -26,32 +25,37 @@ row per angle and one column per distance (maxval: the most votes, at least 256)
 comment '# histopipe-hough ...' records the axes and the source size for hough-lines. A cell
 with more than 65535 votes is an error.
 
-Usage: hough-vote [OPTIONS] [FILE...]
-
-Options:
-  --theta-min DEG    first angle [default: 0]
-  --theta-max DEG    end of the angles, OpenCV's rule: floor((max - min) / step) + 1 angles,
-                     less one when they would span 180 degrees [default: 180]
-  --theta-step DEG   angle step [default: 1]
-  --rho-step PX      distance step [default: 1]
-  --strategy S       GPU voting: global (atomics in global memory), shared (one block per
-                     angle, counts in shared memory) or auto [default: auto]; same output
-
+Usage: hough-vote [OPTIONS] [FILE...]";
+    const FLAGS: &'static [Flag] = &[
+        Flag::with_value("--theta-min", "DEG", "first angle [default: 0]"),
+        Flag::with_value(
+            "--theta-max",
+            "DEG",
+            "end of the angles, OpenCV's rule: floor((max - min) / step) + 1 angles, less one when they \
+             would span 180 degrees [default: 180]",
+        ),
+        Flag::with_value("--theta-step", "DEG", "angle step [default: 1]"),
+        Flag::with_value("--rho-step", "PX", "distance step [default: 1]"),
+        Flag::with_value(
+            "--strategy",
+            "S",
+            "GPU voting: global (atomics in global memory), shared (one block per angle, counts in \
+             shared memory) or auto [default: auto]; same output",
+        )
+        .one_of(&["global", "shared", "auto"]),
+    ];
+    const HELP_END: &'static str = "\
 Example:
   edges brick.pgm | hough-vote --theta-min -90 --theta-max 90 -o acc.pgm";
 
-    fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
+    fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
         let p = &mut self.vote.params;
-        match name {
-            "--theta-min" => p.theta_min = parse_value(parser, name)?,
-            "--theta-max" => p.theta_max = parse_value(parser, name)?,
-            "--theta-step" => p.theta_step = parse_value(parser, name)?,
-            "--rho-step" => p.rho_step = parse_value(parser, name)?,
-            "--strategy" => {
-                let v: String = parse_value(parser, name)?;
-                self.vote.strategy =
-                    Strategy::parse(&v).map_err(|e| Error::usage(format!("--strategy: {e}")))?;
-            }
+        match given.flag.long {
+            "--theta-min" => p.theta_min = given.parse()?,
+            "--theta-max" => p.theta_max = given.parse()?,
+            "--theta-step" => p.theta_step = given.parse()?,
+            "--rho-step" => p.rho_step = given.parse()?,
+            "--strategy" => self.vote.strategy = Strategy::parse(given.text()?)?,
             _ => return Ok(false),
         }
         Ok(true)

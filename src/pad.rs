@@ -1,5 +1,4 @@
-use histopipe_cli::lexopt::Parser;
-use histopipe_cli::{parse_value, Common, Context, Error, Tool};
+use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, Tool};
 use histopipe_frame::Frame;
 use histopipe_ops::pad::{PadParams, PadSize};
 
@@ -22,37 +21,39 @@ By default each W x H frame becomes a square of side D = ceil(sqrt(W^2 + H^2)), 
 offset (floor((D - W) / 2), floor((D - H) / 2)), the border filled with 0. The offset is recorded
 in the frame's geometry metadata, so later tools know which pixels are the original's.
 
-Usage: pad [OPTIONS] [FILE...]
-
-Options:
-  --to WxH           pad to exactly W x H instead, the frame centred (offsets rounded down)
-  --border N         pad N pixels on every side instead
-  --left N, --right N, --top N, --bottom N
-                     pad N pixels on that side (others 0, or --border's N)
-  --fill V           the border's value, 0..maxval [default: 0]
-
+Usage: pad [OPTIONS] [FILE...]";
+    const FLAGS: &'static [Flag] = &[
+        Flag::with_value(
+            "--to",
+            "WxH",
+            "pad to exactly W x H instead, the frame centred (offsets rounded down)",
+        ),
+        Flag::with_value("--border", "N", "pad N pixels on every side instead"),
+        Flag::with_value("--left", "N", "pad N pixels on the left (others 0, or --border's N)"),
+        Flag::with_value("--right", "N", "pad N pixels on the right (others 0, or --border's N)"),
+        Flag::with_value("--top", "N", "pad N pixels at the top (others 0, or --border's N)"),
+        Flag::with_value("--bottom", "N", "pad N pixels at the bottom (others 0, or --border's N)"),
+        Flag::with_value("--fill", "V", "the border's value, 0..maxval [default: 0]"),
+    ];
+    const HELP_END: &'static str = "\
 Example:
   pad a.pgm | rotate 45 | colhist -o h.csv
   pad scans/*.pgm | rotate 30 | colhist -o out/{stem}.csv";
 
-    fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
-        match name {
-            "--to" => {
-                let v: String = parse_value(parser, name)?;
-                let size = histopipe_frame::parse_size(&v).map_err(|e| Error::usage(format!("--to: {e}")))?;
-                self.to = Some(size);
-            }
+    fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
+        match given.flag.long {
+            "--to" => self.to = Some(histopipe_frame::parse_size(given.text()?)?),
             "--border" => {
-                let n = parse_value(parser, name)?;
+                let n = given.parse()?;
                 for side in &mut self.sides {
                     side.get_or_insert(n);
                 }
             }
-            "--left" => self.sides[0] = Some(parse_value(parser, name)?),
-            "--top" => self.sides[1] = Some(parse_value(parser, name)?),
-            "--right" => self.sides[2] = Some(parse_value(parser, name)?),
-            "--bottom" => self.sides[3] = Some(parse_value(parser, name)?),
-            "--fill" => self.fill = parse_value(parser, name)?,
+            "--left" => self.sides[0] = Some(given.parse()?),
+            "--top" => self.sides[1] = Some(given.parse()?),
+            "--right" => self.sides[2] = Some(given.parse()?),
+            "--bottom" => self.sides[3] = Some(given.parse()?),
+            "--fill" => self.fill = given.parse()?,
             _ => return Ok(false),
         }
         Ok(true)

@@ -2,8 +2,7 @@
 
 use std::path::Path;
 
-use histopipe_cli::lexopt::{Parser, ValueExt};
-use histopipe_cli::{Context, Error, ErrorKind, PathTemplate};
+use histopipe_cli::{Context, Error, ErrorKind, FlagError, Given, PathTemplate};
 use histopipe_plot::{FigureFormat, PlotError};
 
 /// `--plot FILE`: where each frame's figure goes, with `-o`'s fields (`{stem}`, `{n}`, ...): one
@@ -16,13 +15,12 @@ pub(crate) struct Plot {
 
 /// Parses `--plot FILE`: a name ending in .svg or .png, with `-o`'s fields; an unknown field is
 /// refused here, before any input is read.
-pub(crate) fn plot_target(parser: &mut Parser) -> Result<Plot, Error> {
-    let value = parser.value()?;
-    let text = value.string().map_err(|_| Error::usage("--plot: the file name is not valid UTF-8"))?;
-    let bad = |why: String| Error::usage(format!("--plot {text}: {why}"));
-    let template = PathTemplate::parse("--plot", &text).map_err(bad)?;
-    let format = FigureFormat::of_path(Path::new(&text))
-        .ok_or_else(|| bad("the file name must end in .svg or .png (written out, not as a field)".into()))?;
+pub(crate) fn plot_target(given: &Given) -> Result<Plot, FlagError> {
+    let text = given.text().map_err(|_| "the file name is not valid UTF-8")?;
+    let template = PathTemplate::parse(given.flag.long, text).map_err(FlagError::AfterValue)?;
+    let format = FigureFormat::of_path(Path::new(text)).ok_or_else(|| {
+        FlagError::AfterValue("the file name must end in .svg or .png (written out, not as a field)".into())
+    })?;
     Ok(Plot { template, format })
 }
 

@@ -2,8 +2,8 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::Path;
 
-use histopipe_cli::lexopt::{Parser, ValueExt};
-use histopipe_cli::{parse_value, Common, Context, Error, Tool};
+use histopipe_cli::lexopt::ValueExt;
+use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, Tool};
 use histopipe_frame::{Frame, Line};
 use histopipe_ops::rotate::{Interpolation, RotateBy, RotateParams};
 
@@ -59,42 +59,49 @@ With --expand the output is the turned frame's bounding box instead: 90 turns W 
 
 Usage: rotate ANGLE [OPTIONS] [FILE...]
        rotate --line X0,Y0,X1,Y1 [OPTIONS] [FILE...]
-       rotate --segment X0,Y0,X1,Y1 [OPTIONS] [FILE...]
-
-Options:
-  --line X0,Y0,X1,Y1 turn so that the line through these two points of the original image (through
-                     the geometry metadata, so it works after pad) is vertical, from (X0,Y0) at the
-                     top to (X1,Y1) at the bottom
-  --segment X0,Y0,X1,Y1 the same turn as --line (a name to match colhist --segment, which then
-                     counts only the pixels between the two points)
-  --bilinear         interpolate between the four nearest input pixels (rounded half up)
-  --fill V           the value of pixels from outside the input, 0..maxval [default: 0]
-  --expand           make the output the bounding box of the turned frame (quarter turns: an
-                     exact transpose or flip, H x W), not the input's size
-
+       rotate --segment X0,Y0,X1,Y1 [OPTIONS] [FILE...]";
+    const FLAGS: &'static [Flag] = &[
+        Flag::with_value(
+            "--line",
+            "X0,Y0,X1,Y1",
+            "turn so that the line through these two points of the original image (through the geometry \
+             metadata, so it works after pad) is vertical, from (X0,Y0) at the top to (X1,Y1) at the bottom",
+        ),
+        Flag::with_value(
+            "--segment",
+            "X0,Y0,X1,Y1",
+            "the same turn as --line (a name to match colhist --segment, which then counts only the \
+             pixels between the two points)",
+        ),
+        Flag::switch("--bilinear", "interpolate between the four nearest input pixels (rounded half up)"),
+        Flag::with_value("--fill", "V", "the value of pixels from outside the input, 0..maxval [default: 0]"),
+        Flag::switch(
+            "--expand",
+            "make the output the bounding box of the turned frame (quarter turns: an exact transpose or \
+             flip, H x W), not the input's size",
+        ),
+    ];
+    const HELP_END: &'static str = "\
 Example:
   pad a.pgm | rotate --line 0,0,400,400 | colhist --line 0,0,400,400 -o line.csv
   pad a.jpg | rotate --segment 100,100,300,250 | colhist --segment 100,100,300,250
   pad scans/*.pgm | rotate 30 -o out/{stem}.png";
 
-    fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
-        match name {
+    fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
+        match given.flag.long {
             // The same turn: --segment names the line by the two ends colhist --segment takes.
-            "--line" | "--segment" => self.line = Some(parse_value(parser, name)?),
+            "--line" | "--segment" => self.line = Some(given.parse()?),
             "--bilinear" => self.interpolation = Interpolation::Bilinear,
-            "--fill" => self.fill = parse_value(parser, name)?,
+            "--fill" => self.fill = given.parse()?,
             "--expand" => self.expand = true,
-            // A negative angle looks like a short option to the parser: -45 is -4 with value 5.
-            _ if name.len() == 2 && name.as_bytes()[1].is_ascii_digit() || name == "-." => {
-                let rest = match parser.optional_value() {
-                    Some(v) => v.string()?,
-                    None => String::new(),
-                };
-                self.set_angle(&format!("{name}{rest}"))?;
-            }
             _ => return Ok(false),
         }
         Ok(true)
+    }
+
+    /// A negative ANGLE.
+    fn negative_number(&mut self, text: &str) -> Result<bool, Error> {
+        self.set_angle(text).map(|()| true)
     }
 
     /// The first operand is the ANGLE unless --line (--segment) is given (or a negative angle was taken as

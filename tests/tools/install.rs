@@ -1,6 +1,7 @@
 //! scripts/install and scripts/uninstall: the tools this test binary was built with, installed in
 //! a temporary PREFIX, their man pages read with `man -l` and their bash completions loaded as a
-//! shell loads them, then taken away again, leaving what was there before.
+//! shell loads them, then taken away again, leaving what was there before. Each page and each
+//! completion must have every option the tool defines (its option table, `--help-flags`).
 //!
 //! `man` is required (CI installs man-db); HISTOPIPE_SKIP_MAN=1 skips the man pages' reading,
 //! saying so, on a machine without it. zsh and fish completions are checked for syntax where
@@ -10,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::common::*;
+use crate::flags::defined;
 
 /// Where cargo put the tools for these tests.
 fn bin_dir() -> PathBuf {
@@ -81,29 +83,47 @@ fn install_then_uninstall() {
             }
             assert!(page.contains(&format!("\n       {tool} - ")), "{tool}: the NAME line");
             assert!(!page.contains("](") && !page.contains('`'), "{tool}: Markdown left over");
-            // Every option --help lists, the tool's own and those every tool shares.
-            let help = String::from_utf8(run(Command::new(&bin).arg("--help")).stdout).unwrap();
-            // An option is listed at the start of a line (`  --bins N  ...`, `  -o, --output PATH`).
-            let options = help.lines().filter_map(|l| {
-                let l = l.trim_start();
-                let l = ["-o, ", "-h, ", "-V, "].iter().find_map(|p| l.strip_prefix(p)).unwrap_or(l);
-                l.starts_with("--").then(|| l.split_whitespace().next().unwrap_or(l))
-            });
-            for option in options {
-                assert!(
-                    page.contains(option),
-                    "{tool}: the man page does not name {option}, which --help lists"
-                );
+            // Every option the tool defines, its own and those every tool shares, at the start of
+            // a line as --help lists it (`--bins N`, `-o, --output PATH`), in its section.
+            let shared = page.find("\nOPTIONS EVERY TOOL SHARES\n").expect("the common options' section");
+            for d in defined(tool) {
+                let synopsis = d.synopsis();
+                let at = page.lines().position(|l| {
+                    let l = l.trim_start();
+                    l == synopsis || l.starts_with(&format!("{synopsis} "))
+                });
+                assert!(at.is_some(), "{tool}: the man page does not list {synopsis}");
+                let listed = page.find(&format!("\n       {synopsis}")).unwrap_or(0);
+                let section = if d.own { "OPTIONS" } else { "OPTIONS EVERY TOOL SHARES" };
+                assert_eq!(listed > shared, !d.own, "{tool}: {synopsis} is not under {section}");
             }
-            assert!(page.contains("\nOPTIONS EVERY TOOL SHARES\n"), "{tool}: the common options");
+            if defined(tool).iter().any(|d| d.own) {
+                assert!(page.contains("\nOPTIONS\n"), "{tool}: the tool's options");
+            }
         }
-        for file in [
-            format!("share/bash-completion/completions/{tool}"),
-            format!("share/zsh/site-functions/_{tool}"),
-            format!("share/fish/vendor_completions.d/{tool}.fish"),
-        ] {
-            let text = std::fs::read_to_string(prefix.join(&file)).unwrap();
-            assert!(text.contains("--backend") || text.contains("-l backend"), "{file}");
+        // Every option the tool defines, completed by each shell.
+        let completions = |file: String| std::fs::read_to_string(prefix.join(file)).unwrap();
+        let bash = completions(format!("share/bash-completion/completions/{tool}"));
+        let zsh = completions(format!("share/zsh/site-functions/_{tool}"));
+        let fish = completions(format!("share/fish/vendor_completions.d/{tool}.fish"));
+        let bash_words: Vec<&str> = bash
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("COMPREPLY=($(compgen -W \"").filter(|w| w.starts_with('-')))
+            .map(|l| l.split('"').next().unwrap().split_whitespace().collect())
+            .expect("bash: the option words");
+        for d in defined(tool) {
+            let long = &d.long;
+            assert!(bash_words.contains(&long.as_str()), "{tool}: bash does not complete {long}");
+            assert!(
+                zsh.contains(&format!("'{long}[")) || zsh.contains(&format!(",{long}}}'[")),
+                "{tool}: zsh does not complete {long}"
+            );
+            let fish_long = format!(" -l {} ", &long[2..]);
+            assert!(
+                fish.lines()
+                    .any(|l| l.starts_with(&format!("complete -c {tool} ")) && l.contains(&fish_long)),
+                "{tool}: fish does not complete {long}"
+            );
         }
     }
     if let Some(page) = man(&prefix.join("share/man/man1/cdf.1")) {

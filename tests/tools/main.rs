@@ -10,6 +10,7 @@ mod edges;
 mod equalize;
 mod failures;
 mod files;
+mod flags;
 mod frames;
 mod harness;
 mod hough;

@@ -7,13 +7,14 @@ use std::ffi::OsString;
 use std::io::{self, Write};
 
 use histopipe_frame::Container;
-use lexopt::{Arg, Parser};
+use lexopt::{Arg, Parser, ValueExt};
 
-use crate::common::{Common, COMMON_HELP};
+use crate::common::{Common, COMMON_FLAGS, COMMON_OPERANDS};
+use crate::flags::{find, flags_table, help_text, Given};
 use crate::inputs::Inputs;
 use crate::outputs::OutputSpec;
 use crate::tool::Tool;
-use crate::Error;
+use crate::{Error, Place};
 
 /// A command line, parsed and checked: what a run needs.
 pub(crate) struct Invocation {
@@ -49,23 +50,34 @@ pub(crate) fn parse<T: Tool>(
     let mut operands = VecDeque::new();
     let mut parser = Parser::from_args(args);
     while let Some(arg) = parser.next()? {
-        match arg {
+        let written = match arg {
             Arg::Short('h') | Arg::Long("help") => {
-                let text = format!("{}\n\n{COMMON_HELP}\n", T::HELP.trim_end());
-                print_out(&text)?;
+                print_out(&help::<T>())?;
+                return Ok(Parsed::Printed);
+            }
+            Arg::Long("help-flags") => {
+                print_out(&flags_table(T::FLAGS, COMMON_OPERANDS, COMMON_FLAGS))?;
                 return Ok(Parsed::Printed);
             }
             Arg::Short('V') | Arg::Long("version") => {
                 print_out(&format!("{} (histopipe) {}\n", T::NAME, env!("CARGO_PKG_VERSION")))?;
                 return Ok(Parsed::Printed);
             }
-            Arg::Value(v) => operands.push_back(v),
-            Arg::Short(c) => option(&mut common, tool, &format!("-{c}"), &mut parser)?,
-            Arg::Long(l) => {
-                let name = format!("--{l}");
-                option(&mut common, tool, &name, &mut parser)?
+            Arg::Value(v) => {
+                operands.push_back(v);
+                continue;
             }
-        }
+            Arg::Short(c) if c.is_ascii_digit() || c == '.' => {
+                let rest = parser.optional_value().map(|v| v.string()).transpose()?.unwrap_or_default();
+                if tool.negative_number(&format!("-{c}{rest}"))? {
+                    continue;
+                }
+                format!("-{c}")
+            }
+            Arg::Short(c) => format!("-{c}"),
+            Arg::Long(l) => format!("--{l}"),
+        };
+        option(&mut common, tool, written, &mut parser)?;
     }
     tool.operands(&mut operands)?;
     tool.check(&common)?;
@@ -77,10 +89,45 @@ pub(crate) fn parse<T: Tool>(
     Ok(Parsed::Run(Box::new(Invocation { common, inputs, output, container })))
 }
 
-fn option<T: Tool>(common: &mut Common, tool: &mut T, name: &str, parser: &mut Parser) -> Result<(), Error> {
-    if common.accept(name, parser)? || tool.option(name, parser)? {
-        Ok(())
-    } else {
-        Err(Error::usage(format!("unknown option '{name}' (see --help)")))
+/// `--help`: the tool's text and options, then those every tool takes, all from their definitions.
+fn help<T: Tool>() -> String {
+    let mut text = T::HELP.trim_end().to_owned();
+    if !T::FLAGS.is_empty() {
+        text += &format!("\n\n{}", help_text(&[], T::FLAGS).trim_end());
+    }
+    if !T::HELP_END.trim().is_empty() {
+        text += &format!("\n\n{}", T::HELP_END.trim_start_matches('\n').trim_end());
+    }
+    format!("{text}\n\n{}", help_text(COMMON_OPERANDS, COMMON_FLAGS))
+}
+
+/// Hands option `written` (with its value, if it takes one) to whichever definition names it.
+fn option<T: Tool>(
+    common: &mut Common,
+    tool: &mut T,
+    written: String,
+    parser: &mut Parser,
+) -> Result<(), Error> {
+    let (flag, is_common) = match find(COMMON_FLAGS, &written) {
+        Some(f) => (f, true),
+        None => match find(T::FLAGS, &written) {
+            Some(f) => (f, false),
+            None => return Err(Error::usage(format!("unknown option '{written}' (see --help)"))),
+        },
+    };
+    let value = match flag.value {
+        Some(_) => Some(parser.value()?),
+        None => None,
+    };
+    let given = Given::new(flag, written, value);
+    let taken = if is_common { common.accept(&given) } else { tool.option(&given) };
+    match taken {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(Error::internal(
+            Place::default(),
+            "command line",
+            &format!("{} is not handled", given.written),
+        )),
+        Err(e) => Err(e.into_error(&given)),
     }
 }

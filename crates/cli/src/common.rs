@@ -1,14 +1,13 @@
-//! The options every tool takes ([`Common`]): their help, their defaults from the environment,
-//! and each one's value checked as it is parsed.
+//! The options every tool takes: their definitions ([`COMMON_FLAGS`]), their values ([`Common`])
+//! with their defaults from the environment, each one checked as it is parsed.
 
 use std::ffi::OsString;
-use std::str::FromStr;
 use std::time::Duration;
 
 use histopipe_frame::{RawSpec, DEFAULT_MAX_PIXELS};
-use lexopt::{Parser, ValueExt};
 
 use crate::dispatch::{BackendChoice, Devices};
+use crate::flags::{Flag, FlagError, Given, Operand};
 use crate::Error;
 
 /// The options every tool takes.
@@ -32,44 +31,75 @@ pub struct Common {
     pub gpu_after: Duration,
 }
 
-/// The `--help` section for [`Common`]'s options.
-pub const COMMON_HELP: &str = "\
-Files:
-  FILE...            read these files, in order, each on its own; '-' or no FILE: standard input
-  -o, --output PATH  write PATH instead of standard output, atomically: a temporary file beside
-                     it, renamed when complete (on failure nothing is left, an old PATH is kept);
-                     its extension gives the format (pgm, pnm, pam, png, tif, tiff, raw; csv, tsv
-                     for tables); fields {stem} {name} {dir} (of the source file), {i} (frame in
-                     its file), {n} (frame in the stream) make one file per frame, e.g.
-                     -o out/{stem}.png; folders are made as needed
-Input and output:
-  --raw WxH[:16]     headerless frames of W x H samples, 8-bit or (:16) 16-bit little-endian
-                     (ffmpeg -f rawvideo -pix_fmt gray / gray16le); frames until end of input
-                     [default: $HISTOPIPE_RAW, so one export serves a whole pipeline; --raw none:
-                     frames with headers, whatever $HISTOPIPE_RAW says]
-  --png              write PNG instead of the input's container (a single frame only)
-  --max-pixels N     refuse frames of more than N pixels [default: 1073741824]
-Backend:
-  --backend B        auto, cpu or gpu [default: $HISTOPIPE_BACKEND, else auto]; auto opens the
-                     GPUs once a stream has run for $HISTOPIPE_GPU_AFTER seconds [1], then
-                     gives each frame to a GPU or to the CPU, whichever is done first; the output
-                     is the same on all
-  --device D         the CUDA devices to use: a number, a list (0,1: frames dealt to both, the
-                     output in the input's order) or all [default: 0]
-  --threads N        CPU threads: frames worked on at once, and the threads a frame's CPU work
-                     is split over [default: $HISTOPIPE_THREADS, else every core the process may
-                     use: its CPU affinity (taskset) and cgroup CPU quota; with --backend gpu,
-                     where each GPU takes one frame at a time, at most 2 frames at once per GPU
-                     and 2 more]; the output is the same for any number
-Reporting:
-  --progress         report on stderr frames done, frames/s and MB/s of frame samples (as read:
-                     width x height x 1 or 2 bytes), in place on a terminal (about 4 times a
-                     second), else a line at most once a second; a last line at the end and,
-                     with auto or gpu, a line of the operations run on the CPU and on each GPU
-                     (with $HISTOPIPE_TRACE=FILE, each tool appends a CSV line per stage of each
-                     frame to FILE: read, work, write...; scripts/trace-summary sums it up)
-  -h, --help         print this help
-  -V, --version      print the version";
+/// What every tool takes besides options: its input files.
+pub const COMMON_OPERANDS: &[Operand] = &[Operand {
+    name: "FILE...",
+    help: "read these files, in order, each on its own; '-' or no FILE: standard input",
+    group: "Files",
+}];
+
+/// The options every tool takes: their one definition ([`Common::accept`] takes each).
+pub const COMMON_FLAGS: &[Flag] = &[
+    Flag::with_value(
+        "--output",
+        "PATH",
+        "write PATH instead of standard output, atomically: a temporary file beside it, renamed when \
+         complete (on failure nothing is left, an old PATH is kept); its extension gives the format \
+         (pgm, pnm, pam, png, tif, tiff, raw; csv, tsv for tables); fields {stem} {name} {dir} (of the \
+         source file), {i} (frame in its file), {n} (frame in the stream) make one file per frame, \
+         e.g. -o out/{stem}.png; folders are made as needed",
+    )
+    .short('o')
+    .group("Files"),
+    Flag::with_value(
+        "--raw",
+        "WxH[:16]",
+        "headerless frames of W x H samples, 8-bit or (:16) 16-bit little-endian (ffmpeg -f rawvideo \
+         -pix_fmt gray / gray16le); frames until end of input [default: $HISTOPIPE_RAW, so one export \
+         serves a whole pipeline; --raw none: frames with headers, whatever $HISTOPIPE_RAW says]",
+    )
+    .group("Input and output"),
+    Flag::switch("--png", "write PNG instead of the input's container (a single frame only)")
+        .group("Input and output"),
+    Flag::with_value("--max-pixels", "N", "refuse frames of more than N pixels [default: 1073741824]")
+        .group("Input and output"),
+    Flag::with_value(
+        "--backend",
+        "B",
+        "auto, cpu or gpu [default: $HISTOPIPE_BACKEND, else auto]; auto opens the GPUs once a stream \
+         has run for $HISTOPIPE_GPU_AFTER seconds [1], then gives each frame to a GPU or to the CPU, \
+         whichever is done first; the output is the same on all",
+    )
+    .one_of(&["auto", "cpu", "gpu"])
+    .group("Backend"),
+    Flag::with_value(
+        "--device",
+        "D",
+        "the CUDA devices to use: a number, a list (0,1: frames dealt to both, the output in the \
+         input's order) or all [default: 0]",
+    )
+    .group("Backend"),
+    Flag::with_value(
+        "--threads",
+        "N",
+        "CPU threads: frames worked on at once, and the threads a frame's CPU work is split over \
+         [default: $HISTOPIPE_THREADS, else every core the process may use: its CPU affinity \
+         (taskset) and cgroup CPU quota; with --backend gpu, where each GPU takes one frame at a time, \
+         at most 2 frames at once per GPU and 2 more]; the output is the same for any number",
+    )
+    .group("Backend"),
+    Flag::switch(
+        "--progress",
+        "report on stderr frames done, frames/s and MB/s of frame samples (as read: width x height x 1 \
+         or 2 bytes), in place on a terminal (about 4 times a second), else a line at most once a \
+         second; a last line at the end and, with auto or gpu, a line of the operations run on the CPU \
+         and on each GPU (with $HISTOPIPE_TRACE=FILE, each tool appends a CSV line per stage of each \
+         frame to FILE: read, work, write...; scripts/trace-summary sums it up)",
+    )
+    .group("Reporting"),
+    Flag::switch("--help", "print this help").short('h').group("Reporting"),
+    Flag::switch("--version", "print the version").short('V').group("Reporting"),
+];
 
 impl Common {
     /// The default of [`Common::gpu_after`]: about what opening a GPU takes (0.5 to 1 s measured
@@ -118,36 +148,23 @@ impl Common {
         })
     }
 
-    /// Takes option `name` if it is a common one; `Ok(false)` if it is not.
-    pub fn accept(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
-        match name {
-            "--backend" => {
-                let v = parser.value()?;
-                self.backend = BackendChoice::parse(&v.string()?)
-                    .map_err(|e| Error::usage(format!("--backend: {e}")))?;
-            }
-            "--device" => {
-                let v = parser.value()?.string()?;
-                self.device = Devices::parse(&v).map_err(|e| Error::usage(format!("--device: {e}")))?;
-            }
-            "--raw" => {
-                let v = parser.value()?.string()?;
-                self.raw = parse_raw(&v).map_err(|e| Error::usage(format!("--raw: {e}")))?;
-            }
-            "--max-pixels" => self.max_pixels = parse_value(parser, "--max-pixels")?,
+    /// Takes one of [`COMMON_FLAGS`] (but `--help` and `--version`, which the parser answers);
+    /// `Ok(false)` for another.
+    pub fn accept(&mut self, given: &Given) -> Result<bool, FlagError> {
+        match given.flag.long {
+            "--backend" => self.backend = BackendChoice::parse(given.text()?)?,
+            "--device" => self.device = Devices::parse(given.text()?)?,
+            "--raw" => self.raw = parse_raw(given.text()?)?,
+            "--max-pixels" => self.max_pixels = given.parse()?,
             "--png" => self.png = true,
             "--progress" => self.progress = true,
-            "-o" | "--output" => {
-                let v = parser.value().map_err(|e| Error::usage(format!("{name}: {e}")))?;
-                if v.is_empty() {
-                    return Err(Error::usage(format!("{name}: the path is empty")));
+            "--output" => {
+                if given.os().is_empty() {
+                    return Err("the path is empty".into());
                 }
-                self.output = Some(v);
+                self.output = Some(given.os().to_owned());
             }
-            "--threads" => {
-                let v = parser.value()?.string()?;
-                self.threads = Some(parse_threads(&v).map_err(|e| Error::usage(format!("--threads: {e}")))?);
-            }
+            "--threads" => self.threads = Some(parse_threads(given.text()?)?),
             _ => return Ok(false),
         }
         Ok(true)
@@ -184,14 +201,4 @@ fn parse_threads(text: &str) -> Result<usize, String> {
         Ok(n) if n >= 1 => Ok(n),
         _ => Err(format!("bad thread count '{text}' (a whole number, at least 1)")),
     }
-}
-
-/// The value of option `name`, parsed; the error names the option and the value.
-pub fn parse_value<T: FromStr>(parser: &mut Parser, name: &str) -> Result<T, Error>
-where
-    T::Err: std::fmt::Display,
-{
-    let raw = parser.value().map_err(|e| Error::usage(format!("{name}: {e}")))?;
-    let text = raw.string().map_err(|_| Error::usage(format!("{name}: value is not valid UTF-8")))?;
-    text.parse::<T>().map_err(|e| Error::usage(format!("{name}: bad value '{text}': {e}")))
 }

@@ -1,7 +1,7 @@
 //! What every histopipe tool shares: the command line (options, input files, `-o` outputs),
 //! errors and exit codes, and the frame loop.
 //!
-//! A tool implements [`Tool`] (its own options, what it writes, and what it does with one frame);
+//! A tool implements [`Tool`] (its own options, each defined once as a [`Flag`], what it writes, and what it does with one frame);
 //! [`main`] does the rest: parses the command line with lexopt and checks it before reading
 //! anything, reads the input files (or standard input) on reader threads, runs the tool on several
 //! frames at once on the chosen backend, writes the outputs in order (standard output, one file,
@@ -15,6 +15,7 @@ mod atomic;
 mod common;
 mod dispatch;
 mod error;
+mod flags;
 mod inputs;
 mod outputs;
 mod panic;
@@ -30,9 +31,10 @@ mod workers;
 mod writer;
 
 pub use atomic::write_whole;
-pub use common::{parse_value, Common, COMMON_HELP};
+pub use common::{Common, COMMON_FLAGS, COMMON_OPERANDS};
 pub use dispatch::{BackendChoice, Devices};
 pub use error::{Error, ErrorKind, Place};
+pub use flags::{Flag, FlagError, Given, Operand};
 pub use lexopt;
 pub use outputs::{OutputFormat, PathTemplate, Product};
 pub use run::main;

@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 
 use histopipe_frame::{Frame, Source};
 use histopipe_ops::{Op, OpError};
-use lexopt::Parser;
 
 use crate::common::Common;
 use crate::dispatch::Backends;
 use crate::error::Place;
+use crate::flags::{Flag, FlagError, Given};
 use crate::outputs::{OutputFormat, PathTemplate, Product};
 use crate::Error;
 
@@ -19,13 +19,26 @@ use crate::Error;
 pub trait Tool: Default + Sync {
     /// The binary's name, which prefixes every error.
     const NAME: &'static str;
-    /// `--help` text above the common options: what it computes, its options, an example.
+    /// `--help` text above the tool's options: what it computes, and its usage.
     const HELP: &'static str;
+    /// `--help` text below the tool's options: notes, and an example.
+    const HELP_END: &'static str = "";
+    /// The tool's own options, each defined once: `--help`, the manual page and the completions
+    /// list them, and the parser hands each to [`Tool::option`].
+    const FLAGS: &'static [Flag] = &[];
 
-    /// Takes a tool option, named as written (`--fill`, `-b`), its value (if any) from `parser`;
-    /// `Ok(false)` if it is not one of this tool's.
-    fn option(&mut self, name: &str, parser: &mut Parser) -> Result<bool, Error> {
-        let _ = (name, parser);
+    /// Takes one of [`Tool::FLAGS`], with its value; an error about the value is said of the
+    /// option by the parser. `Ok(false)` for an option it does not handle (a bug: every option
+    /// defined is handled).
+    fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
+        let _ = given;
+        Ok(false)
+    }
+
+    /// Takes a negative number where an option could be (`rotate -45`: lexopt reads `-4` with
+    /// value `5`), as written; `Ok(false)`: the tool takes none, and `-4` is an unknown option.
+    fn negative_number(&mut self, text: &str) -> Result<bool, Error> {
+        let _ = text;
         Ok(false)
     }
 
