@@ -26,7 +26,10 @@ fn run(cmd: &mut Command) -> Output {
 
 /// `man -l` of `page`: its text, with nothing on stderr (groff warns there of what it cannot set).
 fn man(page: &Path) -> Option<String> {
-    let found = Command::new("man").arg("--version").output().is_ok_and(|o| o.status.success());
+    // A minimized Ubuntu (the GPU machine's image) has a `man` that only says so.
+    let found = Command::new("man").arg("--version").output().is_ok_and(|o| {
+        o.status.success() && !String::from_utf8_lossy(&[o.stdout, o.stderr].concat()).contains("minimized")
+    });
     if !found {
         if std::env::var("HISTOPIPE_SKIP_MAN").as_deref() == Ok("1") {
             histopipe_gpu::testing::skip("reading the man pages: no man, and HISTOPIPE_SKIP_MAN=1");
