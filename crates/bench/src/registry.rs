@@ -195,6 +195,7 @@ impl<I: DeviceRepr, O: DeviceRepr + ValidAsZeroBits> Sets<I, O> {
         let mut inputs = Vec::with_capacity(k);
         let mut outputs = Vec::with_capacity(if out_len > 0 { k } else { 0 });
         for _ in 1..k {
+            // SAFETY: uninitialised device memory, written whole by the copy below.
             let mut copy = unsafe { stream.alloc::<I>(first.len()) }?;
             stream.memcpy_dtod(&first, &mut copy)?;
             inputs.push(copy);

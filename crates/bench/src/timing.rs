@@ -108,6 +108,7 @@ impl<'g> GpuTimer<'g> {
         let mut launch = self.gpu.stream().launch_builder(&f);
         let ns = self.spin_ns.get();
         launch.arg(&ns);
+        // SAFETY: spin(u64 ns) takes the one u64 given; it reads and writes no memory.
         unsafe { launch.launch(cfg) }?;
         Ok(())
     }

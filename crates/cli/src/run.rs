@@ -37,6 +37,7 @@ fn tune_process_for_streams() {
     // Larger pipes (64 KiB by default on Linux) mean fewer wake-ups per frame on both sides.
     #[cfg(target_os = "linux")]
     for fd in [0, 1] {
+        // SAFETY: F_SETPIPE_SZ only asks the kernel to resize a pipe; on anything else it fails.
         unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, 1 << 20) };
     }
     // glibc maps every large block afresh and returns it to the kernel when freed, so each
@@ -49,6 +50,7 @@ fn tune_process_for_streams() {
     // freed on another, and a heap per thread would each keep its own peak of frames (measured:
     // 9 to 16 frames of 4K held by pad on 2 workers, against 6 to 10 with one heap).
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt changes allocator settings; called before any thread is made (see above).
     unsafe {
         libc::mallopt(libc::M_MMAP_MAX, 0);
         libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
@@ -228,6 +230,8 @@ pub fn main<T: Tool>() -> ExitCode {
         // CPU). A normal exit would wait for the driver to finish loading, tens of milliseconds
         // for nothing: the output is flushed (the writer thread flushed it) and stderr is
         // unbuffered, so end the process at once.
+        // SAFETY: _exit ends the process without running destructors, none of which is still
+        // needed: outputs are in place and temporary files removed (atomic::remove_all above).
         unsafe { libc::_exit(code as i32) }
     }
     ExitCode::from(code)

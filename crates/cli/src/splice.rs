@@ -42,6 +42,7 @@ impl PagePipe {
     fn on(fd: RawFd) -> Option<PagePipe> {
         // SAFETY: fstat writes into the zeroed struct it is given; the fd is only inspected.
         let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
         if unsafe { libc::fstat(fd, &mut stat) } != 0 || stat.st_mode & libc::S_IFMT != libc::S_IFIFO {
             return None;
         }
@@ -132,7 +133,9 @@ mod tests {
         let mut fds = [0; 2];
         // SAFETY: pipe fills the two fds, each then owned by one File.
         assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: F_SETPIPE_SZ only resizes the pipe just made.
         unsafe { libc::fcntl(fds[1], libc::F_SETPIPE_SZ, 1 << 20) };
+        // SAFETY: the two fds are open and owned by nothing else.
         unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) }
     }
 

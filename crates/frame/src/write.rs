@@ -403,8 +403,9 @@ mod tests {
             let mut v = std::mem::ManuallyDrop::new(v.into_boxed_slice());
             let ptr = std::ptr::NonNull::new(v.as_mut_ptr()).unwrap();
             let len = v.len();
-            // SAFETY: the block lives, untouched by others, as long as `owner`, which frees it.
+            // SAFETY: the boxed slice's memory, given up by ManuallyDrop, is owned again once.
             let owner = unsafe { Box::from_raw(&mut **v as *mut [u16]) };
+            // SAFETY: the block lives, untouched by others, as long as `owner`, which frees it.
             unsafe { crate::Samples::lent(ptr, len, Box::new(owner)) }
         };
         let samples: Vec<u16> = (0..600u16).map(|i| i.wrapping_mul(331)).collect();

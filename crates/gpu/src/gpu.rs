@@ -30,6 +30,7 @@ pub fn device_count() -> usize {
 /// cannot, so nothing touches the driver before this says yes.
 pub fn driver_present() -> bool {
     static PRESENT: OnceLock<bool> = OnceLock::new();
+    // SAFETY: it only tries to load the library, and reports whether it could.
     *PRESENT.get_or_init(|| unsafe { cudarc::driver::sys::is_culib_present() })
 }
 
@@ -67,6 +68,8 @@ impl Gpu {
         let nvrtc_version = nvrtc::version()?;
         let ctx = CudaContext::new(ordinal)?;
         // One stream: cudarc's cross-stream event tracking would only add work.
+        // SAFETY: the context is new and this Gpu's one stream is made after it, so no buffer
+        // is yet used on two streams (what the tracking would have ordered).
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream()?;
         let (major, minor) = ctx.compute_capability()?;
@@ -148,6 +151,8 @@ impl Gpu {
             .filter(|s| s.len() >= len);
         let slice = match pooled {
             Some(s) => *s,
+            // SAFETY: the buffer is uninitialised device memory; every kernel writes the part of a
+            // pooled buffer it reads later (the sanitizer's initcheck runs on every tool).
             None => unsafe { self.stream.alloc::<T>(len.max(1)) }.map_err(|e| {
                 let bytes = len.max(1) as u128 * std::mem::size_of::<T>() as u128;
                 GpuError(format!("cannot allocate {bytes} bytes of GPU memory ({slot}): {e}"))

@@ -97,6 +97,7 @@ impl Lease {
     /// `len` values of `T` must fit in the block, and any bit pattern must be a valid `T`.
     pub unsafe fn slice_mut<T>(&mut self, len: usize) -> &mut [T] {
         debug_assert!(len * std::mem::size_of::<T>() <= self.block.bytes);
+        // SAFETY: the caller's contract above; the block is this lease's alone while it is borrowed.
         unsafe { std::slice::from_raw_parts_mut(self.block.addr as *mut T, len) }
     }
 }

@@ -16,6 +16,7 @@ pub const OPTIONS: &[&str] = &["--std=c++17", "--fmad=false", "-DHISTOPIPE_NVRTC
 /// Whether libnvrtc can be loaded (looked up once).
 pub fn is_present() -> bool {
     static PRESENT: OnceLock<bool> = OnceLock::new();
+    // SAFETY: it only tries to load the library, and reports whether it could.
     *PRESENT.get_or_init(|| unsafe { sys::is_culib_present() })
 }
 
@@ -39,6 +40,7 @@ fn require() -> Result<(), GpuError> {
 pub fn version() -> Result<(i32, i32), GpuError> {
     require()?;
     let (mut major, mut minor): (c_int, c_int) = (0, 0);
+    // SAFETY: NVRTC is loaded (require); it writes the two ints it is given.
     check("version", unsafe { sys::nvrtcVersion(&mut major, &mut minor) })?;
     Ok((major, minor))
 }
@@ -48,6 +50,8 @@ struct Program(sys::nvrtcProgram);
 
 impl Drop for Program {
     fn drop(&mut self) {
+        // SAFETY: the program was made by nvrtcCreateProgram (or is null, which NVRTC refuses
+        // without harm) and is destroyed once, here.
         unsafe {
             sys::nvrtcDestroyProgram(&mut self.0);
         }
@@ -57,10 +61,12 @@ impl Drop for Program {
 impl Program {
     fn log(&self) -> String {
         let mut size = 0usize;
+        // SAFETY: a live program; NVRTC writes the size it is given.
         if unsafe { sys::nvrtcGetProgramLogSize(self.0, &mut size) } != sys::nvrtcResult::NVRTC_SUCCESS {
             return String::new();
         }
         let mut log = vec![0u8; size];
+        // SAFETY: `log` holds the size NVRTC just gave for this program's log.
         unsafe { sys::nvrtcGetProgramLog(self.0, log.as_mut_ptr() as *mut c_char) };
         String::from_utf8_lossy(&log).trim_end_matches('\0').trim().to_owned()
     }
@@ -79,6 +85,8 @@ pub fn compile(source: &Source, arch: i32) -> Result<Vec<u8>, GpuError> {
     let texts: Vec<*const c_char> = header_texts.iter().map(|s| s.as_ptr()).collect();
     let names: Vec<*const c_char> = header_names.iter().map(|s| s.as_ptr()).collect();
     let mut prog = Program(ptr::null_mut());
+    // SAFETY: every pointer is to a NUL-terminated string that outlives the call (`text`,
+    // `name`, and the HEADERS.len() entries of `texts` and `names`); NVRTC copies them.
     check("create", unsafe {
         sys::nvrtcCreateProgram(
             &mut prog.0,
@@ -93,6 +101,7 @@ pub fn compile(source: &Source, arch: i32) -> Result<Vec<u8>, GpuError> {
     let options: Vec<CString> =
         OPTIONS.iter().copied().chain([arch_opt.as_str()]).map(c).collect::<Result<_, _>>()?;
     let option_ptrs: Vec<*const c_char> = options.iter().map(|s| s.as_ptr()).collect();
+    // SAFETY: a live program, and option_ptrs.len() NUL-terminated options that outlive the call.
     let r = unsafe { sys::nvrtcCompileProgram(prog.0, option_ptrs.len() as c_int, option_ptrs.as_ptr()) };
     if r != sys::nvrtcResult::NVRTC_SUCCESS {
         return Err(GpuError(format!(
@@ -102,8 +111,10 @@ pub fn compile(source: &Source, arch: i32) -> Result<Vec<u8>, GpuError> {
         )));
     }
     let mut size = 0usize;
+    // SAFETY: a program compiled above; NVRTC writes the size it is given.
     check("CUBIN size", unsafe { sys::nvrtcGetCUBINSize(prog.0, &mut size) })?;
     let mut cubin = vec![0u8; size];
+    // SAFETY: `cubin` holds the size NVRTC just gave for this program's CUBIN.
     check("CUBIN", unsafe { sys::nvrtcGetCUBIN(prog.0, cubin.as_mut_ptr() as *mut c_char) })?;
     Ok(cubin)
 }

@@ -445,6 +445,7 @@ fn intersect((a0, a1): (usize, usize), (b0, b1): (usize, usize)) -> (usize, usiz
 /// `v` must be in `0..2^52` (finite and representable, as `f64::to_int_unchecked` requires).
 unsafe fn to_index(v: f64) -> usize {
     debug_assert!((0.0..4503599627370496.0).contains(&v), "{v}");
+    // SAFETY: the caller's contract above.
     unsafe { v.to_int_unchecked::<i64>() as usize }
 }
 
