@@ -3,39 +3,35 @@
 // crates/ops/src/equalize.rs.
 #include "histopipe.cuh"
 
+// One thread per level i of the look-up table: lut[i] = map(N - cdf_min, cdf[i] - cdf_min) (0
+// for levels below the lowest present). A constant frame (cdf_min == N) maps to itself.
+template <typename T, typename Map>
+__device__ __forceinline__ void lut_entry(const u64* __restrict__ cdf, const u64* __restrict__ cdf_min,
+                                          u32 levels, u64 total, T* __restrict__ lut, Map map) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= levels) return;
+    const u64 least = *cdf_min, c = cdf[i];
+    lut[i] = least == total ? (T)i : map(total - least, c > least ? c - least : 0);
+}
+
 // 8-bit: OpenCV's equalizeHist arithmetic. scale = maxval / (N - cdf_min) and the product
 // (cdf - cdf_min) * scale in single precision, each operation rounded to nearest (explicit _rn
 // intrinsics, whatever the compiler flags), then rounded half to even and clamped to 0..maxval.
-// A constant frame (cdf_min == N) maps to itself.
 extern "C" __global__ void lut_u8(const u64* __restrict__ cdf, const u64* __restrict__ cdf_min, u32 levels,
                                   u64 total, u32 maxval, u8* __restrict__ lut) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= levels) return;
-    const u64 least = *cdf_min, c = cdf[i];
-    if (least == total) {
-        lut[i] = (u8)i;
-        return;
-    }
-    const float scale = __fdiv_rn((float)maxval, __ull2float_rn(total - least));
-    const u64 above = c > least ? c - least : 0;
-    const int r = __float2int_rn(__fmul_rn(__ull2float_rn(above), scale));
-    lut[i] = (u8)(r < 0 ? 0 : r > (int)maxval ? maxval : r);
+    lut_entry(cdf, cdf_min, levels, total, lut, [=](u64 span, u64 above) {
+        const float scale = __fdiv_rn((float)maxval, __ull2float_rn(span));
+        const int r = __float2int_rn(__fmul_rn(__ull2float_rn(above), scale));
+        return (u8)(r < 0 ? 0 : r > (int)maxval ? maxval : r);
+    });
 }
 
 // 16-bit: round half up of (cdf - cdf_min) * maxval / (N - cdf_min), in integers (exact while
-// N < 2^46). A constant frame maps to itself.
+// N < 2^46).
 extern "C" __global__ void lut_u16(const u64* __restrict__ cdf, const u64* __restrict__ cdf_min, u32 levels,
                                    u64 total, u32 maxval, u16* __restrict__ lut) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= levels) return;
-    const u64 least = *cdf_min, c = cdf[i];
-    if (least == total) {
-        lut[i] = (u16)i;
-        return;
-    }
-    const u64 span = total - least;
-    const u64 above = c > least ? c - least : 0;
-    lut[i] = (u16)((2 * above * maxval + span) / (2 * span));
+    lut_entry(cdf, cdf_min, levels, total, lut,
+              [=](u64 span, u64 above) { return (u16)((2 * above * maxval + span) / (2 * span)); });
 }
 
 // out[i] = lut[in[i]]. 16 bytes per thread with vector loads and stores when both buffers are

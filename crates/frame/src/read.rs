@@ -378,40 +378,8 @@ impl<R: BufRead> FrameReader<R> {
             Ok(luma(r, g, b))
         };
         Ok(match depth {
-            Depth::U8 => {
-                let mut v = Filling::<u8>::new(&self.memory, count, 0).map_err(|e| no_memory(index, e))?;
-                let mut p = 0;
-                loop {
-                    let room = v.room().map_err(|e| no_memory(index, e))?;
-                    if room.is_empty() {
-                        break;
-                    }
-                    for s in room.iter_mut() {
-                        *s = pixel(p)? as u8;
-                        p += 1;
-                    }
-                    let n = room.len();
-                    v.filled(n);
-                }
-                Pixels::U8(v.finish())
-            }
-            Depth::U16 => {
-                let mut v = Filling::<u16>::new(&self.memory, count, 0).map_err(|e| no_memory(index, e))?;
-                let mut p = 0;
-                loop {
-                    let room = v.room().map_err(|e| no_memory(index, e))?;
-                    if room.is_empty() {
-                        break;
-                    }
-                    for s in room.iter_mut() {
-                        *s = pixel(p)? as u16;
-                        p += 1;
-                    }
-                    let n = room.len();
-                    v.filled(n);
-                }
-                Pixels::U16(v.finish())
-            }
+            Depth::U8 => Pixels::U8(fill_with(&self.memory, index, count, |p| pixel(p).map(|v| v as u8))?),
+            Depth::U16 => Pixels::U16(fill_with(&self.memory, index, count, |p| pixel(p).map(|v| v as u16))?),
         })
     }
 
@@ -503,6 +471,29 @@ fn at_hand<R: BufRead>(input: &mut R) -> io::Result<usize> {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         }
+    }
+}
+
+/// `count` samples, sample p from `sample(p)` in order, into memory that grows as they come.
+fn fill_with<T: Copy + Default + Send + Sync + 'static>(
+    memory: &SampleMemory,
+    index: usize,
+    count: usize,
+    mut sample: impl FnMut(usize) -> Result<T, FrameError>,
+) -> Result<Samples<T>, FrameError> {
+    let mut v = Filling::<T>::new(memory, count, 0).map_err(|e| no_memory(index, e))?;
+    let mut p = 0;
+    loop {
+        let room = v.room().map_err(|e| no_memory(index, e))?;
+        if room.is_empty() {
+            return Ok(v.finish());
+        }
+        for s in room.iter_mut() {
+            *s = sample(p)?;
+            p += 1;
+        }
+        let n = room.len();
+        v.filled(n);
     }
 }
 
@@ -608,23 +599,29 @@ mod tests {
 
     #[test]
     fn header_errors_name_the_problem() {
-        assert!(err(b"").contains("frame 1: empty input"));
-        assert!(err(b"P9 1 1 255\n").contains("unrecognized input"));
-        assert!(err(b"P5 3").contains("truncated header: no height"));
-        assert!(err(b"P5 3 1 0\n").contains("maxval is 0"));
-        assert!(err(b"P5 3 1 65536\n").contains("maxval 65536 is too large"));
-        assert!(err(b"P5 0 1 255\n").contains("width is 0"));
-        assert!(err(b"P5 1 0 255\n").contains("height is 0"));
-        assert!(err(b"P5 3x 1 255\n").contains("bad width '3x'"));
-        assert!(err(b"P5 3 1 25a5\n\x00").contains("bad maxval '25a5'"));
-        assert!(err(b"P5 3 1 255\n\x00").contains("truncated pixel data: 1 of 3 bytes"));
+        let cases: [(&[u8], &str); 15] = [
+            (b"", "frame 1: empty input"),
+            (b"P9 1 1 255\n", "unrecognized input"),
+            (b"P5 3", "truncated header: no height"),
+            (b"P5 3 1 0\n", "maxval is 0"),
+            (b"P5 3 1 65536\n", "maxval 65536 is too large"),
+            (b"P5 0 1 255\n", "width is 0"),
+            (b"P5 1 0 255\n", "height is 0"),
+            (b"P5 3x 1 255\n", "bad width '3x'"),
+            (b"P5 3 1 25a5\n\x00", "bad maxval '25a5'"),
+            (b"P5 3 1 255\n\x00", "truncated pixel data: 1 of 3 bytes"),
+            (b"P5 2 1 9\n\x01\x0a", "sample 1 is 10, over maxval 9"),
+            (b"P2 2 1 255 1 2x", "bad sample '2x'"),
+            // Quoted input is escaped.
+            (b"P5 3\x1b[2J 1 255\n", r"bad width '3\x1b[2J'"),
+            (b"P5\n# histopipe-geometry \x07\n1 1 255\n\0", r"'histopipe-geometry \u{7}'"),
+            (b"\xff\xfe", r"unrecognized input starting '\xff\xfe'"),
+        ];
+        for (input, says) in cases {
+            let e = err(input);
+            assert!(e.contains(says), "{input:?}: {e}");
+        }
         assert!(err(b"P5 1 1 255\n\x00P5 2 1 255\n\x00").starts_with("frame 2: truncated pixel data"));
-        assert!(err(b"P5 2 1 9\n\x01\x0a").contains("sample 1 is 10, over maxval 9"));
-        assert!(err(b"P2 2 1 255 1 2x").contains("bad sample '2x'"));
-        // Quoted input is escaped.
-        assert!(err(b"P5 3\x1b[2J 1 255\n").contains(r"bad width '3\x1b[2J'"));
-        assert!(err(b"P5\n# histopipe-geometry \x07\n1 1 255\n\0").contains(r"'histopipe-geometry \u{7}'"));
-        assert!(err(b"\xff\xfe").contains(r"unrecognized input starting '\xff\xfe'"));
     }
 
     #[test]

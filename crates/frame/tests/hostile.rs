@@ -125,12 +125,7 @@ fn tiff(pages: &[Page]) -> Vec<u8> {
         let photometric = if samples >= 3 { 2 } else { 1 };
         let extra = if samples == 4 || samples == 2 { 2 } else { 0 };
         out.extend_from_slice(&(entries as u16).to_le_bytes());
-        let mut e = |tag: u16, kind: u16, count: u32, value: u32| {
-            out.extend_from_slice(&tag.to_le_bytes());
-            out.extend_from_slice(&kind.to_le_bytes());
-            out.extend_from_slice(&count.to_le_bytes());
-            out.extend_from_slice(&value.to_le_bytes());
-        };
+        let mut e = |tag, kind, count, value| ifd_entry(&mut out, tag, kind, count, value);
         e(256, 4, 1, w);
         e(257, 4, 1, h);
         e(258, 3, samples as u32, if samples == 1 { bits as u32 } else { bits_at });
@@ -514,12 +509,7 @@ fn tiff_strips(
     let mut out = b"II*\0".to_vec();
     out.extend_from_slice(&8u32.to_le_bytes());
     out.extend_from_slice(&(entries as u16).to_le_bytes());
-    let mut e = |tag: u16, kind: u16, count: u32, value: u32| {
-        out.extend_from_slice(&tag.to_le_bytes());
-        out.extend_from_slice(&kind.to_le_bytes());
-        out.extend_from_slice(&count.to_le_bytes());
-        out.extend_from_slice(&value.to_le_bytes());
-    };
+    let mut e = |tag, kind, count, value| ifd_entry(&mut out, tag, kind, count, value);
     e(256, 4, 1, width);
     e(257, 4, 1, height);
     e(258, 3, 1, 8);
@@ -736,4 +726,12 @@ fn frames_read_from_a_pipe_in_pieces_are_whole() {
 
 fn shown(bytes: &[u8]) -> String {
     bytes.escape_ascii().to_string()
+}
+
+/// One little-endian TIFF directory entry: tag, field type, count, value (or offset).
+fn ifd_entry(out: &mut Vec<u8>, tag: u16, kind: u16, count: u32, value: u32) {
+    out.extend_from_slice(&tag.to_le_bytes());
+    out.extend_from_slice(&kind.to_le_bytes());
+    out.extend_from_slice(&count.to_le_bytes());
+    out.extend_from_slice(&value.to_le_bytes());
 }

@@ -158,14 +158,26 @@ fn vote_angles<T: Sample>(
     // plus this, in wrapping u32 (cells < 2^28).
     let base: Vec<u32> =
         (0..cos.len()).map(|n| ((n * rhos + offset) as u32).wrapping_sub(ROUND_MAGIC_BITS)).collect();
+    let votes = Votes { px, width, height, cos, sin };
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2; the votes fit (the caller's `fits`).
-        unsafe { vote_rounded_avx2(px, width, height, cos, sin, &base, acc) };
+        unsafe { vote_rounded_avx2(votes, &base, acc) };
         return;
     }
     // SAFETY: the votes fit (the caller's `fits`).
-    unsafe { vote_rounded(px, width, height, cos, sin, &base, acc) };
+    unsafe { vote_rounded(votes, &base, acc) };
+}
+
+/// What a pass of rounded votes reads: the `width x height` edge map `px`, and the cosines and
+/// sines of its angles.
+#[derive(Clone, Copy)]
+struct Votes<'a, T> {
+    px: &'a [T],
+    width: usize,
+    height: usize,
+    cos: &'a [f32],
+    sin: &'a [f32],
 }
 
 /// [`vote_rounded`] compiled for AVX2: the cells of 8 angles at a time. (No FMA: the products and
@@ -175,34 +187,20 @@ fn vote_angles<T: Sample>(
 /// The CPU has AVX2, and [`vote_rounded`]'s conditions hold.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn vote_rounded_avx2<T: Sample>(
-    px: &[T],
-    width: usize,
-    height: usize,
-    cos: &[f32],
-    sin: &[f32],
-    base: &[u32],
-    acc: &mut [u32],
-) {
-    vote_rounded(px, width, height, cos, sin, base, acc)
+unsafe fn vote_rounded_avx2<T: Sample>(votes: Votes<'_, T>, base: &[u32], acc: &mut [u32]) {
+    // SAFETY: the caller's contract, which is vote_rounded's.
+    unsafe { vote_rounded(votes, base, acc) }
 }
 
-/// The votes of the `width x height` edge map `px`, rounded with [`ROUND_MAGIC`], `base` the cells
-/// of distance 0 less [`ROUND_MAGIC_BITS`].
+/// The votes of the edge map, rounded with [`ROUND_MAGIC`], `base` the cells of distance 0 less
+/// [`ROUND_MAGIC_BITS`].
 ///
 /// # Safety
 /// Every pixel's vote falls inside `acc` and rounds exactly: the space's distances are at most
 /// [`MAGIC_MAX_RHOS`] and pass [`HoughSpace::check_votes_fit`], and `acc` has its cells.
 #[inline(always)]
-unsafe fn vote_rounded<T: Sample>(
-    px: &[T],
-    width: usize,
-    height: usize,
-    cos: &[f32],
-    sin: &[f32],
-    base: &[u32],
-    acc: &mut [u32],
-) {
+unsafe fn vote_rounded<T: Sample>(votes: Votes<'_, T>, base: &[u32], acc: &mut [u32]) {
+    let Votes { px, width, height, cos, sin } = votes;
     let mut cells = vec![0u32; base.len()];
     for_each_edge(px, width, height, |x, y| {
         // All angles' cells first, in a loop that vectorizes; then the increments, independent of

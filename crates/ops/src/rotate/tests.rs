@@ -86,42 +86,18 @@ fn general_turns_match_the_per_pixel_reference() {
     }
 }
 
-/// The general turn as the CPU backend computed it before its SIMD kernels (which the GPU
-/// kernel matches): a frozen copy of `sample_at` at `Affine::apply` of every pixel.
+/// The general turn pixel by pixel: [`sample_at`] (which the GPU kernel repeats operation for
+/// operation) at `Affine::apply` of every pixel, without the kernels' row-by-row coordinates.
 mod reference {
     use super::*;
 
     pub fn samples<T: Sample>(r: &Rotate, input: &[T]) -> Vec<T> {
-        let (w, h, m) = (r.width, r.height, r.new_to_old());
-        let bilinear = r.interpolation == Interpolation::Bilinear;
-        let fill = T::from_u16(r.fill);
-        let (wf, hf) = (w as f64, h as f64);
-        let sample = |sx: f64, sy: f64| -> T {
-            let (nx, ny) = ((sx + 0.5).floor(), (sy + 0.5).floor());
-            if !(nx >= 0.0 && ny >= 0.0 && nx < wf && ny < hf) {
-                return fill;
-            }
-            if !bilinear {
-                return input[ny as usize * w + nx as usize];
-            }
-            let (x0, y0) = (sx.floor(), sy.floor());
-            let (tx, ty) = (sx - x0, sy - y0);
-            let at = |x: f64, y: f64| -> f64 {
-                let inside = x >= 0.0 && y >= 0.0 && x < wf && y < hf;
-                Into::<u32>::into(if inside { input[y as usize * w + x as usize] } else { fill }) as f64
-            };
-            let (p00, p10, p01, p11) =
-                (at(x0, y0), at(x0 + 1.0, y0), at(x0, y0 + 1.0), at(x0 + 1.0, y0 + 1.0));
-            let top = (1.0 - tx) * p00 + tx * p10;
-            let bottom = (1.0 - tx) * p01 + tx * p11;
-            let v = ((1.0 - ty) * top + ty * bottom + 0.5).floor().min(r.maxval as f64);
-            T::from_u16(v as u16)
-        };
-        let ow = r.out_width;
+        let (m, ow) = (r.new_to_old(), r.out_width);
+        let (bilinear, fill) = (r.interpolation == Interpolation::Bilinear, T::from_u16(r.fill));
         (0..ow * r.out_height)
             .map(|i| {
                 let (sx, sy) = m.apply((i % ow) as f64, (i / ow) as f64);
-                sample(sx, sy)
+                sample_at(input, r.width, r.height, sx, sy, fill, r.maxval, bilinear)
             })
             .collect()
     }
