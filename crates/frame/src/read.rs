@@ -320,7 +320,7 @@ impl<R: BufRead> FrameReader<R> {
         let count = self.check_size(index, h.width, h.height)?;
         let depth = Depth::for_maxval(h.maxval);
         let pixels = match (ascii, h.channels) {
-            (true, _) => self.ascii_raster(index, &h, count, depth)?,
+            (true, _) => self.ascii_raster(index, &h)?,
             (false, 1) => {
                 let (got, pixels) = self.binary_raster(index, depth, count, true, true)?;
                 let bytes = count * depth.bytes();
@@ -339,7 +339,7 @@ impl<R: BufRead> FrameReader<R> {
                 }
                 pixels
             }
-            (false, _) => self.colour_raster(index, &h, count, depth)?,
+            (false, _) => self.colour_raster(index, &h)?,
         };
         let mut frame = Frame::new(h.width, h.height, h.maxval, pixels);
         frame.format = if h.channels == 3 { Format::Decoded } else { format };
@@ -349,14 +349,10 @@ impl<R: BufRead> FrameReader<R> {
         Ok(frame)
     }
 
-    /// An ASCII raster (P2, P3), colour converted pixel by pixel as it is read.
-    fn ascii_raster(
-        &mut self,
-        index: usize,
-        h: &Header,
-        count: usize,
-        depth: Depth,
-    ) -> Result<Pixels, FrameError> {
+    /// An ASCII raster (P2, P3), colour converted pixel by pixel as it is read. `h`'s size was
+    /// checked ([`FrameReader::check_size`]).
+    fn ascii_raster(&mut self, index: usize, h: &Header) -> Result<Pixels, FrameError> {
+        let (count, depth) = (h.width * h.height, Depth::for_maxval(h.maxval));
         let samples =
             count.checked_mul(h.channels).ok_or_else(|| FrameError::invalid(index, "raster too large"))?;
         let mut raster = AsciiSamples::new(&mut self.input, index, samples);
@@ -384,13 +380,9 @@ impl<R: BufRead> FrameReader<R> {
     }
 
     /// A binary colour raster (P6, PAM RGB), read in pieces and converted to gray as it comes.
-    fn colour_raster(
-        &mut self,
-        index: usize,
-        h: &Header,
-        count: usize,
-        depth: Depth,
-    ) -> Result<Pixels, FrameError> {
+    /// `h`'s size was checked ([`FrameReader::check_size`]).
+    fn colour_raster(&mut self, index: usize, h: &Header) -> Result<Pixels, FrameError> {
+        let (count, depth) = (h.width * h.height, Depth::for_maxval(h.maxval));
         let pixel_bytes = 3 * depth.bytes();
         let total =
             count.checked_mul(pixel_bytes).ok_or_else(|| FrameError::invalid(index, "raster too large"))?;
