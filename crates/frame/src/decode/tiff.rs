@@ -16,8 +16,8 @@
 use std::collections::HashSet;
 use std::io::{Cursor, Read, Seek};
 
-use tiff::decoder::{Decoder, Limits, TiffCodingUnit};
-use tiff::tags::Tag;
+use tiff::decoder::{ChunkType, Decoder, Limits, TiffCodingUnit};
+use tiff::tags::{CompressionMethod, PlanarConfiguration, SampleFormat, Tag};
 use tiff::ColorType;
 
 use super::source::Source;
@@ -374,20 +374,65 @@ impl Samples {
             Samples::As(l) => l.channels() as u64,
         }
     }
+
+    /// Converts a row of a strip or tile, from `data` (its first byte; for planar samples, in
+    /// the first plane, the others `plane` bytes on), into `out`, in the layout rows go into the
+    /// canvas in.
+    fn convert_row(self, data: &[u8], plane: usize, planar: bool, out: &mut [u8]) {
+        match self {
+            Samples::Bilevel => {
+                for (k, o) in out.iter_mut().enumerate() {
+                    *o = (data[k / 8] >> (7 - k % 8) & 1) * 255;
+                }
+            }
+            Samples::Cmyk8 => {
+                for (k, o) in out.chunks_exact_mut(3).enumerate() {
+                    o.copy_from_slice(&cmyk_to_rgb(&data[4 * k..4 * k + 4]));
+                }
+            }
+            Samples::Cmyk16 => {
+                for (k, o) in out.chunks_exact_mut(6).enumerate() {
+                    let s = |c: usize| u16::from_ne_bytes([data[8 * k + 2 * c], data[8 * k + 2 * c + 1]]);
+                    let rgb = cmyk16_to_rgb([s(0), s(1), s(2), s(3)]);
+                    for (c, v) in rgb.iter().enumerate() {
+                        o[2 * c..2 * c + 2].copy_from_slice(&v.to_ne_bytes());
+                    }
+                }
+            }
+            Samples::As(l) if planar => {
+                let sb = l.sample_bytes();
+                for (k, o) in out.chunks_exact_mut(l.pixel_bytes()).enumerate() {
+                    for c in 0..l.channels() {
+                        let at = c * plane + k * sb;
+                        o[c * sb..(c + 1) * sb].copy_from_slice(&data[at..at + sb]);
+                    }
+                }
+            }
+            Samples::As(_) => out.copy_from_slice(&data[..out.len()]),
+        }
+    }
 }
 
 /// The most bytes a strip or tile of `compression` can give for one stored byte, if bounded by a
 /// ratio; `None` for none and for methods the `tiff` crate does not decode.
-fn expansion(compression: u16) -> Option<u64> {
+fn expansion(compression: CompressionMethod) -> Option<u64> {
     match compression {
-        32773 => Some(64),
-        5 => Some(3641),
-        8 | 32946 => Some(1032),
-        7 => Some(2048),
+        CompressionMethod::PackBits => Some(64),
+        CompressionMethod::LZW => Some(3641),
+        CompressionMethod::Deflate | CompressionMethod::OldDeflate => Some(1032),
+        CompressionMethod::ModernJPEG => Some(2048),
         _ => None,
     }
 }
 
+/// The `tiff` crate's errors as errors of frame `index`.
+fn tiff_error(index: usize) -> impl Fn(tiff::TiffError) -> FrameError {
+    move |e| library_error(index, Encoded::Tiff, e)
+}
+
+/// Decodes the page the decoder is at. The checks run in a fixed order, and all before the pixels
+/// are allocated, so that a hostile file gets the same error however it is read: size and
+/// colour, sample format and planes, the strips or tiles, the page's peak memory.
 fn decode_page<T: AsRef<[u8]>>(
     decoder: &mut Decoder<Cursor<T>>,
     target: Target,
@@ -395,62 +440,169 @@ fn decode_page<T: AsRef<[u8]>>(
     len: usize,
 ) -> Result<Picture, FrameError> {
     let index = budget.frame;
-    let lib = |e: tiff::TiffError| library_error(index, Encoded::Tiff, e);
-    let (w, h) = decoder.dimensions().map_err(lib)?;
-    let pixels = budget.check_pixels(w as u64, h as u64)? as usize;
-    let colour = decoder.colortype().map_err(lib)?;
+    let page = check_size_and_colour(decoder, budget)?;
+    let planar = check_format_and_planes(decoder, &page, index)?;
+    let chunks = Chunks::read(decoder, &page, planar, index)?;
+    check_chunks(decoder, &chunks, len, budget)?;
+    let unit_len = check_memory(decoder, &page, &chunks, target, budget)?;
+    decode_chunks(decoder, &page, &chunks, target, unit_len, index)
+}
+
+/// A page's size and colour, as its directory gives them.
+#[derive(Debug, Clone, Copy)]
+struct Page {
+    width: u32,
+    height: u32,
+    /// `width * height`, within `--max-pixels`.
+    pixels: usize,
+    /// As the `tiff` crate reads it from the photometric interpretation, the samples per pixel
+    /// and the bits per sample.
+    colour: ColorType,
+    samples: Samples,
+}
+
+/// Checks the page's size against `--max-pixels` and its colour type against those decoded.
+fn check_size_and_colour<T: AsRef<[u8]>>(
+    decoder: &mut Decoder<Cursor<T>>,
+    budget: &Budget,
+) -> Result<Page, FrameError> {
+    let index = budget.frame;
+    let (width, height) = decoder.dimensions().map_err(tiff_error(index))?;
+    let pixels = budget.check_pixels(width as u64, height as u64)? as usize;
+    let colour = decoder.colortype().map_err(tiff_error(index))?;
     let samples = Samples::of(colour).ok_or_else(|| {
         FrameError::invalid(index, format!("bad TIFF image: colour type {colour:?} is not supported"))
     })?;
-    let float = matches!(samples.layout(), Layout::Rgb32F | Layout::Rgba32F);
+    Ok(Page { width, height, pixels, colour, samples })
+}
+
+/// Checks the page's sample formats and planar configuration; returns whether its samples are
+/// planar (each in a plane of its own).
+fn check_format_and_planes<T: AsRef<[u8]>>(
+    decoder: &mut Decoder<Cursor<T>>,
+    page: &Page,
+    index: usize,
+) -> Result<bool, FrameError> {
+    let lib = tiff_error(index);
+    let float = matches!(page.samples.layout(), Layout::Rgb32F | Layout::Rgba32F);
     // As `image`: unsigned integers of 16 bits at most, or 32-bit floats.
-    for format in decoder.find_tag_unsigned_vec::<u16>(Tag::SampleFormat).map_err(lib)?.unwrap_or_default() {
-        if !matches!((format, float), (1, false) | (3, true)) {
+    for format in decoder.find_tag_unsigned_vec::<u16>(Tag::SampleFormat).map_err(&lib)?.unwrap_or_default() {
+        if !matches!(
+            (SampleFormat::from_u16_exhaustive(format), float),
+            (SampleFormat::Uint, false) | (SampleFormat::IEEEFP, true)
+        ) {
             return Err(FrameError::invalid(
                 index,
-                format!("bad TIFF image: sample format {format} of {colour:?} is not supported"),
+                format!("bad TIFF image: sample format {format} of {:?} is not supported", page.colour),
             ));
         }
     }
-    let planar = decoder.find_tag_unsigned::<u16>(Tag::PlanarConfiguration).map_err(lib)? == Some(2);
-    if planar && matches!(samples, Samples::Cmyk8 | Samples::Cmyk16) {
+    let planar = decoder
+        .find_tag_unsigned::<u16>(Tag::PlanarConfiguration)
+        .map_err(&lib)?
+        .and_then(PlanarConfiguration::from_u16)
+        == Some(PlanarConfiguration::Planar);
+    if planar && matches!(page.samples, Samples::Cmyk8 | Samples::Cmyk16) {
         return Err(FrameError::invalid(index, "bad TIFF image: planar CMYK is not supported"));
     }
-    let (cw, ch) = decoder.chunk_dimensions();
-    let (cw, ch) = (cw.max(1) as u64, ch.max(1) as u64);
-    let (across, down) = ((w as u64).div_ceil(cw), (h as u64).div_ceil(ch));
-    let planes = if planar { samples.channels() } else { 1 };
-    let counts_tag = match decoder.get_chunk_type() {
-        tiff::decoder::ChunkType::Strip => Tag::StripByteCounts,
-        tiff::decoder::ChunkType::Tile => Tag::TileByteCounts,
-    };
-    let counts = decoder.find_tag_unsigned_vec::<u64>(counts_tag).map_err(lib)?.unwrap_or_default();
-    let compression = decoder.find_tag_unsigned::<u16>(Tag::Compression).map_err(lib)?.unwrap_or(1);
-    // Bits of a chunk's data as stored in one plane; the data of the last strip or of edge tiles
-    // is cut to the image.
-    let plane_bits = samples.stored_bits() / planes;
-    let stored = |i: u64| {
-        let (x, y) = (i % across, i / across % down);
-        let dw = cw.min(w as u64 - x * cw);
-        let dh = ch.min(h as u64 - y * ch);
-        dh * (dw * plane_bits).div_ceil(8)
-    };
-    let too_small = |i: u64, least: u64| {
+    Ok(planar)
+}
+
+/// How a page's pixels are stored: a grid of strips or tiles (one grid a plane when planar),
+/// their stored bytes and their compression.
+struct Chunks {
+    /// Pixels of a strip or tile, at least 1 each way.
+    width: u64,
+    height: u64,
+    /// The page's pixels, for the strips and tiles at its edges.
+    page_width: u64,
+    page_height: u64,
+    /// Strips or tiles across and down a plane.
+    across: u64,
+    down: u64,
+    planar: bool,
+    /// Bits of one pixel as stored in one plane.
+    plane_bits: u64,
+    /// Stored bytes of each strip or tile, as the directory gives them.
+    counts: Vec<u64>,
+    compression: CompressionMethod,
+    /// Strips or tiles checked: those of every plane that have a byte count.
+    checked: u64,
+}
+
+impl Chunks {
+    fn read<T: AsRef<[u8]>>(
+        decoder: &mut Decoder<Cursor<T>>,
+        page: &Page,
+        planar: bool,
+        index: usize,
+    ) -> Result<Chunks, FrameError> {
+        let lib = tiff_error(index);
+        let (cw, ch) = decoder.chunk_dimensions();
+        let (width, height) = (cw.max(1) as u64, ch.max(1) as u64);
+        let (page_width, page_height) = (page.width as u64, page.height as u64);
+        let (across, down) = (page_width.div_ceil(width), page_height.div_ceil(height));
+        let planes = if planar { page.samples.channels() } else { 1 };
+        let counts_tag = match decoder.get_chunk_type() {
+            ChunkType::Strip => Tag::StripByteCounts,
+            ChunkType::Tile => Tag::TileByteCounts,
+        };
+        let counts = decoder.find_tag_unsigned_vec::<u64>(counts_tag).map_err(&lib)?.unwrap_or_default();
+        let compression = decoder
+            .find_tag_unsigned::<u16>(Tag::Compression)
+            .map_err(&lib)?
+            .map_or(CompressionMethod::None, CompressionMethod::from_u16_exhaustive);
+        Ok(Chunks {
+            width,
+            height,
+            page_width,
+            page_height,
+            across,
+            down,
+            planar,
+            plane_bits: page.samples.stored_bits() / planes,
+            checked: (across * down * planes).min(counts.len() as u64),
+            counts,
+            compression,
+        })
+    }
+
+    /// Bytes of strip or tile `i`'s data as stored in one plane; the data of the last strip or of
+    /// edge tiles is cut to the page.
+    fn stored(&self, i: u64) -> u64 {
+        let (x, y) = (i % self.across, i / self.across % self.down);
+        let dw = self.width.min(self.page_width - x * self.width);
+        let dh = self.height.min(self.page_height - y * self.height);
+        dh * (dw * self.plane_bits).div_ceil(8)
+    }
+
+    fn too_small(&self, i: u64, least: u64, index: usize) -> FrameError {
         FrameError::invalid(
             index,
             format!(
                 "bad TIFF: strip or tile {i} holds {} stored bytes, too few for its pixels (at least {least}): \
                  damaged or hostile input",
-                counts.get(i as usize).copied().unwrap_or(0)
+                self.counts.get(i as usize).copied().unwrap_or(0)
             ),
         )
-    };
-    let chunks = (across * down * planes).min(counts.len() as u64);
+    }
+}
+
+/// Checks the strips or tiles against the file's length and their pixels: their stored bytes
+/// in all, each JPEG inside them, and each one's expansion from its stored bytes.
+fn check_chunks<T: AsRef<[u8]>>(
+    decoder: &mut Decoder<Cursor<T>>,
+    chunks: &Chunks,
+    len: usize,
+    budget: &Budget,
+) -> Result<(), FrameError> {
+    let index = budget.frame;
     // Strips and tiles may share their bytes, but not so that reading them costs more than the
     // file and its pixels: their stored bytes add up to at most the file's length and four times
     // the page's uncompressed bytes (a small JPEG strip is larger than its pixels).
-    let counted: u64 = counts.iter().take(chunks as usize).fold(0u64, |a, &c| a.saturating_add(c));
-    let output: u64 = (0..chunks).map(stored).fold(0u64, |a, s| a.saturating_add(s));
+    let counted: u64 =
+        chunks.counts.iter().take(chunks.checked as usize).fold(0u64, |a, &c| a.saturating_add(c));
+    let output: u64 = (0..chunks.checked).map(|i| chunks.stored(i)).fold(0u64, |a, s| a.saturating_add(s));
     if counted > (len as u64).saturating_add(output.saturating_mul(4)) {
         return Err(FrameError::invalid(
             index,
@@ -460,12 +612,12 @@ fn decode_page<T: AsRef<[u8]>>(
             ),
         ));
     }
-    if compression == 7 {
-        check_jpeg_chunks(decoder, chunks, (cw, ch), budget)?;
+    if chunks.compression == CompressionMethod::ModernJPEG {
+        check_jpeg_chunks(decoder, chunks, budget)?;
     }
-    match (compression, expansion(compression)) {
-        (1, _) => {
-            let total: u64 = (0..chunks).map(stored).sum();
+    match chunks.compression {
+        CompressionMethod::None => {
+            let total: u64 = (0..chunks.checked).map(|i| chunks.stored(i)).sum();
             if total > len as u64 {
                 return Err(FrameError::invalid(
                     index,
@@ -473,116 +625,113 @@ fn decode_page<T: AsRef<[u8]>>(
                 ));
             }
         }
-        (4, _) => {
+        CompressionMethod::Fax4 => {
             // CCITT Group 4 codes a row in one bit at the least.
-            for i in 0..chunks {
-                let rows = stored(i) / (cw * plane_bits).div_ceil(8).max(1);
-                if rows.div_ceil(8) > counts[i as usize] {
-                    return Err(too_small(i, rows.div_ceil(8)));
+            for i in 0..chunks.checked {
+                let rows = chunks.stored(i) / (chunks.width * chunks.plane_bits).div_ceil(8).max(1);
+                if rows.div_ceil(8) > chunks.counts[i as usize] {
+                    return Err(chunks.too_small(i, rows.div_ceil(8), index));
                 }
             }
         }
-        (_, Some(ratio)) => {
-            for i in 0..chunks {
-                if stored(i) > ratio.saturating_mul(counts[i as usize]) {
-                    return Err(too_small(i, stored(i).div_ceil(ratio)));
+        compression => {
+            if let Some(ratio) = expansion(compression) {
+                for i in 0..chunks.checked {
+                    if chunks.stored(i) > ratio.saturating_mul(chunks.counts[i as usize]) {
+                        return Err(chunks.too_small(i, chunks.stored(i).div_ceil(ratio), index));
+                    }
                 }
             }
         }
-        _ => {}
     }
-    let layout = samples.layout();
-    let unit = decoder.image_coding_unit_layout(TiffCodingUnit(0)).map_err(lib)?;
+    Ok(())
+}
+
+/// Checks the page's peak memory against the budget: the frame, a strip or tile as read (its
+/// bytes are returned), a row, the byte counts, and for JPEG, zune-jpeg's buffers.
+fn check_memory<T: AsRef<[u8]>>(
+    decoder: &mut Decoder<Cursor<T>>,
+    page: &Page,
+    chunks: &Chunks,
+    target: Target,
+    budget: &Budget,
+) -> Result<usize, FrameError> {
+    let layout = page.samples.layout();
+    let unit = decoder.image_coding_unit_layout(TiffCodingUnit(0)).map_err(tiff_error(budget.frame))?;
     let unit_len = unit.complete_len.max(unit.len) as u64;
-    let row_pixels = cw as usize;
-    let mut need = (pixels * layout.target_bytes(target)) as u64 + unit_len + 16 * counts.len() as u64;
+    let row_pixels = chunks.width as usize;
+    let mut need =
+        (page.pixels * layout.target_bytes(target)) as u64 + unit_len + 16 * chunks.counts.len() as u64;
     need += (row_pixels * layout.pixel_bytes()) as u64 + (256 << 10);
-    if compression == 7 {
+    if chunks.compression == CompressionMethod::ModernJPEG {
         // zune-jpeg inside the tiff crate: the stored chunk, its output and planes, its rows.
-        need += counts.iter().copied().max().unwrap_or(0) + 4 * unit_len + 512 * cw;
+        need += chunks.counts.iter().copied().max().unwrap_or(0) + 4 * unit_len + 512 * chunks.width;
     }
-    budget.check_memory(&format!("this {w}x{h} TIFF"), need)?;
-    let mut canvas = Canvas::new(target, layout, pixels);
-    let mut buffer = vec![0u8; unit_len as usize];
-    let mut row = vec![0u8; row_pixels * layout.pixel_bytes()];
-    for i in 0..(across * down) as u32 {
-        let unit = decoder.image_coding_unit_layout(TiffCodingUnit(i)).map_err(lib)?;
+    budget.check_memory(&format!("this {}x{} TIFF", page.width, page.height), need)?;
+    Ok(unit_len as usize)
+}
+
+/// Decodes the checked page, a strip or tile at a time into a buffer of `unit_len` bytes.
+fn decode_chunks<T: AsRef<[u8]>>(
+    decoder: &mut Decoder<Cursor<T>>,
+    page: &Page,
+    chunks: &Chunks,
+    target: Target,
+    unit_len: usize,
+    index: usize,
+) -> Result<Picture, FrameError> {
+    let lib = tiff_error(index);
+    let layout = page.samples.layout();
+    let (w, cw, ch) = (page.width as usize, chunks.width, chunks.height);
+    let mut canvas = Canvas::new(target, layout, page.pixels);
+    let mut buffer = vec![0u8; unit_len];
+    let mut row = vec![0u8; cw as usize * layout.pixel_bytes()];
+    for i in 0..(chunks.across * chunks.down) as u32 {
+        let unit = decoder.image_coding_unit_layout(TiffCodingUnit(i)).map_err(&lib)?;
         let size = unit.complete_len.max(unit.len);
         let buf = buffer
             .get_mut(..size)
             .ok_or_else(|| FrameError::invalid(index, "bad TIFF: a chunk larger than the first"))?;
-        decoder.read_coding_unit_bytes(TiffCodingUnit(i), buf).map_err(lib)?;
+        decoder.read_coding_unit_bytes(TiffCodingUnit(i), buf).map_err(&lib)?;
         let (dw, dh) = decoder.chunk_data_dimensions(i);
-        let (x0, y0) = ((i as u64 % across * cw) as usize, (i as u64 / across * ch) as usize);
+        let (x0, y0) = ((i as u64 % chunks.across * cw) as usize, (i as u64 / chunks.across * ch) as usize);
         let stride = unit.row_stride.map_or(0, |s| s.get());
         let plane = unit.plane_stride.map_or(0, |s| s.get());
         for r in 0..dh as usize {
             let y = y0 + r;
             let data = &buf[r * stride..];
-            let px = dw as usize;
-            let out = &mut row[..px * layout.pixel_bytes()];
-            match samples {
-                Samples::Bilevel => {
-                    for (k, o) in out.iter_mut().enumerate() {
-                        *o = (data[k / 8] >> (7 - k % 8) & 1) * 255;
-                    }
-                }
-                Samples::Cmyk8 => {
-                    for (k, o) in out.chunks_exact_mut(3).enumerate() {
-                        o.copy_from_slice(&cmyk_to_rgb(&data[4 * k..4 * k + 4]));
-                    }
-                }
-                Samples::Cmyk16 => {
-                    for (k, o) in out.chunks_exact_mut(6).enumerate() {
-                        let s = |c: usize| u16::from_ne_bytes([data[8 * k + 2 * c], data[8 * k + 2 * c + 1]]);
-                        let rgb = cmyk16_to_rgb([s(0), s(1), s(2), s(3)]);
-                        for (c, v) in rgb.iter().enumerate() {
-                            o[2 * c..2 * c + 2].copy_from_slice(&v.to_ne_bytes());
-                        }
-                    }
-                }
-                Samples::As(l) if planar => {
-                    let sb = l.sample_bytes();
-                    for (k, o) in out.chunks_exact_mut(l.pixel_bytes()).enumerate() {
-                        for c in 0..l.channels() {
-                            let at = c * plane + r * stride + k * sb;
-                            o[c * sb..(c + 1) * sb].copy_from_slice(&buf[at..at + sb]);
-                        }
-                    }
-                }
-                Samples::As(_) => out.copy_from_slice(&data[..out.len()]),
-            }
-            canvas.put(layout, Order::Native, out, |k| y * w as usize + x0 + k);
+            let out = &mut row[..dw as usize * layout.pixel_bytes()];
+            page.samples.convert_row(data, plane, chunks.planar, out);
+            canvas.put(layout, Order::Native, out, |k| y * w + x0 + k);
         }
     }
-    Ok(Picture { width: w as usize, height: h as usize, canvas, maxval: None })
+    Ok(Picture { width: w, height: page.height as usize, canvas, maxval: None })
 }
 
-/// Checks the JPEG of each of the first `chunks` strips or tiles as the `tiff` crate will hand
-/// it to zune-jpeg (the JPEGTables without their EOI marker, then the chunk without its SOI
-/// marker): see [`jpeg::check_nested`]. Chunks at the same bytes are checked once.
+/// Checks the JPEG of each strip or tile checked as the `tiff` crate will hand it to zune-jpeg
+/// (the JPEGTables without their EOI marker, then the chunk without its SOI marker): see
+/// [`jpeg::check_nested`]. Chunks at the same bytes are checked once.
 fn check_jpeg_chunks<T: AsRef<[u8]>>(
     decoder: &mut Decoder<Cursor<T>>,
-    chunks: u64,
-    (cw, ch): (u64, u64),
+    chunks: &Chunks,
     budget: &Budget,
 ) -> Result<(), FrameError> {
     let index = budget.frame;
-    let lib = |e: tiff::TiffError| library_error(index, Encoded::Tiff, e);
-    let (offsets_tag, counts_tag) = match decoder.get_chunk_type() {
-        tiff::decoder::ChunkType::Strip => (Tag::StripOffsets, Tag::StripByteCounts),
-        tiff::decoder::ChunkType::Tile => (Tag::TileOffsets, Tag::TileByteCounts),
+    let lib = tiff_error(index);
+    let offsets_tag = match decoder.get_chunk_type() {
+        ChunkType::Strip => Tag::StripOffsets,
+        ChunkType::Tile => Tag::TileOffsets,
     };
-    let offsets = decoder.find_tag_unsigned_vec::<u64>(offsets_tag).map_err(lib)?.unwrap_or_default();
-    let counts = decoder.find_tag_unsigned_vec::<u64>(counts_tag).map_err(lib)?.unwrap_or_default();
-    let tables = match decoder.find_tag(Tag::JPEGTables).map_err(lib)? {
-        Some(v) => Some(v.into_u8_vec().map_err(lib)?),
+    let offsets = decoder.find_tag_unsigned_vec::<u64>(offsets_tag).map_err(&lib)?.unwrap_or_default();
+    let counts = &chunks.counts;
+    let tables = match decoder.find_tag(Tag::JPEGTables).map_err(&lib)? {
+        Some(v) => Some(v.into_u8_vec().map_err(&lib)?),
         None => None,
     };
     let file = decoder.inner().get_ref().as_ref();
     let mut seen = HashSet::new();
     let mut jpeg = Vec::new();
-    for i in 0..chunks as usize {
+    for i in 0..chunks.checked as usize {
         let (Some(&at), Some(&count)) = (offsets.get(i), counts.get(i)) else { break };
         if !seen.insert((at, count)) {
             continue;
@@ -604,7 +753,7 @@ fn check_jpeg_chunks<T: AsRef<[u8]>>(
             }
             None => data,
         };
-        jpeg::check_nested(data, cw, ch, budget)
+        jpeg::check_nested(data, chunks.width, chunks.height, budget)
             .map_err(|m| FrameError::invalid(index, format!("bad TIFF: strip or tile {i} holds {m}")))?;
     }
     Ok(())
