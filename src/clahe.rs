@@ -28,8 +28,10 @@ Usage: clahe [OPTIONS] [FILE...]";
             "--clip",
             "C",
             "clip limit, relative to a tile's mean bin count; 0 or less: no clipping [default: 40]",
-        ),
-        Flag::with_value("--tiles", "GXxGY", "tiles across and down (N: N x N) [default: 8x8]"),
+        )
+        .param("clip"),
+        Flag::with_value("--tiles", "GXxGY", "tiles across and down (N: N x N) [default: 8x8]")
+            .param("tiles"),
     ];
     const HELP_END: &'static str = "\
 Example:
