@@ -39,7 +39,8 @@ Usage: cdf [OPTIONS] [FILE...]";
             "--bins",
             "N",
             "N equal-width bins, 1..maxval+1 [default: one per level, maxval + 1]",
-        ),
+        )
+        .param("bins"),
         Flag::with_value("--format", "F", "csv or tsv [default: -o's extension, else csv]")
             .one_of(&["csv", "tsv"]),
         Flag::with_value(

@@ -2,6 +2,17 @@ use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, Tool};
 use histopipe_frame::Frame;
 use histopipe_ops::clahe::{self, TileGrid};
 
+/// `--clip` and `--tiles`, defined apart from [`Clahe::FLAGS`] so that [`Clahe::check`]'s
+/// messages name them from their definitions ([`Flag::message`]).
+const CLIP: Flag = Flag::with_value(
+    "--clip",
+    "C",
+    "clip limit, relative to a tile's mean bin count; 0 or less: no clipping [default: 40]",
+)
+.param("clip");
+const TILES: Flag =
+    Flag::with_value("--tiles", "GXxGY", "tiles across and down (N: N x N) [default: 8x8]").param("tiles");
+
 /// `clahe`: contrast-limited adaptive histogram equalization, as OpenCV's `cv2.createCLAHE`.
 #[derive(Default)]
 pub struct Clahe {
@@ -23,14 +34,7 @@ The output's maxval is 255 (8-bit) or 65535 (16-bit), the range OpenCV's tables 
 See docs/clahe.md.
 
 Usage: clahe [OPTIONS] [FILE...]";
-    const FLAGS: &'static [Flag] = &[
-        Flag::with_value(
-            "--clip",
-            "C",
-            "clip limit, relative to a tile's mean bin count; 0 or less: no clipping [default: 40]",
-        ),
-        Flag::with_value("--tiles", "GXxGY", "tiles across and down (N: N x N) [default: 8x8]"),
-    ];
+    const FLAGS: &'static [Flag] = &[CLIP, TILES];
     const HELP_END: &'static str = "\
 Example:
   clahe --clip 2 < moon.pgm > moon-clahe.pgm
@@ -47,17 +51,19 @@ Example:
 
     fn check(&mut self, _: &Common) -> Result<(), Error> {
         if !self.op.clip.is_finite() {
-            return Err(Error::usage(format!("--clip: bad value '{}': not a finite number", self.op.clip)));
+            let why = format!("bad value '{}': not a finite number", self.op.clip);
+            return Err(Error::usage(CLIP.message(why)));
         }
         // The smallest tables, 8-bit ones, must fit: 16-bit frames are checked as they come.
         let TileGrid { x, y } = self.op.tiles;
         let entries = x as u128 * y as u128 * 256;
         if entries > clahe::MAX_TABLE_ENTRIES as u128 {
-            return Err(Error::usage(format!(
-                "--tiles {x}x{y}: {} tiles, over the limit of {}",
+            let why = format!(
+                "{} tiles, over the limit of {}",
                 x as u128 * y as u128,
                 clahe::MAX_TABLE_ENTRIES / 256
-            )));
+            );
+            return Err(Error::usage(TILES.message_of(format!("{x}x{y}"), why)));
         }
         Ok(())
     }

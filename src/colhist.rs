@@ -70,7 +70,8 @@ Usage: colhist [OPTIONS] [FILE...]";
             "--bins",
             "N",
             "N bins, 1..=maxval+1 [default: one per value for 8-bit frames, 256 for 16-bit]",
-        ),
+        )
+        .param("bins"),
         Flag::switch("--rows", "a histogram of every row instead (a bins x height matrix)"),
         Flag::switch("--count-padding", "count every pixel, padding included"),
         Flag::with_value(

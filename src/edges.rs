@@ -25,14 +25,17 @@ pixels. 16-bit frames are refused (convert them to 8 bits first).
 
 Usage: edges [OPTIONS] [FILE...]";
     const FLAGS: &'static [Flag] = &[
-        Flag::with_value("--low", "T", "lower hysteresis threshold on the gradient magnitude [default: 50]"),
-        Flag::with_value("--high", "T", "upper threshold: pixels above it start edges [default: 150]"),
+        Flag::with_value("--low", "T", "lower hysteresis threshold on the gradient magnitude [default: 50]")
+            .param("low"),
+        Flag::with_value("--high", "T", "upper threshold: pixels above it start edges [default: 150]")
+            .param("high"),
         Flag::switch("--l2", "magnitude sqrt(dx^2 + dy^2) instead of |dx| + |dy|"),
         Flag::with_value(
             "--blur",
             "SIGMA",
             "Gaussian blur of this sigma first (radius ceil(3 SIGMA)); off by default",
-        ),
+        )
+        .param("blur"),
     ];
     const HELP_END: &'static str = "\
 Example:
@@ -51,7 +54,7 @@ Example:
     }
 
     fn check(&mut self, _: &Common) -> Result<(), Error> {
-        self.canny.check().map_err(|e| Error::usage(e.message))
+        self.canny.check().map_err(|e| Error::op_usage(e, Self::FLAGS))
     }
 
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {

@@ -7,6 +7,15 @@ use histopipe_cli::{
 use histopipe_frame::{Frame, Pixels};
 use histopipe_ops::hough::{draw_lines, HoughLines as Peaks, HoughSpace, Line};
 
+/// `--draw`, defined apart from [`HoughLines::FLAGS`] so that the messages about its image name
+/// it from its definition ([`Flag::message_of`]).
+const DRAW: Flag = Flag::with_value(
+    "--draw",
+    "IMAGE",
+    "instead of CSV, write IMAGE (PGM, PPM, PAM, PNG, JPEG, TIFF or BMP, gray or colour) with the lines \
+     drawn in red, as PNG (or PPM, by -o's extension)",
+);
+
 /// `hough-lines`: the lines of a Hough accumulator, as a table or drawn over an image.
 #[derive(Default)]
 pub struct HoughLines {
@@ -53,12 +62,7 @@ Usage: hough-lines [OPTIONS] [FILE...]";
             "keep cells with more than T votes [default: 0 with --top, else half the strongest cell's votes]",
         ),
         Flag::with_value("--top", "N", "keep the N strongest lines"),
-        Flag::with_value(
-            "--draw",
-            "IMAGE",
-            "instead of CSV, write IMAGE (PGM, PPM, PAM, PNG, JPEG, TIFF or BMP, gray or colour) with the \
-             lines drawn in red, as PNG (or PPM, by -o's extension)",
-        ),
+        DRAW,
         Flag::switch("--ppm", "with --draw: write binary PPM instead of PNG"),
     ];
     const HELP_END: &'static str = "\
@@ -83,9 +87,9 @@ Example:
         }
         if let Some(path) = &self.draw {
             let shown = path.display();
-            let bytes = std::fs::read(path).map_err(|e| Error::usage(format!("--draw {shown}: {e}")))?;
+            let bytes = std::fs::read(path).map_err(|e| Error::usage(DRAW.message_of(&shown, e)))?;
             let (width, height, rgb) = histopipe_frame::read_rgb8(&bytes, common.max_pixels)
-                .map_err(|e| Error::usage(format!("--draw {shown}: {e}")))?;
+                .map_err(|e| Error::usage(DRAW.message_of(&shown, e)))?;
             self.canvas = Some(Canvas { width, height, rgb });
         }
         Ok(())
@@ -152,12 +156,9 @@ impl HoughLines {
         let space = HoughSpace::of_frame(frame).map_err(|e| cx.op_error(e))?;
         let Canvas { width: w, height: h, .. } = *canvas;
         if (w, h) != (space.width, space.height) {
-            return Err(cx.invalid(format!(
-                "--draw {} is {w}x{h}, but the accumulator is of a {}x{} edge map",
-                path.display(),
-                space.width,
-                space.height
-            )));
+            let rest =
+                format!("is {w}x{h}, but the accumulator is of a {}x{} edge map", space.width, space.height);
+            return Err(cx.invalid(DRAW.sentence_of(path.display(), rest)));
         }
         let mut rgb = canvas.rgb.clone();
         draw_lines(&mut rgb, w, h, lines);

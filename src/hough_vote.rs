@@ -27,15 +27,16 @@ with more than 65535 votes is an error.
 
 Usage: hough-vote [OPTIONS] [FILE...]";
     const FLAGS: &'static [Flag] = &[
-        Flag::with_value("--theta-min", "DEG", "first angle [default: 0]"),
+        Flag::with_value("--theta-min", "DEG", "first angle [default: 0]").param("theta_min"),
         Flag::with_value(
             "--theta-max",
             "DEG",
             "end of the angles, OpenCV's rule: floor((max - min) / step) + 1 angles, less one when they \
              would span 180 degrees [default: 180]",
-        ),
-        Flag::with_value("--theta-step", "DEG", "angle step [default: 1]"),
-        Flag::with_value("--rho-step", "PX", "distance step [default: 1]"),
+        )
+        .param("theta_max"),
+        Flag::with_value("--theta-step", "DEG", "angle step [default: 1]").param("theta_step"),
+        Flag::with_value("--rho-step", "PX", "distance step [default: 1]").param("rho_step"),
         Flag::with_value(
             "--strategy",
             "S",
@@ -62,7 +63,7 @@ Example:
     }
 
     fn check(&mut self, _: &Common) -> Result<(), Error> {
-        self.vote.params.check().map(drop).map_err(|e| Error::usage(e.message))
+        self.vote.params.check().map(drop).map_err(|e| Error::op_usage(e, Self::FLAGS))
     }
 
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {

@@ -27,13 +27,14 @@ Usage: pad [OPTIONS] [FILE...]";
             "--to",
             "WxH",
             "pad to exactly W x H instead, the frame centred (offsets rounded down)",
-        ),
+        )
+        .param("size"),
         Flag::with_value("--border", "N", "pad N pixels on every side instead"),
         Flag::with_value("--left", "N", "pad N pixels on the left (others 0, or --border's N)"),
         Flag::with_value("--right", "N", "pad N pixels on the right (others 0, or --border's N)"),
         Flag::with_value("--top", "N", "pad N pixels at the top (others 0, or --border's N)"),
         Flag::with_value("--bottom", "N", "pad N pixels at the bottom (others 0, or --border's N)"),
-        Flag::with_value("--fill", "V", "the border's value, 0..maxval [default: 0]"),
+        Flag::with_value("--fill", "V", "the border's value, 0..maxval [default: 0]").param("fill"),
     ];
     const HELP_END: &'static str = "\
 Example:

@@ -74,7 +74,8 @@ Usage: rotate ANGLE [OPTIONS] [FILE...]
              pixels between the two points)",
         ),
         Flag::switch("--bilinear", "interpolate between the four nearest input pixels (rounded half up)"),
-        Flag::with_value("--fill", "V", "the value of pixels from outside the input, 0..maxval [default: 0]"),
+        Flag::with_value("--fill", "V", "the value of pixels from outside the input, 0..maxval [default: 0]")
+            .param("fill"),
         Flag::switch(
             "--expand",
             "make the output the bounding box of the turned frame (quarter turns: an exact transpose or \

@@ -97,6 +97,38 @@ fn the_option_table_is_the_definitions() {
     }
 }
 
+/// An operation's error about one of its parameters reaches the user naming the option that
+/// sets it, as the tool's definitions spell it (pad's `--to` sets the operation's `size`): at
+/// the frame, or as a usage error where the tool checks the value before reading any input.
+#[test]
+fn operations_errors_name_the_options_as_defined() {
+    let option = |flags: &[Flag], param: &str| {
+        flags.iter().find(|f| f.param == Some(param)).unwrap_or_else(|| panic!("no option sets {param}")).long
+    };
+    let camera = fixture_bytes("camera.pgm");
+    let to = option(histopipe::pad::Pad::FLAGS, "size");
+    assert_eq!(
+        run_err("pad", &[to, "2x2"], &camera, 2).trim_end(),
+        format!("pad: frame 1: {to} 2x2 is smaller than the 512x512 frame (pad never crops)")
+    );
+    let fill = option(histopipe::rotate::Rotate::FLAGS, "fill");
+    assert_eq!(
+        run_err("rotate", &["30", fill, "256"], &camera, 2).trim_end(),
+        format!("rotate: frame 1: {fill} 256 is over the frame's maxval 255")
+    );
+    let bins = option(histopipe::cdf::Cdf::FLAGS, "bins");
+    assert_eq!(
+        run_err("cdf", &[bins, "300"], &camera, 2).trim_end(),
+        format!("cdf: frame 1: {bins} 300: a frame with maxval 255 has 1 to 256 bins")
+    );
+    let vote = histopipe::hough_vote::HoughVote::FLAGS;
+    let (min, max) = (option(vote, "theta_min"), option(vote, "theta_max"));
+    assert_eq!(
+        run_err("hough-vote", &[min, "50", max, "10"], &[], 2).trim_end(),
+        format!("hough-vote: {max} 10 must be at least {min} 50")
+    );
+}
+
 /// `--help` lists exactly the options defined, each as its definition has it.
 #[test]
 fn help_lists_exactly_the_defined_options() {

@@ -59,7 +59,7 @@ impl From<DriverError> for BenchError {
 
 impl From<OpError> for BenchError {
     fn from(e: OpError) -> Self {
-        BenchError(e.message)
+        BenchError(e.to_string())
     }
 }
 

@@ -27,7 +27,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use histopipe_frame::{Frame, SampleMemory};
-use histopipe_ops::{Gpu, GpuError, Op, OpError, OpErrorKind};
+use histopipe_ops::{Gpu, GpuError, Op, OpError};
 
 /// Which backend a tool was asked to use (`--backend`, or `HISTOPIPE_BACKEND`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -331,9 +331,7 @@ impl GpuLane {
                 gpu.synchronize()?;
                 Ok(out)
             }),
-            GpuState::Failed(e) => {
-                Err(OpError { kind: OpErrorKind::Gpu, message: format!("--backend gpu: {e}") })
-            }
+            GpuState::Failed(e) => Err(OpError::gpu(format!("--backend gpu: {e}"))),
             GpuState::NotAsked | GpuState::Opening(_) => unreachable!("settled, waiting"),
         };
         let took = start.elapsed();
@@ -545,8 +543,7 @@ impl Backends {
     fn on_some_gpu<O: Op>(&self, op: &O, frame: &Frame, first: bool) -> Result<O::Output, OpError> {
         let gpus = self.gpus.get().map_or(&[][..], Vec::as_slice);
         if gpus.is_empty() {
-            let message = "--backend gpu: --device all: this machine has no usable CUDA device".into();
-            return Err(OpError { kind: OpErrorKind::Gpu, message });
+            return Err(OpError::gpu("--backend gpu: --device all: this machine has no usable CUDA device"));
         }
         let lane = loop {
             let open = self.open_gpus(gpus, false)?;
@@ -579,8 +576,7 @@ impl Backends {
                 match &*state {
                     GpuState::Ready(_) => {}
                     GpuState::Failed(e) => {
-                        let message = format!("--backend gpu: {e}");
-                        return Err(OpError { kind: OpErrorKind::Gpu, message });
+                        return Err(OpError::gpu(format!("--backend gpu: {e}")));
                     }
                     GpuState::NotAsked | GpuState::Opening(_) => continue,
                 }
@@ -674,6 +670,8 @@ impl Backends {
 
 #[cfg(test)]
 mod tests {
+    use histopipe_ops::OpErrorKind;
+
     use super::*;
 
     fn measured(lane: Lane, ns: f64, holds: usize) -> Load {
@@ -830,7 +828,7 @@ mod tests {
             for n in 1..=3 {
                 let e = b.run(&op, &frame, n).err().unwrap();
                 assert_eq!(e.kind, OpErrorKind::Gpu);
-                assert!(e.message.starts_with("--backend gpu: "), "{}", e.message);
+                assert!(e.to_string().starts_with("--backend gpu: "), "{e}");
             }
             assert!(!memory.uninit::<u8>(100).is_lent());
             assert_eq!(b.tally(), "cpu 0, GPU 0 unusable");
@@ -858,7 +856,7 @@ mod tests {
         let frame = Frame::new(2, 1, 255, vec![1u8, 2].into());
         let missing = histopipe_ops::device_count();
         let b = gpu(vec![0, missing]);
-        let e = b.run(&op, &frame, 1).err().map(|e| e.message).unwrap_or_default();
+        let e = b.run(&op, &frame, 1).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(e.contains(&format!("no CUDA device {missing}")), "{e}");
         let b = gpu(vec![0, 0]);
         assert_eq!(b.run(&op, &frame, 2).unwrap().pixels, vec![0u8, 255].into());

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use histopipe_frame::{FrameError, FrameErrorKind, Source};
 use histopipe_ops::{OpError, OpErrorKind};
 
+use crate::flags::{op_message, Flag};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
     /// Bad command line: exit 2.
@@ -105,13 +107,20 @@ impl Error {
         }
     }
 
-    /// The operation's error, placed at `place`.
-    pub fn op(place: Place, err: OpError) -> Error {
+    /// The operation's error, placed at `place`, each parameter it names said as the option
+    /// among `flags` (the tool's) that sets it.
+    pub fn op(place: Place, err: OpError, flags: &[Flag]) -> Error {
         let kind = match err.kind {
             OpErrorKind::Invalid => ErrorKind::Input,
             OpErrorKind::Gpu => ErrorKind::Runtime,
         };
-        Error { kind, place, message: err.message }
+        Error { kind, place, message: op_message(flags, &err) }
+    }
+
+    /// The operation's error about the options' values, found before any input is read (a
+    /// tool's [`Tool::check`](crate::Tool::check)): a usage error, said as [`Error::op`] says it.
+    pub fn op_usage(err: OpError, flags: &[Flag]) -> Error {
+        Error::usage(op_message(flags, &err))
     }
 
     /// The same error, placed at `place`.

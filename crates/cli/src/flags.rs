@@ -4,10 +4,15 @@
 //! bash, zsh and fish completions (from [`flags_table`], which the hidden `--help-flags` prints for
 //! scripts/install), and the parser, which takes only the options defined and names the option in
 //! any error about its value ([`Given`], [`FlagError`]), so that no handler writes `--x:` itself.
+//! An operation's error about one of its parameters names the option that sets it
+//! ([`Flag::param`], [`op_message`]); a tool's own message about one option's value is made by
+//! [`Flag::message`]. All of them say the option as [`about`] does, the one place that does.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt::Display;
 use std::str::FromStr;
+
+use histopipe_ops::OpError;
 
 use crate::Error;
 
@@ -26,12 +31,15 @@ pub struct Flag {
     pub help: &'static str,
     /// The heading `--help` lists it under (a tool's own: `Options`).
     pub group: &'static str,
+    /// The parameter of histopipe-ops this option sets (`theta_step`), if it sets one: an
+    /// operation's error about that parameter names this option.
+    pub param: Option<&'static str>,
 }
 
 impl Flag {
     /// An option without a value.
     pub const fn switch(long: &'static str, help: &'static str) -> Flag {
-        Flag { long, short: None, value: None, values: &[], help, group: "Options" }
+        Flag { long, short: None, value: None, values: &[], help, group: "Options", param: None }
     }
 
     /// An option with a value, named `value` in the help.
@@ -50,6 +58,27 @@ impl Flag {
 
     pub const fn group(self, group: &'static str) -> Flag {
         Flag { group, ..self }
+    }
+
+    /// The option sets the operations' parameter `name` (`rho_step`, `size` for `--to`): their
+    /// errors about it name this option.
+    pub const fn param(self, name: &'static str) -> Flag {
+        Flag { param: Some(name), ..self }
+    }
+
+    /// A message about this option: `--clip: why`.
+    pub fn message(&self, why: impl Display) -> String {
+        about(self.long, None, Joint::Colon, &why.to_string())
+    }
+
+    /// A message about this option's `value`: `--tiles 8x8: why`.
+    pub fn message_of(&self, value: impl Display, why: impl Display) -> String {
+        about(self.long, Some(&value.to_string()), Joint::Colon, &why.to_string())
+    }
+
+    /// A sentence about this option's `value`: `--draw a.png` `is 512x512, but ...`.
+    pub fn sentence_of(&self, value: impl Display, rest: impl Display) -> String {
+        about(self.long, Some(&value.to_string()), Joint::Space, &rest.to_string())
     }
 
     /// The option as help lists it: `-o, --output PATH`, `--bins N`, `--rows`.
@@ -72,6 +101,41 @@ pub struct Operand {
     pub name: &'static str,
     pub help: &'static str,
     pub group: &'static str,
+}
+
+/// How a message about an option goes on after naming it (and its value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Joint {
+    /// `--bins 300: a frame with ...`
+    Colon,
+    /// `--fill 256 is over ...`
+    Space,
+}
+
+/// A message about option `name` (as written, or its long name), and its `value` where the
+/// message shows it: `--bins: why`, `--bins 300: why`, `--fill 256 is over ...`. Every message
+/// that names an option's value says it here.
+fn about(name: &str, value: Option<&str>, joint: Joint, rest: &str) -> String {
+    let value = value.map(|v| format!(" {v}")).unwrap_or_default();
+    match joint {
+        Joint::Colon => format!("{name}{value}: {rest}"),
+        Joint::Space => format!("{name}{value} {rest}"),
+    }
+}
+
+/// An operation's error in the command line's words: each parameter it names is said as the
+/// option among `flags` that sets it ([`Flag::param`]), and by its own name where none does.
+pub(crate) fn op_message(flags: &[Flag], err: &OpError) -> String {
+    let option =
+        |param: &'static str| flags.iter().find(|f| f.param == Some(param)).map_or(param, |f| f.long);
+    let why = err.why_naming(option);
+    match &err.param {
+        Some(p) => {
+            let joint = if p.sentence { Joint::Space } else { Joint::Colon };
+            about(option(p.name), Some(&p.value), joint, &why)
+        }
+        None => why,
+    }
 }
 
 /// The definition of `arg` (`-o`, `--bins`) among `flags`.
@@ -135,9 +199,10 @@ impl FlagError {
     /// The usage error for `given`.
     pub(crate) fn into_error(self, given: &Given) -> Error {
         match self {
-            FlagError::Value(why) => Error::usage(format!("{}: {why}", given.written)),
+            FlagError::Value(why) => Error::usage(about(&given.written, None, Joint::Colon, &why)),
             FlagError::AfterValue(why) => {
-                Error::usage(format!("{} {}: {why}", given.written, given.value.to_string_lossy()))
+                let value = given.value.to_string_lossy();
+                Error::usage(about(&given.written, Some(&value), Joint::Colon, &why))
             }
             FlagError::Usage(e) => e,
         }
@@ -265,6 +330,27 @@ mod tests {
         );
         let e = FlagError::AfterValue("no".into()).into_error(&given);
         assert_eq!(e.message, "-o x: no");
+    }
+
+    /// An operation's error names each parameter as the option that sets it, by its definition
+    /// (`--to` sets `size`), and says the value as the parser says one.
+    #[test]
+    fn operations_errors_name_the_options_that_set_their_parameters() {
+        const PAD: &[Flag] = &[
+            Flag::with_value("--to", "WxH", "pad to W x H").param("size"),
+            Flag::with_value("--fill", "V", "fill with V").param("fill"),
+        ];
+        let e = OpError::param_is("size", "2x2", "is smaller than the 3x2 frame");
+        assert_eq!(op_message(PAD, &e), "--to 2x2 is smaller than the 3x2 frame");
+        let e = OpError::param("fill", 300, "over the maxval");
+        assert_eq!(op_message(PAD, &e), "--fill 300: over the maxval");
+        let e = OpError::invalid("raise ").and_param("fill").and_text(" or ").and_param("size");
+        assert_eq!(op_message(PAD, &e), "raise --fill or --to");
+        assert_eq!(op_message(&[], &e), "raise fill or size", "a parameter no option sets: its own name");
+        assert_eq!(op_message(PAD, &OpError::invalid("--x")), "--x");
+        assert_eq!(PAD[1].message("bad value 'x'"), "--fill: bad value 'x'");
+        assert_eq!(PAD[0].message_of("2x2", "too small"), "--to 2x2: too small");
+        assert_eq!(PAD[0].sentence_of("2x2", "is too small"), "--to 2x2 is too small");
     }
 
     #[test]

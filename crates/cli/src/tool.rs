@@ -93,6 +93,8 @@ pub struct Context<'a> {
     /// The frame's number in the stream, from 1.
     pub index: usize,
     pub common: &'a Common,
+    /// The tool's options, which name the parameters of an operation's errors.
+    flags: &'static [Flag],
     source: Option<Source>,
     side_files: Vec<Option<PathBuf>>,
     backends: &'a Backends,
@@ -106,6 +108,7 @@ impl<'a> Context<'a> {
         index: usize,
         frame: &Frame,
         common: &'a Common,
+        flags: &'static [Flag],
         backends: &'a Backends,
         starts_output: bool,
         side_files: Vec<Option<PathBuf>>,
@@ -113,6 +116,7 @@ impl<'a> Context<'a> {
         Context {
             index,
             common,
+            flags,
             source: frame.source.clone(),
             side_files,
             backends,
@@ -187,9 +191,10 @@ impl<'a> Context<'a> {
         Error::input(self.place(), message)
     }
 
-    /// An operation's error (its parameters do not fit this frame, or the GPU failed) at this frame.
+    /// An operation's error (its parameters do not fit this frame, or the GPU failed) at this
+    /// frame, naming the options that set the parameters it names.
     pub fn op_error(&self, err: OpError) -> Error {
-        Error::op(self.place(), err)
+        Error::op(self.place(), err, self.flags)
     }
 
     /// Refuses an output frame over `--max-pixels`, before anything is allocated for it.

@@ -63,7 +63,7 @@ impl<T: Tool> Crew<'_, T> {
             Destination::Stream { starts } => starts,
             Destination::File(_) => true,
         };
-        let mut cx = Context::new(n, &frame, self.common, self.backends, starts, side_files);
+        let mut cx = Context::new(n, &frame, self.common, T::FLAGS, self.backends, starts, side_files);
         let place = cx.place();
         histopipe_trace::set_frame(n);
         let work = histopipe_trace::span("work", n);

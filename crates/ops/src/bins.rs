@@ -25,9 +25,11 @@ impl Bins {
             // More bins than values would leave some bins holding no value at all.
             Some(n) if n >= 1 && n <= levels as usize => n as u32,
             Some(n) => {
-                return Err(OpError::invalid(format!(
-                    "--bins {n}: a frame with maxval {maxval} has 1 to {levels} bins"
-                )))
+                return Err(OpError::param(
+                    "bins",
+                    n,
+                    format!("a frame with maxval {maxval} has 1 to {levels} bins"),
+                ))
             }
         };
         Ok(Bins { count, levels })
@@ -98,7 +100,7 @@ mod tests {
     #[test]
     fn bad_bin_counts() {
         assert!(Bins::new(Some(0), 255).is_err());
-        assert!(Bins::new(Some(257), 255).unwrap_err().message.contains("1 to 256 bins"));
+        assert!(Bins::new(Some(257), 255).unwrap_err().to_string().contains("1 to 256 bins"));
         assert_eq!(Bins::new(None, 1076).unwrap().count(), 1077);
     }
 }

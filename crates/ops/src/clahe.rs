@@ -121,17 +121,20 @@ impl Clahe {
     pub fn tiling(&self, width: usize, height: usize, bins: u32) -> Result<Tiling, OpError> {
         let TileGrid { x: gx, y: gy } = self.tiles;
         if !self.clip.is_finite() {
-            return Err(OpError::invalid(format!("--clip {}: not a finite number", self.clip)));
+            return Err(OpError::param("clip", self.clip, "not a finite number"));
         }
         if width == 0 || height == 0 || gx == 0 || gy == 0 {
             return Err(OpError::invalid(format!("a {width}x{height} frame in {gx}x{gy} tiles")));
         }
         let entries = gx as u128 * gy as u128 * bins as u128;
         if entries > MAX_TABLE_ENTRIES as u128 {
-            return Err(OpError::invalid(format!(
-                "--tiles {gx}x{gy}: {entries} table entries of {bins} bins per tile, over the limit of \
-                 {MAX_TABLE_ENTRIES}"
-            )));
+            return Err(OpError::param(
+                "tiles",
+                format!("{gx}x{gy}"),
+                format!(
+                    "{entries} table entries of {bins} bins per tile, over the limit of {MAX_TABLE_ENTRIES}"
+                ),
+            ));
         }
         // OpenCV extends both axes when either is not a multiple of its tile count.
         let extend = width % gx != 0 || height % gy != 0;
@@ -531,7 +534,7 @@ mod tests {
                 for (clip, gx, gy) in [(40.0, 8, 8), (2.0, 3, 5), (0.0, 1, 1), (1.0, 16, 2)] {
                     let op = Clahe { clip, tiles: TileGrid { x: gx, y: gy } };
                     let what = format!("{w}x{h} maxval {maxval} clip {clip} {gx}x{gy}");
-                    parallel::testing::same_on_each_pool(&what, || op.cpu(&f).map_err(|e| e.message));
+                    parallel::testing::same_on_each_pool(&what, || op.cpu(&f).map_err(|e| e.to_string()));
                 }
             }
         }
@@ -585,7 +588,7 @@ mod tests {
     #[test]
     fn too_many_tables_are_refused() {
         let c = Clahe { clip: 40.0, tiles: TileGrid { x: 65, y: 64 } };
-        assert!(c.tiling(100, 100, 65536).unwrap_err().message.contains("table entries"));
+        assert!(c.tiling(100, 100, 65536).unwrap_err().to_string().contains("table entries"));
         assert!(c.tiling(100, 100, 256).is_ok());
     }
 

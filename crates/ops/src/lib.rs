@@ -21,5 +21,5 @@ pub mod rotate;
 mod sample;
 
 pub use histopipe_gpu::{device_count, testing, Gpu, GpuError};
-pub use op::{Op, OpError, OpErrorKind};
+pub use op::{Op, OpError, OpErrorKind, ParamValue, Piece};
 pub use sample::Sample;

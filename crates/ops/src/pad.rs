@@ -70,10 +70,7 @@ impl PadParams {
     /// The layout for a `width x height` frame with samples up to `maxval`.
     pub fn for_frame(&self, width: usize, height: usize, maxval: u16) -> Result<Pad, OpError> {
         if self.fill > maxval {
-            return Err(OpError::invalid(format!(
-                "--fill {} is over the frame's maxval {maxval}",
-                self.fill
-            )));
+            return Err(OpError::param_is("fill", self.fill, format!("is over the frame's maxval {maxval}")));
         }
         let too_big = || OpError::invalid("padded size overflows");
         let (w, h) = (width as u128, height as u128);
@@ -85,9 +82,11 @@ impl PadParams {
             PadSize::To { width: tw, height: th } => {
                 let (tw, th) = (tw as u128, th as u128);
                 if tw < w || th < h {
-                    return Err(OpError::invalid(format!(
-                        "--to {tw}x{th} is smaller than the {width}x{height} frame (pad never crops)"
-                    )));
+                    return Err(OpError::param_is(
+                        "size",
+                        format!("{tw}x{th}"),
+                        format!("is smaller than the {width}x{height} frame (pad never crops)"),
+                    ));
                 }
                 (tw, th, (tw - w) / 2, (th - h) / 2)
             }
@@ -334,8 +333,8 @@ mod tests {
     #[test]
     fn bad_parameters() {
         let to = PadParams { size: PadSize::To { width: 2, height: 9 }, fill: 0 };
-        assert!(to.for_frame(3, 2, 255).unwrap_err().message.contains("smaller"));
+        assert!(to.for_frame(3, 2, 255).unwrap_err().to_string().contains("smaller"));
         let fill = PadParams { size: PadSize::Diagonal, fill: 300 };
-        assert!(fill.for_frame(3, 2, 255).unwrap_err().message.contains("over the frame's maxval"));
+        assert!(fill.for_frame(3, 2, 255).unwrap_err().to_string().contains("over the frame's maxval"));
     }
 }

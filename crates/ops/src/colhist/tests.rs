@@ -17,7 +17,9 @@ fn bins_split_the_value_range_evenly() {
     assert_eq!((h.bin_range(0), h.bin_range(1), h.bin_range(2)), ((0, 3), (4, 6), (7, 9)));
     let f = Frame::new(1, 1, 3, Pixels::U8(vec![0].into()));
     let too_many = ColHistParams { bins: Some(5), ..Default::default() }.for_frame(&f);
-    assert!(too_many.unwrap_err().message.contains("--bins 5: a frame with maxval 3 has 1 to 4 bins"));
+    let e = too_many.unwrap_err();
+    assert_eq!(e.to_string(), "bins 5: a frame with maxval 3 has 1 to 4 bins");
+    assert_eq!(e.param.map(|p| p.name), Some("bins"));
 }
 
 #[test]

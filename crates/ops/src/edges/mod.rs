@@ -93,14 +93,14 @@ impl Canny {
 
     /// Checks the parameters, which hold for every frame.
     pub fn check(&self) -> Result<(), OpError> {
-        for (name, v) in [("--low", self.low), ("--high", self.high)] {
+        for (name, v) in [("low", self.low), ("high", self.high)] {
             if !(v >= 0.0 && v.is_finite()) {
-                return Err(OpError::invalid(format!("{name} {v} must be a non-negative number")));
+                return Err(OpError::param_is(name, v, "must be a non-negative number"));
             }
         }
         if let Some(s) = self.blur {
             if !(s > 0.0 && s <= MAX_SIGMA) {
-                return Err(OpError::invalid(format!("--blur {s} must be in (0, {MAX_SIGMA}]")));
+                return Err(OpError::param_is("blur", s, format!("must be in (0, {MAX_SIGMA}]")));
             }
         }
         Ok(())

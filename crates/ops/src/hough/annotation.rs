@@ -49,7 +49,7 @@ impl HoughSpace {
             }
         }
         let (w, h) = source.ok_or_else(|| bad("no source=WxH"))?;
-        let space = HoughSpace::new(params, w, h).map_err(|e| bad(&e.message))?;
+        let space = HoughSpace::new(params, w, h).map_err(|e| bad(&e.naming(key_of)))?;
         if (frame.width, frame.height) != (space.rhos, space.thetas) || offset != Some(space.rho_offset()) {
             return Err(bad(&format!(
                 "it describes a {}x{} accumulator with rho-offset {}, and the frame is {}x{}",
@@ -61,5 +61,17 @@ impl HoughSpace {
             )));
         }
         Ok(space)
+    }
+}
+
+/// The annotation's key for a parameter of [`HoughParams`]: an error about an annotation's
+/// value names the value as the annotation does.
+fn key_of(param: &'static str) -> &'static str {
+    match param {
+        "theta_min" => "theta-min",
+        "theta_max" => "theta-max",
+        "theta_step" => "theta-step",
+        "rho_step" => "rho-step",
+        other => other,
     }
 }

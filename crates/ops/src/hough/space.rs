@@ -42,28 +42,24 @@ impl HoughParams {
     pub fn check(&self) -> Result<f64, OpError> {
         let HoughParams { theta_min, theta_max, theta_step, rho_step } = *self;
         if !(theta_step > 0.0 && theta_step.is_finite() && (theta_step.to_radians() as f32) > 0.0) {
-            return Err(OpError::invalid(format!(
-                "--theta-step {theta_step} must be a positive number of degrees"
-            )));
+            return Err(OpError::param_is("theta_step", theta_step, "must be a positive number of degrees"));
         }
         if !(rho_step > 0.0
             && rho_step.is_finite()
             && (rho_step as f32) > 0.0
             && (rho_step as f32).is_finite())
         {
-            return Err(OpError::invalid(format!(
-                "--rho-step {rho_step} must be a positive number of pixels"
-            )));
+            return Err(OpError::param_is("rho_step", rho_step, "must be a positive number of pixels"));
         }
         if !(theta_min.is_finite() && theta_max.is_finite() && theta_max >= theta_min) {
-            return Err(OpError::invalid(format!(
-                "--theta-max {theta_max} must be at least --theta-min {theta_min}"
-            )));
+            return Err(OpError::param_is("theta_max", theta_max, "must be at least ")
+                .and_param("theta_min")
+                .and_text(format!(" {theta_min}")));
         }
         let step = (theta_step.to_radians() as f32) as f64;
         let span = (theta_max.to_radians() - theta_min.to_radians()) / step;
         if span > 1e7 {
-            return Err(OpError::invalid("too many angles: raise --theta-step"));
+            return Err(OpError::invalid("too many angles: raise ").and_param("theta_step"));
         }
         Ok(span)
     }
@@ -81,14 +77,17 @@ impl HoughSpace {
         }
         let rhos = (((width + height) * 2 + 1) as f32 / rho_step as f32).round_ties_even();
         if !(1.0..=1e9).contains(&rhos) {
-            return Err(OpError::invalid(format!("--rho-step {rho_step} gives no distance bins")));
+            return Err(OpError::param_is("rho_step", rho_step, "gives no distance bins"));
         }
         let space = HoughSpace { params, width, height, thetas: thetas as usize, rhos: rhos as usize };
         if space.thetas as u64 * space.rhos as u64 > MAX_CELLS {
             return Err(OpError::invalid(format!(
-                "the accumulator would have {} x {} cells, over {MAX_CELLS}: raise --theta-step or --rho-step",
+                "the accumulator would have {} x {} cells, over {MAX_CELLS}: raise ",
                 space.rhos, space.thetas
-            )));
+            ))
+            .and_param("theta_step")
+            .and_text(" or ")
+            .and_param("rho_step"));
         }
         space.check_votes_fit()?;
         Ok(space)
@@ -103,10 +102,14 @@ impl HoughSpace {
             for (x, y) in [(0, 0), (xm, 0), (0, ym), (xm, ym)] {
                 let c = vote_column(x, y, cos[n], sin[n], self.rho_offset());
                 if c < 0 || c >= self.rhos as i64 {
-                    return Err(OpError::invalid(format!(
-                        "--rho-step {} is too coarse for a {}x{} frame: votes would fall outside the accumulator",
-                        self.params.rho_step, self.width, self.height
-                    )));
+                    return Err(OpError::param_is(
+                        "rho_step",
+                        self.params.rho_step,
+                        format!(
+                            "is too coarse for a {}x{} frame: votes would fall outside the accumulator",
+                            self.width, self.height
+                        ),
+                    ));
                 }
             }
         }

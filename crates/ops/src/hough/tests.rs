@@ -49,7 +49,7 @@ fn annotation_round_trips_and_is_checked() {
     f.set_annotation(ANNOTATION, &s.annotation());
     assert_eq!(HoughSpace::of_frame(&f).unwrap(), s);
     f.set_annotation(ANNOTATION, "theta-min=0 source=33x21");
-    assert!(HoughSpace::of_frame(&f).unwrap_err().message.contains("frame is"));
+    assert!(HoughSpace::of_frame(&f).unwrap_err().to_string().contains("frame is"));
 }
 
 /// OpenCV's loop as it reads: pixel by pixel, every angle, `round_ties_even`.
@@ -125,5 +125,5 @@ fn every_split_votes_as_one_thread() {
 #[test]
 fn coarse_rho_steps_are_refused() {
     let p = HoughParams { rho_step: 1000.0, ..Default::default() };
-    assert!(HoughSpace::new(p, 512, 512).unwrap_err().message.contains("too coarse"));
+    assert!(HoughSpace::new(p, 512, 512).unwrap_err().to_string().contains("too coarse"));
 }

@@ -107,10 +107,11 @@ impl RotateParams {
     /// The rotation of `frame`, which needs the frame for `--line` (its geometry) and `--fill`.
     pub fn for_frame(&self, frame: &Frame) -> Result<Rotate, OpError> {
         if self.fill > frame.maxval {
-            return Err(OpError::invalid(format!(
-                "--fill {} is over the frame's maxval {}",
-                self.fill, frame.maxval
-            )));
+            return Err(OpError::param_is(
+                "fill",
+                self.fill,
+                format!("is over the frame's maxval {}", frame.maxval),
+            ));
         }
         if frame.width > u32::MAX as usize || frame.height > u32::MAX as usize {
             return Err(OpError::invalid("frames wider or taller than 2^32 - 1 pixels are not supported"));
