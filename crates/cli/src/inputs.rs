@@ -4,8 +4,11 @@
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io;
+use std::io::{self, Seek};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
+
+use histopipe_frame::Unread;
 
 use crate::error::Place;
 use crate::Error;
@@ -38,15 +41,23 @@ impl Input {
     }
 
     /// The input's bytes, opened.
-    pub(crate) fn open(&self) -> Result<Box<dyn io::Read + Send>, Error> {
+    pub(crate) fn open(&self) -> Result<Opened, Error> {
         match self {
-            Input::Stdin => Ok(Box::new(io::stdin())),
+            Input::Stdin => {
+                let probe = io::stdin().as_fd().try_clone_to_owned().ok().map(File::from);
+                Ok(Opened { stream: Box::new(io::stdin()), unread: probe.map(unread_of) })
+            }
             Input::File(path) => match File::open(path) {
-                Ok(file) => Ok(Box::new(file)),
+                Ok(file) => {
+                    let probe = file.try_clone().ok();
+                    Ok(Opened { stream: Box::new(file), unread: probe.map(unread_of) })
+                }
                 Err(e) => Err(Error::io(&e).at(Place::file(path))),
             },
             #[cfg(test)]
-            Input::Bytes(bytes) => Ok(Box::new(io::Cursor::new(bytes.clone()))),
+            Input::Bytes(bytes) => {
+                Ok(Opened { stream: Box::new(io::Cursor::new(bytes.clone())), unread: None })
+            }
         }
     }
 }
@@ -98,9 +109,49 @@ impl Inputs {
     }
 }
 
+/// An input, opened: its bytes, and a way to learn how many of them are still unread where the
+/// input is a regular file (a named one, or standard input redirected from one).
+pub(crate) struct Opened {
+    pub stream: Box<dyn io::Read + Send>,
+    pub unread: Option<Unread>,
+}
+
+/// The bytes of `file` past its offset, while it is a regular file: a copy of the descriptor the
+/// input is read through shares its offset, so this is what the input has not handed out yet.
+fn unread_of(mut file: File) -> Unread {
+    Box::new(move || {
+        let meta = file.metadata().ok().filter(|m| m.is_file())?;
+        let at = file.stream_position().ok()?;
+        Some(meta.len().saturating_sub(at))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn a_regular_file_says_how_much_of_it_is_unread_and_a_pipe_does_not() {
+        let path = std::env::temp_dir().join(format!("histopipe-unread-{}", std::process::id()));
+        std::fs::write(&path, vec![7u8; 1000]).unwrap();
+        let Opened { mut stream, unread } = Input::File(path.clone()).open().unwrap();
+        let mut unread = unread.expect("a regular file");
+        assert_eq!(unread(), Some(1000));
+        let mut first = [0u8; 300];
+        stream.read_exact(&mut first).unwrap();
+        assert_eq!(unread(), Some(700), "the copy of the descriptor shares its offset");
+        std::fs::remove_file(&path).unwrap();
+        let (r, _w) = {
+            let mut fds = [0; 2];
+            // SAFETY: pipe fills the two fds, each then owned by one File.
+            assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+            use std::os::fd::FromRawFd;
+            // SAFETY: the two fds are open and owned by nothing else.
+            unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) }
+        };
+        assert_eq!(unread_of(r)(), None, "a pipe's rest is unknown");
+    }
     use crate::ErrorKind;
 
     #[test]

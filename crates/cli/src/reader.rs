@@ -12,7 +12,7 @@ use histopipe_frame::{Frame, FrameReader, ReadOptions, SampleMemory, Source};
 use histopipe_trace::{Span, Timed};
 
 use crate::error::Place;
-use crate::inputs::{Input, Inputs};
+use crate::inputs::{Input, Inputs, Opened};
 use crate::panic::catch;
 use crate::Error;
 
@@ -214,7 +214,7 @@ impl InputFrames {
 fn read_input(job: ReadJob, options: ReadOptions, memory: &SampleMemory, backlog: &Backlog) {
     let ReadJob { number, input, frames } = job;
     match input.open() {
-        Ok(stream) => read_stream(number, input.path(), stream, &frames, options, memory, backlog),
+        Ok(opened) => read_stream(number, input.path(), opened, &frames, options, memory, backlog),
         Err(e) => {
             backlog.add(number, 0);
             let _ = frames.send(Read::Failed(e));
@@ -228,14 +228,18 @@ fn read_input(job: ReadJob, options: ReadOptions, memory: &SampleMemory, backlog
 fn read_stream(
     number: usize,
     path: Option<&Path>,
-    stream: Box<dyn std::io::Read + Send>,
+    input: Opened,
     frames: &Sender<Read>,
     options: ReadOptions,
     memory: &SampleMemory,
     backlog: &Backlog,
 ) {
+    let Opened { stream, unread } = input;
     let stream = BufReader::with_capacity(1 << 20, Timed::new(stream));
     let mut reader = FrameReader::new(stream, options).with_memory(memory.clone());
+    if let Some(unread) = unread {
+        reader = reader.with_unread(unread);
+    }
     let place = |frame| Place { file: path.map(PathBuf::from), frame: Some(frame) };
     loop {
         let index = reader.next_index();
@@ -401,7 +405,8 @@ mod tests {
         let b = backlog.clone();
         std::thread::spawn(move || {
             let (options, memory) = (ReadOptions::default(), SampleMemory::default());
-            read_stream(0, Some(Path::new("a.pgm")), Box::new(input), &tx, options, &memory, &b)
+            let input = Opened { stream: Box::new(input), unread: None };
+            read_stream(0, Some(Path::new("a.pgm")), input, &tx, options, &memory, &b)
         });
         let first = rx.recv().unwrap();
         backlog.take(0, &first);

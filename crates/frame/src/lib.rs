@@ -27,7 +27,7 @@ pub use decode::{read_rgb8, Rgb8Image};
 pub use error::{FrameError, FrameErrorKind};
 pub use frame::{Annotation, Depth, Format, Frame, Pixels};
 pub use geometry::{Affine, Geometry, Line, Point};
-pub use read::{parse_size, FrameReader, RawSpec, ReadOptions, DEFAULT_MAX_PIXELS};
+pub use read::{parse_size, FrameReader, RawSpec, ReadOptions, Unread, DEFAULT_MAX_PIXELS};
 pub use samples::{advise_huge_pages, Lender, SampleMemory, Samples};
 pub use source::{Origin, Source};
 pub use write::{write_rgb8, Container, FrameWriter, WriteOptions};

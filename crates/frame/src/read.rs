@@ -82,11 +82,32 @@ pub struct FrameReader<R> {
     /// The container of the last frame, when it was decoded by a library: bytes after it that are
     /// no frame are named as following it.
     after: Option<(usize, Encoded)>,
+    /// How many bytes the input holds beyond what it has handed out, where that is known.
+    unread: Option<Unread>,
 }
+
+/// Says how many bytes an input still holds beyond those it has handed out (a regular file's
+/// rest, read from the file itself); `None` where that cannot be known (a pipe). A frame whose
+/// raster the input is known to hold whole gets its memory at once rather than as its bytes come.
+pub type Unread = Box<dyn FnMut() -> Option<u64> + Send>;
 
 impl<R: BufRead> FrameReader<R> {
     pub fn new(input: R, options: ReadOptions) -> Self {
-        FrameReader { input, options, memory: SampleMemory::default(), count: 0, pages: None, after: None }
+        FrameReader {
+            input,
+            options,
+            memory: SampleMemory::default(),
+            count: 0,
+            pages: None,
+            after: None,
+            unread: None,
+        }
+    }
+
+    /// Tells the reader how to learn how many bytes its input holds beyond those handed out.
+    pub fn with_unread(mut self, unread: Unread) -> Self {
+        self.unread = Some(unread);
+        self
     }
 
     /// Reads binary rasters into `memory` (page-locked memory once a GPU lends it) instead of
@@ -176,7 +197,9 @@ impl<R: BufRead> FrameReader<R> {
     ) -> Result<(usize, Pixels), FrameError> {
         let heap = SampleMemory::default();
         let memory = if lent { &self.memory } else { &heap };
-        let at_hand = at_hand(&mut self.input).map_err(|e| FrameError::io(index, &e))?;
+        let buffered = at_hand(&mut self.input).map_err(|e| FrameError::io(index, &e))?;
+        let rest = self.unread.as_mut().and_then(|unread| unread()).unwrap_or(0);
+        let at_hand = buffered.saturating_add(usize::try_from(rest).unwrap_or(usize::MAX));
         Ok(match depth {
             Depth::U8 => {
                 let (got, v) = read_filling::<_, u8>(&mut self.input, index, memory, samples, at_hand)?;
