@@ -30,8 +30,9 @@ cdf: print each frame's histogram and its cumulative distribution, one row per b
 Bins are equal-width over 0..maxval: with L = maxval + 1 levels and N bins, value v falls in bin
 floor(v * N / L), and bin b covers ceil(b * L / N) ..= ceil((b + 1) * L / N) - 1.
 Columns: frame,source,bin,lower,upper,count,cumulative,fraction (frame: its number in the
-stream, from 1; source: the file it came from, - for standard input); fraction = cumulative / pixels, rounded half up to 6 decimals. The header line comes once per
-output: once for the stream, once per file with -o fields. See docs/cdf.md.
+stream, from 1; source: the file it came from, - for standard input); fraction = cumulative /
+pixels, rounded half up to 6 decimals. The header line comes once per output: once for the
+stream, once per file with -o fields. See docs/cdf.md.
 
 Usage: cdf [OPTIONS] [FILE...]";
     const FLAGS: &'static [Flag] = &[
