@@ -171,6 +171,8 @@ fn most_votes(frame: &Frame) -> u32 {
     match &frame.pixels {
         Pixels::U8(v) => v.iter().copied().max().unwrap_or(0).into(),
         Pixels::U16(v) => v.iter().copied().max().unwrap_or(0).into(),
+        // Refused before a tool sees it (Tool::FLOAT).
+        Pixels::F32(_) => 0,
     }
 }
 

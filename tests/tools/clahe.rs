@@ -34,6 +34,7 @@ fn sample_bytes(pixels: &Pixels) -> Vec<u8> {
     match pixels {
         Pixels::U8(v) => v.to_vec(),
         Pixels::U16(v) => v.iter().flat_map(|s| s.to_le_bytes()).collect(),
+        Pixels::F32(_) => panic!("clahe writes integer frames"),
     }
 }
 
@@ -71,6 +72,7 @@ fn opencv_clahe(cases: &[Case]) -> Vec<Pixels> {
                 Pixels::U16(_) => {
                     Pixels::U16(this.chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect())
                 }
+                Pixels::F32(_) => panic!("clahe takes integer frames"),
             }
         })
         .collect()

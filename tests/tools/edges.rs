@@ -21,7 +21,7 @@ const SETTINGS: &[(f64, f64, bool)] = &[
 fn samples(f: &Frame) -> Vec<u8> {
     match &f.pixels {
         Pixels::U8(v) => v.to_vec(),
-        Pixels::U16(_) => panic!("edges writes 8-bit frames"),
+        _ => panic!("edges writes 8-bit frames"),
     }
 }
 

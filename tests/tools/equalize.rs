@@ -9,7 +9,7 @@ use crate::common::*;
 fn samples_u8(frame: &Frame) -> &[u8] {
     match &frame.pixels {
         Pixels::U8(v) => v,
-        Pixels::U16(_) => panic!("expected an 8-bit frame"),
+        _ => panic!("expected an 8-bit frame"),
     }
 }
 
@@ -128,7 +128,7 @@ fn sixteen_bit_follows_the_documented_formula() {
         .iter()
         .map(|f| match &f.pixels {
             Pixels::U16(v) => v.iter().flat_map(|s| s.to_le_bytes()).collect(),
-            Pixels::U8(_) => panic!("expected 16-bit"),
+            _ => panic!("expected 16-bit"),
         })
         .collect();
     let input_refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();

@@ -175,6 +175,7 @@ fn the_default_threshold_is_half_the_strongest_cell() {
         let most = match &read_frames(&acc)[0].pixels {
             Pixels::U16(v) => *v.iter().max().unwrap() as u32,
             Pixels::U8(v) => *v.iter().max().unwrap() as u32,
+            Pixels::F32(_) => panic!("the accumulator is integer"),
         };
         let lines = parse_csv(&run_ok("hough-lines", "cpu", &[], &acc));
         let half = (most / 2).to_string();

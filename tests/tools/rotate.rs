@@ -269,6 +269,7 @@ fn expand_quarter_turns_are_numpy_rot90() {
         let raw: Vec<u8> = match &f.pixels {
             Pixels::U8(v) => v.to_vec(),
             Pixels::U16(v) => v.iter().flat_map(|s| s.to_le_bytes()).collect(),
+            Pixels::F32(_) => panic!("an integer frame"),
         };
         for (angle, k) in [("90", 1), ("180", 2), ("270", 3), ("-90", 3), ("-270", 1)] {
             let out = rotate_cpu(&[angle, "--expand"], &input);

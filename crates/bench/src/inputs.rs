@@ -98,7 +98,7 @@ pub fn read_fixture(path: &Path) -> Result<(usize, usize, Vec<u8>), String> {
         .ok_or_else(|| format!("{}: no frame", path.display()))?;
     match frame.pixels {
         Pixels::U8(v) => Ok((frame.width, frame.height, v.into_vec())),
-        Pixels::U16(_) => Err(format!("{}: a 16-bit fixture; the benchmark is 8-bit", path.display())),
+        _ => Err(format!("{}: a 16-bit or float fixture; the benchmark is 8-bit", path.display())),
     }
 }
 

@@ -356,7 +356,7 @@ fn cdf_cpu(_: &Input) -> Result<CpuRun, BenchError> {
 fn samples(frame: &Frame) -> Result<&[u8], BenchError> {
     match &frame.pixels {
         Pixels::U8(v) => Ok(v),
-        Pixels::U16(_) => Err(BenchError("the benchmark's frames are 8-bit".into())),
+        _ => Err(BenchError("the benchmark's frames are 8-bit".into())),
     }
 }
 

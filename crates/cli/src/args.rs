@@ -83,7 +83,10 @@ pub(crate) fn parse<T: Tool>(
     tool.check(&common)?;
     let output = OutputSpec::parse(common.output.as_deref())?;
     let product = tool.product(output.format)?;
-    let container = output.container(product, common.png)?;
+    let container = match output.container(product, common.png)? {
+        Some(Container::Jpeg { .. }) => Some(Container::Jpeg { quality: common.quality }),
+        other => other,
+    };
     let inputs = Inputs::new(operands);
     inputs.check()?;
     Ok(Parsed::Run(Box::new(Invocation { common, inputs, output, container })))

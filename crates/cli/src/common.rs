@@ -18,6 +18,8 @@ pub struct Common {
     pub raw: Option<RawSpec>,
     pub max_pixels: u64,
     pub png: bool,
+    /// `--quality`: JPEG output's quality, 1..=100.
+    pub quality: u8,
     /// `-o PATH`, as given.
     pub output: Option<OsString>,
     /// `--threads` (or `HISTOPIPE_THREADS`): frames worked on at once (see [`Common::workers`]),
@@ -45,7 +47,7 @@ pub const COMMON_FLAGS: &[Flag] = &[
         "PATH",
         "write PATH instead of standard output, atomically: a temporary file beside it, renamed when \
          complete (on failure nothing is left, an old PATH is kept); its extension gives the format \
-         (pgm, pnm, pam, png, tif, tiff, raw; csv, tsv for tables); fields {stem} {name} {dir} (of the \
+         (pgm, ppm, pnm, pam, png, jpg, tif, tiff, pfm, npy, raw; csv, tsv, npy for tables); fields {stem} {name} {dir} (of the \
          source file), {i} (frame in its file), {n} (frame in the stream) make one file per frame, \
          e.g. -o out/{stem}.png; folders are made as needed",
     )
@@ -61,6 +63,12 @@ pub const COMMON_FLAGS: &[Flag] = &[
     .group("Input and output"),
     Flag::switch("--png", "write PNG instead of the input's container (a single frame only)")
         .group("Input and output"),
+    Flag::with_value(
+        "--quality",
+        "Q",
+        "JPEG output's quality, 1 to 100 [default: 95, as OpenCV's imwrite]",
+    )
+    .group("Input and output"),
     Flag::with_value("--max-pixels", "N", "refuse frames of more than N pixels [default: 1073741824]")
         .group("Input and output"),
     Flag::with_value(
@@ -141,6 +149,7 @@ impl Common {
             raw,
             max_pixels: DEFAULT_MAX_PIXELS,
             png: false,
+            quality: 95,
             output: None,
             threads,
             progress: false,
@@ -157,6 +166,12 @@ impl Common {
             "--raw" => self.raw = parse_raw(given.text()?)?,
             "--max-pixels" => self.max_pixels = given.parse()?,
             "--png" => self.png = true,
+            "--quality" => {
+                self.quality = match given.parse::<u8>() {
+                    Ok(q @ 1..=100) => q,
+                    _ => return Err("the quality is a whole number from 1 to 100".into()),
+                }
+            }
             "--progress" => self.progress = true,
             "--output" => {
                 if given.os().is_empty() {

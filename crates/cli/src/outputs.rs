@@ -14,9 +14,16 @@ use crate::Error;
 /// A format an output file's extension names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputFormat {
-    /// `.pgm`, `.pnm`: binary PGM.
+    /// `.pgm`: binary PGM, gray frames.
     Pgm,
+    /// `.pnm`: binary netpbm by the frame's channels.
+    Pnm,
     Pam,
+    /// `.jpg`, `.jpeg`.
+    Jpeg,
+    Pfm,
+    /// NumPy's `.npy`: a frame, or a table.
+    Npy,
     Png,
     /// `.tif`, `.tiff`.
     Tiff,
@@ -30,7 +37,11 @@ impl OutputFormat {
     /// The format extension `ext` names, in any case.
     pub fn from_extension(ext: &str) -> Option<OutputFormat> {
         Some(match ext.to_ascii_lowercase().as_str() {
-            "pgm" | "pnm" => OutputFormat::Pgm,
+            "pgm" => OutputFormat::Pgm,
+            "pnm" => OutputFormat::Pnm,
+            "jpg" | "jpeg" => OutputFormat::Jpeg,
+            "pfm" => OutputFormat::Pfm,
+            "npy" => OutputFormat::Npy,
             "pam" => OutputFormat::Pam,
             "png" => OutputFormat::Png,
             "tif" | "tiff" => OutputFormat::Tiff,
@@ -46,6 +57,10 @@ impl OutputFormat {
     pub fn name(self) -> &'static str {
         match self {
             OutputFormat::Pgm => "pgm",
+            OutputFormat::Pnm => "pnm",
+            OutputFormat::Jpeg => "jpg",
+            OutputFormat::Pfm => "pfm",
+            OutputFormat::Npy => "npy",
             OutputFormat::Pam => "pam",
             OutputFormat::Png => "png",
             OutputFormat::Tiff => "tiff",
@@ -75,11 +90,16 @@ impl OutputFormat {
     pub fn container(self) -> Option<Container> {
         match self {
             OutputFormat::Pgm => Some(Container::Pgm),
+            OutputFormat::Pnm => Some(Container::Pnm),
+            OutputFormat::Ppm => Some(Container::Ppm),
+            OutputFormat::Jpeg => Some(Container::Jpeg { quality: 95 }),
+            OutputFormat::Pfm => Some(Container::Pfm),
+            OutputFormat::Npy => Some(Container::Npy),
             OutputFormat::Pam => Some(Container::Pam),
             OutputFormat::Png => Some(Container::Png),
             OutputFormat::Tiff => Some(Container::Tiff),
             OutputFormat::Raw => Some(Container::Raw),
-            OutputFormat::Ppm | OutputFormat::Csv | OutputFormat::Tsv => None,
+            OutputFormat::Csv | OutputFormat::Tsv => None,
         }
     }
 }
@@ -87,7 +107,7 @@ impl OutputFormat {
 /// What a tool writes for each frame; it decides which formats `-o` may name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Product {
-    /// Gray frames: PGM, PAM, PNG, TIFF or raw.
+    /// Frames: netpbm, PNG, JPEG, TIFF, PFM, NPY or raw.
     Frames,
     /// A table: CSV or TSV.
     Table,
@@ -106,7 +126,9 @@ impl Product {
 
     fn describe(self) -> &'static str {
         match self {
-            Product::Frames => "frames: give a .pgm, .pnm, .pam, .png, .tif, .tiff or .raw file",
+            Product::Frames => {
+                "frames: give a .pgm, .ppm, .pnm, .pam, .png, .jpg, .tif, .tiff, .pfm, .npy or .raw file"
+            }
             Product::Table => "a table: give a .csv or .tsv file",
             Product::Drawing => "a picture: give a .png or .ppm file",
         }
@@ -158,8 +180,8 @@ impl OutputSpec {
             }
             Some(ext) => Some(OutputFormat::from_extension(&ext).ok_or_else(|| {
                 bad(format!(
-                    "histopipe does not write .{ext} files (it writes pgm, pnm, pam, png, tif, tiff, raw, \
-                     ppm, csv and tsv)"
+                    "histopipe does not write .{ext} files (it writes pgm, ppm, pnm, pam, png, jpg, jpeg, \
+                     tif, tiff, pfm, npy, raw, csv and tsv)"
                 ))
             })?),
         };

@@ -74,7 +74,7 @@ pub(crate) fn run_frames<T: Tool>(
     // loader's lock holds up the making of threads.
     let memory = SampleMemory::default();
     let backlog = Arc::new(Backlog::default());
-    let options = ReadOptions { raw: common.raw, max_pixels: common.max_pixels };
+    let options = ReadOptions { raw: common.raw, max_pixels: common.max_pixels, gray: tool.reads_gray() };
     let mut frames = InputFrames::spawn(inputs, workers, options, memory.clone(), backlog.clone())?;
     let (sink, mut destinations) = match output.target {
         Target::Stdout => (Sink::Stream(stdout, pipe), Destinations::stream(tool.side_files())),

@@ -71,6 +71,17 @@ pub trait Tool: Default + Sync {
         Vec::new()
     }
 
+    /// Whether the tool reads colour images as gray ([`histopipe_frame::ReadOptions::gray`]): a
+    /// JPEG's own luma, anything else by OpenCV's `cvtColor(BGR2GRAY)`. Called once the options
+    /// are parsed; tools that work on colour say when they do.
+    fn reads_gray(&self) -> bool {
+        true
+    }
+
+    /// Whether the tool takes frames of float samples; others are refused before
+    /// [`Tool::frame`], with one line that says how to convert them.
+    const FLOAT: bool = false;
+
     /// Handles one frame: usually transforms it and writes the result with [`Context::write`].
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error>;
 }

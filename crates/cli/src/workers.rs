@@ -67,6 +67,13 @@ impl<T: Tool> Crew<'_, T> {
         let place = cx.place();
         histopipe_trace::set_frame(n);
         let work = histopipe_trace::span("work", n);
+        if !T::FLOAT && !frame.depth().is_integer() {
+            return Err(cx.invalid(format!(
+                "{} takes integer samples, and this frame's are 32-bit float: make them integers first \
+                 (as numpy's astype(uint16) of your scaled data; pad, rotate, cdf and colhist take float frames)",
+                T::NAME
+            )));
+        }
         self.tool.frame(&mut cx, frame)?;
         work.end();
         let parts = cx.finish();

@@ -1,10 +1,12 @@
 use crate::{Geometry, Samples, Source};
 
-/// Sample width. A frame is 8-bit exactly when its maxval is at most 255 (the PGM rule).
+/// Sample type. An integer frame is 8-bit exactly when its maxval is at most 255 (the PGM rule);
+/// a float frame holds 32-bit IEEE samples of any value, NaN and infinities included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Depth {
     U8,
     U16,
+    F32,
 }
 
 impl Depth {
@@ -20,15 +22,132 @@ impl Depth {
         match self {
             Depth::U8 => 1,
             Depth::U16 => 2,
+            Depth::F32 => 4,
+        }
+    }
+
+    /// Whether samples of this type are integers (with a maxval).
+    pub fn is_integer(self) -> bool {
+        self != Depth::F32
+    }
+
+    /// The type's usual name in messages: `8-bit`, `16-bit`, `32-bit float`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Depth::U8 => "8-bit",
+            Depth::U16 => "16-bit",
+            Depth::F32 => "32-bit float",
         }
     }
 }
 
-/// The samples of a frame, row-major, `width * height` of them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What the samples of a pixel are, in order: PAM's tuple types. Colour is R, G, B; alpha last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Channels {
+    Gray,
+    GrayAlpha,
+    Rgb,
+    RgbAlpha,
+}
+
+impl Channels {
+    /// Samples a pixel.
+    pub fn count(self) -> usize {
+        match self {
+            Channels::Gray => 1,
+            Channels::GrayAlpha => 2,
+            Channels::Rgb => 3,
+            Channels::RgbAlpha => 4,
+        }
+    }
+
+    /// The layout of `count` samples a pixel (1 to 4).
+    pub fn of_count(count: usize) -> Option<Channels> {
+        Some(match count {
+            1 => Channels::Gray,
+            2 => Channels::GrayAlpha,
+            3 => Channels::Rgb,
+            4 => Channels::RgbAlpha,
+            _ => return None,
+        })
+    }
+
+    pub fn has_alpha(self) -> bool {
+        matches!(self, Channels::GrayAlpha | Channels::RgbAlpha)
+    }
+
+    pub fn is_colour(self) -> bool {
+        matches!(self, Channels::Rgb | Channels::RgbAlpha)
+    }
+
+    /// Samples a pixel that are not alpha: 1 or 3.
+    pub fn colour_count(self) -> usize {
+        if self.is_colour() {
+            3
+        } else {
+            1
+        }
+    }
+
+    /// The same without alpha.
+    pub fn without_alpha(self) -> Channels {
+        if self.is_colour() {
+            Channels::Rgb
+        } else {
+            Channels::Gray
+        }
+    }
+
+    /// PAM's TUPLTYPE.
+    pub fn tupltype(self) -> &'static str {
+        match self {
+            Channels::Gray => "GRAYSCALE",
+            Channels::GrayAlpha => "GRAYSCALE_ALPHA",
+            Channels::Rgb => "RGB",
+            Channels::RgbAlpha => "RGB_ALPHA",
+        }
+    }
+
+    /// The layout PAM's `TUPLTYPE` names (`GRAYSCALE`, `GRAYSCALE_ALPHA`, `RGB`, `RGB_ALPHA`).
+    pub fn of_tupltype(tupltype: &[u8]) -> Option<Channels> {
+        Some(match tupltype {
+            b"GRAYSCALE" => Channels::Gray,
+            b"GRAYSCALE_ALPHA" => Channels::GrayAlpha,
+            b"RGB" => Channels::Rgb,
+            b"RGB_ALPHA" => Channels::RgbAlpha,
+            _ => return None,
+        })
+    }
+
+    /// The name of one channel, for tables: `gray`, `alpha`, `red`, `green`, `blue`.
+    pub fn channel_name(self, c: usize) -> &'static str {
+        match (self.is_colour(), c) {
+            (false, 0) => "gray",
+            (true, 0) => "red",
+            (true, 1) => "green",
+            (true, 2) => "blue",
+            _ => "alpha",
+        }
+    }
+
+    /// Words for messages: `gray`, `gray+alpha`, `RGB`, `RGBA`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Channels::Gray => "gray",
+            Channels::GrayAlpha => "gray+alpha",
+            Channels::Rgb => "RGB",
+            Channels::RgbAlpha => "RGBA",
+        }
+    }
+}
+
+/// The samples of a frame, row-major, `width * height * channels` of them, a pixel's samples
+/// together.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Pixels {
     U8(Samples<u8>),
     U16(Samples<u16>),
+    F32(Samples<f32>),
 }
 
 impl From<Vec<u8>> for Pixels {
@@ -43,11 +162,18 @@ impl From<Vec<u16>> for Pixels {
     }
 }
 
+impl From<Vec<f32>> for Pixels {
+    fn from(v: Vec<f32>) -> Pixels {
+        Pixels::F32(v.into())
+    }
+}
+
 impl Pixels {
     pub fn len(&self) -> usize {
         match self {
             Pixels::U8(v) => v.len(),
             Pixels::U16(v) => v.len(),
+            Pixels::F32(v) => v.len(),
         }
     }
 
@@ -59,16 +185,40 @@ impl Pixels {
         match self {
             Pixels::U8(_) => Depth::U8,
             Pixels::U16(_) => Depth::U16,
+            Pixels::F32(_) => Depth::F32,
         }
     }
 
-    /// The sample at index `i`, widened.
+    /// The integer sample at index `i`, widened (a float sample: its value cast, saturating).
     pub fn get(&self, i: usize) -> u16 {
         match self {
             Pixels::U8(v) => v[i] as u16,
             Pixels::U16(v) => v[i],
+            Pixels::F32(v) => v[i] as u16,
         }
     }
+
+    /// Every `step`-th sample from `first`: one channel of interleaved samples.
+    fn strided(&self, first: usize, step: usize) -> Pixels {
+        match self {
+            Pixels::U8(v) => Pixels::U8(v.iter().skip(first).step_by(step).copied().collect::<Vec<_>>().into()),
+            Pixels::U16(v) => Pixels::U16(v.iter().skip(first).step_by(step).copied().collect::<Vec<_>>().into()),
+            Pixels::F32(v) => Pixels::F32(v.iter().skip(first).step_by(step).copied().collect::<Vec<_>>().into()),
+        }
+    }
+}
+
+/// Interleaves planes of one sample type: pixel i's samples are plane 0's i, plane 1's i, ...
+fn interleave<T: Copy + Default>(planes: &[&[T]]) -> Vec<T> {
+    let n = planes.len();
+    let len = planes.first().map_or(0, |p| p.len());
+    let mut out = vec![T::default(); len * n];
+    for (c, plane) in planes.iter().enumerate() {
+        for (o, &s) in out[c..].iter_mut().step_by(n).zip(plane.iter()) {
+            *o = s;
+        }
+    }
+    out
 }
 
 /// The container a frame was read from; a filter writes its output frame in the same one.
@@ -78,20 +228,30 @@ pub enum Format {
     Pgm,
     /// PGM, ASCII raster (P2).
     PlainPgm,
-    /// PAM (P7) with TUPLTYPE GRAYSCALE.
+    /// PPM, binary raster (P6): RGB.
+    Ppm,
+    /// PAM (P7), any of its tuple types here ([`Channels`]).
     Pam,
+    /// PFM, float samples, gray (`Pf`) or RGB (`PF`).
+    Pfm,
+    /// NumPy's `.npy`.
+    Npy,
     /// Headerless raw samples (8-bit, or 16-bit little-endian).
     Raw,
-    /// Converted to gray from PPM, PNG, JPEG, TIFF or BMP: written back as PGM (P5).
+    /// Decoded from PNG, JPEG, TIFF, BMP or FITS: written back as netpbm, PGM (P5) for gray, PPM
+    /// (P6) for RGB, PAM for alpha, and float samples as PFM (gray, RGB) or NPY (with alpha).
     Decoded,
 }
 
-/// One grayscale image of a stream.
+/// One image of a stream: gray or colour, integer or float samples.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Frame {
     pub width: usize,
     pub height: usize,
-    /// The largest sample value the frame may hold (PGM's maxval): 1..=65535.
+    /// What each pixel's samples are.
+    pub channels: Channels,
+    /// The largest sample value the frame may hold (PGM's maxval): 1..=65535; 1 for float frames,
+    /// whose samples have no such bound.
     pub maxval: u16,
     pub pixels: Pixels,
     pub format: Format,
@@ -126,15 +286,26 @@ impl Annotation {
 }
 
 impl Frame {
-    /// A frame of the given samples. Panics if the sizes disagree or the sample width does not
+    /// A gray frame of the given samples. Panics if the sizes disagree or the sample width does not
     /// match `maxval` (an error in the calling code, never in the input).
     pub fn new(width: usize, height: usize, maxval: u16, pixels: Pixels) -> Frame {
-        assert_eq!(width.checked_mul(height), Some(pixels.len()), "frame size and sample count disagree");
+        Frame::with_channels(width, height, Channels::Gray, maxval, pixels)
+    }
+
+    /// A frame of `channels` samples a pixel, interleaved. Panics as [`Frame::new`] does; a float
+    /// frame's `maxval` is ignored (it is 1).
+    pub fn with_channels(width: usize, height: usize, channels: Channels, maxval: u16, pixels: Pixels) -> Frame {
+        let samples = width.checked_mul(height).and_then(|n| n.checked_mul(channels.count()));
+        assert_eq!(samples, Some(pixels.len()), "frame size and sample count disagree");
+        let maxval = if pixels.depth() == Depth::F32 { 1 } else { maxval };
         assert!(maxval >= 1, "maxval must be at least 1");
-        assert_eq!(Depth::for_maxval(maxval), pixels.depth(), "sample width does not match maxval {maxval}");
+        if pixels.depth() != Depth::F32 {
+            assert_eq!(Depth::for_maxval(maxval), pixels.depth(), "sample width does not match maxval {maxval}");
+        }
         Frame {
             width,
             height,
+            channels,
             maxval,
             pixels,
             format: Format::Pgm,
@@ -146,18 +317,86 @@ impl Frame {
 
     /// A new frame that keeps this one's container, geometry and source, with other samples. Annotations
     /// are not kept: they say what the samples mean (a Hough accumulator's axes, say), and new
-    /// samples void that; the tool that makes new samples mean something sets its own.
+    /// samples void that; the tool that makes new samples mean something sets its own. The new
+    /// frame is gray ([`Frame::derive_with`] for other channels).
     pub fn derive(&self, width: usize, height: usize, maxval: u16, pixels: Pixels) -> Frame {
+        self.derive_with(width, height, Channels::Gray, maxval, pixels)
+    }
+
+    /// As [`Frame::derive`], a frame of `channels`.
+    pub fn derive_with(&self, width: usize, height: usize, channels: Channels, maxval: u16, pixels: Pixels) -> Frame {
         Frame {
             format: self.format,
             geometry: self.geometry.clone(),
             source: self.source.clone(),
-            ..Frame::new(width, height, maxval, pixels)
+            ..Frame::with_channels(width, height, channels, maxval, pixels)
         }
     }
 
     pub fn depth(&self) -> Depth {
         self.pixels.depth()
+    }
+
+    /// Whether the frame is one gray channel of integer samples: what most operations take.
+    pub fn is_plain_gray(&self) -> bool {
+        self.channels == Channels::Gray && self.depth().is_integer()
+    }
+
+    /// Channel `c` as a gray frame of its own, with this frame's container, geometry, source and
+    /// annotations.
+    pub fn plane(&self, c: usize) -> Frame {
+        let n = self.channels.count();
+        assert!(c < n, "channel {c} of a {n}-channel frame");
+        let pixels = if n == 1 { self.pixels.clone() } else { self.pixels.strided(c, n) };
+        Frame { channels: Channels::Gray, pixels, ..self.clone_without_pixels() }
+    }
+
+    /// A frame of `channels` made of gray `planes`, each one's samples one channel, in order;
+    /// its size, maxval (the largest), container, geometry, source and annotations are the first
+    /// plane's. Panics if the planes disagree in size or sample type, or their number is not the
+    /// channels'.
+    pub fn from_planes(channels: Channels, planes: &[Frame]) -> Frame {
+        assert_eq!(planes.len(), channels.count(), "one plane a channel");
+        let first = &planes[0];
+        let alike = |p: &Frame| {
+            p.width == first.width && p.height == first.height && p.depth() == first.depth() && p.channels == Channels::Gray
+        };
+        assert!(planes.iter().all(alike), "planes of one size and sample type");
+        fn samples<'a, T: Copy>(planes: &'a [Frame], get: impl Fn(&'a Pixels) -> Option<&'a [T]>) -> Vec<&'a [T]> {
+            planes.iter().map(|p| get(&p.pixels).expect("checked: one sample type")).collect()
+        }
+        let pixels = if planes.len() == 1 {
+            first.pixels.clone()
+        } else {
+            match &first.pixels {
+                Pixels::U8(_) => Pixels::U8(
+                    interleave(&samples(planes, |p| if let Pixels::U8(v) = p { Some(&v[..]) } else { None })).into(),
+                ),
+                Pixels::U16(_) => Pixels::U16(
+                    interleave(&samples(planes, |p| if let Pixels::U16(v) = p { Some(&v[..]) } else { None })).into(),
+                ),
+                Pixels::F32(_) => Pixels::F32(
+                    interleave(&samples(planes, |p| if let Pixels::F32(v) = p { Some(&v[..]) } else { None })).into(),
+                ),
+            }
+        };
+        let maxval = planes.iter().map(|p| p.maxval).max().unwrap_or(1);
+        Frame { channels, maxval, pixels, ..first.clone_without_pixels() }
+    }
+
+    /// This frame's metadata, with no samples (a 0x0 gray frame).
+    fn clone_without_pixels(&self) -> Frame {
+        Frame {
+            width: self.width,
+            height: self.height,
+            channels: self.channels,
+            maxval: self.maxval,
+            pixels: Pixels::U8(Vec::new().into()),
+            format: self.format,
+            geometry: self.geometry.clone(),
+            annotations: self.annotations.clone(),
+            source: self.source.clone(),
+        }
     }
 
     pub fn pixel_count(&self) -> usize {

@@ -11,6 +11,7 @@
 //! This crate is for bytes and formats only: no GPU, no image processing, no command line.
 
 mod budget;
+pub mod colour;
 mod decode;
 mod error;
 mod frame;
@@ -25,7 +26,7 @@ mod write;
 pub use budget::read_memory_bound;
 pub use decode::{read_rgb8, Rgb8Image};
 pub use error::{FrameError, FrameErrorKind};
-pub use frame::{Annotation, Depth, Format, Frame, Pixels};
+pub use frame::{Annotation, Channels, Depth, Format, Frame, Pixels};
 pub use geometry::{Affine, Geometry, Line, Point};
 pub use read::{parse_size, FrameReader, RawSpec, ReadOptions, Unread, DEFAULT_MAX_PIXELS};
 pub use samples::{advise_huge_pages, Lender, SampleMemory, Samples};

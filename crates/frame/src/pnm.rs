@@ -3,7 +3,7 @@
 use std::io::{self, BufRead};
 
 use crate::geometry::Geometry;
-use crate::{Annotation, FrameError, Source};
+use crate::{Annotation, Channels, FrameError, Source};
 
 /// The most bytes of one header comment line that are held; longer lines stream by. A source
 /// comment of a path of 4096 bytes, each escaped, fits.
@@ -17,8 +17,8 @@ pub(crate) struct Header {
     pub width: usize,
     pub height: usize,
     pub maxval: u16,
-    /// Samples per pixel: 1 (gray) or 3 (RGB).
-    pub channels: usize,
+    /// What each pixel's samples are.
+    pub channels: Channels,
     pub geometry: Option<Geometry>,
     pub annotations: Vec<Annotation>,
     pub source: Option<Source>,
@@ -61,7 +61,7 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
     }
 
     /// The header read, with the metadata its comments carried.
-    fn header(self, width: usize, height: usize, maxval: u16, channels: usize) -> Header {
+    fn header(self, width: usize, height: usize, maxval: u16, channels: Channels) -> Header {
         Header {
             width,
             height,
@@ -179,8 +179,8 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
         }
     }
 
-    /// The rest of a PNM header after its magic (`channels` samples per pixel).
-    pub fn pnm(mut self, channels: usize) -> Result<Header, FrameError> {
+    /// The rest of a PNM header after its magic (`channels`: gray for PGM, RGB for PPM).
+    pub fn pnm(mut self, channels: Channels) -> Result<Header, FrameError> {
         let width = self.number("width", u32::MAX as u64)? as usize;
         let height = self.number("height", u32::MAX as u64)? as usize;
         let maxval = self.number("maxval", 65535)? as u16;
@@ -229,12 +229,15 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
             (width.ok_or_else(|| missing("WIDTH"))?, height.ok_or_else(|| missing("HEIGHT"))?);
         let depth = depth.ok_or_else(|| missing("DEPTH"))?;
         let maxval = maxval.ok_or_else(|| missing("MAXVAL"))?;
-        let channels = match (depth, tupltype.as_slice()) {
-            (1, b"GRAYSCALE") | (1, b"") => 1,
-            (3, b"RGB") => 3,
+        let named = match tupltype.as_slice() {
+            b"" => Channels::of_count(depth),
+            t => Channels::of_tupltype(t),
+        };
+        let channels = match named {
+            Some(c) if c.count() == depth => c,
             _ => {
                 return Err(self.invalid(format!(
-                    "PAM with DEPTH {depth} and TUPLTYPE '{}' is not supported (GRAYSCALE or RGB)",
+                    "PAM with DEPTH {depth} and TUPLTYPE '{}' is not supported (GRAYSCALE, GRAYSCALE_ALPHA, RGB or RGB_ALPHA, with their depth)",
                     shown(&tupltype)
                 )))
             }

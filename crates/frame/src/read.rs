@@ -3,14 +3,16 @@ use std::io::{self, BufRead};
 
 use crate::budget::Budget;
 use crate::decode::source::{ReadSource, SliceSource, Source as _};
-use crate::decode::{self, luma, Encoded, Target, TiffPages, WalkError};
+use crate::colour;
+use crate::decode::{self, Encoded, Target, TiffPages, WalkError};
 use crate::pnm::{read_full, shown, AsciiSamples, Header, HeaderCursor};
 use crate::samples::{Filling, NoMemory};
-use crate::{Depth, Format, Frame, FrameError, FrameErrorKind, Pixels, SampleMemory, Samples};
+use crate::{Channels, Depth, Format, Frame, FrameError, FrameErrorKind, Pixels, SampleMemory, Samples};
 
-/// Colour binary rasters are read in pieces of this many bytes (a multiple of 6, whole pixels at
-/// 8 and at 16 bits) and converted to gray at once: only the gray frame is held whole.
-const COLOUR_PIECE: usize = 6 << 13;
+/// Colour binary rasters read as gray are read in pieces of this many bytes (a multiple of 6 and
+/// of 8: whole pixels of 3 or 4 samples at 8 and at 16 bits) and converted at once: only the gray
+/// frame is held whole.
+const COLOUR_PIECE: usize = 24 << 12;
 
 /// The default `--max-pixels`: 2^30 samples (1 GiB at 8 bits), far above any camera frame.
 pub const DEFAULT_MAX_PIXELS: u64 = 1 << 30;
@@ -61,11 +63,15 @@ pub struct ReadOptions {
     pub raw: Option<RawSpec>,
     /// Frames with more samples than this are refused before anything is allocated.
     pub max_pixels: u64,
+    /// Colour images become gray as they are read, alpha dropped: a JPEG's own luma, as libjpeg
+    /// decodes it to gray (`cv2.imread(IMREAD_GRAYSCALE)`), anything else by OpenCV's
+    /// `cvtColor(BGR2GRAY)` ([`crate::colour`]). Otherwise frames keep their channels.
+    pub gray: bool,
 }
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { raw: None, max_pixels: DEFAULT_MAX_PIXELS }
+        ReadOptions { raw: None, max_pixels: DEFAULT_MAX_PIXELS, gray: false }
     }
 }
 
@@ -219,6 +225,16 @@ impl<R: BufRead> FrameReader<R> {
                 }
                 (got, Pixels::U16(v))
             }
+            Depth::F32 => {
+                let (got, mut v) =
+                    read_filling::<_, f32>(&mut self.input, index, memory, samples, at_hand / 4)?;
+                if got == 4 * samples && big_endian {
+                    v.iter_mut().for_each(|s| *s = f32::from_bits(u32::from_be(s.to_bits())));
+                } else if got == 4 * samples {
+                    v.iter_mut().for_each(|s| *s = f32::from_bits(u32::from_le(s.to_bits())));
+                }
+                (got, Pixels::F32(v))
+            }
         })
     }
 
@@ -276,10 +292,10 @@ impl<R: BufRead> FrameReader<R> {
         let after = self.after.take();
         let cursor = HeaderCursor::new(&mut self.input, index);
         let (header, format, ascii) = match (got, magic) {
-            (2, [b'P', b'5']) => (cursor.pnm(1)?, Format::Pgm, false),
-            (2, [b'P', b'2']) => (cursor.pnm(1)?, Format::PlainPgm, true),
-            (2, [b'P', b'6']) => (cursor.pnm(3)?, Format::Decoded, false),
-            (2, [b'P', b'3']) => (cursor.pnm(3)?, Format::Decoded, true),
+            (2, [b'P', b'5']) => (cursor.pnm(Channels::Gray)?, Format::Pgm, false),
+            (2, [b'P', b'2']) => (cursor.pnm(Channels::Gray)?, Format::PlainPgm, true),
+            (2, [b'P', b'6']) => (cursor.pnm(Channels::Rgb)?, Format::Ppm, false),
+            (2, [b'P', b'3']) => (cursor.pnm(Channels::Rgb)?, Format::Ppm, true),
             (2, [b'P', b'7']) => (cursor.pam()?, Format::Pam, false),
             _ => {
                 let following = match after {
@@ -298,9 +314,19 @@ impl<R: BufRead> FrameReader<R> {
         self.pnm_raster(index, header, format, ascii).map(Some)
     }
 
+    /// What decoded images become.
+    fn target(&self) -> Target {
+        if self.options.gray {
+            Target::Gray
+        } else {
+            Target::Colour
+        }
+    }
+
     /// An image decoded by a library, `start` its first bytes already taken from the input.
     fn encoded(&mut self, index: usize, kind: Encoded, start: &[u8]) -> Result<Frame, FrameError> {
         let max_pixels = self.options.max_pixels;
+        let target = self.target();
         if start.is_empty() {
             // The whole image may be in the input's buffer already (always, reading a slice).
             let buf = self.input.fill_buf().map_err(|e| FrameError::io(index, &e))?;
@@ -312,7 +338,7 @@ impl<R: BufRead> FrameReader<R> {
                     // A copy is held when the walk left metadata out.
                     let held = if matches!(image, Cow::Owned(_)) { image.len() } else { 0 };
                     let budget = Budget::new(index, max_pixels, taken, held);
-                    let decoded = decode::decode(&image, &walked, Target::Gray, &budget);
+                    let decoded = decode::decode(&image, &walked, target, &budget);
                     drop(image);
                     self.input.consume(taken);
                     let (picture, pages) = decoded?;
@@ -328,7 +354,7 @@ impl<R: BufRead> FrameReader<R> {
         let taken = src.taken();
         let bytes = src.into_bytes();
         let budget = Budget::new(index, max_pixels, taken, bytes.len());
-        let (picture, pages) = decode::decode(&bytes, &walked, Target::Gray, &budget)?;
+        let (picture, pages) = decode::decode(&bytes, &walked, target, &budget)?;
         self.pages = pages;
         Ok(picture.into_frame())
     }
@@ -342,11 +368,16 @@ impl<R: BufRead> FrameReader<R> {
     ) -> Result<Frame, FrameError> {
         let count = self.check_size(index, h.width, h.height)?;
         let depth = Depth::for_maxval(h.maxval);
-        let pixels = match (ascii, h.channels) {
-            (true, _) => self.ascii_raster(index, &h)?,
-            (false, 1) => {
-                let (got, pixels) = self.binary_raster(index, depth, count, true, true)?;
-                let bytes = count * depth.bytes();
+        let to_gray = self.options.gray && h.channels != Channels::Gray;
+        let channels = if to_gray { Channels::Gray } else { h.channels };
+        let pixels = match (ascii, to_gray) {
+            (true, _) => self.ascii_raster(index, &h, to_gray)?,
+            (false, false) => {
+                let samples = count
+                    .checked_mul(h.channels.count())
+                    .ok_or_else(|| FrameError::invalid(index, "raster too large"))?;
+                let (got, pixels) = self.binary_raster(index, depth, samples, true, true)?;
+                let bytes = samples * depth.bytes();
                 if got < bytes {
                     return Err(FrameError::invalid(
                         index,
@@ -362,24 +393,30 @@ impl<R: BufRead> FrameReader<R> {
                 }
                 pixels
             }
-            (false, _) => self.colour_raster(index, &h)?,
+            (false, true) => self.colour_raster(index, &h)?,
         };
-        let mut frame = Frame::new(h.width, h.height, h.maxval, pixels);
-        frame.format = if h.channels == 3 { Format::Decoded } else { format };
+        let mut frame = Frame::with_channels(h.width, h.height, channels, h.maxval, pixels);
+        frame.format = match format {
+            _ if to_gray => Format::Decoded,
+            Format::Ppm => Format::Ppm,
+            f => f,
+        };
         frame.geometry = h.geometry;
         frame.annotations = h.annotations;
         frame.source = h.source;
         Ok(frame)
     }
 
-    /// An ASCII raster (P2, P3), colour converted pixel by pixel as it is read. `h`'s size was
-    /// checked ([`FrameReader::check_size`]).
-    fn ascii_raster(&mut self, index: usize, h: &Header) -> Result<Pixels, FrameError> {
-        let (count, depth) = (h.width * h.height, Depth::for_maxval(h.maxval));
+    /// An ASCII raster (P2, P3), colour converted pixel by pixel as it is read when `to_gray`.
+    /// `h`'s size was checked ([`FrameReader::check_size`]).
+    fn ascii_raster(&mut self, index: usize, h: &Header, to_gray: bool) -> Result<Pixels, FrameError> {
+        let depth = Depth::for_maxval(h.maxval);
+        let ch = h.channels.count();
+        let count = h.width * h.height * if to_gray { 1 } else { ch };
         let samples =
-            count.checked_mul(h.channels).ok_or_else(|| FrameError::invalid(index, "raster too large"))?;
+            (h.width * h.height).checked_mul(ch).ok_or_else(|| FrameError::invalid(index, "raster too large"))?;
         let mut raster = AsciiSamples::new(&mut self.input, index, samples);
-        let mut next = |i: usize| -> Result<u32, FrameError> {
+        let mut next = |i: usize| -> Result<u16, FrameError> {
             let v = raster.next()?;
             if v > h.maxval {
                 return Err(FrameError::invalid(
@@ -387,33 +424,40 @@ impl<R: BufRead> FrameReader<R> {
                     format!("sample {i} is {v}, over maxval {}", h.maxval),
                 ));
             }
-            Ok(v as u32)
+            Ok(v)
         };
-        let mut pixel = |p: usize| -> Result<u32, FrameError> {
-            if h.channels == 1 {
+        let mut sample = |p: usize| -> Result<u16, FrameError> {
+            if !to_gray {
                 return next(p);
             }
-            let (r, g, b) = (next(3 * p)?, next(3 * p + 1)?, next(3 * p + 2)?);
-            Ok(luma(r, g, b))
+            let (r, g, b) = (next(ch * p)?, next(ch * p + 1)?, next(ch * p + 2)?);
+            if ch == 4 {
+                next(ch * p + 3)?;
+            }
+            Ok(match depth {
+                Depth::U8 => colour::gray_u8_of(r as u8, g as u8, b as u8) as u16,
+                _ => colour::gray_u16_of(r, g, b),
+            })
         };
         Ok(match depth {
-            Depth::U8 => Pixels::U8(fill_with(&self.memory, index, count, |p| pixel(p).map(|v| v as u8))?),
-            Depth::U16 => Pixels::U16(fill_with(&self.memory, index, count, |p| pixel(p).map(|v| v as u16))?),
+            Depth::U8 => Pixels::U8(fill_with(&self.memory, index, count, |p| sample(p).map(|v| v as u8))?),
+            _ => Pixels::U16(fill_with(&self.memory, index, count, sample)?),
         })
     }
 
-    /// A binary colour raster (P6, PAM RGB), read in pieces and converted to gray as it comes.
-    /// `h`'s size was checked ([`FrameReader::check_size`]).
+    /// A binary colour raster (P6, PAM RGB and RGB_ALPHA) read as gray, in pieces converted as
+    /// they come. `h`'s size was checked ([`FrameReader::check_size`]).
     fn colour_raster(&mut self, index: usize, h: &Header) -> Result<Pixels, FrameError> {
         let (count, depth) = (h.width * h.height, Depth::for_maxval(h.maxval));
-        let pixel_bytes = 3 * depth.bytes();
+        let ch = h.channels.count();
+        let pixel_bytes = ch * depth.bytes();
         let total =
             count.checked_mul(pixel_bytes).ok_or_else(|| FrameError::invalid(index, "raster too large"))?;
         let mut piece = vec![0u8; COLOUR_PIECE.min(total)];
         let oom = |e| no_memory(index, e);
         let mut gray = match depth {
             Depth::U8 => Gray::U8(Filling::new(&self.memory, count, 0).map_err(oom)?),
-            Depth::U16 => Gray::U16(Filling::new(&self.memory, count, 0).map_err(oom)?),
+            _ => Gray::U16(Filling::new(&self.memory, count, 0).map_err(oom)?),
         };
         let (mut done, mut got_bytes) = (0, 0);
         while done < count {
@@ -443,20 +487,19 @@ impl<R: BufRead> FrameReader<R> {
             for (k, p) in want.chunks_exact(pixel_bytes).enumerate() {
                 let sample = |c: usize| match depth {
                     Depth::U8 => p[c] as u16,
-                    Depth::U16 => u16::from_be_bytes([p[2 * c], p[2 * c + 1]]),
+                    _ => u16::from_be_bytes([p[2 * c], p[2 * c + 1]]),
                 };
-                let (r, g, b) = (sample(0), sample(1), sample(2));
-                if let Some((c, v)) = [r, g, b].into_iter().enumerate().find(|&(_, v)| v > h.maxval) {
-                    let i = 3 * (done + k) + c;
+                if let Some((c, v)) = (0..ch).map(|c| (c, sample(c))).find(|&(_, v)| v > h.maxval) {
+                    let i = ch * (done + k) + c;
                     return Err(FrameError::invalid(
                         index,
                         format!("sample {i} is {v}, over maxval {}", h.maxval),
                     ));
                 }
-                let y = luma(r as u32, g as u32, b as u32);
+                let (r, g, b) = (sample(0), sample(1), sample(2));
                 match depth {
-                    Depth::U8 => out8[k] = y as u8,
-                    Depth::U16 => out16[k] = y as u16,
+                    Depth::U8 => out8[k] = colour::gray_u8_of(r as u8, g as u8, b as u8),
+                    _ => out16[k] = colour::gray_u16_of(r, g, b),
                 }
             }
             match &mut gray {
@@ -529,7 +572,7 @@ fn read_filling<R: BufRead, T: Copy + Default + Send + Sync + 'static>(
             return Ok((got, v.finish()));
         }
         let size = std::mem::size_of_val(room);
-        // SAFETY: the same memory as bytes; any bytes make valid samples (u8, u16).
+        // SAFETY: the same memory as bytes; any bytes make valid samples (u8, u16, f32).
         let bytes = unsafe { std::slice::from_raw_parts_mut(room.as_mut_ptr().cast::<u8>(), size) };
         let n = read_full(input, bytes).map_err(|e| FrameError::io(index, &e))?;
         got += n;
@@ -609,7 +652,17 @@ mod tests {
             ReadOptions::default(),
         )
         .unwrap();
-        assert_eq!(f[0].pixels, Pixels::U8(vec![76].into()));
+        assert_eq!((f[0].channels, &f[0].pixels), (Channels::Rgb, &Pixels::U8(vec![255, 0, 0].into())));
+        let gray = ReadOptions { gray: true, ..Default::default() };
+        let f = read_all(b"P7\nWIDTH 1\nHEIGHT 1\nDEPTH 4\nMAXVAL 255\nTUPLTYPE RGB_ALPHA\nENDHDR\n\xff\x00\x00\x07", gray)
+            .unwrap();
+        assert_eq!((f[0].channels, &f[0].pixels), (Channels::Gray, &Pixels::U8(vec![76].into())));
+        let f = read_all(
+            b"P7\nWIDTH 1\nHEIGHT 1\nDEPTH 2\nMAXVAL 255\nTUPLTYPE GRAYSCALE_ALPHA\nENDHDR\n\x05\x06",
+            ReadOptions::default(),
+        )
+        .unwrap();
+        assert_eq!((f[0].channels, &f[0].pixels), (Channels::GrayAlpha, &Pixels::U8(vec![5, 6].into())));
     }
 
     #[test]

@@ -2,37 +2,59 @@ use std::io::{self, Cursor, Write};
 
 use image::{ExtendedColorType, ImageEncoder};
 
+
 use crate::png_scale::{PngScale, MAXVAL_KEYWORD};
-use crate::{Format, Frame, FrameError, Pixels};
+use crate::{Channels, Format, Frame, FrameError, Pixels};
 
 /// A container to write frames in, whatever they were read in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Container {
-    /// Binary PGM (P5).
+    /// Binary PGM (P5): gray frames only.
     Pgm,
-    /// PAM (P7) with TUPLTYPE GRAYSCALE.
+    /// Binary netpbm by the frame's channels: PGM (P5) gray, PPM (P6) RGB, PAM with alpha; float
+    /// frames as PFM (or NPY with alpha).
+    Pnm,
+    /// Binary PPM (P6): RGB, gray frames widened to it.
+    Ppm,
+    /// PAM (P7), its TUPLTYPE by the frame's channels.
     Pam,
-    /// 8- or 16-bit gray PNG, samples scaled to its depth, the maxval kept in a text chunk; one frame.
+    /// 8- or 16-bit PNG, gray, gray+alpha, RGB or RGBA, samples scaled to its depth, the maxval
+    /// kept in a text chunk; one frame.
     Png,
-    /// 8- or 16-bit gray TIFF, samples unchanged (TIFF records no maxval); one frame.
+    /// TIFF: 8-, 16-bit or 32-bit float, gray, RGB or RGBA; samples unchanged (TIFF records no
+    /// maxval); one frame.
     Tiff,
-    /// Headerless samples: 8-bit, or 16-bit little-endian.
+    /// Baseline JPEG of `quality` 1..=100 (OpenCV's default: 95): 8-bit gray or RGB (alpha
+    /// dropped, as OpenCV's `imwrite` drops it); one frame.
+    Jpeg { quality: u8 },
+    /// PFM: 32-bit float, gray or RGB; integer samples as their float values.
+    Pfm,
+    /// NumPy's `.npy`: shape (height, width) or (height, width, channels), dtype `|u1`, `<u2` or
+    /// `<f4`; one frame.
+    Npy,
+    /// Headerless samples: 8-bit, 16-bit little-endian, or 32-bit float little-endian, a pixel's
+    /// samples together.
     Raw,
 }
 
 impl Container {
     /// Whether a file of this container holds one frame only.
     pub fn holds_one_frame(self) -> bool {
-        matches!(self, Container::Png | Container::Tiff)
+        matches!(self, Container::Png | Container::Tiff | Container::Jpeg { .. } | Container::Npy)
     }
 
     /// The container's usual name, for messages.
     pub fn name(self) -> &'static str {
         match self {
             Container::Pgm => "PGM",
+            Container::Pnm => "PNM",
+            Container::Ppm => "PPM",
             Container::Pam => "PAM",
             Container::Png => "PNG",
             Container::Tiff => "TIFF",
+            Container::Jpeg { .. } => "JPEG",
+            Container::Pfm => "PFM",
+            Container::Npy => "NPY",
             Container::Raw => "raw",
         }
     }
@@ -46,8 +68,22 @@ pub struct WriteOptions {
     pub container: Option<Container>,
 }
 
+/// How one frame is written: a netpbm header and raster, or an encoded file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// P5, P6, P7 or P2, P3 (`plain`) by the frame's channels; P7 always when `pam`.
+    Netpbm { pam: bool, plain: bool },
+    Raw,
+    Pfm,
+    Npy,
+    Png,
+    Tiff,
+    Jpeg { quality: u8 },
+}
+
 /// Writes frames one after another, each in the container it was read in (PGM in, PGM out;
-/// raw in, raw out; colour and compressed inputs come out as binary PGM), or all in one container.
+/// raw in, raw out; PPM in, PPM out; compressed inputs come out as netpbm, float ones as PFM), or
+/// all in one container.
 pub struct FrameWriter<W: Write> {
     out: W,
     options: WriteOptions,
@@ -60,13 +96,57 @@ impl<W: Write> FrameWriter<W> {
         FrameWriter { out, options, written: 0, scratch: Vec::new() }
     }
 
+    /// How `frame` is written, or why it cannot be in the container asked for.
+    fn written(&self, frame: &Frame) -> Result<Written, String> {
+        let ch = frame.channels;
+        let float = !frame.depth().is_integer();
+        let netpbm = |pam: bool, plain: bool| match (float, ch.has_alpha() && !pam) {
+            (false, _) => Written::Netpbm { pam: pam || ch.has_alpha(), plain: plain && !ch.has_alpha() },
+            (true, false) => Written::Pfm,
+            (true, true) => Written::Npy,
+        };
+        let refuse = |what: &str, instead: &str| {
+            Err(format!("a {what} file cannot hold this {} {} frame: write {instead}", frame.depth().name(), ch.name()))
+        };
+        Ok(match self.options.container {
+            None => match frame.format {
+                Format::Pgm | Format::Ppm | Format::Decoded => netpbm(false, false),
+                Format::PlainPgm => netpbm(false, true),
+                Format::Pam if float => netpbm(true, false),
+                Format::Pam => Written::Netpbm { pam: true, plain: false },
+                Format::Pfm if float && !ch.has_alpha() => Written::Pfm,
+                Format::Pfm => netpbm(false, false),
+                Format::Npy => Written::Npy,
+                Format::Raw => Written::Raw,
+            },
+            Some(Container::Pgm) if ch != Channels::Gray || float => {
+                return refuse("PGM", ".ppm, .pam, .png or .tif (or read it as gray with --colour gray)")
+            }
+            Some(Container::Pgm | Container::Pnm) => netpbm(false, false),
+            Some(Container::Ppm) if ch.has_alpha() || float => return refuse("PPM", ".pam, .png or .tif"),
+            Some(Container::Ppm) => Written::Netpbm { pam: false, plain: false },
+            Some(Container::Pam) if float => return refuse("PAM", ".tif, .pfm or .npy"),
+            Some(Container::Pam) => Written::Netpbm { pam: true, plain: false },
+            Some(Container::Png) if float => {
+                return refuse("PNG", ".tif, .pfm or .npy, or make it integer with stretch")
+            }
+            Some(Container::Png) => Written::Png,
+            Some(Container::Tiff) if ch == Channels::GrayAlpha => return refuse("TIFF", ".png or .pam"),
+            Some(Container::Tiff) => Written::Tiff,
+            Some(Container::Jpeg { .. }) if frame.depth() != crate::Depth::U8 => {
+                return refuse("JPEG", ".png or .tif (JPEG holds 8-bit samples)")
+            }
+            Some(Container::Jpeg { quality }) => Written::Jpeg { quality },
+            Some(Container::Pfm) if ch.has_alpha() => return refuse("PFM", ".tif or .npy"),
+            Some(Container::Pfm) => Written::Pfm,
+            Some(Container::Npy) => Written::Npy,
+            Some(Container::Raw) => Written::Raw,
+        })
+    }
+
     /// Writes `frame` as frame number `index` of the stream (for error messages).
     pub fn write(&mut self, index: usize, frame: &Frame) -> Result<(), FrameError> {
         let io = |e: io::Error| FrameError::io(index, &e);
-        let encoded = |e: image::ImageError, name: &str| match e {
-            image::ImageError::IoError(e) => FrameError::io(index, &e),
-            other => FrameError::invalid(index, format!("cannot encode {name}: {other}")),
-        };
         match self.options.container {
             Some(c) if c.holds_one_frame() && self.written > 0 => {
                 return Err(FrameError::invalid(
@@ -74,43 +154,63 @@ impl<W: Write> FrameWriter<W> {
                     format!("a {} file holds a single frame, and the stream has more", c.name()),
                 ));
             }
-            Some(Container::Png) => self.png(frame).map_err(|e| match e {
+            _ => {}
+        }
+        let encoding = |what: &str, e: &dyn std::fmt::Display| FrameError::invalid(index, format!("cannot encode {what}: {e}"));
+        match self.written(frame).map_err(|e| FrameError::invalid(index, e))? {
+            Written::Png => self.png(frame).map_err(|e| match e {
                 png::EncodingError::IoError(e) => FrameError::io(index, &e),
-                other => FrameError::invalid(index, format!("cannot encode PNG: {other}")),
+                other => encoding("PNG", &other),
             })?,
-            Some(Container::Tiff) => self.tiff(frame).map_err(|e| encoded(e, "TIFF"))?,
-            Some(Container::Pgm) => self.netpbm(frame, Format::Pgm).map_err(io)?,
-            Some(Container::Pam) => self.netpbm(frame, Format::Pam).map_err(io)?,
-            Some(Container::Raw) => self.netpbm(frame, Format::Raw).map_err(io)?,
-            None => self.netpbm(frame, frame.format).map_err(io)?,
+            Written::Tiff => {
+                self.scratch = tiff_bytes(frame).map_err(|e| encoding("TIFF", &e))?;
+                self.out.write_all(&self.scratch).map_err(io)?;
+            }
+            Written::Jpeg { quality } => {
+                let channels = frame.channels.colour_count();
+                let Pixels::U8(v) = &frame.pixels else { unreachable!("checked: 8-bit") };
+                let samples: Vec<u8> = if frame.channels.has_alpha() {
+                    v.chunks_exact(channels + 1).flat_map(|p| p[..channels].to_vec()).collect()
+                } else {
+                    v.to_vec()
+                };
+                let bytes = jpeg_bytes(frame.width, frame.height, channels, &samples, quality)
+                    .map_err(|e| encoding("JPEG", &e))?;
+                self.out.write_all(&bytes).map_err(io)?;
+            }
+            Written::Pfm => {
+                let bytes = pfm_bytes(frame).map_err(|e| FrameError::invalid(index, e))?;
+                self.out.write_all(&bytes).map_err(io)?;
+            }
+            Written::Npy => {
+                let bytes = npy_bytes(frame).map_err(|e| FrameError::invalid(index, e))?;
+                self.out.write_all(&bytes).map_err(io)?;
+            }
+            how @ (Written::Netpbm { .. } | Written::Raw) => self.netpbm(frame, how).map_err(io)?,
         }
         self.written += 1;
         Ok(())
     }
 
     /// As [`FrameWriter::write`], for a frame the caller gives up: where its samples are written
-    /// as they are in memory (8-bit samples on the heap, in PGM, PAM or raw), they are given, after
-    /// the header, to `samples` with the output, to be written its own way; it may change them
-    /// meanwhile. Any other frame is written as `write` writes it.
+    /// as they are in memory (8-bit samples on the heap, in binary netpbm or raw), they are given,
+    /// after the header, to `samples` with the output, to be written its own way; it may change
+    /// them meanwhile. Any other frame is written as `write` writes it.
     pub fn write_owned_with(
         &mut self,
         index: usize,
         mut frame: Frame,
         samples: impl FnOnce(&mut W, &mut [u8]) -> io::Result<()>,
     ) -> Result<(), FrameError> {
-        let format = match self.options.container {
-            None => frame.format,
-            Some(Container::Pgm) => Format::Pgm,
-            Some(Container::Pam) => Format::Pam,
-            Some(Container::Raw) => Format::Raw,
-            Some(Container::Png | Container::Tiff) => return self.write(index, &frame),
+        let how = match self.written(&frame) {
+            Ok(how @ (Written::Netpbm { plain: false, .. } | Written::Raw)) => how,
+            _ => return self.write(index, &frame),
         };
-        let binary = matches!(format, Format::Pgm | Format::Decoded | Format::Pam | Format::Raw);
-        if !binary || !matches!(&frame.pixels, Pixels::U8(v) if !v.is_lent()) {
+        if !matches!(&frame.pixels, Pixels::U8(v) if !v.is_lent()) {
             return self.write(index, &frame);
         }
         let io = |e: io::Error| FrameError::io(index, &e);
-        self.header(&frame, format);
+        self.header(&frame, how);
         self.out.write_all(&self.scratch).map_err(io)?;
         if let Pixels::U8(v) = &mut frame.pixels {
             samples(&mut self.out, v).map_err(io)?;
@@ -128,98 +228,158 @@ impl<W: Write> FrameWriter<W> {
         self.out.flush()
     }
 
-    /// The header of `frame` in container `format`, into `scratch`.
-    fn header(&mut self, frame: &Frame, format: Format) {
+    /// The header of `frame` written as `how` (netpbm or raw), into `scratch`.
+    fn header(&mut self, frame: &Frame, how: Written) {
         let s = &mut self.scratch;
         s.clear();
-        let mut geometry = frame.geometry.as_ref().map(|g| format!("#{g}\n")).unwrap_or_default();
-        if let Some(source) = &frame.source {
-            geometry.push_str(&format!("#{source}\n"));
-        }
-        for a in &frame.annotations {
-            geometry.push_str(&format!("# histopipe-{} {}\n", a.key, a.value));
-        }
+        let comments = netpbm_comments(frame);
         let (w, h, m) = (frame.width, frame.height, frame.maxval);
-        let text = match format {
-            Format::Raw => String::new(),
-            Format::Pam => {
-                format!(
-                    "P7\nWIDTH {w}\nHEIGHT {h}\nDEPTH 1\nMAXVAL {m}\nTUPLTYPE GRAYSCALE\n{geometry}ENDHDR\n"
-                )
+        let ch = frame.channels;
+        let text = match how {
+            Written::Netpbm { pam: true, .. } => format!(
+                "P7\nWIDTH {w}\nHEIGHT {h}\nDEPTH {}\nMAXVAL {m}\nTUPLTYPE {}\n{comments}ENDHDR\n",
+                ch.count(),
+                ch.tupltype()
+            ),
+            Written::Netpbm { plain, .. } => {
+                let magic = match (ch.is_colour(), plain) {
+                    (false, false) => "P5",
+                    (true, false) => "P6",
+                    (false, true) => "P2",
+                    (true, true) => "P3",
+                };
+                format!("{magic}\n{comments}{w} {h}\n{m}\n")
             }
-            Format::PlainPgm => format!("P2\n{geometry}{w} {h}\n{m}\n"),
-            Format::Pgm | Format::Decoded => format!("P5\n{geometry}{w} {h}\n{m}\n"),
+            _ => String::new(),
         };
         s.extend_from_slice(text.as_bytes());
     }
 
-    fn netpbm(&mut self, frame: &Frame, format: Format) -> io::Result<()> {
-        self.header(frame, format);
-        if format == Format::PlainPgm {
-            plain_raster(&mut self.scratch, frame.width, &frame.pixels);
+    fn netpbm(&mut self, frame: &Frame, how: Written) -> io::Result<()> {
+        // A gray frame in a container of RGB (PPM asked for) is widened.
+        let widened;
+        let frame = if matches!(self.options.container, Some(Container::Ppm)) && frame.channels == Channels::Gray {
+            widened = Frame::from_planes(Channels::Rgb, &[frame.clone(), frame.clone(), frame.clone()]);
+            &widened
+        } else {
+            frame
+        };
+        self.header(frame, how);
+        if let Written::Netpbm { plain: true, .. } = how {
+            plain_raster(&mut self.scratch, frame.width * frame.channels.count(), &frame.pixels);
             return self.out.write_all(&self.scratch);
         }
         self.out.write_all(&self.scratch)?;
+        // Raw frames are little-endian (ffmpeg's gray16le); PGM and PAM big-endian.
+        let little = how == Written::Raw;
         match &frame.pixels {
             Pixels::U8(v) => self.out.write_all(v),
-            Pixels::U16(v) => {
-                // Raw frames are little-endian (ffmpeg's gray16le); PGM and PAM big-endian.
-                let little = format == Format::Raw;
-                for chunk in v.chunks(1 << 16) {
-                    // Written in place pair by pair, which vectorises (extending by each
-                    // sample's bytes does not).
-                    self.scratch.resize(2 * chunk.len(), 0);
-                    let pairs = self.scratch.chunks_exact_mut(2).zip(chunk);
-                    if little {
-                        pairs.for_each(|(out, s)| out.copy_from_slice(&s.to_le_bytes()));
-                    } else {
-                        pairs.for_each(|(out, s)| out.copy_from_slice(&s.to_be_bytes()));
-                    }
-                    self.out.write_all(&self.scratch)?;
-                }
-                Ok(())
-            }
+            Pixels::U16(v) => write_words(&mut self.out, &mut self.scratch, v, |s| {
+                if little { s.to_le_bytes() } else { s.to_be_bytes() }
+            }),
+            Pixels::F32(v) => write_words(&mut self.out, &mut self.scratch, v, |s| s.to_le_bytes()),
         }
     }
 
-    /// `frame` as a gray PNG, its samples scaled to the PNG's depth as [`PngScale`] says, with
-    /// the `sBIT` and `tEXt` chunks that record its maxval when that is not the PNG's own.
+    /// `frame` as PNG (gray, gray+alpha, RGB or RGBA), its samples scaled to the PNG's depth as
+    /// [`PngScale`] says, with the `sBIT` and `tEXt` chunks that record its maxval when that is
+    /// not the PNG's own.
     fn png(&mut self, frame: &Frame) -> Result<(), png::EncodingError> {
         let scale = PngScale::for_maxval(frame.maxval);
         let mut encoder = png::Encoder::new(&mut self.out, frame.width as u32, frame.height as u32);
-        encoder.set_color(png::ColorType::Grayscale);
+        encoder.set_color(match frame.channels {
+            Channels::Gray => png::ColorType::Grayscale,
+            Channels::GrayAlpha => png::ColorType::GrayscaleAlpha,
+            Channels::Rgb => png::ColorType::Rgb,
+            Channels::RgbAlpha => png::ColorType::Rgba,
+        });
         encoder.set_depth(if scale.png_max == 255 { png::BitDepth::Eight } else { png::BitDepth::Sixteen });
         if scale.scales() {
             encoder.add_text_chunk(MAXVAL_KEYWORD.into(), frame.maxval.to_string())?;
         }
         let mut writer = encoder.write_header()?;
         if let Some(bits) = scale.significant_bits() {
-            writer.write_chunk(png::chunk::ChunkType(*b"sBIT"), &[bits])?;
+            let sbit = vec![bits; frame.channels.count()];
+            writer.write_chunk(png::chunk::ChunkType(*b"sBIT"), &sbit)?;
         }
         let data: Vec<u8> = match &frame.pixels {
             Pixels::U8(v) if scale.scales() => v.iter().map(|&s| scale.written(s as u16) as u8).collect(),
             Pixels::U8(v) => v.to_vec(),
             Pixels::U16(v) => v.iter().flat_map(|&s| scale.written(s).to_be_bytes()).collect(),
+            Pixels::F32(_) => unreachable!("checked: PNG holds integers"),
         };
         writer.write_image_data(&data)?;
         writer.finish()
     }
+}
 
-    /// TIFF needs to seek back while it writes, so it is made in memory first. Samples are
-    /// written unchanged: TIFF has no maxval to scale back by.
-    fn tiff(&mut self, frame: &Frame) -> image::ImageResult<()> {
-        self.scratch.clear();
-        let (w, h) = (frame.width as u32, frame.height as u32);
-        let encoder = image::codecs::tiff::TiffEncoder::new(Cursor::new(&mut self.scratch));
-        match &frame.pixels {
-            Pixels::U8(v) => encoder.write_image(v, w, h, ExtendedColorType::L8)?,
-            Pixels::U16(v) => {
-                let bytes: Vec<u8> = v.iter().flat_map(|s| s.to_ne_bytes()).collect();
-                encoder.write_image(&bytes, w, h, ExtendedColorType::L16)?
-            }
-        }
-        Ok(self.out.write_all(&self.scratch)?)
+/// The `histopipe-*` comments of a netpbm header: geometry, source, annotations.
+fn netpbm_comments(frame: &Frame) -> String {
+    let mut text = frame.geometry.as_ref().map(|g| format!("#{g}\n")).unwrap_or_default();
+    if let Some(source) = &frame.source {
+        text.push_str(&format!("#{source}\n"));
     }
+    for a in &frame.annotations {
+        text.push_str(&format!("# histopipe-{} {}\n", a.key, a.value));
+    }
+    text
+}
+
+/// Writes multi-byte samples in the byte order `bytes` gives, a piece at a time through `scratch`
+/// (written in place sample by sample, which vectorises; extending by each sample's bytes does not).
+fn write_words<W: Write, T: Copy, const N: usize>(
+    out: &mut W,
+    scratch: &mut Vec<u8>,
+    samples: &[T],
+    bytes: impl Fn(T) -> [u8; N],
+) -> io::Result<()> {
+    for chunk in samples.chunks(1 << 16) {
+        scratch.resize(N * chunk.len(), 0);
+        scratch.chunks_exact_mut(N).zip(chunk).for_each(|(out, &s)| out.copy_from_slice(&bytes(s)));
+        out.write_all(scratch)?;
+    }
+    Ok(())
+}
+
+/// MERGE: PFM from the float codecs.
+fn pfm_bytes(_frame: &Frame) -> Result<Vec<u8>, String> {
+    Err("PFM output: not yet".into())
+}
+
+/// MERGE: NPY from the float codecs.
+fn npy_bytes(_frame: &Frame) -> Result<Vec<u8>, String> {
+    Err("NPY output: not yet".into())
+}
+
+/// MERGE: JPEG from the JPEG codec.
+fn jpeg_bytes(width: usize, height: usize, channels: usize, samples: &[u8], quality: u8) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    let colour = if channels == 1 { ExtendedColorType::L8 } else { ExtendedColorType::Rgb8 };
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut bytes, quality)
+        .write_image(samples, width as u32, height as u32, colour)
+        .map_err(|e| e.to_string())?;
+    Ok(bytes)
+}
+
+/// `frame` as a TIFF, made in memory (TIFF seeks back while it is written). Samples are written
+/// unchanged: TIFF has no maxval to scale back by.
+fn tiff_bytes(frame: &Frame) -> tiff::TiffResult<Vec<u8>> {
+    use tiff::encoder::{colortype, TiffEncoder};
+    let mut bytes = Vec::new();
+    let mut encoder = TiffEncoder::new(Cursor::new(&mut bytes))?;
+    let (w, h) = (frame.width as u32, frame.height as u32);
+    match (&frame.pixels, frame.channels) {
+        (Pixels::U8(v), Channels::Gray) => encoder.write_image::<colortype::Gray8>(w, h, v)?,
+        (Pixels::U8(v), Channels::Rgb) => encoder.write_image::<colortype::RGB8>(w, h, v)?,
+        (Pixels::U8(v), _) => encoder.write_image::<colortype::RGBA8>(w, h, v)?,
+        (Pixels::U16(v), Channels::Gray) => encoder.write_image::<colortype::Gray16>(w, h, v)?,
+        (Pixels::U16(v), Channels::Rgb) => encoder.write_image::<colortype::RGB16>(w, h, v)?,
+        (Pixels::U16(v), _) => encoder.write_image::<colortype::RGBA16>(w, h, v)?,
+        (Pixels::F32(v), Channels::Gray) => encoder.write_image::<colortype::Gray32Float>(w, h, v)?,
+        (Pixels::F32(v), Channels::Rgb) => encoder.write_image::<colortype::RGB32Float>(w, h, v)?,
+        (Pixels::F32(v), _) => encoder.write_image::<colortype::RGBA32Float>(w, h, v)?,
+    }
+    Ok(bytes)
 }
 
 /// Writes one 8-bit RGB image (`width * height` interleaved triples) as PNG, or as binary PPM (P6)

@@ -61,7 +61,7 @@ fn peak<T>(f: impl FnOnce() -> T) -> (T, usize) {
 }
 
 fn read_all(bytes: &[u8], max_pixels: u64) -> Result<Vec<Frame>, FrameError> {
-    let mut r = FrameReader::new(bytes, ReadOptions { raw: None, max_pixels });
+    let mut r = FrameReader::new(bytes, ReadOptions { raw: None, max_pixels, gray: true });
     let mut out = Vec::new();
     while let Some(f) = r.next_frame()? {
         out.push(f);
@@ -333,7 +333,7 @@ fn every_jpeg_of_a_stream_is_a_frame() {
     // From a pipe, where the reader's buffer holds a little of each image at a time.
     let stream = [rocket.clone(), camera.clone(), rocket].concat();
     let mut r =
-        FrameReader::new(std::io::BufReader::with_capacity(1000, &stream[..]), ReadOptions::default());
+        FrameReader::new(std::io::BufReader::with_capacity(1000, &stream[..]), ReadOptions { gray: true, ..Default::default() });
     let expected = [&frames[1], &frames[0], &frames[1]];
     let mut n = 0;
     while let Some(f) = r.next_frame().unwrap() {
@@ -434,7 +434,7 @@ impl std::io::Read for Trickle<'_> {
 /// error) as reading it from a slice.
 fn read_piped(input: &[u8], max_pixels: u64) -> (Result<Vec<Frame>, FrameError>, usize) {
     let (piped_frames, used) = peak(|| -> Result<Vec<Frame>, FrameError> {
-        let mut r = FrameReader::new(piped(input), ReadOptions { raw: None, max_pixels });
+        let mut r = FrameReader::new(piped(input), ReadOptions { raw: None, max_pixels, gray: true });
         let mut out = Vec::new();
         while let Some(f) = r.next_frame()? {
             out.push(f);
@@ -691,7 +691,7 @@ fn a_tiny_header_declaring_a_huge_frame_allocates_as_bytes_arrive() {
     }
     let spec = histopipe_frame::RawSpec::parse("32768x32768").unwrap();
     let (result, used) = peak(|| {
-        FrameReader::new(piped(b"\x01\x02\x03"), ReadOptions { raw: Some(spec), max_pixels: max })
+        FrameReader::new(piped(b"\x01\x02\x03"), ReadOptions { raw: Some(spec), max_pixels: max, gray: true })
             .next_frame()
     });
     assert!(result.unwrap_err().message.contains("raw stream ends 3 bytes into a frame"));
@@ -720,6 +720,7 @@ fn frames_read_from_a_pipe_in_pieces_are_whole() {
                 .iter()
                 .zip(raster.chunks_exact(2))
                 .all(|(s, b)| *s == u16::from_be_bytes([b[0], b[1]]))),
+            Pixels::F32(_) => panic!("PGM is integer"),
         }
     }
 }

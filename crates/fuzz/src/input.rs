@@ -24,7 +24,7 @@ impl Input {
     }
 
     pub fn options(&self, max_pixels: u64) -> ReadOptions {
-        ReadOptions { raw: self.raw, max_pixels }
+        ReadOptions { raw: self.raw, max_pixels, gray: false }
     }
 
     /// A fingerprint of the bytes and the mode: names files, seeds the pipe's chunk sizes.

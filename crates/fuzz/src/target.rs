@@ -281,7 +281,14 @@ fn digest_frame(d: &mut Digest, f: &Frame) {
                 d.word(four.iter().fold(0u64, |w, &s| w << 16 | s as u64));
             }
         }
+        Pixels::F32(v) => {
+            d.word(v.len() as u64);
+            for two in v.chunks(2) {
+                d.word(two.iter().fold(0u64, |w, &s| w << 32 | s.to_bits() as u64));
+            }
+        }
     }
+    d.word(f.channels.count() as u64);
 }
 
 /// Where a read is, for naming each frame's container before the reader takes it.

@@ -218,6 +218,7 @@ impl Op for Equalize {
                 Pixels::U8(map_bytes(v, &table::<u8>(&dist.cumulative, frame.maxval)).into())
             }
             Pixels::U16(v) => Pixels::U16(Self::cpu_samples(v, frame.maxval)?.into()),
+            Pixels::F32(_) => return Err(OpError::needs_integers()),
         };
         Ok(frame.derive(frame.width, frame.height, frame.maxval, pixels))
     }

@@ -56,6 +56,12 @@ impl OpError {
         OpError { kind: OpErrorKind::Invalid, param: None, why: vec![Piece::Text(message.into())] }
     }
 
+    /// The operation takes integer samples, and the frame's are float: an error of the caller,
+    /// which refuses float frames (with a way to convert them) before such an operation.
+    pub fn needs_integers() -> OpError {
+        OpError::invalid("this operation takes integer samples, and the frame's are 32-bit float")
+    }
+
     /// The GPU could not be used or failed.
     pub fn gpu(message: impl Into<String>) -> OpError {
         OpError { kind: OpErrorKind::Gpu, ..OpError::invalid(message) }

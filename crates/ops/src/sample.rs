@@ -38,13 +38,15 @@ impl Sample for u16 {
 }
 
 /// Calls `$body` with `$v` bound to the frame's samples as `Samples<u8>` or `Samples<u16>`, for code that
-/// is generic over [`Sample`].
+/// is generic over [`Sample`]; float samples return [`OpError::needs_integers`](crate::OpError::needs_integers)
+/// from the function it is in.
 #[macro_export]
 macro_rules! with_samples {
     ($pixels:expr, $v:ident => $body:expr) => {
         match $pixels {
             histopipe_frame::Pixels::U8($v) => $body,
             histopipe_frame::Pixels::U16($v) => $body,
+            histopipe_frame::Pixels::F32(_) => return Err($crate::OpError::needs_integers()),
         }
     };
 }

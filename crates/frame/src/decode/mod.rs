@@ -23,8 +23,7 @@ use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::budget::Budget;
-use crate::pnm::{AsciiSamples, HeaderCursor};
-use crate::{Format, Frame, FrameError, Pixels, ReadOptions};
+use crate::{colour, Channels, Format, Frame, FrameError, Pixels, ReadOptions};
 use source::{SliceSource, Source};
 
 pub(crate) use self::tiff::TiffPages;
@@ -107,8 +106,11 @@ pub(crate) fn walk(src: &mut impl Source, kind: Encoded) -> Result<Walked, WalkE
 /// What a decoded image is converted to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Target {
-    /// A gray frame (Rec.601 luma), 8-bit for 8-bit images, 16-bit otherwise.
+    /// A gray frame (OpenCV's luma, see [`crate::colour`]), alpha dropped: 8-bit for 8-bit images,
+    /// 16-bit for 16-bit ones, float for float ones.
     Gray,
+    /// The image's own channels and sample type.
+    Colour,
     /// 8-bit RGB, as the `image` crate's `to_rgb8` gives it.
     Rgb8,
 }
@@ -124,17 +126,23 @@ pub(crate) enum Layout {
     La16,
     Rgb16,
     Rgba16,
+    L32F,
+    La32F,
     Rgb32F,
     Rgba32F,
 }
 
 impl Layout {
     pub fn channels(self) -> usize {
+        self.layout_channels().count()
+    }
+
+    pub fn layout_channels(self) -> Channels {
         match self {
-            Layout::L8 | Layout::L16 => 1,
-            Layout::La8 | Layout::La16 => 2,
-            Layout::Rgb8 | Layout::Rgb16 | Layout::Rgb32F => 3,
-            Layout::Rgba8 | Layout::Rgba16 | Layout::Rgba32F => 4,
+            Layout::L8 | Layout::L16 | Layout::L32F => Channels::Gray,
+            Layout::La8 | Layout::La16 | Layout::La32F => Channels::GrayAlpha,
+            Layout::Rgb8 | Layout::Rgb16 | Layout::Rgb32F => Channels::Rgb,
+            Layout::Rgba8 | Layout::Rgba16 | Layout::Rgba32F => Channels::RgbAlpha,
         }
     }
 
@@ -142,7 +150,7 @@ impl Layout {
         match self {
             Layout::L8 | Layout::La8 | Layout::Rgb8 | Layout::Rgba8 => 1,
             Layout::L16 | Layout::La16 | Layout::Rgb16 | Layout::Rgba16 => 2,
-            Layout::Rgb32F | Layout::Rgba32F => 4,
+            Layout::L32F | Layout::La32F | Layout::Rgb32F | Layout::Rgba32F => 4,
         }
     }
 
@@ -154,8 +162,8 @@ impl Layout {
     pub fn target_bytes(self, target: Target) -> usize {
         match target {
             Target::Rgb8 => 3,
-            Target::Gray if self.sample_bytes() == 1 => 1,
-            Target::Gray => 2,
+            Target::Colour => self.pixel_bytes(),
+            Target::Gray => self.sample_bytes(),
         }
     }
 }
@@ -171,12 +179,12 @@ pub(crate) enum Order {
 pub(crate) enum Canvas {
     Gray8(Vec<u8>),
     Gray16(Vec<u16>),
+    GrayF32(Vec<f32>),
     Rgb8(Vec<u8>),
-}
-
-/// Rec.601 luma, exactly, halves up.
-pub(crate) fn luma(r: u32, g: u32, b: u32) -> u32 {
-    (299 * r + 587 * g + 114 * b + 500) / 1000
+    /// The image's own samples, interleaved ([`Target::Colour`]).
+    Native8(Vec<u8>, Channels),
+    Native16(Vec<u16>, Channels),
+    NativeF32(Vec<f32>, Channels),
 }
 
 /// A float sample as the `image` crate makes it an integer: clamped to 0..=1 (NaN as 1), scaled,
@@ -200,13 +208,27 @@ fn u16_to_u8(v: u16) -> u8 {
 }
 
 impl Canvas {
+    /// What each pixel's samples are.
+    pub fn channels(&self) -> Channels {
+        match self {
+            Canvas::Gray8(_) | Canvas::Gray16(_) | Canvas::GrayF32(_) => Channels::Gray,
+            Canvas::Rgb8(_) => Channels::Rgb,
+            Canvas::Native8(_, c) | Canvas::Native16(_, c) | Canvas::NativeF32(_, c) => *c,
+        }
+    }
+
     /// A canvas of `pixels` pixels for images of `layout`, zeroed. The caller has checked that
     /// it fits the budget.
     pub fn new(target: Target, layout: Layout, pixels: usize) -> Canvas {
-        match (target, layout.target_bytes(target)) {
+        let ch = layout.layout_channels();
+        match (target, layout.sample_bytes()) {
             (Target::Rgb8, _) => Canvas::Rgb8(vec![0; 3 * pixels]),
             (Target::Gray, 1) => Canvas::Gray8(vec![0; pixels]),
-            _ => Canvas::Gray16(vec![0; pixels]),
+            (Target::Gray, 2) => Canvas::Gray16(vec![0; pixels]),
+            (Target::Gray, _) => Canvas::GrayF32(vec![0.0; pixels]),
+            (Target::Colour, 1) => Canvas::Native8(vec![0; ch.count() * pixels], ch),
+            (Target::Colour, 2) => Canvas::Native16(vec![0; ch.count() * pixels], ch),
+            (Target::Colour, _) => Canvas::NativeF32(vec![0.0; ch.count() * pixels], ch),
         }
     }
 
@@ -229,20 +251,46 @@ impl Canvas {
         match self {
             Canvas::Gray8(out) => {
                 for (i, p) in pixels {
-                    out[at(i)] =
-                        if ch < 3 { p[0] } else { luma(p[0] as u32, p[1] as u32, p[2] as u32) as u8 };
+                    out[at(i)] = if ch < 3 { p[0] } else { colour::gray_u8_of(p[0], p[1], p[2]) };
                 }
             }
             Canvas::Gray16(out) => {
                 for (i, p) in pixels {
-                    out[at(i)] = match layout.sample_bytes() {
-                        4 => {
-                            let c = |k| float_to(f32_at(p, k), 65535.0) as u32;
-                            luma(c(0), c(1), c(2)) as u16
-                        }
-                        _ if ch < 3 => u16_at(p, 0),
-                        _ => luma(u16_at(p, 0) as u32, u16_at(p, 1) as u32, u16_at(p, 2) as u32) as u16,
+                    out[at(i)] = if ch < 3 {
+                        u16_at(p, 0)
+                    } else {
+                        colour::gray_u16_of(u16_at(p, 0), u16_at(p, 1), u16_at(p, 2))
                     };
+                }
+            }
+            Canvas::GrayF32(out) => {
+                for (i, p) in pixels {
+                    out[at(i)] = if ch < 3 {
+                        f32_at(p, 0)
+                    } else {
+                        colour::gray_f32_of(f32_at(p, 0), f32_at(p, 1), f32_at(p, 2))
+                    };
+                }
+            }
+            Canvas::Native8(out, _) => {
+                for (i, p) in pixels {
+                    out[ch * at(i)..][..ch].copy_from_slice(p);
+                }
+            }
+            Canvas::Native16(out, _) => {
+                for (i, p) in pixels {
+                    let o = ch * at(i);
+                    for c in 0..ch {
+                        out[o + c] = u16_at(p, c);
+                    }
+                }
+            }
+            Canvas::NativeF32(out, _) => {
+                for (i, p) in pixels {
+                    let o = ch * at(i);
+                    for c in 0..ch {
+                        out[o + c] = f32_at(p, c);
+                    }
                 }
             }
             Canvas::Rgb8(out) => {
@@ -254,6 +302,7 @@ impl Canvas {
                         (2, false) => {
                             [u16_to_u8(u16_at(p, 0)), u16_to_u8(u16_at(p, 1)), u16_to_u8(u16_at(p, 2))]
                         }
+                        (_, true) => [float_to(f32_at(p, 0), 255.0) as u8; 3],
                         _ => {
                             let c = |k| float_to(f32_at(p, k), 255.0) as u8;
                             [c(0), c(1), c(2)]
@@ -270,15 +319,16 @@ impl Canvas {
     pub fn convert_in_place(mut buf: Vec<u8>, layout: Layout, target: Target, pixels: usize) -> Canvas {
         let ch = layout.channels();
         match target {
+            Target::Colour => {
+                buf.truncate(ch * pixels);
+                buf.shrink_to_fit();
+                Canvas::Native8(buf, layout.layout_channels())
+            }
             Target::Gray => {
                 // Pixel i is written at i, read from ch·i >= i: forward never reads what it wrote.
                 for i in 0..pixels {
                     let p = ch * i;
-                    buf[i] = if ch < 3 {
-                        buf[p]
-                    } else {
-                        luma(buf[p] as u32, buf[p + 1] as u32, buf[p + 2] as u32) as u8
-                    };
+                    buf[i] = if ch < 3 { buf[p] } else { colour::gray_u8_of(buf[p], buf[p + 1], buf[p + 2]) };
                 }
                 buf.truncate(pixels);
                 buf.shrink_to_fit();
@@ -317,14 +367,17 @@ pub(crate) struct Picture {
 
 impl Picture {
     pub fn into_frame(self) -> Frame {
-        let (full, pixels) = match self.canvas {
-            Canvas::Gray8(v) => (255, Pixels::U8(v.into())),
-            Canvas::Gray16(v) => (65535, Pixels::U16(v.into())),
-            // Only `read_rgb8` asks for RGB, and it does not make frames.
-            Canvas::Rgb8(v) => (255, Pixels::U8(v.into())),
+        let (full, channels, pixels) = match self.canvas {
+            Canvas::Gray8(v) => (255, Channels::Gray, Pixels::U8(v.into())),
+            Canvas::Gray16(v) => (65535, Channels::Gray, Pixels::U16(v.into())),
+            Canvas::GrayF32(v) => (1, Channels::Gray, Pixels::F32(v.into())),
+            Canvas::Native8(v, ch) => (255, ch, Pixels::U8(v.into())),
+            Canvas::Native16(v, ch) => (65535, ch, Pixels::U16(v.into())),
+            Canvas::NativeF32(v, ch) => (1, ch, Pixels::F32(v.into())),
+            Canvas::Rgb8(v) => (255, Channels::Rgb, Pixels::U8(v.into())),
         };
         let maxval = self.maxval.unwrap_or(full);
-        let mut frame = Frame::new(self.width, self.height, maxval, pixels);
+        let mut frame = Frame::with_channels(self.width, self.height, channels, maxval, pixels);
         frame.format = Format::Decoded;
         frame
     }
@@ -439,56 +492,25 @@ pub fn read_rgb8(bytes: &[u8], max_pixels: u64) -> Result<Rgb8Image, String> {
         };
         return Ok((picture.width, picture.height, rgb));
     }
-    if let Some(rgb) = netpbm_rgb8(bytes, max_pixels)? {
-        return Ok(rgb);
-    }
-    let mut r = crate::FrameReader::new(bytes, ReadOptions { raw: None, max_pixels });
+    let mut r = crate::FrameReader::new(bytes, ReadOptions { max_pixels, ..ReadOptions::default() });
     let frame = r.next_frame().map_err(|e| e.message)?.ok_or("empty image")?;
     let m = frame.maxval as u32;
+    let ch = frame.channels.count();
     let n = frame.pixel_count();
-    let mut rgb = vec![0u8; n.checked_mul(3).ok_or("image too large")?];
-    for (i, px) in rgb.chunks_exact_mut(3).enumerate() {
-        px.fill(((frame.pixels.get(i) as u32 * 255 + m / 2) / m) as u8);
+    let mut rgb = Vec::new();
+    rgb.try_reserve_exact(n.checked_mul(3).ok_or("image too large")?).map_err(|_| "out of memory")?;
+    let scale = |i: usize| match &frame.pixels {
+        Pixels::F32(v) => float_to(v[i], 255.0) as u8,
+        p => ((p.get(i) as u32 * 255 + m / 2) / m) as u8,
+    };
+    for i in 0..n {
+        if frame.channels.is_colour() {
+            rgb.extend([scale(ch * i), scale(ch * i + 1), scale(ch * i + 2)]);
+        } else {
+            rgb.extend([scale(ch * i); 3]);
+        }
     }
     Ok((frame.width, frame.height, rgb))
-}
-
-/// A colour PPM or PAM image as 8-bit RGB; `None` for any other input (gray ones included).
-fn netpbm_rgb8(bytes: &[u8], max_pixels: u64) -> Result<Option<Rgb8Image>, String> {
-    let mut input = bytes.get(2..).unwrap_or_default();
-    let cursor = HeaderCursor::new(&mut input, 1);
-    let (header, ascii) = match bytes.get(..2) {
-        Some(b"P6") => (cursor.pnm(3), false),
-        Some(b"P3") => (cursor.pnm(3), true),
-        Some(b"P7") => (cursor.pam(), false),
-        _ => return Ok(None),
-    };
-    let h = header.map_err(|e| e.message)?;
-    if h.channels != 3 {
-        return Ok(None);
-    }
-    let budget = Budget::new(1, max_pixels, bytes.len(), 0);
-    budget.check_pixels(h.width as u64, h.height as u64).map_err(|e| e.message)?;
-    let n = h.width.checked_mul(h.height).and_then(|n| n.checked_mul(3)).ok_or("image too large")?;
-    let m = h.maxval as u32;
-    let scale = |v: u16| ((v.min(h.maxval) as u32 * 255 + m / 2) / m) as u8;
-    let rgb = if ascii {
-        // A sample takes two bytes at the least (a digit and a separator), so no more than half
-        // the bytes left can be samples: memory for those, and more only as they come.
-        let mut rgb = Vec::new();
-        rgb.try_reserve_exact(n.min(input.len() / 2 + 1)).map_err(|_| "out of memory")?;
-        let mut samples = AsciiSamples::new(&mut input, 1, n);
-        for _ in 0..n {
-            rgb.push(scale(samples.next().map_err(|e| e.message)?));
-        }
-        rgb
-    } else if h.maxval <= 255 {
-        input.get(..n).ok_or("truncated pixel data")?.iter().map(|&b| scale(b as u16)).collect()
-    } else {
-        let raw = input.get(..n.checked_mul(2).ok_or("image too large")?).ok_or("truncated pixel data")?;
-        raw.chunks_exact(2).map(|p| scale(u16::from_be_bytes([p[0], p[1]]))).collect()
-    };
-    Ok(Some((h.width, h.height, rgb)))
 }
 
 #[cfg(test)]
@@ -519,8 +541,8 @@ mod tests {
     }
 
     #[test]
-    fn luma_rounds_half_up_exactly() {
-        // 0.299*1 + 0.587*1 + 0.114*1 = 1; 0.299*255 = 76.245 -> 76; 0.587*255 = 149.685 -> 150.
+    fn luma_is_opencvs() {
+        // (4899 R + 9617 G + 1868 B + 2^13) >> 14: 1, 76, 150.
         let mut c = Canvas::new(Target::Gray, Layout::Rgb8, 3);
         c.put(Layout::Rgb8, Order::Native, &[1, 1, 1, 255, 0, 0, 0, 255, 0], |i| i);
         assert!(matches!(c, Canvas::Gray8(ref v) if v == &[1, 76, 150]));
@@ -601,15 +623,9 @@ mod tests {
             let Canvas::Rgb8(rgb) = rgb else { panic!() };
             assert_eq!(rgb, img.to_rgb8().into_raw(), "{layout:?} to RGB8");
             if layout.sample_bytes() == 4 {
-                let want: Vec<u16> = img
-                    .to_rgb16()
-                    .into_raw()
-                    .chunks_exact(3)
-                    .map(|p| luma(p[0] as u32, p[1] as u32, p[2] as u32) as u16)
-                    .collect();
                 let mut gray = Canvas::new(Target::Gray, layout, 64);
                 gray.put(layout, Order::Native, &bytes, |i| i);
-                assert!(matches!(gray, Canvas::Gray16(ref v) if v == &want), "{layout:?} to gray");
+                assert!(matches!(gray, Canvas::GrayF32(_)), "float stays float");
             }
             if layout.sample_bytes() == 1 {
                 let in_place = Canvas::convert_in_place(

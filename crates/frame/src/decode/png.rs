@@ -19,7 +19,7 @@ use super::{
 use crate::budget::Budget;
 use crate::png_scale::{PngScale, MAXVAL_KEYWORD};
 use crate::pnm::shown;
-use crate::FrameError;
+use crate::{Channels, FrameError};
 
 /// The most bytes deflate can give for one compressed byte.
 const DEFLATE_RATIO: u64 = 1032;
@@ -285,7 +285,7 @@ pub(crate) fn decode(
         Ok(Picture { width: w, height: h, canvas, maxval: None })
     })?;
     match (&walk.maxval_text, target) {
-        (Some(text), Target::Gray) => scale_back(index, picture, text),
+        (Some(text), Target::Gray | Target::Colour) => scale_back(index, picture, text),
         _ => Ok(picture),
     }
 }
@@ -301,25 +301,35 @@ fn scale_back(index: usize, picture: Picture, text: &[u8]) -> Result<Picture, Fr
         .and_then(|t| t.parse::<u16>().ok())
         .filter(|&m| m >= 1)
         .ok_or_else(|| bad("is not a maxval (1..=65535)"))?;
+    let narrow = |v: Vec<u16>, scale: PngScale| v.iter().map(|&s| scale.read_back(s) as u8).collect();
+    let ch = picture.canvas.channels();
     let canvas = match picture.canvas {
-        Canvas::Gray8(mut v) if maxval <= 255 => {
+        Canvas::Gray8(_) | Canvas::Native8(..) if maxval > 255 => {
+            return Err(bad("is over the 255 an 8-bit PNG holds"))
+        }
+        Canvas::Gray8(mut v) | Canvas::Native8(mut v, _) => {
             let scale = PngScale { maxval, png_max: 255 };
             v.iter_mut().for_each(|s| *s = scale.read_back(*s as u16) as u8);
-            Canvas::Gray8(v)
-        }
-        Canvas::Gray8(_) => return Err(bad("is over the 255 an 8-bit PNG holds")),
-        Canvas::Gray16(v) => {
-            let scale = PngScale { maxval, png_max: 65535 };
-            if maxval <= 255 {
-                Canvas::Gray8(v.iter().map(|&s| scale.read_back(s) as u8).collect())
+            if ch == Channels::Gray {
+                Canvas::Gray8(v)
             } else {
-                let mut v = v;
-                v.iter_mut().for_each(|s| *s = scale.read_back(*s));
-                Canvas::Gray16(v)
+                Canvas::Native8(v, ch)
             }
         }
-        Canvas::Rgb8(_) => {
-            return Err(FrameError::invalid(index, "internal error: a gray PNG decoded as RGB"))
+        Canvas::Gray16(v) | Canvas::Native16(v, _) => {
+            let scale = PngScale { maxval, png_max: 65535 };
+            match (maxval <= 255, ch) {
+                (true, Channels::Gray) => Canvas::Gray8(narrow(v, scale)),
+                (true, ch) => Canvas::Native8(narrow(v, scale), ch),
+                (false, ch) => {
+                    let mut v = v;
+                    v.iter_mut().for_each(|s| *s = scale.read_back(*s));
+                    if ch == Channels::Gray { Canvas::Gray16(v) } else { Canvas::Native16(v, ch) }
+                }
+            }
+        }
+        Canvas::Rgb8(_) | Canvas::GrayF32(_) | Canvas::NativeF32(..) => {
+            return Err(FrameError::invalid(index, "internal error: a PNG decoded as RGB or float"))
         }
     };
     Ok(Picture { canvas, maxval: Some(maxval), ..picture })

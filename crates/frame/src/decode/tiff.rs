@@ -247,6 +247,7 @@ pub(crate) struct TiffPages {
     len: usize,
     setup: Vec<u64>,
     next: usize,
+    target: Target,
 }
 
 impl TiffPages {
@@ -264,7 +265,7 @@ impl TiffPages {
         let decoder = &mut self.decoder;
         guarded(index, "TIFF", || {
             decoder.next_image().map_err(|e| library_error(index, Encoded::Tiff, e))?;
-            decode_page(decoder, Target::Gray, budget, self.len)
+            decode_page(decoder, self.target, budget, self.len)
         })
         .map(|p| Some(p.into_frame()))
     }
@@ -311,7 +312,7 @@ pub(crate) fn decode_first(
     guarded(index, "TIFF", || {
         let mut decoder = open(Cursor::new(copy), walk, len, &held)?;
         let picture = decode_page(&mut decoder, target, &held, len)?;
-        Ok((picture, Some(TiffPages { decoder, len, setup: walk.pages.clone(), next: 1 })))
+        Ok((picture, Some(TiffPages { decoder, len, setup: walk.pages.clone(), next: 1, target })))
     })
 }
 
@@ -341,6 +342,8 @@ impl Samples {
             ColorType::RGBA(16) => Samples::As(Layout::Rgba16),
             ColorType::CMYK(8) => Samples::Cmyk8,
             ColorType::CMYK(16) => Samples::Cmyk16,
+            ColorType::Gray(32) => Samples::As(Layout::L32F),
+            ColorType::GrayA(32) => Samples::As(Layout::La32F),
             ColorType::RGB(32) => Samples::As(Layout::Rgb32F),
             ColorType::RGBA(32) => Samples::As(Layout::Rgba32F),
             _ => return None,
@@ -484,7 +487,7 @@ fn check_format_and_planes<T: AsRef<[u8]>>(
     index: usize,
 ) -> Result<bool, FrameError> {
     let lib = tiff_error(index);
-    let float = matches!(page.samples.layout(), Layout::Rgb32F | Layout::Rgba32F);
+    let float = page.samples.layout().sample_bytes() == 4;
     // As `image`: unsigned integers of 16 bits at most, or 32-bit floats.
     for format in decoder.find_tag_unsigned_vec::<u16>(Tag::SampleFormat).map_err(&lib)?.unwrap_or_default() {
         if !matches!(

@@ -124,6 +124,7 @@ impl ColHist {
         let pixels = match &frame.pixels {
             Pixels::U8(v) => Pixels::U8(kept.iter().map(|&i| v[i]).collect()),
             Pixels::U16(v) => Pixels::U16(kept.iter().map(|&i| v[i]).collect()),
+            Pixels::F32(v) => Pixels::F32(kept.iter().map(|&i| v[i]).collect()),
         };
         let one = ColHist { rows: false, mask: None, ..self.clone() };
         (one, Frame::new(1, kept.len(), frame.maxval, pixels))

@@ -47,7 +47,11 @@ fn strips_and_spans_count_as_testing_every_pixel() {
             for rows in [false, true] {
                 let op = ColHistParams { bins, rows, count_padding: false }.for_frame(&f).unwrap();
                 let mut expected = vec![0u32; op.bins as usize * op.lines(w, h)];
-                with_samples!(&f.pixels, v => op.cpu_counts_per_pixel(w, h, v, &mut expected));
+                let mut per_pixel = || -> Result<(), crate::OpError> {
+                    with_samples!(&f.pixels, v => op.cpu_counts_per_pixel(w, h, v, &mut expected));
+                    Ok(())
+                };
+                per_pixel().unwrap();
                 assert_eq!(op.cpu(&f).unwrap().counts, expected, "{w}x{h}, maxval {maxval}, rows {rows}");
             }
         }
@@ -64,7 +68,11 @@ fn assert_counts_as_every_pixel(f: &mut Frame, geometries: &[Option<Geometry>], 
             for rows in [false, true] {
                 let op = ColHistParams { bins, rows, count_padding: false }.for_frame(f).unwrap();
                 let mut expected = vec![0u32; op.bins as usize * op.lines(w, h)];
-                with_samples!(&f.pixels, v => op.cpu_counts_per_pixel(w, h, v, &mut expected));
+                let mut per_pixel = || -> Result<(), crate::OpError> {
+                    with_samples!(&f.pixels, v => op.cpu_counts_per_pixel(w, h, v, &mut expected));
+                    Ok(())
+                };
+                per_pixel().unwrap();
                 let got = op.cpu(f).unwrap().counts;
                 assert!(
                     got == expected,

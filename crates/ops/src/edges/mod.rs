@@ -117,6 +117,7 @@ impl Canny {
                  convert the frame to 8 bits first",
                 frame.maxval
             ))),
+            Pixels::F32(_) => Err(OpError::needs_integers()),
         }
     }
 

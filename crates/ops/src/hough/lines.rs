@@ -37,6 +37,7 @@ impl HoughLines {
         match &frame.pixels {
             Pixels::U8(v) => v.iter().map(|&s| s as u16).collect(),
             Pixels::U16(v) => v.to_vec(),
+            Pixels::F32(v) => v.iter().map(|&s| s as u16).collect(),
         }
     }
 

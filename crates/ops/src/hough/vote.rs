@@ -66,10 +66,10 @@ impl HoughVote {
     }
 
     /// The counters, row-major, `thetas x rhos`.
-    pub fn votes_cpu(space: &HoughSpace, frame: &Frame) -> Vec<u32> {
+    pub fn votes_cpu(space: &HoughSpace, frame: &Frame) -> Result<Vec<u32>, OpError> {
         let mut acc = vec![0u32; space.thetas * space.rhos];
         with_samples!(&frame.pixels, v => vote_samples(space, v, &mut acc));
-        acc
+        Ok(acc)
     }
 
     /// The accumulator frame: 16-bit, maxval max(256, most votes), the layout as annotation.
@@ -247,7 +247,7 @@ impl Op for HoughVote {
 
     fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
         let space = self.space(frame)?;
-        let acc = Self::votes_cpu(&space, frame);
+        let acc = Self::votes_cpu(&space, frame)?;
         // The counters narrowed to 16 bits, and the most votes, in parts on the pool's threads.
         let cells = acc.len();
         let most = AtomicU32::new(0);
