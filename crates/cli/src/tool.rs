@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use histopipe_frame::{Frame, Source};
+use histopipe_frame::{Channels, Frame, Source};
 use histopipe_ops::{Op, OpError};
 
 use crate::common::Common;
@@ -140,6 +140,23 @@ impl<'a> Context<'a> {
     /// Runs an operation on the backend chosen for it; errors are placed at this frame.
     pub fn run<O: Op>(&mut self, op: &O, frame: &Frame) -> Result<O::Output, Error> {
         self.backends.run(op, frame, self.index).map_err(|e| self.op_error(e))
+    }
+
+    /// Runs `op(c)` on each channel `c` of `frame`, as a gray frame of its own ([`Frame::plane`]),
+    /// and puts the results together as a frame of the same channels; on a gray frame, runs
+    /// `op(0)` on it. The operations must give frames of one size and sample type.
+    pub fn run_each_channel<O: Op<Output = Frame>>(
+        &mut self,
+        frame: &Frame,
+        op: impl Fn(usize) -> O,
+    ) -> Result<Frame, Error> {
+        if frame.channels == Channels::Gray {
+            return self.run(&op(0), frame);
+        }
+        let planes = (0..frame.channels.count())
+            .map(|c| self.run(&op(c), &frame.plane(c)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Frame::from_planes(frame.channels, &planes))
     }
 
     /// Writes a frame to the output, in the output's container (by default the frame's own).
