@@ -22,3 +22,22 @@ pub fn gray_u16_of(r: u16, g: u16, b: u16) -> u16 {
 pub fn gray_f32_of(r: f32, g: f32, b: f32) -> f32 {
     b * 0.114 + g * 0.587 + r * 0.299
 }
+
+/// A gray frame of `frame`'s luma (OpenCV's `cvtColor(BGR2GRAY)`), alpha dropped; a gray frame's
+/// own samples when it has no colour. The frame's metadata is kept.
+pub fn gray_frame(frame: &crate::Frame) -> crate::Frame {
+    use crate::{Channels, Pixels};
+    let n = frame.channels.count();
+    if !frame.channels.is_colour() {
+        return frame.plane(0);
+    }
+    let pixels = match &frame.pixels {
+        Pixels::U8(v) => Pixels::U8(v.chunks_exact(n).map(|p| gray_u8_of(p[0], p[1], p[2])).collect::<Vec<_>>().into()),
+        Pixels::U16(v) => Pixels::U16(v.chunks_exact(n).map(|p| gray_u16_of(p[0], p[1], p[2])).collect::<Vec<_>>().into()),
+        Pixels::F32(v) => Pixels::F32(v.chunks_exact(n).map(|p| gray_f32_of(p[0], p[1], p[2])).collect::<Vec<_>>().into()),
+    };
+    let mut gray = frame.plane(0);
+    gray.pixels = pixels;
+    gray.channels = Channels::Gray;
+    gray
+}

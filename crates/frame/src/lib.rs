@@ -8,12 +8,17 @@
 //! Every byte read is untrusted: reading a frame keeps to [`read_memory_bound`], and each JPEG,
 //! PNG, TIFF page or BMP of a stream is a frame of its own.
 //!
+//! [`read_float`] and [`decode_float`] read PFM, NumPy `.npy` and FITS images, float samples
+//! included, into a [`Decoded`] raster; [`encode_pfm`], [`encode_npy`] and [`encode_npy_array`]
+//! write them.
+//!
 //! This crate is for bytes and formats only: no GPU, no image processing, no command line.
 
 mod budget;
 pub mod colour;
 mod decode;
 mod error;
+mod float;
 mod frame;
 mod geometry;
 mod png_scale;
@@ -26,6 +31,10 @@ mod write;
 pub use budget::read_memory_bound;
 pub use decode::{read_rgb8, Rgb8Image};
 pub use error::{FrameError, FrameErrorKind};
+pub use float::{
+    decode_float, encode_npy, encode_npy_array, encode_pfm, read_float, Decoded, FloatFormat, NpyData,
+    NpyShapeError, Raster,
+};
 pub use frame::{Annotation, Channels, Depth, Format, Frame, Pixels};
 pub use geometry::{Affine, Geometry, Line, Point};
 pub use read::{parse_size, FrameReader, RawSpec, ReadOptions, Unread, DEFAULT_MAX_PIXELS};

@@ -5,6 +5,7 @@ use crate::budget::Budget;
 use crate::decode::source::{ReadSource, SliceSource, Source as _};
 use crate::colour;
 use crate::decode::{self, Encoded, Target, TiffPages, WalkError};
+use crate::float::{self, FloatFormat, Raster};
 use crate::pnm::{read_full, shown, AsciiSamples, Header, HeaderCursor};
 use crate::samples::{Filling, NoMemory};
 use crate::{Channels, Depth, Format, Frame, FrameError, FrameErrorKind, Pixels, SampleMemory, Samples};
@@ -286,6 +287,12 @@ impl<R: BufRead> FrameReader<R> {
             self.after = Some((index, kind));
             return Ok(Some(frame));
         }
+        if let (Some(format), 2) = (FloatFormat::of_magic(magic), got) {
+            let start: &[u8] = if peeked { &[] } else { &magic };
+            let frame = self.float_image(index, format, start)?;
+            self.after = None;
+            return Ok(Some(frame));
+        }
         if peeked {
             self.input.consume(2);
         }
@@ -312,6 +319,33 @@ impl<R: BufRead> FrameReader<R> {
             }
         };
         self.pnm_raster(index, header, format, ascii).map(Some)
+    }
+
+    /// A PFM, NPY or FITS image, `start` its first bytes already taken from the input.
+    fn float_image(&mut self, index: usize, format: FloatFormat, start: &[u8]) -> Result<Frame, FrameError> {
+        let mut src = ReadSource::new(&mut self.input, start);
+        let limits = float::Limits { frame: index, max_pixels: self.options.max_pixels, copied: true };
+        let walked = float::walk(&mut src, format, &limits)?;
+        let bytes = src.into_bytes();
+        let decoded = float::decode(&bytes, &walked, index)?;
+        drop(bytes);
+        let channels = Channels::of_count(decoded.channels)
+            .ok_or_else(|| FrameError::invalid(index, format!("{} channels are not supported", decoded.channels)))?;
+        let (maxval, pixels) = match decoded.raster {
+            Raster::U8(v) => (255, Pixels::U8(v.into())),
+            Raster::U16(v) => (65535, Pixels::U16(v.into())),
+            Raster::F32(v) => (1, Pixels::F32(v.into())),
+        };
+        let mut frame = Frame::with_channels(decoded.width, decoded.height, channels, maxval, pixels);
+        frame.format = match format {
+            FloatFormat::Pfm => Format::Pfm,
+            FloatFormat::Npy => Format::Npy,
+            FloatFormat::Fits => Format::Decoded,
+        };
+        if self.options.gray && channels != Channels::Gray {
+            frame = colour::gray_frame(&frame);
+        }
+        Ok(frame)
     }
 
     /// What decoded images become.

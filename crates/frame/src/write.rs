@@ -341,14 +341,31 @@ fn write_words<W: Write, T: Copy, const N: usize>(
     Ok(())
 }
 
-/// MERGE: PFM from the float codecs.
-fn pfm_bytes(_frame: &Frame) -> Result<Vec<u8>, String> {
-    Err("PFM output: not yet".into())
+/// `frame` as PFM: gray or RGB (checked), integer samples as their float values.
+fn pfm_bytes(frame: &Frame) -> Result<Vec<u8>, String> {
+    let floats: Vec<f32>;
+    let samples = match &frame.pixels {
+        Pixels::F32(v) => &v[..],
+        Pixels::U8(v) => {
+            floats = v.iter().map(|&s| s as f32).collect();
+            &floats
+        }
+        Pixels::U16(v) => {
+            floats = v.iter().map(|&s| s as f32).collect();
+            &floats
+        }
+    };
+    Ok(crate::encode_pfm(frame.width, frame.height, frame.channels.count(), samples))
 }
 
-/// MERGE: NPY from the float codecs.
-fn npy_bytes(_frame: &Frame) -> Result<Vec<u8>, String> {
-    Err("NPY output: not yet".into())
+/// `frame` as NPY: shape (height, width) or (height, width, channels), its own sample type.
+fn npy_bytes(frame: &Frame) -> Result<Vec<u8>, String> {
+    let raster = match &frame.pixels {
+        Pixels::U8(v) => crate::Raster::U8(v.to_vec()),
+        Pixels::U16(v) => crate::Raster::U16(v.to_vec()),
+        Pixels::F32(v) => crate::Raster::F32(v.to_vec()),
+    };
+    Ok(crate::encode_npy(frame.width, frame.height, frame.channels.count(), &raster))
 }
 
 /// MERGE: JPEG from the JPEG codec.
