@@ -1,16 +1,18 @@
 //! Frames and frame streams: everything histopipe knows about image formats.
 //!
-//! A [`Frame`] is one grayscale image (8- or 16-bit samples, a maxval, the container it came in and
-//! optional [`Geometry`], [`Annotation`]s and [`Source`]). [`FrameReader`] reads a stream of frames
-//! from any byte source: PGM (P5, P2), PAM (P7 GRAYSCALE), PPM (P6) and PNG/JPEG/TIFF/BMP converted
-//! to gray, or headerless raw frames; [`FrameWriter`] writes frames back in the container they were read in, or in a
-//! [`Container`] asked for (PGM, PAM, PNG, TIFF, raw).
-//! Every byte read is untrusted: reading a frame keeps to [`read_memory_bound`], and each JPEG,
-//! PNG, TIFF page or BMP of a stream is a frame of its own.
+//! A [`Frame`] is one image: gray, gray+alpha, RGB or RGBA ([`Channels`]), of 8-bit, 16-bit or
+//! 32-bit float samples, with a maxval, the container it came in and optional [`Geometry`],
+//! [`Annotation`]s and [`Source`]. [`FrameReader`] reads a stream of frames from any byte source:
+//! PGM, PPM (P5, P6, P2, P3), PAM, PNG, JPEG, TIFF, BMP, PFM, NumPy `.npy` and FITS, or headerless
+//! raw frames; colour stays colour unless the reader is asked for gray. [`FrameWriter`] writes
+//! frames back in the container they were read in, or in a [`Container`] asked for (PGM, PPM, PAM,
+//! PNG, JPEG, TIFF, PFM, NPY, raw).
+//! Every byte read is untrusted: reading a frame keeps to [`read_memory_bound`], and each image of
+//! a stream (a JPEG, PNG, TIFF page, BMP, PFM, NPY or FITS) is a frame of its own.
 //!
-//! [`read_float`] and [`decode_float`] read PFM, NumPy `.npy` and FITS images, float samples
-//! included, into a [`Decoded`] raster; [`encode_pfm`], [`encode_npy`] and [`encode_npy_array`]
-//! write them.
+//! The float containers' codecs ([`read_float`], [`decode_float`], [`encode_pfm`], [`encode_npy`],
+//! [`encode_npy_array`]) also serve tables written as `.npy`. [`colour`] holds OpenCV's colour
+//! conversions (gray, YCrCb), exact to the bit, which reading colour as gray and the tools share.
 //!
 //! This crate is for bytes and formats only: no GPU, no image processing, no command line.
 
