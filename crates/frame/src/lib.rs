@@ -12,6 +12,7 @@
 
 mod budget;
 mod decode;
+mod encode_jpeg;
 mod error;
 mod frame;
 mod geometry;
@@ -24,6 +25,7 @@ mod write;
 
 pub use budget::read_memory_bound;
 pub use decode::{read_rgb8, Rgb8Image};
+pub use encode_jpeg::encode_jpeg;
 pub use error::{FrameError, FrameErrorKind};
 pub use frame::{Annotation, Depth, Format, Frame, Pixels};
 pub use geometry::{Affine, Geometry, Line, Point};
