@@ -16,6 +16,7 @@ mod harness;
 mod hough;
 mod huge;
 mod install;
+mod jpeg;
 mod opencv;
 mod outputs;
 mod pad;

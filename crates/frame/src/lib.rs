@@ -19,6 +19,7 @@
 mod budget;
 pub mod colour;
 mod decode;
+mod encode_jpeg;
 mod error;
 mod float;
 mod frame;
@@ -32,6 +33,7 @@ mod write;
 
 pub use budget::read_memory_bound;
 pub use decode::{read_rgb8, Rgb8Image};
+pub use encode_jpeg::encode_jpeg;
 pub use error::{FrameError, FrameErrorKind};
 pub use float::{
     decode_float, encode_npy, encode_npy_array, encode_pfm, read_float, Decoded, FloatFormat, NpyData,

@@ -1,26 +1,39 @@
-//! JPEG: where an image ends, what its coded data can hold, and decoding with zune-jpeg.
+//! JPEG: where an image ends, what its coded data can hold, and decoding with libjpeg-turbo.
 //!
 //! A JPEG says where it ends only by its EOI marker, so the walk follows its markers: segments by
 //! their lengths, entropy-coded data up to the next marker that is not a stuffed 0xFF00 or a
 //! restart marker (T.81 B.1.1.5, B.1.1.2). The walk also keeps the frame header (SOF) and the
-//! scans' components, for two checks before anything is decoded:
+//! scans' components, for checks before anything is decoded:
 //!
 //! - Huffman-coded data spends at least one bit on the DC coefficient of every block of every
 //!   component that a DC scan covers (a code is at least one bit long, T.81 C; category 0 needs
 //!   no extra bits), so a valid image has at least (those blocks) / 8 bytes of coded data. An
 //!   image declaring more blocks than its bytes can hold is refused: decoding it would spend time
 //!   and memory in proportion to a size its input does not have.
-//! - The decoder's peak memory, estimated from the header after zune-jpeg's own allocations: the
-//!   output, coefficient planes for progressive and multi-scan images (2 bytes a coefficient),
-//!   and its per-row buffers.
+//! - At most [`MAX_SCANS`] scans: each scan of a progressive image is a pass over all its
+//!   coefficients.
+//! - The decoder's peak memory, estimated from the header after libjpeg-turbo's allocations: the
+//!   output, the coefficient buffer of progressive and multi-scan images (2 bytes a
+//!   coefficient), and its row buffers.
+//!
+//! Decoding is libjpeg-turbo's (built by the `mozjpeg` crate, its libjpeg API), set up as OpenCV's
+//! `imread` sets it up, so the pixels are OpenCV's (and Pillow's) byte for byte: gray is libjpeg's
+//! gray output (the Y plane of a YCbCr image), colour its RGB output, and CMYK or YCCK images are
+//! converted from libjpeg's CMYK with OpenCV's integer formulas. Its errors, and the warnings that
+//! mean lost data (after which libjpeg would go on with made-up blocks), fail the frame.
 
-use zune_jpeg::zune_core::bytestream::ZCursor;
-use zune_jpeg::zune_core::colorspace::ColorSpace;
-use zune_jpeg::zune_core::options::DecoderOptions;
-use zune_jpeg::JpegDecoder;
+use std::os::raw::c_int;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+
+use mozjpeg::decompress::DecompressBuilder;
+use mozjpeg::ColorSpace;
+use mozjpeg_sys::{
+    jpeg_common_struct, jpeg_error_mgr as ErrorMgr, jpeg_std_error, JWRN_ADOBE_XFORM, JWRN_BOGUS_ICC,
+    JWRN_EXTRANEOUS_DATA, JWRN_JFIF_MAJOR,
+};
 
 use super::source::{SliceSource, Source};
-use super::{guarded, library_error, too_short, Bound, Canvas, Encoded, Layout, Picture, Target, WalkError};
+use super::{guarded, library_error, too_short, Bound, Canvas, Encoded, Picture, Target, WalkError};
 use crate::budget::Budget;
 use crate::FrameError;
 
@@ -44,7 +57,7 @@ pub(crate) struct JpegWalk {
 const MAX_SEGMENT_BYTES: u64 = 1 << 20;
 
 /// Whether the walk keeps a marker segment of `len` bytes for the decoder; those it does not are
-/// read past. zune-jpeg reads the frame and scan headers, the tables (DHT, DQT, DRI; DAC and DNL
+/// read past. libjpeg reads the frame and scan headers, the tables (DHT, DQT, DRI; DAC and DNL
 /// to refuse them) and the colour transform of an Adobe APP14 segment, which is 12 bytes long
 /// (the first 16 APP14 segments of at most 64 bytes are kept). Everything else is metadata it
 /// copies or skips: APP0 to APP13 (JFIF, Exif, XMP, ICC profiles, IPTC), APP15, comments, and
@@ -95,7 +108,8 @@ impl FrameHeader {
     }
 }
 
-/// The baseline, extended and progressive Huffman-coded frames: those zune-jpeg decodes.
+/// The baseline, extended and progressive Huffman-coded frames: those libjpeg, as built here,
+/// decodes.
 fn is_huffman(marker: u8) -> bool {
     matches!(marker, 0xc0..=0xc2)
 }
@@ -266,7 +280,8 @@ fn skip_coded_data(src: &mut impl Source, mut pos: usize) -> Result<usize, WalkE
 /// Refuses an image whose coded data is too short for the blocks it declares.
 fn check_coded_data(walk: &JpegWalk, frame: &FrameHeader, budget: &Budget) -> Result<(), FrameError> {
     if !is_huffman(frame.marker) {
-        // zune-jpeg refuses arithmetic, lossless and hierarchical frames from their header.
+        // libjpeg (built without arithmetic decoding) refuses arithmetic, lossless and
+        // hierarchical frames from their header.
         return Ok(());
     }
     let coded = frame.components.iter().filter(|c| walk.dc_coded.contains(&c.id));
@@ -301,40 +316,128 @@ pub(crate) fn check_nested(bytes: &[u8], width: u64, height: u64, budget: &Budge
     check_coded_data(&walk, frame, budget).map_err(|e| e.message)
 }
 
-/// zune-jpeg's peak memory for this image with `channels` output channels, from its allocations:
-/// the output, the coefficient planes (progressive images, and baseline ones whose components
-/// come in separate scans), per-component row and upsampling buffers.
+/// The most scans a JPEG may have. Each scan of a progressive image is a pass over the whole
+/// coefficient buffer, so a few hundred bytes of scans can cost minutes; libjpeg-turbo's
+/// TurboJPEG API refuses more than 500 for the same reason, and real encoders write at most a
+/// few dozen (10 for libjpeg's `jpeg_simple_progression` of a colour image).
+const MAX_SCANS: u32 = 500;
+
+/// libjpeg-turbo's peak memory for this image, beyond an `output` buffer it writes rows into:
+/// the whole coefficient buffer for progressive images and those whose components come in
+/// separate scans (128 bytes a block: 64 coefficients of 2 bytes, blocks padded to whole MCUs),
+/// the main buffer of each component (at most 12 sample rows a vertical sampling unit with the
+/// context rows fancy upsampling keeps, counted as 16), the upsampled rows, row pointers, and
+/// its tables.
 fn decoder_memory(walk: &JpegWalk, frame: &FrameHeader, output: u64) -> u64 {
     let (w, h) = (frame.width, frame.height);
     let (hmax, vmax) = frame.max_sampling();
-    let interleaved = hmax != 1 || vmax != 1;
     let (mcu_x, mcu_y) = (w.div_ceil(8 * hmax), h.div_ceil(8 * vmax));
-    let plain_blocks = w.div_ceil(8) * h.div_ceil(8);
-    let single = frame.components.len() == 1;
-    let planes_needed = frame.marker == 0xc2 || walk.scans > 1;
-    let mut planes = 0;
+    let buffered = frame.marker == 0xc2 || walk.scans > 1;
+    let widest = mcu_x * hmax * 8;
+    let mut coefficients = 0;
     let mut rows = 0;
-    let mut widest = 0;
     for c in &frame.components {
-        let blocks = match (interleaved, single) {
-            (true, true) => (mcu_x * mcu_y * c.h * c.v).max(plain_blocks),
-            (true, false) => mcu_x * mcu_y * c.h * c.v,
-            (false, _) => plain_blocks,
-        };
-        if planes_needed {
-            planes += 128 * blocks;
+        if buffered {
+            coefficients += 128 * mcu_x * mcu_y * c.h * c.v;
         }
-        let stride = if interleaved { mcu_x * c.h * 8 } else { w.div_ceil(8) * 8 };
-        let ratio = hmax.div_ceil(c.h) * vmax.div_ceil(c.v);
-        // Coefficient rows (16 bytes a column a sample row), the rows kept for upsampling, and
-        // the upsampled rows (i16 samples).
-        rows += stride * (c.v * (20 + 2 * ratio) + 32 * ratio);
-        widest = widest.max(stride);
+        let stride = mcu_x * c.h * 8;
+        // The main buffer, and the component upsampled to the full width over a row group.
+        rows += stride * 16 * c.v + widest * vmax * 8;
     }
-    output + planes + rows + 16 * widest + (256 << 10)
+    // One MCU of coefficients when not buffered, the output rows' spare row and the pointers
+    // (8 bytes a row of every buffer), tables (Huffman, quantization, range limits) and the
+    // library's own structures.
+    output + coefficients + rows + 10 * 128 + 4 * widest + 8 * 64 * vmax * 8 + (256 << 10)
 }
 
-/// Decodes a walked JPEG (exactly its bytes).
+/// A libjpeg error, carried out of the library by unwinding (its `error_exit` may not return).
+struct LibjpegError(String);
+
+/// The libjpeg message for the error or warning now in `cinfo`'s error manager.
+fn libjpeg_message(cinfo: &mut jpeg_common_struct) -> String {
+    // SAFETY: `cinfo.err` is the error manager libjpeg calls us through, set up by
+    // `jpeg_std_error`, so it is valid and its `format_message` is libjpeg's.
+    let format = unsafe { (*cinfo.err).format_message };
+    let Some(format) = format else {
+        // SAFETY: as above.
+        return format!("libjpeg message {}", unsafe { (*cinfo.err).msg_code });
+    };
+    let mut buffer = [0u8; 80];
+    // SAFETY: libjpeg's `format_message` writes at most JMSG_LENGTH_MAX (80) bytes, a
+    // NUL-terminated string, into the buffer it is given; the binding declares that buffer
+    // `&[u8; 80]` where the C function takes `char *`, so it is called through the same
+    // function type with a mutable reference, as the `mozjpeg` crate does.
+    unsafe {
+        let format = std::mem::transmute::<
+            unsafe extern "C-unwind" fn(&mut jpeg_common_struct, &[u8; 80]),
+            unsafe extern "C-unwind" fn(&mut jpeg_common_struct, &mut [u8; 80]),
+        >(format);
+        format(cinfo, &mut buffer);
+    }
+    let text = buffer.split(|&b| b == 0).next().unwrap_or_default();
+    String::from_utf8_lossy(text).into_owned()
+}
+
+/// libjpeg's `error_exit`: carries its message out by unwinding (no panic hook runs).
+extern "C-unwind" fn error_exit(cinfo: &mut jpeg_common_struct) {
+    let message = libjpeg_message(cinfo);
+    resume_unwind(Box::new(LibjpegError(message)));
+}
+
+/// libjpeg's `emit_message`: trace messages are ignored, and a warning is an error unless it
+/// loses no image data. libjpeg warns, and then goes on with gray or repeated blocks, where the
+/// data ends early (JWRN_JPEG_EOF), a code is corrupt or a marker interrupts a scan
+/// (JWRN_HUFF_BAD_CODE, JWRN_HIT_MARKER, JWRN_MUST_RESYNC), or scans are out of order
+/// (JWRN_NOT_SEQUENTIAL, JWRN_BOGUS_PROGRESSION): a decoded image would then not be the one
+/// encoded. Harmless ones pass: bytes between a scan and the next marker
+/// (JWRN_EXTRANEOUS_DATA), an unknown Adobe transform code or JFIF major version, a damaged ICC
+/// profile (which is not read here).
+extern "C-unwind" fn emit_message(cinfo: &mut jpeg_common_struct, level: c_int) {
+    // SAFETY: `cinfo.err` is the error manager libjpeg calls us through (see above).
+    let code = unsafe { (*cinfo.err).msg_code };
+    let harmless = matches!(code, JWRN_EXTRANEOUS_DATA | JWRN_ADOBE_XFORM | JWRN_JFIF_MAJOR | JWRN_BOGUS_ICC);
+    if level < 0 && !harmless {
+        error_exit(cinfo);
+    }
+}
+
+/// An error manager whose errors and data-losing warnings unwind with a [`LibjpegError`].
+fn error_manager() -> ErrorMgr {
+    // SAFETY: `jpeg_error_mgr` is a C struct of integers, pointers and optional function
+    // pointers, for which all-zero bytes are valid (null, None); `jpeg_std_error` then fills it.
+    let mut err: ErrorMgr = unsafe { std::mem::zeroed() };
+    // SAFETY: `err` is a valid, writable error manager; the call only stores libjpeg's default
+    // methods and message table into it.
+    unsafe { jpeg_std_error(&mut err) };
+    err.error_exit = Some(error_exit);
+    err.emit_message = Some(emit_message);
+    err
+}
+
+/// OpenCV's CMYK to RGB (imgcodecs `icvCvt_CMYK2BGR_8u_C4C3R`): each of C, M, Y as libjpeg
+/// gives them (Adobe's inverted samples: 255 is no ink) becomes K - (255 - v)·K / 256, the
+/// division a shift.
+fn cmyk_channel(v: u8, k: u8) -> u8 {
+    let (v, k) = (v as i32, k as i32);
+    (k - (((255 - v) * k) >> 8)) as u8
+}
+
+/// OpenCV's CMYK to gray (`icvCvt_CMYK2Gray_8u_C4C1R`): the channels above weighed with its
+/// 14-bit luma coefficients, round(0.299 · 2^14) for red and round(0.587 · 2^14) for green, blue
+/// the rest, rounded half up.
+fn cmyk_gray(p: &[u8]) -> u8 {
+    const R: i32 = 4899;
+    const G: i32 = 9617;
+    const B: i32 = (1 << 14) - R - G;
+    let k = p[3];
+    let (r, g, b) =
+        (cmyk_channel(p[0], k) as i32, cmyk_channel(p[1], k) as i32, cmyk_channel(p[2], k) as i32);
+    ((b * B + g * G + r * R + (1 << 13)) >> 14) as u8
+}
+
+/// Decodes a walked JPEG (exactly its bytes) with libjpeg-turbo, as OpenCV's `imread` does:
+/// gray is libjpeg's own gray output (the Y plane of a YCbCr image), colour its RGB output, and a
+/// four-component (CMYK or YCCK) image is read as CMYK and converted with OpenCV's arithmetic.
 pub(crate) fn decode(
     bytes: &[u8],
     walk: &JpegWalk,
@@ -348,41 +451,74 @@ pub(crate) fn decode(
         .ok_or_else(|| FrameError::invalid(index, "bad JPEG: no frame header (SOF) before its EOI marker"))?;
     let pixels = budget.check_pixels(frame.width, frame.height)? as usize;
     check_coded_data(walk, frame, budget)?;
-    let lib = |e: zune_jpeg::errors::DecodeErrors| library_error(index, Encoded::Jpeg, e);
+    if walk.scans > MAX_SCANS {
+        return Err(FrameError::invalid(
+            index,
+            format!("bad JPEG: {} scans, more than the {MAX_SCANS} this reader decodes", walk.scans),
+        ));
+    }
+    let cmyk = frame.components.len() == 4;
+    let (out_space, channels) = match (cmyk, target) {
+        (true, _) => (ColorSpace::JCS_CMYK, 4),
+        (false, Target::Gray) => (ColorSpace::JCS_GRAYSCALE, 1),
+        (false, Target::Rgb8) => (ColorSpace::JCS_RGB, 3),
+    };
+    let kept = match target {
+        Target::Gray => 1,
+        Target::Rgb8 => 3,
+    };
+    let buffer = pixels * channels;
+    // Converting CMYK in place ends by shrinking the buffer: count the new block too.
+    let converted = if cmyk { buffer + pixels * kept } else { buffer } as u64;
+    let need = decoder_memory(walk, frame, buffer as u64).max(converted);
+    budget.check_memory(&format!("this {}x{} JPEG", frame.width, frame.height), need)?;
+    let lib = |e: std::io::Error| library_error(index, Encoded::Jpeg, e);
     guarded(index, "JPEG", || {
-        // As `image` decodes, but strict: corrupt or truncated coded data is an error, not gray.
-        let options = DecoderOptions::default()
-            .set_strict_mode(true)
-            .set_max_width(usize::MAX)
-            .set_max_height(usize::MAX);
-        let mut decoder = JpegDecoder::new_with_options(ZCursor::new(bytes), options);
-        decoder.decode_headers().map_err(lib)?;
-        let input = decoder
-            .input_colorspace()
-            .ok_or_else(|| FrameError::invalid(index, "bad JPEG: no colour space"))?;
-        let (out, layout) = match input {
-            ColorSpace::Luma => (input, Layout::L8),
-            ColorSpace::LumaA => (input, Layout::La8),
-            ColorSpace::RGBA => (input, Layout::Rgba8),
-            ColorSpace::RGB => (input, Layout::Rgb8),
-            _ => (ColorSpace::RGB, Layout::Rgb8),
+        let run = || -> Result<Vec<u8>, FrameError> {
+            let decoder = DecompressBuilder::new().with_err(error_manager()).from_mem(bytes).map_err(lib)?;
+            if decoder.size() != (frame.width as usize, frame.height as usize)
+                || decoder.components().len() != frame.components.len()
+            {
+                return Err(FrameError::invalid(
+                    index,
+                    "bad JPEG: its headers disagree with its frame header",
+                ));
+            }
+            let mut started = decoder.to_colorspace(out_space).map_err(lib)?;
+            let mut buf = vec![0u8; buffer];
+            started.read_scanlines_into(&mut buf).map_err(lib)?;
+            // Reads on to the EOI marker: damage after the last row is an error too.
+            started.finish().map_err(lib)?;
+            Ok(buf)
         };
-        decoder.set_options(options.jpeg_set_out_colorspace(out));
-        let size = decoder.output_buffer_size();
-        if decoder.dimensions() != Some((frame.width as usize, frame.height as usize))
-            || size != Some(pixels * layout.channels())
-        {
-            return Err(FrameError::invalid(index, "bad JPEG: its headers disagree with its frame header"));
+        let mut buf = match catch_unwind(AssertUnwindSafe(run)) {
+            Ok(result) => result?,
+            Err(payload) => match payload.downcast::<LibjpegError>() {
+                Ok(e) => return Err(library_error(index, Encoded::Jpeg, e.0)),
+                Err(other) => resume_unwind(other),
+            },
+        };
+        if cmyk {
+            // Pixel i is written at kept·i, read from 4·i >= kept·i: forward never reads what it
+            // wrote.
+            for i in 0..pixels {
+                let p = 4 * i;
+                if kept == 1 {
+                    buf[i] = cmyk_gray(&buf[p..p + 4]);
+                } else {
+                    let k = buf[p + 3];
+                    let rgb =
+                        [cmyk_channel(buf[p], k), cmyk_channel(buf[p + 1], k), cmyk_channel(buf[p + 2], k)];
+                    buf[3 * i..3 * i + 3].copy_from_slice(&rgb);
+                }
+            }
+            buf.truncate(pixels * kept);
+            buf.shrink_to_fit();
         }
-        let buffer = pixels * layout.channels().max(layout.target_bytes(target));
-        // Converting to gray in place ends by shrinking the buffer: count the new block too.
-        let converted = buffer as u64 + (pixels * layout.target_bytes(target)) as u64;
-        let need = decoder_memory(walk, frame, buffer as u64).max(converted);
-        budget.check_memory(&format!("this {}x{} JPEG", frame.width, frame.height), need)?;
-        let mut buf = vec![0u8; buffer];
-        decoder.decode_into(&mut buf).map_err(lib)?;
-        drop(decoder);
-        let canvas = Canvas::convert_in_place(buf, layout, target, pixels);
+        let canvas = match target {
+            Target::Gray => Canvas::Gray8(buf),
+            Target::Rgb8 => Canvas::Rgb8(buf),
+        };
         Ok(Picture { width: frame.width as usize, height: frame.height as usize, canvas, maxval: None })
     })
 }
@@ -417,5 +553,122 @@ mod tests {
         assert!(matches!(walked(&jpeg[..jpeg.len() - 1]), Err(WalkError::Ended(_))));
         assert!(matches!(walked(&jpeg[..20]), Err(WalkError::Ended(_))));
         assert!(matches!(walked(b"\xff\xd8\x00\x00"), Err(WalkError::Invalid(_))));
+    }
+
+    /// Walks and decodes one JPEG as the reader does.
+    fn decoded(bytes: &[u8], target: Target) -> Result<Picture, FrameError> {
+        let w = walked(bytes).map_err(|e| e.into_frame_error(1))?;
+        decode(bytes, &w, target, &Budget::new(1, 1 << 30, bytes.len(), 0))
+    }
+
+    /// A gray or RGB noise JPEG by our encoder, and where its coded data starts and ends.
+    fn noise_jpeg(channels: usize) -> (Vec<u8>, usize, usize) {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let samples: Vec<u8> = (0..64 * 48 * channels).map(|_| rng.u8(..)).collect();
+        let jpeg = crate::encode_jpeg(64, 48, channels, &samples, 90).unwrap();
+        let sos = jpeg.windows(2).position(|m| m == [0xff, 0xda]).unwrap();
+        let start = sos + 2 + u16::from_be_bytes([jpeg[sos + 2], jpeg[sos + 3]]) as usize;
+        (jpeg.clone(), start, jpeg.len() - 2)
+    }
+
+    fn message(r: Result<Picture, FrameError>) -> String {
+        match r {
+            Ok(_) => panic!("decoded"),
+            Err(e) => e.message,
+        }
+    }
+
+    #[test]
+    fn clean_images_decode_to_gray_and_rgb() {
+        for channels in [1, 3] {
+            let (jpeg, _, _) = noise_jpeg(channels);
+            let gray = decoded(&jpeg, Target::Gray).unwrap();
+            assert!(matches!(gray.canvas, Canvas::Gray8(ref v) if v.len() == 64 * 48));
+            let rgb = decoded(&jpeg, Target::Rgb8).unwrap();
+            assert!(matches!(rgb.canvas, Canvas::Rgb8(ref v) if v.len() == 3 * 64 * 48));
+        }
+    }
+
+    #[test]
+    fn truncated_images_are_errors() {
+        let (jpeg, start, end) = noise_jpeg(3);
+        // Cut inside the coded data: the walk finds no EOI.
+        let cut = &jpeg[..(start + end) / 2];
+        assert!(message(decoded(cut, Target::Gray)).starts_with("truncated JPEG"));
+        // Cut, then an EOI: libjpeg meets the marker before the last block.
+        let mut ended = cut.to_vec();
+        ended.extend_from_slice(b"\xff\xd9");
+        let m = message(decoded(&ended, Target::Gray));
+        assert!(m.starts_with("bad JPEG image: ") && m.contains("Corrupt JPEG data"), "{m}");
+        assert_eq!(m.lines().count(), 1);
+    }
+
+    #[test]
+    fn coded_data_cut_by_a_marker_is_an_error() {
+        // A restart marker where the image has no restart interval: libjpeg meets a marker
+        // inside the scan. (A bad Huffman code is not always caught: libjpeg-turbo's fast path
+        // decodes it as 0, for OpenCV too.)
+        let (jpeg, start, end) = noise_jpeg(1);
+        let mid = (start + end) / 2;
+        let cut = jpeg[..mid].iter().rposition(|&b| b != 0xff).unwrap() + 1;
+        let mut damaged = jpeg[..cut].to_vec();
+        damaged.extend_from_slice(b"\xff\xd3");
+        damaged.extend_from_slice(&jpeg[cut..]);
+        let m = message(decoded(&damaged, Target::Rgb8));
+        assert!(m.starts_with("bad JPEG image: Corrupt JPEG data"), "{m}");
+    }
+
+    #[test]
+    fn extraneous_bytes_before_a_marker_are_harmless() {
+        let (jpeg, _, end) = noise_jpeg(3);
+        let mut padded = jpeg[..end].to_vec();
+        padded.extend_from_slice(b"\x12\x34\x56\xff\xd9");
+        let (a, b) = (decoded(&jpeg, Target::Rgb8).unwrap(), decoded(&padded, Target::Rgb8).unwrap());
+        let (Canvas::Rgb8(a), Canvas::Rgb8(b)) = (a.canvas, b.canvas) else { panic!() };
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn too_many_scans_are_refused_before_decoding() {
+        let (jpeg, start, end) = noise_jpeg(1);
+        let sos = jpeg[..start].windows(2).rposition(|m| m == [0xff, 0xda]).unwrap();
+        let mut many = jpeg[..end].to_vec();
+        for _ in 0..MAX_SCANS {
+            many.extend_from_slice(&jpeg[sos..end]);
+        }
+        many.extend_from_slice(b"\xff\xd9");
+        assert_eq!(walked(&many).unwrap().scans, MAX_SCANS + 1);
+        let m = message(decoded(&many, Target::Gray));
+        assert_eq!(
+            m,
+            format!("bad JPEG: {} scans, more than the {MAX_SCANS} this reader decodes", MAX_SCANS + 1)
+        );
+    }
+
+    #[test]
+    fn cmyk_converts_as_opencv_does() {
+        // OpenCV's integer formulas, worked by hand.
+        assert_eq!(cmyk_channel(255, 255), 255);
+        assert_eq!(cmyk_channel(0, 255), 1);
+        assert_eq!(cmyk_channel(100, 200), 200 - 121); // 155 · 200 = 31000, >> 8 = 121
+        assert_eq!(cmyk_gray(&[255, 255, 255, 255]), 255);
+        assert_eq!(cmyk_gray(&[0, 0, 0, 0]), 0);
+        // A CMYK JPEG (libjpeg writes the Adobe marker) decodes to the formulas over libjpeg's CMYK.
+        let mut rng = fastrand::Rng::with_seed(3);
+        let cmyk: Vec<u8> = (0..16 * 8 * 4).map(|_| rng.u8(..)).collect();
+        let mut c = mozjpeg::Compress::new(ColorSpace::JCS_CMYK);
+        c.set_size(16, 8);
+        let mut started = c.start_compress(Vec::new()).unwrap();
+        started.write_scanlines(&cmyk).unwrap();
+        let jpeg = started.finish().unwrap();
+        let mut raw =
+            mozjpeg::Decompress::new_mem(&jpeg).unwrap().to_colorspace(ColorSpace::JCS_CMYK).unwrap();
+        let raw: Vec<u8> = raw.read_scanlines().unwrap();
+        let Canvas::Gray8(gray) = decoded(&jpeg, Target::Gray).unwrap().canvas else { panic!() };
+        let Canvas::Rgb8(rgb) = decoded(&jpeg, Target::Rgb8).unwrap().canvas else { panic!() };
+        for (i, p) in raw.chunks_exact(4).enumerate() {
+            assert_eq!(gray[i], cmyk_gray(p));
+            assert_eq!(rgb[3 * i..3 * i + 3], [0, 1, 2].map(|k| cmyk_channel(p[k], p[3])));
+        }
     }
 }
