@@ -35,7 +35,7 @@ use mozjpeg_sys::{
 use super::source::{SliceSource, Source};
 use super::{guarded, library_error, too_short, Bound, Canvas, Encoded, Picture, Target, WalkError};
 use crate::budget::Budget;
-use crate::FrameError;
+use crate::{Channels, FrameError};
 
 /// What the walk over one JPEG found.
 #[derive(Debug)]
@@ -458,15 +458,14 @@ pub(crate) fn decode(
         ));
     }
     let cmyk = frame.components.len() == 4;
-    let (out_space, channels) = match (cmyk, target) {
+    // A one-component JPEG stays gray as colour: a gray frame, not three equal channels.
+    let gray = target == Target::Gray || (target == Target::Colour && frame.components.len() == 1);
+    let (out_space, channels) = match (cmyk, gray) {
         (true, _) => (ColorSpace::JCS_CMYK, 4),
-        (false, Target::Gray) => (ColorSpace::JCS_GRAYSCALE, 1),
-        (false, Target::Rgb8) => (ColorSpace::JCS_RGB, 3),
+        (false, true) => (ColorSpace::JCS_GRAYSCALE, 1),
+        (false, false) => (ColorSpace::JCS_RGB, 3),
     };
-    let kept = match target {
-        Target::Gray => 1,
-        Target::Rgb8 => 3,
-    };
+    let kept = if gray { 1 } else { 3 };
     let buffer = pixels * channels;
     // Converting CMYK in place ends by shrinking the buffer: count the new block too.
     let converted = if cmyk { buffer + pixels * kept } else { buffer } as u64;
@@ -515,9 +514,10 @@ pub(crate) fn decode(
             buf.truncate(pixels * kept);
             buf.shrink_to_fit();
         }
-        let canvas = match target {
-            Target::Gray => Canvas::Gray8(buf),
-            Target::Rgb8 => Canvas::Rgb8(buf),
+        let canvas = match (target, gray) {
+            (Target::Rgb8, _) => Canvas::Rgb8(buf),
+            (_, true) => Canvas::Gray8(buf),
+            (_, false) => Canvas::Native8(buf, Channels::Rgb),
         };
         Ok(Picture { width: frame.width as usize, height: frame.height as usize, canvas, maxval: None })
     })
