@@ -35,6 +35,8 @@ pub(crate) struct PngWalk {
     idat_bytes: u64,
     /// The text of the first `tEXt` chunk named `histopipe-maxval`, at most 32 bytes of it.
     maxval_text: Option<Vec<u8>>,
+    /// The most significant bits of any channel an `sBIT` chunk records.
+    significant_bits: Option<u8>,
     /// Whether an IDAT chunk has come; `tRNS`, `acTL` and `fcTL` chunks kept.
     seen_idat: bool,
     kept: [u8; 3],
@@ -93,6 +95,7 @@ pub(crate) fn walk(src: &mut impl Source) -> Result<PngWalk, WalkError> {
         header: None,
         idat_bytes: 0,
         maxval_text: None,
+        significant_bits: None,
         seen_idat: false,
         kept: [0; 3],
         critical: Vec::new(),
@@ -139,6 +142,12 @@ pub(crate) fn walk(src: &mut impl Source) -> Result<PngWalk, WalkError> {
                 {
                     walk.maxval_text = Some(text.to_vec());
                 }
+            }
+            if &kind == b"sBIT" && (1..=4).contains(&len) && walk.significant_bits.is_none() {
+                if !src.want(pos + 8 + len as usize)? {
+                    return Err(WalkError::Ended("PNG chunk".into()));
+                }
+                walk.significant_bits = src.got()[pos + 8..pos + 8 + len as usize].iter().copied().max();
             }
             if !src.leave_out(pos, end)? {
                 return Err(WalkError::Ended("PNG chunk".into()));
@@ -286,8 +295,28 @@ pub(crate) fn decode(
     })?;
     match (&walk.maxval_text, target) {
         (Some(text), Target::Gray | Target::Colour) => scale_back(index, picture, text),
+        (None, Target::Gray | Target::Colour) => Ok(significant(picture, walk.significant_bits)),
         _ => Ok(picture),
     }
+}
+
+/// The picture with the maxval its `sBIT` chunk says, 2^bits - 1, when every sample fits in those
+/// bits (12-bit data stored in a 16-bit PNG as it is, as cameras and scientific writers store it);
+/// otherwise the samples were scaled to the PNG's depth, as the PNG standard has them, and the
+/// maxval stays the depth's. A 16-bit PNG of 8 significant bits or fewer keeps 65535.
+fn significant(picture: Picture, bits: Option<u8>) -> Picture {
+    let maxval = match (bits, &picture.canvas) {
+        (Some(b @ 1..=7), Canvas::Gray8(v) | Canvas::Native8(v, _)) => {
+            let m = (1u16 << b) - 1;
+            v.iter().all(|&s| u16::from(s) <= m).then_some(m)
+        }
+        (Some(b @ 9..=15), Canvas::Gray16(v) | Canvas::Native16(v, _)) => {
+            let m = (1u16 << b) - 1;
+            v.iter().all(|&s| s <= m).then_some(m)
+        }
+        _ => None,
+    };
+    Picture { maxval, ..picture }
 }
 
 /// The gray `picture` scaled back to the maxval its `histopipe-maxval` text records.
@@ -338,6 +367,34 @@ fn scale_back(index: usize, picture: Picture, text: &[u8]) -> Result<Picture, Fr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A 16-bit gray PNG of `samples` with an `sBIT` chunk of `bits`.
+    fn sbit_png(samples: &[u16], bits: u8) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        let mut encoder = png::Encoder::new(&mut bytes, samples.len() as u32, 1);
+        encoder.set_color(png::ColorType::Grayscale);
+        encoder.set_depth(BitDepth::Sixteen);
+        let mut writer = encoder.write_header().unwrap();
+        writer.write_chunk(png::chunk::ChunkType(*b"sBIT"), &[bits]).unwrap();
+        let data: Vec<u8> = samples.iter().flat_map(|s| s.to_be_bytes()).collect();
+        writer.write_image_data(&data).unwrap();
+        writer.finish().unwrap();
+        bytes
+    }
+
+    #[test]
+    fn significant_bits_give_the_maxval_when_the_samples_fit_them() {
+        let read = |bytes: Vec<u8>| {
+            let mut r = crate::FrameReader::new(&bytes[..], crate::ReadOptions::default());
+            r.next_frame().unwrap().unwrap()
+        };
+        let f = read(sbit_png(&[0, 4095, 17], 12));
+        assert_eq!((f.maxval, f.pixels.get(1)), (4095, 4095), "12-bit data kept as it is");
+        let f = read(sbit_png(&[0, 65535, 17], 12));
+        assert_eq!(f.maxval, 65535, "scaled to 16 bits, as the standard has it");
+        let f = read(sbit_png(&[0, 200], 8));
+        assert_eq!(f.maxval, 65535, "8 significant bits of 16: left alone");
+    }
 
     #[test]
     fn raw_bytes_count_filter_bytes_and_adam7_passes() {
