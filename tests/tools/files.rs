@@ -149,7 +149,8 @@ fn the_extension_gives_the_format() {
     let before = names(&dir);
     for (name, args, expected) in [
         ("equalize", &["-o", "e.csv"][..], "e.csv: this tool writes frames: give a .pgm"),
-        ("equalize", &["-o", "e.jpg"], "e.jpg: histopipe does not write .jpg files"),
+        ("equalize", &["-o", "e.gif"], "e.gif: histopipe does not write .gif files"),
+        ("cdf", &["-o", "c.jpg"], "c.jpg: this tool writes a table"),
         ("equalize", &["--png", "-o", "e.pgm"], "--png contradicts -o"),
         ("cdf", &["-o", "c.png"], "c.png: this tool writes a table: give a .csv or .tsv file"),
         ("cdf", &["--png"], "--png does not apply: this tool writes a table"),

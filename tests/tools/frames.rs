@@ -3,7 +3,7 @@
 use std::io::{Read, Write};
 use std::process::{Command as StdCommand, Stdio};
 
-use histopipe_frame::{Depth, Format, Frame, Pixels, RawSpec, ReadOptions};
+use histopipe_frame::{Channels, Depth, Format, Frame, Pixels, RawSpec, ReadOptions};
 
 use crate::common::*;
 
@@ -36,18 +36,20 @@ fn pgm_8_and_16_bit_plain_and_pam_come_back_in_their_container() {
 }
 
 #[test]
-fn colour_and_compressed_inputs_become_rec601_gray_pgm() {
+fn colour_stays_colour_and_gray_reads_are_opencvs_luma() {
     // camera.png is the same picture as camera.pgm.
     let png = read_frames(&identity(&fixture_bytes("camera.png"), &[])).remove(0);
     assert_eq!(png.pixels, fixture_frame("camera.pgm").pixels);
     let astronaut = image::open(fixture("astronaut.png")).unwrap().to_rgb8();
-    let expected: Vec<u8> = astronaut
-        .pixels()
-        .map(|p| ((299 * p[0] as u32 + 587 * p[1] as u32 + 114 * p[2] as u32 + 500) / 1000) as u8)
-        .collect();
+    let rgb = Pixels::U8(astronaut.as_raw().clone().into());
+    let mut luma = vec![0u8; astronaut.as_raw().len() / 3];
+    histopipe_frame::colour::gray_u8(astronaut.as_raw(), 3, &mut luma);
+    let gray = ReadOptions { gray: true, ..ReadOptions::default() };
     let out = identity(&fixture_bytes("astronaut.png"), &[]);
-    assert!(out.starts_with(b"P5"));
-    assert_eq!(read_frames(&out).remove(0).pixels, Pixels::U8(expected.clone().into()));
+    assert!(out.starts_with(b"P6"), "colour PNG in, PPM out");
+    let back = read_frames(&out).remove(0);
+    assert_eq!((back.channels, &back.pixels), (Channels::Rgb, &rgb));
+    assert_eq!(read_frames_with(&out, gray).remove(0).pixels, Pixels::U8(luma.clone().into()));
     // The same picture as PPM, TIFF and BMP.
     let (w, h) = astronaut.dimensions();
     let mut ppm = format!("P6\n{w} {h}\n255\n").into_bytes();
@@ -58,10 +60,11 @@ fn colour_and_compressed_inputs_become_rec601_gray_pgm() {
         ("bmp", encode(&astronaut, image::ImageFormat::Bmp)),
     ] {
         let f = read_frames(&identity(&bytes, &[])).remove(0);
-        assert_eq!(f.pixels, Pixels::U8(expected.clone().into()), "{format}");
+        assert_eq!((f.channels, &f.pixels), (Channels::Rgb, &rgb), "{format}");
+        assert_eq!(read_frames_with(&bytes, gray).remove(0).pixels, Pixels::U8(luma.clone().into()), "{format}");
     }
     let jpeg = read_frames(&identity(&fixture_bytes("rocket.jpg"), &[])).remove(0);
-    assert_eq!((jpeg.width, jpeg.height), (640, 427));
+    assert_eq!((jpeg.width, jpeg.height, jpeg.channels), (640, 427, Channels::Rgb));
 }
 
 fn encode(img: &image::RgbImage, format: image::ImageFormat) -> Vec<u8> {

@@ -2,7 +2,7 @@
 //! do: gray and colour decoding byte for byte, through the reader every tool uses, through a
 //! tool, and through `read_rgb8`; encoding byte for byte with `cv2.imwrite`'s settings.
 
-use histopipe_frame::{encode_jpeg, read_rgb8, Pixels};
+use histopipe_frame::{encode_jpeg, read_rgb8, Pixels, ReadOptions};
 
 use crate::common::*;
 
@@ -76,7 +76,11 @@ fn gray_and_colour_decoding_match_opencv_byte_for_byte() {
     let cases = cases();
     let mut stream = Vec::new();
     for (i, case) in cases.iter().enumerate() {
-        let frames = read_frames(&case.jpeg);
+        let frames = read_frames_with(&case.jpeg, ReadOptions { gray: true, ..ReadOptions::default() });
+        let colour = read_frames(&case.jpeg);
+        let Pixels::U8(colour) = &colour[0].pixels else { panic!("case {i}: not 8-bit") };
+        let want = if colour.len() == case.gray.len() { &case.gray } else { &case.rgb };
+        assert!(colour[..] == want[..], "case {i}: colour read differs from cv2.IMREAD_COLOR");
         let Pixels::U8(gray) = &frames[0].pixels else { panic!("case {i}: not 8-bit") };
         assert_eq!((frames[0].width, frames[0].height), (case.width, case.height), "case {i}");
         assert!(gray[..] == case.gray[..], "case {i}: gray differs from cv2.IMREAD_GRAYSCALE");
@@ -85,12 +89,14 @@ fn gray_and_colour_decoding_match_opencv_byte_for_byte() {
         assert!(rgb == case.rgb, "case {i}: RGB differs from cv2.IMREAD_COLOR");
         stream.extend_from_slice(&case.jpeg);
     }
-    // Through a tool: `pad --border 0` passes every pixel through, one frame a JPEG.
+    // Through a tool: `pad --border 0` passes every pixel through, one frame a JPEG, colour as
+    // cv2.IMREAD_COLOR gives it (a gray JPEG stays gray).
     let out = read_frames(&run_ok("pad", "cpu", &["--border", "0"], &stream));
     assert_eq!(out.len(), cases.len());
     for (i, (frame, case)) in out.iter().zip(&cases).enumerate() {
-        let Pixels::U8(gray) = &frame.pixels else { panic!("case {i}: not 8-bit") };
-        assert!(gray[..] == case.gray[..], "case {i}: pad's output differs from cv2.IMREAD_GRAYSCALE");
+        let Pixels::U8(got) = &frame.pixels else { panic!("case {i}: not 8-bit") };
+        let want = if got.len() == case.gray.len() { &case.gray } else { &case.rgb };
+        assert!(got[..] == want[..], "case {i}: pad's output differs from cv2.imread");
     }
 }
 
