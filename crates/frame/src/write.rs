@@ -2,7 +2,6 @@ use std::io::{self, Cursor, Write};
 
 use image::{ExtendedColorType, ImageEncoder};
 
-
 use crate::png_scale::{PngScale, MAXVAL_KEYWORD};
 use crate::{Channels, Format, Frame, FrameError, Pixels};
 
@@ -72,13 +71,18 @@ pub struct WriteOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Written {
     /// P5, P6, P7 or P2, P3 (`plain`) by the frame's channels; P7 always when `pam`.
-    Netpbm { pam: bool, plain: bool },
+    Netpbm {
+        pam: bool,
+        plain: bool,
+    },
     Raw,
     Pfm,
     Npy,
     Png,
     Tiff,
-    Jpeg { quality: u8 },
+    Jpeg {
+        quality: u8,
+    },
 }
 
 /// Writes frames one after another, each in the container it was read in (PGM in, PGM out;
@@ -106,7 +110,11 @@ impl<W: Write> FrameWriter<W> {
             (true, true) => Written::Npy,
         };
         let refuse = |what: &str, instead: &str| {
-            Err(format!("a {what} file cannot hold this {} {} frame: write {instead}", frame.depth().name(), ch.name()))
+            Err(format!(
+                "a {what} file cannot hold this {} {} frame: write {instead}",
+                frame.depth().name(),
+                ch.name()
+            ))
         };
         Ok(match self.options.container {
             None => match frame.format {
@@ -156,7 +164,9 @@ impl<W: Write> FrameWriter<W> {
             }
             _ => {}
         }
-        let encoding = |what: &str, e: &dyn std::fmt::Display| FrameError::invalid(index, format!("cannot encode {what}: {e}"));
+        let encoding = |what: &str, e: &dyn std::fmt::Display| {
+            FrameError::invalid(index, format!("cannot encode {what}: {e}"))
+        };
         match self.written(frame).map_err(|e| FrameError::invalid(index, e))? {
             Written::Png => self.png(frame).map_err(|e| match e {
                 png::EncodingError::IoError(e) => FrameError::io(index, &e),
@@ -258,12 +268,13 @@ impl<W: Write> FrameWriter<W> {
     fn netpbm(&mut self, frame: &Frame, how: Written) -> io::Result<()> {
         // A gray frame in a container of RGB (PPM asked for) is widened.
         let widened;
-        let frame = if matches!(self.options.container, Some(Container::Ppm)) && frame.channels == Channels::Gray {
-            widened = Frame::from_planes(Channels::Rgb, &[frame.clone(), frame.clone(), frame.clone()]);
-            &widened
-        } else {
-            frame
-        };
+        let frame =
+            if matches!(self.options.container, Some(Container::Ppm)) && frame.channels == Channels::Gray {
+                widened = Frame::from_planes(Channels::Rgb, &[frame.clone(), frame.clone(), frame.clone()]);
+                &widened
+            } else {
+                frame
+            };
         self.header(frame, how);
         if let Written::Netpbm { plain: true, .. } = how {
             plain_raster(&mut self.scratch, frame.width * frame.channels.count(), &frame.pixels);
@@ -275,7 +286,11 @@ impl<W: Write> FrameWriter<W> {
         match &frame.pixels {
             Pixels::U8(v) => self.out.write_all(v),
             Pixels::U16(v) => write_words(&mut self.out, &mut self.scratch, v, |s| {
-                if little { s.to_le_bytes() } else { s.to_be_bytes() }
+                if little {
+                    s.to_le_bytes()
+                } else {
+                    s.to_be_bytes()
+                }
             }),
             Pixels::F32(v) => write_words(&mut self.out, &mut self.scratch, v, |s| s.to_le_bytes()),
         }
@@ -369,7 +384,13 @@ fn npy_bytes(frame: &Frame) -> Result<Vec<u8>, String> {
 }
 
 /// MERGE: JPEG from the JPEG codec.
-fn jpeg_bytes(width: usize, height: usize, channels: usize, samples: &[u8], quality: u8) -> Result<Vec<u8>, String> {
+fn jpeg_bytes(
+    width: usize,
+    height: usize,
+    channels: usize,
+    samples: &[u8],
+    quality: u8,
+) -> Result<Vec<u8>, String> {
     let mut bytes = Vec::new();
     let colour = if channels == 1 { ExtendedColorType::L8 } else { ExtendedColorType::Rgb8 };
     image::codecs::jpeg::JpegEncoder::new_with_quality(&mut bytes, quality)
@@ -669,5 +690,134 @@ mod tests {
         let mut out = Vec::new();
         plain_raster(&mut out, f.width, &f.pixels);
         assert!(out.split(|&b| b == b'\n').all(|l| l.len() <= 70));
+    }
+
+    /// A frame of `channels` of random samples of `depth` (float: with NaN, infinities, -0).
+    fn random_frame(channels: Channels, depth: crate::Depth, rng: &mut fastrand::Rng) -> Frame {
+        let (w, h) = (5, 3);
+        let n = w * h * channels.count();
+        match depth {
+            crate::Depth::U8 => {
+                Frame::with_channels(w, h, channels, 255, Pixels::U8((0..n).map(|_| rng.u8(..)).collect()))
+            }
+            crate::Depth::U16 => Frame::with_channels(
+                w,
+                h,
+                channels,
+                65535,
+                Pixels::U16((0..n).map(|_| rng.u16(..)).collect()),
+            ),
+            crate::Depth::F32 => {
+                let special = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 1e-40];
+                let v = (0..n)
+                    .map(|i| if i < special.len() { special[i] } else { rng.f32() * 2e6 - 1e6 })
+                    .collect();
+                Frame::with_channels(w, h, channels, 1, Pixels::F32(v))
+            }
+        }
+    }
+
+    fn write_in(container: Option<Container>, f: &Frame) -> Result<Vec<u8>, FrameError> {
+        let mut bytes = Vec::new();
+        FrameWriter::new(&mut bytes, WriteOptions { container }).write(1, f)?;
+        Ok(bytes)
+    }
+
+    /// The samples' bits, for comparing float frames with NaN.
+    fn bits(p: &Pixels) -> Vec<u32> {
+        match p {
+            Pixels::U8(v) => v.iter().map(|&s| s as u32).collect(),
+            Pixels::U16(v) => v.iter().map(|&s| s as u32).collect(),
+            Pixels::F32(v) => v.iter().map(|s| s.to_bits()).collect(),
+        }
+    }
+
+    #[test]
+    fn colour_and_float_frames_round_trip_in_every_container_that_holds_them() {
+        use crate::Depth;
+        let mut rng = fastrand::Rng::with_seed(26);
+        let all = [Channels::Gray, Channels::GrayAlpha, Channels::Rgb, Channels::RgbAlpha];
+        for depth in [Depth::U8, Depth::U16, Depth::F32] {
+            for channels in all {
+                let f = random_frame(channels, depth, &mut rng);
+                for container in [
+                    None,
+                    Some(Container::Pnm),
+                    Some(Container::Pam),
+                    Some(Container::Png),
+                    Some(Container::Tiff),
+                    Some(Container::Pfm),
+                    Some(Container::Npy),
+                    Some(Container::Ppm),
+                    Some(Container::Pgm),
+                ] {
+                    let what = format!("{depth:?} {channels:?} in {container:?}");
+                    let bytes = match write_in(container, &f) {
+                        Ok(b) => b,
+                        Err(e) => {
+                            // Refused only where the container cannot hold the frame, in one line.
+                            let refused = match container {
+                                Some(Container::Pgm) => channels != Channels::Gray || depth == Depth::F32,
+                                Some(Container::Ppm) => channels.has_alpha() || depth == Depth::F32,
+                                Some(Container::Pam | Container::Png) => depth == Depth::F32,
+                                Some(Container::Tiff) => channels == Channels::GrayAlpha,
+                                Some(Container::Pfm) => channels.has_alpha(),
+                                _ => false,
+                            };
+                            assert!(refused, "{what}: {e}");
+                            assert!(
+                                e.message.contains("cannot hold") && !e.message.contains('\n'),
+                                "{what}: {e}"
+                            );
+                            continue;
+                        }
+                    };
+                    let back =
+                        FrameReader::new(&bytes[..], ReadOptions::default()).next_frame().unwrap().unwrap();
+                    let widened = container == Some(Container::Ppm) && channels == Channels::Gray;
+                    let floated = container == Some(Container::Pfm) && depth != Depth::F32;
+                    if widened {
+                        assert_eq!(back.channels, Channels::Rgb, "{what}");
+                        assert_eq!(back.plane(1).pixels, f.pixels, "{what}");
+                    } else if floated {
+                        let want: Vec<u32> = bits(&f.pixels).iter().map(|&s| (s as f32).to_bits()).collect();
+                        assert_eq!((back.channels, bits(&back.pixels)), (channels, want), "{what}");
+                    } else {
+                        assert_eq!(
+                            (back.channels, bits(&back.pixels)),
+                            (channels, bits(&f.pixels)),
+                            "{what}"
+                        );
+                        assert_eq!(back.depth(), depth, "{what}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn jpeg_takes_8_bit_gray_and_colour_and_drops_alpha() {
+        let mut rng = fastrand::Rng::with_seed(9);
+        let jpeg = Some(Container::Jpeg { quality: 100 });
+        for channels in [Channels::Gray, Channels::Rgb, Channels::RgbAlpha] {
+            let mut f = random_frame(channels, crate::Depth::U8, &mut rng);
+            // Smooth samples, so quality 100 keeps them within a few levels.
+            if let Pixels::U8(v) = &mut f.pixels {
+                v.iter_mut().for_each(|s| *s = 100 + *s / 32);
+            }
+            let bytes = write_in(jpeg, &f).unwrap();
+            assert_eq!(&bytes[..2], &[0xff, 0xd8]);
+            let back = FrameReader::new(&bytes[..], ReadOptions::default()).next_frame().unwrap().unwrap();
+            assert_eq!(back.channels, channels.without_alpha());
+            let want = if channels.has_alpha() {
+                Frame::from_planes(Channels::Rgb, &[f.plane(0), f.plane(1), f.plane(2)])
+            } else {
+                f.clone()
+            };
+            let worst = bits(&back.pixels).iter().zip(bits(&want.pixels)).map(|(a, b)| a.abs_diff(b)).max();
+            assert!(worst.unwrap() <= 8, "{channels:?}: {worst:?}");
+        }
+        let e = write_in(jpeg, &random_frame(Channels::Gray, crate::Depth::U16, &mut rng)).unwrap_err();
+        assert!(e.message.contains("JPEG file cannot hold this 16-bit gray frame"), "{e}");
     }
 }
