@@ -21,6 +21,7 @@ mod opencv;
 mod outputs;
 mod pad;
 mod pipes;
+mod pixels;
 mod progress;
 mod readme;
 mod registry;

@@ -68,11 +68,11 @@ impl<T: Tool> Crew<'_, T> {
         histopipe_trace::set_frame(n);
         let work = histopipe_trace::span("work", n);
         if !T::FLOAT && !frame.depth().is_integer() {
-            return Err(cx.invalid(format!(
-                "{} takes integer samples, and this frame's are 32-bit float: make them integers first \
-                 (as numpy's astype(uint16) of your scaled data; pad, rotate, cdf and colhist take float frames)",
-                T::NAME
-            )));
+            return Err(cx.invalid(
+                "32-bit float samples, and this tool takes integer ones: make them integers first with \
+                 stretch (stretch --depth 16 -o x.png, or --depth 8); pad, rotate, cdf and colhist take \
+                 float frames as they are",
+            ));
         }
         self.tool.frame(&mut cx, frame)?;
         work.end();
