@@ -8,6 +8,9 @@
 //! Every byte read is untrusted: reading a frame keeps to [`read_memory_bound`], and each JPEG,
 //! PNG, TIFF page or BMP of a stream is a frame of its own.
 //!
+//! [`colour`] holds OpenCV's colour conversions (gray, YCrCb), exact to the bit, which decoding
+//! colour inputs and drawing on them share.
+//!
 //! This crate is for bytes and formats only: no GPU, no image processing, no command line.
 
 mod budget;
