@@ -2,6 +2,8 @@ use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, Tool};
 use histopipe_frame::Frame;
 use histopipe_ops::clahe::{self, TileGrid};
 
+use crate::equalize::{Colour, COLOUR};
+
 /// `--clip` and `--tiles`, defined apart from [`Clahe::FLAGS`] so that [`Clahe::check`]'s
 /// messages name them from their definitions ([`Flag::message`]).
 const CLIP: Flag = Flag::with_value(
@@ -17,6 +19,7 @@ const TILES: Flag =
 #[derive(Default)]
 pub struct Clahe {
     op: clahe::Clahe,
+    colour: Colour,
 }
 
 impl Tool for Clahe {
@@ -31,19 +34,25 @@ bottom by reflection, BORDER_REFLECT_101, when the grid does not divide it); eac
 excess handed back evenly, and becomes a look-up table; each pixel is mapped by bilinear
 interpolation between its four nearest tiles' tables, in OpenCV's single-precision arithmetic.
 The output's maxval is 255 (8-bit) or 65535 (16-bit), the range OpenCV's tables span.
-See docs/clahe.md.
+
+Colour frames (--colour): by default CLAHE of the Y of YCrCb, converted back, as OpenCV's recipe
+does it (cvtColor BGR2YCrCb, CLAHE of Y, cvtColor YCrCb2BGR), byte for byte at 8 and 16 bits;
+'each' works on R, G and B on their own; 'gray' reads colour as gray and writes gray. Alpha is
+carried unchanged (rescaled only when the maxval changes). See docs/clahe.md.
 
 Usage: clahe [OPTIONS] [FILE...]";
-    const FLAGS: &'static [Flag] = &[CLIP, TILES];
+    const FLAGS: &'static [Flag] = &[CLIP, TILES, COLOUR];
     const HELP_END: &'static str = "\
 Example:
   clahe --clip 2 < moon.pgm > moon-clahe.pgm
-  clahe --tiles 16x12 < dem16.pgm | cdf --bins 16";
+  clahe --tiles 16x12 < dem16.pgm | cdf --bins 16
+  clahe --clip 2 -o astronaut-clahe.png astronaut.png";
 
     fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
         match given.flag.long {
             "--clip" => self.op.clip = given.parse()?,
             "--tiles" => self.op.tiles = given.parse::<TileGrid>()?,
+            "--colour" => self.colour = Colour::parse(given.text()?)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -68,8 +77,12 @@ Example:
         Ok(())
     }
 
+    fn reads_gray(&self) -> bool {
+        self.colour == Colour::Gray
+    }
+
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
-        let out = cx.run(&self.op, &frame)?;
+        let out = self.colour.run(cx, &frame, &self.op)?;
         cx.write(out)
     }
 }

@@ -1,8 +1,9 @@
-use histopipe_frame::{Frame, Pixels};
+use histopipe_frame::{Channels, Frame, Pixels, ReadOptions};
 use histopipe_ops::clahe::{Clahe, TileGrid};
 use histopipe_ops::Op;
 
 use crate::common::*;
+use crate::opencv::{colour_recipe, sample_bytes, ColourRecipe};
 
 /// One `cv2.createCLAHE(clip, (gx, gy)).apply(frame)`.
 struct Case {
@@ -26,15 +27,6 @@ impl Case {
             "{}x{} maxval {}, --clip {} --tiles {}x{}",
             f.width, f.height, f.maxval, self.clip, self.tiles.x, self.tiles.y
         )
-    }
-}
-
-/// The samples as OpenCV reads them: bytes, or 16-bit little-endian.
-fn sample_bytes(pixels: &Pixels) -> Vec<u8> {
-    match pixels {
-        Pixels::U8(v) => v.to_vec(),
-        Pixels::U16(v) => v.iter().flat_map(|s| s.to_le_bytes()).collect(),
-        Pixels::F32(_) => panic!("clahe writes integer frames"),
     }
 }
 
@@ -286,4 +278,169 @@ fn gpu_backend_matches_opencv_on_fixtures() {
     for args in [&[][..], &["--clip", "2", "--tiles", "3x5"]] {
         assert!(run_ok("clahe", "gpu", args, &input) == run_ok("clahe", "cpu", args, &input), "{args:?}");
     }
+}
+
+/// OpenCV's expression for `--clip clip --tiles gx x gy`, as `colour_recipe` takes it.
+fn create_clahe(clip: f64, gx: usize, gy: usize) -> String {
+    format!("cv2.createCLAHE(clipLimit={clip:?}, tileGridSize=({gx}, {gy})).apply(g)")
+}
+
+/// Each output has its input's size and channels, the documented maxval, and `want`'s samples.
+fn assert_colour(what: &str, inputs: &[Frame], outs: &[Frame], want: &[Pixels]) {
+    assert_eq!(outs.len(), inputs.len(), "{what}");
+    for (i, ((input, out), want)) in inputs.iter().zip(outs).zip(want).enumerate() {
+        let top = if input.maxval <= 255 { 255 } else { 65535 };
+        assert_eq!(
+            (out.width, out.height, out.channels, out.maxval),
+            (input.width, input.height, input.channels, top)
+        );
+        assert!(
+            &out.pixels == want,
+            "{what}: frame {i} ({}x{} {}): {} samples differ from OpenCV's recipe",
+            input.width,
+            input.height,
+            input.channels.name(),
+            differing(&out.pixels, want)
+        );
+    }
+}
+
+/// `--colour luma` (the default) on the colour fixtures, with the default and other options:
+/// OpenCV's recipe byte for byte, on the RGB samples our reader gives.
+#[test]
+fn colour_luma_matches_opencv_recipe_on_fixtures() {
+    let settings: [(&[&str], f64, usize, usize); 3] = [
+        (&[], 40.0, 8, 8),
+        (&["--clip", "2", "--tiles", "3x5"], 2.0, 3, 5),
+        (&["--colour", "luma", "--clip", "0", "--tiles", "16"], 0.0, 16, 16),
+    ];
+    for name in ["astronaut.png", "rocket.jpg"] {
+        let frame = fixture_frame(name);
+        assert_eq!(frame.channels, Channels::Rgb, "{name} is read as colour");
+        let frames = vec![frame; settings.len()];
+        let exprs: Vec<String> = settings.iter().map(|&(_, c, x, y)| create_clahe(c, x, y)).collect();
+        let want = colour_recipe(&frames, ColourRecipe::Luma, &exprs);
+        for ((args, ..), want) in settings.iter().zip(want) {
+            let out = read_frames(&run_ok("clahe", "cpu", args, &fixture_bytes(name)));
+            assert_colour(&format!("{name} {args:?}"), &frames[..1], &out, &[want]);
+        }
+    }
+}
+
+/// Random, flat, few-coloured and skewed frames, RGB and RGBA, 8- and 16-bit (OpenCV's CLAHE and
+/// YCrCb both take 16-bit images: the recipe is OpenCV's there too); alpha carried unchanged.
+#[test]
+fn colour_luma_matches_opencv_recipe_at_both_depths_with_and_without_alpha() {
+    let mut rng = rng();
+    for (maxval, args, clip, gx, gy) in [
+        (255, &["--clip", "2", "--tiles", "3x2"], 2.0, 3, 2),
+        (65535, &["--clip", "40", "--tiles", "4x4"], 40.0, 4, 4),
+    ] {
+        let mut frames = hard_colour_frames(&mut rng, Channels::Rgb, maxval);
+        frames.extend(hard_colour_frames(&mut rng, Channels::RgbAlpha, maxval));
+        let want =
+            colour_recipe(&frames, ColourRecipe::Luma, &vec![create_clahe(clip, gx, gy); frames.len()]);
+        let out = read_frames(&run_ok("clahe", "cpu", &args[..], &stream(&frames)));
+        assert_colour(&format!("maxval {maxval} {args:?}"), &frames, &out, &want);
+    }
+}
+
+/// `--colour each`: OpenCV's CLAHE of R, G and B on their own; alpha carried.
+#[test]
+fn colour_each_matches_opencv_per_channel() {
+    let mut rng = rng();
+    let mut frames = vec![fixture_frame("astronaut.png"), fixture_frame("rocket.jpg")];
+    frames.extend(hard_colour_frames(&mut rng, Channels::RgbAlpha, 255).into_iter().step_by(2));
+    frames.extend(hard_colour_frames(&mut rng, Channels::Rgb, 65535).into_iter().step_by(3));
+    let want = colour_recipe(&frames, ColourRecipe::Each, &vec![create_clahe(3.0, 5, 3); frames.len()]);
+    let args = ["--colour", "each", "--clip", "3", "--tiles", "5x3"];
+    let out = read_frames(&run_ok("clahe", "cpu", &args, &stream(&frames)));
+    assert_colour("each", &frames, &out, &want);
+}
+
+/// `--colour gray`: colour read as gray, CLAHE of it, written gray.
+#[test]
+fn colour_gray_reads_and_writes_gray() {
+    let gray = ReadOptions { gray: true, ..Default::default() };
+    for name in ["astronaut.png", "rocket.jpg"] {
+        let frame = read_frames_with(&fixture_bytes(name), gray).remove(0);
+        let want = opencv_clahe(&[Case::new(frame, 40.0, 8, 8)]).remove(0);
+        let out = read_frames(&run_ok("clahe", "cpu", &["--colour", "gray"], &fixture_bytes(name))).remove(0);
+        assert_eq!(out.channels, Channels::Gray, "{name}");
+        assert!(out.pixels == want, "{name}");
+    }
+}
+
+/// Gray frames come out the same in every mode; gray with alpha has its gray plane's CLAHE. When
+/// CLAHE's output maxval (255 or 65535) is not the input's, alpha is rescaled to keep its meaning.
+#[test]
+fn gray_frames_alike_in_every_mode_and_alpha_is_carried() {
+    let mut rng = rng();
+    let input = stream(&[fixture_frame("camera.pgm"), fixture_frame("dem16.pgm")]);
+    let default = run_ok("clahe", "cpu", &[], &input);
+    for mode in ["luma", "each", "gray"] {
+        assert!(run_ok("clahe", "cpu", &["--colour", mode], &input) == default, "--colour {mode}");
+    }
+    for maxval in [255, 65535, 100, 4000] {
+        let top: u64 = if maxval <= 255 { 255 } else { 65535 };
+        let frame = random_colour_frame(&mut rng, 37, 23, Channels::GrayAlpha, maxval);
+        let want = Clahe::default().cpu(&frame.plane(0)).unwrap();
+        let alpha: Vec<u16> = (0..frame.pixel_count())
+            .map(|i| {
+                ((2 * frame.plane(1).pixels.get(i) as u64 * top + maxval as u64) / (2 * maxval as u64)) as u16
+            })
+            .collect();
+        for mode in ["luma", "each"] {
+            let out = read_frames(&run_ok(
+                "clahe",
+                "cpu",
+                &["--colour", mode],
+                &stream(std::slice::from_ref(&frame)),
+            ))
+            .remove(0);
+            assert_eq!((out.channels, out.maxval as u64), (Channels::GrayAlpha, top));
+            assert_eq!(out.plane(0).pixels, want.pixels, "--colour {mode}, maxval {maxval}: gray");
+            let got: Vec<u16> = (0..frame.pixel_count()).map(|i| out.plane(1).pixels.get(i)).collect();
+            assert_eq!(got, alpha, "--colour {mode}, maxval {maxval}: alpha");
+        }
+    }
+    // RGBA of maxval 100: colour as OpenCV's recipe makes it (its 8-bit images span 0..255),
+    // alpha scaled from 0..100 to 0..255.
+    let frame = random_colour_frame(&mut rng, 40, 30, Channels::RgbAlpha, 100);
+    let want = colour_recipe(std::slice::from_ref(&frame), ColourRecipe::Luma, &[create_clahe(40.0, 8, 8)])
+        .remove(0);
+    let out = read_frames(&run_ok("clahe", "cpu", &[], &stream(std::slice::from_ref(&frame)))).remove(0);
+    assert_eq!((out.channels, out.maxval), (Channels::RgbAlpha, 255));
+    for i in 0..frame.pixels.len() {
+        let want =
+            if i % 4 == 3 { (frame.pixels.get(i) as u32 * 510 + 100) / 200 } else { want.get(i) as u32 };
+        assert_eq!(out.pixels.get(i) as u32, want, "sample {i}");
+    }
+}
+
+#[test]
+fn bad_colour_modes_are_refused() {
+    let e = run_err("clahe", &["--colour", "hsv"], &fixture_bytes("camera.pgm"), 2);
+    assert!(e.contains("--colour"), "{e}");
+}
+
+/// Colour frames on the GPU: the same bytes as the CPU's in every mode (Y or each channel on the
+/// GPU, the conversions on the CPU).
+#[test]
+fn gpu_matches_cpu_on_colour_frames() {
+    let Some(_gpu) = gpu() else { return };
+    let mut rng = rng();
+    let mut frames = vec![fixture_frame("astronaut.png"), fixture_frame("rocket.jpg")];
+    frames.extend(hard_colour_frames(&mut rng, Channels::RgbAlpha, 255).into_iter().step_by(3));
+    frames.extend(hard_colour_frames(&mut rng, Channels::Rgb, 65535).into_iter().step_by(3));
+    frames.push(random_colour_frame(&mut rng, 300, 200, Channels::GrayAlpha, 4000));
+    frames.push(random_colour_frame(&mut rng, 64, 64, Channels::RgbAlpha, 100));
+    let input = stream(&frames);
+    for mode in ["luma", "each"] {
+        let args = ["--colour", mode, "--clip", "2", "--tiles", "3x5"];
+        assert!(run_ok("clahe", "gpu", &args, &input) == run_ok("clahe", "cpu", &args, &input), "{mode}");
+    }
+    let jpg = fixture_bytes("rocket.jpg");
+    let args = ["--colour", "gray"];
+    assert!(run_ok("clahe", "gpu", &args, &jpg) == run_ok("clahe", "cpu", &args, &jpg));
 }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use assert_cmd::Command;
-use histopipe_frame::{Format, Frame, FrameReader, FrameWriter, Pixels, ReadOptions, WriteOptions};
+use histopipe_frame::{Channels, Format, Frame, FrameReader, FrameWriter, Pixels, ReadOptions, WriteOptions};
 use histopipe_gpu::Gpu;
 
 /// The repository's root.
@@ -212,6 +212,57 @@ pub fn random_frame(rng: &mut fastrand::Rng, width: usize, height: usize, maxval
     let mut f = Frame::new(width, height, maxval, pixels);
     f.format = Format::Pgm;
     f
+}
+
+/// A PAM frame of `channels`, its samples uniformly random in 0..=maxval (8-bit for maxval <= 255).
+pub fn random_colour_frame(
+    rng: &mut fastrand::Rng,
+    width: usize,
+    height: usize,
+    channels: Channels,
+    maxval: u16,
+) -> Frame {
+    let n = width * height * channels.count();
+    let pixels = if maxval <= 255 {
+        Pixels::U8((0..n).map(|_| rng.u8(0..=maxval as u8)).collect())
+    } else {
+        Pixels::U16((0..n).map(|_| rng.u16(0..=maxval)).collect())
+    };
+    let mut f = Frame::with_channels(width, height, channels, maxval, pixels);
+    f.format = Format::Pam;
+    f
+}
+
+/// Colour frames of `channels` that histogram operations find hard, of several sizes: random,
+/// flat (one colour), a few colours, and skewed (most pixels near one colour).
+pub fn hard_colour_frames(rng: &mut fastrand::Rng, channels: Channels, maxval: u16) -> Vec<Frame> {
+    let mut frames = Vec::new();
+    for (w, h) in [(1, 1), (7, 1), (1, 5), (31, 17), (200, 130)] {
+        frames.push(random_colour_frame(rng, w, h, channels, maxval));
+        let n = channels.count();
+        let palette: Vec<Vec<u16>> = (0..3).map(|_| (0..n).map(|_| rng.u16(0..=maxval)).collect()).collect();
+        let base: Vec<u16> = (0..n).map(|_| rng.u16(0..=maxval.saturating_sub(8))).collect();
+        for kind in 0..3 {
+            let mut f = random_colour_frame(rng, w, h, channels, maxval);
+            let samples: Vec<u16> = (0..w * h)
+                .flat_map(|_| match kind {
+                    0 => palette[0].clone(),
+                    1 => palette[rng.usize(..3)].clone(),
+                    _ if rng.u8(..) < 240 => {
+                        base.iter().map(|&b| b + rng.u16(0..8).min(maxval - b)).collect()
+                    }
+                    _ => (0..n).map(|_| rng.u16(0..=maxval)).collect(),
+                })
+                .collect();
+            f.pixels = if maxval <= 255 {
+                Pixels::U8(samples.iter().map(|&s| s as u8).collect())
+            } else {
+                Pixels::U16(samples.into())
+            };
+            frames.push(f);
+        }
+    }
+    frames
 }
 
 /// A PGM frame of `f()`'s samples, row by row (8-bit for maxval <= 255).

@@ -1,10 +1,11 @@
-use histopipe_frame::{Format, Frame, Pixels};
+use histopipe_frame::{Channels, Format, Frame, Pixels, ReadOptions};
 use histopipe_ops::bins::Bins;
 use histopipe_ops::equalize::Equalize;
 use histopipe_ops::histogram::{Histogram, PRIVATE_MAX_BINS, SHARED_MAX_BINS};
 use histopipe_ops::Op;
 
 use crate::common::*;
+use crate::opencv::{colour_recipe, pixels_like, sample_bytes, ColourRecipe};
 
 fn samples_u8(frame: &Frame) -> &[u8] {
     match &frame.pixels {
@@ -220,4 +221,204 @@ fn gpu_backend_matches_opencv_and_cpu_on_fixtures() {
     // One process, several frames of both depths: pooled buffers are reused across frames.
     let input = stream(&[fixture_frame("camera.pgm"), fixture_frame("dem16.pgm"), fixture_frame("page.pgm")]);
     assert!(run_ok("equalize", "gpu", &[], &input) == run_ok("equalize", "cpu", &[], &input));
+}
+
+/// The tool's output frames for `frames` as one stream, with `args`.
+fn equalize_stream(backend: &str, args: &[&str], frames: &[Frame]) -> Vec<Frame> {
+    read_frames(&run_ok("equalize", backend, args, &stream(frames)))
+}
+
+/// Each output has its input's size, channels and maxval, and the samples of `want`.
+fn assert_frames(what: &str, inputs: &[Frame], outs: &[Frame], want: &[Pixels]) {
+    assert_eq!(outs.len(), inputs.len(), "{what}");
+    for (i, ((input, out), want)) in inputs.iter().zip(outs).zip(want).enumerate() {
+        let shape = |f: &Frame| (f.width, f.height, f.channels, f.maxval);
+        assert_eq!(shape(out), shape(input), "{what}: frame {i}");
+        let differ = (0..want.len()).filter(|&k| out.pixels.get(k) != want.get(k)).count();
+        assert!(
+            &out.pixels == want,
+            "{what}: frame {i} ({}x{} {}): {differ} samples differ from OpenCV's recipe",
+            input.width,
+            input.height,
+            input.channels.name()
+        );
+    }
+}
+
+/// OpenCV's `equalizeHist` for `n` frames, as `colour_recipe` takes it.
+fn equalize_hist(n: usize) -> Vec<String> {
+    vec!["cv2.equalizeHist(g)".to_owned(); n]
+}
+
+/// `--colour luma` (the default) on the colour fixtures: OpenCV's recipe, byte for byte, on the
+/// RGB samples our reader gives (rocket.jpg: the same decoder for the tool and for cv2's input).
+#[test]
+fn colour_luma_matches_opencv_recipe_on_fixtures() {
+    for name in ["astronaut.png", "rocket.jpg"] {
+        let frame = fixture_frame(name);
+        assert_eq!(frame.channels, Channels::Rgb, "{name} is read as colour");
+        let want = colour_recipe(std::slice::from_ref(&frame), ColourRecipe::Luma, &equalize_hist(1));
+        for args in [&[][..], &["--colour", "luma"]] {
+            let out = read_frames(&run_ok("equalize", "cpu", args, &fixture_bytes(name)));
+            assert_frames(&format!("{name} {args:?}"), std::slice::from_ref(&frame), &out, &want);
+        }
+    }
+}
+
+/// Random, flat, few-coloured and skewed 8-bit frames, RGB and RGBA (PAM RGB_ALPHA): the
+/// recipe on R, G, B; alpha carried unchanged.
+#[test]
+fn colour_luma_matches_opencv_recipe_with_and_without_alpha() {
+    let mut rng = rng();
+    let mut frames = hard_colour_frames(&mut rng, Channels::Rgb, 255);
+    frames.extend(hard_colour_frames(&mut rng, Channels::RgbAlpha, 255));
+    let want = colour_recipe(&frames, ColourRecipe::Luma, &equalize_hist(frames.len()));
+    assert_frames("luma", &frames, &equalize_stream("cpu", &[], &frames), &want);
+}
+
+/// `--colour each`: `cv2.equalizeHist` of R, G and B on their own; alpha carried.
+#[test]
+fn colour_each_matches_opencv_per_channel() {
+    let mut rng = rng();
+    let mut frames = vec![fixture_frame("astronaut.png"), fixture_frame("rocket.jpg")];
+    frames.extend(hard_colour_frames(&mut rng, Channels::RgbAlpha, 255).into_iter().step_by(2));
+    frames.extend(hard_colour_frames(&mut rng, Channels::Rgb, 255).into_iter().step_by(3));
+    let want = colour_recipe(&frames, ColourRecipe::Each, &equalize_hist(frames.len()));
+    assert_frames("each", &frames, &equalize_stream("cpu", &["--colour", "each"], &frames), &want);
+}
+
+/// 16-bit luma: OpenCV's 16-bit YCrCb conversions around our 16-bit equalization of Y (equalizeHist
+/// takes 8-bit images only), itself tested above; samples over a maxval under 65535 are clamped.
+#[test]
+fn sixteen_bit_luma_is_opencv_ycrcb_around_our_equalize() {
+    let mut rng = rng();
+    let mut frames =
+        hard_colour_frames(&mut rng, Channels::RgbAlpha, 65535).into_iter().step_by(2).collect::<Vec<_>>();
+    frames.extend(hard_colour_frames(&mut rng, Channels::Rgb, 65535).into_iter().step_by(3));
+    frames.push(random_colour_frame(&mut rng, 64, 48, Channels::Rgb, 4000));
+    frames.push(random_colour_frame(&mut rng, 33, 9, Channels::RgbAlpha, 1076));
+    let inputs: Vec<Vec<u8>> = frames.iter().map(|f| sample_bytes(&f.pixels)).collect();
+    let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+    let shapes: Vec<String> =
+        frames.iter().map(|f| format!("({}, {}, {})", f.height, f.width, f.channels.count())).collect();
+    // Y, Cr, Cb planes of every frame, one after another.
+    let ycc = opencv(
+        &format!(
+            "for path, (h, w, n) in zip(sys.argv[1:], [{}]):\n    \
+             a = np.fromfile(path, '<u2').reshape(h, w, n)\n    \
+             ycc = cv2.cvtColor(np.ascontiguousarray(a[..., 2::-1]), cv2.COLOR_BGR2YCrCb)\n    \
+             sys.stdout.buffer.write(np.moveaxis(ycc, 2, 0).astype('<u2').tobytes())\n",
+            shapes.join(", ")
+        ),
+        &refs,
+    );
+    // Y equalized by our gray path; Cr and Cb as they were.
+    let mut rest = &ycc[..];
+    let mut planes = Vec::new();
+    for f in &frames {
+        let (this, next) = rest.split_at(6 * f.pixel_count());
+        rest = next;
+        let (y, chroma) = this.split_at(2 * f.pixel_count());
+        let y = frame_u16(f.width, f.height, f.maxval, pixels_u16(y));
+        let Pixels::U16(eq) = Equalize.cpu(&y).unwrap().pixels else { panic!("16-bit") };
+        planes.push([eq.iter().flat_map(|s| s.to_le_bytes()).collect(), chroma.to_vec()].concat());
+    }
+    let params: Vec<String> = frames
+        .iter()
+        .map(|f| format!("({}, {}, {}, {})", f.height, f.width, f.channels.count(), f.maxval))
+        .collect();
+    let mut scripts_inputs: Vec<&[u8]> = planes.iter().map(Vec::as_slice).collect();
+    scripts_inputs.extend(&refs);
+    let back = opencv(
+        &format!(
+            "k = len(sys.argv[1:]) // 2\n\
+             for path, orig, (h, w, n, m) in zip(sys.argv[1:k + 1], sys.argv[k + 1:], [{}]):\n    \
+             ycc = np.ascontiguousarray(np.moveaxis(np.fromfile(path, '<u2').reshape(3, h, w), 0, 2))\n    \
+             res = np.fromfile(orig, '<u2').reshape(h, w, n)\n    \
+             res[..., :3] = np.minimum(cv2.cvtColor(ycc, cv2.COLOR_YCrCb2BGR), m)[..., ::-1]\n    \
+             sys.stdout.buffer.write(res.astype('<u2').tobytes())\n",
+            params.join(", ")
+        ),
+        &scripts_inputs,
+    );
+    let mut rest = &back[..];
+    let want: Vec<Pixels> = frames
+        .iter()
+        .map(|f| {
+            let (this, next) = rest.split_at(2 * f.pixels.len());
+            rest = next;
+            pixels_like(&f.pixels, this)
+        })
+        .collect();
+    assert_frames("16-bit luma", &frames, &equalize_stream("cpu", &[], &frames), &want);
+}
+
+fn pixels_u16(bytes: &[u8]) -> Vec<u16> {
+    bytes.chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect()
+}
+
+/// `--colour gray`: colour read as gray (the reader's BGR2GRAY), equalized, written gray.
+#[test]
+fn colour_gray_reads_and_writes_gray() {
+    let gray = ReadOptions { gray: true, ..Default::default() };
+    for name in ["astronaut.png", "rocket.jpg"] {
+        let frame = read_frames_with(&fixture_bytes(name), gray).remove(0);
+        let out =
+            read_frames(&run_ok("equalize", "cpu", &["--colour", "gray"], &fixture_bytes(name))).remove(0);
+        assert_eq!(out.channels, Channels::Gray, "{name}");
+        assert!(samples_u8(&out) == &opencv_equalize(std::slice::from_ref(&frame))[0][..], "{name}");
+    }
+}
+
+/// Gray frames come out the same in every mode; a gray frame with alpha has its gray equalized
+/// and its alpha carried.
+#[test]
+fn gray_frames_alike_in_every_mode_and_gray_alpha_keeps_alpha() {
+    let mut rng = rng();
+    let input = stream(&[fixture_frame("camera.pgm"), fixture_frame("dem16.pgm")]);
+    let default = run_ok("equalize", "cpu", &[], &input);
+    for mode in ["luma", "each", "gray"] {
+        assert!(run_ok("equalize", "cpu", &["--colour", mode], &input) == default, "--colour {mode}");
+    }
+    for maxval in [255, 65535] {
+        let frame = random_colour_frame(&mut rng, 37, 23, Channels::GrayAlpha, maxval);
+        let want = Equalize.cpu(&frame.plane(0)).unwrap();
+        for mode in ["luma", "each"] {
+            let out = equalize_stream("cpu", &["--colour", mode], std::slice::from_ref(&frame)).remove(0);
+            assert_eq!((out.channels, out.maxval), (Channels::GrayAlpha, maxval));
+            assert_eq!(out.plane(0).pixels, want.pixels, "--colour {mode}, maxval {maxval}: gray");
+            assert_eq!(out.plane(1).pixels, frame.plane(1).pixels, "--colour {mode}, maxval {maxval}: alpha");
+        }
+    }
+}
+
+#[test]
+fn bad_colour_modes_are_refused() {
+    for mode in ["rgb", "", "Luma"] {
+        let e = run_err("equalize", &["--colour", mode], &fixture_bytes("camera.pgm"), 2);
+        assert!(e.contains("--colour"), "{mode:?}: {e}");
+    }
+}
+
+/// Colour frames on the GPU: the same bytes as the CPU's in every mode (the Y plane's work runs
+/// on the GPU, the conversions on the CPU).
+#[test]
+fn gpu_matches_cpu_on_colour_frames() {
+    let Some(_gpu) = gpu() else { return };
+    let mut rng = rng();
+    let mut frames = vec![fixture_frame("astronaut.png"), fixture_frame("rocket.jpg")];
+    frames.extend(hard_colour_frames(&mut rng, Channels::RgbAlpha, 255).into_iter().step_by(3));
+    frames.extend(hard_colour_frames(&mut rng, Channels::Rgb, 65535).into_iter().step_by(3));
+    frames.push(random_colour_frame(&mut rng, 300, 200, Channels::GrayAlpha, 4000));
+    let input = stream(&frames);
+    for mode in ["luma", "each"] {
+        let args = ["--colour", mode];
+        assert!(
+            run_ok("equalize", "gpu", &args, &input) == run_ok("equalize", "cpu", &args, &input),
+            "{mode}"
+        );
+    }
+    let jpg = fixture_bytes("rocket.jpg");
+    let args = ["--colour", "gray"];
+    assert!(run_ok("equalize", "gpu", &args, &jpg) == run_ok("equalize", "cpu", &args, &jpg));
 }

@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use histopipe_frame::{Frame, Pixels};
 
+use crate::common::opencv;
+
 /// A fresh path in the temp directory, unique to this process, this call and `name` (tests run in
 /// parallel threads of one process).
 pub fn temp_path(name: &str) -> PathBuf {
@@ -143,4 +145,79 @@ pub fn hough_lines(
             }
         })
         .collect()
+}
+
+/// How OpenCV's recipe equalizes a colour frame ([`colour_recipe`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColourRecipe {
+    /// `ycc = cvtColor(bgr, COLOR_BGR2YCrCb)`, Y equalized, `cvtColor(ycc, COLOR_YCrCb2BGR)`.
+    Luma,
+    /// B, G and R equalized each on its own.
+    Each,
+}
+
+/// OpenCV's recipe for each colour frame (RGB or RGBA, 8- or 16-bit), as the samples of our frame
+/// of the same channels: `equalize[i]`, a Python expression of the 2-D array `g` (for example
+/// `cv2.equalizeHist(g)`), equalizes frame i's Y or channels, as `recipe` says. Alpha, which
+/// OpenCV's recipe has no place for, is the input's. All in one Python process.
+pub fn colour_recipe(frames: &[Frame], recipe: ColourRecipe, equalize: &[String]) -> Vec<Pixels> {
+    assert_eq!(frames.len(), equalize.len(), "one expression a frame");
+    let params: Vec<String> = frames
+        .iter()
+        .zip(equalize)
+        .map(|(f, e)| {
+            let bits = 8 * f.depth().bytes();
+            format!("({}, {}, {}, {bits}, {:?})", f.height, f.width, f.channels.count(), e)
+        })
+        .collect();
+    let script = format!(
+        "for path, (h, w, n, bits, f) in zip(sys.argv[1:], [{}]):\n    \
+         t = np.uint8 if bits == 8 else np.dtype('<u2')\n    \
+         a = np.fromfile(path, t).reshape(h, w, n)\n    \
+         bgr = np.ascontiguousarray(a[..., 2::-1])\n    \
+         eq = eval('lambda g: ' + f)\n    \
+         if {luma}:\n        \
+             ycc = cv2.cvtColor(bgr, cv2.COLOR_BGR2YCrCb)\n        \
+             ycc[..., 0] = eq(np.ascontiguousarray(ycc[..., 0]))\n        \
+             out = cv2.cvtColor(ycc, cv2.COLOR_YCrCb2BGR)\n    \
+         else:\n        \
+             out = cv2.merge([eq(np.ascontiguousarray(c)) for c in cv2.split(bgr)])\n    \
+         res = a.copy()\n    \
+         res[..., :3] = out[..., ::-1]\n    \
+         sys.stdout.buffer.write(res.astype(t).tobytes())\n",
+        params.join(", "),
+        luma = if recipe == ColourRecipe::Luma { "True" } else { "False" },
+    );
+    let inputs: Vec<Vec<u8>> = frames.iter().map(|f| sample_bytes(&f.pixels)).collect();
+    let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+    let out = opencv(&script, &refs);
+    let mut rest = &out[..];
+    frames
+        .iter()
+        .map(|f| {
+            let (this, next) = rest.split_at(f.pixels.len() * f.depth().bytes());
+            rest = next;
+            pixels_like(&f.pixels, this)
+        })
+        .collect()
+}
+
+/// Integer samples as OpenCV reads and writes them: bytes, or 16-bit little-endian.
+pub fn sample_bytes(pixels: &Pixels) -> Vec<u8> {
+    match pixels {
+        Pixels::U8(v) => v.to_vec(),
+        Pixels::U16(v) => v.iter().flat_map(|s| s.to_le_bytes()).collect(),
+        Pixels::F32(_) => panic!("OpenCV comparisons here take integer samples"),
+    }
+}
+
+/// `bytes` ([`sample_bytes`]) as samples of `like`'s width.
+pub fn pixels_like(like: &Pixels, bytes: &[u8]) -> Pixels {
+    match like {
+        Pixels::U8(_) => Pixels::U8(bytes.to_vec().into()),
+        Pixels::U16(_) => {
+            Pixels::U16(bytes.chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect())
+        }
+        Pixels::F32(_) => panic!("OpenCV comparisons here take integer samples"),
+    }
 }

@@ -17,6 +17,7 @@ mod dispatch;
 mod error;
 mod flags;
 mod inputs;
+mod luma;
 mod outputs;
 mod panic;
 mod progress;

@@ -11,6 +11,7 @@ use crate::common::Common;
 use crate::dispatch::Backends;
 use crate::error::Place;
 use crate::flags::{Flag, FlagError, Given};
+use crate::luma;
 use crate::outputs::{OutputFormat, PathTemplate, Product};
 use crate::Error;
 
@@ -157,6 +158,44 @@ impl<'a> Context<'a> {
             .map(|c| self.run(&op(c), &frame.plane(c)))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Frame::from_planes(frame.channels, &planes))
+    }
+
+    /// Runs `op(c)` on each colour channel `c` of `frame` as [`Context::run_each_channel`] does,
+    /// alpha carried past it, never worked on (rescaled only where the operation changes the
+    /// maxval, to keep its meaning: see `carry_alpha` in luma.rs).
+    pub fn run_each_colour_channel<O: Op<Output = Frame>>(
+        &mut self,
+        frame: &Frame,
+        op: impl Fn(usize) -> O,
+    ) -> Result<Frame, Error> {
+        if !frame.channels.has_alpha() {
+            return self.run_each_channel(frame, op);
+        }
+        let colours = (0..frame.channels.colour_count())
+            .map(|c| self.run(&op(c), &frame.plane(c)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(luma::carry_alpha(frame, colours))
+    }
+
+    /// Runs `op` on the luma of `frame`: on a colour frame, on its Y of YCrCb as a gray frame
+    /// (OpenCV's `cvtColor(COLOR_BGR2YCrCb)`), and converts the result back with the frame's Cr and
+    /// Cb (`COLOR_YCrCb2BGR`); alpha is carried as [`Context::run_each_colour_channel`] carries
+    /// it. A gray frame is the operation's alone, a gray frame with alpha that of its gray plane.
+    /// The conversions run on the CPU whichever backend runs `op`. The operation must keep the
+    /// frame's size and sample width.
+    pub fn run_on_luma<O: Op<Output = Frame>>(&mut self, frame: &Frame, op: &O) -> Result<Frame, Error> {
+        match frame.channels {
+            Channels::Gray => self.run(op, frame),
+            Channels::GrayAlpha => {
+                let gray = self.run(op, &frame.plane(0))?;
+                Ok(luma::carry_alpha(frame, vec![gray]))
+            }
+            Channels::Rgb | Channels::RgbAlpha => {
+                let (y, chroma) = luma::split(frame).map_err(|e| self.op_error(e))?;
+                let y = self.run(op, &y)?;
+                Ok(luma::merge(&y, &chroma, frame))
+            }
+        }
     }
 
     /// Writes a frame to the output, in the output's container (by default the frame's own).
