@@ -522,7 +522,11 @@ mod tests {
         assert_eq!(spec("Makefile-target").unwrap().format, None);
         assert!(matches!(spec("-").unwrap().target, Target::Stdout));
         assert!(matches!(OutputSpec::parse(None).unwrap().target, Target::Stdout));
-        assert!(spec("a.jpg").unwrap_err().contains("does not write .jpg files"));
+        assert_eq!(spec("a.JPG").unwrap().format, Some(OutputFormat::Jpeg));
+        assert_eq!(spec("a.npy").unwrap().format, Some(OutputFormat::Npy));
+        assert_eq!(spec("a.pfm").unwrap().format, Some(OutputFormat::Pfm));
+        assert_eq!(spec("a.pnm").unwrap().format, Some(OutputFormat::Pnm));
+        assert!(spec("a.gif").unwrap_err().contains("does not write .gif files"));
         assert!(spec("out/{name}").unwrap_err().contains("{name} would keep the input's extension"));
         assert!(spec("out/{stem}.{n}").unwrap_err().contains("write the extension out"));
     }
