@@ -45,9 +45,14 @@ fn colour_and_compressed_inputs_become_rec601_gray_pgm() {
         .pixels()
         .map(|p| ((299 * p[0] as u32 + 587 * p[1] as u32 + 114 * p[2] as u32 + 500) / 1000) as u8)
         .collect();
+    // pad keeps colour (RGB out as PPM); tools that read gray read colour as the reader's gray.
     let out = identity(&fixture_bytes("astronaut.png"), &[]);
-    assert!(out.starts_with(b"P5"));
-    assert_eq!(read_frames(&out).remove(0).pixels, Pixels::U8(expected.clone().into()));
+    assert!(out.starts_with(b"P6"));
+    let gray = |bytes: &[u8]| {
+        read_frames_with(bytes, ReadOptions { gray: true, ..ReadOptions::default() }).remove(0)
+    };
+    assert_eq!(gray(&fixture_bytes("astronaut.png")).pixels, Pixels::U8(expected.clone().into()));
+    assert!(read_frames(&out).remove(0).pixels == Pixels::U8(astronaut.as_raw().to_vec().into()));
     // The same picture as PPM, TIFF and BMP.
     let (w, h) = astronaut.dimensions();
     let mut ppm = format!("P6\n{w} {h}\n255\n").into_bytes();
@@ -57,8 +62,12 @@ fn colour_and_compressed_inputs_become_rec601_gray_pgm() {
         ("tiff", encode(&astronaut, image::ImageFormat::Tiff)),
         ("bmp", encode(&astronaut, image::ImageFormat::Bmp)),
     ] {
-        let f = read_frames(&identity(&bytes, &[])).remove(0);
-        assert_eq!(f.pixels, Pixels::U8(expected.clone().into()), "{format}");
+        assert_eq!(gray(&bytes).pixels, Pixels::U8(expected.clone().into()), "{format}");
+        let kept = read_frames(&identity(&bytes, &[])).remove(0);
+        assert!(
+            kept.pixels == Pixels::U8(astronaut.as_raw().to_vec().into()),
+            "{format}: pad keeps the colour"
+        );
     }
     let jpeg = read_frames(&identity(&fixture_bytes("rocket.jpg"), &[])).remove(0);
     assert_eq!((jpeg.width, jpeg.height), (640, 427));
