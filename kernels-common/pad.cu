@@ -43,3 +43,9 @@ extern "C" __global__ void pad_u16(const u16* in, u32 w, u32 h, u16* out, u32 ow
                                    u32 top, u32 fill) {
     pad<u16>(in, w, h, out, ow, oh, left, top, (u16)fill);
 }
+
+// Float samples are copied as they are: the fill comes as its IEEE bits.
+extern "C" __global__ void pad_f32(const float* in, u32 w, u32 h, float* out, u32 ow, u32 oh, u32 left,
+                                   u32 top, u32 fill) {
+    pad<float>(in, w, h, out, ow, oh, left, top, __uint_as_float(fill));
+}

@@ -6,6 +6,20 @@
 // and loops over tile rows past gridDim.y, so any frame size is covered.
 #include "histopipe.cuh"
 
+// Samples as the u32 of their bits (an integer's value, a float's IEEE bits), and back: quarter
+// turns move bits, whatever the type (a float NaN keeps its payload). Kernels take the fill so.
+__device__ __forceinline__ u32 rotate_bits(u8 v) { return v; }
+__device__ __forceinline__ u32 rotate_bits(u16 v) { return v; }
+__device__ __forceinline__ u32 rotate_bits(float v) { return __float_as_uint(v); }
+template <typename T>
+__device__ __forceinline__ T rotate_from_bits(u32 b) {
+    return (T)b;
+}
+template <>
+__device__ __forceinline__ float rotate_from_bits<float>(u32 b) {
+    return __uint_as_float(b);
+}
+
 // Quarter turns of a W x H input into an OW x OH output (the same size, or with --expand H x W).
 // Doubled offsets from the centres keep half-pixel centres in integers; the source of output
 // (x, y) is the half-up rounding of the halved doubled coordinate, which comes to
@@ -44,7 +58,7 @@ __device__ void quarter_tile_load(const T* __restrict__ in, u32 w, u32 h, u32 ow
     for (u32 i = ty; i < QUARTER_TILE; i += 8) {
         const i64 r = r0 + i;
         const bool inside = c >= 0 && r >= 0 && c < (i64)w && r < (i64)h;
-        tile[i * QUARTER_PITCH + tx] = inside ? (u32)__ldg(in + ((u64)r * w + (u64)c)) : fill;
+        tile[i * QUARTER_PITCH + tx] = inside ? rotate_bits(__ldg(in + ((u64)r * w + (u64)c))) : fill;
     }
 }
 
@@ -65,7 +79,7 @@ __device__ void quarter_tile_store(const u32* tile, u32 w, u32 h, u32 q, i64 x0,
             case 2: cell = (last - j) * QUARTER_PITCH + (last - tx); break;
             default: cell = (last - tx) * QUARTER_PITCH + j; break;
         }
-        out[(u64)y * w + (u64)x] = (T)tile[cell];
+        out[(u64)y * w + (u64)x] = rotate_from_bits<T>(tile[cell]);
     }
 }
 
@@ -94,7 +108,8 @@ __device__ void rotate_quarter(const T* __restrict__ in, u32 w, u32 h, T* __rest
 #define ROTATE_TILE_H 32
 #define ROTATE_THREADS 256
 // Padded rows: a warp's 4 patch rows fall in distinct banks, and a thread's 8 samples stay aligned
-// to their size: rows of 72 B for u8 (8-byte aligned) and 144 B for u16 (16-byte aligned).
+// to their size: rows of 72 B for u8 (8-byte aligned), 144 B for u16 (16-byte aligned) and 288 B
+// for f32 (32-byte aligned).
 #define ROTATE_PITCH 72
 
 // 1.5 * 2^52: for |v| < 2^51, v + M rounded down is M + floor(v) exactly (ulp 1 in [2^52, 2^53)),
@@ -113,6 +128,26 @@ __device__ __forceinline__ double rotate_floor(double v, u32* k) {
 
 __device__ __forceinline__ double rotate_u32_to_double(u32 v) {
     return __dsub_rn(__hiloint2double(0x43300000, (int)v), ROTATE_TWO_52);
+}
+
+// A bilinear tap as a double (exact for every type): Blend::tap in crates/ops/src/rotate/cpu.rs.
+__device__ __forceinline__ double rotate_tap(u8 v) { return rotate_u32_to_double(v); }
+__device__ __forceinline__ double rotate_tap(u16 v) { return rotate_u32_to_double(v); }
+__device__ __forceinline__ double rotate_tap(float v) { return (double)v; }
+
+// The output sample of the blend r = (1 - ty) top + ty bottom: Blend::finish. Integers:
+// floor(r + 0.5), at most maxval (r + 0.5 >= 0.5, far below 2^51; min commutes with floor).
+template <typename T>
+__device__ __forceinline__ T rotate_finish(double r, u32 maxval) {
+    u32 k;
+    rotate_floor(__dadd_rn(r, 0.5), &k);
+    return (T)(k < maxval ? k : maxval);
+}
+// Floats: r rounded to the nearest float (ties to even); a NaN is the quiet NaN 0x7FC00000, as
+// on the CPU, whatever payload the double arithmetic kept.
+template <>
+__device__ __forceinline__ float rotate_finish<float>(double r, u32) {
+    return isnan(r) ? __uint_as_float(0x7FC00000u) : __double2float_rn(r);
 }
 
 // The map's coefficients and the frame, as every thread needs them.
@@ -157,18 +192,15 @@ __device__ __forceinline__ T rotate_pixel(const T* __restrict__ in, const Rotate
         const u64 r0 = (u64)iy * m.w, r1 = (u64)iy1 * m.w;
         const T v00 = __ldg(in + (i00 ? r0 + ix : 0)), v10 = __ldg(in + (i10 ? r0 + ix1 : 0));
         const T v01 = __ldg(in + (i01 ? r1 + ix : 0)), v11 = __ldg(in + (i11 ? r1 + ix1 : 0));
-        const double p00 = i00 ? rotate_u32_to_double(v00) : fillf;
-        const double p10 = i10 ? rotate_u32_to_double(v10) : fillf;
-        const double p01 = i01 ? rotate_u32_to_double(v01) : fillf;
-        const double p11 = i11 ? rotate_u32_to_double(v11) : fillf;
+        const double p00 = i00 ? rotate_tap(v00) : fillf;
+        const double p10 = i10 ? rotate_tap(v10) : fillf;
+        const double p01 = i01 ? rotate_tap(v01) : fillf;
+        const double p11 = i11 ? rotate_tap(v11) : fillf;
         const double ux = __dsub_rn(1.0, tx);
         const double top = __dadd_rn(__dmul_rn(ux, p00), __dmul_rn(tx, p10));
         const double bottom = __dadd_rn(__dmul_rn(ux, p01), __dmul_rn(tx, p11));
-        const double r = __dadd_rn(__dadd_rn(__dmul_rn(__dsub_rn(1.0, ty), top), __dmul_rn(ty, bottom)), 0.5);
-        // r >= 0.5 (taps and weights are non-negative), far below 2^51; min commutes with floor.
-        u32 k;
-        rotate_floor(r, &k);
-        return inside ? (T)(k < maxval ? k : maxval) : fill;
+        const double r = __dadd_rn(__dmul_rn(__dsub_rn(1.0, ty), top), __dmul_rn(ty, bottom));
+        return inside ? rotate_finish<T>(r, maxval) : fill;
     }
 }
 
@@ -181,7 +213,7 @@ __device__ void rotate_tile_compute(const T* __restrict__ in, const RotateMap& m
     const double fx = (double)tile_x + (double)lx;
     const double ax = __dmul_rn(m.a, fx), dx = __dmul_rn(m.d, fx);
     const double fy0 = (double)tile_y + (double)ly;
-    const double fillf = rotate_u32_to_double((u32)fill);
+    const double fillf = rotate_tap(fill);
 #pragma unroll
     for (u32 i = 0; i < ROTATE_TILE_H / 4; i++) {
         // Integers below 2^53: the sum is exact, the same as converting y.
@@ -214,12 +246,8 @@ __device__ void rotate_tile_store(const T* tile, u32 w, u32 h, u32 tile_x, u32 t
     constexpr u32 BYTES = 8 * sizeof(T);
     if (x + 8 <= w) {
         const u64 at = (u64)dst;
-        if ((at & (BYTES - 1)) == 0) {
-            if (sizeof(T) == 1) {
-                *(uint2*)dst = *(const uint2*)src;
-            } else {
-                *(uint4*)dst = *(const uint4*)src;
-            }
+        if (BYTES >= 16 && (at & 15) == 0) {
+            rotate_copy_as<uint4>(src, dst, BYTES);
         } else if ((at & 7) == 0) {
             rotate_copy_as<uint2>(src, dst, BYTES);
         } else if ((at & 3) == 0) {
@@ -245,7 +273,7 @@ __device__ void rotate_affine(const T* __restrict__ in, u32 w, u32 h, T* __restr
     // Block-uniform loop (the barriers need every thread): tile rows beyond the grid's.
     for (u32 ty = blockIdx.y; ty < tiles_y; ty += gridDim.y) {
         const u32 tile_y = ty * ROTATE_TILE_H;
-        rotate_tile_compute<T, BILINEAR>(in, m, tile_x, tile_y, tile, threadIdx.x, (T)fill, maxval);
+        rotate_tile_compute<T, BILINEAR>(in, m, tile_x, tile_y, tile, threadIdx.x, rotate_from_bits<T>(fill), maxval);
         __syncthreads();
         rotate_tile_store<T>(tile, ow, oh, tile_x, tile_y, out, threadIdx.x);
         __syncthreads();
@@ -262,6 +290,11 @@ extern "C" __global__ void __launch_bounds__(256) rotate_quarter_u16(const u16* 
     rotate_quarter<u16>(in, w, h, out, ow, oh, q, fill);
 }
 
+extern "C" __global__ void __launch_bounds__(256) rotate_quarter_f32(const float* in, u32 w, u32 h, float* out,
+                                                                      u32 ow, u32 oh, u32 q, u32 fill) {
+    rotate_quarter<float>(in, w, h, out, ow, oh, q, fill);
+}
+
 #define ROTATE_AFFINE_KERNEL(NAME, T, BILINEAR)                                                              \
     extern "C" __global__ void __launch_bounds__(ROTATE_THREADS)                                           \
         NAME(const T* in, u32 w, u32 h, T* out, u32 ow, u32 oh, double a, double b, double c, double d,      \
@@ -273,3 +306,5 @@ ROTATE_AFFINE_KERNEL(rotate_nearest_u8, u8, false)
 ROTATE_AFFINE_KERNEL(rotate_nearest_u16, u16, false)
 ROTATE_AFFINE_KERNEL(rotate_bilinear_u8, u8, true)
 ROTATE_AFFINE_KERNEL(rotate_bilinear_u16, u16, true)
+ROTATE_AFFINE_KERNEL(rotate_nearest_f32, float, false)
+ROTATE_AFFINE_KERNEL(rotate_bilinear_f32, float, true)

@@ -1,6 +1,7 @@
 use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, Tool};
 use histopipe_frame::Frame;
 use histopipe_ops::pad::{PadParams, PadSize};
+use histopipe_ops::Fills;
 
 /// `pad`: pad each frame to its diagonal (or a given size), so a rotation crops nothing.
 #[derive(Default)]
@@ -8,7 +9,7 @@ pub struct Pad {
     to: Option<(usize, usize)>,
     /// left, top, right, bottom
     sides: [Option<usize>; 4],
-    fill: u16,
+    fill: Fills,
     size: Option<PadSize>,
 }
 
@@ -20,6 +21,11 @@ pad: pad each frame so that a rotation about its centre crops nothing.
 By default each W x H frame becomes a square of side D = ceil(sqrt(W^2 + H^2)), the frame at
 offset (floor((D - W) / 2), floor((D - H) / 2)), the border filled with 0. The offset is recorded
 in the frame's geometry metadata, so later tools know which pixels are the original's.
+
+Colour frames keep their colour: every channel (alpha too) is padded alike, the border of each
+taking the fill value, or its own (--fill 255,0,0 pads RGB red; --fill 255 on RGBA is opaque
+white). Float frames stay float: samples are copied, and --fill takes any float (nan too).
+See docs/pad.md.
 
 Usage: pad [OPTIONS] [FILE...]";
     const FLAGS: &'static [Flag] = &[
@@ -34,7 +40,13 @@ Usage: pad [OPTIONS] [FILE...]";
         Flag::with_value("--right", "N", "pad N pixels on the right (others 0, or --border's N)"),
         Flag::with_value("--top", "N", "pad N pixels at the top (others 0, or --border's N)"),
         Flag::with_value("--bottom", "N", "pad N pixels at the bottom (others 0, or --border's N)"),
-        Flag::with_value("--fill", "V", "the border's value, 0..maxval [default: 0]").param("fill"),
+        Flag::with_value(
+            "--fill",
+            "V[,V...]",
+            "the border's value, 0..maxval, or any float (nan, inf too) for float frames; or one value per \
+             channel (R,G,B[,A] or gray,alpha) [default: 0]",
+        )
+        .param("fill"),
     ];
     const HELP_END: &'static str = "\
 Example:
@@ -75,11 +87,22 @@ Example:
         Ok(())
     }
 
+    fn reads_gray(&self) -> bool {
+        false
+    }
+
+    const FLOAT: bool = true;
+
+    /// Each channel padded alike, with its own fill.
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
-        let params = PadParams { size: self.size.unwrap_or(PadSize::Diagonal), fill: self.fill };
-        let pad = params.for_frame(frame.width, frame.height, frame.maxval).map_err(|e| cx.op_error(e))?;
-        cx.check_pixels(pad.width, pad.height)?;
-        let out = cx.run(&pad, &frame)?;
+        let size = self.size.unwrap_or(PadSize::Diagonal);
+        let fills = self.fill.per_channel("fill", frame.channels.count()).map_err(|e| cx.op_error(e))?;
+        let mut pads = Vec::with_capacity(fills.len());
+        for fill in fills {
+            pads.push(PadParams { size, fill }.for_frame_of(&frame).map_err(|e| cx.op_error(e))?);
+        }
+        cx.check_pixels(pads[0].width, pads[0].height)?;
+        let out = cx.run_each_channel(&frame, |c| pads[c])?;
         cx.write(out)
     }
 }

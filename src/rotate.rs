@@ -6,6 +6,7 @@ use histopipe_cli::lexopt::ValueExt;
 use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, Tool};
 use histopipe_frame::{Frame, Line};
 use histopipe_ops::rotate::{Interpolation, RotateBy, RotateParams};
+use histopipe_ops::{Fill, Fills};
 
 /// `rotate`: turn each frame about its centre, or so that a line of the original is vertical.
 #[derive(Default)]
@@ -13,7 +14,7 @@ pub struct Rotate {
     angle: Option<f64>,
     line: Option<Line>,
     interpolation: Interpolation,
-    fill: u16,
+    fill: Fills,
     expand: bool,
 }
 
@@ -30,8 +31,9 @@ impl Rotate {
         Ok(())
     }
 
-    /// The operation's parameters from the options (checked once before the first frame).
-    fn params(&self) -> Result<RotateParams, Error> {
+    /// The operation's parameters from the options (checked once before the first frame), with
+    /// the fill `fill`.
+    fn params(&self, fill: Fill) -> Result<RotateParams, Error> {
         let by = match (self.angle, self.line) {
             (Some(_), Some(_)) => return Err(Error::usage("give an ANGLE or --line (--segment), not both")),
             (Some(a), None) => RotateBy::Degrees(a),
@@ -42,7 +44,7 @@ impl Rotate {
                 ))
             }
         };
-        Ok(RotateParams { by, interpolation: self.interpolation, fill: self.fill, expand: self.expand })
+        Ok(RotateParams { by, interpolation: self.interpolation, fill, expand: self.expand })
     }
 }
 
@@ -56,6 +58,12 @@ A positive ANGLE (degrees) turns the picture counter-clockwise as displayed, abo
 halves rounded up); pixels that map outside the input get the fill value. Multiples of 90 degrees
 are exact permutations of the pixels; 0 changes nothing. The geometry metadata is updated.
 With --expand the output is the turned frame's bounding box instead: 90 turns W x H into H x W.
+
+Colour frames keep their colour: every channel (alpha too) is turned alike, pixels from outside
+taking the fill value, or one per channel (on RGBA, --fill 0,0,0,0 is transparent and --fill 255
+opaque white). Float frames stay float: nearest and quarter turns copy samples, --bilinear
+blends them in double precision rounded to float (NaN spreads to its neighbours), and --fill
+takes any float (nan too). See docs/rotate.md.
 
 Usage: rotate ANGLE [OPTIONS] [FILE...]
        rotate --line X0,Y0,X1,Y1 [OPTIONS] [FILE...]
@@ -74,8 +82,13 @@ Usage: rotate ANGLE [OPTIONS] [FILE...]
              pixels between the two points)",
         ),
         Flag::switch("--bilinear", "interpolate between the four nearest input pixels (rounded half up)"),
-        Flag::with_value("--fill", "V", "the value of pixels from outside the input, 0..maxval [default: 0]")
-            .param("fill"),
+        Flag::with_value(
+            "--fill",
+            "V[,V...]",
+            "the value of pixels from outside the input, 0..maxval, or any float (nan, inf too) for float \
+             frames; or one value per channel (R,G,B[,A] or gray,alpha) [default: 0]",
+        )
+        .param("fill"),
         Flag::switch(
             "--expand",
             "make the output the bounding box of the turned frame (quarter turns: an exact transpose or \
@@ -122,14 +135,24 @@ Example:
     }
 
     fn check(&mut self, _: &Common) -> Result<(), Error> {
-        self.params().map(drop)
+        self.params(Fill::default()).map(drop)
     }
 
+    fn reads_gray(&self) -> bool {
+        false
+    }
+
+    const FLOAT: bool = true;
+
+    /// Each channel turned alike, with its own fill.
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
-        let params = self.params()?;
-        let rotate = params.for_frame(&frame).map_err(|e| cx.op_error(e))?;
-        cx.check_pixels(rotate.out_width, rotate.out_height)?;
-        let out = cx.run(&rotate, &frame)?;
+        let fills = self.fill.per_channel("fill", frame.channels.count()).map_err(|e| cx.op_error(e))?;
+        let mut turns = Vec::with_capacity(fills.len());
+        for fill in fills {
+            turns.push(self.params(fill)?.for_frame(&frame).map_err(|e| cx.op_error(e))?);
+        }
+        cx.check_pixels(turns[0].out_width, turns[0].out_height)?;
+        let out = cx.run_each_channel(&frame, |c| turns[c])?;
         cx.write(out)
     }
 }

@@ -458,3 +458,39 @@ pub fn opencv(script: &str, inputs: &[&[u8]]) -> Vec<u8> {
     assert!(out.status.success(), "the OpenCV snippet failed: {stderr}");
     out.stdout
 }
+
+/// A TIFF of `w x h` float gray samples, as OpenCV encodes it (`cv2.imencode('.tif', float32)`).
+pub fn float_tiff(samples: &[f32], w: usize, h: usize) -> Vec<u8> {
+    let raw: Vec<u8> = samples.iter().flat_map(|v| v.to_le_bytes()).collect();
+    opencv(
+        &format!(
+            "a = np.fromfile(sys.argv[1], '<f4').reshape({h}, {w})\n\
+             ok, b = cv2.imencode('.tif', a)\nassert ok\nsys.stdout.buffer.write(b.tobytes())"
+        ),
+        &[&raw],
+    )
+}
+
+/// Runs tool `name` on `input` with `-o` a temporary `.tif` (float frames have no stdout
+/// container yet), and reads back the frame it wrote.
+pub fn run_to_tiff(name: &str, backend: &str, args: &[&str], input: &[u8]) -> Frame {
+    let path = crate::opencv::temp_path(&format!("{name}-out.tif"));
+    let mut all = args.to_vec();
+    all.extend(["-o", path.to_str().unwrap()]);
+    run_ok(name, backend, &all, input);
+    let bytes = std::fs::read(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    read_frames(&bytes).remove(0)
+}
+
+/// Whether two frames have the same size, channels and sample bits (NaN payloads included).
+pub fn same_bits(a: &Frame, b: &Frame) -> bool {
+    let bits = |f: &Frame| -> Vec<u32> {
+        match &f.pixels {
+            Pixels::F32(v) => v.iter().map(|s| s.to_bits()).collect(),
+            p => (0..p.len()).map(|i| p.get(i) as u32).collect(),
+        }
+    };
+    (a.width, a.height, a.channels, a.depth()) == (b.width, b.height, b.channels, b.depth())
+        && bits(a) == bits(b)
+}

@@ -1,4 +1,4 @@
-use histopipe_frame::Frame;
+use histopipe_frame::{Channels, Depth, Frame, Pixels};
 use histopipe_ops::pad::{PadParams, PadSize};
 use histopipe_ops::Op;
 
@@ -81,7 +81,7 @@ fn gpu_matches_cpu_on_random_frames() {
                 bottom: rng.usize(0..9),
             },
         };
-        let pad = PadParams { size, fill: rng.u16(0..=maxval) }.for_frame(w, h, maxval).unwrap();
+        let pad = PadParams { size, fill: rng.u16(0..=maxval).into() }.for_frame(w, h, maxval).unwrap();
         let cpu = pad.cpu(&frame).unwrap();
         let gpu_out = pad.gpu(&gpu, &frame).unwrap();
         assert_eq!(cpu, gpu_out, "{w}x{h} maxval {maxval} {pad:?}");
@@ -126,4 +126,96 @@ fn gpu_kernel_cache_is_written_and_an_unwritable_one_is_skipped() {
     assert_eq!(run(&dir), first, "the cached kernel gives the same output");
     assert_eq!(run(std::path::Path::new("/proc/no-such-dir")), first);
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A colour frame stays colour: `-o x.ppm` of a PNG is RGB, each channel padded as that channel
+/// alone would be with its own fill, and the whole is OpenCV's `copyMakeBorder` (constant border,
+/// the fill as a BGR value).
+#[test]
+fn colour_pads_every_channel_with_its_fill() {
+    let png = fixture_bytes("astronaut.png");
+    let astronaut = read_frames(&png).remove(0);
+    assert_eq!(astronaut.channels, Channels::Rgb);
+    let dir = temp_dir("pad-colour");
+    let out_path = dir.join("x.ppm");
+    let input = dir.join("astronaut.png");
+    std::fs::write(&input, &png).unwrap();
+    let args = ["--left", "3", "--top", "1", "--right", "4", "--bottom", "2", "--fill", "1,2,3"];
+    let mut all = args.to_vec();
+    all.extend(["-o", out_path.to_str().unwrap(), input.to_str().unwrap()]);
+    run_ok("pad", "cpu", &all, &[]);
+    let out = read_frames(&std::fs::read(&out_path).unwrap()).remove(0);
+    assert_eq!(out.channels, Channels::Rgb, "-o x.ppm keeps the colour");
+    assert_eq!((out.width, out.height), (astronaut.width + 7, astronaut.height + 3));
+    let size = PadSize::Border { left: 3, top: 1, right: 4, bottom: 2 };
+    for c in 0..3 {
+        let plane = astronaut.plane(c);
+        let pad = PadParams { size, fill: (c as u16 + 1).into() }
+            .for_frame(plane.width, plane.height, 255)
+            .unwrap();
+        assert_eq!(out.plane(c).pixels, pad.cpu(&plane).unwrap().pixels, "channel {c}");
+    }
+    let raw: Vec<u8> = (0..out.pixels.len()).map(|i| out.pixels.get(i) as u8).collect();
+    let cv = opencv(
+        "a = cv2.imread(sys.argv[1], cv2.IMREAD_COLOR)\n\
+         b = cv2.copyMakeBorder(a, 1, 2, 3, 4, cv2.BORDER_CONSTANT, value=(3, 2, 1))\n\
+         sys.stdout.buffer.write(cv2.cvtColor(b, cv2.COLOR_BGR2RGB).tobytes())",
+        &[&png],
+    );
+    assert!(raw == cv, "not cv2.copyMakeBorder's output");
+    // One value fills every channel, alpha included.
+    let white = read_frames(&run_ok("pad", "cpu", &["--border", "1", "--fill", "255"], &png)).remove(0);
+    assert!((0..3).all(|c| white.pixels.get(c) == 255));
+}
+
+#[test]
+fn a_fill_per_channel_must_match_the_channels() {
+    let png = fixture_bytes("astronaut.png");
+    let e = run_err("pad", &["--fill", "1,2"], &png, 2);
+    assert!(e.contains("frame 1: --fill 1,2 gives 2 values for a frame of 3 channels"), "{e}");
+    let e = run_err("pad", &["--fill", "1,2,3"], &fixture_bytes("camera.pgm"), 2);
+    assert!(e.contains("--fill 1,2,3 gives 3 values for a frame of 1 channel:"), "{e}");
+    let e = run_err("pad", &["--fill", "0.5"], &fixture_bytes("camera.pgm"), 2);
+    assert!(e.contains("--fill 0.5 is not a sample of this integer frame"), "{e}");
+    assert!(run_err("pad", &["--fill", "1e40"], &png, 2).contains("--fill: bad value '1e40'"));
+}
+
+/// Float frames stay float and are copied bit for bit (NaN, infinities, -0); the fill is any
+/// float, NaN too.
+#[test]
+fn float_frames_are_copied_with_any_fill() {
+    let input = [1.5f32, f32::NAN, -0.0, f32::INFINITY, 0.25, -7.0];
+    let tiff = float_tiff(&input, 3, 2);
+    for (fill, expected) in [("nan", f32::NAN), ("0.25", 0.25), ("-inf", f32::NEG_INFINITY), ("3", 3.0)] {
+        let out = run_to_tiff("pad", "cpu", &["--border", "1", "--fill", fill], &tiff);
+        assert_eq!((out.width, out.height, out.depth()), (5, 4, Depth::F32));
+        let Pixels::F32(v) = &out.pixels else { panic!("float in, float out") };
+        for y in 0..4 {
+            for x in 0..5 {
+                let inside = (1..4).contains(&x) && (1..3).contains(&y);
+                let want = if inside { input[(y - 1) * 3 + x - 1] } else { expected };
+                assert_eq!(v[y * 5 + x].to_bits(), want.to_bits(), "--fill {fill} at ({x}, {y})");
+            }
+        }
+    }
+}
+
+/// CPU and GPU give the same bits on colour and float frames.
+#[test]
+fn gpu_matches_cpu_on_colour_and_float() {
+    let Some(_gpu) = gpu() else { return };
+    let png = fixture_bytes("astronaut.png");
+    for args in [&[][..], &["--border", "5", "--fill", "9,8,7"], &["--to", "601x577", "--fill", "255"]] {
+        assert!(run_ok("pad", "cpu", args, &png) == run_ok("pad", "gpu", args, &png), "{args:?}");
+    }
+    let mut rng = rng();
+    let mut values: Vec<f32> = (0..97 * 61).map(|_| rng.f32() * 4.0 - 2.0).collect();
+    values[5] = f32::NAN;
+    values[77] = f32::NEG_INFINITY;
+    values[300] = -0.0;
+    let tiff = float_tiff(&values, 97, 61);
+    for args in [&[][..], &["--border", "3", "--fill", "nan"], &["--to", "131x70", "--fill", "-0.5"]] {
+        let (cpu, gpu) = (run_to_tiff("pad", "cpu", args, &tiff), run_to_tiff("pad", "gpu", args, &tiff));
+        assert!(same_bits(&cpu, &gpu), "float {args:?}: GPU output differs");
+    }
 }

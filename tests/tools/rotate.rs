@@ -1,4 +1,4 @@
-use histopipe_frame::{Frame, Line, Pixels};
+use histopipe_frame::{Channels, Frame, Line, Pixels};
 use histopipe_ops::rotate::{Interpolation, RotateBy, RotateParams};
 use histopipe_ops::Op;
 
@@ -218,7 +218,8 @@ fn gpu_matches_cpu_on_random_frames() {
                 RotateBy::Degrees(angle)
             };
             let expand = i % 2 == 1;
-            let rotate = RotateParams { by, interpolation, fill, expand }.for_frame(&frame).unwrap();
+            let rotate =
+                RotateParams { by, interpolation, fill: fill.into(), expand }.for_frame(&frame).unwrap();
             let cpu = rotate.cpu(&frame).unwrap();
             let gpu_out = rotate.gpu(&gpu, &frame).unwrap();
             assert!(cpu == gpu_out, "{w}x{h} maxval {maxval} {rotate:?}: GPU output differs");
@@ -327,4 +328,177 @@ fn expanded_geometry_maps_back_to_the_original() {
         expected[original.pixels.get(150 * original.width + x) as usize] += 1;
     }
     assert_eq!(counts, expected, "the histogram along row 150 of the original");
+}
+
+/// Runs rotate on the colour fixture with `-o x.ppm`, returning the frame it wrote.
+fn rotate_colour(backend: &str, args: &[&str], png: &[u8]) -> Frame {
+    let path = crate::opencv::temp_path("rotate-colour.ppm");
+    let mut all = args.to_vec();
+    all.extend(["-o", path.to_str().unwrap()]);
+    run_ok("rotate", backend, &all, png);
+    let out = read_frames(&std::fs::read(&path).unwrap()).remove(0);
+    let _ = std::fs::remove_file(path);
+    out
+}
+
+/// A colour frame turns as each of its channels alone would, each with its own fill.
+#[test]
+fn colour_turns_every_channel_alike() {
+    let png = fixture_bytes("astronaut.png");
+    let astronaut = read_frames(&png).remove(0);
+    for (args, interpolation, expand) in [
+        (&["30", "--fill", "10,20,30"][..], Interpolation::Nearest, false),
+        (&["-17.5", "--bilinear", "--fill", "10,20,30", "--expand"], Interpolation::Bilinear, true),
+        (&["90", "--expand", "--fill", "10,20,30"], Interpolation::Nearest, true),
+    ] {
+        let out = rotate_colour("cpu", args, &png);
+        assert_eq!(out.channels, Channels::Rgb, "{args:?}");
+        let by = RotateBy::Degrees(args[0].parse().unwrap());
+        for c in 0..3 {
+            let plane = astronaut.plane(c);
+            let fill = (10 * (c as u16 + 1)).into();
+            let op = RotateParams { by, interpolation, fill, expand }.for_frame(&plane).unwrap();
+            assert_eq!(out.plane(c).pixels, op.cpu(&plane).unwrap().pixels, "{args:?} channel {c}");
+        }
+    }
+}
+
+/// OpenCV defines colour warpAffine per channel. Nearest neighbour is cv2.warpAffine's
+/// INTER_NEAREST (about the centre, constant border of the fill) on the whole colour frame, and
+/// quarter turns with `--expand` are cv2.rotate's. Bilinear differs from INTER_LINEAR by design
+/// (exact weights, not OpenCV's 1/32 steps, and the nearest neighbour's outline): by at most 1
+/// where OpenCV's four taps are all inside.
+#[test]
+fn colour_turns_match_opencv() {
+    let png = fixture_bytes("astronaut.png");
+    let raw = |f: &Frame| -> Vec<u8> { (0..f.pixels.len()).map(|i| f.pixels.get(i) as u8).collect() };
+    let cv = |script: &str| {
+        opencv(
+            &format!(
+                "a = cv2.imread(sys.argv[1], cv2.IMREAD_COLOR)\nh, w = a.shape[:2]\n\
+                 m = cv2.getRotationMatrix2D(((w - 1) / 2, (h - 1) / 2), 30, 1)\n{script}\n\
+                 sys.stdout.buffer.write(cv2.cvtColor(b, cv2.COLOR_BGR2RGB).tobytes())"
+            ),
+            &[&png],
+        )
+    };
+    let nearest = rotate_colour("cpu", &["30", "--fill", "10,20,30"], &png);
+    let expected = cv("b = cv2.warpAffine(a, m, (w, h), flags=cv2.INTER_NEAREST, borderValue=(30, 20, 10))");
+    assert!(raw(&nearest) == expected, "rotate 30 is not cv2.warpAffine(INTER_NEAREST)");
+    let quarter = rotate_colour("cpu", &["90", "--expand"], &png);
+    assert!(raw(&quarter) == cv("b = cv2.rotate(a, cv2.ROTATE_90_COUNTERCLOCKWISE)"), "not cv2.rotate");
+    let bilinear = raw(&rotate_colour("cpu", &["30", "--bilinear"], &png));
+    let linear = cv("b = cv2.warpAffine(a, m, (w, h), flags=cv2.INTER_LINEAR, borderValue=0)");
+    let inside =
+        cv("b = cv2.warpAffine(np.full_like(a, 255), m, (w, h), flags=cv2.INTER_LINEAR, borderValue=0)");
+    let (mut compared, mut equal) = (0, 0);
+    for ((&ours, &theirs), &mask) in bilinear.iter().zip(&linear).zip(&inside) {
+        if mask == 255 {
+            assert!(ours.abs_diff(theirs) <= 1, "bilinear {ours}, INTER_LINEAR {theirs}");
+            compared += 1;
+            equal += (ours == theirs) as usize;
+        }
+    }
+    assert!(compared > 500_000 && equal as f64 > 0.99 * compared as f64, "{equal} of {compared}");
+}
+
+/// The documented float bilinear sample at (sx, sy): the f64 blend of docs/rotate.md, rounded to
+/// the nearest f32 (a NaN blend is the quiet NaN), with `fill` for taps outside.
+fn float_bilinear(input: &[f32], w: usize, h: usize, (sx, sy): (f64, f64), fill: f32) -> f32 {
+    let (nx, ny) = ((sx + 0.5).floor(), (sy + 0.5).floor());
+    if !(nx >= 0.0 && ny >= 0.0 && nx < w as f64 && ny < h as f64) {
+        return fill;
+    }
+    let (x0, y0) = (sx.floor(), sy.floor());
+    let (tx, ty) = (sx - x0, sy - y0);
+    let p = |x: f64, y: f64| -> f64 {
+        let inside = x >= 0.0 && y >= 0.0 && x < w as f64 && y < h as f64;
+        (if inside { input[y as usize * w + x as usize] } else { fill }) as f64
+    };
+    let top = (1.0 - tx) * p(x0, y0) + tx * p(x0 + 1.0, y0);
+    let bottom = (1.0 - tx) * p(x0, y0 + 1.0) + tx * p(x0 + 1.0, y0 + 1.0);
+    let v = (1.0 - ty) * top + ty * bottom;
+    if v.is_nan() {
+        f32::from_bits(0x7FC0_0000)
+    } else {
+        v as f32
+    }
+}
+
+/// Float frames stay float: nearest and quarter turns copy the samples' bits, bilinear is the
+/// documented blend bit for bit, and a NaN spreads to the pixels that blend it.
+#[test]
+fn float_frames_turn_by_the_documented_arithmetic() {
+    let (w, h) = (41, 29);
+    let mut rng = rng();
+    let mut input: Vec<f32> = (0..w * h).map(|_| rng.f32() * 2.0 - 0.5).collect();
+    let nan_at = 14 * w + 20;
+    input[nan_at] = f32::from_bits(0x7FC0_1234);
+    input[3] = f32::INFINITY;
+    let tiff = float_tiff(&input, w, h);
+    for (angle, fill) in [(30.0, "0.5"), (-71.25, "nan"), (123.0, "-2")] {
+        let fill_value: f32 = fill.parse().unwrap();
+        let a = angle.to_string();
+        let bilinear = run_to_tiff("rotate", "cpu", &[&a, "--bilinear", "--fill", fill], &tiff);
+        let nearest = run_to_tiff("rotate", "cpu", &[&a, "--fill", fill], &tiff);
+        let (Pixels::F32(b), Pixels::F32(n)) = (&bilinear.pixels, &nearest.pixels) else {
+            panic!("float out")
+        };
+        for y in 0..h {
+            for x in 0..w {
+                let s = source_point(angle, w, h, x, y);
+                let want = float_bilinear(&input, w, h, s, fill_value);
+                assert_eq!(b[y * w + x].to_bits(), want.to_bits(), "{angle} bilinear at ({x}, {y})");
+                let (nx, ny) = ((s.0 + 0.5).floor(), (s.1 + 0.5).floor());
+                let inside = nx >= 0.0 && ny >= 0.0 && nx < w as f64 && ny < h as f64;
+                let want = if inside { input[ny as usize * w + nx as usize] } else { fill_value };
+                assert_eq!(n[y * w + x].to_bits(), want.to_bits(), "{angle} nearest at ({x}, {y})");
+            }
+        }
+        assert!(b.iter().filter(|v| v.is_nan()).count() >= 2, "the NaN spreads");
+    }
+    let turned = run_to_tiff("rotate", "cpu", &["90", "--expand"], &tiff);
+    let Pixels::F32(t) = &turned.pixels else { panic!("float out") };
+    assert_eq!((turned.width, turned.height), (h, w));
+    for y in 0..w {
+        for x in 0..h {
+            assert_eq!(t[y * h + x].to_bits(), input[x * w + w - 1 - y].to_bits(), "90 at ({x}, {y})");
+        }
+    }
+}
+
+/// CPU and GPU give the same bits on colour and float frames, both interpolations.
+#[test]
+fn gpu_matches_cpu_on_colour_and_float() {
+    let Some(_gpu) = gpu() else { return };
+    let png = fixture_bytes("astronaut.png");
+    let mut rng = rng();
+    let (w, h) = (203, 117);
+    let mut values: Vec<f32> = (0..w * h).map(|_| rng.f32() * 4.0 - 2.0).collect();
+    values[5] = f32::NAN;
+    values[w * 50 + 60] = f32::from_bits(0xFFC0_0042);
+    values[77] = f32::NEG_INFINITY;
+    values[300] = -0.0;
+    let tiff = float_tiff(&values, w, h);
+    for args in [
+        &["30"][..],
+        &["-33.7", "--bilinear", "--fill", "9,8,7"],
+        &["90"],
+        &["270", "--expand", "--fill", "1,2,3"],
+        &["17", "--expand", "--bilinear", "--fill", "255"],
+    ] {
+        assert!(same_bits(&rotate_colour("cpu", args, &png), &rotate_colour("gpu", args, &png)), "{args:?}");
+    }
+    for args in [
+        &["30"][..],
+        &["-33.7", "--bilinear", "--fill", "nan"],
+        &["90", "--fill", "0.5"],
+        &["270", "--expand"],
+        &["17", "--expand", "--bilinear", "--fill", "-inf"],
+        &["200.5", "--bilinear", "--fill", "0.25"],
+    ] {
+        let (cpu, gpu) =
+            (run_to_tiff("rotate", "cpu", args, &tiff), run_to_tiff("rotate", "gpu", args, &tiff));
+        assert!(same_bits(&cpu, &gpu), "float {args:?}: GPU output differs");
+    }
 }

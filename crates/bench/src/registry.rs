@@ -50,7 +50,7 @@ use histopipe_ops::hough::{
 };
 use histopipe_ops::pad::{PadParams, PadSize};
 use histopipe_ops::rotate::{Interpolation, Rotate, Turn};
-use histopipe_ops::Op;
+use histopipe_ops::{Fill, Op};
 
 use crate::inputs::{Input, InputKind};
 use crate::BenchError;
@@ -235,7 +235,7 @@ pub fn host_frame(input: &Input) -> Frame {
 /// output's bytes (pad writes more than it reads).
 fn pad<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     let (w, h) = (input.width, input.height);
-    let op = PadParams { size: PadSize::Diagonal, fill: 0 }.for_frame(w, h, 255)?;
+    let op = PadParams { size: PadSize::Diagonal, fill: Fill::Int(0) }.for_frame(w, h, 255)?;
     let out_len = op.width * op.height;
     let mut sets = Sets::new(gpu, input, out_len)?;
     let mut plan = op.plan(gpu, w, h);
@@ -246,7 +246,11 @@ fn pad<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
 }
 
 fn pad_cpu(input: &Input) -> Result<CpuRun, BenchError> {
-    let op = PadParams { size: PadSize::Diagonal, fill: 0 }.for_frame(input.width, input.height, 255)?;
+    let op = PadParams { size: PadSize::Diagonal, fill: Fill::Int(0) }.for_frame(
+        input.width,
+        input.height,
+        255,
+    )?;
     cpu_run(move |frame| {
         black_box(op.cpu(frame)?);
         Ok(())
@@ -262,7 +266,14 @@ const HOUGH_THRESHOLD: u32 = 200;
 /// itself, fill 0. Not a quarter turn, so the general (affine) kernel. One op for the GPU case and
 /// the CPU run.
 fn rotate_op(input: &Input, interpolation: Interpolation) -> Result<Rotate, BenchError> {
-    Ok(Rotate::in_place(Turn::degrees(ROTATE_DEGREES)?, input.width, input.height, interpolation, 0, 255))
+    Ok(Rotate::in_place(
+        Turn::degrees(ROTATE_DEGREES)?,
+        input.width,
+        input.height,
+        interpolation,
+        Fill::Int(0),
+        255,
+    ))
 }
 
 fn rotate<'g>(gpu: &'g Gpu, input: &Input, interpolation: Interpolation) -> Result<Case<'g>, BenchError> {

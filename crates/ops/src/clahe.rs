@@ -30,7 +30,7 @@ use histopipe_gpu::cudarc::driver::{CudaSlice, DeviceRepr};
 use histopipe_gpu::{kernels, launch, Buffer, LaunchConfig};
 
 use crate::histogram::check_len;
-use crate::{parallel, with_samples, Gpu, Op, OpError, Sample};
+use crate::{parallel, with_samples, Element, Gpu, Op, OpError, Sample};
 
 /// Pixels (counted or mapped) a part of the CPU's work holds at least: about 0.2 ms of one
 /// thread's work at the 5 ns a pixel the interpolation takes (see `parallel.rs`).
@@ -496,7 +496,7 @@ impl Op for Clahe {
     fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
         let (w, h) = (frame.width, frame.height);
         let (pixels, maxval) = with_samples!(&frame.pixels, v => {
-            (Sample::into_pixels(self.cpu_samples(v, w, h)?), top_of_samples(v))
+            (Element::into_pixels(self.cpu_samples(v, w, h)?), top_of_samples(v))
         });
         Ok(frame.derive(w, h, maxval, pixels))
     }
@@ -504,7 +504,7 @@ impl Op for Clahe {
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
         let (w, h) = (frame.width, frame.height);
         let (pixels, maxval) = with_samples!(&frame.pixels, v => {
-            (Sample::into_pixels(self.gpu_samples(gpu, v, w, h)?), top_of_samples(v))
+            (Element::into_pixels(self.gpu_samples(gpu, v, w, h)?), top_of_samples(v))
         });
         Ok(frame.derive(w, h, maxval, pixels))
     }

@@ -20,7 +20,7 @@ use histopipe_gpu::{kernels, launch, Buffer};
 
 use crate::bins::Bins;
 use crate::histogram::{self, check_len, Distribution, DistributionPlan};
-use crate::{lut, parallel, with_samples, Gpu, Op, OpError, Sample};
+use crate::{lut, parallel, with_samples, Element, Gpu, Op, OpError, Sample};
 
 /// The equalization operation (it has no parameters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -225,7 +225,7 @@ impl Op for Equalize {
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
         let pixels =
-            with_samples!(&frame.pixels, v => Sample::into_pixels(Self::gpu_samples(gpu, v, frame.maxval)?));
+            with_samples!(&frame.pixels, v => Element::into_pixels(Self::gpu_samples(gpu, v, frame.maxval)?));
         Ok(frame.derive(frame.width, frame.height, frame.maxval, pixels))
     }
 }

@@ -22,4 +22,4 @@ mod sample;
 
 pub use histopipe_gpu::{device_count, testing, Gpu, GpuError};
 pub use op::{Op, OpError, OpErrorKind, ParamValue, Piece};
-pub use sample::Sample;
+pub use sample::{Element, Fill, Fills, Sample};

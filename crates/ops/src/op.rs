@@ -170,6 +170,7 @@ mod tests {
     use crate::hough::{HoughParams, HoughSpace};
     use crate::pad::{PadParams, PadSize};
     use crate::rotate::{Interpolation, RotateBy, RotateParams};
+    use crate::Fill;
 
     /// Every error about a parameter's value, one of each.
     fn parameter_errors() -> Vec<OpError> {
@@ -179,7 +180,7 @@ mod tests {
         let rotate = RotateParams {
             by: RotateBy::Degrees(0.0),
             interpolation: Interpolation::Nearest,
-            fill: 256,
+            fill: Fill::Int(256),
             expand: false,
         };
         let errors = [
@@ -195,8 +196,10 @@ mod tests {
             Clahe { tiles: TileGrid { x: 100, y: 100 }, ..Clahe::default() }
                 .tiling(100, 100, 65536)
                 .map(drop),
-            PadParams { size: PadSize::Diagonal, fill: 256 }.for_frame(3, 2, 255).map(drop),
-            PadParams { size: PadSize::To { width: 2, height: 2 }, fill: 0 }.for_frame(3, 2, 255).map(drop),
+            PadParams { size: PadSize::Diagonal, fill: Fill::Int(256) }.for_frame(3, 2, 255).map(drop),
+            PadParams { size: PadSize::To { width: 2, height: 2 }, fill: Fill::Int(0) }
+                .for_frame(3, 2, 255)
+                .map(drop),
             rotate.for_frame(&frame).map(drop),
             Canny { low: -1.0, ..canny }.check(),
             Canny { high: f64::NAN, ..canny }.check(),

@@ -1,4 +1,5 @@
-//! `pad`: place a frame inside a larger one, filling the new border with one value.
+//! `pad`: place a frame inside a larger one, filling the new border with one value. Samples of
+//! every depth (8-, 16-bit, float) are copied as they are.
 //!
 //! The default size is the square of side D = ceil(sqrt(w^2 + h^2)), the frame's diagonal, with the
 //! frame at offset (floor((D - w) / 2), floor((D - h) / 2)): any rotation about the centre of the
@@ -11,7 +12,7 @@ use histopipe_frame::{Affine, Frame, Samples};
 use histopipe_gpu::cudarc::driver::CudaSlice;
 use histopipe_gpu::{kernels, launch};
 
-use crate::{parallel, with_samples, Gpu, Op, OpError, Sample};
+use crate::{parallel, with_elements, Element, Fill, Gpu, Op, OpError};
 
 /// Half the fewest output samples for the CPU's work to be split at all ([`parallel::parts`]):
 /// padding costs about as much as writing its output once, and 725 x 725 samples took 16
@@ -38,20 +39,21 @@ pub enum PadSize {
 }
 
 /// `pad`'s parameters, as given on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PadParams {
     pub size: PadSize,
-    pub fill: u16,
+    pub fill: Fill,
 }
 
 /// `pad` for one frame: the output size and where the input goes in it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Pad {
     pub width: usize,
     pub height: usize,
     pub left: usize,
     pub top: usize,
-    pub fill: u16,
+    /// The border's sample, of the frame's kind ([`Fill::for_samples`]).
+    pub fill: Fill,
 }
 
 /// ceil(sqrt(n)) exactly, for any n up to 2^65.
@@ -67,11 +69,18 @@ fn ceil_sqrt(n: u128) -> u128 {
 }
 
 impl PadParams {
-    /// The layout for a `width x height` frame with samples up to `maxval`.
+    /// The layout for `frame` (of any depth; one channel or many, each padded alike).
+    pub fn for_frame_of(&self, frame: &Frame) -> Result<Pad, OpError> {
+        let float = !frame.depth().is_integer();
+        self.layout(frame.width, frame.height, self.fill.for_samples("fill", float, frame.maxval)?)
+    }
+
+    /// The layout for a `width x height` frame of integer samples up to `maxval`.
     pub fn for_frame(&self, width: usize, height: usize, maxval: u16) -> Result<Pad, OpError> {
-        if self.fill > maxval {
-            return Err(OpError::param_is("fill", self.fill, format!("is over the frame's maxval {maxval}")));
-        }
+        self.layout(width, height, self.fill.for_samples("fill", false, maxval)?)
+    }
+
+    fn layout(&self, width: usize, height: usize, fill: Fill) -> Result<Pad, OpError> {
         let too_big = || OpError::invalid("padded size overflows");
         let (w, h) = (width as u128, height as u128);
         let (ow, oh, left, top) = match self.size {
@@ -100,13 +109,7 @@ impl PadParams {
         if ow > u32::MAX as u128 || oh > u32::MAX as u128 {
             return Err(too_big());
         }
-        Ok(Pad {
-            width: ow as usize,
-            height: oh as usize,
-            left: left as usize,
-            top: top as usize,
-            fill: self.fill,
-        })
+        Ok(Pad { width: ow as usize, height: oh as usize, left: left as usize, top: top as usize, fill })
     }
 }
 
@@ -119,11 +122,11 @@ impl Pad {
     }
 
     /// The padded samples, split into bands of output rows over the cores (see [`MIN_PART`]).
-    /// Each sample is written once: the fill, or the frame's sample. Only a zero fill of an output
-    /// of [`FRESH_BYTES`] or more starts from calloc's zero pages and writes the frame's rows
+    /// Each sample is written once: the fill, or the frame's sample. Only a fill of zero bytes (0,
+    /// or the float +0.0) of an output of [`FRESH_BYTES`] or more starts from calloc's zero pages and writes the frame's rows
     /// alone (the border's pages stay untouched until they are read).
-    fn cpu_samples<T: Sample>(&self, w: usize, h: usize, input: &[T]) -> Vec<T> {
-        let fill = T::from_u16(self.fill);
+    fn cpu_samples<T: Element>(&self, w: usize, h: usize, input: &[T]) -> Vec<T> {
+        let fill = T::from_fill(self.fill);
         let n = self.width * self.height;
         if n == 0 {
             return Vec::new();
@@ -135,7 +138,7 @@ impl Pad {
             Some(&input[y * w..][..w])
         };
         let columns = self.left..self.left + w;
-        if self.fill == 0 && n * std::mem::size_of::<T>() >= FRESH_BYTES {
+        if self.fill.bits() == 0 && n * std::mem::size_of::<T>() >= FRESH_BYTES {
             let mut out = parallel::zeroed(n);
             parallel::for_each_part(&mut out, band, |first, part| {
                 for (y, row) in (first / self.width..).zip(part.chunks_exact_mut(self.width)) {
@@ -164,7 +167,7 @@ impl Pad {
         unsafe { parallel::output_in_parts(n, band, rows_of) }
     }
 
-    fn gpu_samples<T: Sample>(
+    fn gpu_samples<T: Element>(
         &self,
         gpu: &Gpu,
         w: usize,
@@ -196,11 +199,12 @@ pub struct PadPlan<'g> {
 
 impl PadPlan<'_> {
     /// Queues the padding of the `w x h` frame in `src` into `dst` (the padded size).
-    pub fn queue<T: Sample>(&mut self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<(), OpError> {
+    pub fn queue<T: Element>(&mut self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<(), OpError> {
         let p = &self.pad;
         let n_out = p.width * p.height;
         let (w, h, ow, oh) = (self.w as u32, self.h as u32, p.width as u32, p.height as u32);
-        let (left, top, fill) = (p.left as u32, p.top as u32, p.fill as u32);
+        // The fill as the sample's bits (an integer's value, a float's IEEE bits).
+        let (left, top, fill) = (p.left as u32, p.top as u32, p.fill.bits());
         // Each thread writes 16 bytes of output.
         let chunks = n_out.div_ceil(16 / std::mem::size_of::<T>());
         let name = format!("pad_{}", T::KERNEL_SUFFIX);
@@ -218,12 +222,12 @@ impl Op for Pad {
     type Output = Frame;
 
     fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
-        let pixels = with_samples!(&frame.pixels, v => Sample::into_pixels(self.cpu_samples(frame.width, frame.height, v)));
+        let pixels = with_elements!(&frame.pixels, v => Element::into_pixels(self.cpu_samples(frame.width, frame.height, v)));
         Ok(self.output(frame, pixels))
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
-        let pixels = with_samples!(&frame.pixels, v => Sample::into_pixels(self.gpu_samples(gpu, frame.width, frame.height, v)?));
+        let pixels = with_elements!(&frame.pixels, v => Element::into_pixels(self.gpu_samples(gpu, frame.width, frame.height, v)?));
         Ok(self.output(frame, pixels))
     }
 }
@@ -237,7 +241,7 @@ mod tests {
     fn diagonal_is_the_exact_ceiling() {
         for (w, h, d) in [(3usize, 4usize, 5usize), (1, 1, 2), (1, 2, 3), (512, 512, 725), (4096, 4096, 5793)]
         {
-            let p = PadParams { size: PadSize::Diagonal, fill: 0 }.for_frame(w, h, 255).unwrap();
+            let p = PadParams { size: PadSize::Diagonal, fill: Fill::Int(0) }.for_frame(w, h, 255).unwrap();
             assert_eq!((p.width, p.height), (d, d), "{w}x{h}");
             assert!(d * d >= w * w + h * h && (d - 1) * (d - 1) < w * w + h * h);
             assert_eq!((p.left, p.top), ((d - w) / 2, (d - h) / 2));
@@ -251,7 +255,8 @@ mod tests {
     #[test]
     fn cpu_places_the_frame_and_records_the_offset() {
         let f = Frame::new(3, 2, 255, Pixels::U8(vec![1, 2, 3, 4, 5, 6].into()));
-        let p = PadParams { size: PadSize::Border { left: 1, top: 2, right: 0, bottom: 1 }, fill: 9 };
+        let p =
+            PadParams { size: PadSize::Border { left: 1, top: 2, right: 0, bottom: 1 }, fill: Fill::Int(9) };
         let out = p.for_frame(3, 2, 255).unwrap().cpu(&f).unwrap();
         assert_eq!((out.width, out.height), (4, 5));
         #[rustfmt::skip]
@@ -278,7 +283,7 @@ mod tests {
                         (rng.usize(..5), rng.usize(..5), rng.usize(..5), rng.usize(..5));
                     let size = PadSize::Border { left, top, right, bottom };
                     for size in [size, PadSize::Diagonal] {
-                        let p = PadParams { size, fill }.for_frame(w, h, maxval).unwrap();
+                        let p = PadParams { size, fill: Fill::Int(fill) }.for_frame(w, h, maxval).unwrap();
                         let naive: Vec<u16> = (0..p.width * p.height)
                             .map(|i| {
                                 let (x, y) =
@@ -311,7 +316,7 @@ mod tests {
         let f = parallel::testing::frame(&mut rng, w, h, 1000);
         let size = PadSize::Border { left: border, top: border + 1, right: border + 3, bottom: border };
         for fill in [0, 7] {
-            let p = PadParams { size, fill }.for_frame(w, h, 1000).unwrap();
+            let p = PadParams { size, fill: Fill::Int(fill) }.for_frame(w, h, 1000).unwrap();
             assert!(p.width * p.height * 2 >= FRESH_BYTES);
             let out = p.cpu(&f).unwrap();
             let Pixels::U16(out) = &out.pixels else { panic!("16-bit in, 16-bit out") };
@@ -330,11 +335,30 @@ mod tests {
         }
     }
 
+    /// Float samples are copied bit for bit, and any float fills: NaN, infinities, -0.
+    #[test]
+    fn float_frames_are_copied() {
+        let input = [1.5f32, f32::from_bits(0x7FC0_1234), -0.0, f32::INFINITY];
+        let f = Frame::new(2, 2, 1, Pixels::F32(input.to_vec().into()));
+        let size = PadSize::Border { left: 1, top: 0, right: 0, bottom: 1 };
+        for fill in [Fill::Float(f32::NAN), Fill::Float(-0.0), Fill::Int(7)] {
+            let out = PadParams { size, fill }.for_frame_of(&f).unwrap().cpu(&f).unwrap();
+            let Pixels::F32(v) = &out.pixels else { panic!("float in, float out") };
+            let b = fill.as_f32();
+            let expected = [b, input[0], input[1], b, input[2], input[3], b, b, b];
+            let bits = |v: &[f32]| v.iter().map(|s| s.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(v), bits(&expected), "{fill:?}");
+        }
+        let integer = Frame::new(1, 1, 255, Pixels::U8(vec![0].into()));
+        let nan = PadParams { size, fill: Fill::Float(f32::NAN) };
+        assert!(nan.for_frame_of(&integer).unwrap_err().to_string().contains("not a sample"));
+    }
+
     #[test]
     fn bad_parameters() {
-        let to = PadParams { size: PadSize::To { width: 2, height: 9 }, fill: 0 };
+        let to = PadParams { size: PadSize::To { width: 2, height: 9 }, fill: Fill::Int(0) };
         assert!(to.for_frame(3, 2, 255).unwrap_err().to_string().contains("smaller"));
-        let fill = PadParams { size: PadSize::Diagonal, fill: 300 };
+        let fill = PadParams { size: PadSize::Diagonal, fill: Fill::Int(300) };
         assert!(fill.for_frame(3, 2, 255).unwrap_err().to_string().contains("over the frame's maxval"));
     }
 }

@@ -7,8 +7,8 @@ use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 use std::ops::Range;
 
-use super::cpu::{bilinear_point, blend_at, nearest_at, RowMap};
-use crate::Sample;
+use super::cpu::{bilinear_point, blend_at, nearest_at, Blend, RowMap};
+use crate::{Element, Sample};
 
 /// A row's map on four lanes, and the constants the loops need.
 struct Lanes {
@@ -76,7 +76,7 @@ fn first_lanes(x0: usize) -> __m256d {
 /// The CPU has AVX2; `input` holds the `w`-wide frame, of fewer than 2^52 pixels, and `xs`
 /// lies in the row's nearest run (0 <= s + 0.5 < W, resp. H, for both coordinates).
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn nearest<T: Sample>(
+pub(super) unsafe fn nearest<T: Element>(
     input: &[T],
     w: usize,
     row: &RowMap,
@@ -126,7 +126,7 @@ pub(super) unsafe fn nearest<T: Sample>(
 /// The CPU has AVX2; `input` holds the `w`-wide frame, of fewer than 2^52 pixels, and `xs`
 /// lies in the row's bilinear run (0 <= s < W - 1, resp. H - 1, for both coordinates).
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn bilinear<T: Sample>(
+pub(super) unsafe fn bilinear<T: Sample + Blend>(
     input: &[T],
     w: usize,
     row: &RowMap,

@@ -10,7 +10,7 @@ use histopipe_frame::Affine;
 #[cfg(target_arch = "x86_64")]
 use super::avx2;
 use super::{Interpolation, Rotate, Turn};
-use crate::{parallel, Sample};
+use crate::{parallel, Element};
 
 /// Exact floor((s + 1) / 2) for a doubled coordinate s: the half-up rounding of s / 2.
 fn halve_rounding_up(s: i64) -> i64 {
@@ -18,14 +18,14 @@ fn halve_rounding_up(s: i64) -> i64 {
 }
 
 impl Rotate {
-    pub(super) fn cpu_samples<T: Sample>(&self, input: &[T]) -> Vec<T> {
+    pub(super) fn cpu_samples<T: Blend>(&self, input: &[T]) -> Vec<T> {
         self.cpu_samples_with(input, Kernel::detect())
     }
 
     /// [`Self::cpu_samples`] with the interior runs of general turns evaluated by `kernel`. Bands
     /// of output rows are made on the pool's threads (see [`MIN_SPLIT`]); each pixel is the same
     /// function of the input whichever band it is in.
-    pub(super) fn cpu_samples_with<T: Sample>(&self, input: &[T], kernel: Kernel) -> Vec<T> {
+    pub(super) fn cpu_samples_with<T: Blend>(&self, input: &[T], kernel: Kernel) -> Vec<T> {
         let (w, h) = (self.width, self.height);
         let (ow, oh) = (self.out_width, self.out_height);
         let n = ow * oh;
@@ -47,10 +47,10 @@ impl Rotate {
     }
 
     /// Writes the output rows `rows` of the quarter turn `q` to `out` (those rows' samples).
-    fn quarter<T: Sample>(&self, input: &[T], q: u8, rows: Range<usize>, out: &mut [MaybeUninit<T>]) {
+    fn quarter<T: Element>(&self, input: &[T], q: u8, rows: Range<usize>, out: &mut [MaybeUninit<T>]) {
         let (w, h) = (self.width, self.height);
         let (ow, oh) = (self.out_width as i64, self.out_height as i64);
-        let fill = T::from_u16(self.fill);
+        let fill = T::from_fill(self.fill);
         let (w2, h2) = (w as i64 - 1, h as i64 - 1);
         for (y, line) in (rows.start as i64..).zip(out.chunks_exact_mut(ow as usize)) {
             for (x, slot) in (0..).zip(line) {
@@ -79,7 +79,7 @@ impl Rotate {
     /// they will read there): written in place, each line waited for its read from memory, the
     /// store buffer holding only a line or two of one-sample stores (7680x4320 frames took 2.4
     /// times as long without either).
-    fn affine<T: Sample>(&self, input: &[T], kernel: Kernel, rows: Range<usize>, out: &mut [MaybeUninit<T>]) {
+    fn affine<T: Blend>(&self, input: &[T], kernel: Kernel, rows: Range<usize>, out: &mut [MaybeUninit<T>]) {
         let w = self.out_width;
         let mut tile = Vec::with_capacity(TILE_H);
         for y0 in rows.clone().step_by(TILE_H) {
@@ -135,7 +135,7 @@ impl Rotate {
     }
 
     /// Writes the pixels `xs` of `row` to `out` (as long as `xs`).
-    fn affine_span<T: Sample>(
+    fn affine_span<T: Blend>(
         &self,
         input: &[T],
         row: &Row,
@@ -144,7 +144,7 @@ impl Rotate {
         out: &mut [MaybeUninit<T>],
     ) {
         let (w, h) = (self.width, self.height);
-        let fill = T::from_u16(self.fill);
+        let fill = T::from_fill(self.fill);
         let map = &row.map;
         let part = |r: &Range<usize>| {
             let lo = r.start.clamp(xs.start, xs.end);
@@ -272,7 +272,7 @@ impl Kernel {
     /// Writes the nearest samples of the pixels `xs` of `row` to `out` (as long as `xs`).
     ///
     /// `xs` must lie in the row's nearest run: 0 <= s + 0.5 < W (resp. H) for both coordinates.
-    pub(super) fn nearest<T: Sample>(
+    pub(super) fn nearest<T: Element>(
         self,
         input: &[T],
         w: usize,
@@ -297,7 +297,7 @@ impl Kernel {
     /// most `maxval`.
     ///
     /// `xs` must lie in the row's bilinear run: 0 <= s < W - 1 (resp. H - 1) for both coordinates.
-    pub(super) fn bilinear<T: Sample>(
+    pub(super) fn bilinear<T: Blend>(
         self,
         input: &[T],
         w: usize,
@@ -307,9 +307,8 @@ impl Kernel {
         out: &mut [MaybeUninit<T>],
     ) {
         #[cfg(target_arch = "x86_64")]
-        if self == Kernel::Avx2 {
-            // SAFETY: as in `nearest`, with the bilinear run.
-            unsafe { avx2::bilinear(input, w, row, maxval, xs, out) };
+        // SAFETY: as in `nearest`, with the bilinear run.
+        if self == Kernel::Avx2 && unsafe { T::avx2_bilinear(input, w, row, maxval, xs.clone(), out) } {
             return;
         }
         // In chunks, two passes: the coordinates (short, independent chains), then the gathers
@@ -330,7 +329,7 @@ impl Kernel {
 
 /// The nearest sample of pixel `x` of `row`, which must be in the row's nearest run.
 #[inline(always)]
-pub(super) fn nearest_at<T: Sample>(input: &[T], w: usize, row: &RowMap, x: usize) -> T {
+pub(super) fn nearest_at<T: Element>(input: &[T], w: usize, row: &RowMap, x: usize) -> T {
     // SAFETY: in the run, 0 <= s + 0.5 < W (resp. H) <= 2^32.
     let (nx, ny) = unsafe { (to_index(row.sx(x) + 0.5), to_index(row.sy(x) + 0.5)) };
     input[ny * w + nx]
@@ -350,20 +349,87 @@ pub(super) fn bilinear_point(w: usize, row: &RowMap, x: usize) -> (usize, f64, f
 const CHUNK: usize = 64;
 
 /// The bilinear blend of the four pixels `i`, `i + 1`, `i + w`, `i + w + 1` with weights `tx`,
-/// `ty` in 0..1, rounded half up and at most `maxval`: the end of [`sample_at`] when all four
-/// taps are inside.
+/// `ty` in 0..1, made a sample by [`Blend::finish`]: the end of [`sample_at`] when all four taps
+/// are inside.
 #[inline(always)]
-pub(super) fn blend_at<T: Sample>(input: &[T], w: usize, i: usize, tx: f64, ty: f64, maxval: u16) -> T {
-    let tap = |v: T| Into::<u32>::into(v) as f64;
+pub(super) fn blend_at<T: Blend>(input: &[T], w: usize, i: usize, tx: f64, ty: f64, maxval: u16) -> T {
     let (r0, r1) = (&input[i..i + 2], &input[i + w..i + w + 2]);
-    let (p00, p10, p01, p11) = (tap(r0[0]), tap(r0[1]), tap(r1[0]), tap(r1[1]));
+    let (p00, p10, p01, p11) = (r0[0].tap(), r0[1].tap(), r1[0].tap(), r1[1].tap());
     let top = (1.0 - tx) * p00 + tx * p10;
     let bottom = (1.0 - tx) * p01 + tx * p11;
-    // At least 0.5 (non-negative taps and weights), at most 65535.5: the floor is a truncation,
-    // and the clamp commutes with it.
-    // SAFETY: that range.
-    let v = unsafe { to_index((1.0 - ty) * top + ty * bottom + 0.5) }.min(maxval as usize);
-    T::from_u16(v as u16)
+    T::finish((1.0 - ty) * top + ty * bottom, maxval)
+}
+
+/// What bilinear interpolation needs of a sample type: a tap's value, and the output sample of a
+/// blend. The kernel `rotate_pixel` in rotate.cu has the same two steps per type.
+pub(super) trait Blend: Element {
+    /// The sample as `f64` (exact for every type).
+    fn tap(self) -> f64;
+    /// The output sample of the blend `v = (1 - ty) top + ty bottom`: integers round half up,
+    /// floor(v + 0.5), at most `maxval`; floats round to the nearest `f32` (ties to even), and
+    /// a NaN blend is the quiet NaN `0x7FC00000` (so that both backends give the same bits,
+    /// whatever NaN payloads their arithmetic keeps).
+    fn finish(v: f64, maxval: u16) -> Self;
+    /// Writes the bilinear run `xs` of `row` with AVX2 where this type has such a kernel
+    /// (`avx2::bilinear`), returning whether it did.
+    ///
+    /// # Safety
+    /// As `avx2::bilinear`'s.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn avx2_bilinear(
+        _input: &[Self],
+        _w: usize,
+        _row: &RowMap,
+        _maxval: u16,
+        _xs: Range<usize>,
+        _out: &mut [MaybeUninit<Self>],
+    ) -> bool {
+        false
+    }
+}
+
+macro_rules! integer_blend {
+    ($t:ty) => {
+        impl Blend for $t {
+            fn tap(self) -> f64 {
+                self as f64
+            }
+            fn finish(v: f64, maxval: u16) -> $t {
+                // At least 0.5 (non-negative taps and weights), at most 65535.5: the floor is a
+                // truncation, and the clamp commutes with it.
+                // SAFETY: that range.
+                unsafe { to_index(v + 0.5) }.min(maxval as usize) as $t
+            }
+            #[cfg(target_arch = "x86_64")]
+            unsafe fn avx2_bilinear(
+                input: &[$t],
+                w: usize,
+                row: &RowMap,
+                maxval: u16,
+                xs: Range<usize>,
+                out: &mut [MaybeUninit<$t>],
+            ) -> bool {
+                // SAFETY: the caller's contract, avx2::bilinear's.
+                unsafe { avx2::bilinear(input, w, row, maxval, xs, out) };
+                true
+            }
+        }
+    };
+}
+integer_blend!(u8);
+integer_blend!(u16);
+
+impl Blend for f32 {
+    fn tap(self) -> f64 {
+        self as f64
+    }
+    fn finish(v: f64, _maxval: u16) -> f32 {
+        if v.is_nan() {
+            f32::from_bits(0x7FC0_0000)
+        } else {
+            v as f32
+        }
+    }
 }
 
 /// The run `lo..hi` of `0..n` where `0 <= v(x) < limit`, for `v` non-decreasing in x when
@@ -453,7 +519,7 @@ unsafe fn to_index(v: f64) -> usize {
 /// fill value; for bilinear, neighbours outside the input count as the fill value. The kernel
 /// `rotate_pixel` in rotate.cu repeats this operation for operation.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn sample_at<T: Sample>(
+pub(super) fn sample_at<T: Blend>(
     input: &[T],
     w: usize,
     h: usize,
@@ -476,11 +542,10 @@ pub(super) fn sample_at<T: Sample>(
     let at = |x: f64, y: f64| -> f64 {
         let v =
             if x >= 0.0 && y >= 0.0 && x < wf && y < hf { input[y as usize * w + x as usize] } else { fill };
-        Into::<u32>::into(v) as f64
+        v.tap()
     };
     let (p00, p10, p01, p11) = (at(x0, y0), at(x0 + 1.0, y0), at(x0, y0 + 1.0), at(x0 + 1.0, y0 + 1.0));
     let top = (1.0 - tx) * p00 + tx * p10;
     let bottom = (1.0 - tx) * p01 + tx * p11;
-    let v = ((1.0 - ty) * top + ty * bottom + 0.5).floor().min(maxval as f64);
-    T::from_u16(v as u16)
+    T::finish((1.0 - ty) * top + ty * bottom, maxval)
 }

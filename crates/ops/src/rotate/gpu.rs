@@ -5,10 +5,10 @@ use histopipe_gpu::cudarc::driver::CudaSlice;
 use histopipe_gpu::{kernels, launch, LaunchConfig};
 
 use super::{Interpolation, Rotate, Turn};
-use crate::{Gpu, OpError, Sample};
+use crate::{Element, Gpu, OpError};
 
 impl Rotate {
-    pub(super) fn gpu_samples<T: Sample>(&self, gpu: &Gpu, input: &[T]) -> Result<Samples<T>, OpError> {
+    pub(super) fn gpu_samples<T: Element>(&self, gpu: &Gpu, input: &[T]) -> Result<Samples<T>, OpError> {
         let n = self.out_width * self.out_height;
         let src = gpu.upload::<T>("rotate.in", input)?;
         let mut dst = gpu.buffer::<T>("rotate.out", n)?;
@@ -33,12 +33,13 @@ pub struct RotatePlan<'g> {
 impl RotatePlan<'_> {
     /// Queues the turn of the `width x height` input in `src` into `dst` (`out_width x
     /// out_height`).
-    pub fn queue<T: Sample>(&mut self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<(), OpError> {
+    pub fn queue<T: Element>(&mut self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<(), OpError> {
         let r = &self.rotate;
         if r.out_width == 0 || r.out_height == 0 {
             return Ok(());
         }
-        let (w, h, fill) = (r.width as u32, r.height as u32, r.fill as u32);
+        // The fill as the sample's bits (an integer's value, a float's IEEE bits).
+        let (w, h, fill) = (r.width as u32, r.height as u32, r.fill.bits());
         let (ow, oh) = (r.out_width as u32, r.out_height as u32);
         match r.turn {
             Turn::Quarter(q) => {

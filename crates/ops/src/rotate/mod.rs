@@ -18,13 +18,17 @@
 //! integer arithmetic (with the same rounding as the general case where the centre falls between
 //! pixels), whatever the interpolation.
 //!
+//! Float samples go through the same map: nearest neighbour and quarter turns copy them (NaN and
+//! all); bilinear blends them in `f64` exactly as integers are blended, and rounds the blend to
+//! the nearest `f32` instead of to an integer (see `docs/rotate.md`).
+//!
 //! The operation's parts: [`turn`] (what a turn is, and which one the options ask for), `cpu`
 //! (the reference: quarter turns as permutations, general turns row by row with `avx2`'s
 //! kernels where the CPU has them), [`gpu`] (the device plan).
 
 use histopipe_frame::{Affine, Frame, Pixels};
 
-use crate::{with_samples, Gpu, Op, OpError, Sample};
+use crate::{with_elements, Element, Fill, Gpu, Op, OpError};
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
@@ -58,7 +62,10 @@ pub struct Rotate {
     pub out_width: usize,
     pub out_height: usize,
     pub interpolation: Interpolation,
-    pub fill: u16,
+    /// The value of pixels from outside the input, of the frame's kind ([`Fill::for_samples`]).
+    pub fill: Fill,
+    /// The largest sample of integer frames (bilinear results are clamped to it); unused for
+    /// float frames.
     pub maxval: u16,
 }
 
@@ -70,7 +77,7 @@ impl Rotate {
         width: usize,
         height: usize,
         interpolation: Interpolation,
-        fill: u16,
+        fill: Fill,
         maxval: u16,
     ) -> Rotate {
         Rotate { turn, width, height, out_width: width, out_height: height, interpolation, fill, maxval }
@@ -96,7 +103,7 @@ impl Op for Rotate {
         if self.turn == Turn::Quarter(0) {
             return Ok(frame.clone());
         }
-        let pixels = with_samples!(&frame.pixels, v => Sample::into_pixels(self.cpu_samples(v)));
+        let pixels = with_elements!(&frame.pixels, v => Element::into_pixels(self.cpu_samples(v)));
         Ok(self.output(frame, pixels))
     }
 
@@ -104,7 +111,7 @@ impl Op for Rotate {
         if self.turn == Turn::Quarter(0) {
             return Ok(frame.clone());
         }
-        let pixels = with_samples!(&frame.pixels, v => Sample::into_pixels(self.gpu_samples(gpu, v)?));
+        let pixels = with_elements!(&frame.pixels, v => Element::into_pixels(self.gpu_samples(gpu, v)?));
         Ok(self.output(frame, pixels))
     }
 }

@@ -2,16 +2,20 @@
 
 use histopipe_frame::{Frame, Pixels};
 
-use super::cpu::{first, sample_at, Kernel};
+use super::cpu::{first, sample_at, Blend, Kernel};
 use super::*;
-use crate::parallel;
+use crate::{parallel, Fill};
 
 fn frame(w: usize, h: usize) -> Frame {
     Frame::new(w, h, 255, Pixels::U8((0..w * h).map(|i| i as u8).collect()))
 }
 
 fn rotate(f: &Frame, by: RotateBy, interpolation: Interpolation) -> Frame {
-    RotateParams { by, interpolation, fill: 0, expand: false }.for_frame(f).unwrap().cpu(f).unwrap()
+    RotateParams { by, interpolation, fill: Fill::Int(0), expand: false }
+        .for_frame(f)
+        .unwrap()
+        .cpu(f)
+        .unwrap()
 }
 
 #[test]
@@ -43,7 +47,7 @@ fn quarter_turns_match_the_general_formula_with_half_pixel_centres() {
         let f = frame(w, h);
         let Pixels::U8(input) = &f.pixels else { unreachable!() };
         for q in 0..4u8 {
-            let rotate = Rotate::in_place(Turn::Quarter(q), w, h, Interpolation::Nearest, 0, 255);
+            let rotate = Rotate::in_place(Turn::Quarter(q), w, h, Interpolation::Nearest, Fill::Int(0), 255);
             let quarter = rotate.cpu_samples(input);
             let m = Turn::Quarter(q).new_to_old(w, h);
             let general: Vec<u8> = (0..w * h)
@@ -71,7 +75,7 @@ fn general_turns_match_the_per_pixel_reference() {
         for &angle in &angles {
             for interpolation in [Interpolation::Nearest, Interpolation::Bilinear] {
                 let turn = Turn::degrees(angle).unwrap();
-                let rotate = Rotate::in_place(turn, w, h, interpolation, 7, 1000);
+                let rotate = Rotate::in_place(turn, w, h, interpolation, Fill::Int(7), 1000);
                 let m = rotate.new_to_old();
                 let bilinear = interpolation == Interpolation::Bilinear;
                 let reference: Vec<u16> = (0..w * h)
@@ -91,9 +95,9 @@ fn general_turns_match_the_per_pixel_reference() {
 mod reference {
     use super::*;
 
-    pub fn samples<T: Sample>(r: &Rotate, input: &[T]) -> Vec<T> {
+    pub fn samples<T: Blend>(r: &Rotate, input: &[T]) -> Vec<T> {
         let (m, ow) = (r.new_to_old(), r.out_width);
-        let (bilinear, fill) = (r.interpolation == Interpolation::Bilinear, T::from_u16(r.fill));
+        let (bilinear, fill) = (r.interpolation == Interpolation::Bilinear, T::from_fill(r.fill));
         (0..ow * r.out_height)
             .map(|i| {
                 let (sx, sy) = m.apply((i % ow) as f64, (i / ow) as f64);
@@ -114,7 +118,7 @@ fn kernels() -> Vec<Kernel> {
 
 /// Compares every kernel with the reference on `input` (maxval `maxval`) turned by each of
 /// `angles`, both interpolations, with a random fill.
-fn check_kernels<T: Sample + std::fmt::Debug + PartialEq>(
+fn check_kernels<T: Blend + std::fmt::Debug + PartialEq>(
     rng: &mut fastrand::Rng,
     input: &[T],
     (w, h): (usize, usize),
@@ -125,7 +129,7 @@ fn check_kernels<T: Sample + std::fmt::Debug + PartialEq>(
         let turn = Turn::degrees(angle).unwrap();
         for interpolation in [Interpolation::Nearest, Interpolation::Bilinear] {
             let fill = rng.u16(0..=maxval);
-            let rotate = Rotate::in_place(turn, w, h, interpolation, fill, maxval);
+            let rotate = Rotate::in_place(turn, w, h, interpolation, Fill::Int(fill), maxval);
             let expected = reference::samples(&rotate, input);
             for kernel in kernels() {
                 let got = rotate.cpu_samples_with(input, kernel);
@@ -211,7 +215,7 @@ fn kernels_agree_on_whole_rows() {
     }
 }
 
-fn check_whole_rows<T: Sample + std::fmt::Debug + PartialEq>(
+fn check_whole_rows<T: Blend + std::fmt::Debug + PartialEq>(
     turn: Turn,
     (w, h): (usize, usize),
     input: &[T],
@@ -219,7 +223,7 @@ fn check_whole_rows<T: Sample + std::fmt::Debug + PartialEq>(
 ) {
     use std::mem::MaybeUninit;
     let run = |kernel: Kernel, interpolation, y| -> Vec<T> {
-        let r = Rotate::in_place(turn, w, h, interpolation, 0, maxval).row(y);
+        let r = Rotate::in_place(turn, w, h, interpolation, Fill::Int(0), maxval).row(y);
         let xs = if interpolation == Interpolation::Nearest { r.nearest } else { r.inner };
         let mut out = vec![MaybeUninit::uninit(); xs.len()];
         match interpolation {
@@ -255,7 +259,8 @@ fn every_split_turns_as_one_thread() {
                     (Interpolation::Bilinear, true),
                 ] {
                     let by = RotateBy::Degrees(angle);
-                    let op = RotateParams { by, interpolation, fill: 3, expand }.for_frame(&f).unwrap();
+                    let op =
+                        RotateParams { by, interpolation, fill: Fill::Int(3), expand }.for_frame(&f).unwrap();
                     let what = format!("{w}x{h} maxval {maxval} {angle} {interpolation:?} expand {expand}");
                     parallel::testing::same_on_each_pool(&what, || op.cpu(&f).unwrap());
                 }
@@ -316,7 +321,7 @@ fn expanded_turns() {
         let params = RotateParams {
             by: RotateBy::Degrees(degrees),
             interpolation: Interpolation::Bilinear,
-            fill: 0,
+            fill: Fill::Int(0),
             expand: true,
         };
         params.for_frame(&f).unwrap().cpu(&f).unwrap()
@@ -358,7 +363,7 @@ fn expanded_turns() {
                 out_width: ow,
                 out_height: oh,
                 interpolation,
-                fill,
+                fill: Fill::Int(fill),
                 maxval: 999,
             };
             let expected = reference::samples(&r, &input);
@@ -376,4 +381,44 @@ fn bilinear_halfway_rounds_half_up_and_blends_the_fill() {
     assert_eq!(sample_at(&input, 2, 2, 0.25, 0.0, 0, 255, true), 13); // 12.75 -> 13
     assert_eq!(sample_at(&input, 2, 2, 1.25, 0.0, 100, 255, true), 41); // 21 * .75 + 100 * .25
     assert_eq!(sample_at(&input, 2, 2, 1.5, 0.0, 100, 255, true), 100); // nearest is outside
+}
+
+/// Float frames: every kernel gives the reference's bits (NaN and infinities included), for
+/// turns of every kind, and the bilinear blend rounds the `f64` blend to `f32`.
+#[test]
+fn float_kernels_match_the_reference_bit_for_bit() {
+    let mut rng = fastrand::Rng::with_seed(0xf1_0a7);
+    let bits = |v: &[f32]| v.iter().map(|s| s.to_bits()).collect::<Vec<_>>();
+    for (w, h) in [(1, 1), (3, 7), (37, 23), (130, 66)] {
+        let mut input: Vec<f32> = (0..w * h).map(|_| rng.f32() * 3.0 - 1.0).collect();
+        input[rng.usize(..w * h)] = f32::from_bits(0x7FC0_0F00);
+        input[rng.usize(..w * h)] = f32::NEG_INFINITY;
+        for angle in [90.0, 180.0, 30.0, -71.5, 200.25] {
+            let turn = Turn::degrees(angle).unwrap();
+            for interpolation in [Interpolation::Nearest, Interpolation::Bilinear] {
+                for fill in [Fill::Float(0.5), Fill::Float(f32::NAN), Fill::Int(3)] {
+                    let rotate = Rotate::in_place(turn, w, h, interpolation, fill, 1);
+                    let expected = match turn {
+                        Turn::Quarter(_) => rotate.cpu_samples_with(&input, Kernel::Scalar),
+                        Turn::Angle { .. } => reference::samples(&rotate, &input),
+                    };
+                    for kernel in kernels() {
+                        let got = rotate.cpu_samples_with(&input, kernel);
+                        assert!(
+                            bits(&got) == bits(&expected),
+                            "{w}x{h} {angle} {interpolation:?} {kernel:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    let input = [10.0f32, 21.0, 30.0, 40.0];
+    assert_eq!(sample_at(&input, 2, 2, 0.5, 0.0, 0.0, 1, true), 15.5);
+    assert_eq!(sample_at(&input, 2, 2, 0.25, 0.0, 0.0, 1, true), 12.75);
+    assert_eq!(sample_at(&input, 2, 2, 1.25, 0.0, 100.0, 1, true), 40.75); // 21 * .75 + 100 * .25
+                                                                           // A NaN tap makes the blend NaN even at weight 0 (0 * NaN is NaN): the quiet NaN.
+    let input = [10.0f32, 21.0, 30.0, f32::NAN];
+    assert_eq!(sample_at(&input, 2, 2, 0.0, 0.0, 0.0, 1, true).to_bits(), 0x7FC0_0000);
+    assert_eq!(sample_at(&input, 2, 2, 1.5, 0.0, f32::NEG_INFINITY, 1, true), f32::NEG_INFINITY);
 }

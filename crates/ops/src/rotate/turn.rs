@@ -4,7 +4,7 @@
 use histopipe_frame::{Affine, Frame, Line};
 
 use super::{Interpolation, Rotate};
-use crate::OpError;
+use crate::{Fill, OpError};
 
 /// How far a frame is turned, counter-clockwise as displayed.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -97,7 +97,8 @@ pub enum RotateBy {
 pub struct RotateParams {
     pub by: RotateBy,
     pub interpolation: Interpolation,
-    pub fill: u16,
+    /// The fill value: an integer for integer frames, any value for float ones.
+    pub fill: Fill,
     /// Make the output the turned frame's bounding box ([`Turn::bounding_size`]) instead of the
     /// input's size.
     pub expand: bool,
@@ -106,13 +107,7 @@ pub struct RotateParams {
 impl RotateParams {
     /// The rotation of `frame`, which needs the frame for `--line` (its geometry) and `--fill`.
     pub fn for_frame(&self, frame: &Frame) -> Result<Rotate, OpError> {
-        if self.fill > frame.maxval {
-            return Err(OpError::param_is(
-                "fill",
-                self.fill,
-                format!("is over the frame's maxval {}", frame.maxval),
-            ));
-        }
+        let fill = self.fill.for_samples("fill", !frame.depth().is_integer(), frame.maxval)?;
         if frame.width > u32::MAX as usize || frame.height > u32::MAX as usize {
             return Err(OpError::invalid("frames wider or taller than 2^32 - 1 pixels are not supported"));
         }
@@ -142,7 +137,7 @@ impl RotateParams {
             out_width,
             out_height,
             interpolation: self.interpolation,
-            fill: self.fill,
+            fill,
             maxval: frame.maxval,
         })
     }
