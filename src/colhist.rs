@@ -5,10 +5,13 @@ use histopipe_cli::{
     TABLE_KEY_COLUMNS,
 };
 use histopipe_frame::{Format, Frame, Line, Pixels};
-use histopipe_ops::colhist::{ColHist as ColHistOp, ColHistParams, Histograms};
+use histopipe_ops::colhist::{ColHistParams, Histograms};
+use histopipe_ops::range::Outside;
 use histopipe_ops::{parallel, OpError};
 use histopipe_plot::{colhist_figure, heatmap_image, ColhistFigure, Counts};
 
+use crate::binning::{classes, parse_range, BinBounds, Colour};
+use crate::npy::{encode, NpyData};
 use crate::plot::{plot_target, write_figure, Plot};
 
 /// What `colhist` writes.
@@ -23,6 +26,8 @@ enum Output {
     Heatmap {
         png: bool,
     },
+    /// The table's counts as a NumPy array.
+    Npy,
 }
 
 /// `--line` or `--segment`: two points of the original, and which of the two options gave them.
@@ -44,6 +49,8 @@ struct Column {
 #[derive(Default)]
 pub struct ColHist {
     params: ColHistParams,
+    range: Option<(f64, f64)>,
+    colour: Colour,
     along: Option<Along>,
     /// `--format`, if given: csv, tsv, pgm for the matrix image, png for the heatmap.
     format: Option<OutputFormat>,
@@ -60,7 +67,10 @@ impl Tool for ColHist {
     const HELP: &'static str = "\
 colhist: a histogram of every column of each frame, a bins x width matrix of counts.
 
-Sample v goes in bin floor(v * N / (maxval + 1)) of N bins of equal width over 0..maxval. Only
+Integer samples: v goes in bin floor((v - LO) * N / (HI - LO + 1)) of N bins of equal width over
+LO..=HI (--range, default 0..=maxval). Float samples: N bins (default 256) over --range (default:
+the finite samples' least to greatest), as numpy.histogram(a.astype(float64), bins=N,
+range=(LO, HI)) assigns them. Only
 pixels of the original image count (through the geometry metadata: pad's border and the corners a
 rotation brings in do not); without metadata every pixel counts.
 
@@ -72,6 +82,21 @@ Usage: colhist [OPTIONS] [FILE...]";
             "N bins, 1..=maxval+1 [default: one per value for 8-bit frames, 256 for 16-bit]",
         )
         .param("bins"),
+        Flag::with_value(
+            "--range",
+            "LO:HI",
+            "bin LO..HI only, counting the samples outside in rows below and above [default: 0:maxval; \
+             float frames: the finite samples' least to greatest]",
+        )
+        .param("range"),
+        Flag::with_value(
+            "--colour",
+            "C",
+            "luma: colour read as gray (a JPEG's own luma, else OpenCV's BGR2GRAY); each: a histogram \
+             per channel (red, green, blue, alpha; gray for gray frames), in a channel column; text \
+             and npy output only [default: luma]",
+        )
+        .one_of(&["luma", "each"]),
         Flag::switch("--rows", "a histogram of every row instead (a bins x height matrix)"),
         Flag::switch("--count-padding", "count every pixel, padding included"),
         Flag::with_value(
@@ -90,12 +115,13 @@ Usage: colhist [OPTIONS] [FILE...]";
         Flag::with_value(
             "--format",
             "F",
-            "csv, tsv, pgm or png [default: -o's extension, else csv]; pgm: the matrix as an image (in \
-             -o's container: pgm, pam, tif, raw, or png with --format pgm), bin 0 on top, maxval the \
-             largest count (over 65535 clamped); png (or -o x.png, x.ppm): a heatmap to look at, bin 0 \
-             at the bottom, counts on a log scale through viridis, one image per output file",
+            "csv, tsv, pgm, png or npy [default: -o's extension, else csv]; pgm: the matrix of the bins \
+             as an image (in -o's container: pgm, pam, tif, raw, or png with --format pgm), bin 0 on \
+             top, maxval the largest count (over 65535 clamped); png (or -o x.png, x.ppm): a heatmap to \
+             look at, bin 0 at the bottom, counts on a log scale through viridis, one image per output \
+             file; npy (or -o x.npy): the table's counts as a uint64 array, one frame a file",
         )
-        .one_of(&["csv", "tsv", "pgm", "png"]),
+        .one_of(&["csv", "tsv", "pgm", "png", "npy"]),
         Flag::with_value(
             "--plot",
             "FILE",
@@ -107,8 +133,10 @@ Usage: colhist [OPTIONS] [FILE...]";
     const HELP_END: &'static str = "\
 The text formats write one table for the output: a header 'frame,source,bin,lower,upper,' and
 the column (or row) numbers (with --line or --segment, the one column's), once per output, then
-per frame one row per bin: the frame's number in the stream, its file (- for standard input), the
-bin's number, its lowest and highest value, its counts. Frames of different widths give rows of
+per frame one row per bin: the frame's number in the stream, its file (- for standard input), with
+--colour each the channel, the bin's number, its lowest and highest value (float frames: its
+edges, [lower, upper)), its counts. With --range, and for float frames, five more rows follow the
+bins: below, above, nans, neg_inf, pos_inf in the bin column, lower and upper empty. Frames of different widths give rows of
 different lengths: give -o a field (-o out/{stem}.csv) for one table each.
 
 Example:
@@ -126,6 +154,8 @@ Example:
                 self.params.bins = Some(n);
             }
             "--rows" => self.params.rows = true,
+            "--range" => self.range = Some(parse_range(given)?),
+            "--colour" => self.colour = Colour::parse(given)?,
             "--count-padding" => self.params.count_padding = true,
             "--line" | "--segment" => {
                 let segment = given.is("--segment");
@@ -140,7 +170,8 @@ Example:
                     "tsv" => OutputFormat::Tsv,
                     "pgm" => OutputFormat::Pgm,
                     "png" => OutputFormat::Png,
-                    v => return Err(format!("unknown format '{v}' (csv, tsv, pgm or png)").into()),
+                    "npy" => OutputFormat::Npy,
+                    v => return Err(format!("unknown format '{v}' (csv, tsv, pgm, png or npy)").into()),
                 });
             }
             "--plot" => self.plot = Some(plot_target(given)?),
@@ -150,6 +181,9 @@ Example:
     }
 
     fn check(&mut self, _: &Common) -> Result<(), Error> {
+        if self.plot.is_some() && self.colour == Colour::Each {
+            return Err(Error::usage("--plot draws one histogram: it cannot be combined with --colour each"));
+        }
         if let (Some(along), true) = (&self.along, self.params.rows) {
             return Err(Error::usage(format!(
                 "{} takes one column: it cannot be combined with --rows",
@@ -162,6 +196,8 @@ Example:
     fn product(&mut self, format: Option<OutputFormat>) -> Result<Product, Error> {
         use OutputFormat as F;
         self.output = match (self.format, format) {
+            // -o x.npy is the table's counts, unless --format pgm asks for the matrix image.
+            (Some(F::Npy) | None, Some(F::Npy)) | (Some(F::Npy), None) => Output::Npy,
             // The matrix image, asked for by name, in whichever image container -o names.
             (Some(F::Pgm), Some(e)) if e.container().is_some() => Output::Image,
             // A picture file is for a person: the heatmap.
@@ -177,10 +213,16 @@ Example:
                 }
             }
         };
+        if self.colour == Colour::Each && matches!(self.output, Output::Image | Output::Heatmap { .. }) {
+            return Err(Error::usage(
+                "--colour each writes a table (csv, tsv or npy): the matrix image and the heatmap show one \
+                 channel",
+            ));
+        }
         Ok(match self.output {
             Output::Image => Product::Frames,
             Output::Heatmap { .. } => Product::Drawing,
-            Output::Csv | Output::Tsv => Product::Table,
+            Output::Csv | Output::Tsv | Output::Npy => Product::Table,
         })
     }
 
@@ -188,8 +230,155 @@ Example:
         self.plot.iter().map(|p| p.template.clone()).collect()
     }
 
+    fn reads_gray(&self) -> bool {
+        self.colour == Colour::Luma
+    }
+
+    const FLOAT: bool = true;
+
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
-        let op = self.params.for_frame(&frame).map_err(|e| cx.op_error(e))?;
+        let (width, height, maxval, source) = (frame.width, frame.height, frame.maxval, frame.source.clone());
+        let float = !frame.depth().is_integer();
+        let mut channels = Vec::new();
+        for (name, plane) in self.colour.planes(frame) {
+            channels.push(self.channel(cx, name, plane)?);
+        }
+        let first = &channels[0];
+        if let (Some(plot), Some(path)) = (&self.plot, cx.side_file(0)) {
+            let bins = first.bins();
+            let (ranges, values, value_name): (Vec<(u32, u32)>, _, _) = match &first.bounds {
+                b if b.integer => {
+                    let r: Vec<(u32, u32)> = b.bounds.iter().map(|&(l, h)| (l as u32, h as u32)).collect();
+                    let values = r[0].0..r[r.len() - 1].1 + 1;
+                    (r, values, "sample value")
+                }
+                _ => ((0..bins.bins as u32).map(|b| (b, b)).collect(), 0..bins.bins as u32, "bin"),
+            };
+            let depth = if float { "float".to_owned() } else { format!("maxval {maxval}") };
+            let range = match (&first.bounds, float) {
+                (b, true) => format!(" over {:.6}..{:.6}", b.bounds[0].0, b.bounds[b.bounds.len() - 1].1),
+                _ => String::new(),
+            };
+            let figure = ColhistFigure {
+                counts: Counts { bins: bins.bins, lines: bins.lines, counts: &bins.counts },
+                bin_ranges: &ranges,
+                values,
+                value_name,
+                first_line: first.column.unwrap_or(0),
+                line_name: if self.params.rows { "row" } else { "column" },
+                title: format!(
+                    "colhist: frame {}, {width}x{height}, {depth}, {} bins{range}, {}",
+                    cx.index, bins.bins, first.what
+                ),
+            };
+            write_figure(cx, path, colhist_figure(plot.format, &figure))?;
+        }
+        match self.output {
+            Output::Image => {
+                let bins = first.bins();
+                let mut image = matrix_image(&bins);
+                image.source = source;
+                cx.write(image)
+            }
+            Output::Heatmap { png } => {
+                if !cx.starts_output() {
+                    return Err(cx.invalid(
+                        "a heatmap is one image, and this output would get more than one frame's: \
+                         give -o a field for one image each (-o out/{stem}.png), or use --plot with a field",
+                    ));
+                }
+                let h = first.bins();
+                let image = heatmap_image(&Counts { bins: h.bins, lines: h.lines, counts: &h.counts });
+                histopipe_frame::write_rgb8(cx.text(), image.width, image.height, &image.rgb, png)
+                    .map_err(|e| cx.invalid(format!("cannot encode the heatmap: {e}")))
+            }
+            Output::Npy => {
+                if !cx.starts_output() {
+                    return Err(cx.invalid(
+                        "an .npy file holds one frame's table, and this output would get more than one: \
+                         give -o a field (-o out/{stem}.npy) for one file each",
+                    ));
+                }
+                let (rows, lines) = (first.h.bins, first.h.lines);
+                let data: Vec<u64> =
+                    channels.iter().flat_map(|c| c.h.counts.iter().map(|&n| n as u64)).collect();
+                let shape = match first.name {
+                    Some(_) => vec![channels.len(), rows, lines],
+                    None => vec![rows, lines],
+                };
+                cx.text().extend_from_slice(&encode(&shape, NpyData::U64(&data)));
+                Ok(())
+            }
+            Output::Csv | Output::Tsv => {
+                let sep = if self.output == Output::Csv { b',' } else { b'\t' };
+                let key = cx.row_key(sep as char);
+                let mut header = cx.starts_output();
+                for c in &channels {
+                    write_table(cx.text(), c, header, key.as_bytes(), sep);
+                    header = false;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// One channel's counts, as the table has them.
+struct Counted {
+    /// The channel's name under --colour each.
+    name: Option<&'static str>,
+    /// Every row of the table: the bins, then (with an outside) below, above, nans, neg_inf and
+    /// pos_inf.
+    h: Histograms,
+    /// The bins' rows.
+    bins: usize,
+    bounds: BinBounds,
+    /// The one column of --line or --segment.
+    column: Option<usize>,
+    /// What was counted, for the figure's title.
+    what: String,
+}
+
+impl Counted {
+    /// The bins' rows alone.
+    fn bins(&self) -> Histograms {
+        let counts = self.h.counts[..self.bins * self.h.lines].to_vec();
+        Histograms { bins: self.bins, lines: self.h.lines, counts }
+    }
+
+    /// Row `r`'s first fields: the bin's number and bounds, or an outside class's name and two
+    /// empty fields.
+    fn label(&self, r: usize, sep: u8) -> Vec<u8> {
+        let sep = sep as char;
+        match self.bounds.bounds.get(r) {
+            Some(&(l, h)) => format!("{r}{sep}{}{sep}{}", self.bounds.show(l), self.bounds.show(h)),
+            None => format!("{}{sep}{sep}", Outside::ALL[r - self.bins].name()),
+        }
+        .into_bytes()
+    }
+}
+
+impl ColHist {
+    /// The counts of one channel, `plane`: over its index frame with a range or float samples.
+    fn channel(
+        &self,
+        cx: &mut Context<'_>,
+        name: Option<&'static str>,
+        plane: Frame,
+    ) -> Result<Counted, Error> {
+        let int_default = self.range.map(|(lo, hi)| (hi - lo + 1.0).min(256.0) as usize);
+        let bins = match plane.depth().is_integer() {
+            true => self.params.bins.map(|b| b as usize).or(int_default),
+            false => self.params.bins.map(|b| b as usize),
+        };
+        let (frame, params, layout, bounds) = match classes(cx, &plane, self.range, bins)? {
+            None => (plane, self.params, None, None),
+            Some(c) => {
+                let params = ColHistParams { bins: Some(c.layout.classes() as u32), ..self.params };
+                (c.frame, params, Some(c.layout), Some(c.bounds))
+            }
+        };
+        let op = params.for_frame(&frame).map_err(|e| cx.op_error(e))?;
         // The matrix of counts, as large as the image it may become, is refused before it is made.
         cx.check_pixels(if op.rows { frame.height } else { frame.width }, op.bins as usize)?;
         let column = match &self.along {
@@ -213,42 +402,22 @@ Example:
             (None, _, false) => "columns".to_owned(),
         };
         let column = column.map(|c| c.x);
-        if let (Some(plot), Some(path)) = (&self.plot, cx.side_file(0)) {
-            let ranges: Vec<(u32, u32)> = (0..op.bins).map(|b| op.bin_range(b)).collect();
-            let figure = ColhistFigure {
-                counts: Counts { bins: h.bins, lines: h.lines, counts: &h.counts },
-                bin_ranges: &ranges,
-                maxval: frame.maxval,
-                first_line: column.unwrap_or(0),
-                line_name: if op.rows { "row" } else { "column" },
-                title: format!(
-                    "colhist: frame {}, {}x{}, maxval {}, {} bins, {what}",
-                    cx.index, frame.width, frame.height, frame.maxval, op.bins
-                ),
-            };
-            write_figure(cx, path, colhist_figure(plot.format, &figure))?;
+        let Some(layout) = layout else {
+            let bounds = (0..op.bins).map(|b| op.bin_range(b)).map(|(l, h)| (l as f64, h as f64)).collect();
+            let bins = h.bins;
+            return Ok(Counted { name, h, bins, bounds: BinBounds { integer: true, bounds }, column, what });
+        };
+        // Every outside class gets its row, zeros where the layout has none.
+        let lines = h.lines;
+        let rows: Vec<&[u32]> = h.counts.chunks_exact(lines.max(1)).take(h.bins).collect();
+        let (bin_rows, outside) = layout.split(&rows);
+        let zeros = vec![0u32; lines];
+        let mut counts = Vec::with_capacity((layout.bins + Outside::ALL.len()) * lines);
+        for row in bin_rows.iter().chain(outside.iter()) {
+            counts.extend_from_slice(if row.is_empty() { &zeros } else { row });
         }
-        match self.output {
-            Output::Image => cx.write(matrix_image(&h, &frame)),
-            Output::Heatmap { png } => {
-                if !cx.starts_output() {
-                    return Err(cx.invalid(
-                        "a heatmap is one image, and this output would get more than one frame's: \
-                         give -o a field for one image each (-o out/{stem}.png), or use --plot with a field",
-                    ));
-                }
-                let image = heatmap_image(&Counts { bins: h.bins, lines: h.lines, counts: &h.counts });
-                histopipe_frame::write_rgb8(cx.text(), image.width, image.height, &image.rgb, png)
-                    .map_err(|e| cx.invalid(format!("cannot encode the heatmap: {e}")))
-            }
-            Output::Csv | Output::Tsv => {
-                let sep = if self.output == Output::Csv { b',' } else { b'\t' };
-                let key = cx.row_key(sep as char);
-                let header = cx.starts_output();
-                write_table(cx.text(), &op, &h, column, header, key.as_bytes(), sep);
-                Ok(())
-            }
-        }
+        let h = Histograms { bins: layout.bins + Outside::ALL.len(), lines, counts };
+        Ok(Counted { name, h, bins: layout.bins, bounds: bounds.expect("with the layout"), column, what })
     }
 }
 
@@ -304,7 +473,7 @@ impl Along {
 /// the largest of them (at least 1), so viewers show the matrix stretched to its peak; 8-bit when
 /// the peak is at most 255, as PGM has it. It keeps the frame's source, not its geometry: its
 /// pixels are no place of the original.
-fn matrix_image(h: &Histograms, frame: &Frame) -> Frame {
+fn matrix_image(h: &Histograms) -> Frame {
     let samples: Vec<u16> = h.counts.iter().map(|&c| c.min(65535) as u16).collect();
     let maxval = samples.iter().copied().max().unwrap_or(0).max(1);
     let pixels = if maxval <= 255 {
@@ -314,27 +483,21 @@ fn matrix_image(h: &Histograms, frame: &Frame) -> Frame {
     };
     let mut f = Frame::new(h.lines, h.bins, maxval, pixels);
     f.format = Format::Pgm;
-    f.source = frame.source.clone();
     f
 }
 
-/// The table of `h`: the header line if `header`, then one row per bin, each starting with
-/// `key` (the frame's number and source, with their separators).
-fn write_table(
-    text: &mut Vec<u8>,
-    op: &ColHistOp,
-    h: &Histograms,
-    column: Option<usize>,
-    header: bool,
-    key: &[u8],
-    sep: u8,
-) {
+/// The table of one channel's counts `c`: the header line if `header`, then one row per bin
+/// (and outside class), each starting with `key` (the frame's number and source, with their
+/// separators) and the channel's name.
+fn write_table(text: &mut Vec<u8>, c: &Counted, header: bool, key: &[u8], sep: u8) {
+    let h = &c.h;
     if header {
-        for name in TABLE_KEY_COLUMNS.iter().chain(&["bin", "lower", "upper"]) {
+        let channel: &[&str] = if c.name.is_some() { &["channel"] } else { &[] };
+        for name in TABLE_KEY_COLUMNS.iter().chain(channel).chain(&["bin", "lower", "upper"]) {
             text.extend_from_slice(name.as_bytes());
             text.push(sep);
         }
-        match column {
+        match c.column {
             Some(x) => push_u64(text, x as u64),
             None => {
                 for line in 0..h.lines {
@@ -347,19 +510,25 @@ fn write_table(
         }
         text.push(b'\n');
     }
+    let mut key = key.to_vec();
+    if let Some(name) = c.name {
+        key.extend_from_slice(name.as_bytes());
+        key.push(sep);
+    }
+    let key = &key[..];
     let rows: Vec<&[u32]> = h.counts.chunks_exact(h.lines.max(1)).take(h.bins).collect();
     // A 4K frame's table is a million numbers, more than one core formats in a frame period of a
     // fast stream: large tables are formatted in bands of bins on the CPU backend's pool, joined in
     // order.
     let bands = parallel::threads().min(8).min(h.counts.len() / (1 << 16)).clamp(1, rows.len().max(1));
     if bands == 1 {
-        write_rows(text, op, key, 0, &rows, sep);
+        write_rows(text, c, key, 0, &rows, sep);
         return;
     }
     let per = rows.len().div_ceil(bands);
     let written = parallel::map_parts(&rows, per, |first, band| {
         let mut out = Vec::with_capacity(band.len() * (band[0].len() + 3) * 4);
-        write_rows(&mut out, op, key, first, band, sep);
+        write_rows(&mut out, c, key, first, band, sep);
         out
     });
     for band in written {
@@ -367,16 +536,11 @@ fn write_table(
     }
 }
 
-/// The table's rows for bins `first..`, one per slice of counts.
-fn write_rows(text: &mut Vec<u8>, op: &ColHistOp, key: &[u8], first: usize, rows: &[&[u32]], sep: u8) {
-    for (bin, counts) in (first..).zip(rows) {
-        let (low, high) = op.bin_range(bin as u32);
+/// The table's rows `first..`, one per slice of counts.
+fn write_rows(text: &mut Vec<u8>, c: &Counted, key: &[u8], first: usize, rows: &[&[u32]], sep: u8) {
+    for (row, counts) in (first..).zip(rows) {
         text.extend_from_slice(key);
-        push_u64(text, bin as u64);
-        text.push(sep);
-        push_u64(text, low as u64);
-        text.push(sep);
-        push_u64(text, high as u64);
+        text.extend_from_slice(&c.label(row, sep));
         push_counts(text, counts, sep);
         text.push(b'\n');
     }

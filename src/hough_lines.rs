@@ -97,6 +97,9 @@ Example:
 
     fn product(&mut self, format: Option<OutputFormat>) -> Result<Product, Error> {
         if self.draw.is_none() {
+            if format == Some(OutputFormat::Npy) {
+                return Err(Error::usage("hough-lines writes its table as .csv or .tsv, not .npy"));
+            }
             self.tsv = format == Some(OutputFormat::Tsv);
             return Ok(Product::Table);
         }

@@ -2,6 +2,7 @@
 //! binary in `src/bin/` is a one-line `main`. Formats live in `histopipe-frame`, operations in
 //! `histopipe-ops`, the GPU runtime in `histopipe-gpu`, the shared plumbing in `histopipe-cli`.
 
+mod binning;
 pub mod cdf;
 pub mod clahe;
 pub mod colhist;
@@ -9,6 +10,7 @@ pub mod edges;
 pub mod equalize;
 pub mod hough_lines;
 pub mod hough_vote;
+mod npy;
 pub mod pad;
 mod plot;
 pub mod rotate;

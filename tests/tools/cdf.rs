@@ -147,3 +147,172 @@ fn plot_writes_figures() {
     assert_eq!(image::open(&png).unwrap().width(), 960);
     assert!(run_err("cdf", &["--plot", "cdf.txt"], &input, 2).contains("must end in .svg or .png"));
 }
+
+/// Runs `tool` with `args` (on the CPU) and writes its output to `out`.
+pub fn run_to(tool_name: &str, backend: &str, args: &[&str], out: &std::path::Path) {
+    let o = tool(tool_name).env("HISTOPIPE_BACKEND", backend).args(args).output().unwrap();
+    assert!(o.status.success(), "{tool_name} {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    std::fs::write(out, o.stdout).unwrap();
+}
+
+/// A float TIFF of random normal samples with NaN, +inf, -inf and values on f32-rounded edges,
+/// made by OpenCV; returns its path.
+pub fn float_tiff(dir: &std::path::Path, seed: u32) -> std::path::PathBuf {
+    let path = dir.join(format!("f{seed}.tif"));
+    let script = format!(
+        "rng = np.random.default_rng({seed})\n\
+         a = rng.normal(size=(37, 53)).astype(np.float32)\n\
+         a.flat[rng.choice(a.size, 40)] = np.nan\n\
+         a.flat[rng.choice(a.size, 7)] = np.inf\n\
+         a.flat[rng.choice(a.size, 5)] = -np.inf\n\
+         a[0, :10] = np.float32(0.7); a[1, :5] = -1.0; a[1, 5:10] = 1.0; a[2, :4] = np.float32(0.1)\n\
+         assert cv2.imwrite(sys.stdin.read(), a)\n"
+    );
+    crate::opencv::python(&script, path.to_str().unwrap());
+    path
+}
+
+/// `--colour each`: one histogram per channel, equal to np.bincount of each channel.
+#[test]
+fn colour_each_counts_each_channel() {
+    let dir = temp_dir("cdf-colour");
+    let astronaut = fixture("astronaut.png");
+    let out = dir.join("each.csv");
+    run_to("cdf", "cpu", &["--colour", "each", astronaut.to_str().unwrap()], &out);
+    let script = "import pandas as pd\n\
+        png, csv = sys.stdin.read().split('\\t')\n\
+        rgb = cv2.imread(png, cv2.IMREAD_UNCHANGED)[..., ::-1]\n\
+        df = pd.read_csv(csv)\n\
+        assert list(df.columns[:4]) == ['frame', 'source', 'channel', 'bin']\n\
+        for c, name in enumerate(['red', 'green', 'blue']):\n\
+            \x20\x20\x20\x20got = df[df.channel == name]['count'].to_numpy()\n\
+            \x20\x20\x20\x20assert (got == np.bincount(rgb[..., c].ravel(), minlength=256)).all(), name\n\
+        print('ok')\n";
+    let input = format!("{}\t{}", astronaut.display(), out.display());
+    assert_eq!(crate::opencv::python(script, &input).trim(), "ok");
+    // A gray frame under `each`: channel gray.
+    let text = String::from_utf8(run_ok(
+        "cdf",
+        "cpu",
+        &["--colour", "each", "--bins", "2"],
+        &fixture_bytes("camera.pgm"),
+    ))
+    .unwrap();
+    assert!(text.lines().nth(1).unwrap().starts_with("1,-,gray,0,0,127,"), "{text}");
+}
+
+/// Float frames and --range: the counts, edges and left-out samples numpy.histogram gives on the
+/// samples as float64; with --range on integer frames, below and above.
+#[test]
+fn float_bins_match_numpy_histogram() {
+    let dir = temp_dir("cdf-float");
+    for seed in [1, 2] {
+        let tif = float_tiff(&dir, seed);
+        for (k, args) in [
+            &["--bins", "10", "--range", "-1:1"][..],
+            &["--bins", "7"],
+            &[],
+            &["--bins", "300", "--range", "-0.3:0.9"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            let out = dir.join(format!("t{seed}-{k}.csv"));
+            let mut all = args.to_vec();
+            all.push(tif.to_str().unwrap());
+            run_to("cdf", "cpu", &all, &out);
+            let range = match args.iter().position(|a| *a == "--range") {
+                Some(i) => format!("({})", args[i + 1].replace(':', ",")),
+                None => "None".into(),
+            };
+            let script = format!(
+                "import pandas as pd\n\
+                 tif, csv = sys.stdin.read().split('\\t')\n\
+                 a = cv2.imread(tif, cv2.IMREAD_UNCHANGED).astype(np.float64)\n\
+                 fin = a[np.isfinite(a)]\n\
+                 r = {range} or (fin.min(), fin.max())\n\
+                 df = pd.read_csv(csv)\n\
+                 h, e = np.histogram(fin, bins=len(df), range=r)\n\
+                 assert (df['count'].to_numpy() == h).all()\n\
+                 assert np.array_equal(df.lower.to_numpy(), e[:-1]) and np.array_equal(df.upper.to_numpy(), e[1:])\n\
+                 row = df.iloc[0]\n\
+                 assert row.nans == np.isnan(a).sum() and row.pos_inf == np.isposinf(a).sum()\n\
+                 assert row.neg_inf == np.isneginf(a).sum()\n\
+                 assert row.below == (fin < r[0]).sum() and row.above == (fin > r[1]).sum()\n\
+                 print('ok')\n"
+            );
+            let input = format!("{}\t{}", tif.display(), out.display());
+            assert_eq!(crate::opencv::python(&script, &input).trim(), "ok", "{args:?}");
+        }
+    }
+    let text = String::from_utf8(run_ok(
+        "cdf",
+        "cpu",
+        &["--range", "10:200", "--bins", "19"],
+        &fixture_bytes("camera.pgm"),
+    ))
+    .unwrap();
+    let header = text.lines().next().unwrap();
+    assert_eq!(
+        header,
+        "frame,source,bin,lower,upper,count,cumulative,fraction,below,above,nans,neg_inf,pos_inf"
+    );
+    assert!(
+        text.lines().nth(1).unwrap().starts_with("1,-,0,10,20,9625,9625,0.049253,11614,55112,0,0,0"),
+        "{text}"
+    );
+}
+
+/// `-o x.npy`: the table as a float64 array numpy loads; one frame a file.
+#[test]
+fn npy_table_loads() {
+    let dir = temp_dir("cdf-npy");
+    let csv = dir.join("c.csv");
+    let npy = dir.join("c.npy");
+    let camera = fixture("camera.pgm");
+    run_to("cdf", "cpu", &["--bins", "8", camera.to_str().unwrap()], &csv);
+    run_to(
+        "cdf",
+        "cpu",
+        &["--bins", "8", "-o", npy.to_str().unwrap(), camera.to_str().unwrap()],
+        &dir.join("none"),
+    );
+    let script = "import pandas as pd\n\
+        csv, npy = sys.stdin.read().split('\\t')\n\
+        x = np.load(npy)\n\
+        assert x.shape == (8, 6) and x.dtype == np.float64, (x.shape, x.dtype)\n\
+        df = pd.read_csv(csv)\n\
+        assert (x[:, :5] == df[['bin', 'lower', 'upper', 'count', 'cumulative']].to_numpy()).all()\n\
+        assert np.allclose(x[:, 5], df.fraction, atol=5e-7)\n\
+        print('ok')\n";
+    let input = format!("{}\t{}", csv.display(), npy.display());
+    assert_eq!(crate::opencv::python(script, &input).trim(), "ok");
+    let two = stream(&[fixture_frame("camera.pgm"), fixture_frame("moon.pgm")]);
+    assert!(run_err("cdf", &["--format", "npy"], &two, 2).contains("one frame's table"));
+}
+
+/// Float classes: the GPU's, made with the same f64 operations, are the CPU's.
+#[test]
+fn float_classes_gpu_matches_cpu() {
+    use histopipe_ops::range::{FloatClasses, FloatRange};
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let mut samples: Vec<f32> = (0..100_003).map(|_| (rng.f32() - 0.3) * 7.0).collect();
+    for (i, v) in
+        [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.7, 0.1, -1.0, 1.0, 2.0].into_iter().enumerate()
+    {
+        samples[i * 97] = v;
+    }
+    let frame =
+        histopipe_frame::Frame::new(100_003, 1, 1, histopipe_frame::Pixels::F32(samples.clone().into()));
+    for (range, bins) in
+        [(Some((-1.0, 1.0)), Some(10)), (None, None), (Some((-0.3, 0.9)), Some(65531)), (None, Some(3))]
+    {
+        let op = FloatClasses { range: FloatRange::new(range, bins, &samples).unwrap() };
+        assert_eq!(
+            op.cpu(&frame).unwrap().pixels,
+            op.gpu(&gpu, &frame).unwrap().pixels,
+            "{range:?} {bins:?}"
+        );
+    }
+}

@@ -527,3 +527,69 @@ fn plot_writes_figures() {
     let e = run_err("colhist", &["--plot", nowhere.to_str().unwrap()], &input, 1);
     assert!(e.contains("frame 1: --plot: cannot write"), "{e}");
 }
+
+/// `--colour each`, `--range` and float frames: every column's counts are numpy.histogram's of that
+/// column (float64 samples), the rows after the bins count what was left out; `-o x.npy` holds the
+/// same counts as uint64, (channels, rows, columns).
+#[test]
+fn channels_ranges_and_floats_match_numpy() {
+    use crate::cdf::{float_tiff, run_to};
+    let dir = temp_dir("colhist-numpy");
+    let astronaut = fixture("astronaut.png");
+    let (csv, npy) = (dir.join("each.csv"), dir.join("each.npy"));
+    let args = ["--colour", "each", "--range", "10:200", "--bins", "16"];
+    run_to("colhist", "cpu", &[&args[..], &[astronaut.to_str().unwrap()]].concat(), &csv);
+    let o = ["-o", npy.to_str().unwrap(), astronaut.to_str().unwrap()];
+    run_to("colhist", "cpu", &[&args[..], &o].concat(), &dir.join("none"));
+    let script = "import pandas as pd\n\
+        png, csv, npy = sys.stdin.read().split('\\t')\n\
+        rgb = cv2.imread(png, cv2.IMREAD_UNCHANGED)[..., ::-1].astype(int)\n\
+        df = pd.read_csv(csv, keep_default_na=False)\n\
+        x = np.load(npy)\n\
+        assert x.shape == (3, 21, 512) and x.dtype == np.uint64, x.shape\n\
+        for c, name in enumerate(['red', 'green', 'blue']):\n\
+            \x20\x20\x20\x20sub = df[df.channel == name]\n\
+            \x20\x20\x20\x20assert list(sub.bin[16:]) == ['below', 'above', 'nans', 'neg_inf', 'pos_inf']\n\
+            \x20\x20\x20\x20m = sub.iloc[:, 6:].to_numpy().astype(np.uint64)\n\
+            \x20\x20\x20\x20assert (m == x[c]).all()\n\
+            \x20\x20\x20\x20v = rgb[..., c]\n\
+            \x20\x20\x20\x20ref = np.stack([np.bincount((col[(col >= 10) & (col <= 200)] - 10) * 16 // 191, minlength=16) for col in v.T], 1)\n\
+            \x20\x20\x20\x20assert (m[:16] == ref).all(), name\n\
+            \x20\x20\x20\x20assert (m[16] == (v < 10).sum(0)).all() and (m[17] == (v > 200).sum(0)).all() and (m[18:] == 0).all()\n\
+        print('ok')\n";
+    let input = format!("{}\t{}\t{}", astronaut.display(), csv.display(), npy.display());
+    assert_eq!(crate::opencv::python(script, &input).trim(), "ok");
+
+    let tif = float_tiff(&dir, 3);
+    for (k, a) in [&["--bins", "10", "--range", "-1:1"][..], &["--bins", "7"], &["--rows"]].iter().enumerate()
+    {
+        let out = dir.join(format!("f{k}.csv"));
+        run_to("colhist", "cpu", &[&a[..], &[tif.to_str().unwrap()]].concat(), &out);
+        let range = match a.iter().position(|x| *x == "--range") {
+            Some(i) => format!("({})", a[i + 1].replace(':', ",")),
+            None => "None".into(),
+        };
+        let axis = if a.contains(&"--rows") { 1 } else { 0 };
+        let script = format!(
+            "import pandas as pd\n\
+             tif, csv = sys.stdin.read().split('\\t')\n\
+             a = cv2.imread(tif, cv2.IMREAD_UNCHANGED).astype(np.float64)\n\
+             fin = a[np.isfinite(a)]\n\
+             r = {range} or (fin.min(), fin.max())\n\
+             df = pd.read_csv(csv, keep_default_na=False)\n\
+             n = len(df) - 5\n\
+             m = df.iloc[:, 5:].to_numpy().astype(np.int64)\n\
+             lines = a.T if {axis} == 0 else a\n\
+             ref = np.stack([np.histogram(l, bins=n, range=r)[0] for l in lines], 1)\n\
+             assert (m[:n] == ref).all()\n\
+             f = lambda t: t.sum({axis})\n\
+             assert (m[n + 2] == f(np.isnan(a))).all() and (m[n + 3] == f(np.isneginf(a))).all()\n\
+             assert (m[n + 4] == f(np.isposinf(a))).all()\n\
+             fa = np.where(np.isfinite(a), a, np.nan)\n\
+             assert (m[n] == f(fa < r[0])).all() and (m[n + 1] == f(fa > r[1])).all()\n\
+             print('ok')\n"
+        );
+        let input = format!("{}\t{}", tif.display(), out.display());
+        assert_eq!(crate::opencv::python(&script, &input).trim(), "ok", "{a:?}");
+    }
+}

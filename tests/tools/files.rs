@@ -152,7 +152,7 @@ fn the_extension_gives_the_format() {
         ("equalize", &["-o", "e.gif"], "e.gif: histopipe does not write .gif files"),
         ("cdf", &["-o", "c.jpg"], "c.jpg: this tool writes a table"),
         ("equalize", &["--png", "-o", "e.pgm"], "--png contradicts -o"),
-        ("cdf", &["-o", "c.png"], "c.png: this tool writes a table: give a .csv or .tsv file"),
+        ("cdf", &["-o", "c.png"], "c.png: this tool writes a table: give a .csv, .tsv or .npy file"),
         ("cdf", &["--png"], "--png does not apply: this tool writes a table"),
         ("cdf", &["--format", "tsv", "-o", "c.csv"], "--format tsv contradicts -o's extension .csv"),
         ("colhist", &["--format", "csv", "-o", "h.pgm"], "--format csv contradicts -o's extension .pgm"),

@@ -109,7 +109,7 @@ impl OutputFormat {
 pub enum Product {
     /// Frames: netpbm, PNG, JPEG, TIFF, PFM, NPY or raw.
     Frames,
-    /// A table: CSV or TSV.
+    /// A table: CSV, TSV or NPY.
     Table,
     /// A picture in colour: PNG or PPM.
     Drawing,
@@ -119,7 +119,7 @@ impl Product {
     fn accepts(self, format: OutputFormat) -> bool {
         match self {
             Product::Frames => format.container().is_some(),
-            Product::Table => matches!(format, OutputFormat::Csv | OutputFormat::Tsv),
+            Product::Table => matches!(format, OutputFormat::Csv | OutputFormat::Tsv | OutputFormat::Npy),
             Product::Drawing => matches!(format, OutputFormat::Png | OutputFormat::Ppm),
         }
     }
@@ -129,7 +129,7 @@ impl Product {
             Product::Frames => {
                 "frames: give a .pgm, .ppm, .pnm, .pam, .png, .jpg, .tif, .tiff, .pfm, .npy or .raw file"
             }
-            Product::Table => "a table: give a .csv or .tsv file",
+            Product::Table => "a table: give a .csv, .tsv or .npy file",
             Product::Drawing => "a picture: give a .png or .ppm file",
         }
     }
@@ -553,7 +553,7 @@ mod tests {
         assert!(frames("a.csv", false).unwrap_err().message.contains("writes frames"));
         let table = |text: &str, png: bool| spec(text).unwrap().container(Product::Table, png);
         assert!(table("a.tsv", false).is_ok());
-        assert!(table("a.png", false).unwrap_err().message.contains("a table: give a .csv or .tsv"));
+        assert!(table("a.png", false).unwrap_err().message.contains("a table: give a .csv, .tsv or .npy"));
         assert!(table("-", true).unwrap_err().message.contains("--png does not apply"));
         let drawing = |text: &str| spec(text).unwrap().container(Product::Drawing, false);
         assert!(drawing("a.ppm").is_ok() && drawing("a.pgm").is_err());

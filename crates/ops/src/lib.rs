@@ -17,6 +17,7 @@ mod lut;
 mod op;
 pub mod pad;
 pub mod parallel;
+pub mod range;
 pub mod rotate;
 mod sample;
 

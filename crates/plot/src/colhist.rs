@@ -14,9 +14,13 @@ use crate::heatmap::{raster, Counts, RgbImage};
 #[derive(Debug, Clone)]
 pub struct ColhistFigure<'a> {
     pub counts: Counts<'a>,
-    /// Each bin's lowest and highest value, in order, covering 0..=maxval.
+    /// Each bin's lowest and highest value on the y axis, in order, covering `values`.
     pub bin_ranges: &'a [(u32, u32)],
-    pub maxval: u16,
+    /// The y axis: the values the bins span (a range's LO..HI + 1; 0..bins for float bins, drawn
+    /// by number).
+    pub values: std::ops::Range<u32>,
+    /// What the y axis shows: `sample value`, or `bin` for float bins.
+    pub value_name: &'a str,
     /// The number of the first line in the frame (`colhist --line` has one column, `X`).
     pub first_line: usize,
     /// What a line is, for the x axis: `column` or `row`.
@@ -56,24 +60,23 @@ impl Figure for ColhistFigure<'_> {
             .margin(12)
             .x_label_area_size(48)
             .y_label_area_size(72)
-            .build_cartesian_2d(first - 0.5..first + lines - 0.5, -0.5..self.maxval as f64 + 0.5)?;
+            .build_cartesian_2d(
+                first - 0.5..first + lines - 0.5,
+                self.values.start as f64 - 0.5..self.values.end as f64 - 0.5,
+            )?;
         let rect = PixelRect::of_range(chart.plotting_area().get_pixel_range());
         let lows: Vec<u32> = self.bin_ranges.iter().map(|r| r.0).collect();
         let bin_of = |v: u32| lows.partition_point(|&low| low <= v).saturating_sub(1);
-        let image = raster(
-            &self.counts,
-            0..self.maxval as u32 + 1,
-            bin_of,
-            (rect.width as usize, rect.height as usize),
-        );
+        let image =
+            raster(&self.counts, self.values.clone(), bin_of, (rect.width as usize, rect.height as usize));
         place_raster(root, &image, rect, placement)?;
         chart
             .configure_mesh()
             .disable_mesh()
             .x_desc(self.line_name)
-            .y_desc("sample value")
+            .y_desc(self.value_name)
             .x_labels(10.min(self.counts.lines + 1))
-            .y_labels(10.min(self.maxval as usize + 2))
+            .y_labels(10.min(self.values.len() + 1))
             .x_label_formatter(&whole_number)
             .y_label_formatter(&whole_number)
             .label_style((FONT, 14))
@@ -123,7 +126,8 @@ mod tests {
         let f = ColhistFigure {
             counts: Counts { bins, lines, counts },
             bin_ranges: ranges,
-            maxval,
+            values: 0..maxval as u32 + 1,
+            value_name: "sample value",
             first_line: 0,
             line_name: "column",
             title: "colhist test".into(),
@@ -145,7 +149,8 @@ mod tests {
         let f = ColhistFigure {
             counts: Counts { bins: 8, lines: 50, counts: &counts },
             bin_ranges: &ranges,
-            maxval: 255,
+            values: 0..256,
+            value_name: "sample value",
             first_line: 0,
             line_name: "column",
             title: "colhist test".into(),

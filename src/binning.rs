@@ -1,0 +1,105 @@
+//! What the histogram tools (`cdf`, `colhist`) share: `--colour`, `--range`, and how a frame's
+//! channels are binned (crates/ops/src/range.rs).
+
+use histopipe_cli::{Context, Error, FlagError, Given};
+use histopipe_frame::{Channels, Frame, Pixels};
+use histopipe_ops::range::{FloatClasses, FloatRange, IntRange, Layout};
+
+/// `--colour`: which channels get a histogram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Colour {
+    /// Colour read as gray (a JPEG's luma, else OpenCV's BGR2GRAY): one histogram, no channel column.
+    #[default]
+    Luma,
+    /// One histogram per channel, alpha included, with a `channel` column.
+    Each,
+}
+
+impl Colour {
+    pub fn parse(given: &Given) -> Result<Colour, FlagError> {
+        match given.text()? {
+            "luma" => Ok(Colour::Luma),
+            "each" => Ok(Colour::Each),
+            v => Err(format!("unknown value '{v}' (luma or each)").into()),
+        }
+    }
+
+    /// The frame's channels to count, each as a gray frame with its name (`None` under `luma`).
+    pub fn planes(self, frame: Frame) -> Vec<(Option<&'static str>, Frame)> {
+        match (self, frame.channels) {
+            (Colour::Luma, _) => vec![(None, frame)],
+            (Colour::Each, Channels::Gray) => vec![(Some("gray"), frame)],
+            (Colour::Each, ch) => {
+                (0..ch.count()).map(|c| (Some(ch.channel_name(c)), frame.plane(c))).collect()
+            }
+        }
+    }
+}
+
+/// `--range LO:HI`'s two numbers.
+pub fn parse_range(given: &Given) -> Result<(f64, f64), FlagError> {
+    let text = given.text()?;
+    let (lo, hi) = text.split_once(':').ok_or("give LO:HI, as in 0:255 or -1.5:2")?;
+    let number = |s: &str| s.trim().parse::<f64>().ok().filter(|v| v.is_finite());
+    match (number(lo), number(hi)) {
+        (Some(lo), Some(hi)) if lo < hi || (lo == hi && lo.fract() == 0.0) => Ok((lo, hi)),
+        (Some(_), Some(_)) => Err("LO must be under HI".into()),
+        _ => Err(format!("bad range '{text}': two finite numbers LO:HI").into()),
+    }
+}
+
+/// The bins of one channel as the tables show them.
+#[derive(Debug, Clone)]
+pub struct BinBounds {
+    /// Whole values, each bin's lowest and highest (inclusive); else float edges, each bin
+    /// [lower, upper) (the last closed).
+    pub integer: bool,
+    pub bounds: Vec<(f64, f64)>,
+}
+
+impl BinBounds {
+    /// A bound as the text tables write it.
+    pub fn show(&self, v: f64) -> String {
+        if self.integer {
+            (v as u64).to_string()
+        } else {
+            format!("{v:?}")
+        }
+    }
+
+    /// The figure's span of values and each bin's drawn interval: whole values v as v - 0.5..v + 0.5.
+    pub fn drawn(&self) -> (std::ops::Range<f64>, Vec<(f64, f64)>) {
+        let pad = if self.integer { 0.5 } else { 0.0 };
+        let bins: Vec<(f64, f64)> = self.bounds.iter().map(|&(l, h)| (l - pad, h + pad)).collect();
+        let span = bins.first().map_or(0.0, |b| b.0)..bins.last().map_or(1.0, |b| b.1);
+        (span, bins)
+    }
+}
+
+/// A channel's index frame (crates/ops/src/range.rs), its layout and its bins.
+pub struct Classes {
+    pub frame: Frame,
+    pub layout: Layout,
+    pub bounds: BinBounds,
+}
+
+/// The index frame of `plane` for `--range` (`range`) and `--bins` (`bins`), or `None` for the
+/// integer frames without a range, which keep the bins over 0..maxval.
+pub fn classes(
+    cx: &mut Context<'_>,
+    plane: &Frame,
+    range: Option<(f64, f64)>,
+    bins: Option<usize>,
+) -> Result<Option<Classes>, Error> {
+    if let Pixels::F32(v) = &plane.pixels {
+        let r = FloatRange::new(range, bins, v).map_err(|e| cx.op_error(e))?;
+        let bounds = (0..r.count()).map(|b| (r.edge(b), r.edge(b + 1))).collect();
+        let frame = cx.run(&FloatClasses { range: r }, plane)?;
+        return Ok(Some(Classes { frame, layout: r.layout(), bounds: BinBounds { integer: false, bounds } }));
+    }
+    let Some((lo, hi)) = range else { return Ok(None) };
+    let r = IntRange::new(lo, hi, bins).map_err(|e| cx.op_error(e))?;
+    let (frame, layout) = r.index_frame(plane).map_err(|e| cx.op_error(e))?;
+    let bounds = (0..r.count()).map(|b| r.range(b)).map(|(l, h)| (l as f64, h as f64)).collect();
+    Ok(Some(Classes { frame, layout, bounds: BinBounds { integer: true, bounds } }))
+}
