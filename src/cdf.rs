@@ -5,13 +5,12 @@ use histopipe_cli::{
     Common, Context, Error, Flag, FlagError, Given, OutputFormat, PathTemplate, Product, Tool,
     TABLE_KEY_COLUMNS,
 };
-use histopipe_frame::Frame;
+use histopipe_frame::{encode_npy_array, Frame, NpyData};
 use histopipe_ops::histogram::{Distribution, Histogram};
 use histopipe_ops::range::Outside;
 use histopipe_plot::{cdf_figure, CdfFigure};
 
 use crate::binning::{classes, parse_range, BinBounds, Colour};
-use crate::npy::{encode, NpyData};
 use crate::plot::{plot_target, write_figure, Plot};
 
 /// `cdf`: each frame's histogram and cumulative distribution as a table.
@@ -309,7 +308,7 @@ fn npy_table(channels: &[Channel]) -> Vec<u8> {
         Some(_) => vec![channels.len(), bins, columns],
         None => vec![bins, columns],
     };
-    encode(&shape, NpyData::F64(&data))
+    encode_npy_array(&shape, NpyData::F64(&data)).expect("the shape holds the data")
 }
 
 /// `num / den` rounded half up to 6 decimals, exactly ("0.000000" when `den` is 0).

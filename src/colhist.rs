@@ -4,14 +4,13 @@ use histopipe_cli::{
     Common, Context, Error, Flag, FlagError, Given, OutputFormat, PathTemplate, Product, Tool,
     TABLE_KEY_COLUMNS,
 };
-use histopipe_frame::{Format, Frame, Line, Pixels};
+use histopipe_frame::{encode_npy_array, Format, Frame, Line, NpyData, Pixels};
 use histopipe_ops::colhist::{ColHistParams, Histograms};
 use histopipe_ops::range::Outside;
 use histopipe_ops::{parallel, OpError};
 use histopipe_plot::{colhist_figure, heatmap_image, ColhistFigure, Counts};
 
 use crate::binning::{classes, parse_range, BinBounds, Colour};
-use crate::npy::{encode, NpyData};
 use crate::plot::{plot_target, write_figure, Plot};
 
 /// What `colhist` writes.
@@ -306,7 +305,9 @@ Example:
                     Some(_) => vec![channels.len(), rows, lines],
                     None => vec![rows, lines],
                 };
-                cx.text().extend_from_slice(&encode(&shape, NpyData::U64(&data)));
+                cx.text().extend_from_slice(
+                    &encode_npy_array(&shape, NpyData::U64(&data)).expect("the shape holds the data"),
+                );
                 Ok(())
             }
             Output::Csv | Output::Tsv => {

@@ -10,7 +10,6 @@ pub mod edges;
 pub mod equalize;
 pub mod hough_lines;
 pub mod hough_vote;
-mod npy;
 pub mod pad;
 mod plot;
 pub mod rotate;
