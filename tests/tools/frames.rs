@@ -61,7 +61,11 @@ fn colour_stays_colour_and_gray_reads_are_opencvs_luma() {
     ] {
         let f = read_frames(&identity(&bytes, &[])).remove(0);
         assert_eq!((f.channels, &f.pixels), (Channels::Rgb, &rgb), "{format}");
-        assert_eq!(read_frames_with(&bytes, gray).remove(0).pixels, Pixels::U8(luma.clone().into()), "{format}");
+        assert_eq!(
+            read_frames_with(&bytes, gray).remove(0).pixels,
+            Pixels::U8(luma.clone().into()),
+            "{format}"
+        );
     }
     let jpeg = read_frames(&identity(&fixture_bytes("rocket.jpg"), &[])).remove(0);
     assert_eq!((jpeg.width, jpeg.height, jpeg.channels), (640, 427, Channels::Rgb));

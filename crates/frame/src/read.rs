@@ -2,8 +2,8 @@ use std::borrow::Cow;
 use std::io::{self, BufRead};
 
 use crate::budget::Budget;
-use crate::decode::source::{ReadSource, SliceSource, Source as _};
 use crate::colour;
+use crate::decode::source::{ReadSource, SliceSource, Source as _};
 use crate::decode::{self, Encoded, Target, TiffPages, WalkError};
 use crate::float::{self, FloatFormat, Raster};
 use crate::pnm::{read_full, shown, AsciiSamples, Header, HeaderCursor};
@@ -329,8 +329,9 @@ impl<R: BufRead> FrameReader<R> {
         let bytes = src.into_bytes();
         let decoded = float::decode(&bytes, &walked, index)?;
         drop(bytes);
-        let channels = Channels::of_count(decoded.channels)
-            .ok_or_else(|| FrameError::invalid(index, format!("{} channels are not supported", decoded.channels)))?;
+        let channels = Channels::of_count(decoded.channels).ok_or_else(|| {
+            FrameError::invalid(index, format!("{} channels are not supported", decoded.channels))
+        })?;
         let (maxval, pixels) = match decoded.raster {
             Raster::U8(v) => (255, Pixels::U8(v.into())),
             Raster::U16(v) => (65535, Pixels::U16(v.into())),
@@ -447,8 +448,9 @@ impl<R: BufRead> FrameReader<R> {
         let depth = Depth::for_maxval(h.maxval);
         let ch = h.channels.count();
         let count = h.width * h.height * if to_gray { 1 } else { ch };
-        let samples =
-            (h.width * h.height).checked_mul(ch).ok_or_else(|| FrameError::invalid(index, "raster too large"))?;
+        let samples = (h.width * h.height)
+            .checked_mul(ch)
+            .ok_or_else(|| FrameError::invalid(index, "raster too large"))?;
         let mut raster = AsciiSamples::new(&mut self.input, index, samples);
         let mut next = |i: usize| -> Result<u16, FrameError> {
             let v = raster.next()?;
@@ -688,8 +690,11 @@ mod tests {
         .unwrap();
         assert_eq!((f[0].channels, &f[0].pixels), (Channels::Rgb, &Pixels::U8(vec![255, 0, 0].into())));
         let gray = ReadOptions { gray: true, ..Default::default() };
-        let f = read_all(b"P7\nWIDTH 1\nHEIGHT 1\nDEPTH 4\nMAXVAL 255\nTUPLTYPE RGB_ALPHA\nENDHDR\n\xff\x00\x00\x07", gray)
-            .unwrap();
+        let f = read_all(
+            b"P7\nWIDTH 1\nHEIGHT 1\nDEPTH 4\nMAXVAL 255\nTUPLTYPE RGB_ALPHA\nENDHDR\n\xff\x00\x00\x07",
+            gray,
+        )
+        .unwrap();
         assert_eq!((f[0].channels, &f[0].pixels), (Channels::Gray, &Pixels::U8(vec![76].into())));
         let f = read_all(
             b"P7\nWIDTH 1\nHEIGHT 1\nDEPTH 2\nMAXVAL 255\nTUPLTYPE GRAYSCALE_ALPHA\nENDHDR\n\x05\x06",

@@ -88,7 +88,10 @@ fn votes_are_opencvs_loop_exactly() {
         let space = HoughSpace::new(params, w, h).unwrap();
         assert_eq!(space.rhos > MAGIC_MAX_RHOS, k == 4);
         for frame in [wide, narrow] {
-            assert!(HoughVote::votes_cpu(&space, &frame).unwrap() == reference_votes(&space, &frame), "{params:?}");
+            assert!(
+                HoughVote::votes_cpu(&space, &frame).unwrap() == reference_votes(&space, &frame),
+                "{params:?}"
+            );
         }
     }
 }
