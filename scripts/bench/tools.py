@@ -67,6 +67,14 @@ TOOLS = {
         "input": "frame",
         "opencv": "import cv2,sys;cv2.imwrite(sys.argv[2]+'.pgm',cv2.equalizeHist(cv2.imread(sys.argv[1],0)))",
     },
+    # NumPy's percentile stretch, ImageJ's default 0.35 % saturated (np.percentile's default
+    # interpolation, not quite the order statistics stretch cuts; the same work).
+    "stretch": {
+        "args": ["--depth", "8"],
+        "input": "frame",
+        "opencv": "import cv2,sys,numpy as n;i=cv2.imread(sys.argv[1],0);l,h=n.percentile(i,[0.175,99.825]);"
+        "cv2.imwrite(sys.argv[2]+'.pgm',n.rint(n.clip((i-l)/max(h-l,1e-9),0,1)*255).astype(n.uint8))",
+    },
     "edges": {
         "args": CANNY.split(),
         "input": "frame",

@@ -28,6 +28,7 @@ mod registry;
 mod rotate;
 mod scaling;
 mod streams;
+mod stretch;
 mod tables;
 mod threads;
 mod trace;

@@ -50,6 +50,7 @@ use histopipe_ops::hough::{
 };
 use histopipe_ops::pad::{PadParams, PadSize};
 use histopipe_ops::rotate::{Interpolation, Rotate, Turn};
+use histopipe_ops::stretch::{self as stretch_op, cuts, Curve, Scale, Stretch};
 use histopipe_ops::{Fill, Op};
 
 use crate::inputs::{Input, InputKind};
@@ -104,6 +105,8 @@ pub fn all() -> Vec<Entry> {
         Entry::frame("equalize.scan", equalize_scan).with_cpu(equalize_scan_cpu),
         Entry::frame("equalize.map", equalize_map).with_cpu(equalize_map_cpu),
         Entry::frame("equalize", equalize).with_cpu(equalize_cpu),
+        Entry::frame("stretch", stretch).with_cpu(stretch_cpu),
+        Entry::frame("stretch.float", stretch_float).with_cpu(stretch_float_cpu),
         Entry::frame("clahe", clahe).with_cpu(clahe_cpu),
         Entry::frame("edges.gradient", edges_gradient),
         Entry::frame("edges", edges).with_cpu(edges_cpu),
@@ -458,6 +461,67 @@ fn equalize<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
 fn equalize_cpu(_: &Input) -> Result<CpuRun, BenchError> {
     cpu_run(move |frame| {
         black_box(Equalize.cpu(frame)?);
+        Ok(())
+    })
+}
+
+/// `stretch`'s benchmark map: the frame's own `--saturate 0.35` cuts (the tool's default), to
+/// `maxout`, on `scale`.
+fn stretch_curve(frame: &Frame, scale: Scale, maxout: u16) -> Result<Curve, BenchError> {
+    let (lo, hi) = cuts::of_frame(frame, &[0], 0.35)?.unwrap_or((0.0, 0.0));
+    Ok(Curve { lo, hi, scale, maxout })
+}
+
+/// `stretch` of an 8-bit frame to 8 bits, linear: the look-up of every sample in the table made
+/// on the host (`LutPlan`, as `Stretch::gpu` queues it); the cuts and the table, made on the host
+/// for both backends, are not timed here (the CPU run does them). Memory floor: a copy of the
+/// frame.
+fn stretch<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    let n = input.width * input.height;
+    let curve = stretch_curve(&host_frame(input), Scale::Linear, 255)?;
+    let table: Vec<u8> = curve.table(255).into_iter().map(|l| l as u8).collect();
+    let mut sets = Sets::new(gpu, input, n)?;
+    let mut plan = stretch_op::LutPlan::new(gpu, &table, n)?;
+    Ok(Case::new(n, 2 * n, sets.count(), move |_, i| {
+        let (src, dst) = sets.pair(i);
+        Ok(plan.queue(src, dst)?)
+    }))
+}
+
+/// The whole of `stretch` on the CPU: the cuts (a histogram), the table, the map.
+fn stretch_cpu(_: &Input) -> Result<CpuRun, BenchError> {
+    cpu_run(move |frame| {
+        black_box(Stretch { curve: stretch_curve(frame, Scale::Linear, 255)? }.cpu(frame)?);
+        Ok(())
+    })
+}
+
+/// The frame's samples as a float frame (the values 0..255).
+fn float_frame(input: &Input) -> Frame {
+    let floats: Vec<f32> = input.pixels.iter().map(|&v| v as f32).collect();
+    Frame::new(input.width, input.height, 1, Pixels::F32(floats.into()))
+}
+
+/// `stretch --scale asinh` of the frame as float samples to 16 bits: the per-sample curve of the
+/// `curve_f32_u16` kernel (the cuts, on the host, not timed). Memory floor: a copy of the float
+/// frame.
+fn stretch_float<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    let n = input.width * input.height;
+    let frame = float_frame(input);
+    let curve = stretch_curve(&frame, Scale::Asinh, 65535)?;
+    let Pixels::F32(floats) = &frame.pixels else { unreachable!("a float frame") };
+    let first = gpu.stream().clone_htod(&floats[..])?;
+    let mut sets = Sets::<f32, u16>::from_device(gpu, first, n)?;
+    Ok(Case::new(4 * n, 6 * n, sets.count(), move |gpu, i| {
+        let (src, dst) = sets.pair(i);
+        Ok(stretch_op::queue_curve(gpu, &curve, src, n, dst)?)
+    }))
+}
+
+fn stretch_float_cpu(input: &Input) -> Result<CpuRun, BenchError> {
+    let frame = float_frame(input);
+    cpu_run(move |_| {
+        black_box(Stretch { curve: stretch_curve(&frame, Scale::Asinh, 65535)? }.cpu(&frame)?);
         Ok(())
     })
 }

@@ -20,6 +20,7 @@ pub mod parallel;
 pub mod range;
 pub mod rotate;
 mod sample;
+pub mod stretch;
 
 pub use histopipe_gpu::{device_count, testing, Gpu, GpuError};
 pub use op::{Op, OpError, OpErrorKind, ParamValue, Piece};

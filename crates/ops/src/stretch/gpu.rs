@@ -1,0 +1,74 @@
+//! The device side of `stretch`: the look-up of integer samples in a table made on the host
+//! ([`LutPlan`]), and the curve of float samples computed per sample ([`queue_curve`]), both in
+//! stretch.cu.
+
+use histopipe_gpu::cudarc::driver::CudaSlice;
+use histopipe_gpu::{kernels, launch, Buffer};
+
+use super::curve::{Curve, LN2, LN_TERMS, SQRT2};
+use crate::histogram::check_len;
+use crate::{Gpu, OpError, Sample};
+
+/// The map of `n` integer samples of type `I` through a table of `O` levels, made on the host
+/// ([`Curve::table`]) and uploaded once: the one GPU sequence `Op::gpu` and the benchmark run.
+pub struct LutPlan<'g, O: Sample> {
+    gpu: &'g Gpu,
+    lut: Buffer<'g, O>,
+    levels: u32,
+    n: usize,
+}
+
+impl<'g, O: Sample> LutPlan<'g, O> {
+    /// The plan for frames of `n` samples, with `table` (one entry a level, 0..=maxval).
+    pub fn new(gpu: &'g Gpu, table: &[O], n: usize) -> Result<LutPlan<'g, O>, OpError> {
+        if table.is_empty() {
+            return Err(OpError::invalid("a look-up table of no levels"));
+        }
+        Ok(LutPlan { gpu, lut: gpu.upload("stretch.lut", table)?, levels: table.len() as u32, n })
+    }
+
+    /// Queues `dst[i] = lut[min(src[i], levels - 1)]` for the `n` samples of `src`.
+    pub fn queue<I: Sample>(&mut self, src: &CudaSlice<I>, dst: &mut CudaSlice<O>) -> Result<(), OpError> {
+        let n = self.n;
+        check_len("stretch input", src.len(), n)?;
+        check_len("stretch output", dst.len(), n)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let name = format!("map_{}_{}", I::KERNEL_SUFFIX, O::KERNEL_SUFFIX);
+        let (count, levels) = (n as u64, self.levels);
+        // SAFETY: map_*_*(in, n, lut, levels, out) in stretch.cu; `src` and `dst` hold `n`
+        // samples, the table `levels` entries (the kernel clamps its index to levels - 1).
+        unsafe {
+            launch!(self.gpu, kernels::STRETCH, name, histopipe_gpu::launch::cover(n, 256);
+                src, &count, &*self.lut, &levels, dst)
+        }?;
+        Ok(())
+    }
+}
+
+/// Queues `dst[i]` = `curve`'s level of float sample `src[i]` for `n` samples: the same double
+/// operations as [`Curve::level`], with its constants passed from here.
+pub fn queue_curve<O: Sample>(
+    gpu: &Gpu,
+    curve: &Curve,
+    src: &CudaSlice<f32>,
+    n: usize,
+    dst: &mut CudaSlice<O>,
+) -> Result<(), OpError> {
+    check_len("stretch input", src.len(), n)?;
+    check_len("stretch output", dst.len(), n)?;
+    if n == 0 {
+        return Ok(());
+    }
+    let name = format!("curve_f32_{}", O::KERNEL_SUFFIX);
+    let (count, kind, param, norm) = (n as u64, curve.scale.code(), curve.scale.param(), curve.norm());
+    let (maxout, ln2, sqrt2, terms) = (curve.maxout as f64, LN2, SQRT2, LN_TERMS);
+    // SAFETY: curve_f32_*(in, n, lo, hi, kind, param, norm, maxout, ln2, sqrt2, terms, out) in
+    // stretch.cu; `src` and `dst` hold `n` samples.
+    unsafe {
+        launch!(gpu, kernels::STRETCH, name, histopipe_gpu::launch::cover(n, 256);
+            src, &count, &curve.lo, &curve.hi, &kind, &param, &norm, &maxout, &ln2, &sqrt2, &terms, dst)
+    }?;
+    Ok(())
+}

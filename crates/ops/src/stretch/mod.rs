@@ -1,0 +1,167 @@
+//! `stretch`: contrast stretch and depth conversion, as ImageJ's "Enhance Contrast", netpbm's
+//! `pnmnorm` and scikit-image's `rescale_intensity`: every sample v through a [`Curve`],
+//! out = rint(f(t) * maxout) with t = (v - lo) / (hi - lo) clamped to [0, 1] and f a display
+//! scale ([`Scale`]); NaN gives 0. The input range is given, or found by [`cuts`] (order
+//! statistics, on the CPU for both backends).
+//!
+//! - Integer frames: the curve's levels of 0..=maxval are a look-up table made on the host
+//!   ([`Curve::table`]), shared by both backends; each sample is looked up (CPU, or the
+//!   `map_*` kernels of stretch.cu).
+//! - Float frames: each sample through the curve itself, in double precision (CPU, or the
+//!   `curve_f32_*` kernels, which do the same correctly rounded operations in the same order).
+//!
+//! The output is 8-bit for `maxout` <= 255, 16-bit otherwise, with the frame's channels.
+
+mod curve;
+pub mod cuts;
+mod gpu;
+
+pub use curve::{ln, Curve, Scale, ASINH_B, LOG_A, SCALE_NAMES};
+pub use gpu::{queue_curve, LutPlan};
+
+use histopipe_frame::{Frame, Pixels};
+
+use crate::{parallel, Gpu, Op, OpError, Sample};
+
+/// Every sample of a frame through one [`Curve`] (every channel alike: a tool with several
+/// curves runs one a channel).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stretch {
+    pub curve: Curve,
+}
+
+/// Fewest samples for the CPU's map to be split over threads, and in a part once it is.
+const MIN_SPLIT: usize = 1 << 20;
+const MIN_PART: usize = 1 << 16;
+
+/// `map(v)` of every sample, in parts on the pool's threads.
+fn map_parts<I: Copy + Sync, O: Copy + Send>(samples: &[I], map: impl Fn(I) -> O + Sync) -> Vec<O> {
+    let n = samples.len();
+    let part = n.div_ceil(parallel::parts_split_from(n, MIN_SPLIT, MIN_PART));
+    let map_part = |first: usize, out: &mut [std::mem::MaybeUninit<O>]| {
+        let src = &samples[first..first + out.len()];
+        for (slot, &v) in out.iter_mut().zip(src) {
+            slot.write(map(v));
+        }
+    };
+    // SAFETY: `map_part` writes every slot of its part.
+    unsafe { parallel::output_in_parts(n, part, map_part) }
+}
+
+impl Stretch {
+    /// The output's samples, 8-bit for a maxout up to 255.
+    fn pixels(&self, levels: Vec<u16>) -> Pixels {
+        if self.curve.maxout <= 255 {
+            Pixels::U8(levels.into_iter().map(|l| l as u8).collect::<Vec<_>>().into())
+        } else {
+            Pixels::U16(levels.into())
+        }
+    }
+
+    /// The look-up table of an integer frame of `maxval`, indexed by min(sample, maxval).
+    fn table<O: Sample>(&self, maxval: u16) -> Vec<O> {
+        self.curve.table(maxval).into_iter().map(O::from_u16).collect()
+    }
+
+    fn cpu_lut<I: Sample, O: Sample>(&self, samples: &[I], maxval: u16) -> Vec<O> {
+        let lut = self.table::<O>(maxval);
+        let last = maxval as usize;
+        map_parts(samples, |v: I| lut[(v.into() as usize).min(last)])
+    }
+
+    fn cpu_integer<I: Sample>(&self, samples: &[I], maxval: u16) -> Pixels {
+        if self.curve.maxout <= 255 {
+            Pixels::U8(self.cpu_lut::<I, u8>(samples, maxval).into())
+        } else {
+            Pixels::U16(self.cpu_lut::<I, u16>(samples, maxval).into())
+        }
+    }
+
+    fn gpu_integer<I: Sample, O: Sample>(
+        &self,
+        gpu: &Gpu,
+        samples: &[I],
+        maxval: u16,
+    ) -> Result<Pixels, OpError> {
+        let n = samples.len();
+        let src = gpu.upload("stretch.in", samples)?;
+        let mut dst = gpu.buffer::<O>("stretch.out", n)?;
+        LutPlan::new(gpu, &self.table::<O>(maxval), n)?.queue(&src, &mut dst)?;
+        Ok(O::into_pixels(gpu.download_samples(&dst, n)?))
+    }
+
+    fn gpu_float<O: Sample>(&self, gpu: &Gpu, samples: &[f32]) -> Result<Pixels, OpError> {
+        let n = samples.len();
+        let src = gpu.upload("stretch.in", samples)?;
+        let mut dst = gpu.buffer::<O>("stretch.out", n)?;
+        queue_curve(gpu, &self.curve, &src, n, &mut dst)?;
+        Ok(O::into_pixels(gpu.download_samples(&dst, n)?))
+    }
+
+    fn output(&self, frame: &Frame, pixels: Pixels) -> Frame {
+        frame.derive_with(frame.width, frame.height, frame.channels, self.curve.maxout, pixels)
+    }
+}
+
+impl Op for Stretch {
+    type Output = Frame;
+
+    fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
+        let pixels = match &frame.pixels {
+            Pixels::U8(v) => self.cpu_integer(v, frame.maxval),
+            Pixels::U16(v) => self.cpu_integer(v, frame.maxval),
+            Pixels::F32(v) => {
+                let norm = self.curve.norm();
+                self.pixels(map_parts(v, |s: f32| self.curve.level_with(s as f64, norm)))
+            }
+        };
+        Ok(self.output(frame, pixels))
+    }
+
+    fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
+        let eight = self.curve.maxout <= 255;
+        let pixels = match (&frame.pixels, eight) {
+            (Pixels::U8(v), true) => self.gpu_integer::<u8, u8>(gpu, v, frame.maxval)?,
+            (Pixels::U8(v), false) => self.gpu_integer::<u8, u16>(gpu, v, frame.maxval)?,
+            (Pixels::U16(v), true) => self.gpu_integer::<u16, u8>(gpu, v, frame.maxval)?,
+            (Pixels::U16(v), false) => self.gpu_integer::<u16, u16>(gpu, v, frame.maxval)?,
+            (Pixels::F32(v), true) => self.gpu_float::<u8>(gpu, v)?,
+            (Pixels::F32(v), false) => self.gpu_float::<u16>(gpu, v)?,
+        };
+        Ok(self.output(frame, pixels))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stretch(curve: Curve, frame: Frame) -> Frame {
+        Stretch { curve }.cpu(&frame).unwrap()
+    }
+
+    #[test]
+    fn sixteen_bit_to_eight_bit_by_the_table() {
+        let curve = Curve { lo: 100.0, hi: 1100.0, scale: Scale::Linear, maxout: 255 };
+        let out = stretch(curve, Frame::new(4, 1, 4095, Pixels::U16(vec![0, 100, 600, 4095].into())));
+        assert_eq!((out.maxval, out.pixels), (255, Pixels::U8(vec![0, 0, 128, 255].into())));
+    }
+
+    #[test]
+    fn floats_map_each_sample_and_nan_is_0() {
+        let curve = Curve { lo: -1.0, hi: 1.0, scale: Scale::Linear, maxout: 65535 };
+        let f = Frame::new(5, 1, 1, Pixels::F32(vec![f32::NAN, -1.0, 0.0, 1.0, f32::INFINITY].into()));
+        assert_eq!(stretch(curve, f).pixels, Pixels::U16(vec![0, 0, 32768, 65535, 65535].into()));
+    }
+
+    /// Split over any number of threads, the output is the one thread's.
+    #[test]
+    fn every_split_stretches_as_one_thread() {
+        let mut rng = fastrand::Rng::with_seed(29);
+        for (w, h) in parallel::testing::sizes(&mut rng) {
+            let f = parallel::testing::frame(&mut rng, w, h, 1076);
+            let curve = Curve { lo: 10.0, hi: 900.0, scale: Scale::Asinh, maxout: 255 };
+            parallel::testing::same_on_each_pool(&format!("{w}x{h}"), || Stretch { curve }.cpu(&f).unwrap());
+        }
+    }
+}

@@ -1,0 +1,158 @@
+use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, Tool};
+use histopipe_frame::Frame;
+use histopipe_ops::stretch::{cuts, Curve, Scale, Stretch as Map, SCALE_NAMES};
+
+/// `stretch`: contrast stretch and depth conversion of each frame.
+pub struct Stretch {
+    saturate: Option<f64>,
+    range: Option<(f64, f64)>,
+    depth: Option<u16>,
+    scale: Scale,
+    each: bool,
+}
+
+impl Default for Stretch {
+    fn default() -> Stretch {
+        Stretch { saturate: None, range: None, depth: None, scale: Scale::Linear, each: false }
+    }
+}
+
+/// ImageJ's "Enhance Contrast" default: 0.35 % of the samples saturated.
+const DEFAULT_SATURATE: f64 = 0.35;
+
+/// `LO:HI`, two finite numbers, LO below HI, HI - LO finite.
+fn parse_range(text: &str) -> Result<(f64, f64), FlagError> {
+    let bad = || FlagError::Value(format!("bad value '{text}': give LO:HI, two numbers with LO below HI"));
+    let (lo, hi) = text.split_once(':').ok_or_else(bad)?;
+    let (lo, hi): (f64, f64) = (lo.trim().parse().map_err(|_| bad())?, hi.trim().parse().map_err(|_| bad())?);
+    if !(lo.is_finite() && hi.is_finite() && lo < hi && (hi - lo).is_finite()) {
+        return Err(bad());
+    }
+    Ok((lo, hi))
+}
+
+impl Tool for Stretch {
+    const NAME: &'static str = "stretch";
+    const HELP: &'static str = "\
+stretch: contrast stretch and depth conversion, as ImageJ's Enhance Contrast, netpbm's pnmnorm and
+scikit-image's rescale_intensity.
+
+Each sample v becomes rint(f(t) * M), ties to even, with t = (v - LO) / (HI - LO) clamped to
+[0, 1], f the scale and M the output's maxval; NaN becomes 0, infinities clamp. LO and HI are
+given (--in) or cut from the samples (--saturate): with k = floor(N P / 200) of the N samples
+(a float frame's finite ones), LO is the (k+1)-th smallest and HI the (k+1)-th largest, as ImageJ
+finds them. Colour frames get one map for all colour samples (hues stay), alpha rescaled to the
+output's depth. 8-bit, 16-bit and float input. See docs/stretch.md.
+
+Usage: stretch [OPTIONS] [FILE...]";
+    const FLAGS: &'static [Flag] = &[
+        Flag::with_value(
+            "--saturate",
+            "P",
+            "percent of the samples saturated, half at each end, 0 to 100 (0: the minimum and the \
+             maximum) [default: 0.35]",
+        ),
+        Flag::with_value("--in", "LO:HI", "the input range instead, in sample values (as rescale_intensity's in_range)"),
+        Flag::with_value(
+            "--depth",
+            "BITS",
+            "the output's depth, 8 (maxval 255) or 16 (maxval 65535) [default: the input's maxval; 16 for float input]",
+        )
+        .one_of(&["8", "16"]),
+        Flag::with_value(
+            "--scale",
+            "S",
+            "linear, log (ln(1 + 1000 t) / ln 1001), sqrt, or asinh (asinh(10 t) / asinh 10) [default: linear]",
+        )
+        .one_of(SCALE_NAMES),
+        Flag::with_value(
+            "--colour",
+            "HOW",
+            "shared (one range from all colour samples) or each (a range per channel) [default: shared]",
+        )
+        .one_of(&["shared", "each"]),
+    ];
+    const HELP_END: &'static str = "\
+Example:
+  stretch --saturate 0.35 --depth 8 -o dem.png dem.npy
+  stretch --in 0:4095 --scale asinh -o {stem}-8.png --depth 8 frames/*.tif";
+
+    fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
+        match given.flag.long {
+            "--saturate" => {
+                let p: f64 = given.parse()?;
+                if !(0.0..=100.0).contains(&p) {
+                    return Err(FlagError::Value(format!("bad value '{p}': a percent from 0 to 100")));
+                }
+                self.saturate = Some(p);
+            }
+            "--in" => self.range = Some(parse_range(given.text()?)?),
+            "--depth" => {
+                self.depth = Some(match given.text()? {
+                    "8" => 255,
+                    "16" => 65535,
+                    other => return Err(FlagError::Value(format!("bad value '{other}': 8 or 16"))),
+                })
+            }
+            "--scale" => self.scale = Scale::parse(given.text()?)?,
+            "--colour" => {
+                self.each = match given.text()? {
+                    "shared" => false,
+                    "each" => true,
+                    other => return Err(FlagError::Value(format!("bad value '{other}': shared or each"))),
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn check(&mut self, _: &Common) -> Result<(), Error> {
+        if self.saturate.is_some() && self.range.is_some() {
+            return Err(Error::usage("--saturate and --in cannot be combined: one gives the input range"));
+        }
+        Ok(())
+    }
+
+    fn reads_gray(&self) -> bool {
+        false
+    }
+
+    const FLOAT: bool = true;
+
+    fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
+        let integer = frame.depth().is_integer();
+        let maxout = self.depth.unwrap_or(if integer { frame.maxval } else { 65535 });
+        let colours: Vec<usize> = (0..frame.channels.colour_count()).collect();
+        let curve_of = |channels: &[usize]| -> Result<Curve, Error> {
+            let (lo, hi) = match self.range {
+                Some(range) => range,
+                None => {
+                    let percent = self.saturate.unwrap_or(DEFAULT_SATURATE);
+                    // No sample to count (no finite float): every finite value is above 0 or not.
+                    cuts::of_frame(&frame, channels, percent)
+                        .map_err(|e| cx.op_error(e))?
+                        .unwrap_or((0.0, 0.0))
+                }
+            };
+            Ok(Curve { lo, hi, scale: self.scale, maxout })
+        };
+        let curves = if self.each && colours.len() > 1 {
+            colours.iter().map(|&c| curve_of(&[c])).collect::<Result<Vec<_>, _>>()?
+        } else {
+            vec![curve_of(&colours)?; colours.len()]
+        };
+        let out = if !frame.channels.has_alpha() && curves.iter().all(|c| *c == curves[0]) {
+            cx.run(&Map { curve: curves[0] }, &frame)?
+        } else {
+            // Alpha is no intensity: rescaled to the output's depth, a float one from [0, 1].
+            let alpha = if integer {
+                Curve::rescale(frame.maxval, maxout)
+            } else {
+                Curve { lo: 0.0, hi: 1.0, scale: Scale::Linear, maxout }
+            };
+            cx.run_each_channel(&frame, |c| Map { curve: curves.get(c).copied().unwrap_or(alpha) })?
+        };
+        cx.write(out)
+    }
+}

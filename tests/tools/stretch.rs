@@ -1,0 +1,341 @@
+//! `stretch` against the documented map computed by NumPy (the order statistics of
+//! docs/stretch.md for `--saturate`, scikit-image's `rescale_intensity` arithmetic for `--in`),
+//! on 8-bit, 16-bit, float (NaN and infinities included) and colour frames; the GPU against the
+//! CPU.
+
+use histopipe_frame::{Channels, Format, Frame, Pixels};
+use histopipe_ops::stretch::{Curve, Scale, Stretch};
+use histopipe_ops::Op;
+
+use crate::common::*;
+
+const SCALES: [(&str, Scale); 4] =
+    [("linear", Scale::Linear), ("log", Scale::Log), ("sqrt", Scale::Sqrt), ("asinh", Scale::Asinh)];
+
+/// Every sample as f64 (exact for every sample type).
+fn values(frame: &Frame) -> Vec<f64> {
+    match &frame.pixels {
+        Pixels::U8(v) => v.iter().map(|&s| s as f64).collect(),
+        Pixels::U16(v) => v.iter().map(|&s| s as f64).collect(),
+        Pixels::F32(v) => v.iter().map(|&s| s as f64).collect(),
+    }
+}
+
+fn levels(frame: &Frame) -> Vec<u16> {
+    match &frame.pixels {
+        Pixels::U8(v) => v.iter().map(|&s| s as u16).collect(),
+        Pixels::U16(v) => v.to_vec(),
+        Pixels::F32(_) => panic!("stretch writes integer frames"),
+    }
+}
+
+/// How NumPy gets the input range.
+enum Range {
+    Saturate(f64),
+    In(f64, f64),
+}
+
+/// f(t) * maxout before rounding, for each sample of `samples` (a pixel's `channels` samples
+/// together; the range from the samples of channels `counted`), in NumPy: the documented map.
+fn numpy_map(
+    samples: &[f64],
+    channels: usize,
+    counted: &[usize],
+    range: &Range,
+    scale: &str,
+    maxout: u16,
+) -> Vec<f64> {
+    let range = match range {
+        Range::Saturate(p) => format!(
+            "s = np.sort(fin); n = len(s)\n\
+             k = min(int(np.floor(n * {p:?} / 200)), (n - 1) // 2)\n\
+             lo, hi = (s[k], s[n - 1 - k]) if n else (0.0, 0.0)\n"
+        ),
+        Range::In(lo, hi) => format!("lo, hi = {lo:?}, {hi:?}\n"),
+    };
+    let script = format!(
+        "a = np.fromfile(sys.argv[1], '<f8').reshape(-1, {channels})\n\
+         c = a[:, {counted:?}].ravel(); fin = c[np.isfinite(c)]\n\
+         {range}\
+         with np.errstate(invalid='ignore'):\n    \
+             t = np.clip((a - lo) / (hi - lo), 0, 1) if hi > lo else (a > lo).astype(float)\n    \
+             f = {{'linear': lambda t: t, 'sqrt': np.sqrt,\n          \
+                  'log': lambda t: np.log1p(1000 * t) / np.log1p(1000),\n          \
+                  'asinh': lambda t: np.arcsinh(t / 0.1) / np.arcsinh(1 / 0.1)}}['{scale}'](t)\n\
+         y = f * {maxout}\n\
+         y[np.isnan(a)] = 0\n\
+         sys.stdout.buffer.write(y.astype('<f8').tobytes())\n"
+    );
+    let bytes: Vec<u8> = samples.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let out = opencv(&script, &[&bytes]);
+    out.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().unwrap())).collect()
+}
+
+/// `got` is NumPy's `want` rounded half to even: exactly for the linear scale (the same double
+/// operations), and elsewhere where `want` is not within 1e-6 of a tie (NumPy's log1p and arcsinh
+/// are not ours, to an ulp or so).
+fn assert_rounds(got: &[u16], want: &[f64], exact: bool, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let near_tie = (w - w.floor() - 0.5).abs() < 1e-6;
+        let ok =
+            g as f64 == w.round_ties_even() || (!exact && near_tie && (g as f64 - w).abs() <= 0.5 + 1e-6);
+        assert!(ok, "{what}: sample {i} is {g}, NumPy's {w}");
+    }
+}
+
+fn npy(frame: Frame) -> Frame {
+    Frame { format: Format::Npy, ..frame }
+}
+
+#[test]
+fn saturate_cuts_the_documented_order_statistics() {
+    for (name, depth, p) in
+        [("camera.pgm", None, None), ("moon.pgm", Some("16"), Some(2.0)), ("dem16.pgm", Some("8"), Some(0.0))]
+    {
+        let frame = fixture_frame(name);
+        for (scale, _) in SCALES {
+            let mut args = vec!["--scale", scale];
+            let p_text = p.map(|p: f64| p.to_string());
+            if let Some(p) = &p_text {
+                args.extend(["--saturate", p]);
+            }
+            if let Some(d) = depth {
+                args.extend(["--depth", d]);
+            }
+            let out = read_frames(&run_ok("stretch", "cpu", &args, &fixture_bytes(name))).remove(0);
+            let maxout = match depth {
+                Some("8") => 255,
+                Some(_) => 65535,
+                None => frame.maxval,
+            };
+            assert_eq!(out.maxval, maxout, "{name} {args:?}");
+            let want =
+                numpy_map(&values(&frame), 1, &[0], &Range::Saturate(p.unwrap_or(0.35)), scale, maxout);
+            assert_rounds(&levels(&out), &want, scale == "linear", &format!("{name} {args:?}"));
+        }
+    }
+}
+
+#[test]
+fn in_range_is_rescale_intensity_rounded() {
+    let frame = fixture_frame("dem16.pgm");
+    let out = read_frames(&run_ok(
+        "stretch",
+        "cpu",
+        &["--in", "300:900", "--depth", "8"],
+        &fixture_bytes("dem16.pgm"),
+    ))
+    .remove(0);
+    // skimage.exposure.rescale_intensity(a, in_range=(300, 900), out_range=(0, 255)), before the cast.
+    let want = numpy_map(&values(&frame), 1, &[0], &Range::In(300.0, 900.0), "linear", 255);
+    assert_rounds(&levels(&out), &want, true, "dem16.pgm --in 300:900");
+    let out = read_frames(&run_ok(
+        "stretch",
+        "cpu",
+        &["--in=-10.5:1e3", "--scale", "sqrt"],
+        &fixture_bytes("dem.npy"),
+    ))
+    .remove(0);
+    let want = numpy_map(&values(&fixture_frame("dem.npy")), 1, &[0], &Range::In(-10.5, 1e3), "sqrt", 65535);
+    assert_rounds(&levels(&out), &want, false, "dem.npy --in -10.5:1e3");
+}
+
+#[test]
+fn float_dem_to_8_bit() {
+    let frame = fixture_frame("dem.npy");
+    assert_eq!(frame.depth(), histopipe_frame::Depth::F32);
+    for (scale, _) in SCALES {
+        let args = ["--saturate", "0.35", "--depth", "8", "--scale", scale];
+        let out = read_frames(&run_ok("stretch", "cpu", &args, &fixture_bytes("dem.npy"))).remove(0);
+        assert_eq!((out.width, out.height, out.maxval), (frame.width, frame.height, 255));
+        let want = numpy_map(&values(&frame), 1, &[0], &Range::Saturate(0.35), scale, 255);
+        assert_rounds(&levels(&out), &want, scale == "linear", &format!("dem.npy {scale}"));
+    }
+    // Float input is 16-bit out by default.
+    let out = read_frames(&run_ok("stretch", "cpu", &[], &fixture_bytes("dem.npy"))).remove(0);
+    assert_eq!(out.maxval, 65535);
+}
+
+/// NaN becomes 0, infinities clamp, and only finite samples are counted for the cuts.
+#[test]
+fn nan_and_infinities() {
+    let mut rng = rng();
+    let mut samples: Vec<f32> = (0..5000).map(|_| (rng.f32() - 0.3) * 1e4).collect();
+    for (i, special) in
+        [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, f32::MIN_POSITIVE / 4.0].iter().enumerate()
+    {
+        for j in 0..50 {
+            samples[(i * 997 + j * 89) % 5000] = *special;
+        }
+    }
+    let frame = npy(Frame::new(100, 50, 1, Pixels::F32(samples.into())));
+    for (scale, _) in SCALES {
+        for depth in ["8", "16"] {
+            let args = ["--saturate", "3", "--scale", scale, "--depth", depth];
+            let out = read_frames(&run_ok("stretch", "cpu", &args, &stream(std::slice::from_ref(&frame))))
+                .remove(0);
+            let maxout = if depth == "8" { 255 } else { 65535 };
+            let want = numpy_map(&values(&frame), 1, &[0], &Range::Saturate(3.0), scale, maxout);
+            let got = levels(&out);
+            assert_rounds(&got, &want, scale == "linear", &format!("{args:?}"));
+            for (v, g) in values(&frame).iter().zip(&got) {
+                let want = if v.is_nan() || *v == f64::NEG_INFINITY {
+                    Some(0)
+                } else if *v == f64::INFINITY {
+                    Some(maxout)
+                } else {
+                    None
+                };
+                assert!(want.is_none() || want == Some(*g), "{v} -> {g}");
+            }
+        }
+    }
+    // No finite sample: NaN and -inf give 0, +inf the maximum.
+    let frame =
+        npy(Frame::new(3, 1, 1, Pixels::F32(vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY].into())));
+    let out = read_frames(&run_ok("stretch", "cpu", &["--depth", "8"], &stream(&[frame]))).remove(0);
+    assert_eq!(levels(&out), [0, 255, 0]);
+}
+
+/// Colour: one range from every colour sample (hues stay), or one a channel with --colour each;
+/// alpha rescaled, not stretched.
+#[test]
+fn colour_shared_and_each() {
+    let frame =
+        read_frames_with(&fixture_bytes("astronaut.png"), histopipe_frame::ReadOptions::default()).remove(0);
+    assert_eq!(frame.channels, Channels::Rgb, "astronaut.png reads as colour");
+    let v = values(&frame);
+    let out = read_frames(&run_ok("stretch", "cpu", &["--saturate", "5"], &fixture_bytes("astronaut.png")))
+        .remove(0);
+    assert_eq!((out.channels, out.maxval), (Channels::Rgb, 255));
+    assert_rounds(
+        &levels(&out),
+        &numpy_map(&v, 3, &[0, 1, 2], &Range::Saturate(5.0), "linear", 255),
+        true,
+        "shared",
+    );
+    let out = read_frames(&run_ok(
+        "stretch",
+        "cpu",
+        &["--saturate", "5", "--colour", "each", "--depth", "16"],
+        &fixture_bytes("astronaut.png"),
+    ))
+    .remove(0);
+    let got = levels(&out);
+    for c in 0..3 {
+        let want = numpy_map(&v, 3, &[c], &Range::Saturate(5.0), "linear", 65535);
+        let got_c: Vec<u16> = got.iter().skip(c).step_by(3).copied().collect();
+        let want_c: Vec<f64> = want.iter().skip(c).step_by(3).copied().collect();
+        assert_rounds(&got_c, &want_c, true, &format!("each, channel {c}"));
+    }
+    // RGBA, 16-bit in, 8-bit out: alpha rescaled, rint(a * 255 / maxval).
+    let mut rng = rng();
+    let px: Vec<u16> = (0..4 * 300).map(|_| rng.u16(0..=4095)).collect();
+    let rgba = Frame {
+        format: Format::Pam,
+        ..Frame::with_channels(30, 10, Channels::RgbAlpha, 4095, Pixels::U16(px.into()))
+    };
+    let out = read_frames(&run_ok("stretch", "cpu", &["--depth", "8"], &stream(std::slice::from_ref(&rgba))))
+        .remove(0);
+    assert_eq!(out.channels, Channels::RgbAlpha);
+    let rv = values(&rgba);
+    let want = numpy_map(&rv, 4, &[0, 1, 2], &Range::Saturate(0.35), "linear", 255);
+    let got = levels(&out);
+    for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+        let w = if i % 4 == 3 { (rv[i] / 4095.0 * 255.0).round_ties_even() } else { w.round_ties_even() };
+        assert_eq!(g as f64, w, "sample {i}");
+    }
+}
+
+/// A larger value never maps lower, on every scale and depth.
+#[test]
+fn monotone() {
+    let mut rng = rng();
+    let mut v: Vec<f32> = (0..100_000).map(|_| (rng.f32() - 0.5) * 3.0).collect();
+    v.sort_by(f32::total_cmp);
+    let frame = Frame::new(v.len(), 1, 1, Pixels::F32(v.into()));
+    let all16: Vec<u16> = (0..=65535).collect();
+    let int = Frame::new(all16.len(), 1, 65535, Pixels::U16(all16.into()));
+    for (_, scale) in SCALES {
+        for maxout in [255, 1000, 65535] {
+            let curve = Curve { lo: -1.0, hi: 1.2, scale, maxout };
+            for (f, what) in [(&frame, "float"), (&int, "16-bit")] {
+                let curve = if what == "float" { curve } else { Curve { lo: 3000.0, hi: 60000.0, ..curve } };
+                let out = levels(&Stretch { curve }.cpu(f).unwrap());
+                assert!(out.windows(2).all(|w| w[0] <= w[1]), "{what} {scale:?} {maxout}");
+                assert_eq!((out[0], out[out.len() - 1]), (0, maxout), "{what} {scale:?} {maxout}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_options_are_one_line_errors() {
+    let camera = fixture_bytes("camera.pgm");
+    assert!(run_err("stretch", &["--in", "5:1"], &camera, 2).contains("--in"));
+    assert!(run_err("stretch", &["--in", "nan:1"], &camera, 2).contains("--in"));
+    assert!(run_err("stretch", &["--saturate", "101"], &camera, 2).contains("--saturate"));
+    assert!(run_err("stretch", &["--depth", "12"], &camera, 2).contains("--depth"));
+    assert!(run_err("stretch", &["--scale", "cube"], &camera, 2).contains("--scale"));
+    assert!(
+        run_err("stretch", &["--saturate", "1", "--in", "0:9"], &camera, 2).contains("cannot be combined")
+    );
+}
+
+/// Float frames the GPU finds hard: NaN, infinities, zeros of both signs, subnormals, huge and
+/// tiny values, with every scale and depth, cut ranges and given ones, and a flat range.
+#[test]
+fn gpu_matches_cpu_on_float_frames() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let specials =
+        [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, f32::MIN_POSITIVE / 3.0, f32::MAX, f32::MIN];
+    let mut v: Vec<f32> = (0..1 << 18).map(|_| f32::from_bits(rng.u32(..))).collect();
+    v.extend((0..1 << 18).map(|_| (rng.f32() - 0.2) * 500.0));
+    v.extend(specials);
+    let frame = Frame::new(v.len(), 1, 1, Pixels::F32(v.into()));
+    for (_, scale) in SCALES {
+        for maxout in [255, 65535, 4095] {
+            for (lo, hi) in [(-100.0, 300.0), (0.0, 1e-30), (-3e38, 3e38), (7.0, 7.0)] {
+                let op = Stretch { curve: Curve { lo, hi, scale, maxout } };
+                assert!(
+                    op.cpu(&frame).unwrap() == op.gpu(&gpu, &frame).unwrap(),
+                    "{scale:?} {maxout} {lo}:{hi}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_matches_cpu_on_integer_frames_and_through_the_tool() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    for maxval in [255, 100, 4095, 65535] {
+        let frame = random_frame(&mut rng, 1023, 77, maxval);
+        for (_, scale) in SCALES {
+            for maxout in [255, 65535, maxval] {
+                let op = Stretch { curve: Curve { lo: 3.0, hi: maxval as f64 * 0.8, scale, maxout } };
+                assert_eq!(
+                    op.cpu(&frame).unwrap(),
+                    op.gpu(&gpu, &frame).unwrap(),
+                    "{maxval} {scale:?} {maxout}"
+                );
+            }
+        }
+    }
+    drop(gpu);
+    for (name, args) in [
+        ("dem.npy", &["--depth", "8", "--scale", "asinh"][..]),
+        ("dem16.pgm", &["--scale", "log"][..]),
+        ("astronaut.png", &["--colour", "each", "--scale", "sqrt"][..]),
+        ("camera.pgm", &[][..]),
+    ] {
+        let input = fixture_bytes(name);
+        assert!(
+            run_ok("stretch", "gpu", args, &input) == run_ok("stretch", "cpu", args, &input),
+            "{name} {args:?}"
+        );
+    }
+}
