@@ -27,9 +27,6 @@ extern "C" __global__ void map_u16_u16(const u16* in, u64 n, const u16* lut, u32
     map_lut(in, n, lut, levels, out);
 }
 
-// a - b, as a + (-b): the same IEEE result.
-__device__ __forceinline__ double dsub(double a, double b) { return __dadd_rn(a, -b); }
-
 // ln x for x >= 1, curve.rs's `ln`: x = m 2^e with m in (sqrt2/2, sqrt2], s = (m - 1) / (m + 1),
 // ln x = e ln2 + 2 s P(s^2), P by Horner's rule with coefficients 1 / (2k + 1), k < terms.
 __device__ double ln_from_1(double x, double ln2, double sqrt2, u32 terms) {
@@ -40,7 +37,7 @@ __device__ double ln_from_1(double x, double ln2, double sqrt2, u32 terms) {
         m = __dmul_rn(m, 0.5);
         e += 1;
     }
-    const double s = __ddiv_rn(dsub(m, 1.0), __dadd_rn(m, 1.0));
+    const double s = __ddiv_rn(__dsub_rn(m, 1.0), __dadd_rn(m, 1.0));
     const double z = __dmul_rn(s, s);
     double p = __ddiv_rn(1.0, (double)(2 * (terms - 1) + 1));
     for (u32 k = terms - 1; k-- > 0;) p = __dadd_rn(__dmul_rn(p, z), __ddiv_rn(1.0, (double)(2 * k + 1)));
@@ -55,7 +52,7 @@ __device__ u32 curve_level(float v, double lo, double hi, u32 kind, double param
     const double x = (double)v;
     double t;
     if (hi > lo) {
-        t = __ddiv_rn(dsub(x, lo), dsub(hi, lo));
+        t = __ddiv_rn(__dsub_rn(x, lo), __dsub_rn(hi, lo));
         t = t > 0.0 ? (t < 1.0 ? t : 1.0) : 0.0;
     } else {
         t = x > lo ? 1.0 : 0.0;
