@@ -201,9 +201,15 @@ impl Pixels {
     /// Every `step`-th sample from `first`: one channel of interleaved samples.
     fn strided(&self, first: usize, step: usize) -> Pixels {
         match self {
-            Pixels::U8(v) => Pixels::U8(v.iter().skip(first).step_by(step).copied().collect::<Vec<_>>().into()),
-            Pixels::U16(v) => Pixels::U16(v.iter().skip(first).step_by(step).copied().collect::<Vec<_>>().into()),
-            Pixels::F32(v) => Pixels::F32(v.iter().skip(first).step_by(step).copied().collect::<Vec<_>>().into()),
+            Pixels::U8(v) => {
+                Pixels::U8(v.iter().skip(first).step_by(step).copied().collect::<Vec<_>>().into())
+            }
+            Pixels::U16(v) => {
+                Pixels::U16(v.iter().skip(first).step_by(step).copied().collect::<Vec<_>>().into())
+            }
+            Pixels::F32(v) => {
+                Pixels::F32(v.iter().skip(first).step_by(step).copied().collect::<Vec<_>>().into())
+            }
         }
     }
 }
@@ -294,13 +300,23 @@ impl Frame {
 
     /// A frame of `channels` samples a pixel, interleaved. Panics as [`Frame::new`] does; a float
     /// frame's `maxval` is ignored (it is 1).
-    pub fn with_channels(width: usize, height: usize, channels: Channels, maxval: u16, pixels: Pixels) -> Frame {
+    pub fn with_channels(
+        width: usize,
+        height: usize,
+        channels: Channels,
+        maxval: u16,
+        pixels: Pixels,
+    ) -> Frame {
         let samples = width.checked_mul(height).and_then(|n| n.checked_mul(channels.count()));
         assert_eq!(samples, Some(pixels.len()), "frame size and sample count disagree");
         let maxval = if pixels.depth() == Depth::F32 { 1 } else { maxval };
         assert!(maxval >= 1, "maxval must be at least 1");
         if pixels.depth() != Depth::F32 {
-            assert_eq!(Depth::for_maxval(maxval), pixels.depth(), "sample width does not match maxval {maxval}");
+            assert_eq!(
+                Depth::for_maxval(maxval),
+                pixels.depth(),
+                "sample width does not match maxval {maxval}"
+            );
         }
         Frame {
             width,
@@ -324,7 +340,14 @@ impl Frame {
     }
 
     /// As [`Frame::derive`], a frame of `channels`.
-    pub fn derive_with(&self, width: usize, height: usize, channels: Channels, maxval: u16, pixels: Pixels) -> Frame {
+    pub fn derive_with(
+        &self,
+        width: usize,
+        height: usize,
+        channels: Channels,
+        maxval: u16,
+        pixels: Pixels,
+    ) -> Frame {
         Frame {
             format: self.format,
             geometry: self.geometry.clone(),
@@ -359,10 +382,16 @@ impl Frame {
         assert_eq!(planes.len(), channels.count(), "one plane a channel");
         let first = &planes[0];
         let alike = |p: &Frame| {
-            p.width == first.width && p.height == first.height && p.depth() == first.depth() && p.channels == Channels::Gray
+            p.width == first.width
+                && p.height == first.height
+                && p.depth() == first.depth()
+                && p.channels == Channels::Gray
         };
         assert!(planes.iter().all(alike), "planes of one size and sample type");
-        fn samples<'a, T: Copy>(planes: &'a [Frame], get: impl Fn(&'a Pixels) -> Option<&'a [T]>) -> Vec<&'a [T]> {
+        fn samples<'a, T: Copy>(
+            planes: &'a [Frame],
+            get: impl Fn(&'a Pixels) -> Option<&'a [T]>,
+        ) -> Vec<&'a [T]> {
             planes.iter().map(|p| get(&p.pixels).expect("checked: one sample type")).collect()
         }
         let pixels = if planes.len() == 1 {
@@ -370,13 +399,22 @@ impl Frame {
         } else {
             match &first.pixels {
                 Pixels::U8(_) => Pixels::U8(
-                    interleave(&samples(planes, |p| if let Pixels::U8(v) = p { Some(&v[..]) } else { None })).into(),
+                    interleave(&samples(planes, |p| if let Pixels::U8(v) = p { Some(&v[..]) } else { None }))
+                        .into(),
                 ),
                 Pixels::U16(_) => Pixels::U16(
-                    interleave(&samples(planes, |p| if let Pixels::U16(v) = p { Some(&v[..]) } else { None })).into(),
+                    interleave(&samples(
+                        planes,
+                        |p| if let Pixels::U16(v) = p { Some(&v[..]) } else { None },
+                    ))
+                    .into(),
                 ),
                 Pixels::F32(_) => Pixels::F32(
-                    interleave(&samples(planes, |p| if let Pixels::F32(v) = p { Some(&v[..]) } else { None })).into(),
+                    interleave(&samples(
+                        planes,
+                        |p| if let Pixels::F32(v) = p { Some(&v[..]) } else { None },
+                    ))
+                    .into(),
                 ),
             }
         };

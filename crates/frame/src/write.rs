@@ -2,7 +2,6 @@ use std::io::{self, Cursor, Write};
 
 use image::{ExtendedColorType, ImageEncoder};
 
-
 use crate::png_scale::{PngScale, MAXVAL_KEYWORD};
 use crate::{Channels, Format, Frame, FrameError, Pixels};
 
@@ -72,13 +71,18 @@ pub struct WriteOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Written {
     /// P5, P6, P7 or P2, P3 (`plain`) by the frame's channels; P7 always when `pam`.
-    Netpbm { pam: bool, plain: bool },
+    Netpbm {
+        pam: bool,
+        plain: bool,
+    },
     Raw,
     Pfm,
     Npy,
     Png,
     Tiff,
-    Jpeg { quality: u8 },
+    Jpeg {
+        quality: u8,
+    },
 }
 
 /// Writes frames one after another, each in the container it was read in (PGM in, PGM out;
@@ -106,7 +110,11 @@ impl<W: Write> FrameWriter<W> {
             (true, true) => Written::Npy,
         };
         let refuse = |what: &str, instead: &str| {
-            Err(format!("a {what} file cannot hold this {} {} frame: write {instead}", frame.depth().name(), ch.name()))
+            Err(format!(
+                "a {what} file cannot hold this {} {} frame: write {instead}",
+                frame.depth().name(),
+                ch.name()
+            ))
         };
         Ok(match self.options.container {
             None => match frame.format {
@@ -156,7 +164,9 @@ impl<W: Write> FrameWriter<W> {
             }
             _ => {}
         }
-        let encoding = |what: &str, e: &dyn std::fmt::Display| FrameError::invalid(index, format!("cannot encode {what}: {e}"));
+        let encoding = |what: &str, e: &dyn std::fmt::Display| {
+            FrameError::invalid(index, format!("cannot encode {what}: {e}"))
+        };
         match self.written(frame).map_err(|e| FrameError::invalid(index, e))? {
             Written::Png => self.png(frame).map_err(|e| match e {
                 png::EncodingError::IoError(e) => FrameError::io(index, &e),
@@ -258,12 +268,13 @@ impl<W: Write> FrameWriter<W> {
     fn netpbm(&mut self, frame: &Frame, how: Written) -> io::Result<()> {
         // A gray frame in a container of RGB (PPM asked for) is widened.
         let widened;
-        let frame = if matches!(self.options.container, Some(Container::Ppm)) && frame.channels == Channels::Gray {
-            widened = Frame::from_planes(Channels::Rgb, &[frame.clone(), frame.clone(), frame.clone()]);
-            &widened
-        } else {
-            frame
-        };
+        let frame =
+            if matches!(self.options.container, Some(Container::Ppm)) && frame.channels == Channels::Gray {
+                widened = Frame::from_planes(Channels::Rgb, &[frame.clone(), frame.clone(), frame.clone()]);
+                &widened
+            } else {
+                frame
+            };
         self.header(frame, how);
         if let Written::Netpbm { plain: true, .. } = how {
             plain_raster(&mut self.scratch, frame.width * frame.channels.count(), &frame.pixels);
@@ -275,7 +286,11 @@ impl<W: Write> FrameWriter<W> {
         match &frame.pixels {
             Pixels::U8(v) => self.out.write_all(v),
             Pixels::U16(v) => write_words(&mut self.out, &mut self.scratch, v, |s| {
-                if little { s.to_le_bytes() } else { s.to_be_bytes() }
+                if little {
+                    s.to_le_bytes()
+                } else {
+                    s.to_be_bytes()
+                }
             }),
             Pixels::F32(v) => write_words(&mut self.out, &mut self.scratch, v, |s| s.to_le_bytes()),
         }
@@ -369,7 +384,13 @@ fn npy_bytes(frame: &Frame) -> Result<Vec<u8>, String> {
 }
 
 /// MERGE: JPEG from the JPEG codec.
-fn jpeg_bytes(width: usize, height: usize, channels: usize, samples: &[u8], quality: u8) -> Result<Vec<u8>, String> {
+fn jpeg_bytes(
+    width: usize,
+    height: usize,
+    channels: usize,
+    samples: &[u8],
+    quality: u8,
+) -> Result<Vec<u8>, String> {
     let mut bytes = Vec::new();
     let colour = if channels == 1 { ExtendedColorType::L8 } else { ExtendedColorType::Rgb8 };
     image::codecs::jpeg::JpegEncoder::new_with_quality(&mut bytes, quality)

@@ -332,8 +332,10 @@ fn every_jpeg_of_a_stream_is_a_frame() {
     assert_eq!(sizes, [(512, 512), (640, 427), (512, 512)]);
     // From a pipe, where the reader's buffer holds a little of each image at a time.
     let stream = [rocket.clone(), camera.clone(), rocket].concat();
-    let mut r =
-        FrameReader::new(std::io::BufReader::with_capacity(1000, &stream[..]), ReadOptions { gray: true, ..Default::default() });
+    let mut r = FrameReader::new(
+        std::io::BufReader::with_capacity(1000, &stream[..]),
+        ReadOptions { gray: true, ..Default::default() },
+    );
     let expected = [&frames[1], &frames[0], &frames[1]];
     let mut n = 0;
     while let Some(f) = r.next_frame().unwrap() {

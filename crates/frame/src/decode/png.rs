@@ -324,7 +324,11 @@ fn scale_back(index: usize, picture: Picture, text: &[u8]) -> Result<Picture, Fr
                 (false, ch) => {
                     let mut v = v;
                     v.iter_mut().for_each(|s| *s = scale.read_back(*s));
-                    if ch == Channels::Gray { Canvas::Gray16(v) } else { Canvas::Native16(v, ch) }
+                    if ch == Channels::Gray {
+                        Canvas::Gray16(v)
+                    } else {
+                        Canvas::Native16(v, ch)
+                    }
                 }
             }
         }
