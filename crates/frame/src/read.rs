@@ -324,7 +324,12 @@ impl<R: BufRead> FrameReader<R> {
     /// A PFM, NPY or FITS image, `start` its first bytes already taken from the input.
     fn float_image(&mut self, index: usize, format: FloatFormat, start: &[u8]) -> Result<Frame, FrameError> {
         let mut src = ReadSource::new(&mut self.input, start);
-        let limits = float::Limits { frame: index, max_pixels: self.options.max_pixels, copied: true };
+        let limits = float::Limits {
+            frame: index,
+            max_pixels: self.options.max_pixels,
+            copied: true,
+            gray: self.options.gray,
+        };
         let walked = float::walk(&mut src, format, &limits)?;
         let bytes = src.into_bytes();
         let decoded = float::decode(&bytes, &walked, index)?;
@@ -481,8 +486,8 @@ impl<R: BufRead> FrameReader<R> {
         })
     }
 
-    /// A binary colour raster (P6, PAM RGB and RGB_ALPHA) read as gray, in pieces converted as
-    /// they come. `h`'s size was checked ([`FrameReader::check_size`]).
+    /// A binary raster of more than one channel (P6, PAM RGB, RGB_ALPHA and GRAYSCALE_ALPHA) read
+    /// as gray, in pieces converted as they come. `h`'s size was checked ([`FrameReader::check_size`]).
     fn colour_raster(&mut self, index: usize, h: &Header) -> Result<Pixels, FrameError> {
         let (count, depth) = (h.width * h.height, Depth::for_maxval(h.maxval));
         let ch = h.channels.count();
@@ -531,6 +536,14 @@ impl<R: BufRead> FrameReader<R> {
                         index,
                         format!("sample {i} is {v}, over maxval {}", h.maxval),
                     ));
+                }
+                // Gray and alpha: the gray sample, alpha dropped, as `colour::gray_frame` does.
+                if ch < 3 {
+                    match depth {
+                        Depth::U8 => out8[k] = sample(0) as u8,
+                        _ => out16[k] = sample(0),
+                    }
+                    continue;
                 }
                 let (r, g, b) = (sample(0), sample(1), sample(2));
                 match depth {
@@ -702,6 +715,25 @@ mod tests {
         )
         .unwrap();
         assert_eq!((f[0].channels, &f[0].pixels), (Channels::GrayAlpha, &Pixels::U8(vec![5, 6].into())));
+    }
+
+    /// Read as gray, a GRAYSCALE_ALPHA PAM keeps its gray samples and drops alpha, at 8 and 16
+    /// bits (it indexed a third sample of a two-sample pixel: a panic found by the fuzz harness).
+    #[test]
+    fn pam_gray_alpha_read_as_gray_drops_alpha() {
+        let gray = ReadOptions { gray: true, ..Default::default() };
+        let pam = |maxval: u16, raster: &[u8]| {
+            let header = format!(
+                "P7\nWIDTH 2\nHEIGHT 1\nDEPTH 2\nMAXVAL {maxval}\nTUPLTYPE GRAYSCALE_ALPHA\nENDHDR\n"
+            );
+            [header.as_bytes(), raster].concat()
+        };
+        let f = read_all(&pam(255, &[5, 6, 7, 8]), gray).unwrap();
+        assert_eq!((f[0].channels, &f[0].pixels), (Channels::Gray, &Pixels::U8(vec![5, 7].into())));
+        let f = read_all(&pam(1000, &[3, 0xe8, 0, 1, 0, 9, 3, 0xe7]), gray).unwrap();
+        assert_eq!((f[0].channels, &f[0].pixels), (Channels::Gray, &Pixels::U16(vec![1000, 9].into())));
+        let e = read_all(&pam(1000, &[3, 0xe8, 3, 0xe9, 0, 9, 0, 0]), gray).unwrap_err();
+        assert!(e.message.contains("sample 1 is 1001, over maxval 1000"), "{}", e.message);
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Where the binary containers in a stream keep their numbers: PNG chunk lengths and IHDR, JPEG
-//! segment lengths and frame headers, BMP's header, TIFF's offsets and directory entries. The
+//! segment lengths and frame headers, BMP's header, TIFF's offsets and directory entries, the
+//! header length of a NumPy `.npy` (the other new containers, PFM and FITS, keep their numbers in
+//! text, which the mutator's decimal changes reach). The
 //! mutator replaces these with values a parser is likely to get wrong.
 //!
 //! The walk is forgiving: it follows each structure as far as its own lengths allow and stops at
@@ -53,11 +55,19 @@ pub fn fields(bytes: &[u8]) -> Vec<Field> {
             [0xff, 0xd8] => jpeg(bytes, start, &mut out),
             b"BM" => bmp(start, &mut out),
             b"II" | b"MM" => tiff(bytes, start, &mut out),
+            [0x93, b'N'] if bytes[start..].starts_with(b"\x93NUMPY") => npy(bytes, start, &mut out),
             _ => {}
         }
     }
     out.retain(|f| f.at + f.width <= bytes.len());
     out
+}
+
+/// The header length of the `.npy` at `start`: 2 bytes in format 1.0, 4 in 2.0 and 3.0, little-endian
+/// after the magic and the version.
+fn npy(bytes: &[u8], start: usize, out: &mut Vec<Field>) {
+    let width = if bytes.get(start + 6) == Some(&1) { 2 } else { 4 };
+    out.push(Field::le(start + 8, width));
 }
 
 /// One PNG chunk: where its length field is and how long its data is.

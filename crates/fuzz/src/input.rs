@@ -23,8 +23,10 @@ impl Input {
         Input { bytes, raw: Some(spec) }
     }
 
-    pub fn options(&self, max_pixels: u64) -> ReadOptions {
-        ReadOptions { raw: self.raw, max_pixels, gray: false }
+    /// How the reader reads this input; `gray` asks for colour frames as gray (the harness reads
+    /// every input both ways: [`crate::target::Mode`]).
+    pub fn options(&self, max_pixels: u64, gray: bool) -> ReadOptions {
+        ReadOptions { raw: self.raw, max_pixels, gray }
     }
 
     /// A fingerprint of the bytes and the mode: names files, seeds the pipe's chunk sizes.
@@ -60,7 +62,7 @@ impl Input {
     /// The option a `histopipe` tool takes to read this input as the harness does.
     pub fn describe_mode(&self) -> String {
         match self.raw {
-            None => "self-describing frames".to_owned(),
+            None => "self-describing frames, kept in colour and read as gray".to_owned(),
             Some(spec) => format!("--raw {}", raw_tag(spec).trim_start_matches("raw-").replace('-', ":")),
         }
     }

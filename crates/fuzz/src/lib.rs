@@ -1,7 +1,8 @@
 //! histopipe's fuzz harness for the frame reader, on stable Rust.
 //!
 //! Seeds of every container (`seeds`), structure-aware mutations (`mutate`, `fields`), and a target
-//! that reads each input to its end from a slice and through a trickling pipe and checks: no panic,
+//! that reads each input to its end, keeping colour and as gray, each from a slice and through a
+//! trickling pipe, and checks: no panic,
 //! heap within [`target::allocation_bound`], time within a limit, the same frames and error both
 //! ways (`target`). A campaign (`campaign`) runs it on worker threads, coverage-guided when built
 //! by `scripts/fuzz` (`coverage`), and saves each new kind of finding to `regressions/`, which the

@@ -1,11 +1,14 @@
 //! The starting corpus: small valid inputs of every container and variant the reader takes, made
-//! here with the formats' encoders, plus crops of the real images in `tests/fixtures/`, streams of
-//! several frames in mixed containers, and raw streams.
+//! here with the formats' encoders (the frame crate's own for PFM, NPY and JPEG, by hand where no
+//! encoder writes a variant: big-endian PFM, NPY 2.0 headers, FITS), plus crops of the real images
+//! in `tests/fixtures/`, streams of several frames in mixed containers, and raw streams.
 
 use std::io::Cursor;
 use std::path::Path;
 
-use histopipe_frame::{Depth, FrameReader, Pixels, RawSpec, ReadOptions};
+use histopipe_frame::{
+    encode_jpeg, encode_npy, encode_pfm, Depth, FrameReader, Pixels, Raster, RawSpec, ReadOptions,
+};
 use image::ExtendedColorType;
 use jpeg_encoder::{ColorType as JpegColor, SamplingFactor};
 use tiff::encoder::{colortype, Compression as TiffCompression};
@@ -26,7 +29,12 @@ pub fn seeds() -> Result<Vec<Seed>, String> {
     netpbm(&mut images);
     png_images(&mut images)?;
     jpeg_images(&mut images)?;
+    own_jpegs(&mut images)?;
     tiff_images(&mut images)?;
+    float_tiffs(&mut images)?;
+    pfm_images(&mut images);
+    npy_images(&mut images);
+    fits_images(&mut images);
     bmp_images(&mut images)?;
     hostile_shapes(&mut images)?;
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
@@ -136,6 +144,48 @@ fn netpbm(out: &mut Vec<(String, Vec<u8>)>) {
             with_header(
                 "P7\nWIDTH 2\nHEIGHT 2\nDEPTH 3\nMAXVAL 65535\nTUPLTYPE RGB\nENDHDR\n",
                 bytes16_be(&rgb16),
+            ),
+        ),
+    ]);
+    colour_netpbm(out);
+}
+
+/// Colour and alpha netpbm rasters: PAM's RGB_ALPHA and GRAYSCALE_ALPHA at 8 and 16 bits, PPM at
+/// 16 bits below 65535.
+fn colour_netpbm(out: &mut Vec<(String, Vec<u8>)>) {
+    let pam = |depth, maxval, tupltype| {
+        format!("P7\nWIDTH 3\nHEIGHT 2\nDEPTH {depth}\nMAXVAL {maxval}\nTUPLTYPE {tupltype}\nENDHDR\n")
+    };
+    let under = |v: Vec<u16>, max: u16| v.iter().map(|&s| s % (max + 1)).collect::<Vec<_>>();
+    out.extend([
+        ("pam-rgb-alpha-8".into(), with_header(&pam(4, 255, "RGB_ALPHA"), bytes8(&pattern(3, 2, 4, 8, 70)))),
+        (
+            "pam-rgb-alpha-16".into(),
+            with_header(&pam(4, 65535, "RGB_ALPHA"), bytes16_be(&pattern(3, 2, 4, 16, 71))),
+        ),
+        (
+            "pam-gray-alpha-8".into(),
+            with_header(&pam(2, 255, "GRAYSCALE_ALPHA"), bytes8(&pattern(3, 2, 2, 8, 72))),
+        ),
+        (
+            "pam-gray-alpha-16-maxval-1000".into(),
+            with_header(&pam(2, 1000, "GRAYSCALE_ALPHA"), bytes16_be(&under(pattern(3, 2, 2, 16, 73), 1000))),
+        ),
+        (
+            "pam-rgb-alpha-8-maxval-15".into(),
+            with_header(&pam(4, 15, "RGB_ALPHA"), bytes8(&pattern(3, 2, 4, 4, 74))),
+        ),
+        (
+            "ppm-p6-16-maxval-4095".into(),
+            with_header("P6\n3 2\n4095\n", bytes16_be(&pattern(3, 2, 3, 12, 75))),
+        ),
+        ("ppm-p3-16".into(), with_header("P3\n2 2\n65535\n", ascii(&pattern(2, 2, 3, 16, 76)))),
+        // A colour frame near 2^20 pixels cut short: read as gray, it is converted in pieces.
+        (
+            "pam-rgb-alpha-16-large-truncated".into(),
+            with_header(
+                "P7\nWIDTH 1000\nHEIGHT 1000\nDEPTH 4\nMAXVAL 65535\nTUPLTYPE RGB_ALPHA\nENDHDR\n",
+                bytes16_be(&pattern(3, 2, 4, 16, 77)),
             ),
         ),
     ]);
@@ -462,6 +512,235 @@ fn tiff_images(out: &mut Vec<(String, Vec<u8>)>) -> Result<(), String> {
     Ok(())
 }
 
+/// JPEGs by the frame crate's own encoder (libjpeg-turbo, as OpenCV writes them), gray and RGB at
+/// qualities from coarse to fine: the writer's output is the reader's input in a pipeline. The
+/// encoder makes no progressive JPEGs; jpeg-encoder's progressive ones are in [`jpeg_images`].
+fn own_jpegs(out: &mut Vec<(String, Vec<u8>)>) -> Result<(), String> {
+    let (w, h) = (17, 13);
+    let gray = bytes8(&pattern(w, h, 1, 8, 80));
+    let rgb = bytes8(&pattern(w, h, 3, 8, 81));
+    for (channels, samples, qualities) in [(1, &gray, [10, 50, 95]), (3, &rgb, [20, 75, 100])] {
+        let kind = if channels == 1 { "gray" } else { "rgb" };
+        for quality in qualities {
+            let jpeg = encode_jpeg(w, h, channels, samples, quality)?;
+            out.push((format!("jpeg-own-{kind}-q{quality}"), jpeg));
+        }
+    }
+    Ok(())
+}
+
+/// Float samples of every kind a float container holds: a gradient, negatives, zero and minus
+/// zero, the largest finite float, infinities and a NaN.
+fn floats(width: usize, height: usize, channels: usize, salt: u32) -> Vec<f32> {
+    const SPECIAL: [f32; 6] = [-0.0, f32::MAX, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, -1.5e-40];
+    pattern(width, height, channels, 16, salt)
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| if i % 7 == 3 { SPECIAL[i / 7 % SPECIAL.len()] } else { s as f32 / 4096.0 - 4.0 })
+        .collect()
+}
+
+fn float_tiffs(out: &mut Vec<(String, Vec<u8>)>) -> Result<(), String> {
+    use colortype::{Gray32Float, RGB32Float};
+    let (w, h) = (5, 4);
+    out.extend([
+        (
+            "tiff-gray-f32".into(),
+            tiff_with::<Gray32Float>(w, h, &floats(5, 4, 1, 82), TiffCompression::Uncompressed, false)?,
+        ),
+        (
+            "tiff-rgb-f32".into(),
+            tiff_with::<RGB32Float>(w, h, &floats(5, 4, 3, 83), TiffCompression::Uncompressed, false)?,
+        ),
+        (
+            "tiff-rgb-f32-lzw".into(),
+            tiff_with::<RGB32Float>(w, h, &floats(5, 4, 3, 84), TiffCompression::Lzw, false)?,
+        ),
+    ]);
+    Ok(())
+}
+
+/// A PFM written by hand in either byte order (the scale's sign says which: negative for
+/// little-endian), rows bottom to top as the format keeps them.
+fn pfm(width: usize, height: usize, channels: usize, samples: &[f32], big_endian: bool) -> Vec<u8> {
+    let magic = if channels == 3 { "PF" } else { "Pf" };
+    let scale = if big_endian { "1.0" } else { "-1.0" };
+    let mut out = format!("{magic}\n{width} {height}\n{scale}\n").into_bytes();
+    for row in samples.chunks(width * channels).rev() {
+        for v in row {
+            out.extend(if big_endian { v.to_be_bytes() } else { v.to_le_bytes() });
+        }
+    }
+    out
+}
+
+fn pfm_images(out: &mut Vec<(String, Vec<u8>)>) {
+    let (gray, rgb) = (floats(4, 3, 1, 85), floats(3, 2, 3, 86));
+    out.extend([
+        ("pfm-gray-le".into(), encode_pfm(4, 3, 1, &gray)),
+        ("pfm-rgb-le".into(), encode_pfm(3, 2, 3, &rgb)),
+        ("pfm-gray-be".into(), pfm(4, 3, 1, &gray, true)),
+        ("pfm-rgb-be".into(), pfm(3, 2, 3, &rgb, true)),
+        // A scale of another size and spaces for newlines: only its sign matters.
+        ("pfm-gray-le-spaced".into(), {
+            let mut v = b"Pf 2 1 -0.003906".to_vec();
+            v.push(b'\n');
+            v.extend([1.0f32, -2.0].iter().flat_map(|f| f.to_le_bytes()));
+            v
+        }),
+        (
+            "pfm-rgb-large-truncated".into(),
+            [&b"PF\n700 700\n-1.0\n"[..], &pfm(3, 2, 3, &rgb, false)[16..]].concat(),
+        ),
+    ]);
+}
+
+/// An `.npy` of format `version` (1 or 2) by hand: the dict padded, as NumPy pads it, so that the
+/// samples start at a multiple of 64.
+fn npy(version: u8, descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
+    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    let prefix = if version == 1 { 10 } else { 12 };
+    let pad = 64 - (prefix + dict.len() + 1) % 64;
+    let header_len = dict.len() + pad + 1;
+    let mut out = b"\x93NUMPY".to_vec();
+    out.extend([version, 0]);
+    if version == 1 {
+        out.extend((header_len as u16).to_le_bytes());
+    } else {
+        out.extend((header_len as u32).to_le_bytes());
+    }
+    out.extend(dict.bytes());
+    out.extend(std::iter::repeat_n(b' ', pad));
+    out.push(b'\n');
+    out.extend_from_slice(data);
+    out
+}
+
+fn npy_images(out: &mut Vec<(String, Vec<u8>)>) {
+    let (w, h) = (4, 3);
+    let u16s = |c, salt, big: bool| -> Vec<u8> {
+        let v = pattern(w, h, c, 16, salt);
+        v.iter().flat_map(|s| if big { s.to_be_bytes() } else { s.to_le_bytes() }).collect()
+    };
+    let f32s = |c, salt, big: bool| -> Vec<u8> {
+        floats(w, h, c, salt)
+            .iter()
+            .flat_map(|s| if big { s.to_be_bytes() } else { s.to_le_bytes() })
+            .collect()
+    };
+    let f64s = |c, salt, big: bool| -> Vec<u8> {
+        let v = floats(w, h, c, salt).iter().map(|&s| s as f64 * 1.000_000_1).collect::<Vec<f64>>();
+        let mut v = v;
+        v[1] = 1e300;
+        v.iter().flat_map(|s| if big { s.to_be_bytes() } else { s.to_le_bytes() }).collect()
+    };
+    let shape = |c: usize| if c == 0 { format!("({h}, {w})") } else { format!("({h}, {w}, {c})") };
+    let bools: Vec<u8> = pattern(w, h, 2, 2, 87).iter().map(|&s| s as u8).collect();
+    out.extend([
+        ("npy-u1-gray".into(), npy(1, "|u1", &shape(0), &bytes8(&pattern(w, h, 1, 8, 88)))),
+        ("npy-u1-hw1".into(), npy(1, "|u1", &shape(1), &bytes8(&pattern(w, h, 1, 8, 89)))),
+        ("npy-u1-rgb".into(), npy(1, "|u1", &shape(3), &bytes8(&pattern(w, h, 3, 8, 114)))),
+        ("npy-u2le-gray".into(), npy(1, "<u2", &shape(0), &u16s(1, 111, false))),
+        ("npy-u2be-gray-alpha-v2".into(), npy(2, ">u2", &shape(2), &u16s(2, 112, true))),
+        ("npy-f4le-rgba".into(), npy(1, "<f4", &shape(4), &f32s(4, 113, false))),
+        ("npy-u2le-rgb".into(), npy(1, "<u2", &shape(3), &u16s(3, 90, false))),
+        ("npy-u2be-rgba".into(), npy(1, ">u2", &shape(4), &u16s(4, 91, true))),
+        ("npy-f4le-gray-alpha".into(), npy(1, "<f4", &shape(2), &f32s(2, 92, false))),
+        ("npy-f4be-gray-v2".into(), npy(2, ">f4", &shape(0), &f32s(1, 93, true))),
+        ("npy-f8be-rgb-v2".into(), npy(2, ">f8", &shape(3), &f64s(3, 94, true))),
+        ("npy-f8le-gray".into(), npy(1, "<f8", &shape(1), &f64s(1, 95, false))),
+        ("npy-b1-gray-alpha".into(), npy(1, "|b1", &shape(2), &bools)),
+        ("npy-u1-rgba-v2".into(), npy(2, "|u1", &shape(4), &bytes8(&pattern(w, h, 4, 8, 96)))),
+        ("npy-f4le-rgb-own".into(), encode_npy(w, h, 3, &Raster::F32(floats(w, h, 3, 97)))),
+        ("npy-f4le-large-truncated".into(), npy(1, "<f4", "(1000, 1000)", &f32s(1, 98, false))),
+    ]);
+}
+
+/// A FITS primary image by hand: header cards of `cards` (keyword, value) after SIMPLE, then
+/// `data` (big-endian), both padded to whole 2880-byte blocks unless `pad_data` is false (astropy
+/// forgives a file that ends in its padding).
+fn fits(cards: &[(&str, String)], data: &[u8], pad_data: bool) -> Vec<u8> {
+    let card = |text: String| format!("{text:<80}").into_bytes();
+    let mut out = card(format!("{:<8}= {:>20}", "SIMPLE", "T"));
+    for (key, value) in cards {
+        out.extend(card(format!("{key:<8}= {value:>20}")));
+    }
+    out.extend(card("END".into()));
+    out.resize(out.len().div_ceil(2880) * 2880, b' ');
+    out.extend_from_slice(data);
+    if pad_data {
+        out.resize(out.len().div_ceil(2880) * 2880, 0);
+    }
+    out
+}
+
+fn fits_images(out: &mut Vec<(String, Vec<u8>)>) {
+    let (w, h) = (4, 3);
+    let axes = |bitpix: i32, planes: usize| {
+        let mut cards = vec![("BITPIX", bitpix.to_string())];
+        cards.push(("NAXIS", if planes > 1 { "3" } else { "2" }.to_string()));
+        cards.push(("NAXIS1", w.to_string()));
+        cards.push(("NAXIS2", h.to_string()));
+        if planes > 1 {
+            cards.push(("NAXIS3", planes.to_string()));
+        }
+        cards
+    };
+    let with = |mut cards: Vec<(&'static str, String)>, more: &[(&'static str, &str)]| {
+        cards.extend(more.iter().map(|(k, v)| (*k, v.to_string())));
+        cards
+    };
+    let i16s = |c, salt| pattern(w, h, c, 16, salt).iter().flat_map(|s| s.to_be_bytes()).collect::<Vec<u8>>();
+    let f32s = |c, salt| floats(w, h, c, salt).iter().flat_map(|s| s.to_be_bytes()).collect::<Vec<u8>>();
+    let f64s =
+        |c, salt| floats(w, h, c, salt).iter().flat_map(|&s| (s as f64).to_be_bytes()).collect::<Vec<u8>>();
+    let i32s = |c, salt| {
+        pattern(w, h, c, 16, salt)
+            .iter()
+            .flat_map(|&s| (s as i32 * 40503 - 7).to_be_bytes())
+            .collect::<Vec<u8>>()
+    };
+    out.extend([
+        ("fits-8-gray".into(), fits(&axes(8, 1), &bytes8(&pattern(w, h, 1, 8, 100)), true)),
+        ("fits-8-rgba-planes".into(), fits(&axes(8, 4), &bytes8(&pattern(w, h, 4, 8, 101)), true)),
+        (
+            "fits-8-rgba-bscale".into(),
+            fits(
+                &with(axes(8, 4), &[("BSCALE", "0.5"), ("BZERO", "-3")]),
+                &bytes8(&pattern(w, h, 4, 8, 102)),
+                true,
+            ),
+        ),
+        ("fits-16-bzero-32768".into(), fits(&with(axes(16, 1), &[("BZERO", "32768")]), &i16s(1, 103), true)),
+        ("fits-16-signed-rgb".into(), fits(&axes(16, 3), &i16s(3, 104), true)),
+        (
+            "fits-16-signed-blank-unpadded".into(),
+            fits(&with(axes(16, 2), &[("BLANK", "-1")]), &i16s(2, 105), false),
+        ),
+        (
+            "fits-32-bscale-blank".into(),
+            fits(&with(axes(32, 1), &[("BSCALE", "0.25"), ("BLANK", "33")]), &i32s(1, 106), true),
+        ),
+        ("fits-f32-gray".into(), fits(&axes(-32, 1), &f32s(1, 107), true)),
+        ("fits-f32-rgb-planes".into(), fits(&axes(-32, 3), &f32s(3, 108), true)),
+        ("fits-f64-rgb-planes-unpadded".into(), fits(&axes(-64, 3), &f64s(3, 109), false)),
+        (
+            "fits-16-large-truncated".into(),
+            fits(
+                &[
+                    ("BITPIX", "16".into()),
+                    ("NAXIS", "2".into()),
+                    ("NAXIS1", "1000".into()),
+                    ("NAXIS2", "1000".into()),
+                    ("BZERO", "32768".into()),
+                ],
+                &i16s(1, 110),
+                false,
+            ),
+        ),
+    ]);
+}
+
 fn bmp_with(width: u32, height: u32, data: &[u8], color: ExtendedColorType) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     image::codecs::bmp::BmpEncoder::new(&mut out)
@@ -668,10 +947,11 @@ fn fixture_crops(dir: &Path, out: &mut Vec<(String, Vec<u8>)>) -> Result<(), Str
 }
 
 /// Several frames back to back: mixed containers, whitespace between frames, a JPEG and a TIFF
-/// both last and in the middle.
+/// both last and in the middle, the float containers and colour PAMs among the others (a FITS
+/// last when its padding is left out).
 fn streams(images: &[(String, Vec<u8>)]) -> Vec<(String, Vec<u8>)> {
     let get = |name: &str| images.iter().find(|(n, _)| n == name).map(|(_, b)| b.clone()).unwrap_or_default();
-    let recipes: [&[&str]; 7] = [
+    let recipes: [&[&str]; 13] = [
         &["pgm-p5-8", "png-gray-8", "bmp-rgb-24", "pam-gray-8", "ppm-p6-8"],
         &["pgm-p2-8", "pgm-p5-16", "png-rgba-8", "pam-rgb-16"],
         &["pgm-p5-geometry-hough", "pgm-p5-geometry-hough", "jpeg-gray-baseline"],
@@ -679,6 +959,12 @@ fn streams(images: &[(String, Vec<u8>)]) -> Vec<(String, Vec<u8>)> {
         &["tiff-gray-8", "pgm-p5-8"],
         &["png-palette-8", "png-interlaced-gray", "png-gray-16"],
         &["bmp-gray-palette", "pgm-p2-geometry", "tiff-gray-8-lzw"],
+        &["pfm-rgb-le", "npy-u1-gray", "pgm-p5-8", "pfm-gray-be"],
+        &["fits-8-rgba-planes", "pam-rgb-alpha-8", "jpeg-own-rgb-q75"],
+        &["npy-f8be-rgb-v2", "tiff-rgb-f32", "ppm-p6-16-maxval-4095", "npy-b1-gray-alpha"],
+        &["pam-gray-alpha-16-maxval-1000", "jpeg-own-gray-q50", "npy-u2be-rgba", "png-rgba-16"],
+        &["jpeg-own-rgb-q20", "fits-f32-rgb-planes", "pfm-rgb-be"],
+        &["pam-rgb-alpha-16", "npy-f4le-rgb-own", "fits-f64-rgb-planes-unpadded"],
     ];
     recipes
         .iter()
@@ -716,26 +1002,85 @@ fn raw_streams() -> Vec<Seed> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+
     use super::*;
     use crate::target::Container;
 
     #[test]
     fn every_seed_starts_with_a_good_frame_or_is_cut_short_on_purpose() {
         let seeds = seeds().unwrap();
-        assert!(seeds.len() > 60, "{} seeds", seeds.len());
+        assert!(seeds.len() > 120, "{} seeds", seeds.len());
         for seed in &seeds {
-            let mut reader = FrameReader::new(&seed.input.bytes[..], seed.input.options(1 << 20));
-            let first = reader.next_frame().map(|f| f.map(|f| (f.width, f.height)));
-            if seed.name.ends_with("-truncated") {
-                assert!(
-                    matches!(&first, Err(e) if e.message.contains("truncated")),
-                    "{}: {first:?}",
-                    seed.name
-                );
-            } else {
-                assert!(matches!(first, Ok(Some(_))), "{}: {first:?}", seed.name);
+            for gray in [false, true] {
+                let mut reader = FrameReader::new(&seed.input.bytes[..], seed.input.options(1 << 20, gray));
+                let first = reader.next_frame().map(|f| f.map(|f| (f.width, f.height)));
+                if seed.name.ends_with("-truncated") {
+                    assert!(
+                        matches!(&first, Err(e) if e.message.contains("truncated")),
+                        "{} (gray {gray}): {first:?}",
+                        seed.name
+                    );
+                } else {
+                    assert!(matches!(first, Ok(Some(_))), "{} (gray {gray}): {first:?}", seed.name);
+                }
             }
         }
+    }
+
+    #[test]
+    fn every_stream_reads_to_its_end() {
+        for seed in seeds().unwrap().iter().filter(|s| s.name.starts_with("stream-")) {
+            for gray in [false, true] {
+                let mut reader = FrameReader::new(&seed.input.bytes[..], seed.input.options(1 << 20, gray));
+                let frames =
+                    std::iter::from_fn(|| reader.next_frame().transpose()).collect::<Result<Vec<_>, _>>();
+                let parts = seed.name.matches('+').count() + 1;
+                assert!(
+                    matches!(&frames, Ok(f) if f.len() == parts),
+                    "{} (gray {gray}): {frames:?}",
+                    seed.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_channel_count_and_sample_type_is_seeded_in_colour() {
+        let mut seen = HashSet::new();
+        for seed in seeds().unwrap().iter().filter(|s| s.input.raw.is_none()) {
+            let mut reader = FrameReader::new(&seed.input.bytes[..], seed.input.options(1 << 20, false));
+            // The first frame only: the seed's container is the first frame's.
+            if let Ok(Some(f)) = reader.next_frame() {
+                let sample = match f.pixels {
+                    Pixels::U8(_) => 8,
+                    Pixels::U16(_) => 16,
+                    Pixels::F32(_) => 32,
+                };
+                seen.insert((Container::sniff(&seed.input.bytes).name(), f.channels.count(), sample));
+            }
+        }
+        for c in [Container::Pam, Container::Npy] {
+            for channels in 1..=4 {
+                for sample in [8, 16] {
+                    assert!(
+                        seen.contains(&(c.name(), channels, sample)),
+                        "no {}-bit {} of {channels} channels",
+                        sample,
+                        c.name()
+                    );
+                }
+            }
+        }
+        for (c, channels) in
+            [(Container::Pfm, 1), (Container::Pfm, 3), (Container::Tiff, 1), (Container::Tiff, 3)]
+                .into_iter()
+                .chain((1..=4).map(|n| (Container::Fits, n)))
+                .chain((1..=4).map(|n| (Container::Npy, n)))
+        {
+            assert!(seen.contains(&(c.name(), channels, 32)), "no float {} of {channels} channels", c.name());
+        }
+        assert!(seen.contains(&("jpeg", 3, 8)) && seen.contains(&("jpeg", 1, 8)));
     }
 
     #[test]
@@ -745,6 +1090,7 @@ mod tests {
         for c in [Container::Pgm, Container::PlainPgm, Container::Ppm, Container::PlainPpm, Container::Pam]
             .into_iter()
             .chain([Container::Png, Container::Jpeg, Container::Tiff, Container::Bmp])
+            .chain([Container::Pfm, Container::Npy, Container::Fits])
         {
             assert!(containers.contains(&c), "no {} seed", c.name());
         }

@@ -1,10 +1,12 @@
-//! The fuzz target: one input read to its end by `FrameReader`, twice, and checked.
+//! The fuzz target: one input read to its end by `FrameReader`, in both modes, twice each, and
+//! checked.
 //!
-//! Once from a slice, once through a pipe that hands out 1 to 7 bytes per read behind a small
-//! `BufReader`, as a real pipe does under load. Each read must not panic, must hold at most
-//! [`allocation_bound`] bytes of heap at any moment, must end within the time limit, and must not
-//! return more frames than the input has bytes; the two reads must give the same frames and the
-//! same error (or end).
+//! Both modes: keeping colour (`ReadOptions.gray` false), then as gray (true), so the colour
+//! paths and the conversions to gray are both read. In each mode, once from a slice, once through
+//! a pipe that hands out 1 to 7 bytes per read behind a small `BufReader`, as a real pipe does
+//! under load. Each read must not panic, must hold at most [`allocation_bound`] bytes of heap at
+//! any moment, must end within the time limit, and must not return more frames than the input has
+//! bytes; the two reads of a mode must give the same frames and the same error (or end).
 //!
 //! Frames are folded into a digest as they come and dropped, as a filter drops each frame before it
 //! reads the next, so the heap measured is the reader's own.
@@ -33,13 +35,13 @@ pub fn allocation_bound(max_pixels: u64, input_len: usize) -> u64 {
 pub struct Limits {
     /// `--max-pixels` for the reader.
     pub max_pixels: u64,
-    /// Both reads of one input together.
+    /// Both reads of one input in one mode together.
     pub time: Duration,
 }
 
 impl Limits {
-    /// 2^16 pixels, so a frame at the limit decodes in well under a millisecond; 2 s per input,
-    /// twenty times that in a debug build, whose decoders run some fifty times slower.
+    /// 2^16 pixels, so a frame at the limit decodes in well under a millisecond; 2 s per input
+    /// and mode, twenty times that in a debug build, whose decoders run some fifty times slower.
     pub fn standard() -> Limits {
         let time = if cfg!(debug_assertions) { Duration::from_secs(40) } else { Duration::from_secs(2) };
         Limits { max_pixels: 1 << 16, time }
@@ -69,6 +71,9 @@ pub enum Container {
     Jpeg,
     Tiff,
     Bmp,
+    Pfm,
+    Npy,
+    Fits,
     Raw,
     /// Nothing but whitespace is left.
     End,
@@ -90,6 +95,9 @@ impl Container {
             Some([0xff, 0xd8]) => Container::Jpeg,
             Some(b"II" | b"MM") => Container::Tiff,
             Some(b"BM") => Container::Bmp,
+            Some(b"PF" | b"Pf") => Container::Pfm,
+            Some([0x93, b'N']) => Container::Npy,
+            Some(b"SI") => Container::Fits,
             _ => Container::Other,
         }
     }
@@ -105,6 +113,9 @@ impl Container {
             Container::Jpeg => "jpeg",
             Container::Tiff => "tiff",
             Container::Bmp => "bmp",
+            Container::Pfm => "pfm",
+            Container::Npy => "npy",
+            Container::Fits => "fits",
             Container::Raw => "raw",
             Container::End => "end",
             Container::Other => "other",
@@ -170,14 +181,16 @@ impl fmt::Display for Outcome {
 }
 
 /// A message without what varies from input to input: everything from the first quote to the last
-/// goes (quoted text is a piece of the input, and may hold quotes itself), each word with a digit
+/// goes (quoted text is a piece of the input, and may hold quotes itself; the float containers'
+/// messages quote with `"`, the others with `'`), each word with a digit
 /// in it (`12`, `0x1f3a`, `5x0`) becomes `#`, and short words go (PNG chunk types are four bytes
 /// of the input, and shorter words say little), and only the first twelve words count (some
 /// decoders list values from the input: `sample format [Unknown(10825), Unknown(25600), ...]`).
 /// So "bad width '3x': 12" and "bad width '9q': 7" are one shape, and the set of shapes stays a
 /// few hundred strong.
 fn message_shape(message: &str) -> Vec<u8> {
-    let text = match (message.find('\''), message.rfind('\'')) {
+    let quote = |c: char| c == '\'' || c == '"';
+    let text = match (message.find(quote), message.rfind(quote)) {
         (Some(first), Some(last)) => [&message[..first], &message[last + 1..]].concat(),
         _ => message.to_owned(),
     };
@@ -360,26 +373,88 @@ fn container(containers: &Containers, index: usize) -> Container {
 
 /// A panic's signature is its source file, not its line: one defect (an unchecked `unwrap` in a
 /// decoder's inner loop, say) panics on many lines of one file, and one saved input is enough.
-fn panic_finding(note: PanicNote, how: &str) -> Finding {
+fn panic_finding(note: PanicNote, how: &str, mode: Mode) -> Finding {
     let file = note.location.rsplit_once(':').map_or(note.location.as_str(), |(file, _line)| file);
+    let how_read = if mode.gray() { "as gray " } else { "" };
     Finding {
         kind: FindingKind::Panic,
-        signature: format!("panic in {file}"),
-        detail: format!("reading from a {how}: {} at {}", note.message.replace('\n', " "), note.location),
+        signature: format!("panic in {file}{}", mode.suffix()),
+        detail: format!(
+            "reading {how_read}from a {how}: {} at {}",
+            note.message.replace('\n', " "),
+            note.location
+        ),
     }
 }
 
-/// Reads `input` from a slice and through a trickling pipe and checks both reads. Returns the
-/// outcome, or the first finding.
-pub fn check(input: &Input, limits: &Limits) -> Result<Outcome, Finding> {
+/// How the reader is told to treat colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Frames keep their channels (`ReadOptions.gray` false), as the harness always read.
+    Colour,
+    /// Colour frames become gray as they are read (`ReadOptions.gray` true).
+    Gray,
+}
+
+impl Mode {
+    pub const BOTH: [Mode; 2] = [Mode::Colour, Mode::Gray];
+
+    pub fn gray(self) -> bool {
+        self == Mode::Gray
+    }
+
+    /// What a finding's signature and detail add for this mode: nothing for colour, so findings
+    /// saved before gray reads were fuzzed keep their signatures.
+    fn suffix(self) -> &'static str {
+        match self {
+            Mode::Colour => "",
+            Mode::Gray => " read as gray",
+        }
+    }
+}
+
+/// What both modes' reads gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcomes {
+    pub colour: Outcome,
+    pub gray: Outcome,
+}
+
+impl Outcomes {
+    /// Both modes' [`Outcome::shape`]s as one: a new kind of outcome in either mode is new.
+    pub fn shape(&self) -> u64 {
+        let mut d = Digest::new();
+        d.word(self.colour.shape());
+        d.word(self.gray.shape());
+        d.finish()
+    }
+}
+
+impl fmt::Display for Outcomes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "colour: {}; gray: {}", self.colour, self.gray)
+    }
+}
+
+/// Reads `input` in both modes ([`Mode::BOTH`]), each from a slice and through a trickling pipe,
+/// and checks every read. Returns both outcomes, or the first finding.
+pub fn check(input: &Input, limits: &Limits) -> Result<Outcomes, Finding> {
+    let colour = check_mode(input, limits, Mode::Colour)?;
+    let gray = check_mode(input, limits, Mode::Gray)?;
+    Ok(Outcomes { colour, gray })
+}
+
+/// Reads `input` in `mode` from a slice and through a trickling pipe and checks both reads.
+/// Returns the outcome, or the first finding.
+pub fn check_mode(input: &Input, limits: &Limits, mode: Mode) -> Result<Outcome, Finding> {
     let max_pixels = limits.max_pixels_for(input);
-    let options = input.options(max_pixels);
+    let options = input.options(max_pixels, mode.gray());
     let data = &input.bytes[..];
     let started = Instant::now();
     let position = Cell::new(0);
     let slice =
         guarded(|| read_all(Tracked { data, pos: &position }, options, data, Whereabouts::Slice(&position)))
-            .map_err(|note| panic_finding(note, "slice"))?;
+            .map_err(|note| panic_finding(note, "slice", mode))?;
     // The pipe's chunking follows from the input, so a finding replays exactly.
     let mut rng = fastrand::Rng::with_seed(input.fingerprint());
     let capacity = rng.usize(1..=16);
@@ -387,15 +462,17 @@ pub fn check(input: &Input, limits: &Limits) -> Result<Outcome, Finding> {
         let pipe = BufReader::with_capacity(capacity, Trickle { rest: data, rng });
         read_all(pipe, options, data, Whereabouts::Pipe(&slice.containers))
     })
-    .map_err(|note| panic_finding(note, "pipe"))?;
+    .map_err(|note| panic_finding(note, "pipe", mode))?;
     let took = started.elapsed();
     let where_ = |index| container(&slice.containers, index).name();
+    let suffix = mode.suffix();
+    let (read_as, as_gray) = if mode.gray() { ("read as gray: ", "as gray ") } else { ("", "") };
 
     if slice.outcome.end == End::Endless {
         return Err(Finding {
             kind: FindingKind::Endless,
-            signature: format!("endless in {}", where_(slice.outcome.frames)),
-            detail: format!("{} frames from {} bytes", slice.outcome.frames, data.len()),
+            signature: format!("endless in {}{suffix}", where_(slice.outcome.frames)),
+            detail: format!("{read_as}{} frames from {} bytes", slice.outcome.frames, data.len()),
         });
     }
     let bound = allocation_bound(max_pixels, data.len());
@@ -403,9 +480,9 @@ pub fn check(input: &Input, limits: &Limits) -> Result<Outcome, Finding> {
         if pass.peak > bound {
             return Err(Finding {
                 kind: FindingKind::Alloc,
-                signature: format!("alloc in {}", pass.peak_container.name()),
+                signature: format!("alloc in {}{suffix}", pass.peak_container.name()),
                 detail: format!(
-                    "reading frame {} from a {how} held {} bytes, over the bound of {bound} \
+                    "reading frame {} {as_gray}from a {how} held {} bytes, over the bound of {bound} \
                      (4 * {} max pixels + 2 * {} input bytes + 1 MiB)",
                     pass.peak_frame,
                     pass.peak,
@@ -419,9 +496,9 @@ pub fn check(input: &Input, limits: &Limits) -> Result<Outcome, Finding> {
         let slowest = if slice.slowest >= pipe.slowest { &slice } else { &pipe };
         return Err(Finding {
             kind: FindingKind::Slow,
-            signature: format!("slow in {}", slowest.slowest_container.name()),
+            signature: format!("slow in {}{suffix}", slowest.slowest_container.name()),
             detail: format!(
-                "both reads took {:.2} s, over {:.2} s; frame {} alone {:.2} s",
+                "{read_as}both reads took {:.2} s, over {:.2} s; frame {} alone {:.2} s",
                 took.as_secs_f64(),
                 limits.time.as_secs_f64(),
                 slowest.slowest_frame,
@@ -433,9 +510,12 @@ pub fn check(input: &Input, limits: &Limits) -> Result<Outcome, Finding> {
         let first_difference = slice.outcome.frames.min(pipe.outcome.frames) + 1;
         return Err(Finding {
             kind: FindingKind::Mismatch,
-            signature: format!("mismatch in {}", where_(first_difference)),
-            detail: format!("slice: {}; pipe (buffer of {capacity}): {}", slice.outcome, pipe.outcome)
-                .replace('\n', " "),
+            signature: format!("mismatch in {}{suffix}", where_(first_difference)),
+            detail: format!(
+                "{read_as}slice: {}; pipe (buffer of {capacity}): {}",
+                slice.outcome, pipe.outcome
+            )
+            .replace('\n', " "),
         });
     }
     Ok(slice.outcome)
@@ -447,7 +527,7 @@ mod tests {
     use histopipe_frame::{Depth, RawSpec};
 
     fn run(input: &Input) -> Result<Outcome, Finding> {
-        check(input, &Limits::standard())
+        check(input, &Limits::standard()).map(|both| both.colour)
     }
 
     #[test]
@@ -484,10 +564,35 @@ mod tests {
     fn message_shapes_drop_numbers_and_quotes() {
         assert_eq!(message_shape("bad width '3x': 12 of 345"), b"width # # ");
         assert_eq!(message_shape("field 'a'b' and 'c' here"), b"field ");
+        assert_eq!(message_shape("bad PFM header: width \"nalMA#XV\" beyond"), b"header width beyond ");
+        assert_eq!(
+            message_shape("bad NPY header: a string expected at \"g'descr\""),
+            b"header string expected "
+        );
         assert_eq!(message_shape("CRC error: expected 0x12d5e7cf have 0x5c5"), b"error expected # # ");
         assert_eq!(message_shape("chunk type: IHDP, crit"), message_shape("chunk type: I;DR, crit"));
         let list = |n| format!("not supported: sample format {:?}", vec![Some(7); n]);
         assert_eq!(message_shape(&list(20)), message_shape(&list(30)));
+    }
+
+    #[test]
+    fn colour_is_read_both_kept_and_as_gray() {
+        let input = Input::described(b"P6 1 1 255\n\xff\x00\x00P5 1 1 255\n\x07".to_vec());
+        let both = check(&input, &Limits::standard()).unwrap();
+        assert_eq!((both.colour.frames, both.gray.frames), (2, 2));
+        assert_ne!(both.colour.digest, both.gray.digest, "red kept, and red as gray (76)");
+        let gray = Input::described(b"P5 1 1 255\n\x07".to_vec());
+        let both = check(&gray, &Limits::standard()).unwrap();
+        assert_eq!(both.colour, both.gray, "a gray frame reads the same both ways");
+        assert!(both.to_string().starts_with("colour: 1 frame(s)"), "{both}");
+    }
+
+    #[test]
+    fn findings_read_as_gray_say_so() {
+        let note = PanicNote { message: "boom".into(), location: "src/x.rs:3".into() };
+        let f = panic_finding(note, "pipe", Mode::Gray);
+        assert_eq!(f.signature, "panic in src/x.rs read as gray");
+        assert!(f.detail.starts_with("reading as gray from a pipe: boom"), "{}", f.detail);
     }
 
     #[test]
@@ -503,6 +608,10 @@ mod tests {
         assert_eq!(Container::sniff(b"\x89PNG"), Container::Png);
         assert_eq!(Container::sniff(b"  \n"), Container::End);
         assert_eq!(Container::sniff(b"x"), Container::Other);
+        assert_eq!(Container::sniff(b"Pf\n1 1\n-1\n"), Container::Pfm);
+        assert_eq!(Container::sniff(b"PF\n1 1\n1\n"), Container::Pfm);
+        assert_eq!(Container::sniff(b"\x93NUMPY\x01\x00"), Container::Npy);
+        assert_eq!(Container::sniff(b"SIMPLE  =                    T"), Container::Fits);
     }
 
     #[test]

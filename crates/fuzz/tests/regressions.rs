@@ -3,9 +3,11 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use histopipe_frame::{FrameErrorKind, FrameReader, ReadOptions};
+use histopipe_fuzz::alloc::HeapMeter;
 use histopipe_fuzz::campaign::{self, Budget, Config};
 use histopipe_fuzz::finding::{Regressions, Saved};
-use histopipe_fuzz::target::{check, Limits};
+use histopipe_fuzz::target::{allocation_bound, check, Limits};
 
 fn saved() -> Vec<Saved> {
     Regressions::in_repository().load().expect("crates/fuzz/regressions is readable")
@@ -83,4 +85,43 @@ fn a_short_campaign_finds_nothing_new() {
     assert_eq!(summary.inputs, inputs);
     assert!(summary.shapes > 100, "only {} outcome shapes: are the mutations working?", summary.shapes);
     assert!(summary.corpus > 150, "the corpus did not grow past the seeds: {}", summary.corpus);
+}
+
+/// A FITS of 8-bit samples with BSCALE becomes float32, four bytes a sample from one, and read as
+/// gray its conversion held the colour frame and two gray planes at once: near 2^20 pixels that
+/// was over the bound (10.3 MB held, 8.7 MB allowed). Made here rather than saved: it takes
+/// 1.7 MB, past what the mutator grows an input to (`mutate::MAX_LEN`), so no campaign reaches
+/// it; read directly, as `check` reads one input in eight with a pixel limit sixteen times this.
+#[test]
+fn a_large_scaled_colour_fits_read_as_gray_keeps_to_the_bound() {
+    let (w, h, c) = (656usize, 656usize, 4usize);
+    let card = |text: String| format!("{text:<80}").into_bytes();
+    let mut bytes = Vec::new();
+    for (key, value) in [
+        ("SIMPLE", "T".to_string()),
+        ("BITPIX", "8".into()),
+        ("NAXIS", "3".into()),
+        ("NAXIS1", w.to_string()),
+        ("NAXIS2", h.to_string()),
+        ("NAXIS3", c.to_string()),
+        ("BSCALE", "0.5".into()),
+    ] {
+        bytes.extend(card(format!("{key:<8}= {value:>20}")));
+    }
+    bytes.extend(card("END".into()));
+    bytes.resize(2880, b' ');
+    bytes.extend((0..w * h * c).map(|i| (i % 251) as u8));
+    let max_pixels = 1 << 20;
+    let bound = allocation_bound(max_pixels, bytes.len());
+    for gray in [false, true] {
+        let meter = HeapMeter::start();
+        let read = FrameReader::new(&bytes[..], ReadOptions { raw: None, max_pixels, gray }).next_frame();
+        let peak = meter.peak();
+        match read {
+            Ok(Some(_)) => {}
+            Err(e) if e.kind == FrameErrorKind::TooLarge => {}
+            other => panic!("gray {gray}: {other:?}"),
+        }
+        assert!(peak <= bound, "gray {gray}: held {peak} bytes, over the bound of {bound}");
+    }
 }

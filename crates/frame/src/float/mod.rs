@@ -102,6 +102,8 @@ pub(crate) struct Limits {
     /// Whether the image's bytes are copied onto the heap as they are gathered (from a reader),
     /// rather than read where they lie (a slice).
     pub copied: bool,
+    /// Whether an image of more than one channel is converted to gray once decoded.
+    pub gray: bool,
 }
 
 /// The size an image's header declares, checked against [`Limits`] before its data is gathered.
@@ -131,7 +133,17 @@ impl Limits {
         let budget = Budget::new(self.frame, self.max_pixels, len, held);
         let pixels = budget.check_pixels(w, h)?;
         let need = pixels.checked_mul(c).and_then(|n| n.checked_mul(d.sample_bytes)).ok_or_else(too_large)?;
-        budget.check_memory(&format!("this {w}x{h}x{c} {}", d.format), need.saturating_add(64 << 10))?;
+        let what = || format!("this {w}x{h}x{c} {}", d.format);
+        budget.check_memory(&what(), need.saturating_add(64 << 10))?;
+        if self.gray && c > 1 {
+            // The conversion comes after the bytes are dropped, and holds the decoded image with
+            // two gray planes (`colour::gray_frame` copies the first plane as its model): a float
+            // image from 8-bit samples (FITS with BSCALE) is four times its bytes.
+            let planes = pixels.saturating_mul(d.sample_bytes).saturating_mul(2);
+            let convert = need.saturating_add(planes).saturating_add(64 << 10);
+            Budget::new(self.frame, self.max_pixels, len, 0)
+                .check_memory(&format!("{} as gray", what()), convert)?;
+        }
         Ok(len)
     }
 }
@@ -234,7 +246,7 @@ pub fn read_float<R: BufRead>(
     }
     let magic = [src.got()[0], src.got()[1]];
     let format = FloatFormat::of_magic(magic).ok_or_else(|| unknown_magic(frame, &magic))?;
-    let limits = Limits { frame, max_pixels, copied: true };
+    let limits = Limits { frame, max_pixels, copied: true, gray: false };
     let walked = walk(&mut src, format, &limits)?;
     let bytes = src.into_bytes();
     decode(&bytes, &walked, frame).map(Some)
@@ -249,7 +261,7 @@ pub fn decode_float(bytes: &[u8], frame: usize, max_pixels: u64) -> Result<(Deco
     };
     let format = FloatFormat::of_magic(magic).ok_or_else(|| unknown_magic(frame, &magic))?;
     let mut src = SliceSource::new(bytes);
-    let limits = Limits { frame, max_pixels, copied: false };
+    let limits = Limits { frame, max_pixels, copied: false, gray: false };
     let walked = walk(&mut src, format, &limits)?;
     let taken = src.taken();
     let image = src.into_kept();
@@ -360,7 +372,7 @@ mod tests {
 
     #[test]
     fn the_memory_estimate_counts_channels_and_sample_width() {
-        let limits = Limits { frame: 1, max_pixels: 100, copied: false };
+        let limits = Limits { frame: 1, max_pixels: 100, copied: false, gray: false };
         let d = |channels, sample_bytes, image_len| Declared {
             format: "X",
             width: 10,
@@ -375,5 +387,31 @@ mod tests {
         assert_eq!(big.check(&huge).unwrap_err().kind, FrameErrorKind::TooLarge);
         let e = limits.check(&Declared { width: 11, ..d(1, 1, 0) }).unwrap_err();
         assert_eq!(e.kind, FrameErrorKind::TooLarge);
+    }
+
+    /// A 656x656 RGBA FITS of 8-bit samples with BSCALE: 6.9 MB of float32 from 1.7 MB fits the
+    /// bound at 2^20 pixels kept in colour, but not with the two gray planes of its conversion
+    /// (the reader held 10.3 MB of a bound of 8.7 MB before the conversion was counted).
+    #[test]
+    fn the_memory_estimate_counts_the_conversion_to_gray() {
+        let fits = Declared {
+            format: "FITS",
+            width: 656,
+            height: 656,
+            channels: 4,
+            sample_bytes: 4,
+            image_len: 2880 + 4 * 656 * 656,
+        };
+        let colour = Limits { frame: 1, max_pixels: 1 << 20, copied: true, gray: false };
+        assert!(colour.check(&fits).is_ok());
+        let e = Limits { gray: true, ..colour }.check(&fits).unwrap_err();
+        assert_eq!(e.kind, FrameErrorKind::TooLarge);
+        assert!(
+            e.message.starts_with("decoding this 656x656x4 FITS as gray needs about 9.9 MiB"),
+            "{}",
+            e.message
+        );
+        let gray = Declared { channels: 1, image_len: 2880 + 656 * 656, ..fits };
+        assert!(Limits { gray: true, ..colour }.check(&gray).is_ok(), "a gray image is not converted");
     }
 }
