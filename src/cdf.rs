@@ -50,9 +50,9 @@ cdf: print each frame's histogram and its cumulative distribution, one row per b
 
 Integer frames: bins are equal-width over LO..=HI (--range, default 0..=maxval): with L = HI - LO
 + 1 levels and N bins, value v falls in bin floor((v - LO) * N / L), and bin b covers LO +
-ceil(b * L / N) ..= LO + ceil((b + 1) * L / N) - 1. Float frames: N bins (default 256) over
---range (default: the finite samples' least to greatest), exactly as numpy.histogram(a.astype(
-float64), bins=N, range=(LO, HI)); lower and upper are then the bin's edges [lower, upper).
+ceil(b * L / N) ..= LO + ceil((b + 1) * L / N) - 1. Float frames: N bins (default 256) over the
+range (--range, default: the finite samples' least to greatest), exactly as numpy.histogram(
+a.astype(float64), bins=N, range=(LO, HI)); lower and upper are then the bin's edges [lower, upper).
 Columns: frame,source,[channel,]bin,lower,upper,count,cumulative,fraction (frame: its number in
 the stream, from 1; source: the file it came from, - for standard input; channel with --colour
 each); fraction = cumulative / pixels in the bins, rounded half up to 6 decimals. With --range,

@@ -132,8 +132,8 @@ Usage: colhist [OPTIONS] [FILE...]";
     const HELP_END: &'static str = "\
 The text formats write one table for the output: a header 'frame,source,bin,lower,upper,' and
 the column (or row) numbers (with --line or --segment, the one column's), once per output, then
-per frame one row per bin: the frame's number in the stream, its file (- for standard input), with
---colour each the channel, the bin's number, its lowest and highest value (float frames: its
+per frame one row per bin: the frame's number in the stream, its file (- for standard input), the
+channel (with --colour each), the bin's number, its lowest and highest value (float frames: its
 edges, [lower, upper)), its counts. With --range, and for float frames, five more rows follow the
 bins: below, above, nans, neg_inf, pos_inf in the bin column, lower and upper empty. Frames of different widths give rows of
 different lengths: give -o a field (-o out/{stem}.csv) for one table each.

@@ -251,8 +251,10 @@ fn a_segment_counts_its_pixels_not_the_whole_line() {
     assert!(segment.iter().zip(&line).all(|(s, l)| s <= l), "a part of the line's pixels");
     let reversed = colhist_cpu(&["--segment", "300,250,100,100"], &turned).remove(0);
     assert_eq!(one_column(&reversed), segment, "either end first");
-    // Exactly the documented pixels: the column and rows nearest the mapped ends, data pixels only.
-    let frame = read_frames(&turned).remove(0);
+    // Exactly the documented pixels: the column and rows nearest the mapped ends, data pixels only,
+    // of the luma colhist reads (the photo stays colour through pad and rotate).
+    let gray = histopipe_frame::ReadOptions { gray: true, ..Default::default() };
+    let frame = read_frames_with(&turned, gray).remove(0);
     let g = frame.geometry.clone().unwrap();
     let (a, b) = points.parse::<histopipe_frame::Line>().unwrap().in_frame(&g).unwrap();
     let x = ((a.0 + b.0) / 2.0 + 0.5).floor() as usize;

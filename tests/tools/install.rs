@@ -143,7 +143,7 @@ fn install_then_uninstall() {
         cdf.contains("complete -o filenames -F _histopipe_cdf cdf") && cdf.ends_with("--bins\n"),
         "{cdf}"
     );
-    assert!(bash_complete(&bash, "cdf", &["cdf", "--format", ""]).ends_with("csv tsv\n"));
+    assert!(bash_complete(&bash, "cdf", &["cdf", "--format", ""]).ends_with("csv tsv npy\n"));
     let colhist = prefix.join("share/bash-completion/completions/colhist");
     assert!(bash_complete(&colhist, "colhist", &["colhist", "--format", "p"]).ends_with("pgm png\n"));
     let rotate = prefix.join("share/bash-completion/completions/rotate");
@@ -151,7 +151,7 @@ fn install_then_uninstall() {
     let zsh = std::fs::read_to_string(prefix.join("share/zsh/site-functions/_cdf")).unwrap();
     assert!(zsh.starts_with("#compdef cdf\n") && zsh.contains("'--bins[N equal-width bins"));
     let fish = std::fs::read_to_string(prefix.join("share/fish/vendor_completions.d/cdf.fish")).unwrap();
-    assert!(fish.contains("complete -c cdf -l format -x -a 'csv tsv'"));
+    assert!(fish.contains("complete -c cdf -l format -x -a 'csv tsv npy'"));
     for (shell, dir) in [("zsh", "share/zsh/site-functions"), ("fish", "share/fish/vendor_completions.d")] {
         if Command::new(shell).arg("--version").output().is_ok() {
             for file in files_under(&prefix.join(dir)) {

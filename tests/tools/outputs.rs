@@ -57,6 +57,7 @@ const TOOLS: &[(&str, &[&str], &str)] = &[
     ("colhist", &[], "csv"),
     ("cdf", &[], "csv"),
     ("equalize", &[], "pgm"),
+    ("stretch", &[], "pgm"),
     ("clahe", &[], "pgm"),
     ("edges", &[], "pgm"),
     ("hough-vote", &["edges"], "pgm"),
