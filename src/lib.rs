@@ -12,3 +12,4 @@ pub mod hough_vote;
 pub mod pad;
 mod plot;
 pub mod rotate;
+pub mod threshold;

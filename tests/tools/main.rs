@@ -29,4 +29,5 @@ mod scaling;
 mod streams;
 mod tables;
 mod threads;
+mod threshold;
 mod trace;

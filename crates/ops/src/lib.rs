@@ -19,6 +19,7 @@ pub mod pad;
 pub mod parallel;
 pub mod rotate;
 mod sample;
+pub mod threshold;
 
 pub use histopipe_gpu::{device_count, testing, Gpu, GpuError};
 pub use op::{Op, OpError, OpErrorKind, ParamValue, Piece};
