@@ -14,3 +14,4 @@ pub mod pad;
 mod plot;
 pub mod rotate;
 pub mod stretch;
+pub mod threshold;

@@ -18,7 +18,7 @@ The operations and their OpenCV calls (the parameters are the benchmark's, see s
 histogram calcHist (256 bins), equalize equalizeHist, rotate.nearest / rotate.bilinear
 warpAffine about the centre, pad copyMakeBorder to the diagonal, edges Canny (aperture 3, L1),
 hough HoughLines(edges, 1, pi/180, T) on the edge map, clahe createCLAHE() (clip 40, 8x8 tiles)
-.apply. With --threads all, clahe is also timed on the GPU through cv2.cuda.createCLAHE (impl
+.apply, threshold threshold(THRESH_BINARY + THRESH_OTSU). With --threads all, clahe is also timed on the GPU through cv2.cuda.createCLAHE (impl
 opencv-cuda: upload once, then apply on the GpuMat and wait for its stream, host clock) when this
 OpenCV has its CUDA module and a device; otherwise it says so on stderr.
 """
@@ -33,7 +33,7 @@ import time
 import cv2
 import numpy as np
 
-OPS = ["histogram", "equalize", "rotate", "pad", "edges", "hough", "clahe", "stretch"]
+OPS = ["histogram", "equalize", "rotate", "pad", "edges", "hough", "clahe", "stretch", "threshold"]
 
 
 def parse_sizes(text):
@@ -117,6 +117,8 @@ def cases(img, args):
         yield "clahe", lambda: clahe.apply(img)
     if "stretch" in args.ops:
         yield "stretch", lambda: stretch(img)
+    if "threshold" in args.ops:
+        yield "threshold", lambda: cv2.threshold(img, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)[1]
 
 
 def stretch(img):

@@ -30,6 +30,7 @@ PEER_OP = {
     "hough-vote": "hough",
     "hough": "hough",
     "clahe": "clahe",
+    "threshold": "threshold",
 }
 HISTOGRAMS = ["colhist", "cdf", "equalize.histogram"]
 GPU_PEERS = ["cub", "npp", "opencv-cuda", "kornia-cuda"]

@@ -85,6 +85,12 @@ TOOLS = {
         "input": "frame",
         "opencv": "import cv2,sys;cv2.imwrite(sys.argv[2]+'.pgm',cv2.createCLAHE().apply(cv2.imread(sys.argv[1],0)))",
     },
+    "threshold": {
+        "args": [],
+        "input": "frame",
+        "opencv": "import cv2,sys;i=cv2.imread(sys.argv[1],0);"
+        "cv2.imwrite(sys.argv[2]+'.pgm',cv2.threshold(i,0,255,cv2.THRESH_BINARY+cv2.THRESH_OTSU)[1])",
+    },
     "hough-vote": {"args": [], "input": "edges", "opencv": None},
     "hough-lines": {
         "args": ["--threshold", str(HOUGH_T)],

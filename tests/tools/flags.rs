@@ -65,7 +65,7 @@ fn longs(flags: &[Flag]) -> Vec<String> {
 
 #[test]
 fn the_option_table_is_the_definitions() {
-    let tools: [(&str, &[Flag]); 10] = [
+    let tools: [(&str, &[Flag]); 11] = [
         ("pad", histopipe::pad::Pad::FLAGS),
         ("rotate", histopipe::rotate::Rotate::FLAGS),
         ("colhist", histopipe::colhist::ColHist::FLAGS),
@@ -76,6 +76,7 @@ fn the_option_table_is_the_definitions() {
         ("hough-lines", histopipe::hough_lines::HoughLines::FLAGS),
         ("clahe", histopipe::clahe::Clahe::FLAGS),
         ("stretch", histopipe::stretch::Stretch::FLAGS),
+        ("threshold", histopipe::threshold::Threshold::FLAGS),
     ];
     let mut named: Vec<&str> = tools.iter().map(|(name, _)| *name).collect();
     let mut registered = crate::common::tools();

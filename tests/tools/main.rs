@@ -31,4 +31,5 @@ mod streams;
 mod stretch;
 mod tables;
 mod threads;
+mod threshold;
 mod trace;

@@ -62,6 +62,7 @@ const TOOLS: &[(&str, &[&str], &str)] = &[
     ("edges", &[], "pgm"),
     ("hough-vote", &["edges"], "pgm"),
     ("hough-lines", &["edges", "hough-vote"], "csv"),
+    ("threshold", &[], "pgm"),
 ];
 
 #[test]

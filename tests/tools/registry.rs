@@ -189,24 +189,19 @@ fn scripts_read_the_registry_as_the_tests_do() {
 #[test]
 fn a_tool_with_a_missing_part_is_named_with_what_it_lacks() {
     // A new tool in the registry, with none of its parts yet.
-    let tools = [Tool {
-        name: "threshold",
-        ops: vec!["threshold"],
-        peers: vec!["threshold"],
-        gpu: true,
-        tests: "threshold",
-    }];
+    let tools =
+        [Tool { name: "sharpen", ops: vec!["sharpen"], peers: vec!["sharpen"], gpu: true, tests: "sharpen" }];
     let missing = missing_parts(&tools, &repo());
     for part in [
-        "threshold: no binary, src/bin/threshold.rs",
-        "threshold: no manual, docs/threshold.md",
-        "threshold: no row in the README's table linking [docs/threshold.md](docs/threshold.md)",
-        "threshold: no tests: tests/tools/threshold.rs does not run \"threshold\"",
-        "threshold: no `mod threshold;` in tests/tools/main.rs",
-        "threshold: no benchmark entry in scripts/bench/tools.py's TOOLS",
-        "threshold: op threshold is no entry of histopipe-bench (crates/bench/src/registry.rs)",
-        "threshold: peer op threshold is in neither cpu_peers.py's OPS nor peers.cu's ops",
-        "threshold: GPU kernels but no runs in scripts/sanitize",
+        "sharpen: no binary, src/bin/sharpen.rs",
+        "sharpen: no manual, docs/sharpen.md",
+        "sharpen: no row in the README's table linking [docs/sharpen.md](docs/sharpen.md)",
+        "sharpen: no tests: tests/tools/sharpen.rs does not run \"sharpen\"",
+        "sharpen: no `mod sharpen;` in tests/tools/main.rs",
+        "sharpen: no benchmark entry in scripts/bench/tools.py's TOOLS",
+        "sharpen: op sharpen is no entry of histopipe-bench (crates/bench/src/registry.rs)",
+        "sharpen: peer op sharpen is in neither cpu_peers.py's OPS nor peers.cu's ops",
+        "sharpen: GPU kernels but no runs in scripts/sanitize",
         // And the house's tools that this registry of one does not hold.
         "src/bin/pad.rs: not a tool of tools.toml",
         "README: the table's `pad` is not a tool of tools.toml",

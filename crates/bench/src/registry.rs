@@ -51,6 +51,7 @@ use histopipe_ops::hough::{
 use histopipe_ops::pad::{PadParams, PadSize};
 use histopipe_ops::rotate::{Interpolation, Rotate, Turn};
 use histopipe_ops::stretch::{self as stretch_op, cuts, Curve, Scale, Stretch};
+use histopipe_ops::threshold::{Method, Threshold, ThresholdPlan};
 use histopipe_ops::{Fill, Op};
 
 use crate::inputs::{Input, InputKind};
@@ -108,6 +109,7 @@ pub fn all() -> Vec<Entry> {
         Entry::frame("stretch", stretch).with_cpu(stretch_cpu),
         Entry::frame("stretch.float", stretch_float).with_cpu(stretch_float_cpu),
         Entry::frame("clahe", clahe).with_cpu(clahe_cpu),
+        Entry::frame("threshold", threshold).with_cpu(threshold_cpu),
         Entry::frame("edges.gradient", edges_gradient),
         Entry::frame("edges", edges).with_cpu(edges_cpu),
         Entry::edges("hough-vote.global", hough_vote_global),
@@ -432,6 +434,29 @@ fn equalize_map<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError>
         let (src, dst) = sets.pair(i);
         Ok(plan.queue_map(src, dst)?)
     }))
+}
+
+/// `threshold` with Otsu's method, as `Threshold::gpu` runs it: the histogram, its download (a
+/// wait on the host, as the tool's), the choice and the table on the host, the table's upload and
+/// the map.
+fn threshold<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    let n = input.width * input.height;
+    let mut sets = Sets::new(gpu, input, n)?;
+    let op = Threshold { method: Method::Otsu, invert: false };
+    let mut plan = ThresholdPlan::<u8>::new(gpu, op, 255, n)?;
+    Ok(Case::new(n, 3 * n, sets.count(), move |_, i| {
+        let (src, dst) = sets.pair(i);
+        plan.queue(src, dst)?;
+        Ok(())
+    }))
+}
+
+fn threshold_cpu(_: &Input) -> Result<CpuRun, BenchError> {
+    let op = Threshold { method: Method::Otsu, invert: false };
+    cpu_run(move |frame| {
+        black_box(op.cpu(frame)?);
+        Ok(())
+    })
 }
 
 /// `equalize.map` on the CPU: the frame's look-up table (the same as the GPU's) made once, then

@@ -125,28 +125,40 @@ impl<'g, T: Sample> EqualizePlan<'g, T> {
     /// Queues the last step alone: `dst[i] = lut[src[i]]` for the `n` samples of `src`, through the
     /// table made last.
     pub fn queue_map(&mut self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<(), OpError> {
-        let n = self.n;
-        check_len("map input", src.len(), n)?;
-        check_len("map output", dst.len(), n)?;
-        if n == 0 {
-            return Ok(());
-        }
-        // Each thread maps 16 bytes per step.
-        let chunks = n.div_ceil(16 / std::mem::size_of::<T>());
-        let (n, levels) = (n as u64, self.distribution.bins().levels() as u32);
-        let name = format!("map_{}", T::KERNEL_SUFFIX);
-        // SAFETY: map_*(in, n, lut, levels, out) in equalize.cu; `src` and `dst` hold `n`
-        // samples, the table `levels` entries.
-        unsafe {
-            launch!(self.gpu, kernels::EQUALIZE, name, launch::cover(chunks, 256);
-                src, &n, &*self.lut, &levels, dst)
-        }?;
-        Ok(())
+        queue_map(self.gpu, src, self.n, &self.lut, self.distribution.bins().levels(), dst)
     }
 }
 
-/// Every sample through `lut` (indexed by value; samples are at most its last index).
-fn map<T: Sample>(samples: &[T], lut: &[T]) -> Vec<T> {
+/// Queues `dst[i] = lut[src[i]]` for the first `n` samples of `src`, through a table of `levels`
+/// entries on the device (samples are at most `levels - 1`): the map kernel of equalize.cu, which
+/// `threshold` maps its binary frames with too.
+pub fn queue_map<T: Sample>(
+    gpu: &Gpu,
+    src: &CudaSlice<T>,
+    n: usize,
+    lut: &CudaSlice<T>,
+    levels: usize,
+    dst: &mut CudaSlice<T>,
+) -> Result<(), OpError> {
+    check_len("map input", src.len(), n)?;
+    check_len("map output", dst.len(), n)?;
+    check_len("map table", lut.len(), levels)?;
+    if n == 0 {
+        return Ok(());
+    }
+    // Each thread maps 16 bytes per step.
+    let chunks = n.div_ceil(16 / std::mem::size_of::<T>());
+    let (n, levels) = (n as u64, levels as u32);
+    let name = format!("map_{}", T::KERNEL_SUFFIX);
+    // SAFETY: map_*(in, n, lut, levels, out) in equalize.cu; `src` and `dst` hold `n` samples
+    // (checked above), `lut` `levels` entries, and an 8-bit table at most 256 (its shared copy).
+    unsafe { launch!(gpu, kernels::EQUALIZE, name, launch::cover(chunks, 256); src, &n, lut, &levels, dst) }?;
+    Ok(())
+}
+
+/// Every sample through `lut` (indexed by value; samples are at most its last index): the last
+/// step of [`Equalize`] on the CPU, and of `threshold`'s 16-bit frames.
+pub(crate) fn map<T: Sample>(samples: &[T], lut: &[T]) -> Vec<T> {
     map_parts(samples, |src, out| {
         for (slot, &v) in out.iter_mut().zip(src) {
             slot.write(lut[v.into() as usize]);

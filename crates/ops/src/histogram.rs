@@ -267,6 +267,14 @@ impl<'g> DistributionPlan<'g> {
         self.gpu.download(&self.cdf, &mut cumulative)?;
         Ok(Distribution { bins: self.bins, counts, cumulative })
     }
+
+    /// The counts queued last by [`DistributionPlan::queue_counts`] (or [`DistributionPlan::queue`]),
+    /// without their scan (waits for the stream).
+    pub fn download_counts(&self) -> Result<Vec<u64>, OpError> {
+        let mut counts = vec![0u64; self.bins.count()];
+        self.gpu.download(&self.hist, &mut counts)?;
+        Ok(counts)
+    }
 }
 
 /// The histogram kernel over the first `n` samples of `src` into `hist`, which it zeroes first,

@@ -21,6 +21,7 @@ pub mod range;
 pub mod rotate;
 mod sample;
 pub mod stretch;
+pub mod threshold;
 
 pub use histopipe_gpu::{device_count, testing, Gpu, GpuError};
 pub use op::{Op, OpError, OpErrorKind, ParamValue, Piece};

@@ -1,0 +1,616 @@
+//! `threshold`: a global threshold chosen from each frame's histogram, and the frame mapped through
+//! it. Three steps: the histogram (one bin per level, [`histogram`], on the CPU or the GPU), the
+//! thresholds chosen from it by host code both backends share ([`choose`]), and every sample
+//! through a look-up table ([`table`]; equalize's map, on the CPU or the GPU).
+//!
+//! - [`Method::Otsu`]: OpenCV's `THRESH_OTSU` (`getThreshVal_Otsu` in imgproc/src/thresh.cpp), its
+//!   double-precision scan over all 256 (8-bit) or 65536 (16-bit) levels, operation for operation:
+//!   the first level of the largest between-class variance, levels with either class under
+//!   `FLT_EPSILON` of the pixels skipped (0 when every level is: a flat frame).
+//! - [`Method::Triangle`]: OpenCV's `THRESH_TRIANGLE` (`getThreshVal_Triangle_8u`), 8-bit only
+//!   as in OpenCV 5; its distances are integers, computed exactly.
+//! - [`Method::MultiOtsu`]: scikit-image's `threshold_multiotsu(image, classes=K)`: an integer
+//!   image's histogram has one bin per level from its smallest sample to its largest (its `nbins`
+//!   applies to float images only); probabilities count / N rounded to `f32`, its single-precision
+//!   moments and look-up table of between-class variances, its exhaustive search in its order,
+//!   the first maximum kept.
+//! - [`Method::Value`] and [`Method::Percentile`]: a given level, or numpy's
+//!   `percentile(image, P, method="inverted_cdf")` computed exactly: the smallest level present
+//!   whose cumulative count reaches P% of the pixels.
+//!
+//! The binary map is OpenCV's `THRESH_BINARY`: a sample above the threshold becomes maxval, any
+//! other 0 (`THRESH_BINARY_INV` inverted); multi-Otsu's K - 1 thresholds give labels 0..K-1 as
+//! `np.digitize(image, thresholds)`: the number of thresholds at or below the sample.
+
+use histopipe_frame::{Frame, Pixels};
+use histopipe_gpu::cudarc::driver::CudaSlice;
+
+use crate::bins::Bins;
+use crate::equalize;
+use crate::histogram::{self, DistributionPlan};
+use crate::{with_samples, Gpu, Op, OpError, Sample};
+
+/// How the thresholds are chosen from a frame's histogram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Otsu,
+    Triangle,
+    /// scikit-image's multi-Otsu into this many classes (2 or more): one threshold fewer.
+    MultiOtsu(u16),
+    /// This level.
+    Value(u16),
+    /// The smallest level present whose cumulative count reaches this percentage of the pixels.
+    Percentile(Percent),
+}
+
+/// A percentage, 0 to 100, in millionths of a percent (a decimal with up to 6 places, exactly).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Percent {
+    pub millionths: u32,
+}
+
+/// One hundred percent.
+pub const HUNDRED_PERCENT: u32 = 100_000_000;
+
+/// Most threshold combinations [`Method::MultiOtsu`] evaluates in its exhaustive search: with 256
+/// levels, 5 classes (1.7e8); with 65536 levels, 2 classes only. scikit-image searches the same
+/// way, without a bound.
+pub const MAX_COMBINATIONS: u128 = 1 << 30;
+
+impl std::fmt::Display for Method {
+    /// As the option spells it and the table's `method` column shows it: `otsu`, `multiotsu:3`,
+    /// `value:100`, `percentile:12.5`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Method::Otsu => write!(f, "otsu"),
+            Method::Triangle => write!(f, "triangle"),
+            Method::MultiOtsu(k) => write!(f, "multiotsu:{k}"),
+            Method::Value(v) => write!(f, "value:{v}"),
+            Method::Percentile(p) => {
+                let (whole, part) = (p.millionths / 1_000_000, p.millionths % 1_000_000);
+                let part = format!("{part:06}");
+                let part = part.trim_end_matches('0');
+                if part.is_empty() {
+                    write!(f, "percentile:{whole}")
+                } else {
+                    write!(f, "percentile:{whole}.{part}")
+                }
+            }
+        }
+    }
+}
+
+impl Method {
+    /// Whether the output is a label frame (0..K-1) rather than a binary one.
+    pub fn labels(&self) -> Option<u16> {
+        match *self {
+            Method::MultiOtsu(k) => Some(k),
+            _ => None,
+        }
+    }
+}
+
+/// The thresholds `method` chooses (levels; OpenCV's triangle may give -1) for a frame of `bits`-bit samples (8 or 16) whose histogram,
+/// one count per level from 0, is `counts`: one threshold, or K - 1 increasing ones for
+/// multi-Otsu. The host step both backends share.
+pub fn choose(method: Method, counts: &[u64], bits: u32) -> Result<Vec<i32>, OpError> {
+    let levels = 1usize << bits;
+    Ok(match method {
+        Method::Otsu => vec![otsu(counts, levels)],
+        Method::Triangle if bits != 8 => {
+            return Err(OpError::param(
+                "method",
+                method,
+                "takes 8-bit frames only, as OpenCV's THRESH_TRIANGLE does, and this frame is 16-bit",
+            ))
+        }
+        Method::Triangle => vec![triangle(counts)],
+        Method::MultiOtsu(classes) => multi_otsu(counts, classes, method)?,
+        Method::Value(v) => vec![v as i32],
+        Method::Percentile(p) => vec![percentile(counts, p)],
+    })
+}
+
+/// OpenCV's `getThreshVal_Otsu` over `levels` levels (256 or 65536), in the same double-precision
+/// operations in the same order, so the same level wins every comparison.
+fn otsu(counts: &[u64], levels: usize) -> i32 {
+    let total: u64 = counts.iter().sum();
+    if total == 0 {
+        return 0;
+    }
+    let count = |i: usize| counts.get(i).copied().unwrap_or(0) as f64;
+    let scale = 1.0 / total as f64;
+    let mut mu = 0.0;
+    for i in 0..levels {
+        mu += i as f64 * count(i);
+    }
+    mu *= scale;
+    let eps = f32::EPSILON as f64;
+    let (mut mu1, mut q1, mut max_sigma, mut max_val) = (0.0f64, 0.0f64, 0.0f64, 0usize);
+    for i in 0..levels {
+        let p_i = count(i) * scale;
+        mu1 *= q1;
+        q1 += p_i;
+        let q2 = 1.0 - q1;
+        if q1.min(q2) < eps || q1.max(q2) > 1.0 - eps {
+            continue;
+        }
+        mu1 = (mu1 + i as f64 * p_i) / q1;
+        let mu2 = (mu - q1 * mu1) / q2;
+        let sigma = q1 * q2 * (mu1 - mu2) * (mu1 - mu2);
+        if sigma > max_sigma {
+            max_sigma = sigma;
+            max_val = i;
+        }
+    }
+    max_val as i32
+}
+
+/// OpenCV's `getThreshVal_Triangle_8u`: the line from the histogram's peak to the far end of its
+/// longer tail (one level past the last non-empty one), the level farthest below it, less one. Its
+/// distances a * i + b * h[i] are integers below 2^53, exact in OpenCV's doubles and here.
+fn triangle(counts: &[u64]) -> i32 {
+    const N: usize = 256;
+    let mut h: Vec<i64> = (0..N).map(|i| counts.get(i).copied().unwrap_or(0) as i64).collect();
+    let mut left = h.iter().position(|&c| c > 0).unwrap_or(0).saturating_sub(1);
+    let mut right = (1..N).rev().find(|&i| h[i] > 0).unwrap_or(0);
+    if right < N - 1 {
+        right += 1;
+    }
+    // The first level of the largest count.
+    let (mut max, mut max_ind) = (0i64, 0usize);
+    for (i, &c) in h.iter().enumerate() {
+        if c > max {
+            max = c;
+            max_ind = i;
+        }
+    }
+    let flipped = (max_ind as i64 - left as i64) < (right as i64 - max_ind as i64);
+    if flipped {
+        h.reverse();
+        left = N - 1 - right;
+        max_ind = N - 1 - max_ind;
+    }
+    let (a, b) = (max, left as i64 - max_ind as i64);
+    let (mut thresh, mut dist) = (left as i64, 0i64);
+    for (i, &c) in h.iter().enumerate().take(max_ind + 1).skip(left + 1) {
+        let d = a * i as i64 + b * c;
+        if d > dist {
+            dist = d;
+            thresh = i as i64;
+        }
+    }
+    thresh -= 1;
+    if flipped {
+        thresh = N as i64 - 1 - thresh;
+    }
+    // -1 where the peak's side starts at level 0 and no level lies below the line (OpenCV returns
+    // it as it is, and maps every sample to maxval, as -1 < v does).
+    thresh as i32
+}
+
+/// numpy's `percentile(image, P, method="inverted_cdf")`, exactly: the smallest level present
+/// whose cumulative count c satisfies c / N >= P / 100, in integers (c * 10^8 >= P_millionths * N).
+fn percentile(counts: &[u64], p: Percent) -> i32 {
+    let total: u128 = counts.iter().map(|&c| c as u128).sum();
+    let target = p.millionths as u128 * total;
+    let mut cumulative = 0u128;
+    for (level, &c) in counts.iter().enumerate() {
+        cumulative += c as u128;
+        if c > 0 && cumulative * HUNDRED_PERCENT as u128 >= target {
+            return level as i32;
+        }
+    }
+    0
+}
+
+/// scikit-image's `threshold_multiotsu(image, classes)` (see the module's documentation).
+fn multi_otsu(counts: &[u64], classes: u16, method: Method) -> Result<Vec<i32>, OpError> {
+    let (Some(low), Some(high)) = (counts.iter().position(|&c| c > 0), counts.iter().rposition(|&c| c > 0))
+    else {
+        return Err(OpError::param("method", method, "a frame of no pixels has no classes"));
+    };
+    let total: u64 = counts.iter().sum();
+    // skimage: hist / hist.sum() in float64, then cast to float32.
+    let prob: Vec<f32> = counts[low..=high].iter().map(|&c| (c as f64 / total as f64) as f32).collect();
+    let present: Vec<usize> = (0..prob.len()).filter(|&i| prob[i] != 0.0).collect();
+    let classes = classes as usize;
+    if present.len() < classes {
+        return Err(OpError::param(
+            "method",
+            method,
+            format!(
+                "the frame has {} different values, too few for {classes} classes (scikit-image refuses \
+                 it too)",
+                present.len()
+            ),
+        ));
+    }
+    let indices = if present.len() == classes {
+        present[..classes - 1].to_vec()
+    } else {
+        let combinations = choose_count(prob.len() - 1, classes - 1);
+        if combinations > MAX_COMBINATIONS {
+            return Err(OpError::param(
+                "method",
+                method,
+                format!(
+                    "the frame spans {} levels: the search would try {combinations} combinations of \
+                     thresholds, over the limit of 2^30; give fewer classes",
+                    prob.len()
+                ),
+            ));
+        }
+        MultiOtsuSearch::new(&prob, classes - 1).run()
+    };
+    Ok(indices.into_iter().map(|i| (low + i) as i32).collect())
+}
+
+/// C(n, k), saturating.
+fn choose_count(n: usize, k: usize) -> u128 {
+    let mut c = 1u128;
+    for i in 0..k as u128 {
+        c = c.saturating_mul(n as u128 - i) / (i + 1);
+    }
+    c
+}
+
+/// Most levels for which the search keeps scikit-image's table of variances (L (L + 1) / 2
+/// floats, 8 MiB); above, each is computed when it is needed, to the same float.
+const TABLE_MAX_LEVELS: usize = 2048;
+
+/// scikit-image's `_get_multiotsu_thresh_indices_lut` (filters/_multiotsu.pyx), in `f32` as there.
+struct MultiOtsuSearch {
+    /// P and S of Liao et al.: the cumulative probabilities and first moments. skimage starts S
+    /// at prob[0] (not 0 * prob[0]); kept, as it changes the floats.
+    zeroth: Vec<f32>,
+    first: Vec<f32>,
+    /// Its table of between-class variances, row after row of the upper triangle, where kept.
+    table: Option<Vec<f32>>,
+    levels: usize,
+    count: usize,
+    current: Vec<usize>,
+    best: Vec<usize>,
+}
+
+impl MultiOtsuSearch {
+    fn new(prob: &[f32], count: usize) -> MultiOtsuSearch {
+        let levels = prob.len();
+        let mut zeroth = vec![0f32; levels];
+        let mut first = vec![0f32; levels];
+        zeroth[0] = prob[0];
+        first[0] = prob[0];
+        for i in 1..levels {
+            zeroth[i] = zeroth[i - 1] + prob[i];
+            first[i] = first[i - 1] + i as f32 * prob[i];
+        }
+        let mut search = MultiOtsuSearch {
+            zeroth,
+            first,
+            table: None,
+            levels,
+            count,
+            current: vec![0; count],
+            best: vec![0; count],
+        };
+        if levels <= TABLE_MAX_LEVELS {
+            let mut table = Vec::with_capacity(levels * (levels + 1) / 2);
+            for i in 0..levels {
+                for j in i..levels {
+                    table.push(search.compute(i, j));
+                }
+            }
+            search.table = Some(table);
+        }
+        search
+    }
+
+    /// The variance term of the class of levels i..=j: S_ij^2 / P_ij, 0 where P_ij is not positive;
+    /// and 0 for the class 0..=0, whose entry skimage never sets.
+    fn compute(&self, i: usize, j: usize) -> f32 {
+        if i == 0 {
+            let p = self.zeroth[j];
+            return if j > 0 && p > 0.0 { self.first[j] * self.first[j] / p } else { 0.0 };
+        }
+        let p = self.zeroth[j] - self.zeroth[i - 1];
+        if p > 0.0 {
+            let s = self.first[j] - self.first[i - 1];
+            s * s / p
+        } else {
+            0.0
+        }
+    }
+
+    fn var(&self, i: usize, j: usize) -> f32 {
+        match &self.table {
+            Some(t) => t[i * (2 * self.levels - i + 1) / 2 + j - i],
+            None => self.compute(i, j),
+        }
+    }
+
+    fn run(mut self) -> Vec<usize> {
+        self.descend(0, 0, 0.0);
+        self.best
+    }
+
+    /// `_set_thresh_indices_lut`: every increasing choice of the remaining thresholds, the first
+    /// largest sum kept; returns the largest sum so far.
+    fn descend(&mut self, from: usize, k: usize, mut sigma_max: f32) -> f32 {
+        if k < self.count {
+            for idx in from..self.levels - self.count + k {
+                self.current[k] = idx;
+                sigma_max = self.descend(idx + 1, k + 1, sigma_max);
+            }
+            return sigma_max;
+        }
+        let (c, n) = (&self.current, self.count);
+        let mut sigma = self.var(0, c[0]) + self.var(c[n - 1] + 1, self.levels - 1);
+        for idx in 0..n - 1 {
+            sigma += self.var(c[idx] + 1, c[idx + 1]);
+        }
+        if sigma > sigma_max {
+            self.best.copy_from_slice(&self.current);
+            return sigma;
+        }
+        sigma_max
+    }
+}
+
+/// The look-up table of a frame of `levels` levels (maxval + 1): the binary map through threshold
+/// `thresholds[0]` (above it maxval, else 0; swapped with `invert`), or with several thresholds
+/// the labels, the count of thresholds at or below the level (from the top with `invert`).
+pub fn table<T: Sample>(method: Method, thresholds: &[i32], levels: usize, invert: bool) -> Vec<T> {
+    let maxval = (levels - 1) as u16;
+    (0..levels)
+        .map(|l| {
+            let out = match method.labels() {
+                Some(k) => {
+                    let label = thresholds.iter().filter(|&&t| t <= l as i32).count() as u16;
+                    if invert {
+                        k - 1 - label
+                    } else {
+                        label
+                    }
+                }
+                None => {
+                    if (l as i32 > thresholds[0]) != invert {
+                        maxval
+                    } else {
+                        0
+                    }
+                }
+            };
+            T::from_u16(out)
+        })
+        .collect()
+}
+
+/// The thresholds alone: the histogram on the backend, the choice on the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Levels {
+    pub method: Method,
+}
+
+/// The thresholds, and the frame mapped through them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Threshold {
+    pub method: Method,
+    pub invert: bool,
+}
+
+/// What [`Threshold`] gives: the thresholds chosen, and the binary (or label) frame.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thresholded {
+    pub thresholds: Vec<i32>,
+    pub frame: Frame,
+}
+
+fn bits<T>() -> u32 {
+    8 * std::mem::size_of::<T>() as u32
+}
+
+/// The frame's output: the mapped samples as a frame of the input's maxval, or for labels of K
+/// classes an 8-bit frame of maxval K - 1.
+fn output_frame<T: Sample>(method: Method, frame: &Frame, mapped: Vec<T>) -> Frame {
+    match method.labels() {
+        Some(k) => {
+            let labels: Vec<u8> = mapped.into_iter().map(|v| Into::<u32>::into(v) as u8).collect();
+            frame.derive(frame.width, frame.height, k - 1, Pixels::U8(labels.into()))
+        }
+        None => frame.derive(frame.width, frame.height, frame.maxval, T::into_pixels(mapped)),
+    }
+}
+
+/// The device plan of `threshold`: the histogram ([`DistributionPlan`], counts only), its download
+/// and the host's choice, the table's upload, and the map of every sample through it. The one
+/// GPU sequence of `Op::gpu` and the benchmark.
+pub struct ThresholdPlan<'g, T: Sample> {
+    gpu: &'g Gpu,
+    op: Threshold,
+    distribution: DistributionPlan<'g>,
+    n: usize,
+    _sample: std::marker::PhantomData<T>,
+}
+
+impl<'g, T: Sample> ThresholdPlan<'g, T> {
+    /// The plan for frames of `n` samples of at most `maxval`.
+    pub fn new(gpu: &'g Gpu, op: Threshold, maxval: u16, n: usize) -> Result<ThresholdPlan<'g, T>, OpError> {
+        let bins = Bins::new(None, maxval)?;
+        Ok(ThresholdPlan {
+            gpu,
+            op,
+            distribution: DistributionPlan::new(gpu, bins)?,
+            n,
+            _sample: std::marker::PhantomData,
+        })
+    }
+
+    /// The thresholds of `src`: its histogram on the device, then the choice on the host (waits for
+    /// the stream).
+    pub fn thresholds(&mut self, src: &CudaSlice<T>) -> Result<Vec<i32>, OpError> {
+        self.distribution.queue_counts(src, self.n)?;
+        choose(self.op.method, &self.distribution.download_counts()?, bits::<T>())
+    }
+
+    /// The whole operation on `src` into `dst`: the thresholds ([`ThresholdPlan::thresholds`]),
+    /// then the table and the map queued; returns the thresholds.
+    pub fn queue(&mut self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<Vec<i32>, OpError> {
+        let thresholds = self.thresholds(src)?;
+        let levels = self.distribution.bins().levels();
+        let lut = self
+            .gpu
+            .upload("threshold.lut", &table::<T>(self.op.method, &thresholds, levels, self.op.invert))?;
+        equalize::queue_map(self.gpu, src, self.n, &lut, levels, dst)?;
+        Ok(thresholds)
+    }
+}
+
+impl Threshold {
+    fn cpu_samples<T: Sample>(&self, frame: &Frame, samples: &[T]) -> Result<Thresholded, OpError> {
+        let thresholds = Levels { method: self.method }.cpu_counts(samples, frame.maxval)?;
+        let levels = frame.maxval as usize + 1;
+        let lut = table::<T>(self.method, &thresholds, levels, self.invert);
+        let mapped = match (T::bytes(samples), T::bytes(&lut)) {
+            (Some(bytes), Some(lut)) => {
+                equalize::map_bytes(bytes, lut).into_iter().map(|b| T::from_u16(b as u16)).collect()
+            }
+            _ => equalize::map(samples, &lut),
+        };
+        Ok(Thresholded { thresholds, frame: output_frame(self.method, frame, mapped) })
+    }
+
+    fn gpu_samples<T: Sample>(
+        &self,
+        gpu: &Gpu,
+        frame: &Frame,
+        samples: &[T],
+    ) -> Result<Thresholded, OpError> {
+        let n = samples.len();
+        let src = gpu.upload("threshold.in", samples)?;
+        let mut dst = gpu.buffer::<T>("threshold.out", n)?;
+        let thresholds = ThresholdPlan::<T>::new(gpu, *self, frame.maxval, n)?.queue(&src, &mut dst)?;
+        let mapped = gpu.download_samples(&dst, n)?.into_vec();
+        Ok(Thresholded { thresholds, frame: output_frame(self.method, frame, mapped) })
+    }
+}
+
+impl Levels {
+    fn cpu_counts<T: Sample>(&self, samples: &[T], maxval: u16) -> Result<Vec<i32>, OpError> {
+        let bins = Bins::new(None, maxval)?;
+        choose(self.method, &histogram::count(samples, bins), bits::<T>())
+    }
+
+    fn gpu_samples<T: Sample>(&self, gpu: &Gpu, samples: &[T], maxval: u16) -> Result<Vec<i32>, OpError> {
+        let src = gpu.upload("threshold.in", samples)?;
+        let op = Threshold { method: self.method, invert: false };
+        ThresholdPlan::<T>::new(gpu, op, maxval, samples.len())?.thresholds(&src)
+    }
+}
+
+impl Op for Levels {
+    type Output = Vec<i32>;
+
+    fn cpu(&self, frame: &Frame) -> Result<Vec<i32>, OpError> {
+        with_samples!(&frame.pixels, v => self.cpu_counts(v, frame.maxval))
+    }
+
+    fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Vec<i32>, OpError> {
+        with_samples!(&frame.pixels, v => self.gpu_samples(gpu, v, frame.maxval))
+    }
+}
+
+impl Op for Threshold {
+    type Output = Thresholded;
+
+    fn cpu(&self, frame: &Frame) -> Result<Thresholded, OpError> {
+        with_samples!(&frame.pixels, v => self.cpu_samples(frame, v))
+    }
+
+    fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Thresholded, OpError> {
+        with_samples!(&frame.pixels, v => self.gpu_samples(gpu, frame, v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(samples: &[u16], levels: usize) -> Vec<u64> {
+        let mut c = vec![0u64; levels];
+        for &s in samples {
+            c[s as usize] += 1;
+        }
+        c
+    }
+
+    #[test]
+    fn otsu_of_a_flat_frame_is_zero_as_opencv_says() {
+        assert_eq!(choose(Method::Otsu, &counts(&[77; 12], 256), 8).unwrap(), [0]);
+        assert_eq!(choose(Method::Otsu, &counts(&[0; 3], 256), 8).unwrap(), [0]);
+        assert_eq!(choose(Method::Otsu, &[], 8).unwrap(), [0]);
+    }
+
+    #[test]
+    fn otsu_splits_two_values_at_the_lower() {
+        let c = counts(&[10, 10, 200, 200, 200], 256);
+        assert_eq!(choose(Method::Otsu, &c, 8).unwrap(), [10]);
+        let c = counts(&[1000, 3000, 3000], 4096);
+        assert_eq!(choose(Method::Otsu, &c, 16).unwrap(), [1000]);
+    }
+
+    #[test]
+    fn triangle_of_flat_frames_as_opencv() {
+        // cv2.threshold(np.full((4, 4), v, np.uint8), 0, 255, THRESH_BINARY + THRESH_TRIANGLE).
+        assert_eq!(choose(Method::Triangle, &counts(&[77; 16], 256), 8).unwrap(), [76]);
+        assert_eq!(choose(Method::Triangle, &counts(&[0; 16], 256), 8).unwrap(), [1]);
+        assert!(choose(Method::Triangle, &counts(&[7; 4], 300), 16).is_err());
+        // Nothing below the line: -1, every sample maxval.
+        assert_eq!(
+            choose(Method::Triangle, &counts(&[0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 256), 8)
+                .unwrap(),
+            [-1]
+        );
+    }
+
+    #[test]
+    fn percentiles_are_inverted_cdf() {
+        let c = counts(&[3, 5, 5, 9], 256);
+        let at = |m: u32| choose(Method::Percentile(Percent { millionths: m }), &c, 8).unwrap()[0];
+        assert_eq!(at(0), 3); // the smallest sample, not level 0
+        assert_eq!(at(25_000_000), 3); // 1 of 4 reaches 25%
+        assert_eq!(at(25_000_001), 5);
+        assert_eq!(at(75_000_000), 5);
+        assert_eq!(at(75_000_001), 9);
+        assert_eq!(at(HUNDRED_PERCENT), 9);
+    }
+
+    #[test]
+    fn multi_otsu_with_as_many_values_as_classes_splits_between_them() {
+        let c = counts(&[4, 4, 9, 20, 20, 20], 256);
+        assert_eq!(choose(Method::MultiOtsu(3), &c, 8).unwrap(), [4, 9]);
+        assert!(choose(Method::MultiOtsu(4), &c, 8).is_err());
+    }
+
+    #[test]
+    fn tables_map_above_the_threshold_to_maxval() {
+        assert_eq!(table::<u8>(Method::Otsu, &[1], 4, false), [0, 0, 3, 3]);
+        assert_eq!(table::<u8>(Method::Otsu, &[1], 4, true), [3, 3, 0, 0]);
+        assert_eq!(table::<u16>(Method::Value(0), &[0], 3, false), [0, 2, 2]);
+        assert_eq!(table::<u8>(Method::MultiOtsu(3), &[1, 3], 5, false), [0, 1, 1, 2, 2]);
+        assert_eq!(table::<u8>(Method::MultiOtsu(3), &[1, 3], 5, true), [2, 1, 1, 0, 0]);
+    }
+
+    #[test]
+    fn methods_display_as_spelt() {
+        assert_eq!(Method::Percentile(Percent { millionths: 12_500_000 }).to_string(), "percentile:12.5");
+        assert_eq!(Method::Percentile(Percent { millionths: 50_000_000 }).to_string(), "percentile:50");
+        assert_eq!(Method::MultiOtsu(4).to_string(), "multiotsu:4");
+    }
+
+    #[test]
+    fn search_sizes_saturate() {
+        assert_eq!(choose_count(255, 2), 255 * 254 / 2);
+        assert_eq!(choose_count(65535, 1), 65535);
+        assert!(choose_count(65535, 3) > MAX_COMBINATIONS);
+    }
+}

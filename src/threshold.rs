@@ -1,0 +1,203 @@
+use std::io::Write;
+
+use histopipe_cli::{Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool, TABLE_KEY_COLUMNS};
+use histopipe_frame::Frame;
+use histopipe_ops::threshold::{Levels, Method, Percent, Threshold as ThresholdOp, HUNDRED_PERCENT};
+
+/// `threshold`: each frame to a binary frame (or labels) by a threshold chosen from its histogram.
+#[derive(Default)]
+pub struct Threshold {
+    method: Option<Method>,
+    invert: bool,
+    /// `--format`, if given.
+    format: Option<OutputFormat>,
+    /// The table's format, when the output is the thresholds: csv or tsv.
+    table: Option<OutputFormat>,
+}
+
+/// The columns after the frame and its source.
+const COLUMNS: [&str; 2] = ["method", "threshold"];
+
+/// Most classes of `multiotsu:K` (labels are 8-bit; the search bounds the rest).
+const MAX_CLASSES: u16 = 256;
+
+impl Tool for Threshold {
+    const NAME: &'static str = "threshold";
+    const HELP: &'static str = "\
+threshold: each frame to a binary frame by a global threshold chosen from its own histogram.
+
+A sample above the threshold t becomes maxval, any other 0 (OpenCV's THRESH_BINARY; --invert:
+THRESH_BINARY_INV); the output keeps the input's maxval. otsu is cv2.threshold's THRESH_OTSU and
+triangle its THRESH_TRIANGLE, the same threshold and the same bytes; multiotsu:K gives the K - 1
+thresholds of scikit-image's threshold_multiotsu(image, classes=K) and a label frame 0..K-1
+(maxval K - 1), each sample's label the number of thresholds at or below it (np.digitize).
+Colour frames are thresholded by their luma; float frames are refused (stretch converts them).
+With --format csv (or -o x.csv) it writes the thresholds instead, one row each:
+frame,source,method,threshold. See docs/threshold.md.
+
+Usage: threshold [OPTIONS] [FILE...]";
+    const FLAGS: &'static [Flag] = &[
+        Flag::with_value(
+            "--method",
+            "M",
+            "otsu, triangle (8-bit only), multiotsu:K (K classes, 2 or more), value:V (the level V) or \
+             percentile:P (the smallest level present whose cumulative count reaches P% of the pixels, \
+             P 0..100 with up to 6 decimals: numpy's percentile, method inverted_cdf) [default: otsu]",
+        )
+        .param("method"),
+        Flag::switch("--invert", "samples at or below the threshold become maxval, the others 0"),
+        Flag::with_value(
+            "--format",
+            "F",
+            "csv or tsv: the thresholds as a table [default: -o's extension, else frames]",
+        )
+        .one_of(&["csv", "tsv"]),
+    ];
+    const HELP_END: &'static str = "\
+Example:
+  threshold -o coins-otsu.png coins.pgm
+  threshold --method multiotsu:3 -o regions.png cells.png
+  threshold --method percentile:90 --format csv scans/*.pgm";
+
+    fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
+        match given.flag.long {
+            "--method" => self.method = Some(parse_method(given.text()?)?),
+            "--invert" => self.invert = true,
+            "--format" => {
+                self.format = Some(match given.text()? {
+                    "csv" => OutputFormat::Csv,
+                    "tsv" => OutputFormat::Tsv,
+                    f => return Err(format!("unknown format '{f}' (csv or tsv)").into()),
+                });
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn product(&mut self, format: Option<OutputFormat>) -> Result<Product, Error> {
+        let table = |f: OutputFormat| matches!(f, OutputFormat::Csv | OutputFormat::Tsv);
+        self.table = match (self.format, format) {
+            (Some(option), Some(extension)) if !table(extension) => {
+                return Err(Error::usage(format!(
+                    "--format {} contradicts -o's extension .{}",
+                    option.name(),
+                    extension.name()
+                )))
+            }
+            (option, extension) if option.is_some() || extension.is_some_and(table) => {
+                Some(OutputFormat::agreed(option, extension, OutputFormat::Csv)?)
+            }
+            _ => None,
+        };
+        Ok(if self.table.is_some() { Product::Table } else { Product::Frames })
+    }
+
+    fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
+        let method = self.method.unwrap_or(Method::Otsu);
+        let Some(format) = self.table else {
+            let out = cx.run(&ThresholdOp { method, invert: self.invert }, &frame)?;
+            return cx.write(out.frame);
+        };
+        let thresholds = cx.run(&Levels { method }, &frame)?;
+        let sep = if format == OutputFormat::Tsv { '\t' } else { ',' };
+        let mut text = String::new();
+        if cx.starts_output() {
+            text =
+                TABLE_KEY_COLUMNS.iter().chain(&COLUMNS).copied().collect::<Vec<_>>().join(&sep.to_string());
+            text.push('\n');
+        }
+        let key = cx.row_key(sep);
+        for t in thresholds {
+            text.push_str(&format!("{key}{method}{sep}{t}\n"));
+        }
+        cx.text().write_all(text.as_bytes()).map_err(|e| Error::io(&e))
+    }
+}
+
+/// `--method`'s value: `otsu`, `triangle`, `multiotsu:K`, `value:V`, `percentile:P`.
+fn parse_method(text: &str) -> Result<Method, FlagError> {
+    let (name, arg) = match text.split_once(':') {
+        Some((name, arg)) => (name, Some(arg)),
+        None => (text, None),
+    };
+    let needs = |form: &str| arg.ok_or_else(|| FlagError::from(format!("{name} takes a value: {form}")));
+    Ok(match name {
+        "otsu" | "triangle" if arg.is_some() => return Err(format!("{name} takes no value").into()),
+        "otsu" => Method::Otsu,
+        "triangle" => Method::Triangle,
+        "multiotsu" => {
+            let k: u16 = needs("multiotsu:K")?
+                .parse()
+                .ok()
+                .filter(|k| (2..=MAX_CLASSES).contains(k))
+                .ok_or_else(|| format!("multiotsu takes 2 to {MAX_CLASSES} classes"))?;
+            Method::MultiOtsu(k)
+        }
+        "value" => {
+            let v: u16 =
+                needs("value:V")?.parse().map_err(|_| "value takes a level, 0 to 65535".to_owned())?;
+            Method::Value(v)
+        }
+        "percentile" => Method::Percentile(parse_percent(needs("percentile:P")?)?),
+        _ => {
+            return Err(format!(
+                "unknown method '{text}' (otsu, triangle, multiotsu:K, value:V or percentile:P)"
+            )
+            .into())
+        }
+    })
+}
+
+/// A percentage 0..=100 written as a decimal with up to 6 places, exactly, in millionths.
+fn parse_percent(text: &str) -> Result<Percent, FlagError> {
+    let bad = || FlagError::from("percentile takes 0 to 100, with up to 6 decimals".to_owned());
+    let (whole, part) = text.split_once('.').unwrap_or((text, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() && part.is_empty()
+        || !digits(whole)
+        || !digits(part)
+        || part.len() > 6
+        || whole.len() > 3
+    {
+        return Err(bad());
+    }
+    let whole: u32 = if whole.is_empty() { 0 } else { whole.parse().map_err(|_| bad())? };
+    let part: u32 = format!("{part:0<6}").parse().map_err(|_| bad())?;
+    let millionths = whole * 1_000_000 + part;
+    if millionths > HUNDRED_PERCENT {
+        return Err(bad());
+    }
+    Ok(Percent { millionths })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn methods_parse_as_documented() {
+        assert_eq!(parse_method("otsu").unwrap(), Method::Otsu);
+        assert_eq!(parse_method("multiotsu:3").unwrap(), Method::MultiOtsu(3));
+        assert_eq!(parse_method("value:0").unwrap(), Method::Value(0));
+        let p = |m| Method::Percentile(Percent { millionths: m });
+        assert_eq!(parse_method("percentile:12.5").unwrap(), p(12_500_000));
+        assert_eq!(parse_method("percentile:100").unwrap(), p(HUNDRED_PERCENT));
+        assert_eq!(parse_method("percentile:.000001").unwrap(), p(1));
+        for bad in [
+            "percentile:100.000001",
+            "percentile:-1",
+            "percentile:1e3",
+            "percentile:0.0000001",
+            "percentile:",
+            "percentile",
+            "multiotsu:1",
+            "multiotsu:257",
+            "value:65536",
+            "otsu:2",
+            "mean",
+        ] {
+            assert!(parse_method(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,396 @@
+//! `threshold` against its peers: cv2.threshold's THRESH_OTSU and THRESH_TRIANGLE (threshold and
+//! bytes), scikit-image's threshold_multiotsu with np.digitize, numpy's percentile
+//! (inverted_cdf); and CPU against GPU.
+
+use histopipe_frame::{Format, Frame, Pixels};
+use histopipe_ops::threshold::{Levels, Method, Percent, Threshold};
+use histopipe_ops::Op;
+
+use crate::common::*;
+
+/// A frame's samples as bytes, little-endian for 16-bit ones, as the peers read them.
+fn sample_bytes(frame: &Frame) -> Vec<u8> {
+    match &frame.pixels {
+        Pixels::U8(v) => v.to_vec(),
+        Pixels::U16(v) => v.iter().flat_map(|s| s.to_le_bytes()).collect(),
+        Pixels::F32(_) => panic!("threshold takes integer frames"),
+    }
+}
+
+/// What a peer makes of one frame: its thresholds and its output frame's samples as bytes.
+#[derive(Debug, PartialEq)]
+struct Peer {
+    thresholds: Vec<i64>,
+    bytes: Vec<u8>,
+}
+
+/// `peer(a, maxval)`, a Python function returning (thresholds, output array), on each frame, in
+/// one Python process; cv2, numpy and (where the function uses it) skimage's
+/// threshold_multiotsu imported.
+fn peers(function: &str, frames: &[Frame]) -> Vec<Peer> {
+    let specs: Vec<String> = frames
+        .iter()
+        .map(|f| {
+            let dtype = if matches!(f.pixels, Pixels::U8(_)) { "np.uint8" } else { "'<u2'" };
+            format!("({}, {}, {dtype}, {})", f.height, f.width, f.maxval)
+        })
+        .collect();
+    let script = format!(
+        "try:\n    from skimage.filters import threshold_multiotsu\n\
+         except ImportError as e:\n    \
+         sys.exit(f'scikit-image cannot be imported ({{e}}): run scripts/test, which installs it')\n\
+         {function}\n\
+         for path, (h, w, dt, mv) in zip(sys.argv[1:], [{}]):\n    \
+         a = np.fromfile(path, dt).reshape(h, w)\n    \
+         t, out = peer(a, mv)\n    \
+         out = np.ascontiguousarray(out).astype(out.dtype.newbyteorder('<')).tobytes()\n    \
+         sys.stdout.buffer.write((' '.join(str(int(x)) for x in t) + ';' + str(len(out)) + '\\n').encode())\n    \
+         sys.stdout.buffer.write(out)\n",
+        specs.join(", ")
+    );
+    let inputs: Vec<Vec<u8>> = frames.iter().map(sample_bytes).collect();
+    let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+    let out = opencv(&script, &refs);
+    let mut rest = &out[..];
+    frames
+        .iter()
+        .map(|_| {
+            let line_end = rest.iter().position(|&b| b == b'\n').expect("a peer's line");
+            let line = std::str::from_utf8(&rest[..line_end]).unwrap();
+            let (thresholds, len) = line.split_once(';').unwrap();
+            let len: usize = len.parse().unwrap();
+            let bytes = rest[line_end + 1..line_end + 1 + len].to_vec();
+            rest = &rest[line_end + 1 + len..];
+            Peer { thresholds: thresholds.split_whitespace().map(|t| t.parse().unwrap()).collect(), bytes }
+        })
+        .collect()
+}
+
+const OTSU: &str = "def peer(a, mv):\n    \
+                    t, out = cv2.threshold(a, 0, mv, cv2.THRESH_BINARY + cv2.THRESH_OTSU)\n    \
+                    return [t], out";
+const OTSU_INV: &str = "def peer(a, mv):\n    \
+                        t, out = cv2.threshold(a, 0, mv, cv2.THRESH_BINARY_INV + cv2.THRESH_OTSU)\n    \
+                        return [t], out";
+const TRIANGLE: &str = "def peer(a, mv):\n    \
+                        t, out = cv2.threshold(a, 0, mv, cv2.THRESH_BINARY + cv2.THRESH_TRIANGLE)\n    \
+                        return [t], out";
+const TRIANGLE_INV: &str = "def peer(a, mv):\n    \
+                            t, out = cv2.threshold(a, 0, mv, cv2.THRESH_BINARY_INV + cv2.THRESH_TRIANGLE)\n    \
+                            return [t], out";
+
+fn multiotsu(classes: u16) -> String {
+    format!(
+        "def peer(a, mv):\n    \
+         t = threshold_multiotsu(a, classes={classes})\n    \
+         return t, np.digitize(a, bins=t).astype(np.uint8)"
+    )
+}
+
+/// numpy's percentile, method inverted_cdf, and the binary map through it.
+fn percentile(p: &str) -> String {
+    format!(
+        "def peer(a, mv):\n    \
+         t = np.percentile(a, {p}, method='inverted_cdf')\n    \
+         return [t], np.where(a > t, mv, 0).astype(a.dtype)"
+    )
+}
+
+/// What the CPU operation makes of a frame, as a [`Peer`].
+fn ours(method: Method, invert: bool, frame: &Frame) -> Peer {
+    let out = Threshold { method, invert }.cpu(frame).unwrap();
+    assert_eq!(Levels { method }.cpu(frame).unwrap(), out.thresholds, "{method}: Levels and Threshold");
+    Peer { thresholds: out.thresholds.iter().map(|&t| t as i64).collect(), bytes: sample_bytes(&out.frame) }
+}
+
+/// The tool's output frame and its thresholds (from its CSV table), on the CPU, for `input`.
+fn tool_run(args: &[&str], input: &[u8]) -> Peer {
+    let frame = read_frames(&run_ok("threshold", "cpu", args, input)).remove(0);
+    let csv =
+        String::from_utf8(run_ok("threshold", "cpu", &[args, &["--format", "csv"]].concat(), input)).unwrap();
+    let thresholds = csv.lines().skip(1).map(|l| l.rsplit(',').next().unwrap().parse().unwrap()).collect();
+    Peer { thresholds, bytes: sample_bytes(&frame) }
+}
+
+/// A frame of one row of these samples.
+fn row(maxval: u16, samples: &[u16]) -> Frame {
+    let mut next = samples.iter().copied();
+    frame_of(samples.len(), 1, maxval, &mut || next.next().unwrap())
+}
+
+fn fixtures() -> Vec<(&'static str, Frame)> {
+    PGM_FIXTURES.iter().map(|&n| (n, fixture_frame(n))).collect()
+}
+
+#[test]
+fn otsu_and_triangle_match_opencv_on_every_fixture() {
+    let (names, frames): (Vec<&str>, Vec<Frame>) = fixtures().into_iter().unzip();
+    for (method, invert, peer) in [
+        ("otsu", false, OTSU),
+        ("otsu", true, OTSU_INV),
+        ("triangle", false, TRIANGLE),
+        ("triangle", true, TRIANGLE_INV),
+    ] {
+        let expected = peers(peer, &frames);
+        for (name, want) in names.iter().zip(expected) {
+            let mut args = vec!["--method", method];
+            if invert {
+                args.push("--invert");
+            }
+            assert_eq!(tool_run(&args, &fixture_bytes(name)), want, "{name} {args:?}");
+        }
+    }
+}
+
+#[test]
+fn sixteen_bit_otsu_matches_opencv() {
+    let mut rng = rng();
+    let mut frames = vec![fixture_frame("dem16.pgm")];
+    for maxval in [65535, 1076, 4095, 256] {
+        let (w, h) = (rng.usize(1..200), rng.usize(1..200));
+        frames.extend(hard_frames(&mut rng, w, h, maxval, 250));
+    }
+    let expected = peers(OTSU, &frames);
+    let dem = tool_run(&[], &fixture_bytes("dem16.pgm"));
+    assert_eq!(dem, expected[0], "dem16.pgm");
+    for (frame, want) in frames.iter().zip(&expected) {
+        let what = format!("{}x{} maxval {}", frame.width, frame.height, frame.maxval);
+        assert_eq!(&ours(Method::Otsu, false, frame), want, "{what}");
+    }
+    let inverted = peers(OTSU_INV, &frames);
+    for (frame, want) in frames.iter().zip(&inverted) {
+        assert_eq!(&ours(Method::Otsu, true, frame), want, "{}x{} inverted", frame.width, frame.height);
+    }
+}
+
+/// Random, flat, two-valued and skewed frames of every shape, maxval 255 and below: OpenCV's
+/// threshold and bytes, flat frames included (Otsu 0, triangle one below the value).
+#[test]
+fn random_and_flat_frames_match_opencv() {
+    let mut rng = rng();
+    let mut frames = Vec::new();
+    for (w, h) in [(1, 1), (1, 301), (257, 1), (31, 17), (640, 480)] {
+        for maxval in [255, 100] {
+            frames.extend(hard_frames(&mut rng, w, h, maxval, 250));
+        }
+    }
+    for v in [0u8, 1, 77, 254, 255] {
+        frames.push(frame_of(5, 3, 255, &mut || v as u16));
+    }
+    // The peak at level 1 and level 0 under the line: OpenCV's triangle gives -1.
+    frames.push(row(255, &[0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]));
+    for (method, peer) in [(Method::Otsu, OTSU), (Method::Triangle, TRIANGLE)] {
+        for (frame, want) in frames.iter().zip(peers(peer, &frames)) {
+            let what = format!("{method} {}x{} maxval {}", frame.width, frame.height, frame.maxval);
+            assert_eq!(ours(method, false, frame), want, "{what}");
+        }
+    }
+    let flat = frame_of(4, 3, 255, &mut || 77);
+    assert_eq!(ours(Method::Otsu, false, &flat).thresholds, [0]);
+    assert_eq!(ours(Method::Triangle, false, &flat).thresholds, [76]);
+}
+
+#[test]
+fn multiotsu_matches_scikit_image_on_fixtures() {
+    let (names, frames): (Vec<&str>, Vec<Frame>) = fixtures().into_iter().unzip();
+    for classes in [2u16, 3, 4] {
+        let expected = peers(&multiotsu(classes), &frames);
+        for ((name, frame), want) in names.iter().zip(&frames).zip(expected) {
+            let method = format!("multiotsu:{classes}");
+            if *name == "camera.pgm" {
+                let run = tool_run(&["--method", &method], &fixture_bytes(name));
+                assert_eq!(run, want, "{name} {method}");
+                let labels =
+                    read_frames(&run_ok("threshold", "cpu", &["--method", &method], &fixture_bytes(name)));
+                assert_eq!(labels[0].maxval, classes - 1);
+            }
+            assert_eq!(ours(Method::MultiOtsu(classes), false, frame), want, "{name} {method}");
+        }
+    }
+}
+
+#[test]
+fn multiotsu_matches_scikit_image_on_random_and_sixteen_bit_frames() {
+    let mut rng = rng();
+    let mut frames = vec![fixture_frame("dem16.pgm")];
+    for _ in 0..6 {
+        let (w, h) = (rng.usize(2..120), rng.usize(2..120));
+        frames.push(random_frame(&mut rng, w, h, 255));
+        let (lo, span) = (rng.u16(0..60000), rng.u16(3..300));
+        frames.push(frame_of(w, h, 65535, &mut || lo + rng.u16(0..span)));
+        let base = rng.u8(0..200);
+        frames.push(frame_of(w, h, 255, &mut || (base + rng.u8(0..50) / rng.u8(1..8)) as u16));
+    }
+    for classes in [2u16, 3] {
+        for (frame, want) in frames.iter().zip(peers(&multiotsu(classes), &frames)) {
+            let what =
+                format!("multiotsu:{classes} {}x{} maxval {}", frame.width, frame.height, frame.maxval);
+            assert_eq!(ours(Method::MultiOtsu(classes), false, frame), want, "{what}");
+        }
+    }
+    // Fewer values than classes: refused, as scikit-image raises.
+    let err =
+        run_err("threshold", &["--method", "multiotsu:3"], &stream(&[frame_of(2, 2, 255, &mut || 7)]), 2);
+    assert!(
+        err.contains("--method multiotsu:3: the frame has 1 different values, too few for 3 classes"),
+        "{err}"
+    );
+}
+
+#[test]
+fn percentile_is_numpys_inverted_cdf() {
+    let mut rng = rng();
+    let mut frames: Vec<Frame> = fixtures().into_iter().map(|(_, f)| f).collect();
+    frames.push(fixture_frame("dem16.pgm"));
+    frames.push(random_frame(&mut rng, 37, 11, 65535));
+    frames.push(row(255, &[3, 5, 5, 9]));
+    for (p, millionths) in [
+        ("0", 0),
+        ("12.5", 12_500_000),
+        ("25", 25_000_000),
+        ("50", 50_000_000),
+        ("75", 75_000_000),
+        ("100", 100_000_000),
+    ] {
+        let method = Method::Percentile(Percent { millionths });
+        for (frame, want) in frames.iter().zip(peers(&percentile(p), &frames)) {
+            let what = format!("percentile:{p} {}x{} maxval {}", frame.width, frame.height, frame.maxval);
+            assert_eq!(ours(method, false, frame), want, "{what}");
+        }
+    }
+    // Through the tool: 25% of [3, 5, 5, 9] is reached at 3, anything more at 5.
+    let four = stream(&[row(255, &[3, 5, 5, 9])]);
+    assert_eq!(
+        tool_run(&["--method", "percentile:25"], &four),
+        Peer { thresholds: vec![3], bytes: vec![0, 255, 255, 255] }
+    );
+    assert_eq!(tool_run(&["--method", "percentile:25.000001"], &four).thresholds, [5]);
+    assert_eq!(tool_run(&["--method", "percentile:0"], &four).thresholds, [3]);
+}
+
+#[test]
+fn value_and_invert_are_thresh_binary() {
+    let frame = row(1000, &[0, 99, 100, 101, 1000, 500]);
+    let input = stream(std::slice::from_ref(&frame));
+    let le = |v: &[u16]| v.iter().flat_map(|s| s.to_le_bytes()).collect::<Vec<u8>>();
+    assert_eq!(
+        tool_run(&["--method", "value:100"], &input),
+        Peer { thresholds: vec![100], bytes: le(&[0, 0, 0, 1000, 1000, 1000]) }
+    );
+    assert_eq!(
+        tool_run(&["--method", "value:100", "--invert"], &input).bytes,
+        le(&[1000, 1000, 1000, 0, 0, 0])
+    );
+    assert_eq!(tool_run(&["--method", "value:1000"], &input).bytes, le(&[0; 6]));
+    let out = read_frames(&run_ok("threshold", "cpu", &["--method", "value:100"], &input)).remove(0);
+    assert_eq!(out.maxval, 1000);
+    // Against cv2.threshold with the same value, on the fixtures.
+    let frames: Vec<Frame> = fixtures().into_iter().map(|(_, f)| f).collect();
+    let peer = "def peer(a, mv):\n    \
+                t, out = cv2.threshold(a, 128, mv, cv2.THRESH_BINARY_INV)\n    \
+                return [t], out";
+    for (frame, want) in frames.iter().zip(peers(peer, &frames)) {
+        assert_eq!(ours(Method::Value(128), true, frame), want);
+    }
+}
+
+/// Colour is thresholded by its luma, as OpenCV's cvtColor(BGR2GRAY) makes it.
+#[test]
+fn colour_frames_are_thresholded_by_their_luma() {
+    let ours = tool_run(&[], &fixture_bytes("astronaut.png"));
+    let path = fixture("astronaut.png");
+    let script = format!(
+        "g = cv2.cvtColor(cv2.imread({:?}, cv2.IMREAD_COLOR), cv2.COLOR_BGR2GRAY)\n\
+         t, out = cv2.threshold(g, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)\n\
+         sys.stdout.buffer.write((str(int(t)) + '\\n').encode() + out.tobytes())\n",
+        path.to_str().unwrap()
+    );
+    let out = opencv(&script, &[]);
+    let line_end = out.iter().position(|&b| b == b'\n').unwrap();
+    let t: i64 = std::str::from_utf8(&out[..line_end]).unwrap().parse().unwrap();
+    assert_eq!(ours, Peer { thresholds: vec![t], bytes: out[line_end + 1..].to_vec() });
+}
+
+#[test]
+fn float_frames_and_sixteen_bit_triangles_are_refused() {
+    let err = run_err("threshold", &[], &fixture_bytes("dem.npy"), 2);
+    assert!(err.contains("32-bit float"), "{err}");
+    let err = run_err("threshold", &["--method", "triangle"], &fixture_bytes("dem16.pgm"), 2);
+    assert!(err.contains("--method triangle: takes 8-bit frames only"), "{err}");
+    let err = run_err("threshold", &["--method", "mean"], &[], 2);
+    assert!(err.contains("unknown method 'mean'"), "{err}");
+    let err = run_err("threshold", &["--format", "csv", "-o", "x.png"], &[], 2);
+    assert!(err.contains("--format csv contradicts -o's extension .png"), "{err}");
+}
+
+/// The table loads with pandas as every tool's does: the key columns, one row per threshold.
+#[test]
+fn the_table_loads_with_pandas() {
+    let dir = temp_dir("threshold-table");
+    let out = dir.join("t.csv");
+    let files = [fixture("camera.pgm"), fixture("coins.pgm"), fixture("dem16.pgm")];
+    let mut args =
+        vec!["--backend".to_owned(), "cpu".into(), "--method".into(), "multiotsu:3".into(), "-o".into()];
+    args.push(out.to_str().unwrap().into());
+    args.extend(files.iter().map(|f| f.to_str().unwrap().to_owned()));
+    let status = tool("threshold").args(&args).output().unwrap();
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    let script = format!(
+        "import pandas as pd\n\
+         t = pd.read_csv({:?})\n\
+         assert list(t.columns) == ['frame', 'source', 'method', 'threshold'], t.columns\n\
+         assert list(t.frame) == [1, 1, 2, 2, 3, 3], t\n\
+         assert set(t.method) == {{'multiotsu:3'}}\n\
+         assert t.threshold.dtype.kind == 'i'\n\
+         print(','.join(str(x) for x in t.threshold))\n",
+        out.to_str().unwrap()
+    );
+    let printed = String::from_utf8(opencv(&script, &[])).unwrap();
+    assert_eq!(printed.trim(), "87,176,77,139,480,692");
+}
+
+/// The GPU's histogram and map give the CPU's thresholds and frames, bit for bit.
+#[test]
+fn gpu_matches_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let mut frames: Vec<Frame> = fixtures().into_iter().map(|(_, f)| f).collect();
+    frames.push(fixture_frame("dem16.pgm"));
+    for maxval in [255, 100, 1076, 65535] {
+        for (w, h) in [(1, 1), (257, 3), (640, 480)] {
+            frames.extend(hard_frames(&mut rng, w, h, maxval, 250));
+        }
+    }
+    let methods = [
+        Method::Otsu,
+        Method::Triangle,
+        Method::MultiOtsu(2),
+        Method::MultiOtsu(3),
+        Method::Value(100),
+        Method::Percentile(Percent { millionths: 33_333_333 }),
+    ];
+    for frame in &frames {
+        for method in methods {
+            for invert in [false, true] {
+                let op = Threshold { method, invert };
+                let what =
+                    format!("{method} {invert} {}x{} maxval {}", frame.width, frame.height, frame.maxval);
+                match (op.cpu(frame), op.gpu(&gpu, frame)) {
+                    (Ok(cpu), Ok(gpu)) => assert_eq!(cpu, gpu, "{what}"),
+                    (Err(cpu), Err(gpu)) => assert_eq!(cpu.to_string(), gpu.to_string(), "{what}"),
+                    (cpu, gpu) => panic!("{what}: the CPU gave {cpu:?}, the GPU {gpu:?}"),
+                }
+            }
+        }
+    }
+    let input =
+        stream(&[fixture_frame("coins.pgm"), fixture_frame("dem16.pgm"), fixture_frame("camera.pgm")]);
+    assert!(run_ok("threshold", "gpu", &[], &input) == run_ok("threshold", "cpu", &[], &input));
+    let mut frame = fixture_frame("moon.pgm");
+    frame.format = Format::Pgm;
+    let args = ["--method", "multiotsu:3", "--format", "csv"];
+    assert!(
+        run_ok("threshold", "gpu", &args, &stream(&[frame.clone()]))
+            == run_ok("threshold", "cpu", &args, &stream(&[frame]))
+    );
+}
