@@ -121,6 +121,30 @@ fn reference_matches_skimage_on_gray_frames() {
     }
 }
 
+/// `--reference` with `--mask`: the frame's histogram counts the pixels under the mask, so those
+/// pixels come out as skimage's `match_histograms` of them alone (as a 1-D image) makes them.
+#[test]
+fn reference_with_mask_matches_skimage_on_the_masked_pixels() {
+    let dir = temp_dir("equalize-reference-mask");
+    let mut rng = rng();
+    let moon = fixture_frame("moon.pgm");
+    let (w, h) = (moon.width, moon.height);
+    let mask: Vec<u8> = (0..w * h).map(|i| ((i / w + i % w) % 5 != 0 && rng.u8(..) > 30) as u8).collect();
+    let mask_path = write(&dir, "mask.pgm", &[mask_frame(w, h, &mask)]);
+    let reference = write(&dir, "camera.pgm", &[fixture_frame("camera.pgm")]);
+    let out = equalize_one("cpu", &["--reference", text(&reference), "--mask", text(&mask_path)], &moon);
+    let script = "a = np.fromfile(sys.argv[1], np.uint8)\n\
+                  m = np.fromfile(sys.argv[2], np.uint8) != 0\n\
+                  r = np.fromfile(sys.argv[3], np.uint8)\n\
+                  x = skimage.exposure.match_histograms(a[m], r)\n\
+                  sys.stdout.buffer.write(np.clip(np.rint(x), 0, 255).astype(np.uint8).tobytes())\n";
+    let camera = fixture_frame("camera.pgm");
+    let want = skimage(script, &[&sample_bytes(&moon.pixels), &mask, &sample_bytes(&camera.pixels)]);
+    let Pixels::U8(got) = &out.pixels else { panic!("8-bit") };
+    let got: Vec<u8> = got.iter().zip(&mask).filter(|(_, &m)| m != 0).map(|(&v, _)| v).collect();
+    assert!(got == want, "the masked pixels differ from skimage's match_histograms of them");
+}
+
 /// Colour: astronaut.png to rocket.jpg. `luma`: the Y of YCrCb matched to the reference's Y
 /// (skimage on the two Y planes), converted back by OpenCV; `each`: R, G, B each matched to the
 /// reference's (skimage per channel, rounded: with channel_axis skimage itself truncates into
