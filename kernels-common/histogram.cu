@@ -170,6 +170,45 @@ HISTOGRAM_KERNEL(shared, u16)
 HISTOGRAM_KERNEL(global, u8)
 HISTOGRAM_KERNEL(global, u16)
 
+// Masked histograms: only samples whose mask byte is non-zero are counted (the mask holds one
+// byte a pixel, as the samples do). A grid-stride loop over single samples (the mask costs a
+// second load each, and masked counts are made once per frame, not in the benchmark's hot path).
+// SHARED: each block counts in shared memory (4 bytes a bin, up to SHARED_MAX_BINS of histogram.rs)
+// and adds its non-zero counts to the global histogram; otherwise every counted sample is one
+// global atomic. hist is zeroed by the caller; the scan is the `scan` kernel's.
+template <typename T, bool SHARED>
+__device__ void histogram_masked(const T* __restrict__ in, const u8* __restrict__ mask, u64 n, u32 bins,
+                                 u32 levels, u64* __restrict__ hist) {
+    extern __shared__ u32 local[];
+    if constexpr (SHARED) {
+        for (u32 b = threadIdx.x; b < bins; b += blockDim.x) local[b] = 0;
+        __syncthreads();
+    }
+    const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
+    for (u64 i = first; i < n; i += stride) {
+        if (!mask[i]) continue;
+        const u32 b = bin_of(in[i], bins, levels);
+        if constexpr (SHARED) atomicAdd(&local[b], 1u);
+        else atomicAdd((unsigned long long*)&hist[b], 1ull);
+    }
+    if constexpr (SHARED) {
+        __syncthreads();
+        for (u32 b = threadIdx.x; b < bins; b += blockDim.x)
+            if (local[b]) atomicAdd((unsigned long long*)&hist[b], (unsigned long long)local[b]);
+    }
+}
+
+// The exported kernels: histogram_masked_{shared,global}_{u8,u16}.
+#define MASKED_KERNEL(KIND, SHARED, T)                                                                \
+    extern "C" __global__ void histogram_masked_##KIND##_##T(const T* in, const u8* mask, u64 n, u32 bins, \
+                                                             u32 levels, u64* hist) {                  \
+        histogram_masked<T, SHARED>(in, mask, n, bins, levels, hist);                                  \
+    }
+MASKED_KERNEL(shared, true, u8)
+MASKED_KERNEL(shared, true, u16)
+MASKED_KERNEL(global, false, u8)
+MASKED_KERNEL(global, false, u16)
+
 // Inclusive scan of `bins` counts by one block (blockDim.x a multiple of 32, at most 1024), tile by
 // tile of blockDim.x counts with a running carry: a Hillis-Steele scan within each warp by
 // shuffles (no shared memory, so no bank conflicts), then the same over the warps' totals. Also

@@ -426,8 +426,27 @@ fn registry_error(index: usize, line: &str) -> ! {
 ///
 /// Example: `opencv("a = np.fromfile(sys.argv[1], np.uint8).reshape(2, 3)\n...", &[&bytes])`.
 pub fn opencv(script: &str, inputs: &[&[u8]]) -> Vec<u8> {
+    peer_python(Peer::OpenCv, script, inputs)
+}
+
+/// [`opencv`] with scikit-image imported too (`skimage`, and NumPy as `np`, cv2): a missing
+/// scikit-image fails the test as a missing cv2 does.
+pub fn skimage(script: &str, inputs: &[&[u8]]) -> Vec<u8> {
+    peer_python(Peer::Skimage, script, inputs)
+}
+
+/// The Python libraries a peer snippet imports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Peer {
+    /// NumPy and OpenCV.
+    OpenCv,
+    /// NumPy, OpenCV and scikit-image.
+    Skimage,
+}
+
+fn peer_python(peer: Peer, script: &str, inputs: &[&[u8]]) -> Vec<u8> {
     static CALLS: AtomicUsize = AtomicUsize::new(0);
-    const NO_CV2: i32 = 97;
+    const MISSING: i32 = 97;
     let call = CALLS.fetch_add(1, Ordering::Relaxed);
     let dir = std::env::temp_dir();
     let paths: Vec<PathBuf> = (0..inputs.len())
@@ -437,9 +456,17 @@ pub fn opencv(script: &str, inputs: &[&[u8]]) -> Vec<u8> {
         std::fs::write(path, bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
     let python = std::env::var("HISTOPIPE_PYTHON").unwrap_or_else(|_| "python3".into());
+    let (imports, names, what) = match peer {
+        Peer::OpenCv => ("numpy as np, cv2", "OpenCV (cv2) and NumPy", "OpenCV"),
+        Peer::Skimage => (
+            "numpy as np, cv2, skimage, skimage.exposure",
+            "scikit-image (skimage), OpenCV (cv2) and NumPy",
+            "scikit-image",
+        ),
+    };
     let prelude = format!(
-        "import sys\ntry:\n    import numpy as np, cv2\nexcept ImportError as e:\n    \
-         print(e, file=sys.stderr); sys.exit({NO_CV2})\n"
+        "import sys\ntry:\n    import {imports}\nexcept ImportError as e:\n    \
+         print(e, file=sys.stderr); sys.exit({MISSING})\n"
     );
     let out = StdCommand::new(&python).arg("-c").arg(prelude + script).args(&paths).output();
     for path in &paths {
@@ -448,14 +475,14 @@ pub fn opencv(script: &str, inputs: &[&[u8]]) -> Vec<u8> {
     let out =
         out.unwrap_or_else(|e| panic!("cannot run {python} ($HISTOPIPE_PYTHON): {e}; run scripts/test"));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    if out.status.code() == Some(NO_CV2) {
+    if out.status.code() == Some(MISSING) {
         panic!(
-            "OpenCV (cv2) and NumPy cannot be imported by {python}: {}; run the tests through \
-             scripts/test, which installs them (CI does)",
+            "{names} cannot be imported by {python}: {}; run the tests through scripts/test, which \
+             installs them (CI does)",
             stderr.trim()
         );
     }
-    assert!(out.status.success(), "the OpenCV snippet failed: {stderr}");
+    assert!(out.status.success(), "the {what} snippet failed: {stderr}");
     out.stdout
 }
 

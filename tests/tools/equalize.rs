@@ -4,6 +4,8 @@ use histopipe_ops::equalize::Equalize;
 use histopipe_ops::histogram::{Histogram, PRIVATE_MAX_BINS, SHARED_MAX_BINS};
 use histopipe_ops::Op;
 
+mod variants;
+
 use crate::common::*;
 use crate::opencv::{colour_recipe, pixels_like, sample_bytes, ColourRecipe};
 

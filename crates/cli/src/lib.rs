@@ -39,4 +39,4 @@ pub use flags::{Flag, FlagError, Given, Operand};
 pub use lexopt;
 pub use outputs::{OutputFormat, PathTemplate, Product};
 pub use run::main;
-pub use tool::{Context, Tool, TABLE_KEY_COLUMNS};
+pub use tool::{Context, Tool, FLOAT_REFUSED, TABLE_KEY_COLUMNS};

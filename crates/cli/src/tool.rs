@@ -80,12 +80,17 @@ pub trait Tool: Default + Sync {
     }
 
     /// Whether the tool takes frames of float samples; others are refused before
-    /// [`Tool::frame`], with one line that says how to convert them.
+    /// [`Tool::frame`], with one line that says how to convert them ([`FLOAT_REFUSED`]).
     const FLOAT: bool = false;
 
     /// Handles one frame: usually transforms it and writes the result with [`Context::write`].
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error>;
 }
+
+/// Why a frame of float samples is refused by a tool that takes integer ones.
+pub const FLOAT_REFUSED: &str = "32-bit float samples, and this tool takes integer ones: make them integers \
+     first with stretch (stretch --depth 16 -o x.png, or --depth 8); pad, rotate, cdf and colhist take \
+     float frames as they are";
 
 /// What a frame's work left to write, in order.
 pub(crate) enum Part {

@@ -13,7 +13,7 @@ use crate::dispatch::Backends;
 use crate::error::Place;
 use crate::outputs::Destination;
 use crate::panic::catch;
-use crate::tool::{Context, Part, Tool};
+use crate::tool::{Context, Part, Tool, FLOAT_REFUSED};
 use crate::writer::{Done, InFlight, PartWriter, Written};
 use crate::{Common, Error};
 
@@ -68,11 +68,7 @@ impl<T: Tool> Crew<'_, T> {
         histopipe_trace::set_frame(n);
         let work = histopipe_trace::span("work", n);
         if !T::FLOAT && !frame.depth().is_integer() {
-            return Err(cx.invalid(
-                "32-bit float samples, and this tool takes integer ones: make them integers first with \
-                 stretch (stretch --depth 16 -o x.png, or --depth 8); pad, rotate, cdf and colhist take \
-                 float frames as they are",
-            ));
+            return Err(cx.invalid(FLOAT_REFUSED));
         }
         self.tool.frame(&mut cx, frame)?;
         work.end();

@@ -13,6 +13,7 @@
 //! Levels below the lowest present map to 0; no sample uses them.
 
 use std::mem::MaybeUninit;
+use std::sync::Mutex;
 
 use histopipe_frame::{Frame, Pixels, Samples};
 use histopipe_gpu::cudarc::driver::CudaSlice;
@@ -20,7 +21,7 @@ use histopipe_gpu::{kernels, launch, Buffer};
 
 use crate::bins::Bins;
 use crate::histogram::{self, check_len, Distribution, DistributionPlan};
-use crate::{lut, parallel, with_samples, Element, Gpu, Op, OpError, Sample};
+use crate::{lut, matching, parallel, with_samples, Element, Gpu, Op, OpError, Sample};
 
 /// The equalization operation (it has no parameters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -242,6 +243,149 @@ impl Op for Equalize {
     }
 }
 
+/// Where [`Remap`]'s table comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableRule<'a> {
+    /// Equalization of the frame's histogram ([`table`], the rules of [`Equalize`]).
+    Equalize,
+    /// Matching to a reference's counts, one per level of the reference ([`matching::table`]).
+    Match(&'a [u64]),
+    /// A table given whole: one entry per level 0..=maxval of the frame, none above maxval.
+    Given(&'a [u16]),
+}
+
+/// The variants of [`Equalize`] that need the table on the host: a table made there from the
+/// frame's histogram (the histogram op's, [`Histogram`](crate::histogram::Histogram) or, with a
+/// mask, [`MaskedHistogram`](crate::histogram::MaskedHistogram), on the backend that runs the
+/// op) by `rule`, or a given one; then every sample, masked or not, through it (the map of
+/// [`Equalize`]). Both backends make the same table from the same counts, so give the same frames.
+#[derive(Debug, Clone, Copy)]
+pub struct Remap<'a> {
+    pub rule: TableRule<'a>,
+    /// One byte a pixel, non-zero where the pixel is counted; `None`: every pixel.
+    pub mask: Option<&'a [u8]>,
+    /// Where the table made is left too (one entry per level, as [`TableRule::Given`] takes it).
+    pub keep: Option<&'a Mutex<Option<Vec<u16>>>>,
+}
+
+impl<'a> Remap<'a> {
+    /// The rule alone: no mask, nothing kept.
+    pub fn new(rule: TableRule<'a>) -> Remap<'a> {
+        Remap { rule, mask: None, keep: None }
+    }
+
+    /// Refuses a mask of another pixel count than the frame's, and a given table of other levels.
+    fn check(&self, frame: &Frame) -> Result<(), OpError> {
+        if let Some(mask) = self.mask {
+            if mask.len() != frame.pixels.len() {
+                return Err(OpError::invalid(format!(
+                    "a mask of {} pixels for a frame of {}",
+                    mask.len(),
+                    frame.pixels.len()
+                )));
+            }
+        }
+        if let TableRule::Given(t) = self.rule {
+            let maxval = frame.maxval;
+            if t.len() != maxval as usize + 1 {
+                return Err(OpError::invalid(format!(
+                    "the table maps levels 0 to {}, and the frame's maxval is {maxval}",
+                    t.len().saturating_sub(1)
+                )));
+            }
+            if let Some(&over) = t.iter().find(|&&m| m > maxval) {
+                return Err(OpError::invalid(format!(
+                    "the table maps to {over}, over the frame's maxval {maxval}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The table for a frame of `maxval`, from the histogram `counts` gives (one bin per level)
+    /// where the rule needs one; kept where asked.
+    fn table_for<T: Sample>(
+        &self,
+        maxval: u16,
+        counts: impl FnOnce(Bins) -> Result<Vec<u64>, OpError>,
+    ) -> Result<Vec<T>, OpError> {
+        let bins = Bins::new(None, maxval)?;
+        let levels: Vec<u16> = match self.rule {
+            TableRule::Given(t) => t.to_vec(),
+            TableRule::Equalize => {
+                let dist = Distribution::from_counts(bins, counts(bins)?);
+                table::<T>(&dist.cumulative, maxval).into_iter().map(|m| m.into() as u16).collect()
+            }
+            TableRule::Match(reference) => matching::table(&counts(bins)?, reference, maxval),
+        };
+        let out = levels.iter().map(|&m| T::from_u16(m)).collect();
+        if let Some(keep) = self.keep {
+            *keep.lock().unwrap_or_else(|e| e.into_inner()) = Some(levels);
+        }
+        Ok(out)
+    }
+
+    fn cpu_counts<T: Sample>(&self, samples: &[T], bins: Bins) -> Vec<u64> {
+        match self.mask {
+            Some(mask) => histogram::count_masked(samples, mask, bins),
+            None => histogram::count(samples, bins),
+        }
+    }
+
+    fn gpu_samples<T: Sample>(&self, gpu: &Gpu, samples: &[T], maxval: u16) -> Result<Samples<T>, OpError> {
+        let n = samples.len();
+        let src = gpu.upload("equalize.in", samples)?;
+        let lut = self.table_for::<T>(maxval, |bins| {
+            let mut plan = DistributionPlan::new(gpu, bins)?;
+            match self.mask {
+                Some(mask) => {
+                    let mask = gpu.upload("histogram.mask", mask)?;
+                    plan.queue_masked(&src, &mask, n)?;
+                    plan.download()
+                }
+                None => {
+                    plan.queue(&src, n)?;
+                    plan.download()
+                }
+            }
+            .map(|d| d.counts)
+        })?;
+        let levels = lut.len();
+        let lut = gpu.upload("equalize.lut", &lut)?;
+        let mut dst = gpu.buffer::<T>("equalize.out", n)?;
+        queue_map(gpu, &src, n, &lut, levels, &mut dst)?;
+        Ok(gpu.download_samples(&dst, n)?)
+    }
+}
+
+impl Op for Remap<'_> {
+    type Output = Frame;
+
+    fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
+        self.check(frame)?;
+        let maxval = frame.maxval;
+        let pixels = match &frame.pixels {
+            Pixels::U8(v) => {
+                let lut = self.table_for::<u8>(maxval, |bins| Ok(self.cpu_counts(v, bins)))?;
+                Pixels::U8(map_bytes(v, &lut).into())
+            }
+            Pixels::U16(v) => {
+                let lut = self.table_for::<u16>(maxval, |bins| Ok(self.cpu_counts(v, bins)))?;
+                Pixels::U16(map(v, &lut).into())
+            }
+            Pixels::F32(_) => return Err(OpError::needs_integers()),
+        };
+        Ok(frame.derive(frame.width, frame.height, maxval, pixels))
+    }
+
+    fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
+        self.check(frame)?;
+        let pixels =
+            with_samples!(&frame.pixels, v => Element::into_pixels(self.gpu_samples(gpu, v, frame.maxval)?));
+        Ok(frame.derive(frame.width, frame.height, frame.maxval, pixels))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,6 +406,39 @@ mod tests {
                     Equalize.cpu(&f).unwrap()
                 });
             }
+        }
+    }
+
+    /// The equalize rule without a mask is [`Equalize`]; a mask of every pixel too; the table made
+    /// is kept; a given table maps, and one of other levels or values is refused.
+    #[test]
+    fn remap_rules() {
+        let mut rng = fastrand::Rng::with_seed(31);
+        for maxval in [255, 100, 1076] {
+            let f = parallel::testing::frame(&mut rng, 37, 23, maxval);
+            let all = vec![1u8; f.pixels.len()];
+            let kept = Mutex::new(None);
+            let op = Remap { rule: TableRule::Equalize, mask: Some(&all), keep: Some(&kept) };
+            let out = op.cpu(&f).unwrap();
+            assert_eq!(out, Equalize.cpu(&f).unwrap(), "maxval {maxval}");
+            let table = kept.lock().unwrap().take().unwrap();
+            assert_eq!(table.len(), maxval as usize + 1);
+            assert_eq!(Remap::new(TableRule::Given(&table)).cpu(&f).unwrap(), out);
+        }
+        let f = Frame::new(3, 1, 2, Pixels::U8(vec![0, 1, 2].into()));
+        assert_eq!(
+            Remap::new(TableRule::Given(&[2, 1, 0])).cpu(&f).unwrap().pixels,
+            Pixels::U8(vec![2, 1, 0].into())
+        );
+        let e = Remap::new(TableRule::Given(&[0, 1])).cpu(&f).unwrap_err();
+        assert_eq!(e.to_string(), "the table maps levels 0 to 1, and the frame's maxval is 2");
+        let e = Remap::new(TableRule::Given(&[0, 1, 3])).cpu(&f).unwrap_err();
+        assert_eq!(e.to_string(), "the table maps to 3, over the frame's maxval 2");
+        // No pixel counted: unchanged, by both rules.
+        let none = [0u8; 3];
+        for rule in [TableRule::Equalize, TableRule::Match(&[1, 1])] {
+            let op = Remap { rule, mask: Some(&none), keep: None };
+            assert_eq!(op.cpu(&f).unwrap().pixels, f.pixels, "{rule:?}");
         }
     }
 

@@ -105,6 +105,39 @@ pub fn count<T: Sample>(samples: &[T], bins: Bins) -> Vec<u64> {
     add_parts(samples, parts, |part| count_with(part, &lut, n))
 }
 
+/// The histogram of the samples of `samples` whose `mask` byte is non-zero (one byte a sample),
+/// on the CPU: split into parts as [`count`] splits, the parts' counts added (the same whatever
+/// the split).
+pub fn count_masked<T: Sample>(samples: &[T], mask: &[u8], bins: Bins) -> Vec<u64> {
+    assert_eq!(samples.len(), mask.len(), "one mask byte a sample");
+    let n = bins.count();
+    let per_bin = PART_SAMPLES_PER_BIN * n;
+    let parts = parallel::parts_split_from(samples.len(), MIN_SPLIT.max(per_bin), MIN_PART.max(per_bin));
+    let all_values = 1u32 << (8 * std::mem::size_of::<T>());
+    let lut: Vec<u32> = (0..all_values).map(|v| bins.of(v.min(bins.levels - 1)) as u32).collect();
+    let count_part = |samples: &[T], mask: &[u8]| {
+        let mut counts = vec![0u64; n];
+        for (&v, &m) in samples.iter().zip(mask) {
+            counts[lut[Into::<u32>::into(v) as usize] as usize] += (m != 0) as u64;
+        }
+        counts
+    };
+    if parts <= 1 {
+        return count_part(samples, mask);
+    }
+    use rayon::prelude::*;
+    let part = samples.len().div_ceil(parts);
+    let partial = samples.par_chunks(part).zip(mask.par_chunks(part)).map(|(s, m)| count_part(s, m));
+    partial
+        .reduce_with(|mut total, part| {
+            for (t, c) in total.iter_mut().zip(part) {
+                *t += c;
+            }
+            total
+        })
+        .unwrap_or_else(|| vec![0; n])
+}
+
 /// `count(part)` of `parts` consecutive parts of `samples`, on the pool's threads, added up (on
 /// the calling thread for one part).
 fn add_parts<S: Sync>(samples: &[S], parts: usize, count: impl Fn(&[S]) -> Vec<u64> + Sync) -> Vec<u64> {
@@ -228,6 +261,37 @@ impl<'g> DistributionPlan<'g> {
         queue_histogram(gpu, src, n, bins, &mut self.hist, Some((&mut self.cdf, &mut self.cdf_min)))
     }
 
+    /// Queues the histogram of the samples among the first `n` of `src` whose byte in `mask` is
+    /// non-zero, then its scan (two kernels: `histogram_masked_*`, `scan`).
+    pub fn queue_masked<T: Sample>(
+        &mut self,
+        src: &CudaSlice<T>,
+        mask: &CudaSlice<u8>,
+        n: usize,
+    ) -> Result<(), OpError> {
+        let (gpu, bins) = (self.gpu, self.bins);
+        check_len("histogram input", src.len(), n)?;
+        check_len("histogram mask", mask.len(), n)?;
+        gpu.stream().memset_zeros(&mut self.hist.slice_mut(..bins.count()))?;
+        if n > 0 {
+            let shared = bins.count <= SHARED_MAX_BINS;
+            let cfg = LaunchConfig {
+                grid_dim: (histogram_blocks::<T>(n), 1, 1),
+                block_dim: (HISTOGRAM_THREADS, 1, 1),
+                shared_mem_bytes: if shared { bins.count * 4 } else { 0 },
+            };
+            let kind = if shared { "shared" } else { "global" };
+            let name = format!("histogram_masked_{kind}_{}", T::KERNEL_SUFFIX);
+            let (n, count, levels) = (n as u64, bins.count, bins.levels);
+            // SAFETY: histogram_masked_*(in, mask, n, bins, levels, hist) in histogram.cu; `src`
+            // and `mask` hold `n` elements, `hist` `bins` counts, zeroed above.
+            unsafe {
+                launch!(gpu, kernels::HISTOGRAM, name, cfg; src, mask, &n, &count, &levels, &mut *self.hist)
+            }?;
+        }
+        self.queue_scan()
+    }
+
     /// Queues the histogram alone (zeroing included), without the scan: the first step of
     /// [`DistributionPlan::queue`] as the benchmark times it next to CUB's HistogramEven.
     pub fn queue_counts<T: Sample>(&mut self, src: &CudaSlice<T>, n: usize) -> Result<(), OpError> {
@@ -336,6 +400,48 @@ fn histogram_blocks<T>(n: usize) -> u32 {
     blocks.min(i32::MAX as usize) as u32
 }
 
+/// The histogram of the pixels a mask selects: `mask` holds one byte a pixel, non-zero where the
+/// pixel is counted (a frame of another pixel count is refused). Bins as [`Histogram`]'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaskedHistogram<'m> {
+    pub bins: Option<usize>,
+    pub mask: &'m [u8],
+}
+
+impl MaskedHistogram<'_> {
+    fn bins_for(&self, frame: &Frame) -> Result<Bins, OpError> {
+        if self.mask.len() != frame.pixels.len() {
+            return Err(OpError::invalid(format!(
+                "a mask of {} pixels for a frame of {}",
+                self.mask.len(),
+                frame.pixels.len()
+            )));
+        }
+        Bins::new(self.bins, frame.maxval)
+    }
+}
+
+impl Op for MaskedHistogram<'_> {
+    type Output = Distribution;
+
+    fn cpu(&self, frame: &Frame) -> Result<Distribution, OpError> {
+        let bins = self.bins_for(frame)?;
+        let counts = with_samples!(&frame.pixels, v => count_masked(v, self.mask, bins));
+        Ok(Distribution::from_counts(bins, counts))
+    }
+
+    fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Distribution, OpError> {
+        let bins = self.bins_for(frame)?;
+        let mask = gpu.upload("histogram.mask", self.mask)?;
+        let mut plan = DistributionPlan::new(gpu, bins)?;
+        with_samples!(&frame.pixels, v => {
+            let src = gpu.upload("histogram.in", v)?;
+            plan.queue_masked(&src, &mask, v.len())
+        })?;
+        plan.download()
+    }
+}
+
 impl Histogram {
     fn bins_for(&self, frame: &Frame) -> Result<Bins, OpError> {
         Bins::new(self.bins, frame.maxval)
@@ -423,6 +529,35 @@ mod tests {
                 assert!(per_block < 1 << 31, "{n}: {per_block} samples per block");
             }
         }
+    }
+
+    /// Masked counts are the counts of the selected samples alone, whatever the split.
+    #[test]
+    fn masked_counts_are_those_of_the_selected_samples() {
+        let mut rng = fastrand::Rng::with_seed(29);
+        for (w, h) in crate::parallel::testing::sizes(&mut rng) {
+            for (maxval, bins) in [(255, None), (255, Some(7)), (1076, None), (65535, Some(300))] {
+                let f = crate::parallel::testing::frame(&mut rng, w, h, maxval);
+                let mask: Vec<u8> = (0..f.pixels.len()).map(|_| rng.u8(..) % 3).collect();
+                let selected: Vec<u16> =
+                    (0..f.pixels.len()).filter(|&i| mask[i] != 0).map(|i| f.pixels.get(i)).collect();
+                let masked = MaskedHistogram { bins, mask: &mask }.cpu(&f).unwrap();
+                let pixels = if maxval <= 255 {
+                    Pixels::U8(selected.iter().map(|&v| v as u8).collect())
+                } else {
+                    Pixels::U16(selected.into())
+                };
+                let alone = Frame::new(pixels.len(), 1, maxval, pixels);
+                assert_eq!(masked, Histogram { bins }.cpu(&alone).unwrap(), "{w}x{h} maxval {maxval}");
+                let what = format!("{w}x{h} maxval {maxval} {bins:?}");
+                crate::parallel::testing::same_on_each_pool(&what, || {
+                    MaskedHistogram { bins, mask: &mask }.cpu(&f).unwrap()
+                });
+            }
+        }
+        let f = Frame::new(2, 1, 255, Pixels::U8(vec![1, 2].into()));
+        let e = MaskedHistogram { bins: None, mask: &[1] }.cpu(&f).unwrap_err();
+        assert_eq!(e.to_string(), "a mask of 1 pixels for a frame of 2");
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod equalize;
 pub mod histogram;
 pub mod hough;
 mod lut;
+pub mod matching;
 mod op;
 pub mod pad;
 pub mod parallel;
