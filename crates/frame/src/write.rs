@@ -184,7 +184,7 @@ impl<W: Write> FrameWriter<W> {
                 } else {
                     v.to_vec()
                 };
-                let bytes = jpeg_bytes(frame.width, frame.height, channels, &samples, quality)
+                let bytes = crate::encode_jpeg(frame.width, frame.height, channels, &samples, quality)
                     .map_err(|e| encoding("JPEG", &e))?;
                 self.out.write_all(&bytes).map_err(io)?;
             }
@@ -381,22 +381,6 @@ fn npy_bytes(frame: &Frame) -> Result<Vec<u8>, String> {
         Pixels::F32(v) => crate::Raster::F32(v.to_vec()),
     };
     Ok(crate::encode_npy(frame.width, frame.height, frame.channels.count(), &raster))
-}
-
-/// MERGE: JPEG from the JPEG codec.
-fn jpeg_bytes(
-    width: usize,
-    height: usize,
-    channels: usize,
-    samples: &[u8],
-    quality: u8,
-) -> Result<Vec<u8>, String> {
-    let mut bytes = Vec::new();
-    let colour = if channels == 1 { ExtendedColorType::L8 } else { ExtendedColorType::Rgb8 };
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut bytes, quality)
-        .write_image(samples, width as u32, height as u32, colour)
-        .map_err(|e| e.to_string())?;
-    Ok(bytes)
 }
 
 /// `frame` as a TIFF, made in memory (TIFF seeks back while it is written). Samples are written
