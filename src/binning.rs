@@ -84,15 +84,24 @@ pub struct Classes {
 }
 
 /// The index frame of `plane` for `--range` (`range`) and `--bins` (`bins`), or `None` for the
-/// integer frames without a range, which keep the bins over 0..maxval.
+/// integer frames without a range, which keep the bins over 0..maxval. A float frame's default
+/// range is that of the samples `mask` selects (every sample without one).
 pub fn classes(
     cx: &mut Context<'_>,
     plane: &Frame,
     range: Option<(f64, f64)>,
     bins: Option<usize>,
+    mask: Option<&[u8]>,
 ) -> Result<Option<Classes>, Error> {
     if let Pixels::F32(v) = &plane.pixels {
-        let r = FloatRange::new(range, bins, v).map_err(|e| cx.op_error(e))?;
+        let r = match mask {
+            Some(mask) if range.is_none() => {
+                let inside: Vec<f32> = v.iter().zip(mask).filter(|(_, &m)| m != 0).map(|(&s, _)| s).collect();
+                FloatRange::new(range, bins, &inside)
+            }
+            _ => FloatRange::new(range, bins, v),
+        }
+        .map_err(|e| cx.op_error(e))?;
         let bounds = (0..r.count()).map(|b| (r.edge(b), r.edge(b + 1))).collect();
         let frame = cx.run(&FloatClasses { range: r }, plane)?;
         return Ok(Some(Classes { frame, layout: r.layout(), bounds: BinBounds { integer: false, bounds } }));

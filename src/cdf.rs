@@ -6,11 +6,12 @@ use histopipe_cli::{
     TABLE_KEY_COLUMNS,
 };
 use histopipe_frame::{encode_npy_array, Frame, NpyData};
-use histopipe_ops::histogram::{Distribution, Histogram};
+use histopipe_ops::histogram::{Distribution, Histogram, MaskedHistogram};
 use histopipe_ops::range::Outside;
 use histopipe_plot::{cdf_figure, CdfFigure};
 
 use crate::binning::{classes, parse_range, BinBounds, Colour};
+use crate::mask::{self, Mask, MASK};
 use crate::plot::{plot_target, write_figure, Plot};
 
 /// `cdf`: each frame's histogram and cumulative distribution as a table.
@@ -29,6 +30,9 @@ pub struct Cdf {
     /// 2 with them (see [`Tool::frame`]).
     kinds: AtomicU8,
     plot: Option<Plot>,
+    mask_path: Option<std::path::PathBuf>,
+    /// `--mask`, read in [`Tool::check`].
+    mask: Option<Mask>,
 }
 
 /// The columns after the frame and its source (and the channel).
@@ -58,8 +62,9 @@ the stream, from 1; source: the file it came from, - for standard input; channel
 each); fraction = cumulative / pixels in the bins, rounded half up to 6 decimals. With --range,
 and for float frames, five more columns count the samples left out of the bins: below,above
 (finite, outside the range),nans,neg_inf,pos_inf. The header line comes once per output: once
-for the stream, once per file with -o fields. -o x.npy: the table as a float64 array. See
-docs/cdf.md.
+for the stream, once per file with -o fields. -o x.npy: the table as a float64 array. With --mask
+FILE only the pixels where the mask is non-zero are counted (every channel under the same mask; a
+float frame's default range is theirs): numpy.histogram(a[mask > 0], ...). See docs/cdf.md.
 
 Usage: cdf [OPTIONS] [FILE...]";
     const FLAGS: &'static [Flag] = &[
@@ -94,6 +99,7 @@ Usage: cdf [OPTIONS] [FILE...]";
              the range, to FILE (.svg or .png); FILE takes -o's fields ({stem}, {name}, {dir}, {i}, {n}) \
              for one figure per frame, else the first frame's only; not with --colour each",
         ),
+        MASK,
     ];
     const HELP_END: &'static str = "\
 Example:
@@ -123,6 +129,7 @@ Example:
                 });
             }
             "--plot" => self.plot = Some(plot_target(given)?),
+            "--mask" => self.mask_path = Some(given.os().into()),
             _ => return Ok(false),
         }
         Ok(true)
@@ -133,6 +140,9 @@ Example:
             return Err(Error::usage("--plot draws one histogram: it cannot be combined with --colour each"));
         }
         self.one_output = common.output.as_ref().is_none_or(|o| !o.to_string_lossy().contains('{'));
+        if let Some(path) = &self.mask_path {
+            self.mask = Some(Mask::read(path, common)?);
+        }
         Ok(())
     }
 
@@ -152,9 +162,10 @@ Example:
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let (width, height, maxval, float) =
             (frame.width, frame.height, frame.maxval, !frame.depth().is_integer());
+        let mask = mask::fit(&self.mask, cx, &frame)?;
         let mut channels = Vec::new();
         for (name, plane) in self.colour.planes(frame) {
-            channels.push(self.channel(cx, name, &plane)?);
+            channels.push(self.channel(cx, name, &plane, mask)?);
         }
         let outside = channels[0].outside.is_some();
         // A table's columns are one set: frames with and without the outside columns (integer and
@@ -218,16 +229,21 @@ Example:
 }
 
 impl Cdf {
-    /// The distribution of one channel, `plane`.
+    /// The distribution of one channel, `plane`: of the pixels `mask` selects, if given.
     fn channel(
         &self,
         cx: &mut Context<'_>,
         name: Option<&'static str>,
         plane: &Frame,
+        mask: Option<&[u8]>,
     ) -> Result<Channel, Error> {
-        match classes(cx, plane, self.range, self.bins)? {
+        let count = |cx: &mut Context<'_>, bins: Option<usize>, frame: &Frame| match mask {
+            Some(mask) => cx.run(&MaskedHistogram { bins, mask }, frame),
+            None => cx.run(&Histogram { bins }, frame),
+        };
+        match classes(cx, plane, self.range, self.bins, mask)? {
             None => {
-                let dist = cx.run(&Histogram { bins: self.bins }, plane)?;
+                let dist = count(cx, self.bins, plane)?;
                 let bounds = (0..dist.counts.len())
                     .map(|b| dist.bins.range(b))
                     .map(|(l, h)| (l as f64, h as f64))
@@ -235,7 +251,7 @@ impl Cdf {
                 Ok(Channel { name, bounds: BinBounds { integer: true, bounds }, dist, outside: None })
             }
             Some(c) => {
-                let all = cx.run(&Histogram { bins: None }, &c.frame)?;
+                let all = count(cx, None, &c.frame)?;
                 let (counts, outside) = c.layout.split(&all.counts);
                 let dist = Distribution::from_counts(all.bins, counts);
                 Ok(Channel { name, bounds: c.bounds, dist, outside: Some(outside) })

@@ -372,7 +372,7 @@ impl ColHist {
             true => self.params.bins.map(|b| b as usize).or(int_default),
             false => self.params.bins.map(|b| b as usize),
         };
-        let (frame, params, layout, bounds) = match classes(cx, &plane, self.range, bins)? {
+        let (frame, params, layout, bounds) = match classes(cx, &plane, self.range, bins, None)? {
             None => (plane, self.params, None, None),
             Some(c) => {
                 let params = ColHistParams { bins: Some(c.layout.classes() as u32), ..self.params };

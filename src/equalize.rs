@@ -5,19 +5,18 @@
 mod reference;
 mod table;
 
-use std::fs::File;
-use std::io::BufReader;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 use histopipe_cli::{
     Common, Context, Error, ErrorKind, Flag, FlagError, Given, PathTemplate, Tool, FLOAT_REFUSED,
 };
-use histopipe_frame::{Frame, FrameReader, ReadOptions};
+use histopipe_frame::{Frame, ReadOptions};
 use histopipe_ops::equalize::{self, Remap, TableRule};
 use histopipe_ops::Op;
 
-use reference::{Mask, Reference};
+use crate::mask::{self, first_frame, usage, Mask, MASK};
+use reference::Reference;
 use table::{FailUnlessSet, FirstTable, Table};
 
 /// `--colour`, which `equalize` and `clahe` share: how a colour frame is equalized.
@@ -94,13 +93,6 @@ const REFERENCE: Flag = Flag::with_value(
     "FILE",
     "match each frame's histogram to FILE's (its first frame, read as the frames are; the planes \
      --colour names), as scikit-image's match_histograms, rounded to the nearest level",
-);
-/// `--mask`: count only the pixels a mask selects.
-const MASK: Flag = Flag::with_value(
-    "--mask",
-    "FILE",
-    "count only the pixels where FILE (its first frame, read as gray, of the frames' size) is \
-     non-zero; every pixel is mapped",
 );
 /// `--table`: map every frame by a saved table.
 const TABLE: Flag = Flag::with_value(
@@ -219,8 +211,7 @@ Example:
             self.reference = Some(Reference::of(&frame).map_err(|e| usage(REFERENCE, path, e))?);
         }
         if let Some(path) = &self.mask_path {
-            let frame = first_frame(MASK, path, ReadOptions { gray: true, ..options })?;
-            self.mask = Some(Mask::of(&frame).map_err(|e| usage(MASK, path, e))?);
+            self.mask = Some(Mask::read(path, common)?);
         }
         if let Some(path) = &self.table_path {
             let text = std::fs::read(path).map_err(|e| usage(TABLE, path, e))?;
@@ -271,20 +262,7 @@ impl Equalize {
     /// equalized, or matched to the reference. `save`: the first frame with `--save-table`, whose
     /// tables are written and handed to the frames after it.
     fn remap(&self, cx: &mut Context<'_>, frame: &Frame, save: bool) -> Result<Frame, Error> {
-        let mask = match &self.mask {
-            Some(mask) if (mask.width, mask.height) != (frame.width, frame.height) => {
-                let path = self.mask_path.as_deref().unwrap_or(Path::new(""));
-                return Err(cx.invalid(MASK.sentence_of(
-                    path.display(),
-                    format!(
-                        "is {}x{}, and the frame {}x{}",
-                        mask.width, mask.height, frame.width, frame.height
-                    ),
-                )));
-            }
-            Some(mask) => Some(&mask.inside[..]),
-            None => None,
-        };
+        let mask = mask::fit(&self.mask, cx, frame)?;
         let planes = self.colour.planes(frame);
         let kept: [Mutex<Option<Vec<u16>>>; 3] = Default::default();
         let out = self.colour.run_with(cx, frame, |c| Remap {
@@ -312,20 +290,4 @@ impl Equalize {
         }
         Ok(out)
     }
-}
-
-/// The first frame of the image `path` names, for option `flag`.
-fn first_frame(flag: Flag, path: &Path, options: ReadOptions) -> Result<Frame, Error> {
-    let file = File::open(path).map_err(|e| usage(flag, path, e))?;
-    let mut reader = FrameReader::new(BufReader::new(file), options);
-    match reader.next_frame() {
-        Ok(Some(frame)) => Ok(frame),
-        Ok(None) => Err(usage(flag, path, "no image")),
-        Err(e) => Err(usage(flag, path, e)),
-    }
-}
-
-/// A usage error about option `flag`'s file.
-fn usage(flag: Flag, path: &Path, why: impl std::fmt::Display) -> Error {
-    Error::usage(flag.message_of(path.display(), why))
 }

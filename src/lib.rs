@@ -10,6 +10,7 @@ pub mod edges;
 pub mod equalize;
 pub mod hough_lines;
 pub mod hough_vote;
+mod mask;
 pub mod pad;
 mod plot;
 pub mod rotate;

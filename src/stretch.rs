@@ -2,6 +2,8 @@ use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, Tool};
 use histopipe_frame::Frame;
 use histopipe_ops::stretch::{cuts, Curve, Scale, Stretch as Map, SCALE_NAMES};
 
+use crate::mask::{self, Mask, MASK};
+
 /// `stretch`: contrast stretch and depth conversion of each frame.
 pub struct Stretch {
     saturate: Option<f64>,
@@ -9,11 +11,22 @@ pub struct Stretch {
     depth: Option<u16>,
     scale: Scale,
     each: bool,
+    mask_path: Option<std::path::PathBuf>,
+    /// `--mask`, read in [`Tool::check`].
+    mask: Option<Mask>,
 }
 
 impl Default for Stretch {
     fn default() -> Stretch {
-        Stretch { saturate: None, range: None, depth: None, scale: Scale::Linear, each: false }
+        Stretch {
+            saturate: None,
+            range: None,
+            depth: None,
+            scale: Scale::Linear,
+            each: false,
+            mask_path: None,
+            mask: None,
+        }
     }
 }
 
@@ -42,7 +55,8 @@ Each sample v becomes rint(f(t) * M), ties to even, with t = (v - LO) / (HI - LO
 given (--in) or cut from the samples (--saturate): with k = floor(N P / 200) of the N samples
 (a float frame's finite ones), LO is the (k+1)-th smallest and HI the (k+1)-th largest, as ImageJ
 finds them. Colour frames get one map for all colour samples (hues stay), alpha rescaled to the
-output's depth. 8-bit, 16-bit and float input. See docs/stretch.md.
+output's depth. 8-bit, 16-bit and float input. With --mask FILE the cuts count only the samples
+of the pixels where the mask is non-zero; every pixel is mapped. See docs/stretch.md.
 
 Usage: stretch [OPTIONS] [FILE...]";
     const FLAGS: &'static [Flag] = &[
@@ -71,6 +85,7 @@ Usage: stretch [OPTIONS] [FILE...]";
             "shared (one range from all colour samples) or each (a range per channel) [default: shared]",
         )
         .one_of(&["shared", "each"]),
+        MASK,
     ];
     const HELP_END: &'static str = "\
 Example:
@@ -95,6 +110,7 @@ Example:
                 })
             }
             "--scale" => self.scale = Scale::parse(given.text()?)?,
+            "--mask" => self.mask_path = Some(given.os().into()),
             "--colour" => {
                 self.each = match given.text()? {
                     "shared" => false,
@@ -107,9 +123,17 @@ Example:
         Ok(true)
     }
 
-    fn check(&mut self, _: &Common) -> Result<(), Error> {
+    fn check(&mut self, common: &Common) -> Result<(), Error> {
         if self.saturate.is_some() && self.range.is_some() {
             return Err(Error::usage("--saturate and --in cannot be combined: one gives the input range"));
+        }
+        if self.mask_path.is_some() && self.range.is_some() {
+            return Err(Error::usage(
+                "--mask chooses the samples --saturate cuts from, and --in gives the range: give one of the two",
+            ));
+        }
+        if let Some(path) = &self.mask_path {
+            self.mask = Some(Mask::read(path, common)?);
         }
         Ok(())
     }
@@ -124,13 +148,14 @@ Example:
         let integer = frame.depth().is_integer();
         let maxout = self.depth.unwrap_or(if integer { frame.maxval } else { 65535 });
         let colours: Vec<usize> = (0..frame.channels.colour_count()).collect();
+        let mask = mask::fit(&self.mask, cx, &frame)?;
         let curve_of = |channels: &[usize]| -> Result<Curve, Error> {
             let (lo, hi) = match self.range {
                 Some(range) => range,
                 None => {
                     let percent = self.saturate.unwrap_or(DEFAULT_SATURATE);
                     // No sample to count (no finite float): every finite value is above 0 or not.
-                    cuts::of_frame(&frame, channels, percent)
+                    cuts::of_frame(&frame, channels, percent, mask)
                         .map_err(|e| cx.op_error(e))?
                         .unwrap_or((0.0, 0.0))
                 }

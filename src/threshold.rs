@@ -1,8 +1,12 @@
 use std::io::Write;
 
-use histopipe_cli::{Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool, TABLE_KEY_COLUMNS};
+use histopipe_cli::{
+    Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool, TABLE_KEY_COLUMNS,
+};
 use histopipe_frame::Frame;
 use histopipe_ops::threshold::{Levels, Method, Percent, Threshold as ThresholdOp, HUNDRED_PERCENT};
+
+use crate::mask::{self, Mask, MASK};
 
 /// `threshold`: each frame to a binary frame (or labels) by a threshold chosen from its histogram.
 #[derive(Default)]
@@ -13,6 +17,9 @@ pub struct Threshold {
     format: Option<OutputFormat>,
     /// The table's format, when the output is the thresholds: csv or tsv.
     table: Option<OutputFormat>,
+    mask_path: Option<std::path::PathBuf>,
+    /// `--mask`, read in [`Tool::check`].
+    mask: Option<Mask>,
 }
 
 /// The columns after the frame and its source.
@@ -33,7 +40,8 @@ thresholds of scikit-image's threshold_multiotsu(image, classes=K) and a label f
 (maxval K - 1), each sample's label the number of thresholds at or below it (np.digitize).
 Colour frames are thresholded by their luma; float frames are refused (stretch converts them).
 With --format csv (or -o x.csv) it writes the thresholds instead, one row each:
-frame,source,method,threshold. See docs/threshold.md.
+frame,source,method,threshold. With --mask FILE the histogram the thresholds are chosen from
+counts only the pixels where the mask is non-zero; every pixel is mapped. See docs/threshold.md.
 
 Usage: threshold [OPTIONS] [FILE...]";
     const FLAGS: &'static [Flag] = &[
@@ -52,6 +60,7 @@ Usage: threshold [OPTIONS] [FILE...]";
             "csv or tsv: the thresholds as a table [default: -o's extension, else frames]",
         )
         .one_of(&["csv", "tsv"]),
+        MASK,
     ];
     const HELP_END: &'static str = "\
 Example:
@@ -63,6 +72,7 @@ Example:
         match given.flag.long {
             "--method" => self.method = Some(parse_method(given.text()?)?),
             "--invert" => self.invert = true,
+            "--mask" => self.mask_path = Some(given.os().into()),
             "--format" => {
                 self.format = Some(match given.text()? {
                     "csv" => OutputFormat::Csv,
@@ -73,6 +83,13 @@ Example:
             _ => return Ok(false),
         }
         Ok(true)
+    }
+
+    fn check(&mut self, common: &Common) -> Result<(), Error> {
+        if let Some(path) = &self.mask_path {
+            self.mask = Some(Mask::read(path, common)?);
+        }
+        Ok(())
     }
 
     fn product(&mut self, format: Option<OutputFormat>) -> Result<Product, Error> {
@@ -95,11 +112,12 @@ Example:
 
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let method = self.method.unwrap_or(Method::Otsu);
+        let mask = mask::fit(&self.mask, cx, &frame)?;
         let Some(format) = self.table else {
-            let out = cx.run(&ThresholdOp { method, invert: self.invert }, &frame)?;
+            let out = cx.run(&ThresholdOp { method, invert: self.invert, mask }, &frame)?;
             return cx.write(out.frame);
         };
-        let thresholds = cx.run(&Levels { method }, &frame)?;
+        let thresholds = cx.run(&Levels { method, mask }, &frame)?;
         let sep = if format == OutputFormat::Tsv { '\t' } else { ',' };
         let mut text = String::new();
         if cx.starts_output() {

@@ -1,9 +1,11 @@
-//! `--reference FILE` and `--mask FILE`: the images whose first frame `equalize` reads before any
-//! input, and what it keeps of them.
+//! `--reference FILE`: the image whose first frame `equalize` reads before any input, and what it
+//! keeps of it (`--mask` is src/mask.rs, which other tools share).
 
 use histopipe_frame::{colour, Channels, Frame, Pixels};
 use histopipe_ops::bins::Bins;
 use histopipe_ops::histogram;
+
+use crate::mask::FLOAT;
 
 /// The histograms of a reference image's planes that `--reference` matches frames to, each with
 /// one count per level 0..=maxval of the reference.
@@ -61,25 +63,3 @@ impl Reference {
         }
     }
 }
-
-/// A mask's pixels: one byte a pixel, 1 where the mask is non-zero (counted), 0 elsewhere.
-pub struct Mask {
-    pub width: usize,
-    pub height: usize,
-    pub inside: Vec<u8>,
-}
-
-impl Mask {
-    /// The mask of `frame`, read as gray (colour by OpenCV's BGR2GRAY): its non-zero pixels are in.
-    pub fn of(frame: &Frame) -> Result<Mask, String> {
-        let inside = match &frame.pixels {
-            Pixels::U8(v) => v.iter().map(|&s| (s != 0) as u8).collect(),
-            Pixels::U16(v) => v.iter().map(|&s| (s != 0) as u8).collect(),
-            Pixels::F32(_) => return Err(FLOAT.into()),
-        };
-        Ok(Mask { width: frame.width, height: frame.height, inside })
-    }
-}
-
-/// Why a float image is refused as a reference or a mask.
-const FLOAT: &str = "its samples are 32-bit float; convert it to integers first (stretch --depth 8 or 16)";

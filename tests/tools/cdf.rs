@@ -1,3 +1,4 @@
+use histopipe_frame::Channels;
 use histopipe_ops::histogram::Histogram;
 use histopipe_ops::Op;
 
@@ -315,4 +316,78 @@ fn float_classes_gpu_matches_cpu() {
             "{range:?} {bins:?}"
         );
     }
+}
+
+/// The count column of `cdf`'s CSV rows (after frame, source, [channel,] bin, lower, upper).
+fn counts_of(out: &[u8], channel: bool) -> Vec<u64> {
+    let text = String::from_utf8(out.to_vec()).unwrap();
+    let at = if channel { 6 } else { 5 };
+    text.lines().skip(1).map(|l| l.split(',').nth(at).unwrap().parse().unwrap()).collect()
+}
+
+/// `--mask`: the counts are numpy.histogram's of the masked samples alone: 8-bit (one bin a
+/// level, and 16 bins), 16-bit with --range (binned as without a mask), float with its default
+/// range (the masked samples' extremes) and a given one; colour each, every channel under the
+/// one mask; the GPU the CPU's.
+#[test]
+fn mask_counts_the_masked_pixels_as_numpy() {
+    let dir = temp_dir("cdf-mask");
+    let mut rng = rng();
+    let (w, h) = (61, 47);
+    let mask = random_mask(&mut rng, w, h);
+    let path = mask_file(&dir, "mask.pgm", w, h, &mask);
+    let m = path.to_str().unwrap();
+    let gray = random_frame(&mut rng, w, h, 255);
+    let deep = random_frame(&mut rng, w, h, 4000);
+    let floats: Vec<f32> = (0..w * h).map(|i| (i as f32 * 0.37).sin() * 50.0 + (i % 13) as f32).collect();
+    let tiff = crate::common::float_tiff(&floats, w, h);
+    let colour = random_colour_frame(&mut rng, w, h, Channels::Rgb, 255);
+    let cases: Vec<(Vec<&str>, Vec<u8>, bool)> = vec![
+        (vec![], stream(std::slice::from_ref(&gray)), false),
+        (vec!["--bins", "16"], stream(std::slice::from_ref(&gray)), false),
+        (vec!["--range", "100:3099", "--bins", "30"], stream(std::slice::from_ref(&deep)), false),
+        (vec!["--bins", "20"], tiff.clone(), false),
+        (vec!["--bins", "7", "--range", "-20:40"], tiff.clone(), false),
+        (vec!["--colour", "each"], stream(std::slice::from_ref(&colour)), true),
+    ];
+    let got: Vec<Vec<u64>> = cases
+        .iter()
+        .map(|(args, input, channel)| {
+            let mut all = args.clone();
+            all.extend(["--mask", m]);
+            let out = run_ok("cdf", "cpu", &all, input);
+            if let Some(_gpu) = gpu() {
+                assert_eq!(run_ok("cdf", "gpu", &all, input), out, "{args:?}: GPU and CPU");
+            }
+            counts_of(&out, *channel)
+        })
+        .collect();
+    let floats_bytes: Vec<u8> = floats.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let deep_bytes: Vec<u8> = (0..w * h).flat_map(|i| deep.pixels.get(i).to_le_bytes()).collect();
+    let colour_bytes: Vec<u8> = (0..3 * w * h).map(|i| colour.pixels.get(i) as u8).collect();
+    let gray_bytes: Vec<u8> = (0..w * h).map(|i| gray.pixels.get(i) as u8).collect();
+    let script = "m = np.fromfile(sys.argv[1], np.uint8) != 0\n\
+                  g = np.fromfile(sys.argv[2], np.uint8)[m]\n\
+                  d = np.fromfile(sys.argv[3], '<u2')[m]\n\
+                  f = np.fromfile(sys.argv[4], '<f4').astype(np.float64)[m]\n\
+                  c = np.fromfile(sys.argv[5], np.uint8).reshape(-1, 3)[m]\n\
+                  out = [np.bincount(g, minlength=256), np.histogram(g, 16, (0, 256))[0],\n       \
+                  np.histogram(d[d < 3100], 30, (100, 3100))[0], np.histogram(f, 20)[0],\n       \
+                  np.histogram(f, 7, (-20, 40))[0],\n       \
+                  np.concatenate([np.bincount(c[:, k], minlength=256) for k in range(3)])]\n\
+                  print('\\n'.join(' '.join(map(str, o)) for o in out))\n";
+    let want = opencv(script, &[&mask, &gray_bytes, &deep_bytes, &floats_bytes, &colour_bytes]);
+    let want: Vec<Vec<u64>> = String::from_utf8(want)
+        .unwrap()
+        .lines()
+        .map(|l| l.split(' ').map(|v| v.parse().unwrap()).collect())
+        .collect();
+    for (i, (got, want)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(got, want, "case {i}: {:?}", cases[i].0);
+    }
+}
+
+#[test]
+fn a_mask_of_another_size_is_refused_in_one_line() {
+    assert_mask_size_refused("cdf", &[]);
 }

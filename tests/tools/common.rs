@@ -521,3 +521,29 @@ pub fn same_bits(a: &Frame, b: &Frame) -> bool {
     (a.width, a.height, a.channels, a.depth()) == (b.width, b.height, b.channels, b.depth())
         && bits(a) == bits(b)
 }
+
+/// Writes `mask` (one byte a pixel of a `w x h` frame) as a gray 8-bit PGM `dir/name`, as
+/// `--mask` reads it; returns its path.
+pub fn mask_file(dir: &Path, name: &str, w: usize, h: usize, mask: &[u8]) -> PathBuf {
+    let mut f = Frame::new(w, h, 255, Pixels::U8(mask.to_vec().into()));
+    f.format = histopipe_frame::Format::Pgm;
+    let path = dir.join(name);
+    std::fs::write(&path, stream(&[f])).unwrap();
+    path
+}
+
+/// A random mask of a `w x h` frame: about half its pixels, a band of rows left out, non-zero
+/// values other than 1 among them.
+pub fn random_mask(rng: &mut fastrand::Rng, w: usize, h: usize) -> Vec<u8> {
+    (0..w * h).map(|i| if i / w % 7 == 3 || rng.bool() { 0 } else { rng.u8(1..) }).collect()
+}
+
+/// `tool --mask` (a 3x2 mask) on moon.pgm (512x512) is refused in one line that names the mask.
+pub fn assert_mask_size_refused(tool: &str, args: &[&str]) {
+    let dir = temp_dir(&format!("{tool}-mask-size"));
+    let path = mask_file(&dir, "mask.pgm", 3, 2, &[1; 6]);
+    let mut all = args.to_vec();
+    all.extend(["--mask", path.to_str().unwrap()]);
+    let e = run_err(tool, &all, &fixture_bytes("moon.pgm"), 2);
+    assert!(e.contains(&format!("--mask {} is 3x2, and the frame 512x512", path.display())), "{e}");
+}

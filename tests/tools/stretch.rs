@@ -339,3 +339,76 @@ fn gpu_matches_cpu_on_integer_frames_and_through_the_tool() {
         );
     }
 }
+
+/// `--mask`: the cuts are the order statistics of the masked samples alone (NumPy), and the map
+/// applies to every pixel: the output is `--in LO:HI`'s with those cuts; 8-bit gray, 16-bit, colour
+/// (one range, and one a channel), float; the GPU the CPU's.
+#[test]
+fn mask_cuts_from_the_masked_samples_as_numpy() {
+    let dir = temp_dir("stretch-mask");
+    let mut rng = rng();
+    let (w, h) = (53, 41);
+    let mask = random_mask(&mut rng, w, h);
+    let path = mask_file(&dir, "mask.pgm", w, h, &mask);
+    let m = path.to_str().unwrap();
+    let gray = random_frame(&mut rng, w, h, 255);
+    let deep = random_frame(&mut rng, w, h, 65535);
+    let colour = random_colour_frame(&mut rng, w, h, Channels::Rgb, 255);
+    let floats: Vec<f32> = (0..w * h).map(|i| (i as f32 * 0.61).cos() * 9.0 + (i % 17) as f32).collect();
+    let tiff = float_tiff(&floats, w, h);
+    let inside = |i: usize| mask[i] != 0;
+    // (lo, hi) of --saturate 5 over `values`, as docs/stretch.md says: k = floor(N 5 / 200).
+    let cut = |mut values: Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        let n = values.len();
+        let k = (n * 5 / 200).min((n - 1) / 2);
+        (values[k], values[n - 1 - k])
+    };
+    let of = |f: &Frame, channels: &[usize]| {
+        let n = f.channels.count();
+        cut((0..f.pixels.len())
+            .filter(|&i| inside(i / n) && channels.contains(&(i % n)))
+            .map(|i| f.pixels.get(i) as f64)
+            .collect())
+    };
+    for (what, input, cuts, each) in [
+        ("gray", stream(std::slice::from_ref(&gray)), vec![of(&gray, &[0])], false),
+        ("16-bit", stream(std::slice::from_ref(&deep)), vec![of(&deep, &[0])], false),
+        ("colour", stream(std::slice::from_ref(&colour)), vec![of(&colour, &[0, 1, 2])], false),
+        (
+            "colour each",
+            stream(std::slice::from_ref(&colour)),
+            (0..3).map(|c| of(&colour, &[c])).collect(),
+            true,
+        ),
+    ] {
+        let mut args = vec!["--saturate", "5", "--mask", m];
+        if each {
+            args.extend(["--colour", "each"]);
+        }
+        let out = run_ok("stretch", "cpu", &args, &input);
+        let got = read_frames(&out).remove(0);
+        let frame = read_frames(&input).remove(0);
+        for (c, &(lo, hi)) in cuts.iter().enumerate() {
+            let range = format!("{lo}:{hi}");
+            let plane = if each { frame.plane(c) } else { frame.clone() };
+            let want = read_frames(&run_ok("stretch", "cpu", &["--in", &range], &stream(&[plane]))).remove(0);
+            let got = if each { got.plane(c) } else { got.clone() };
+            assert_eq!(got.pixels, want.pixels, "{what}: channel {c}, cuts {range}");
+        }
+        if let Some(_gpu) = gpu() {
+            assert_eq!(run_ok("stretch", "gpu", &args, &input), out, "{what}: GPU and CPU");
+        }
+    }
+    let (lo, hi) = cut((0..w * h).filter(|&i| inside(i)).map(|i| floats[i] as f64).collect());
+    let got = run_to_tiff("stretch", "cpu", &["--saturate", "5", "--mask", m, "--depth", "8"], &tiff);
+    let want = run_to_tiff("stretch", "cpu", &["--in", &format!("{lo}:{hi}"), "--depth", "8"], &tiff);
+    assert!(same_bits(&got, &want), "float: cuts {lo}:{hi}");
+}
+
+#[test]
+fn a_mask_of_another_size_is_refused_in_one_line() {
+    assert_mask_size_refused("stretch", &[]);
+    let e = run_err("stretch", &["--mask", "m.pgm", "--in", "0:9"], &fixture_bytes("moon.pgm"), 2);
+    assert!(e.contains("--mask chooses the samples --saturate cuts from"), "{e}");
+}

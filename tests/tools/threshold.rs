@@ -98,8 +98,12 @@ fn percentile(p: &str) -> String {
 
 /// What the CPU operation makes of a frame, as a [`Peer`].
 fn ours(method: Method, invert: bool, frame: &Frame) -> Peer {
-    let out = Threshold { method, invert }.cpu(frame).unwrap();
-    assert_eq!(Levels { method }.cpu(frame).unwrap(), out.thresholds, "{method}: Levels and Threshold");
+    let out = Threshold { method, invert, mask: None }.cpu(frame).unwrap();
+    assert_eq!(
+        Levels { method, mask: None }.cpu(frame).unwrap(),
+        out.thresholds,
+        "{method}: Levels and Threshold"
+    );
     Peer { thresholds: out.thresholds.iter().map(|&t| t as i64).collect(), bytes: sample_bytes(&out.frame) }
 }
 
@@ -372,7 +376,7 @@ fn gpu_matches_cpu() {
     for frame in &frames {
         for method in methods {
             for invert in [false, true] {
-                let op = Threshold { method, invert };
+                let op = Threshold { method, invert, mask: None };
                 let what =
                     format!("{method} {invert} {}x{} maxval {}", frame.width, frame.height, frame.maxval);
                 match (op.cpu(frame), op.gpu(&gpu, frame)) {
@@ -393,4 +397,62 @@ fn gpu_matches_cpu() {
         run_ok("threshold", "gpu", &args, &stream(&[frame.clone()]))
             == run_ok("threshold", "cpu", &args, &stream(&[frame]))
     );
+}
+
+/// `--mask`: otsu's threshold is cv2.threshold's THRESH_OTSU of the masked pixels alone, multi-Otsu
+/// scikit-image's threshold_multiotsu of them; the frame is every pixel through the threshold; the
+/// GPU the CPU's.
+#[test]
+fn mask_chooses_from_the_masked_pixels_as_opencv_and_skimage() {
+    let dir = temp_dir("threshold-mask");
+    let mut rng = rng();
+    let moon = fixture_frame("moon.pgm");
+    let (w, h) = (moon.width, moon.height);
+    let mut mask = random_mask(&mut rng, w, h);
+    // The lower half out: its histogram is not the whole frame's.
+    mask[w * h / 2..].fill(0);
+    let path = mask_file(&dir, "mask.pgm", w, h, &mask);
+    let m = path.to_str().unwrap();
+    let input = fixture_bytes("moon.pgm");
+    let pixels: Vec<u8> = (0..w * h).map(|i| moon.pixels.get(i) as u8).collect();
+    let script = "from skimage.filters import threshold_multiotsu\n\
+                  m = np.fromfile(sys.argv[1], np.uint8) != 0\n\
+                  a = np.fromfile(sys.argv[2], np.uint8)[m]\n\
+                  t = cv2.threshold(a.reshape(1, -1), 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)[0]\n\
+                  print(int(t), ' '.join(str(int(v)) for v in threshold_multiotsu(a, classes=3)))\n";
+    let want = String::from_utf8(skimage(script, &[&mask, &pixels])).unwrap();
+    let want: Vec<i64> = want.split_whitespace().map(|v| v.parse().unwrap()).collect();
+    let thresholds = |method: &str| -> Vec<i64> {
+        let out = run_ok("threshold", "cpu", &["--method", method, "--format", "csv", "--mask", m], &input);
+        let text = String::from_utf8(out).unwrap();
+        text.lines().skip(1).map(|l| l.rsplit(',').next().unwrap().parse().unwrap()).collect()
+    };
+    assert_eq!(thresholds("otsu"), [want[0]], "otsu under the mask");
+    assert_eq!(thresholds("multiotsu:3"), want[1..], "multiotsu:3 under the mask");
+    let unmasked = run_ok("threshold", "cpu", &["--format", "csv"], &input);
+    assert!(!String::from_utf8(unmasked).unwrap().ends_with(&format!(",{}\n", want[0])), "the mask matters");
+    for method in ["otsu", "multiotsu:3", "percentile:30"] {
+        let args = ["--method", method, "--mask", m];
+        let out = run_ok("threshold", "cpu", &args, &input);
+        let t = thresholds(method);
+        let got = read_frames(&out).remove(0);
+        for (i, &v) in pixels.iter().enumerate() {
+            let v = v as i64;
+            // Labels: the thresholds at or below the sample (np.digitize); binary: above it.
+            let want = match method.starts_with("multi") {
+                true => t.iter().filter(|&&t| v >= t).count() as u16,
+                false => (v > t[0]) as u16 * 255,
+            };
+            assert_eq!(got.pixels.get(i), want, "{method}: pixel {i}, masked or not, through the threshold");
+        }
+        if let Some(_gpu) = gpu() {
+            assert_eq!(run_ok("threshold", "gpu", &args, &input), out, "{method}: GPU and CPU");
+        }
+    }
+}
+
+#[test]
+fn a_mask_of_another_size_is_refused_in_one_line() {
+    assert_mask_size_refused("threshold", &[]);
+    assert_mask_size_refused("threshold", &["--format", "csv"]);
 }

@@ -442,7 +442,7 @@ fn equalize_map<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError>
 fn threshold<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     let n = input.width * input.height;
     let mut sets = Sets::new(gpu, input, n)?;
-    let op = Threshold { method: Method::Otsu, invert: false };
+    let op = Threshold { method: Method::Otsu, invert: false, mask: None };
     let mut plan = ThresholdPlan::<u8>::new(gpu, op, 255, n)?;
     Ok(Case::new(n, 3 * n, sets.count(), move |_, i| {
         let (src, dst) = sets.pair(i);
@@ -452,7 +452,7 @@ fn threshold<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
 }
 
 fn threshold_cpu(_: &Input) -> Result<CpuRun, BenchError> {
-    let op = Threshold { method: Method::Otsu, invert: false };
+    let op = Threshold { method: Method::Otsu, invert: false, mask: None };
     cpu_run(move |frame| {
         black_box(op.cpu(frame)?);
         Ok(())
@@ -493,7 +493,7 @@ fn equalize_cpu(_: &Input) -> Result<CpuRun, BenchError> {
 /// `stretch`'s benchmark map: the frame's own `--saturate 0.35` cuts (the tool's default), to
 /// `maxout`, on `scale`.
 fn stretch_curve(frame: &Frame, scale: Scale, maxout: u16) -> Result<Curve, BenchError> {
-    let (lo, hi) = cuts::of_frame(frame, &[0], 0.35)?.unwrap_or((0.0, 0.0));
+    let (lo, hi) = cuts::of_frame(frame, &[0], 0.35, None)?.unwrap_or((0.0, 0.0));
     Ok(Curve { lo, hi, scale, maxout })
 }
 

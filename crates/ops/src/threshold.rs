@@ -24,6 +24,7 @@
 
 use histopipe_frame::{Frame, Pixels};
 use histopipe_gpu::cudarc::driver::CudaSlice;
+use histopipe_gpu::Buffer;
 
 use crate::bins::Bins;
 use crate::equalize;
@@ -387,15 +388,32 @@ pub fn table<T: Sample>(method: Method, thresholds: &[i32], levels: usize, inver
 
 /// The thresholds alone: the histogram on the backend, the choice on the host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Levels {
+pub struct Levels<'m> {
     pub method: Method,
+    /// One byte a pixel, non-zero where the pixel is counted in the histogram the thresholds are
+    /// chosen from; `None`: every pixel.
+    pub mask: Option<&'m [u8]>,
 }
 
-/// The thresholds, and the frame mapped through them.
+/// The thresholds, and the frame mapped through them (every pixel, masked or not).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Threshold {
+pub struct Threshold<'m> {
     pub method: Method,
     pub invert: bool,
+    /// As [`Levels::mask`].
+    pub mask: Option<&'m [u8]>,
+}
+
+/// Refuses a mask of another pixel count than the frame's.
+fn check_mask(mask: Option<&[u8]>, frame: &Frame) -> Result<(), OpError> {
+    match mask {
+        Some(mask) if mask.len() != frame.pixels.len() => Err(OpError::invalid(format!(
+            "a mask of {} pixels for a frame of {}",
+            mask.len(),
+            frame.pixels.len()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// What [`Threshold`] gives: the thresholds chosen, and the binary (or label) frame.
@@ -426,7 +444,10 @@ fn output_frame<T: Sample>(method: Method, frame: &Frame, mapped: Vec<T>) -> Fra
 /// GPU sequence of `Op::gpu` and the benchmark.
 pub struct ThresholdPlan<'g, T: Sample> {
     gpu: &'g Gpu,
-    op: Threshold,
+    method: Method,
+    invert: bool,
+    /// The op's mask, on the device.
+    mask: Option<Buffer<'g, u8>>,
     distribution: DistributionPlan<'g>,
     n: usize,
     _sample: std::marker::PhantomData<T>,
@@ -436,9 +457,15 @@ impl<'g, T: Sample> ThresholdPlan<'g, T> {
     /// The plan for frames of `n` samples of at most `maxval`.
     pub fn new(gpu: &'g Gpu, op: Threshold, maxval: u16, n: usize) -> Result<ThresholdPlan<'g, T>, OpError> {
         let bins = Bins::new(None, maxval)?;
+        let mask = match op.mask {
+            Some(mask) => Some(gpu.upload("threshold.mask", mask)?),
+            None => None,
+        };
         Ok(ThresholdPlan {
             gpu,
-            op,
+            method: op.method,
+            invert: op.invert,
+            mask,
             distribution: DistributionPlan::new(gpu, bins)?,
             n,
             _sample: std::marker::PhantomData,
@@ -448,8 +475,11 @@ impl<'g, T: Sample> ThresholdPlan<'g, T> {
     /// The thresholds of `src`: its histogram on the device, then the choice on the host (waits for
     /// the stream).
     pub fn thresholds(&mut self, src: &CudaSlice<T>) -> Result<Vec<i32>, OpError> {
-        self.distribution.queue_counts(src, self.n)?;
-        choose(self.op.method, &self.distribution.download_counts()?, bits::<T>())
+        match &self.mask {
+            Some(mask) => self.distribution.queue_masked(src, mask, self.n)?,
+            None => self.distribution.queue_counts(src, self.n)?,
+        }
+        choose(self.method, &self.distribution.download_counts()?, bits::<T>())
     }
 
     /// The whole operation on `src` into `dst`: the thresholds ([`ThresholdPlan::thresholds`]),
@@ -457,17 +487,16 @@ impl<'g, T: Sample> ThresholdPlan<'g, T> {
     pub fn queue(&mut self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<Vec<i32>, OpError> {
         let thresholds = self.thresholds(src)?;
         let levels = self.distribution.bins().levels();
-        let lut = self
-            .gpu
-            .upload("threshold.lut", &table::<T>(self.op.method, &thresholds, levels, self.op.invert))?;
+        let lut =
+            self.gpu.upload("threshold.lut", &table::<T>(self.method, &thresholds, levels, self.invert))?;
         equalize::queue_map(self.gpu, src, self.n, &lut, levels, dst)?;
         Ok(thresholds)
     }
 }
 
-impl Threshold {
+impl Threshold<'_> {
     fn cpu_samples<T: Sample>(&self, frame: &Frame, samples: &[T]) -> Result<Thresholded, OpError> {
-        let thresholds = Levels { method: self.method }.cpu_counts(samples, frame.maxval)?;
+        let thresholds = Levels { method: self.method, mask: self.mask }.cpu_counts(samples, frame.maxval)?;
         let levels = frame.maxval as usize + 1;
         let lut = table::<T>(self.method, &thresholds, levels, self.invert);
         let mapped = match (T::bytes(samples), T::bytes(&lut)) {
@@ -494,39 +523,47 @@ impl Threshold {
     }
 }
 
-impl Levels {
+impl Levels<'_> {
     fn cpu_counts<T: Sample>(&self, samples: &[T], maxval: u16) -> Result<Vec<i32>, OpError> {
         let bins = Bins::new(None, maxval)?;
-        choose(self.method, &histogram::count(samples, bins), bits::<T>())
+        let counts = match self.mask {
+            Some(mask) => histogram::count_masked(samples, mask, bins),
+            None => histogram::count(samples, bins),
+        };
+        choose(self.method, &counts, bits::<T>())
     }
 
     fn gpu_samples<T: Sample>(&self, gpu: &Gpu, samples: &[T], maxval: u16) -> Result<Vec<i32>, OpError> {
         let src = gpu.upload("threshold.in", samples)?;
-        let op = Threshold { method: self.method, invert: false };
+        let op = Threshold { method: self.method, invert: false, mask: self.mask };
         ThresholdPlan::<T>::new(gpu, op, maxval, samples.len())?.thresholds(&src)
     }
 }
 
-impl Op for Levels {
+impl Op for Levels<'_> {
     type Output = Vec<i32>;
 
     fn cpu(&self, frame: &Frame) -> Result<Vec<i32>, OpError> {
+        check_mask(self.mask, frame)?;
         with_samples!(&frame.pixels, v => self.cpu_counts(v, frame.maxval))
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Vec<i32>, OpError> {
+        check_mask(self.mask, frame)?;
         with_samples!(&frame.pixels, v => self.gpu_samples(gpu, v, frame.maxval))
     }
 }
 
-impl Op for Threshold {
+impl Op for Threshold<'_> {
     type Output = Thresholded;
 
     fn cpu(&self, frame: &Frame) -> Result<Thresholded, OpError> {
+        check_mask(self.mask, frame)?;
         with_samples!(&frame.pixels, v => self.cpu_samples(frame, v))
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Thresholded, OpError> {
+        check_mask(self.mask, frame)?;
         with_samples!(&frame.pixels, v => self.gpu_samples(gpu, frame, v))
     }
 }

@@ -55,33 +55,54 @@ pub fn of_floats(mut values: Vec<f32>, percent: f64) -> Option<(f32, f32)> {
 }
 
 /// The range (lo, hi) of `--saturate percent` over the samples of `frame`'s channels
-/// `channels` (a pixel's channel c is its sample c), as the module says; `None` where there is no
-/// sample to count (an empty frame, or no finite float).
-pub fn of_frame(frame: &Frame, channels: &[usize], percent: f64) -> Result<Option<(f64, f64)>, OpError> {
+/// `channels` (a pixel's channel c is its sample c) of the pixels `mask` selects (one byte a
+/// pixel, non-zero where counted; `None`: every pixel), as the module says; `None` where there is
+/// no sample to count (an empty frame or mask, or no finite float).
+pub fn of_frame(
+    frame: &Frame,
+    channels: &[usize],
+    percent: f64,
+    mask: Option<&[u8]>,
+) -> Result<Option<(f64, f64)>, OpError> {
     let count = frame.channels.count();
+    if let Some(mask) = mask {
+        if mask.len() * count != frame.pixels.len() {
+            return Err(OpError::invalid(format!(
+                "a mask of {} pixels for a frame of {}",
+                mask.len(),
+                frame.pixels.len() / count.max(1)
+            )));
+        }
+    }
     let every = (0..count).all(|c| channels.contains(&c));
-    let wanted = |i: usize| every || channels.contains(&(i % count));
+    let wanted =
+        |i: usize| (every || channels.contains(&(i % count))) && mask.is_none_or(|m| m[i / count] != 0);
     let widen = |cut: Option<(u16, u16)>| cut.map(|(lo, hi)| (lo as f64, hi as f64));
+    let all = every && (mask.is_none() || count == 1);
     Ok(match &frame.pixels {
         Pixels::F32(v) => {
             let values = v.iter().enumerate().filter(|&(i, _)| wanted(i)).map(|(_, &s)| s).collect();
             of_floats(values, percent).map(|(lo, hi)| (lo as f64, hi as f64))
         }
-        Pixels::U8(v) => widen(of_counts(&counts(v, frame.maxval, every, wanted)?, percent)),
-        Pixels::U16(v) => widen(of_counts(&counts(v, frame.maxval, every, wanted)?, percent)),
+        Pixels::U8(v) => widen(of_counts(&counts(v, frame.maxval, all, mask, wanted)?, percent)),
+        Pixels::U16(v) => widen(of_counts(&counts(v, frame.maxval, all, mask, wanted)?, percent)),
     })
 }
 
-/// The histogram, one bin a level, of the samples `wanted` keeps (all of them where `every`).
+/// The histogram, one bin a level, of the samples `wanted` keeps: where `all`, every sample (of
+/// the pixels `mask` selects, one sample a pixel).
 fn counts<T: crate::Sample>(
     samples: &[T],
     maxval: u16,
-    every: bool,
+    all: bool,
+    mask: Option<&[u8]>,
     wanted: impl Fn(usize) -> bool,
 ) -> Result<Vec<u64>, OpError> {
     let bins = Bins::new(None, maxval)?;
-    if every {
-        return Ok(histogram::count(samples, bins));
+    match (all, mask) {
+        (true, Some(mask)) => return Ok(histogram::count_masked(samples, mask, bins)),
+        (true, None) => return Ok(histogram::count(samples, bins)),
+        _ => {}
     }
     let mut counts = vec![0u64; maxval as usize + 1];
     for (_, &s) in samples.iter().enumerate().filter(|&(i, _)| wanted(i)) {
