@@ -18,7 +18,10 @@ The operations and their OpenCV calls (the parameters are the benchmark's, see s
 histogram calcHist (256 bins), equalize equalizeHist, rotate.nearest / rotate.bilinear
 warpAffine about the centre, pad copyMakeBorder to the diagonal, edges Canny (aperture 3, L1),
 hough HoughLines(edges, 1, pi/180, T) on the edge map, clahe createCLAHE() (clip 40, 8x8 tiles)
-.apply, threshold threshold(THRESH_BINARY + THRESH_OTSU). With --threads all, clahe is also timed on the GPU through cv2.cuda.createCLAHE (impl
+.apply, threshold threshold(THRESH_BINARY + THRESH_OTSU), equalize.mask calcHist with the
+benchmark's disc mask (frames.py) + equalizeHist's table (NumPy, 256 entries) + LUT (OpenCV has no
+masked equalizeHist: its calls composed, as docs/equalize.md states the rule), stretch NumPy's
+order statistics (np.partition: histopipe's --saturate 0.35 cuts exactly) and map. With --threads all, clahe is also timed on the GPU through cv2.cuda.createCLAHE (impl
 opencv-cuda: upload once, then apply on the GpuMat and wait for its stream, host clock) when this
 OpenCV has its CUDA module and a device; otherwise it says so on stderr.
 """
@@ -33,7 +36,9 @@ import time
 import cv2
 import numpy as np
 
-OPS = ["histogram", "equalize", "rotate", "pad", "edges", "hough", "clahe", "stretch", "threshold"]
+import frames
+
+OPS = ["histogram", "equalize", "equalize.mask", "rotate", "pad", "edges", "hough", "clahe", "stretch", "threshold"]
 
 
 def parse_sizes(text):
@@ -100,6 +105,9 @@ def cases(img, args):
         yield "histogram", lambda: cv2.calcHist([img], [0], None, [256], [0, 256])
     if "equalize" in args.ops:
         yield "equalize", lambda: cv2.equalizeHist(img)
+    if "equalize.mask" in args.ops:
+        mask = frames.disc_mask(w, h)
+        yield "equalize.mask", lambda: equalize_masked(img, mask)
     if "rotate" in args.ops:
         m = cv2.getRotationMatrix2D(((w - 1) / 2.0, (h - 1) / 2.0), args.angle, 1.0)
         for name, flag in (("rotate.nearest", cv2.INTER_NEAREST), ("rotate.bilinear", cv2.INTER_LINEAR)):
@@ -122,11 +130,31 @@ def cases(img, args):
 
 
 def stretch(img):
-    """NumPy's percentile stretch, 0.35 % saturated (ImageJ's default), to 8 bits: the cuts by
-    np.percentile, then the map."""
-    lo, hi = np.percentile(img, [0.175, 99.825])
+    """histopipe's `stretch --saturate 0.35 --depth 8` in NumPy: the cuts are the order
+    statistics s_k and s_(N-1-k), k = floor(N * 0.35 / 200) (np.partition, as np.percentile
+    partitions too; docs/stretch.md), then rint(clip((v - lo) / (hi - lo), 0, 1) * 255)."""
+    flat = img.ravel()
+    n = flat.size
+    k = min(int(n * 0.35 / 200), (n - 1) // 2)
+    part = np.partition(flat, [k, n - 1 - k])
+    lo, hi = float(part[k]), float(part[n - 1 - k])
     t = np.clip((img - lo) / max(hi - lo, 1e-9), 0, 1)
     return np.rint(t * 255).astype(np.uint8)
+
+
+def equalize_masked(img, mask):
+    """equalize --mask as OpenCV's calls: calcHist with the mask, equalizeHist's table from it
+    (scale 255 / (N - cdf_min), rounded), the LUT."""
+    hist = cv2.calcHist([img], [0], mask, [256], [0, 256]).ravel().astype(np.int64)
+    cdf = np.cumsum(hist)
+    nz = cdf[cdf > 0]
+    cdf_min, total = (nz[0], cdf[-1]) if nz.size else (0, 0)
+    if total == cdf_min:
+        lut = np.arange(256, dtype=np.uint8)
+    else:
+        scale = np.float32(255.0 / (total - cdf_min))
+        lut = np.clip(np.rint((np.maximum(cdf - cdf_min, 0)).astype(np.float32) * scale), 0, 255).astype(np.uint8)
+    return cv2.LUT(img, lut)
 
 
 def cuda_devices():

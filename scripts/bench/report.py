@@ -2,6 +2,10 @@
 """Writes docs/BENCHMARKS.md and the plot from one benchmark run's JSON lines.
 
     report.py --results DIR --md docs/BENCHMARKS.md --plot DIR/benchmarks.png [--command "..."]
+    report.py --issue27 DIR [DIR...] --md docs/BENCHMARKS.md
+        issue 27's section alone (scripts/bench/issue27's JSON lines: kernels-27.jsonl,
+        skimage-27.jsonl, tools-27*.jsonl, meta-27.json, in one folder or several), put in the
+        report's kept block (replacing the one there): the rest of the report is left as it is.
 
 DIR holds kernels.jsonl (histopipe-bench, peers, cpu_peers.py, kornia-peer, and the agreement of
 kornia-rs's outputs with OpenCV's), tools.jsonl, streams.jsonl and meta.json (GPU, driver, versions);
@@ -455,13 +459,117 @@ def plot_svg(data, path):
         f.write("\n".join(parts))
 
 
+# Issue 27: our op -> (its peer's op, the peer's impl, the peer's name in the table). The peers'
+# ops are named as ours (the same work: scripts/bench/cpu_peers.py, skimage_peers.py).
+PEERS_27 = {
+    "threshold": ("threshold", "opencv-all", "OpenCV threshold(OTSU)"),
+    "threshold.multiotsu": ("threshold.multiotsu", "skimage", "skimage threshold_multiotsu + digitize"),
+    "stretch": ("stretch", "opencv-all", "NumPy partition stretch"),
+    "equalize.reference": ("equalize.reference", "skimage", "skimage match_histograms"),
+    "equalize.mask": ("equalize.mask", "opencv-all", "OpenCV calcHist(mask) + LUT"),
+}
+# Where OpenCV has the operation, the CPU on all threads at or under it (issue 27).
+OPENCV_27 = ["threshold", "equalize.mask"]
+FLOOR_27, FLOOR_FROM_27 = 1.5, 3932 * 4000
+SECTION_27 = "## Issue 27: thresholds, stretch, matching, masks"
+
+
+def issue27(dirs):
+    """Issue 27's section (Markdown lines) from the JSON lines in `dirs`."""
+    rows, meta = [], {}
+    for d in dirs:
+        for name in sorted(os.listdir(d)):
+            if name.endswith(".jsonl") and "27" in name:
+                rows += load_jsonl(os.path.join(d, name))
+        if os.path.exists(os.path.join(d, "meta-27.json")):
+            with open(os.path.join(d, "meta-27.json")) as f:
+                meta.update(json.load(f))
+    k = Kernels(rows)
+    devices = [r for r in rows if r.get("suite") == "device"]
+    tools = [t for t in rows if t.get("suite") == "tool"]
+    L = [SECTION_27, ""]
+    L.append(f"Measured by `{meta.get('command', 'scripts/bench/issue27')}` (and `--skimage`, the same inputs) "
+             f"on {meta.get('gpu', '?')}, {meta.get('cpu', '?')} ({meta.get('threads', '?')} threads), commit "
+             f"{meta.get('commit', '?')}, {meta.get('date', '?')}; the report by `scripts/bench/report.py --issue27`.")
+    for extras in dict.fromkeys(", ".join(f"{a} {b}" for a, b in d.items() if a != "suite") for d in devices):
+        L.append(f"- {extras}")
+    L.append("")
+    L.append("GPU: the kernels in process (CUDA events, as the tables below), host waits included where the op "
+             "has them (the histogram's download for the host's choice or table, then the table's upload); "
+             "floor: a device-to-device copy in the same run of the frame's bytes (of 1.5 frames for "
+             "`equalize.mask`, whose mask is read too): bytes read + written at the bandwidth the device "
+             "reaches. CPU: our CPU backend on all threads. Peers on the same raw inputs, output identical to "
+             "ours (checked): OpenCV on all threads, NumPy and scikit-image on one (their code has no "
+             "threads); `match_histograms` returns float64 (ours is its `rint`, in 8 bits). `equalize.reference`'s "
+             "reference is the 640x651 random frame; `equalize.mask`'s mask the disc inscribed in the frame.")
+    L.append("")
+    checks, tables = [], []
+    for op, (peer_op, peer, label) in PEERS_27.items():
+        if not any(k.get(op, i) for i in ("histopipe-gpu", "histopipe-cpu")) and not k.get(peer_op, peer):
+            continue
+        tables.append(f"### `{op}` (peer: {label}, `{peer}`)")
+        tables.append("")
+        tables.append(table_row(["size", "content", "GPU ms", "floor ms", "GPU/floor", "CPU ms", "peer ms",
+                            "CPU/peer", "GPU/peer"]))
+        tables.append("|" + "---|" * 9)
+        for w, h, c in sorted(set(k.cases(op)) | set(k.cases(peer_op)), key=lambda x: (x[0] * x[1], x[0], x[2])):
+            g, fl = k.get(op, "histopipe-gpu", w, h, c), k.get(op, "copy", w, h, c)
+            cpu, pm = k.get(op, "histopipe-cpu", w, h, c), k.get(peer_op, peer, w, h, c)
+            tables.append(table_row([f"{w}x{h}", c, fmt_ms(g), fmt_ms(fl), fmt_ratio(ratio(g, fl)), fmt_ms(cpu),
+                                fmt_ms(pm), fmt_ratio(ratio(cpu, pm)), fmt_ratio(ratio(g, pm))]))
+            if w * h >= FLOOR_FROM_27:
+                check(checks, f"GPU `{op}` within {FLOOR_27:g}x of the memory floor (from 3932x4000)",
+                      f"{w}x{h} {c}", ratio(g, fl), FLOOR_27)
+            if op in OPENCV_27:
+                check(checks, f"CPU `{op}` at or under OpenCV (all threads)", f"{w}x{h} {c}", ratio(cpu, pm), 1)
+        tables.append("")
+    L += ["### Targets", "", "| target | case | measured | required | verdict |", "|---|---|---|---|---|"]
+    L += [table_row(r) for r in checks] + [""] + tables
+    if tools:
+        L += ["### Whole tools (process wall time, ms)", "",
+              "One process per frame as a user runs it (PGM in, file out), first with an empty kernel cache, "
+              "then warm (median); the peers' Python one-liners include the interpreter's start and imports.", ""]
+        L.append("| tool | size | impl | empty cache ms | warm ms | note |")
+        L.append("|---|---|---|---|---|---|")
+        for t in sorted(tools, key=lambda t: (t["tool"], t["width"] * t["height"], t.get("impl", ""))):
+            L.append(table_row([t["tool"], f"{t['width']}x{t['height']} {t['content']}", t.get("impl", ""),
+                                fmt_ms(t.get("cold_ms")), fmt_ms(t.get("warm_ms")), t.get("status", "")]))
+        L.append("")
+    return L
+
+
+def put_issue27(md, section):
+    """`section` into the report's kept block, in place of the one there (or before its end)."""
+    with open(md) as f:
+        lines = f.read().split("\n")
+    if KEPT_BEGIN not in lines:
+        at = lines.index("## Kernels (median ms)") if "## Kernels (median ms)" in lines else len(lines)
+        lines[at:at] = [KEPT_BEGIN, KEPT_END, ""]
+    end = lines.index(KEPT_END)
+    if SECTION_27 in lines:
+        start = lines.index(SECTION_27)
+        stop = next((i for i in range(start + 1, end) if lines[i].startswith("## ")), end)
+        lines[start:stop] = section
+    else:
+        lines[end:end] = section
+    with open(md, "w") as f:
+        f.write("\n".join(lines))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--results", required=True)
+    p.add_argument("--results")
     p.add_argument("--md", default="docs/BENCHMARKS.md")
-    p.add_argument("--plot", required=True, help="the plot's path without suffix: .png with matplotlib, else .svg")
+    p.add_argument("--plot", help="the plot's path without suffix: .png with matplotlib, else .svg")
     p.add_argument("--command", default="scripts/bench/run")
+    p.add_argument("--issue27", nargs="+", metavar="DIR", help="issue 27's section alone (see above)")
     a = p.parse_args()
+    if a.issue27:
+        put_issue27(a.md, issue27(a.issue27))
+        print(f"report: wrote issue 27's section into {a.md}")
+        return
+    if not a.results or not a.plot:
+        p.error("--results and --plot are required (or --issue27)")
     kern = Kernels(load_jsonl(os.path.join(a.results, "kernels.jsonl")))
     tools = [t for t in load_jsonl(os.path.join(a.results, "tools.jsonl")) if t.get("suite") == "tool"]
     streams = [s for s in load_jsonl(os.path.join(a.results, "streams.jsonl")) if s.get("suite") == "stream"]

@@ -9,6 +9,10 @@
         N frames of 3840x2160 8-bit through each filter (raw frames, --raw) and through the three
         pipelines (a multi-frame PGM stream, so the geometry metadata flows), in frames per
         second, next to `cat` through the same pipe (the I/O ceiling).
+    tools.py variants --dir D --work W [--sizes ...] [--names ...] [--peers opencv-python,skimage-python]
+                      [--no-ours]
+        issue 27's paths (VARIANTS: threshold, multi-Otsu, stretch, equalize --reference) as `tools`
+        times a filter, next to their peers' one-liners (OpenCV/NumPy, scikit-image).
 
 Tools missing from PATH are reported as missing, not failed: the benchmark runs on any subset.
 Every result is one JSON line on stdout.
@@ -35,6 +39,9 @@ def registry_tools():
 # What each filter of the registry is run with, and the OpenCV one-liner doing the same work (argv[1]
 # the input PGM, argv[2] the output file). The Hough parameters are OpenCV's HoughLines(img, 1, pi/180, T).
 CANNY = "--low 50 --high 150"
+STRETCH = ("import cv2,sys,numpy as n;i=cv2.imread(sys.argv[1],0);N=i.size;k=min(int(N*.35/200),(N-1)//2);"
+           "p=n.partition(i.ravel(),[k,N-1-k]);l,h=float(p[k]),float(p[N-1-k]);"
+           "cv2.imwrite(sys.argv[2]+'.pgm',n.rint(n.clip((i-l)/max(h-l,1e-9),0,1)*255).astype(n.uint8))")
 HOUGH_T = 200
 TOOLS = {
     "pad": {
@@ -67,13 +74,12 @@ TOOLS = {
         "input": "frame",
         "opencv": "import cv2,sys;cv2.imwrite(sys.argv[2]+'.pgm',cv2.equalizeHist(cv2.imread(sys.argv[1],0)))",
     },
-    # NumPy's percentile stretch, ImageJ's default 0.35 % saturated (np.percentile's default
-    # interpolation, not quite the order statistics stretch cuts; the same work).
+    # NumPy's stretch, ImageJ's default 0.35 % saturated: the order statistics the tool's cuts
+    # are (np.partition), then the map; the same output (cpu_peers.py's stretch).
     "stretch": {
         "args": ["--depth", "8"],
         "input": "frame",
-        "opencv": "import cv2,sys,numpy as n;i=cv2.imread(sys.argv[1],0);l,h=n.percentile(i,[0.175,99.825]);"
-        "cv2.imwrite(sys.argv[2]+'.pgm',n.rint(n.clip((i-l)/max(h-l,1e-9),0,1)*255).astype(n.uint8))",
+        "opencv": STRETCH,
     },
     "edges": {
         "args": CANNY.split(),
@@ -99,6 +105,25 @@ TOOLS = {
         "opencv": "import cv2,sys,numpy as n;l=cv2.HoughLines(cv2.imread(sys.argv[1],0),1,n.pi/180,%d);"
         "n.savetxt(sys.argv[2],l.reshape(-1,2) if l is not None else n.zeros((0,2)),delimiter=',')" % HOUGH_T,
         "opencv_input": "edges",
+    },
+}
+
+# Issue 27's paths as a user runs them (`tools.py variants`): the tool with these arguments, and
+# its peers' one-liners (argv[1] the input PGM, argv[2] the output file, argv[3] the reference PGM):
+# OpenCV and NumPy (`opencv-python`), scikit-image (`skimage-python`, where its wheels are).
+VARIANTS = {
+    "threshold": {"args": [], "opencv-python": TOOLS["threshold"]["opencv"]},
+    "threshold --method multiotsu:3": {
+        "args": ["--method", "multiotsu:3"],
+        "skimage-python": "import cv2,sys,numpy as n;from skimage.filters import threshold_multiotsu as t;"
+        "i=cv2.imread(sys.argv[1],0);cv2.imwrite(sys.argv[2]+'.pgm',n.digitize(i,t(i,classes=3)).astype(n.uint8))",
+    },
+    "stretch --depth 8": {"args": ["--depth", "8"], "opencv-python": STRETCH},
+    "equalize --reference": {
+        "args": ["--reference", "{reference}"],
+        "skimage-python": "import cv2,sys,numpy as n;from skimage.exposure import match_histograms as m;"
+        "i=cv2.imread(sys.argv[1],0);r=cv2.imread(sys.argv[3],0);"
+        "cv2.imwrite(sys.argv[2]+'.pgm',n.clip(n.rint(m(i,r)),0,255).astype(n.uint8))",
     },
 }
 
@@ -223,6 +248,66 @@ def tools(args):
             os.remove(f)
 
 
+def variants(args):
+    """Each of VARIANTS on one PGM frame of each size: ours per backend (unless --no-ours), then
+    the peers' one-liners of args.peers, each first with an empty cache, then warm (median)."""
+    work = args.work
+    os.makedirs(work, exist_ok=True)
+    sink = os.path.join(work, "out.tmp")
+    ref_c, ref_w, ref_h = "random", 640, 651  # frames.REFERENCE, histopipe-bench's reference
+    reference = os.path.join(work, f"reference-{ref_c}-{ref_w}x{ref_h}.pgm")
+    data = raw(args.dir, "", ref_c, ref_w, ref_h)
+    if data is not None:
+        write_pgm(reference, ref_w, ref_h, data)
+    for name in args.names:
+        spec = VARIANTS[name]
+        tool = name.split()[0]
+        tool_args = [a.format(reference=reference) for a in spec["args"]]
+        for w, h in args.sizes:
+            for content in args.content:
+                base = {"suite": "tool", "tool": name, "content": content, "width": w, "height": h}
+                frame_pgm = os.path.join(work, f"{content}-{w}x{h}.pgm")
+                if not os.path.exists(frame_pgm):
+                    data = raw(args.dir, "", content, w, h)
+                    if data is None:
+                        out({**base, "impl": "histopipe", "status": f"no input {content}-{w}x{h}.u8"})
+                        continue
+                    write_pgm(frame_pgm, w, h, data)
+                for backend in args.backends if args.ours else []:
+                    if not have(tool):
+                        out({**base, "impl": "histopipe", "status": "missing"})
+                        break
+                    cache = tempfile.mkdtemp(prefix="hp-cache-", dir=work)
+                    env = {**os.environ, "XDG_CACHE_HOME": cache}
+                    cmd = [tool, *tool_args, "--backend", backend]
+                    out({**base, "impl": f"histopipe-{backend}", **timed_runs(cmd, frame_pgm, sink, env, args)})
+                    shutil.rmtree(cache, ignore_errors=True)
+                for peer in args.peers:
+                    if peer in spec:
+                        cmd = [sys.executable, "-c", spec[peer], frame_pgm, sink + ".cv", reference]
+                        out({**base, "impl": peer, **timed_runs(cmd, frame_pgm, sink + ".peer", os.environ, args)})
+    for f in (sink, sink + ".cv.pgm", sink + ".peer"):
+        if os.path.exists(f):
+            os.remove(f)
+
+
+def timed_runs(cmd, stdin_path, stdout_path, env, args):
+    """The first run (cold_ms) and the median of args.warm_runs more (warm_ms), or a status."""
+    cold, err = run_timed(cmd, stdin_path, stdout_path, env, args.timeout)
+    warm = []
+    for _ in range(args.warm_runs if err is None else 0):
+        ms, err = run_timed(cmd, stdin_path, stdout_path, env, args.timeout)
+        if err:
+            break
+        warm.append(ms)
+    r = {"cold_ms": cold}
+    if warm:
+        r.update(warm_ms=statistics.median(warm), warm_min_ms=min(warm), runs=len(warm))
+    if err:
+        r["status"] = err
+    return r
+
+
 def streams(args):
     work = args.work
     os.makedirs(work, exist_ok=True)
@@ -338,7 +423,7 @@ def parse_sizes(text):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("command", choices=["tools", "streams"])
+    p.add_argument("command", choices=["tools", "streams", "variants"])
     p.add_argument("--dir", default="bench-inputs")
     p.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "histopipe-bench-work"))
     p.add_argument("--sizes", type=parse_sizes, default=parse_sizes("640x651,2560x1707,3932x4000,4096x3112,7680x4320"))
@@ -351,10 +436,15 @@ def main():
     p.add_argument("--size", type=lambda s: tuple(int(v) for v in s.split("x")), default=(3840, 2160))
     p.add_argument("--stream-runs", type=int, default=3)
     p.add_argument("--timeout", type=float, default=120.0)
+    p.add_argument("--names", type=lambda s: s.split(","), default=list(VARIANTS),
+                   help="variants: which of VARIANTS (comma-separated)")
+    p.add_argument("--peers", type=lambda s: s.split(","), default=["opencv-python"],
+                   help="variants: the peers' one-liners to time (opencv-python, skimage-python)")
+    p.add_argument("--no-ours", dest="ours", action="store_false", help="variants: the peers only")
     args = p.parse_args()
     if args.backends is None:
         args.backends = ["gpu", "cpu", "auto"] if args.command == "tools" else ["gpu", "auto"]
-    {"tools": tools, "streams": streams}[args.command](args)
+    {"tools": tools, "streams": streams, "variants": variants}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ use histopipe_ops::bins::Bins;
 use histopipe_ops::clahe::{Clahe, ClahePlan};
 use histopipe_ops::colhist::{default_bins, ColHist};
 use histopipe_ops::edges::Canny;
-use histopipe_ops::equalize::{Equalize, EqualizePlan};
+use histopipe_ops::equalize::{Equalize, EqualizePlan, Remap, RemapPlan, TableRule};
 use histopipe_ops::histogram::{self, DistributionPlan, Histogram};
 use histopipe_ops::hough::{
     HoughLines, HoughLinesPlan, HoughParams, HoughSpace, HoughVote, HoughVotePlan, Strategy,
@@ -54,7 +54,7 @@ use histopipe_ops::stretch::{self as stretch_op, cuts, Curve, Scale, Stretch};
 use histopipe_ops::threshold::{Method, Threshold, ThresholdPlan};
 use histopipe_ops::{Fill, Op};
 
-use crate::inputs::{Input, InputKind};
+use crate::inputs::{self, Content, Input, InputKind};
 use crate::BenchError;
 
 /// Queues one run on the GPU; the argument counts runs (pick the input set with `i % sets`).
@@ -106,10 +106,13 @@ pub fn all() -> Vec<Entry> {
         Entry::frame("equalize.scan", equalize_scan).with_cpu(equalize_scan_cpu),
         Entry::frame("equalize.map", equalize_map).with_cpu(equalize_map_cpu),
         Entry::frame("equalize", equalize).with_cpu(equalize_cpu),
+        Entry::frame("equalize.reference", equalize_reference).with_cpu(equalize_reference_cpu),
+        Entry::frame("equalize.mask", equalize_mask).with_cpu(equalize_mask_cpu),
         Entry::frame("stretch", stretch).with_cpu(stretch_cpu),
         Entry::frame("stretch.float", stretch_float).with_cpu(stretch_float_cpu),
         Entry::frame("clahe", clahe).with_cpu(clahe_cpu),
         Entry::frame("threshold", threshold).with_cpu(threshold_cpu),
+        Entry::frame("threshold.multiotsu", threshold_multiotsu).with_cpu(threshold_multiotsu_cpu),
         Entry::frame("edges.gradient", edges_gradient),
         Entry::frame("edges", edges).with_cpu(edges_cpu),
         Entry::edges("hough-vote.global", hough_vote_global),
@@ -436,13 +439,112 @@ fn equalize_map<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError>
     }))
 }
 
+/// `equalize --reference`'s reference in the benchmark: the uniform random frame of 640x651
+/// (`random-640x651.u8` of the inputs; matching to it is close to an equalization). Its counts,
+/// one per level; the peers (scripts/bench/skimage_peers.py) read the same frame.
+fn reference_counts() -> Vec<u64> {
+    let (w, h) = REFERENCE_SIZE;
+    let mut counts = vec![0u64; 256];
+    for v in inputs::generate(Content::Random, &(1, 1, vec![0]), w, h) {
+        counts[v as usize] += 1;
+    }
+    counts
+}
+
+/// The reference's size (see [`reference_counts`]).
+pub const REFERENCE_SIZE: (usize, usize) = (640, 651);
+
+/// `equalize --mask`'s mask in the benchmark: the disc inscribed in the frame, centred (a
+/// microscope's field of view), 1 inside: (2x + 1 - w)^2 + (2y + 1 - h)^2 <= min(w, h)^2. The
+/// peers (scripts/bench/cpu_peers.py) make the same.
+pub fn disc_mask(width: usize, height: usize) -> Vec<u8> {
+    let d = width.min(height) as i64;
+    let (w, h) = (width as i64, height as i64);
+    let mut mask = Vec::with_capacity(width * height);
+    for y in 0..h {
+        let dy = (2 * y + 1 - h).pow(2);
+        mask.extend((0..w).map(|x| u8::from((2 * x + 1 - w).pow(2) + dy <= d * d)));
+    }
+    mask
+}
+
+/// `equalize --reference` (histogram matching) as `Remap::gpu` runs it (`RemapPlan`): the
+/// frame's histogram, its download (a wait on the host, as the tool's), the table from the two
+/// histograms on the host, its upload and the map. Memory floor: a copy of the frame (the frame
+/// read and the output written once).
+fn equalize_reference<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    let n = input.width * input.height;
+    // Leaked (2 KiB a case): the plan borrows the counts for as long as the case lives.
+    let reference: &'static [u64] = Box::leak(reference_counts().into_boxed_slice());
+    let mut sets = Sets::new(gpu, input, n)?;
+    let mut plan = RemapPlan::<u8>::new(gpu, Remap::new(TableRule::Match(reference)), 255, n)?;
+    Ok(Case::new(n, 3 * n, sets.count(), move |_, i| {
+        let (src, dst) = sets.pair(i);
+        Ok(plan.queue(src, None, dst)?)
+    }))
+}
+
+fn equalize_reference_cpu(_: &Input) -> Result<CpuRun, BenchError> {
+    let reference = reference_counts();
+    cpu_run(move |frame| {
+        black_box(Remap::new(TableRule::Match(&reference)).cpu(frame)?);
+        Ok(())
+    })
+}
+
+/// `equalize --mask` (the histogram of the pixels in [`disc_mask`], equalizeHist's table from it,
+/// every pixel mapped) as `Remap::gpu` runs it (`RemapPlan`, the mask on the device already).
+/// Memory floor: a copy of the bytes the operation must move, the frame and the mask read and the
+/// output written (a copy of 1.5 frames reads and writes as many).
+fn equalize_mask<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    let n = input.width * input.height;
+    let host_mask = disc_mask(input.width, input.height);
+    let mask = gpu.stream().clone_htod(&host_mask)?;
+    let mut sets = Sets::new(gpu, input, n)?;
+    let remap = Remap { rule: TableRule::Equalize, mask: None, keep: None };
+    let mut plan = RemapPlan::<u8>::new(gpu, remap, 255, n)?;
+    Ok(Case::new(3 * n / 2, 4 * n, sets.count(), move |_, i| {
+        let (src, dst) = sets.pair(i);
+        Ok(plan.queue(src, Some(&mask), dst)?)
+    }))
+}
+
+fn equalize_mask_cpu(input: &Input) -> Result<CpuRun, BenchError> {
+    let mask = disc_mask(input.width, input.height);
+    cpu_run(move |frame| {
+        black_box(Remap { rule: TableRule::Equalize, mask: Some(&mask), keep: None }.cpu(frame)?);
+        Ok(())
+    })
+}
+
+/// `threshold --method multiotsu:3` (scikit-image's `threshold_multiotsu(image, classes=3)`, then
+/// the labels as `np.digitize`), as `Threshold::gpu` runs it: the histogram, its download, the
+/// exhaustive search on the host, the table's upload and the map. Memory floor: a copy of the
+/// frame.
+fn threshold_multiotsu<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    threshold_case(gpu, input, Method::MultiOtsu(3))
+}
+
+fn threshold_multiotsu_cpu(_: &Input) -> Result<CpuRun, BenchError> {
+    let op = Threshold { method: Method::MultiOtsu(3), invert: false, mask: None };
+    cpu_run(move |frame| {
+        black_box(op.cpu(frame)?);
+        Ok(())
+    })
+}
+
 /// `threshold` with Otsu's method, as `Threshold::gpu` runs it: the histogram, its download (a
 /// wait on the host, as the tool's), the choice and the table on the host, the table's upload and
 /// the map.
 fn threshold<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    threshold_case(gpu, input, Method::Otsu)
+}
+
+/// `threshold` by `method` on the GPU (see [`threshold`]).
+fn threshold_case<'g>(gpu: &'g Gpu, input: &Input, method: Method) -> Result<Case<'g>, BenchError> {
     let n = input.width * input.height;
     let mut sets = Sets::new(gpu, input, n)?;
-    let op = Threshold { method: Method::Otsu, invert: false, mask: None };
+    let op = Threshold { method, invert: false, mask: None };
     let mut plan = ThresholdPlan::<u8>::new(gpu, op, 255, n)?;
     Ok(Case::new(n, 3 * n, sets.count(), move |_, i| {
         let (src, dst) = sets.pair(i);

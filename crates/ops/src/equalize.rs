@@ -335,26 +335,65 @@ impl<'a> Remap<'a> {
     fn gpu_samples<T: Sample>(&self, gpu: &Gpu, samples: &[T], maxval: u16) -> Result<Samples<T>, OpError> {
         let n = samples.len();
         let src = gpu.upload("equalize.in", samples)?;
-        let lut = self.table_for::<T>(maxval, |bins| {
-            let mut plan = DistributionPlan::new(gpu, bins)?;
-            match self.mask {
-                Some(mask) => {
-                    let mask = gpu.upload("histogram.mask", mask)?;
-                    plan.queue_masked(&src, &mask, n)?;
-                    plan.download()
-                }
-                None => {
-                    plan.queue(&src, n)?;
-                    plan.download()
-                }
+        let mask = self.mask.map(|m| gpu.upload("histogram.mask", m)).transpose()?;
+        let mut dst = gpu.buffer::<T>("equalize.out", n)?;
+        RemapPlan::new(gpu, *self, maxval, n)?.queue(&src, mask.as_deref(), &mut dst)?;
+        Ok(gpu.download_samples(&dst, n)?)
+    }
+}
+
+/// The device plan of [`Remap`]: the frame's histogram (masked or not) by [`DistributionPlan`],
+/// its download and the table made on the host by the rule, the table's upload, and the map of
+/// every sample through it. The one GPU sequence of `Op::gpu` and the benchmark.
+pub struct RemapPlan<'g, 'a, T: Sample> {
+    gpu: &'g Gpu,
+    remap: Remap<'a>,
+    distribution: DistributionPlan<'g>,
+    maxval: u16,
+    /// Samples of a frame.
+    n: usize,
+    _sample: std::marker::PhantomData<T>,
+}
+
+impl<'g, 'a, T: Sample> RemapPlan<'g, 'a, T> {
+    /// The plan for frames of `n` samples of at most `maxval`.
+    pub fn new(
+        gpu: &'g Gpu,
+        remap: Remap<'a>,
+        maxval: u16,
+        n: usize,
+    ) -> Result<RemapPlan<'g, 'a, T>, OpError> {
+        Ok(RemapPlan {
+            gpu,
+            remap,
+            distribution: DistributionPlan::new(gpu, Bins::new(None, maxval)?)?,
+            maxval,
+            n,
+            _sample: std::marker::PhantomData,
+        })
+    }
+
+    /// The whole operation on `src` into `dst`, the histogram counting the pixels whose byte in
+    /// `mask` (the device copy of the remap's mask) is non-zero, or every pixel without one: the
+    /// histogram queued, downloaded (waits for the stream), the table made and uploaded, the map
+    /// queued.
+    pub fn queue(
+        &mut self,
+        src: &CudaSlice<T>,
+        mask: Option<&CudaSlice<u8>>,
+        dst: &mut CudaSlice<T>,
+    ) -> Result<(), OpError> {
+        let (n, distribution) = (self.n, &mut self.distribution);
+        let lut = self.remap.table_for::<T>(self.maxval, |_| {
+            match mask {
+                Some(mask) => distribution.queue_masked(src, mask, n)?,
+                None => distribution.queue(src, n)?,
             }
-            .map(|d| d.counts)
+            Ok(distribution.download()?.counts)
         })?;
         let levels = lut.len();
-        let lut = gpu.upload("equalize.lut", &lut)?;
-        let mut dst = gpu.buffer::<T>("equalize.out", n)?;
-        queue_map(gpu, &src, n, &lut, levels, &mut dst)?;
-        Ok(gpu.download_samples(&dst, n)?)
+        let lut = self.gpu.upload("equalize.lut", &lut)?;
+        queue_map(self.gpu, src, n, &lut, levels, dst)
     }
 }
 
