@@ -183,7 +183,7 @@ fn colour_each_counts_each_channel() {
     let script = "import pandas as pd\n\
         png, csv = sys.stdin.read().split('\\t')\n\
         rgb = cv2.imread(png, cv2.IMREAD_UNCHANGED)[..., ::-1]\n\
-        df = pd.read_csv(csv)\n\
+        df = pd.read_csv(csv, float_precision='round_trip')\n\
         assert list(df.columns[:4]) == ['frame', 'source', 'channel', 'bin']\n\
         for c, name in enumerate(['red', 'green', 'blue']):\n\
             \x20\x20\x20\x20got = df[df.channel == name]['count'].to_numpy()\n\
@@ -232,7 +232,7 @@ fn float_bins_match_numpy_histogram() {
                  a = cv2.imread(tif, cv2.IMREAD_UNCHANGED).astype(np.float64)\n\
                  fin = a[np.isfinite(a)]\n\
                  r = {range} or (fin.min(), fin.max())\n\
-                 df = pd.read_csv(csv)\n\
+                 df = pd.read_csv(csv, float_precision='round_trip')\n\
                  h, e = np.histogram(fin, bins=len(df), range=r)\n\
                  assert (df['count'].to_numpy() == h).all()\n\
                  assert np.array_equal(df.lower.to_numpy(), e[:-1]) and np.array_equal(df.upper.to_numpy(), e[1:])\n\
@@ -282,7 +282,7 @@ fn npy_table_loads() {
         csv, npy = sys.stdin.read().split('\\t')\n\
         x = np.load(npy)\n\
         assert x.shape == (8, 6) and x.dtype == np.float64, (x.shape, x.dtype)\n\
-        df = pd.read_csv(csv)\n\
+        df = pd.read_csv(csv, float_precision='round_trip')\n\
         assert (x[:, :5] == df[['bin', 'lower', 'upper', 'count', 'cumulative']].to_numpy()).all()\n\
         assert np.allclose(x[:, 5], df.fraction, atol=5e-7)\n\
         print('ok')\n";

@@ -546,7 +546,7 @@ fn channels_ranges_and_floats_match_numpy() {
     let script = "import pandas as pd\n\
         png, csv, npy = sys.stdin.read().split('\\t')\n\
         rgb = cv2.imread(png, cv2.IMREAD_UNCHANGED)[..., ::-1].astype(int)\n\
-        df = pd.read_csv(csv, keep_default_na=False)\n\
+        df = pd.read_csv(csv, keep_default_na=False, float_precision='round_trip')\n\
         x = np.load(npy)\n\
         assert x.shape == (3, 21, 512) and x.dtype == np.uint64, x.shape\n\
         for c, name in enumerate(['red', 'green', 'blue']):\n\
@@ -578,7 +578,7 @@ fn channels_ranges_and_floats_match_numpy() {
              a = cv2.imread(tif, cv2.IMREAD_UNCHANGED).astype(np.float64)\n\
              fin = a[np.isfinite(a)]\n\
              r = {range} or (fin.min(), fin.max())\n\
-             df = pd.read_csv(csv, keep_default_na=False)\n\
+             df = pd.read_csv(csv, keep_default_na=False, float_precision='round_trip')\n\
              n = len(df) - 5\n\
              m = df.iloc[:, 5:].to_numpy().astype(np.int64)\n\
              lines = a.T if {axis} == 0 else a\n\

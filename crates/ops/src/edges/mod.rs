@@ -114,7 +114,7 @@ impl Canny {
             Pixels::U8(v) => Ok(v),
             Pixels::U16(_) => Err(OpError::invalid(format!(
                 "16-bit input (maxval {}) is not supported: the thresholds are for 8-bit gradients; \
-                 convert the frame to 8 bits first (stretch --depth 8)",
+                 convert the frame to 8 bits first (the stretch tool does)",
                 frame.maxval
             ))),
             Pixels::F32(_) => Err(OpError::needs_integers()),
