@@ -6,6 +6,12 @@
 // Three kernels per frame: the tiles' histograms (of the frame extended by BORDER_REFLECT_101 when
 // the grid does not divide it), each tile's clipped histogram turned into its look-up table, and
 // each pixel mapped by bilinear interpolation between the tables of its four nearest tiles.
+//
+// With a mask (`clahe --mask`; `mask` not null: one byte a pixel of the frame, extended as the
+// frame is), a tile counts only the pixels whose byte is non-zero, and its clip limit and scale
+// come from its counted pixels N instead of its area (`masked_tiling` in clahe.rs): limit =
+// max(trunc(clip * N / bins), 1) in double (saturated to 2^31 - 1), scale = float(bins - 1) /
+// float(N); a tile of no counted pixel gets the identity table.
 #include "histopipe.cuh"
 
 
@@ -39,8 +45,8 @@ __device__ __forceinline__ u32 reflect101(u32 p, u32 n) {
 // lanes of a warp holding the same value adding once with the group's size (a flat tile costs one
 // atomic per warp, not 32); every lane runs the same iterations, as __match_any_sync needs.
 template <typename T, bool SHARED>
-__device__ void histograms(const T* __restrict__ in, Tiling t, u32 rows_per_slice, u32 slices,
-                           u32* __restrict__ counts) {
+__device__ void histograms(const T* __restrict__ in, const u8* __restrict__ mask, Tiling t, u32 rows_per_slice,
+                           u32 slices, u32* __restrict__ counts) {
     __shared__ u32 local[SHARED ? 256 : 1];
     const u32 tile = blockIdx.x / slices, slice = blockIdx.x - tile * slices;
     const u32 tx = tile % t.tiles_x, ty = tile / t.tiles_x;
@@ -57,11 +63,14 @@ __device__ void histograms(const T* __restrict__ in, Tiling t, u32 rows_per_slic
     const u32 step_rows = blockDim.x / t.tile_w, step_cols = blockDim.x % t.tile_w;
     u32 r = threadIdx.x / t.tile_w, c = threadIdx.x % t.tile_w;
     for (u32 i = threadIdx.x; i - lane < total; i += blockDim.x) {
-        const bool valid = i < total;
+        bool valid = i < total;
         u32 v = 0xffffffffu;
         if (valid) {
             const u32 sx = reflect101(x0 + c, t.width), sy = reflect101(y0 + r, t.height);
-            v = in[(u64)sy * t.width + sx];
+            const u64 at = (u64)sy * t.width + sx;
+            // A pixel the mask leaves out is an idle lane.
+            valid = mask == nullptr || mask[at] != 0;
+            if (valid) v = in[at];
         }
         if (SHARED) {
             if (valid) atomicAdd(&local[v], 1u);
@@ -84,13 +93,14 @@ __device__ void histograms(const T* __restrict__ in, Tiling t, u32 rows_per_slic
     }
 }
 
-extern "C" __global__ void histograms_u8(const u8* in, Tiling t, u32 rows_per_slice, u32 slices, u32* counts) {
-    histograms<u8, true>(in, t, rows_per_slice, slices, counts);
+extern "C" __global__ void histograms_u8(const u8* in, const u8* mask, Tiling t, u32 rows_per_slice, u32 slices,
+                                         u32* counts) {
+    histograms<u8, true>(in, mask, t, rows_per_slice, slices, counts);
 }
 
-extern "C" __global__ void histograms_u16(const u16* in, Tiling t, u32 rows_per_slice, u32 slices,
+extern "C" __global__ void histograms_u16(const u16* in, const u8* mask, Tiling t, u32 rows_per_slice, u32 slices,
                                           u32* counts) {
-    histograms<u16, false>(in, t, rows_per_slice, slices, counts);
+    histograms<u16, false>(in, mask, t, rows_per_slice, slices, counts);
 }
 
 // One block per tile turns its histogram into its look-up table, blockDim.x bins at a time.
@@ -99,10 +109,26 @@ extern "C" __global__ void histograms_u16(const u16* in, Tiling t, u32 rows_per_
 // max(bins div R, 1)). Then lut[b] = saturate(round_half_even(float(cdf(b)) * scale)), the sum
 // converted to float rounding to nearest.
 template <typename T>
-__device__ void tables(const u32* __restrict__ counts, Tiling t, T* __restrict__ luts) {
+__device__ void tables(const u32* __restrict__ counts, Tiling t, u32 masked, double clip, T* __restrict__ luts) {
     __shared__ u32 scratch[33];
     const u32* __restrict__ hist = counts + (u64)blockIdx.x * t.bins;
     T* __restrict__ lut = luts + (u64)blockIdx.x * t.bins;
+    if (masked) {
+        // The tile's counted pixels (< 2^31, as its area) set its limit and scale.
+        u32 part = 0;
+        for (u32 b = threadIdx.x; b < t.bins; b += blockDim.x) part += hist[b];
+        const u32 counted = block_reduce(part, scratch, Plus());
+        __syncthreads();
+        if (counted == 0) {
+            for (u32 b = threadIdx.x; b < t.bins; b += blockDim.x) lut[b] = (T)b;
+            return;
+        }
+        t.scale = __fdiv_rn(__uint2float_rn(t.bins - 1), __uint2float_rn(counted));
+        if (clip > 0.0) {
+            const double limit = __ddiv_rn(__dmul_rn(clip, (double)counted), (double)t.bins);
+            t.limit = limit >= 2147483647.0 ? 2147483647u : max((u32)limit, 1u);
+        }
+    }
     u32 batch = 0, residual = 0, step = 1;
     if (t.limit > 0) {
         u32 excess = 0;
@@ -134,9 +160,13 @@ __device__ void tables(const u32* __restrict__ counts, Tiling t, T* __restrict__
     }
 }
 
-extern "C" __global__ void tables_u8(const u32* counts, Tiling t, u8* luts) { tables<u8>(counts, t, luts); }
+extern "C" __global__ void tables_u8(const u32* counts, Tiling t, u32 masked, double clip, u8* luts) {
+    tables<u8>(counts, t, masked, clip, luts);
+}
 
-extern "C" __global__ void tables_u16(const u32* counts, Tiling t, u16* luts) { tables<u16>(counts, t, luts); }
+extern "C" __global__ void tables_u16(const u32* counts, Tiling t, u32 masked, double clip, u16* luts) {
+    tables<u16>(counts, t, masked, clip, luts);
+}
 
 // The weights of position p on an axis of tiles of size 1 / inv: OpenCV's
 // pf = p * inv - 0.5, i1 = floor(pf), a = pf - i1; the nearer tiles i1 and i1 + 1 clamped to

@@ -8,13 +8,21 @@
 // counts whose histograms do not fit in shared memory even for one line: global atomics.
 #include "histopipe.cuh"
 
-// Geometry::is_original, operation for operation: the pixel centre mapped into the original by
-// (a x + b y + c, d x + e y + f), rounded half up, inside ow x oh.
+// Which pixels count: those whose byte in `inside` (the user's mask, one byte a pixel of the w-wide
+// frame; null: none given) is non-zero and, when `on`, that Geometry::is_original accepts,
+// operation for operation: the pixel centre mapped into the original by (a x + b y + c,
+// d x + e y + f), rounded half up, inside ow x oh.
 struct Mask {
     u32 on;
     double a, b, c, d, e, f, ow, oh;
+    const u8* inside;
+    u32 w;
+
+    // Whether any pixel may be left out: the kernels' MASKED instances.
+    __device__ __forceinline__ bool any() const { return on || inside != nullptr; }
 
     __device__ __forceinline__ bool counts(u32 x, u32 y) const {
+        if (inside != nullptr && inside[(u64)y * w + x] == 0) return false;
         if (!on) return true;
         const double fx = (double)x, fy = (double)y;
         const double ox = a * fx + b * fy + c;
@@ -256,40 +264,40 @@ __device__ void colhist_warp_rows(const T* __restrict__ px, u32 w, u32 h, u32 ma
     extern "C" __global__ void colhist_tiled_##DIR##_##T(const T* px, u32 w, u32 h, u32 maxval, u32 bins,      \
                                                          u32 tile, u32 span, u32 masked, double a, double b,   \
                                                          double c, double d, double e, double f, double ow,    \
-                                                         double oh, u32* counts) {                             \
-        const Mask mask{masked, a, b, c, d, e, f, ow, oh};                                                     \
-        colhist_tiled<T, ROWS>(px, w, h, maxval, bins, tile, span, mask, counts);                             \
+                                                         double oh, const u8* inside, u32* counts) {           \
+        const Mask mask{masked, a, b, c, d, e, f, ow, oh, inside, w};                                          \
+        colhist_tiled<T, ROWS>(px, w, h, maxval, bins, tile, span, mask, counts);                              \
     }                                                                                                          \
     extern "C" __global__ void colhist_global_##DIR##_##T(const T* px, u32 w, u32 h, u32 maxval, u32 bins,     \
                                                           u32 tile, u32 span, u32 masked, double a, double b,  \
                                                           double c, double d, double e, double f, double ow,   \
-                                                          double oh, u32* counts) {                            \
-        const Mask mask{masked, a, b, c, d, e, f, ow, oh};                                                     \
-        colhist_global<T, ROWS>(px, w, h, maxval, bins, mask, counts);                                        \
+                                                          double oh, const u8* inside, u32* counts) {          \
+        const Mask mask{masked, a, b, c, d, e, f, ow, oh, inside, w};                                          \
+        colhist_global<T, ROWS>(px, w, h, maxval, bins, mask, counts);                                         \
     }
 
 #define COLHIST_PAIR_KERNELS(T)                                                                                \
-    extern "C" __global__ void colhist_pairs_##T(const T* px, u32 w, u32 h, u32 maxval, u32 bins, u32 tile,   \
+    extern "C" __global__ void colhist_pairs_##T(const T* px, u32 w, u32 h, u32 maxval, u32 bins, u32 tile,    \
                                                  u32 span, u32 masked, double a, double b, double c, double d, \
-                                                 double e, double f, double ow, double oh, u32* counts,        \
-                                                 u32* partials, u32* done) {                                   \
-        const Mask mask{masked, a, b, c, d, e, f, ow, oh};                                                     \
-        if (masked)                                                                                            \
-            colhist_pairs<T, true>(px, w, h, maxval, bins, span, mask, counts, partials, done);               \
+                                                 double e, double f, double ow, double oh, const u8* inside,   \
+                                                 u32* counts, u32* partials, u32* done) {                      \
+        const Mask mask{masked, a, b, c, d, e, f, ow, oh, inside, w};                                          \
+        if (mask.any())                                                                                        \
+            colhist_pairs<T, true>(px, w, h, maxval, bins, span, mask, counts, partials, done);                \
         else                                                                                                   \
-            colhist_pairs<T, false>(px, w, h, maxval, bins, span, mask, counts, partials, done);              \
+            colhist_pairs<T, false>(px, w, h, maxval, bins, span, mask, counts, partials, done);               \
     }
 
 #define COLHIST_WARP_ROW_KERNELS(T)                                                                            \
-    extern "C" __global__ void colhist_warp_rows_##T(const T* px, u32 w, u32 h, u32 maxval, u32 bins,         \
+    extern "C" __global__ void colhist_warp_rows_##T(const T* px, u32 w, u32 h, u32 maxval, u32 bins,          \
                                                      u32 tile, u32 span, u32 masked, double a, double b,       \
                                                      double c, double d, double e, double f, double ow,        \
-                                                     double oh, u32* counts) {                                 \
-        const Mask mask{masked, a, b, c, d, e, f, ow, oh};                                                     \
-        if (masked)                                                                                            \
-            colhist_warp_rows<T, true>(px, w, h, maxval, bins, mask, counts);                                 \
+                                                     double oh, const u8* inside, u32* counts) {               \
+        const Mask mask{masked, a, b, c, d, e, f, ow, oh, inside, w};                                          \
+        if (mask.any())                                                                                        \
+            colhist_warp_rows<T, true>(px, w, h, maxval, bins, mask, counts);                                  \
         else                                                                                                   \
-            colhist_warp_rows<T, false>(px, w, h, maxval, bins, mask, counts);                                \
+            colhist_warp_rows<T, false>(px, w, h, maxval, bins, mask, counts);                                 \
     }
 
 COLHIST_WARP_ROW_KERNELS(u8)

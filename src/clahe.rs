@@ -1,8 +1,9 @@
 use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, Tool};
 use histopipe_frame::Frame;
-use histopipe_ops::clahe::{self, TileGrid};
+use histopipe_ops::clahe::{self, MaskedClahe, TileGrid};
 
 use crate::equalize::{Colour, COLOUR};
+use crate::mask::{self, Mask, MASK};
 
 /// `--clip` and `--tiles`, defined apart from [`Clahe::FLAGS`] so that [`Clahe::check`]'s
 /// messages name them from their definitions ([`Flag::message`]).
@@ -20,6 +21,9 @@ const TILES: Flag =
 pub struct Clahe {
     op: clahe::Clahe,
     colour: Colour,
+    /// `--mask`'s file, read in [`Tool::check`] into `mask`.
+    mask_path: Option<std::path::PathBuf>,
+    mask: Option<Mask>,
 }
 
 impl Tool for Clahe {
@@ -38,10 +42,14 @@ The output's maxval is 255 (8-bit) or 65535 (16-bit), the range OpenCV's tables 
 Colour frames (--colour): by default CLAHE of the Y of YCrCb, converted back, as OpenCV's recipe
 does it (cvtColor BGR2YCrCb, CLAHE of Y, cvtColor YCrCb2BGR), byte for byte at 8 and 16 bits;
 'each' works on R, G and B on their own; 'gray' reads colour as gray and writes gray. Alpha is
-carried unchanged (rescaled only when the maxval changes). See docs/clahe.md.
+carried unchanged (rescaled only when the maxval changes).
+
+With --mask FILE (the frame's size) each tile's histogram counts only the pixels where the mask is
+non-zero, N of them, and is clipped at max(C * N / bins, 1); its table scales by (bins - 1) / N;
+a tile of no masked pixel maps as the identity; every pixel is mapped. See docs/clahe.md.
 
 Usage: clahe [OPTIONS] [FILE...]";
-    const FLAGS: &'static [Flag] = &[CLIP, TILES, COLOUR];
+    const FLAGS: &'static [Flag] = &[CLIP, TILES, COLOUR, MASK];
     const HELP_END: &'static str = "\
 Example:
   clahe --clip 2 < moon.pgm > moon-clahe.pgm
@@ -53,12 +61,13 @@ Example:
             "--clip" => self.op.clip = given.parse()?,
             "--tiles" => self.op.tiles = given.parse::<TileGrid>()?,
             "--colour" => self.colour = Colour::parse(given.text()?)?,
+            "--mask" => self.mask_path = Some(given.os().into()),
             _ => return Ok(false),
         }
         Ok(true)
     }
 
-    fn check(&mut self, _: &Common) -> Result<(), Error> {
+    fn check(&mut self, common: &Common) -> Result<(), Error> {
         if !self.op.clip.is_finite() {
             let why = format!("bad value '{}': not a finite number", self.op.clip);
             return Err(Error::usage(CLIP.message(why)));
@@ -74,6 +83,9 @@ Example:
             );
             return Err(Error::usage(TILES.message_of(format!("{x}x{y}"), why)));
         }
+        if let Some(path) = &self.mask_path {
+            self.mask = Some(Mask::read(path, common)?);
+        }
         Ok(())
     }
 
@@ -82,7 +94,10 @@ Example:
     }
 
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
-        let out = self.colour.run(cx, &frame, &self.op)?;
+        let out = match mask::fit(&self.mask, cx, &frame)? {
+            Some(mask) => self.colour.run(cx, &frame, &MaskedClahe { op: self.op, mask })?,
+            None => self.colour.run(cx, &frame, &self.op)?,
+        };
         cx.write(out)
     }
 }

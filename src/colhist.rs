@@ -5,12 +5,13 @@ use histopipe_cli::{
     TABLE_KEY_COLUMNS,
 };
 use histopipe_frame::{encode_npy_array, Format, Frame, Line, NpyData, Pixels};
-use histopipe_ops::colhist::{ColHistParams, Histograms};
+use histopipe_ops::colhist::{ColHistParams, Histograms, MaskedColHist};
 use histopipe_ops::range::Outside;
 use histopipe_ops::{parallel, OpError};
 use histopipe_plot::{colhist_figure, heatmap_image, ColhistFigure, Counts};
 
 use crate::binning::{classes, parse_range, BinBounds, Colour};
+use crate::mask::{self, Mask, MASK};
 use crate::plot::{plot_target, write_figure, Plot};
 
 /// What `colhist` writes.
@@ -55,6 +56,9 @@ pub struct ColHist {
     format: Option<OutputFormat>,
     output: Output,
     plot: Option<Plot>,
+    /// `--mask`'s file, read in [`Tool::check`] into `mask`.
+    mask_path: Option<std::path::PathBuf>,
+    mask: Option<Mask>,
 }
 
 /// A distance in pixels under which the two ends of `--line` (`--segment`) count as in one column:
@@ -71,7 +75,10 @@ LO..=HI (--range, default 0..=maxval). Float samples: N bins (default 256) over 
 the finite samples' least to greatest), as numpy.histogram(a.astype(float64), bins=N,
 range=(LO, HI)) assigns them. Only
 pixels of the original image count (through the geometry metadata: pad's border and the corners a
-rotation brings in do not); without metadata every pixel counts.
+rotation brings in do not); without metadata every pixel counts. With --mask FILE, of those only
+the pixels where the mask is non-zero (the mask has the frame's size: after pad and rotate, the
+turned frame's; every channel under the same mask; a float frame's default range is theirs):
+np.bincount(img[:, x][mask[:, x] > 0]) per column. See docs/colhist.md.
 
 Usage: colhist [OPTIONS] [FILE...]";
     const FLAGS: &'static [Flag] = &[
@@ -97,7 +104,8 @@ Usage: colhist [OPTIONS] [FILE...]";
         )
         .one_of(&["luma", "each"]),
         Flag::switch("--rows", "a histogram of every row instead (a bins x height matrix)"),
-        Flag::switch("--count-padding", "count every pixel, padding included"),
+        Flag::switch("--count-padding", "count every pixel, padding included (--mask still applies)"),
+        MASK,
         Flag::with_value(
             "--line",
             "X0,Y0,X1,Y1",
@@ -174,12 +182,13 @@ Example:
                 });
             }
             "--plot" => self.plot = Some(plot_target(given)?),
+            "--mask" => self.mask_path = Some(given.os().into()),
             _ => return Ok(false),
         }
         Ok(true)
     }
 
-    fn check(&mut self, _: &Common) -> Result<(), Error> {
+    fn check(&mut self, common: &Common) -> Result<(), Error> {
         if self.plot.is_some() && self.colour == Colour::Each {
             return Err(Error::usage("--plot draws one histogram: it cannot be combined with --colour each"));
         }
@@ -188,6 +197,9 @@ Example:
                 "{} takes one column: it cannot be combined with --rows",
                 along.option()
             )));
+        }
+        if let Some(path) = &self.mask_path {
+            self.mask = Some(Mask::read(path, common)?);
         }
         Ok(())
     }
@@ -238,9 +250,10 @@ Example:
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let (width, height, maxval, source) = (frame.width, frame.height, frame.maxval, frame.source.clone());
         let float = !frame.depth().is_integer();
+        let mask = mask::fit(&self.mask, cx, &frame)?;
         let mut channels = Vec::new();
         for (name, plane) in self.colour.planes(frame) {
-            channels.push(self.channel(cx, name, plane)?);
+            channels.push(self.channel(cx, name, plane, mask)?);
         }
         let first = &channels[0];
         if let (Some(plot), Some(path)) = (&self.plot, cx.side_file(0)) {
@@ -360,19 +373,21 @@ impl Counted {
 }
 
 impl ColHist {
-    /// The counts of one channel, `plane`: over its index frame with a range or float samples.
+    /// The counts of one channel, `plane`: over its index frame with a range or float samples;
+    /// of the pixels `mask` selects, if given.
     fn channel(
         &self,
         cx: &mut Context<'_>,
         name: Option<&'static str>,
         plane: Frame,
+        mask: Option<&[u8]>,
     ) -> Result<Counted, Error> {
         let int_default = self.range.map(|(lo, hi)| (hi - lo + 1.0).min(256.0) as usize);
         let bins = match plane.depth().is_integer() {
             true => self.params.bins.map(|b| b as usize).or(int_default),
             false => self.params.bins.map(|b| b as usize),
         };
-        let (frame, params, layout, bounds) = match classes(cx, &plane, self.range, bins, None)? {
+        let (frame, params, layout, bounds) = match classes(cx, &plane, self.range, bins, mask)? {
             None => (plane, self.params, None, None),
             Some(c) => {
                 let params = ColHistParams { bins: Some(c.layout.classes() as u32), ..self.params };
@@ -386,10 +401,12 @@ impl ColHist {
             Some(along) => Some(along.column(cx, &frame)?),
             None => None,
         };
-        let h = match &column {
-            None => cx.run(&op, &frame)?,
-            // Only the column's pixels go to the backend, as a frame of one column.
-            Some(c) => match op.column(&frame, c.x, c.rows.clone()) {
+        let h = match (&column, mask) {
+            (None, None) => cx.run(&op, &frame)?,
+            (None, Some(mask)) => cx.run(&MaskedColHist { op: &op, mask }, &frame)?,
+            // Only the column's pixels (the mask's, if given) go to the backend, as a frame of one
+            // column.
+            (Some(c), _) => match op.column(&frame, c.x, c.rows.clone(), mask) {
                 (_, pixels) if pixels.height == 0 => {
                     Histograms { bins: op.bins as usize, lines: 1, counts: vec![0; op.bins as usize] }
                 }

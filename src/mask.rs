@@ -1,5 +1,5 @@
-//! `--mask FILE`, which `equalize`, `cdf`, `colhist`, `threshold` and `stretch` share: the image
-//! read before any input whose non-zero pixels are the ones a histogram counts.
+//! `--mask FILE`, which `equalize`, `cdf`, `colhist`, `clahe`, `threshold` and `stretch` share:
+//! the image read before any input whose non-zero pixels are the ones a histogram counts.
 
 use std::fs::File;
 use std::io::BufReader;

@@ -1,5 +1,5 @@
 use histopipe_frame::{Channels, Frame, Pixels, ReadOptions};
-use histopipe_ops::clahe::{Clahe, TileGrid};
+use histopipe_ops::clahe::{Clahe, MaskedClahe, TileGrid};
 use histopipe_ops::Op;
 
 use crate::common::*;
@@ -260,7 +260,56 @@ fn gpu_matches_cpu_on_awkward_frames() {
     for case in &cases {
         let op = case.op();
         assert_eq!(op.cpu(&case.frame).unwrap(), op.gpu(&gpu, &case.frame).unwrap(), "{}", case.what());
+        // Under a mask: tiles of some, all or no counted pixels (the identity table).
+        let (w, h) = (case.frame.width, case.frame.height);
+        let mask: Vec<u8> = (0..w * h).map(|i| if i / w < h / 3 { 0 } else { rng.u8(..) % 2 }).collect();
+        let masked = MaskedClahe { op, mask: &mask };
+        let what = format!("{} under a mask", case.what());
+        assert_eq!(masked.cpu(&case.frame).unwrap(), masked.gpu(&gpu, &case.frame).unwrap(), "{what}");
     }
+}
+
+/// `--mask`: a mask of every pixel is CLAHE without one (OpenCV's), a mask of none leaves the
+/// frame as it is, every channel under the one mask with `--colour each`; the GPU the CPU's.
+#[test]
+fn a_mask_selects_the_counted_pixels() {
+    let dir = temp_dir("clahe-mask");
+    let moon = fixture_bytes("moon.pgm");
+    let all = mask_file(&dir, "all.pgm", 512, 512, &vec![255; 512 * 512]);
+    let none = mask_file(&dir, "none.pgm", 512, 512, &vec![0; 512 * 512]);
+    let mut rng = rng();
+    let some = mask_file(&dir, "some.pgm", 512, 512, &random_mask(&mut rng, 512, 512));
+    let with = |m: &std::path::Path, args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--mask", m.to_str().unwrap()]);
+        all.into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+    for args in [&[][..], &["--clip", "2", "--tiles", "3x5"]] {
+        let plain = run_ok("clahe", "cpu", args, &moon);
+        let a = with(&all, args);
+        assert!(
+            run_ok("clahe", "cpu", &a.iter().map(|s| &s[..]).collect::<Vec<_>>(), &moon) == plain,
+            "{args:?}"
+        );
+        let a = with(&none, args);
+        let same = read_frames(&run_ok("clahe", "cpu", &a.iter().map(|s| &s[..]).collect::<Vec<_>>(), &moon));
+        assert!(same[0].pixels == fixture_frame("moon.pgm").pixels, "{args:?}: no pixel counted");
+    }
+    let colour = stream(&[random_colour_frame(&mut rng, 512, 512, Channels::Rgb, 255)]);
+    for (args, input) in [(&["--clip", "3"][..], &moon), (&["--colour", "each"], &colour), (&[], &colour)] {
+        let a = with(&some, args);
+        let a: Vec<&str> = a.iter().map(|s| &s[..]).collect();
+        let out = run_ok("clahe", "cpu", &a, input);
+        assert!(out != run_ok("clahe", "cpu", args, input), "{args:?}: the mask changes the tables");
+        if let Some(_gpu) = gpu() {
+            assert!(run_ok("clahe", "gpu", &a, input) == out, "{args:?}: GPU and CPU");
+        }
+    }
+}
+
+#[test]
+fn a_mask_of_another_size_is_refused_in_one_line() {
+    assert_mask_size_refused("clahe", &[]);
 }
 
 #[test]

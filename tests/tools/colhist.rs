@@ -1,5 +1,5 @@
-use histopipe_frame::{Frame, Geometry, Pixels};
-use histopipe_ops::colhist::ColHistParams;
+use histopipe_frame::{Channels, Frame, Geometry, Pixels};
+use histopipe_ops::colhist::{ColHistParams, MaskedColHist};
 use histopipe_ops::Op;
 
 use crate::common::*;
@@ -372,7 +372,7 @@ fn option_errors() {
 }
 
 /// CPU and GPU count the same: random frames, sizes, bins (past shared memory too), columns and
-/// rows, with and without a data-pixel mask.
+/// rows, with and without a data-pixel mask, with and without a user's mask (`--mask`).
 #[test]
 fn gpu_matches_cpu_on_random_frames() {
     let Some(gpu) = gpu() else { return };
@@ -399,7 +399,10 @@ fn gpu_matches_cpu_on_random_frames() {
             2 => Some(rng.u32(1..=levels.min(300))),
             _ => Some(levels.min(rng.u32(300..=5000))),
         };
-        for (rows, count_padding) in [(false, false), (true, false), (false, true)] {
+        // Mostly set, mostly clear, or half and half.
+        let odds = [2, 5, 9][i % 3];
+        let mask: Vec<u8> = (0..w * h).map(|_| (rng.u32(..10) < odds) as u8 * rng.u8(1..)).collect();
+        for (rows, count_padding) in [(false, false), (true, false), (false, true), (true, true)] {
             let op = ColHistParams { bins, rows, count_padding }.for_frame(&frame).unwrap();
             let cpu = op.cpu(&frame).unwrap();
             let gpu_out = op.gpu(&gpu, &frame).unwrap();
@@ -408,13 +411,25 @@ fn gpu_matches_cpu_on_random_frames() {
                 "{w}x{h} maxval {maxval} bins {} rows {rows}: GPU counts differ",
                 op.bins
             );
+            let masked = MaskedColHist { op: &op, mask: &mask };
+            assert!(
+                masked.cpu(&frame).unwrap() == masked.gpu(&gpu, &frame).unwrap(),
+                "{w}x{h} maxval {maxval} bins {} rows {rows}: GPU counts differ under a mask",
+                op.bins
+            );
         }
         // --line and --segment count a part of one column, gathered into a frame of its own.
         let op = ColHistParams { bins, rows: false, count_padding: false }.for_frame(&frame).unwrap();
         let top = rng.usize(..h);
-        let (one, column) = op.column(&frame, rng.usize(..w), top..rng.usize(top + 1..=h));
-        if column.height > 0 {
-            assert!(one.cpu(&column).unwrap() == one.gpu(&gpu, &column).unwrap(), "{w}x{h}: a column's part");
+        let (x, bottom) = (rng.usize(..w), rng.usize(top + 1..=h));
+        for pixels in [None, Some(&mask[..])] {
+            let (one, column) = op.column(&frame, x, top..bottom, pixels);
+            if column.height > 0 {
+                assert!(
+                    one.cpu(&column).unwrap() == one.gpu(&gpu, &column).unwrap(),
+                    "{w}x{h}: a column's part"
+                );
+            }
         }
     }
 }
@@ -594,4 +609,120 @@ fn channels_ranges_and_floats_match_numpy() {
         let input = format!("{}\t{}", tif.display(), out.display());
         assert_eq!(crate::opencv::python(&script, &input).trim(), "ok", "{a:?}");
     }
+}
+
+/// `--mask`: each column's (row's) counts are np.bincount's of that column's masked samples:
+/// 8-bit columns and rows, 16-bit with fewer bins, --line and --segment, a float frame with its
+/// default range (the masked samples' extremes) and a given one, `--colour each` (every channel
+/// under the one mask); the GPU the CPU's.
+#[test]
+fn mask_counts_the_masked_pixels_as_numpy() {
+    let dir = temp_dir("colhist-mask");
+    let mut rng = rng();
+    let (w, h) = (61, 47);
+    let mask = random_mask(&mut rng, w, h);
+    let path = mask_file(&dir, "mask.pgm", w, h, &mask);
+    let m = path.to_str().unwrap();
+    let gray = random_frame(&mut rng, w, h, 255);
+    let deep = random_frame(&mut rng, w, h, 4000);
+    let floats: Vec<f32> = (0..w * h).map(|i| (i as f32 * 0.37).sin() * 50.0 + (i % 13) as f32).collect();
+    let tiff = float_tiff(&floats, w, h);
+    let colour = random_colour_frame(&mut rng, w, h, Channels::Rgb, 255);
+    let (gray_stream, deep_stream) =
+        (stream(std::slice::from_ref(&gray)), stream(std::slice::from_ref(&deep)));
+    let colour_stream = stream(std::slice::from_ref(&colour));
+    let cases: [(&[&str], &[u8]); 8] = [
+        (&[], &gray_stream),
+        (&["--rows"], &gray_stream),
+        (&["--bins", "30"], &deep_stream),
+        (&["--line", "20,0,20,46"], &gray_stream),
+        (&["--segment", "20,30,20,5"], &gray_stream),
+        (&["--bins", "20"], &tiff),
+        (&["--bins", "7", "--range", "-20:40"], &tiff),
+        (&["--colour", "each"], &colour_stream),
+    ];
+    let npys: Vec<Vec<u8>> = cases
+        .iter()
+        .map(|(args, input)| {
+            let mut all = args.to_vec();
+            all.extend(["--format", "npy", "--mask", m]);
+            let out = run_ok("colhist", "cpu", &all, input);
+            if let Some(_gpu) = gpu() {
+                assert_eq!(run_ok("colhist", "gpu", &all, input), out, "{args:?}: GPU and CPU");
+            }
+            out
+        })
+        .collect();
+    let floats_bytes: Vec<u8> = floats.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let deep_bytes: Vec<u8> = (0..w * h).flat_map(|i| deep.pixels.get(i).to_le_bytes()).collect();
+    let colour_bytes: Vec<u8> = (0..3 * w * h).map(|i| colour.pixels.get(i) as u8).collect();
+    let gray_bytes: Vec<u8> = (0..w * h).map(|i| gray.pixels.get(i) as u8).collect();
+    let script = format!(
+        r#"h, w = {h}, {w}
+m = np.fromfile(sys.argv[1], np.uint8).reshape(h, w) != 0
+g = np.fromfile(sys.argv[2], np.uint8).reshape(h, w).astype(np.int64)
+d = np.fromfile(sys.argv[3], '<u2').reshape(h, w).astype(np.int64)
+f = np.fromfile(sys.argv[4], '<f4').astype(np.float64).reshape(h, w)
+c = np.fromfile(sys.argv[5], np.uint8).reshape(h, w, 3).astype(np.int64)
+got = [np.load(p) for p in sys.argv[6:]]
+cols = lambda a, hist: np.stack([hist(a[:, x][m[:, x]]) for x in range(w)], 1)
+rows = lambda a, hist: np.stack([hist(a[y][m[y]]) for y in range(h)], 1)
+byte = lambda v: np.bincount(v, minlength=256)
+fm = f[m]
+want = [cols(g, byte), rows(g, byte), cols(d, lambda v: np.bincount(v * 30 // 4001, minlength=30)),
+        byte(g[:, 20][m[:, 20]])[:, None], byte(g[5:31, 20][m[5:31, 20]])[:, None],
+        cols(f, lambda v: np.histogram(v, 20, (fm.min(), fm.max()))[0]),
+        cols(f, lambda v: np.histogram(v, 7, (-20, 40))[0]),
+        np.stack([cols(c[..., k], byte) for k in range(3)])]
+for i, (a, b) in enumerate(zip(got, want)):
+    bins = a[:b.shape[0]] if a.ndim == 2 else a
+    assert a.dtype == np.uint64 and bins.shape == b.shape, (i, a.shape, b.shape)
+    assert (bins == b).all(), i
+# Float frames: below, above, nans, neg_inf, pos_inf of the masked samples alone.
+assert (got[5][20:] == 0).all()
+assert (got[6][7] == (m & (f < -20)).sum(0)).all() and (got[6][8] == (m & (f > 40)).sum(0)).all()
+print('ok')
+"#
+    );
+    let mut inputs: Vec<&[u8]> = vec![&mask, &gray_bytes, &deep_bytes, &floats_bytes, &colour_bytes];
+    inputs.extend(npys.iter().map(|n| &n[..]));
+    assert_eq!(String::from_utf8(opencv(&script, &inputs)).unwrap().trim(), "ok");
+}
+
+/// `--mask` on a padded frame has the padded frame's size: the padding stays out unless
+/// `--count-padding`, which leaves the mask in force.
+#[test]
+fn mask_and_padding_both_apply() {
+    let dir = temp_dir("colhist-mask-pad");
+    let mut rng = rng();
+    let (w, h, border) = (20, 13, 3);
+    let (pw, ph) = (w + 2 * border, h + 2 * border);
+    let mask = random_mask(&mut rng, pw, ph);
+    let path = mask_file(&dir, "mask.pgm", pw, ph, &mask);
+    let gray = random_frame(&mut rng, w, h, 255);
+    let padded = run_ok("pad", "cpu", &["--border", "3"], &stream(std::slice::from_ref(&gray)));
+    for count_padding in [false, true] {
+        let mut args = vec!["--mask", path.to_str().unwrap()];
+        if count_padding {
+            args.push("--count-padding");
+        }
+        let got = block_counts(&parse(&run_ok("colhist", "cpu", &args, &padded), ',')[0]);
+        let mut want = vec![vec![0u32; pw]; 256];
+        for y in 0..ph {
+            for x in 0..pw {
+                let inside = (border..border + w).contains(&x) && (border..border + h).contains(&y);
+                if mask[y * pw + x] == 0 || !(inside || count_padding) {
+                    continue;
+                }
+                let v = if inside { gray.pixels.get((y - border) * w + x - border) as usize } else { 0 };
+                want[v][x] += 1;
+            }
+        }
+        assert_eq!(got, want, "--count-padding {count_padding}");
+    }
+}
+
+#[test]
+fn a_mask_of_another_size_is_refused_in_one_line() {
+    assert_mask_size_refused("colhist", &[]);
 }

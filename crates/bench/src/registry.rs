@@ -331,7 +331,7 @@ fn colhist<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     let mut plan = op.plan(gpu, w, h)?;
     Ok(Case::new(n.max(out_bytes), n + out_bytes, sets.count(), move |_, i| {
         let (src, counts) = sets.pair(i);
-        Ok(plan.queue(src, counts)?)
+        Ok(plan.queue(src, None, counts)?)
     }))
 }
 

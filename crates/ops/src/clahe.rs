@@ -21,6 +21,12 @@
 //!
 //! The output's maxval is 255 for 8-bit frames and 65535 for 16-bit ones: OpenCV's tables span
 //! 0..B - 1 whatever the input's range.
+//!
+//! [`MaskedClahe`] (`clahe --mask`) counts in each tile only the pixels whose mask byte is
+//! non-zero (the mask extended as the frame is), and takes a tile's clip limit and scale from its
+//! N counted pixels where 2. and 3. take its area: limit = max(trunc(clip * N / B), 1), scale =
+//! f32(B - 1) / f32(N) ([`Tiling::masked_tile`]); a tile of no counted pixel gets the identity
+//! table. Every pixel is then mapped as in 4. A mask of every pixel is CLAHE without one.
 
 use std::mem::MaybeUninit;
 use std::str::FromStr;
@@ -172,18 +178,26 @@ impl Clahe {
         })
     }
 
-    fn cpu_samples<T: Sample>(&self, samples: &[T], width: usize, height: usize) -> Result<Vec<T>, OpError> {
+    fn cpu_samples<T: Sample>(
+        &self,
+        samples: &[T],
+        mask: Option<&[u8]>,
+        width: usize,
+        height: usize,
+    ) -> Result<Vec<T>, OpError> {
         if samples.is_empty() {
             return Ok(Vec::new());
         }
         let tiling = self.tiling(width, height, bins_of::<T>())?;
-        Ok(tiling.interpolate(samples, &tiling.tables(samples)))
+        let clip = mask.map(|m| (m, self.clip));
+        Ok(tiling.interpolate(samples, &tiling.tables(samples, clip)))
     }
 
     fn gpu_samples<T: Sample>(
         &self,
         gpu: &Gpu,
         samples: &[T],
+        mask: Option<&[u8]>,
         width: usize,
         height: usize,
     ) -> Result<Samples<T>, OpError> {
@@ -194,7 +208,13 @@ impl Clahe {
         let n = samples.len();
         let src = gpu.upload("clahe.in", samples)?;
         let mut dst = gpu.buffer::<T>("clahe.out", n)?;
-        plan.queue(&src, &mut dst)?;
+        match mask {
+            Some(mask) => {
+                let mask = gpu.upload("clahe.mask", mask)?;
+                plan.queue_masked(&src, &mask, self.clip, &mut dst)?;
+            }
+            None => plan.queue(&src, &mut dst)?,
+        }
         Ok(gpu.download_samples(&dst, n)?)
     }
 }
@@ -227,7 +247,20 @@ impl<'g, T: Sample> ClahePlan<'g, T> {
 
     /// Queues the whole of CLAHE: `src` (width x height samples) into `dst`.
     pub fn queue(&mut self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<(), OpError> {
-        self.tiling.queue(self.gpu, src, &mut self.counts, &mut self.tables, dst)
+        self.tiling.queue(self.gpu, src, None, &mut self.counts, &mut self.tables, dst)
+    }
+
+    /// [`ClahePlan::queue`] counting only the pixels whose byte in `mask` (one a pixel) is
+    /// non-zero, each tile clipped at OpenCV's clip limit `clip` of its counted pixels
+    /// ([`MaskedClahe`]).
+    pub fn queue_masked(
+        &mut self,
+        src: &CudaSlice<T>,
+        mask: &CudaSlice<u8>,
+        clip: f64,
+        dst: &mut CudaSlice<T>,
+    ) -> Result<(), OpError> {
+        self.tiling.queue(self.gpu, src, Some((mask, clip)), &mut self.counts, &mut self.tables, dst)
     }
 }
 
@@ -342,8 +375,16 @@ impl Tiling {
         self.tiles() * self.bins as usize
     }
 
-    /// The histogram of tile (tx, ty) of the extended frame, added to `hist`.
-    fn count_tile<T: Sample>(&self, samples: &[T], tx: usize, ty: usize, hist: &mut [u32]) {
+    /// The histogram of tile (tx, ty) of the extended frame, added to `hist`: of the pixels whose
+    /// byte in `mask` (extended as the frame) is non-zero, if given.
+    fn count_tile<T: Sample>(
+        &self,
+        samples: &[T],
+        mask: Option<&[u8]>,
+        tx: usize,
+        ty: usize,
+        hist: &mut [u32],
+    ) {
         let (w, h) = (self.width as usize, self.height as usize);
         let (tw, th) = (self.tile_w as usize, self.tile_h as usize);
         let x0 = tx * tw;
@@ -352,19 +393,47 @@ impl Tiling {
         for y in ty * th..(ty + 1) * th {
             let sy = reflect_101(y, h);
             let row = &samples[sy * w..(sy + 1) * w];
-            for &v in &row[inside.clone()] {
-                hist[v.into() as usize] += 1;
-            }
-            for &sx in &outside {
-                hist[row[sx].into() as usize] += 1;
+            match mask {
+                None => {
+                    for &v in &row[inside.clone()] {
+                        hist[v.into() as usize] += 1;
+                    }
+                    for &sx in &outside {
+                        hist[row[sx].into() as usize] += 1;
+                    }
+                }
+                Some(mask) => {
+                    let counted = &mask[sy * w..(sy + 1) * w];
+                    for (&v, &m) in row[inside.clone()].iter().zip(&counted[inside.clone()]) {
+                        hist[v.into() as usize] += (m != 0) as u32;
+                    }
+                    for &sx in &outside {
+                        hist[row[sx].into() as usize] += (counted[sx] != 0) as u32;
+                    }
+                }
             }
         }
     }
 
-    /// Every tile's look-up table, tile after tile in row-major order, `bins` entries each. The
-    /// tiles are shared out among the CPU backend's threads whole: each table is made by one
-    /// thread, as on one.
-    pub fn tables<T: Sample>(&self, samples: &[T]) -> Vec<T> {
+    /// The clip limit and scale of a tile of `counted` pixels under a mask, with OpenCV's clip
+    /// limit `clip` (0 or less: none): this tiling's rules with `counted` for the tile's area,
+    /// limit = max(trunc(clip * counted / bins), 1) in `f64` (saturated where that overflows an
+    /// `i32`), scale = f32(bins - 1) / f32(counted). `None` for a tile of no counted pixel,
+    /// whose table is the identity. The GPU's `tables_*` (clahe.cu) compute the same.
+    pub fn masked_tile(&self, counted: u32, clip: f64) -> Option<(u32, f32)> {
+        if counted == 0 {
+            return None;
+        }
+        let limit =
+            if clip > 0.0 { ((clip * counted as f64 / self.bins as f64) as i32).max(1) as u32 } else { 0 };
+        Some((limit, (self.bins - 1) as f32 / counted as f32))
+    }
+
+    /// Every tile's look-up table, tile after tile in row-major order, `bins` entries each; with
+    /// `mask` (a mask of the frame and OpenCV's clip limit), of the masked pixels alone
+    /// ([`Tiling::masked_tile`]). The tiles are shared out among the CPU backend's threads
+    /// whole: each table is made by one thread, as on one.
+    pub fn tables<T: Sample>(&self, samples: &[T], mask: Option<(&[u8], f64)>) -> Vec<T> {
         let bins = self.bins as usize;
         let tiles = self.tiles();
         let mut luts = vec![T::default(); self.table_len()];
@@ -375,9 +444,22 @@ impl Tiling {
             for (j, lut) in part.chunks_exact_mut(bins).enumerate() {
                 let k = first / bins + j;
                 hist.fill(0);
-                self.count_tile(samples, k % self.tiles_x as usize, k / self.tiles_x as usize, &mut hist);
-                clip_histogram(&mut hist, self.limit);
-                table(&hist, self.scale, lut);
+                let (tx, ty) = (k % self.tiles_x as usize, k / self.tiles_x as usize);
+                self.count_tile(samples, mask.map(|(m, _)| m), tx, ty, &mut hist);
+                let (limit, scale) = match mask {
+                    None => (self.limit, self.scale),
+                    Some((_, clip)) => match self.masked_tile(hist.iter().sum(), clip) {
+                        Some(tile) => tile,
+                        None => {
+                            for (v, out) in lut.iter_mut().enumerate() {
+                                *out = T::from_u16(v as u16);
+                            }
+                            continue;
+                        }
+                    },
+                };
+                clip_histogram(&mut hist, limit);
+                table(&hist, scale, lut);
             }
         });
         luts
@@ -436,6 +518,7 @@ impl Tiling {
         &self,
         gpu: &Gpu,
         src: &CudaSlice<T>,
+        mask: Option<(&CudaSlice<u8>, f64)>,
         counts: &mut CudaSlice<u32>,
         tables: &mut CudaSlice<T>,
         dst: &mut CudaSlice<T>,
@@ -445,6 +528,9 @@ impl Tiling {
         check_len("clahe output", dst.len(), n)?;
         check_len("clahe counts", counts.len(), self.table_len())?;
         check_len("clahe tables", tables.len(), self.table_len())?;
+        if let Some((mask, _)) = mask {
+            check_len("clahe mask", mask.len(), n)?;
+        }
         let suffix = T::KERNEL_SUFFIX;
         gpu.stream().memset_zeros(&mut counts.slice_mut(..self.table_len()))?;
 
@@ -457,18 +543,31 @@ impl Tiling {
         }
         let (rows_per_slice, slices) = (rows_per_slice as u32, slices as u32);
         let cfg = launch::linear(blocks as u32, HISTOGRAM_THREADS);
-        // SAFETY: histograms_*(in, tiling, rows_per_slice, slices, counts) in clahe.cu; the
-        // lengths are checked above.
+        let histograms = format!("histograms_{suffix}");
+        // A null pointer for no mask.
+        let null = 0u64;
+        // SAFETY: histograms_*(in, mask, tiling, rows_per_slice, slices, counts) in clahe.cu; the
+        // lengths are checked above, the mask's too (n bytes) where there is one.
         unsafe {
-            launch!(gpu, kernels::CLAHE, format!("histograms_{suffix}"), cfg;
-                src, self, &rows_per_slice, &slices, &mut *counts)
+            match mask {
+                Some((mask, _)) => launch!(gpu, kernels::CLAHE, histograms, cfg;
+                    src, mask, self, &rows_per_slice, &slices, &mut *counts),
+                None => launch!(gpu, kernels::CLAHE, histograms, cfg;
+                    src, &null, self, &rows_per_slice, &slices, &mut *counts),
+            }
         }?;
 
         // One thread per bin for 8-bit tables, 64 rounds of 1024 for 16-bit ones.
         let cfg = launch::linear(self.tiles() as u32, self.bins.min(1024));
-        // SAFETY: tables_*(counts, tiling, tables) in clahe.cu; the lengths are checked above.
+        let (masked, clip) = match mask {
+            Some((_, clip)) => (1u32, clip),
+            None => (0u32, 0.0f64),
+        };
+        // SAFETY: tables_*(counts, tiling, masked, clip, tables) in clahe.cu; the lengths are
+        // checked above.
         unsafe {
-            launch!(gpu, kernels::CLAHE, format!("tables_{suffix}"), cfg; &*counts, self, &mut *tables)
+            launch!(gpu, kernels::CLAHE, format!("tables_{suffix}"), cfg;
+                &*counts, self, &masked, &clip, &mut *tables)
         }?;
 
         let h = self.height as usize;
@@ -494,19 +593,66 @@ impl Op for Clahe {
     type Output = Frame;
 
     fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
+        self.cpu_masked(frame, None)
+    }
+
+    fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
+        self.gpu_masked(gpu, frame, None)
+    }
+}
+
+impl Clahe {
+    fn cpu_masked(&self, frame: &Frame, mask: Option<&[u8]>) -> Result<Frame, OpError> {
         let (w, h) = (frame.width, frame.height);
         let (pixels, maxval) = with_samples!(&frame.pixels, v => {
-            (Element::into_pixels(self.cpu_samples(v, w, h)?), top_of_samples(v))
+            (Element::into_pixels(self.cpu_samples(v, mask, w, h)?), top_of_samples(v))
         });
         Ok(frame.derive(w, h, maxval, pixels))
     }
 
-    fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
+    fn gpu_masked(&self, gpu: &Gpu, frame: &Frame, mask: Option<&[u8]>) -> Result<Frame, OpError> {
         let (w, h) = (frame.width, frame.height);
         let (pixels, maxval) = with_samples!(&frame.pixels, v => {
-            (Element::into_pixels(self.gpu_samples(gpu, v, w, h)?), top_of_samples(v))
+            (Element::into_pixels(self.gpu_samples(gpu, v, mask, w, h)?), top_of_samples(v))
         });
         Ok(frame.derive(w, h, maxval, pixels))
+    }
+}
+
+/// [`Clahe`] whose tiles count only the pixels a mask selects: `mask` holds one byte a pixel of
+/// the frame, row by row, non-zero where the pixel is counted; every pixel is mapped. A tile's
+/// clip limit and scale come from its counted pixels ([`Tiling::masked_tile`]), a tile of none
+/// maps as the identity. A mask of another pixel count is refused.
+#[derive(Debug, Clone, Copy)]
+pub struct MaskedClahe<'m> {
+    pub op: Clahe,
+    pub mask: &'m [u8],
+}
+
+impl MaskedClahe<'_> {
+    fn check(&self, frame: &Frame) -> Result<(), OpError> {
+        if self.mask.len() != frame.width * frame.height {
+            return Err(OpError::invalid(format!(
+                "a mask of {} pixels for a frame of {}",
+                self.mask.len(),
+                frame.width * frame.height
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Op for MaskedClahe<'_> {
+    type Output = Frame;
+
+    fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
+        self.check(frame)?;
+        self.op.cpu_masked(frame, Some(self.mask))
+    }
+
+    fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
+        self.check(frame)?;
+        self.op.gpu_masked(gpu, frame, Some(self.mask))
     }
 }
 
@@ -635,5 +781,74 @@ mod tests {
         assert!(v.iter().all(|&s| s == v[0]));
         let frame = Frame::new(4, 4, 1000, Pixels::U16(vec![7; 16].into()));
         assert_eq!(Clahe::default().cpu(&frame).unwrap().maxval, 65535);
+    }
+
+    /// Under a mask: one of every pixel is CLAHE without one; one of none maps every pixel to
+    /// itself (identity tables); and the values of the pixels left out change no other pixel's
+    /// output. 8- and 16-bit, grids that divide the frame or extend it, with and without clipping.
+    #[test]
+    fn a_masks_pixels_alone_make_the_tables() {
+        let mut rng = fastrand::Rng::with_seed(0x6d61_736b);
+        for (w, h) in [(1, 1), (7, 5), (40, 33), (64, 64), (101, 17)] {
+            let n = w * h;
+            for maxval in [255u16, 4000] {
+                let f = parallel::testing::frame(&mut rng, w, h, maxval);
+                for (clip, gx, gy) in [(40.0, 8, 8), (2.0, 3, 5), (0.0, 1, 1), (1.0, 4, 2)] {
+                    let op = Clahe { clip, tiles: TileGrid { x: gx, y: gy } };
+                    let what = format!("{w}x{h} maxval {maxval} clip {clip} {gx}x{gy}");
+                    let all = vec![1u8; n];
+                    let plain = op.cpu(&f).unwrap();
+                    assert!(MaskedClahe { op, mask: &all }.cpu(&f).unwrap() == plain, "{what}: every pixel");
+                    let none = vec![0u8; n];
+                    let same = MaskedClahe { op, mask: &none }.cpu(&f).unwrap();
+                    let top = if maxval <= 255 { 255 } else { 65535 };
+                    assert_eq!(
+                        (same.pixels.clone(), same.maxval),
+                        (f.pixels.clone(), top),
+                        "{what}: no pixel"
+                    );
+                    let mask: Vec<u8> = (0..n).map(|_| rng.u8(..) % 3).collect();
+                    let masked = MaskedClahe { op, mask: &mask }.cpu(&f).unwrap();
+                    let mut other = f.clone();
+                    let changed: Vec<usize> = (0..n).filter(|&i| mask[i] == 0 && rng.bool()).collect();
+                    other.pixels = match &f.pixels {
+                        Pixels::U8(v) => {
+                            let mut v = v.to_vec();
+                            changed.iter().for_each(|&i| v[i] = rng.u8(..));
+                            Pixels::U8(v.into())
+                        }
+                        Pixels::U16(v) => {
+                            let mut v = v.to_vec();
+                            changed.iter().for_each(|&i| v[i] = rng.u16(..=maxval));
+                            Pixels::U16(v.into())
+                        }
+                        Pixels::F32(_) => unreachable!(),
+                    };
+                    let moved = MaskedClahe { op, mask: &mask }.cpu(&other).unwrap();
+                    for i in (0..n).filter(|i| !changed.contains(i)) {
+                        assert_eq!(masked.pixels.get(i), moved.pixels.get(i), "{what}: pixel {i}");
+                    }
+                    parallel::testing::same_on_each_pool(&what, || {
+                        MaskedClahe { op, mask: &mask }.cpu(&f).map_err(|e| e.to_string())
+                    });
+                }
+            }
+        }
+        let f = Frame::new(2, 2, 255, Pixels::U8(vec![0; 4].into()));
+        let e = MaskedClahe { op: Clahe::default(), mask: &[1; 3] }.cpu(&f).unwrap_err();
+        assert_eq!(e.to_string(), "a mask of 3 pixels for a frame of 4");
+    }
+
+    /// A tile's limit and scale under a mask: OpenCV's rules with its counted pixels for its
+    /// area; none for a tile of no counted pixel.
+    #[test]
+    fn masked_tiles_clip_and_scale_by_their_counted_pixels() {
+        let t = tiling(40.0, 2, 2, 64, 64);
+        assert_eq!(t.masked_tile(1024, 40.0), Some((t.limit, t.scale)), "a whole tile");
+        assert_eq!(t.masked_tile(100, 40.0), Some((15, 255.0 / 100.0)));
+        assert_eq!(t.masked_tile(3, 40.0), Some((1, 85.0)));
+        assert_eq!(t.masked_tile(100, 0.0), Some((0, 2.55)));
+        assert_eq!(t.masked_tile(100, 1e300), Some((i32::MAX as u32, 2.55)));
+        assert_eq!(t.masked_tile(0, 40.0), None);
     }
 }

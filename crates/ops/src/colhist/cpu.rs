@@ -53,7 +53,17 @@ impl ColHist {
     /// The lines (columns, or rows) are split into parts counted on the pool's threads, each part
     /// writing its lines' counts of every bin: a line's counts are made by one thread, the same
     /// way whatever the split, and nothing is merged.
-    pub(super) fn cpu_counts<T: Sample>(&self, w: usize, h: usize, input: &[T]) -> Vec<u32> {
+    ///
+    /// With `mask` (one byte a pixel, [`MaskedColHist`](super::MaskedColHist)'s) a pixel of the
+    /// spans adds 1 where its byte is non-zero and 0 elsewhere, without a branch, in
+    /// [`ColHist::cpu_counts_any`]'s loops (the 8-bit strips count every pixel of a span).
+    pub(super) fn cpu_counts<T: Sample>(
+        &self,
+        w: usize,
+        h: usize,
+        input: &[T],
+        mask: Option<&[u8]>,
+    ) -> Vec<u32> {
         let lines = self.lines(w, h);
         let bins = self.bins as usize;
         if w == 0 || h == 0 {
@@ -65,10 +75,10 @@ impl ColHist {
         };
         let Some(spans) = spans else {
             let mut counts = vec![0u32; bins * lines];
-            self.cpu_counts_per_pixel(w, h, input, &mut counts);
+            self.cpu_counts_per_pixel(w, h, input, mask, &mut counts);
             return counts;
         };
-        let eight_bit = T::bytes(input).is_some() && bins <= 256;
+        let eight_bit = T::bytes(input).is_some() && bins <= 256 && mask.is_none();
         // Parts of whole strips, as the loops below take them; rows one by one.
         let unit = match (self.rows, eight_bit) {
             (true, _) => 1,
@@ -93,7 +103,7 @@ impl ColHist {
             let mut out: Vec<&mut [u32]> = out.iter_mut().map(|piece| parallel::filled(piece, 0)).collect();
             match T::bytes(input) {
                 Some(bytes) if eight_bit => self.cpu_counts_8bit(w, bytes, &spans, part, &mut out),
-                _ => self.cpu_counts_any(w, input, &spans, part, &mut out),
+                _ => self.cpu_counts_any(w, input, mask, &spans, part, &mut out),
             }
         };
         if let ([part], [out]) = (&ranges[..], &mut pieces[..]) {
@@ -109,11 +119,13 @@ impl ColHist {
     }
 
     /// The counts of the lines `part` of samples of any width and any number of bins into `out`
-    /// (bin b's counts of those lines in `out[b]`, zeroed).
+    /// (bin b's counts of those lines in `out[b]`, zeroed), of the pixels whose `mask` byte is
+    /// non-zero if given.
     fn cpu_counts_any<T: Sample>(
         &self,
         w: usize,
         input: &[T],
+        mask: Option<&[u8]>,
         spans: &[Range<usize>],
         part: Range<usize>,
         out: &mut [&mut [u32]],
@@ -130,6 +142,17 @@ impl ColHist {
             for (i, (row, span)) in rows.zip(spans).skip(part.start).take(part.len()).enumerate() {
                 local.fill(0);
                 let row = &row[span.clone()];
+                if let Some(mask) = mask {
+                    let y = part.start + i;
+                    let inside = &mask[y * w..][span.clone()];
+                    for (&v, &m) in row.iter().zip(inside) {
+                        local[bin(v)] += (m != 0) as u32;
+                    }
+                    for (b, line) in out.iter_mut().enumerate() {
+                        line[i] = local[b];
+                    }
+                    continue;
+                }
                 let mut quads = row.chunks_exact(copies);
                 for quad in &mut quads {
                     for (k, &v) in quad.iter().enumerate() {
@@ -149,15 +172,25 @@ impl ColHist {
             for x0 in part.clone().step_by(strip) {
                 let x1 = (x0 + strip).min(part.end);
                 local.fill(0);
-                for (row, span) in rows.clone().zip(spans) {
+                for (y, (row, span)) in rows.clone().zip(spans).enumerate() {
                     let (from, to) = (span.start.max(x0), span.end.min(x1));
                     if from >= to {
                         continue;
                     }
                     // local[bin * strip + column in the strip]: one row's samples hit distinct
                     // counters, so equal neighbours never wait on each other's increments.
-                    for (c, &v) in (from - x0..).zip(&row[from..to]) {
-                        local[bin(v) * strip + c] += 1;
+                    match mask {
+                        Some(mask) => {
+                            let inside = &mask[y * w + from..y * w + to];
+                            for ((c, &v), &m) in (from - x0..).zip(&row[from..to]).zip(inside) {
+                                local[bin(v) * strip + c] += (m != 0) as u32;
+                            }
+                        }
+                        None => {
+                            for (c, &v) in (from - x0..).zip(&row[from..to]) {
+                                local[bin(v) * strip + c] += 1;
+                            }
+                        }
                     }
                 }
                 for (b, line) in out.iter_mut().enumerate() {
@@ -213,18 +246,21 @@ impl ColHist {
         }
     }
 
-    /// The straightforward count, testing every pixel against the mask.
+    /// The straightforward count, testing every pixel against the geometry and `mask`.
     pub(super) fn cpu_counts_per_pixel<T: Sample>(
         &self,
         w: usize,
         h: usize,
         input: &[T],
+        mask: Option<&[u8]>,
         counts: &mut [u32],
     ) {
         let lines = self.lines(w, h);
         for (y, row) in input.chunks_exact(w).enumerate().take(h) {
             for (x, &v) in row.iter().enumerate() {
-                if self.mask.as_ref().is_some_and(|g| !g.is_original(x as f64, y as f64)) {
+                if self.mask.as_ref().is_some_and(|g| !g.is_original(x as f64, y as f64))
+                    || mask.is_some_and(|m| m[y * w + x] == 0)
+                {
                     continue;
                 }
                 let bin = bin_of(v.into(), self.bins, self.maxval) as usize;

@@ -3,7 +3,7 @@
 
 use histopipe_frame::{Affine, Geometry};
 use histopipe_gpu::cudarc::driver::sys::CUdevice_attribute;
-use histopipe_gpu::cudarc::driver::CudaSlice;
+use histopipe_gpu::cudarc::driver::{CudaSlice, DevicePtr, SyncOnDrop};
 use histopipe_gpu::{kernels, launch, Buffer, LaunchConfig};
 
 use super::ColHist;
@@ -37,11 +37,13 @@ impl ColHist {
         w: usize,
         h: usize,
         input: &[T],
+        mask: Option<&[u8]>,
     ) -> Result<Vec<u32>, OpError> {
         let n = self.bins as usize * self.lines(w, h);
         let src = gpu.upload::<T>("colhist.in", input)?;
+        let mask = mask.map(|m| gpu.upload::<u8>("colhist.mask", m)).transpose()?;
         let mut counts = gpu.buffer::<u32>("colhist.counts", n)?;
-        self.plan(gpu, w, h)?.queue(&src, &mut counts)?;
+        self.plan(gpu, w, h)?.queue(&src, mask.as_deref(), &mut counts)?;
         let out = gpu.download_vec(&counts, n)?;
         Ok(out)
     }
@@ -130,12 +132,26 @@ pub struct ColHistPlan<'g> {
     done: Buffer<'g, u32>,
 }
 
+/// The kernels' `inside` argument: the device address of a mask's bytes, null without one, and
+/// the guard that orders the launch after the mask's upload (drop it once the launch is queued).
+fn inside<'a>(gpu: &'a Gpu, mask: Option<&'a CudaSlice<u8>>) -> (u64, Option<SyncOnDrop<'a>>) {
+    match mask {
+        Some(m) => {
+            let (ptr, sync) = m.device_ptr(gpu.stream());
+            (ptr, Some(sync))
+        }
+        None => (0, None),
+    }
+}
+
 impl ColHistPlan<'_> {
     /// Queues the counts of the `w x h` frame in `src` into the first `bins x lines` counters of
-    /// `counts` (zeroed first where the kernel adds to them).
+    /// `counts` (zeroed first where the kernel adds to them), of the pixels whose byte in `mask`
+    /// (one a pixel) is non-zero if given.
     pub fn queue<T: Sample>(
         &mut self,
         src: &CudaSlice<T>,
+        mask: Option<&CudaSlice<u8>>,
         counts: &mut CudaSlice<u32>,
     ) -> Result<(), OpError> {
         let (op, w, h) = (&self.op, self.w, self.h);
@@ -144,8 +160,17 @@ impl ColHistPlan<'_> {
         if lines == 0 || along == 0 {
             return Ok(());
         }
+        if let Some(mask) = mask {
+            if mask.len() < w * h {
+                return Err(OpError::invalid(format!(
+                    "a mask of {} pixels for a frame of {}",
+                    mask.len(),
+                    w * h
+                )));
+            }
+        }
         if op.bins <= PAIR_MAX_BINS {
-            return self.queue_small(src, counts);
+            return self.queue_small(src, mask, counts);
         }
         self.gpu.stream().memset_zeros(&mut counts.slice_mut(..op.bins as usize * lines))?;
         let direction = if op.rows { "rows" } else { "cols" };
@@ -175,12 +200,14 @@ impl ColHistPlan<'_> {
         let name = format!("colhist_{name}_{direction}_{}", T::KERNEL_SUFFIX);
         let (w32, h32, maxval, bins) = (w as u32, h as u32, op.maxval as u32, op.bins);
         let (masked, m, ow, oh) = op.mask_args(w, h);
+        let (inside, _read) = inside(self.gpu, mask);
         // SAFETY: colhist_{global,tiled}_*(px, w, h, maxval, bins, tile, span, masked, a..f, ow,
-        // oh, counts) in colhist.cu; `src` holds the w x h frame, `counts` bins x lines counters.
+        // oh, inside, counts) in colhist.cu; `src` holds the w x h frame, `inside` null or the
+        // address of w x h mask bytes (checked above), `counts` bins x lines counters.
         unsafe {
             launch!(self.gpu, kernels::COLHIST, name, cfg;
                 src, &w32, &h32, &maxval, &bins, &tile, &span,
-                &masked, &m.a, &m.b, &m.c, &m.d, &m.e, &m.f, &ow, &oh, counts)
+                &masked, &m.a, &m.b, &m.c, &m.d, &m.e, &m.f, &ow, &oh, &inside, counts)
         }?;
         Ok(())
     }
@@ -191,10 +218,12 @@ impl ColHistPlan<'_> {
     fn queue_small<T: Sample>(
         &mut self,
         src: &CudaSlice<T>,
+        mask: Option<&CudaSlice<u8>>,
         counts: &mut CudaSlice<u32>,
     ) -> Result<(), OpError> {
         let (op, w, h) = (&self.op, self.w, self.h);
         let (masked, m, ow, oh) = op.mask_args(w, h);
+        let (inside, _read) = inside(self.gpu, mask);
         let (w32, h32, maxval, bins, tile) =
             (w as u32, h as u32, op.maxval as u32, op.bins, PAIR_TILE as u32);
         let Some(pairs) = self.pairs else {
@@ -210,11 +239,12 @@ impl ColHistPlan<'_> {
             let name = format!("colhist_warp_rows_{}", T::KERNEL_SUFFIX);
             let span = 0u32;
             // SAFETY: colhist_warp_rows_*(px, w, h, maxval, bins, tile, span, masked, a..f, ow,
-            // oh, counts) in colhist.cu; `src` holds the w x h frame, `counts` bins x h counters.
+            // oh, inside, counts) in colhist.cu; `src` holds the w x h frame, `inside` null or
+            // the address of w x h mask bytes (checked in `queue`), `counts` bins x h counters.
             unsafe {
                 launch!(self.gpu, kernels::COLHIST, name, cfg;
                     src, &w32, &h32, &maxval, &bins, &tile, &span,
-                    &masked, &m.a, &m.b, &m.c, &m.d, &m.e, &m.f, &ow, &oh, counts)
+                    &masked, &m.a, &m.b, &m.c, &m.d, &m.e, &m.f, &ow, &oh, &inside, counts)
             }?;
             return Ok(());
         };
@@ -230,12 +260,13 @@ impl ColHistPlan<'_> {
         let name = format!("colhist_pairs_{}", T::KERNEL_SUFFIX);
         let span = pairs.span as u32;
         // SAFETY: colhist_pairs_*(px, w, h, maxval, bins, tile, span, masked, a..f, ow, oh,
-        // counts, partials, done) in colhist.cu; `src` holds the w x h frame, `counts` bins x w
+        // inside, counts, partials, done) in colhist.cu; `src` holds the w x h frame, `inside`
+        // null or the address of w x h mask bytes (checked in `queue`), `counts` bins x w
         // counters, the scratch was sized for this shape (`ColHist::plan`).
         unsafe {
             launch!(self.gpu, kernels::COLHIST, name, cfg;
                 src, &w32, &h32, &maxval, &bins, &tile, &span,
-                &masked, &m.a, &m.b, &m.c, &m.d, &m.e, &m.f, &ow, &oh, counts,
+                &masked, &m.a, &m.b, &m.c, &m.d, &m.e, &m.f, &ow, &oh, &inside, counts,
                 &mut *self.partials, &mut *self.done)
         }?;
         Ok(())

@@ -6,6 +6,8 @@
 //! centre the frame's geometry maps into the original ([`Geometry::is_original`]), unless the
 //! padding is asked for too or the frame has no geometry. The GPU evaluates that test with the
 //! same `f64` operations in the same order, so both backends count the same pixels.
+//! [`MaskedColHist`] counts, of those, only the pixels whose byte in a mask of the frame's size is
+//! non-zero (`colhist --mask`): both backends read the same byte per pixel.
 //!
 //! On the GPU each block keeps the histograms of a tile of lines (columns, or rows) in shared
 //! memory with shared atomics, then adds its non-zero counts to the global matrix; with too many
@@ -110,16 +112,26 @@ impl ColHist {
     /// without geometry, and the op that counts every pixel of it (columns, no mask): its
     /// histogram is column x's of this op over those rows only, on either backend, from the same
     /// kernels (`colhist --line` and `--segment`). A pixel is kept when the mask's
-    /// [`Geometry::is_original`] accepts it (every pixel without a mask): the one test that both
-    /// backends evaluate, so the counts are those of the whole frame's column x. Keeps the rows'
-    /// order; the frame has no rows when none is kept.
+    /// [`Geometry::is_original`] accepts it (every pixel without a mask) and its byte in `pixels`
+    /// (a mask of the frame's size, as [`MaskedColHist`]'s) is non-zero, if given: the tests that
+    /// both backends evaluate, so the counts are those of the whole frame's column x. Keeps the
+    /// rows' order; the frame has no rows when none is kept.
     ///
-    /// Panics if `x` is not a column of the frame or `rows` goes past its last row.
-    pub fn column(&self, frame: &Frame, x: usize, rows: Range<usize>) -> (ColHist, Frame) {
+    /// Panics if `x` is not a column of the frame, `rows` goes past its last row, or `pixels` is
+    /// not one byte a pixel.
+    pub fn column(
+        &self,
+        frame: &Frame,
+        x: usize,
+        rows: Range<usize>,
+        pixels: Option<&[u8]>,
+    ) -> (ColHist, Frame) {
         assert!(x < frame.width && rows.end <= frame.height, "column {x}, rows {rows:?} outside the frame");
+        assert!(pixels.is_none_or(|m| m.len() == frame.width * frame.height), "one mask byte a pixel");
         let kept: Vec<usize> = rows
             .filter(|&y| self.mask.as_ref().is_none_or(|g| g.is_original(x as f64, y as f64)))
             .map(|y| y * frame.width + x)
+            .filter(|&i| pixels.is_none_or(|m| m[i] != 0))
             .collect();
         let pixels = match &frame.pixels {
             Pixels::U8(v) => Pixels::U8(kept.iter().map(|&i| v[i]).collect()),
@@ -139,12 +151,54 @@ impl Op for ColHist {
     type Output = Histograms;
 
     fn cpu(&self, frame: &Frame) -> Result<Histograms, OpError> {
-        let counts = with_samples!(&frame.pixels, v => self.cpu_counts(frame.width, frame.height, v));
+        let counts = with_samples!(&frame.pixels, v => self.cpu_counts(frame.width, frame.height, v, None));
         Ok(self.histograms(frame, counts))
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Histograms, OpError> {
-        let counts = with_samples!(&frame.pixels, v => self.gpu_counts(gpu, frame.width, frame.height, v)?);
+        let counts =
+            with_samples!(&frame.pixels, v => self.gpu_counts(gpu, frame.width, frame.height, v, None)?);
         Ok(self.histograms(frame, counts))
+    }
+}
+
+/// [`ColHist`] counting only the pixels a mask selects: `mask` holds one byte a pixel of the
+/// frame, row by row, non-zero where the pixel is counted (and the op's own geometry test passes
+/// too). A mask of another pixel count is refused.
+#[derive(Debug, Clone, Copy)]
+pub struct MaskedColHist<'m> {
+    pub op: &'m ColHist,
+    pub mask: &'m [u8],
+}
+
+impl MaskedColHist<'_> {
+    fn check(&self, frame: &Frame) -> Result<(), OpError> {
+        if self.mask.len() != frame.width * frame.height {
+            return Err(OpError::invalid(format!(
+                "a mask of {} pixels for a frame of {}",
+                self.mask.len(),
+                frame.width * frame.height
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Op for MaskedColHist<'_> {
+    type Output = Histograms;
+
+    fn cpu(&self, frame: &Frame) -> Result<Histograms, OpError> {
+        self.check(frame)?;
+        let (op, mask) = (self.op, Some(self.mask));
+        let counts = with_samples!(&frame.pixels, v => op.cpu_counts(frame.width, frame.height, v, mask));
+        Ok(op.histograms(frame, counts))
+    }
+
+    fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Histograms, OpError> {
+        self.check(frame)?;
+        let (op, mask) = (self.op, Some(self.mask));
+        let counts =
+            with_samples!(&frame.pixels, v => op.gpu_counts(gpu, frame.width, frame.height, v, mask)?);
+        Ok(op.histograms(frame, counts))
     }
 }

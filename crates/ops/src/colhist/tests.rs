@@ -48,7 +48,7 @@ fn strips_and_spans_count_as_testing_every_pixel() {
                 let op = ColHistParams { bins, rows, count_padding: false }.for_frame(&f).unwrap();
                 let mut expected = vec![0u32; op.bins as usize * op.lines(w, h)];
                 let mut per_pixel = || -> Result<(), crate::OpError> {
-                    with_samples!(&f.pixels, v => op.cpu_counts_per_pixel(w, h, v, &mut expected));
+                    with_samples!(&f.pixels, v => op.cpu_counts_per_pixel(w, h, v, None, &mut expected));
                     Ok(())
                 };
                 per_pixel().unwrap();
@@ -69,7 +69,7 @@ fn assert_counts_as_every_pixel(f: &mut Frame, geometries: &[Option<Geometry>], 
                 let op = ColHistParams { bins, rows, count_padding: false }.for_frame(f).unwrap();
                 let mut expected = vec![0u32; op.bins as usize * op.lines(w, h)];
                 let mut per_pixel = || -> Result<(), crate::OpError> {
-                    with_samples!(&f.pixels, v => op.cpu_counts_per_pixel(w, h, v, &mut expected));
+                    with_samples!(&f.pixels, v => op.cpu_counts_per_pixel(w, h, v, None, &mut expected));
                     Ok(())
                 };
                 per_pixel().unwrap();
@@ -192,7 +192,7 @@ fn a_columns_rows_count_as_in_the_whole_frame() {
             let op = ColHistParams::default().for_frame(&f).unwrap();
             let whole = op.cpu(&f).unwrap();
             for (x, rows) in [(0, 0..h), (35, 0..h), (35, 10..61), (69, 89..90), (20, 40..40)] {
-                let (one, column) = op.column(&f, x, rows.clone());
+                let (one, column) = op.column(&f, x, rows.clone(), None);
                 assert_eq!((column.width, column.geometry.as_ref()), (1, None));
                 let got = one.cpu(&column).unwrap();
                 let mut expected = vec![0u32; op.bins as usize];
@@ -227,4 +227,65 @@ fn counts_columns_rows_and_only_data_pixels() {
     assert_eq!(masked.cpu(&f).unwrap().counts, vec![0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 2]);
     let padding = ColHistParams { count_padding: true, ..Default::default() }.for_frame(&f).unwrap();
     assert_eq!(padding.cpu(&f).unwrap().counts, h.counts);
+}
+
+/// With a user mask, the counts are the per-pixel count of the pixels both the geometry and the
+/// mask select: every path (8-bit and 16-bit, strips, rows, a geometry or none, bin counts
+/// dividing evenly or not, any split), and a column's part gathered with the mask.
+#[test]
+fn a_masks_pixels_alone_count() {
+    let mut rng = fastrand::Rng::with_seed(29);
+    for (w, h) in [(1, 1), (33, 9), (129, 140), (300, 61), (7, 700)] {
+        let mask: Vec<u8> = (0..w * h).map(|_| if rng.bool() { rng.u8(1..) } else { 0 }).collect();
+        for (maxval, bins) in
+            [(255u16, None), (255, Some(7)), (1076, None), (1076, Some(1077)), (255, Some(1))]
+        {
+            let pixels = match maxval {
+                255 => Pixels::U8((0..w * h).map(|_| rng.u8(..)).collect()),
+                _ => Pixels::U16((0..w * h).map(|_| rng.u16(..=maxval)).collect()),
+            };
+            let mut f = Frame::new(w, h, maxval, pixels);
+            for geometry in [None, Some(turned(w, h, 0.8))] {
+                f.geometry = geometry;
+                for rows in [false, true] {
+                    let op = ColHistParams { bins, rows, count_padding: false }.for_frame(&f).unwrap();
+                    let mut expected = vec![0u32; op.bins as usize * op.lines(w, h)];
+                    let mut per_pixel = || -> Result<(), crate::OpError> {
+                        with_samples!(&f.pixels, v => op.cpu_counts_per_pixel(w, h, v, Some(&mask), &mut expected));
+                        Ok(())
+                    };
+                    per_pixel().unwrap();
+                    let what = format!("{w}x{h} maxval {maxval} {bins:?} rows {rows}");
+                    let masked = MaskedColHist { op: &op, mask: &mask };
+                    assert!(masked.cpu(&f).unwrap().counts == expected, "{what}");
+                    parallel::testing::same_on_each_pool(&what, || masked.cpu(&f).unwrap());
+                    if rows {
+                        continue;
+                    }
+                    let x = w / 2;
+                    let (one, column) = op.column(&f, x, 0..h, Some(&mask));
+                    let got = one.cpu(&column).unwrap().counts;
+                    let full: Vec<u32> = (0..op.bins as usize).map(|b| expected[b * w + x]).collect();
+                    assert_eq!(got, full, "{what}: column {x}");
+                }
+            }
+        }
+    }
+}
+
+/// By hand: the mask's zeros leave their pixels out, on top of the geometry's padding.
+#[test]
+fn a_mask_of_the_frames_size_and_no_other() {
+    let mut f = Frame::new(3, 2, 3, Pixels::U8(vec![0, 1, 3, 0, 3, 3].into()));
+    let op = ColHistParams::default().for_frame(&f).unwrap();
+    let mask = [1, 0, 9, 0, 1, 1];
+    let got = MaskedColHist { op: &op, mask: &mask }.cpu(&f).unwrap();
+    assert_eq!(got.counts, vec![1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2]);
+    // Column 0 is padding: the geometry's test and the mask's both apply.
+    f.geometry = Some(Geometry::identity(2, 2).then(&Affine::translation(-1.0, 0.0)));
+    let op = ColHistParams::default().for_frame(&f).unwrap();
+    let got = MaskedColHist { op: &op, mask: &mask }.cpu(&f).unwrap();
+    assert_eq!(got.counts, vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2]);
+    let e = MaskedColHist { op: &op, mask: &[1; 5] }.cpu(&f).unwrap_err();
+    assert_eq!(e.to_string(), "a mask of 5 pixels for a frame of 6");
 }
