@@ -128,7 +128,7 @@ impl<W: Write> FrameWriter<W> {
                 Format::Raw => Written::Raw,
             },
             Some(Container::Pgm) if ch != Channels::Gray || float => {
-                return refuse("PGM", ".ppm, .pam, .png or .tif (or read it as gray with --colour gray)")
+                return refuse("PGM", ".ppm, .pam, .png or .tif")
             }
             Some(Container::Pgm | Container::Pnm) => netpbm(false, false),
             Some(Container::Ppm) if ch.has_alpha() || float => return refuse("PPM", ".pam, .png or .tif"),
