@@ -631,14 +631,7 @@ pub struct MaskedClahe<'m> {
 
 impl MaskedClahe<'_> {
     fn check(&self, frame: &Frame) -> Result<(), OpError> {
-        if self.mask.len() != frame.width * frame.height {
-            return Err(OpError::invalid(format!(
-                "a mask of {} pixels for a frame of {}",
-                self.mask.len(),
-                frame.width * frame.height
-            )));
-        }
-        Ok(())
+        crate::op::check_mask(self.mask, frame.pixel_count())
     }
 }
 

@@ -410,13 +410,7 @@ pub struct MaskedHistogram<'m> {
 
 impl MaskedHistogram<'_> {
     fn bins_for(&self, frame: &Frame) -> Result<Bins, OpError> {
-        if self.mask.len() != frame.pixels.len() {
-            return Err(OpError::invalid(format!(
-                "a mask of {} pixels for a frame of {}",
-                self.mask.len(),
-                frame.pixels.len()
-            )));
-        }
+        crate::op::check_mask(self.mask, frame.pixels.len())?;
         Bins::new(self.bins, frame.maxval)
     }
 }

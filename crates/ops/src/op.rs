@@ -148,6 +148,15 @@ impl fmt::Display for OpError {
 
 impl std::error::Error for OpError {}
 
+/// Refuses a mask (one byte a pixel, `--mask`'s samples) of another pixel count than the frame's
+/// `pixels`: the one check of every masked operation.
+pub fn check_mask(mask: &[u8], pixels: usize) -> Result<(), OpError> {
+    if mask.len() == pixels {
+        return Ok(());
+    }
+    Err(OpError::invalid(format!("a mask of {} pixels for a frame of {pixels}", mask.len())))
+}
+
 /// An operation on one frame, with a CPU and a GPU implementation that give the same output.
 pub trait Op {
     type Output;

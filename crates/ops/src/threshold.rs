@@ -406,14 +406,7 @@ pub struct Threshold<'m> {
 
 /// Refuses a mask of another pixel count than the frame's.
 fn check_mask(mask: Option<&[u8]>, frame: &Frame) -> Result<(), OpError> {
-    match mask {
-        Some(mask) if mask.len() != frame.pixels.len() => Err(OpError::invalid(format!(
-            "a mask of {} pixels for a frame of {}",
-            mask.len(),
-            frame.pixels.len()
-        ))),
-        _ => Ok(()),
-    }
+    mask.map_or(Ok(()), |mask| crate::op::check_mask(mask, frame.pixels.len()))
 }
 
 /// What [`Threshold`] gives: the thresholds chosen, and the binary (or label) frame.

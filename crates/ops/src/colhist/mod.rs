@@ -173,14 +173,7 @@ pub struct MaskedColHist<'m> {
 
 impl MaskedColHist<'_> {
     fn check(&self, frame: &Frame) -> Result<(), OpError> {
-        if self.mask.len() != frame.width * frame.height {
-            return Err(OpError::invalid(format!(
-                "a mask of {} pixels for a frame of {}",
-                self.mask.len(),
-                frame.width * frame.height
-            )));
-        }
-        Ok(())
+        crate::op::check_mask(self.mask, frame.pixel_count())
     }
 }
 

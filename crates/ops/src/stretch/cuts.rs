@@ -66,13 +66,7 @@ pub fn of_frame(
 ) -> Result<Option<(f64, f64)>, OpError> {
     let count = frame.channels.count();
     if let Some(mask) = mask {
-        if mask.len() * count != frame.pixels.len() {
-            return Err(OpError::invalid(format!(
-                "a mask of {} pixels for a frame of {}",
-                mask.len(),
-                frame.pixels.len() / count.max(1)
-            )));
-        }
+        crate::op::check_mask(mask, frame.pixel_count())?;
     }
     let every = (0..count).all(|c| channels.contains(&c));
     let wanted =
