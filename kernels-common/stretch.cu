@@ -4,14 +4,53 @@
 // no fused multiply-add), so both backends give the same bits. docs/stretch.md states the map.
 #include "histopipe.cuh"
 
-// out[i] = lut[min(in[i], levels - 1)], a grid-stride loop.
+// out[i] = lut[min(in[i], levels - 1)]. Each thread maps a chunk of 16 input bytes per step
+// (PER = 16 / sizeof(I) samples) with one vector load and the matching vector store(s) of
+// PER * sizeof(O) bytes (8, 16 or 32) when both buffers are 16-byte aligned (pooled buffers are),
+// then a scalar grid-stride loop for the rest, as equalize.cu's map. The launch covers
+// ceil(n / PER) threads (gpu.rs). An 8-bit input indexes at most 256 entries, staged in shared
+// memory; a 16-bit one reads its table (up to 65536 entries) through the read-only cache.
 template <typename I, typename O>
 __device__ void map_lut(const I* __restrict__ in, u64 n, const O* __restrict__ lut, u32 levels,
                         O* __restrict__ out) {
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-        const u32 v = in[i];
-        out[i] = __ldg(&lut[v < levels ? v : levels - 1]);
+    constexpr bool SHARED = sizeof(I) == 1;
+    constexpr u32 PER = 16 / sizeof(I);
+    constexpr u32 OUT_BYTES = PER * sizeof(O);
+    static_assert(OUT_BYTES == 8 || OUT_BYTES == 16 || OUT_BYTES == 32, "output chunk");
+    __shared__ O staged[SHARED ? 256 : 1];
+    const u32 last = levels - 1;
+    if constexpr (SHARED) {
+        const u32 count = levels < 256 ? levels : 256;
+        for (u32 i = threadIdx.x; i < count; i += blockDim.x) staged[i] = lut[i];
+        __syncthreads();
     }
+    auto look_up = [&](u32 v) -> O {
+        const u32 k = v < levels ? v : last;
+        if constexpr (SHARED) return staged[k];
+        else return __ldg(&lut[k]);
+    };
+    union Out {
+        uint4 v[OUT_BYTES >= 16 ? OUT_BYTES / 16 : 1];
+        uint2 h;
+        O s[PER];
+    };
+    for_my_chunks<I>(
+        n, aligned16(in) && aligned16(out),
+        [&](u64 c) {
+            Vec16<I> src;
+            src.v = reinterpret_cast<const uint4*>(in)[c];
+            Out dst;
+#pragma unroll
+            for (u32 k = 0; k < PER; k++) dst.s[k] = look_up(src.s[k]);
+            if constexpr (OUT_BYTES == 8) {
+                reinterpret_cast<uint2*>(out)[c] = dst.h;
+            } else {
+                constexpr u32 W = OUT_BYTES / 16;
+#pragma unroll
+                for (u32 j = 0; j < W; j++) reinterpret_cast<uint4*>(out)[c * W + j] = dst.v[j];
+            }
+        },
+        [&](u64 i) { out[i] = look_up(in[i]); });
 }
 
 extern "C" __global__ void map_u8_u8(const u8* in, u64 n, const u8* lut, u32 levels, u8* out) {

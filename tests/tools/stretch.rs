@@ -340,6 +340,30 @@ fn gpu_matches_cpu_on_integer_frames_and_through_the_tool() {
     }
 }
 
+/// The integer maps read 16 input bytes a thread (16 8-bit samples, 8 16-bit ones) and map the
+/// rest one sample at a time: every length from 1 to 70 (tails alone, a chunk and a tail, whole
+/// chunks) and a long one of odd length, through each of the four maps (8- and 16-bit in and out).
+#[test]
+fn gpu_matches_cpu_on_integer_frames_of_every_short_length() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let lengths: Vec<(usize, usize)> = (1..=70).map(|w| (w, 1)).chain([(4099, 3)]).collect();
+    for maxval in [255, 200, 4095, 65535] {
+        for &(w, h) in &lengths {
+            let frame = random_frame(&mut rng, w, h, maxval);
+            for maxout in [255, 65535] {
+                let op =
+                    Stretch { curve: Curve { lo: 1.0, hi: maxval as f64 * 0.9, scale: Scale::Sqrt, maxout } };
+                assert_eq!(
+                    op.cpu(&frame).unwrap(),
+                    op.gpu(&gpu, &frame).unwrap(),
+                    "{maxval} {w}x{h} {maxout}"
+                );
+            }
+        }
+    }
+}
+
 /// `--mask`: the cuts are the order statistics of the masked samples alone (NumPy), and the map
 /// applies to every pixel: the output is `--in LO:HI`'s with those cuts; 8-bit gray, 16-bit, colour
 /// (one range, and one a channel), float; the GPU the CPU's.

@@ -35,12 +35,15 @@ impl<'g, O: Sample> LutPlan<'g, O> {
         if n == 0 {
             return Ok(());
         }
+        // Each thread maps 16 input bytes per step.
+        let chunks = n.div_ceil(16 / std::mem::size_of::<I>());
         let name = format!("map_{}_{}", I::KERNEL_SUFFIX, O::KERNEL_SUFFIX);
         let (count, levels) = (n as u64, self.levels);
         // SAFETY: map_*_*(in, n, lut, levels, out) in stretch.cu; `src` and `dst` hold `n`
-        // samples, the table `levels` entries (the kernel clamps its index to levels - 1).
+        // samples, the table `levels` entries (the kernel clamps its index to levels - 1, and an
+        // 8-bit input's shared copy takes at most 256 of them).
         unsafe {
-            launch!(self.gpu, kernels::STRETCH, name, histopipe_gpu::launch::cover(n, 256);
+            launch!(self.gpu, kernels::STRETCH, name, histopipe_gpu::launch::cover(chunks, 256);
                 src, &count, &*self.lut, &levels, dst)
         }?;
         Ok(())
