@@ -171,30 +171,150 @@ HISTOGRAM_KERNEL(global, u8)
 HISTOGRAM_KERNEL(global, u16)
 
 // Masked histograms: only samples whose mask byte is non-zero are counted (the mask holds one
-// byte a pixel, as the samples do). A grid-stride loop over single samples (the mask costs a
-// second load each, and masked counts are made once per frame, not in the benchmark's hot path).
-// SHARED: each block counts in shared memory (4 bytes a bin, up to SHARED_MAX_BINS of histogram.rs)
-// and adds its non-zero counts to the global histogram; otherwise every counted sample is one
-// global atomic. hist is zeroed by the caller; the scan is the `scan` kernel's.
+// byte a pixel, as the samples do). The unmasked kernels' forms, reading a unit of 16 samples at a
+// time: their 16 mask bytes in one 16-byte load and the samples in sizeof(T) 16-byte loads, when
+// both buffers are 16-byte aligned (pooled buffers are); the rest, or all of a misaligned input,
+// one sample and its mask byte at a time. hist is zeroed by the caller; the scan is the `scan`
+// kernel's. The grid is histogram.rs's for 8-bit samples (one thread per unit of 16 samples, at
+// most HISTOGRAM_MAX_BLOCKS blocks), whatever T.
+#define MASK_UNIT 16
+
+template <typename T>
+__device__ __forceinline__ u64 masked_units(const T* in, const u8* mask, u64 n) {
+    return aligned16(in) && aligned16(mask) ? n / MASK_UNIT : 0;
+}
+
+// One unit: 16 mask bytes and their 16 samples.
+template <typename T>
+struct MaskedUnit {
+    Vec16<u8> m;
+    Vec16<T> s[sizeof(T)];
+};
+
+template <typename T>
+__device__ __forceinline__ void load_unit(const T* __restrict__ in, const u8* __restrict__ mask, u64 u,
+                                          MaskedUnit<T>& x) {
+    x.m.v = reinterpret_cast<const uint4*>(mask)[u];
+#pragma unroll
+    for (u32 j = 0; j < sizeof(T); j++) x.s[j].v = reinterpret_cast<const uint4*>(in)[u * sizeof(T) + j];
+}
+
+// Calls add(sample, mask byte) for each sample of a unit, in order.
+template <typename T, typename F>
+__device__ __forceinline__ void each_of_unit(const MaskedUnit<T>& x, F add) {
+    constexpr u32 PER = 16 / sizeof(T);
+#pragma unroll
+    for (u32 j = 0; j < sizeof(T); j++)
+#pragma unroll
+        for (u32 k = 0; k < PER; k++) add((u32)x.s[j].s[k], (u32)x.m.s[j * PER + k]);
+}
+
+// Calls add(sample, mask byte) for each sample of in[0, n) that this thread takes: grid-stride over
+// the units, two in flight (as histogram_shared's chunks), then over the samples after the last
+// whole unit.
+template <typename T, typename F>
+__device__ __forceinline__ void for_my_masked(const T* __restrict__ in, const u8* __restrict__ mask, u64 n,
+                                              F add) {
+    const u64 units = masked_units(in, mask, n);
+    const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
+    u64 u = first;
+    for (; u + stride < units; u += 2 * stride) {
+        MaskedUnit<T> a, b;
+        load_unit(in, mask, u, a);
+        load_unit(in, mask, u + stride, b);
+        each_of_unit(a, add);
+        each_of_unit(b, add);
+    }
+    if (u < units) {
+        MaskedUnit<T> a;
+        load_unit(in, mask, u, a);
+        each_of_unit(a, add);
+    }
+    for (u64 i = units * MASK_UNIT + first; i < n; i += stride) add((u32)in[i], (u32)mask[i]);
+}
+
+// histogram_private's counting: a sample masked off goes to bin PRIVATE_BINS, which no counter has.
+template <typename T>
+__device__ void masked_private(const T* __restrict__ in, const u8* __restrict__ mask, u64 n, u32 bins,
+                               u32 levels, u64* __restrict__ hist) {
+    u32 mine[PRIVATE_BINS];
+#pragma unroll
+    for (u32 j = 0; j < PRIVATE_BINS; j++) mine[j] = 0;
+    for_my_masked(in, mask, n, [&](u32 v, u32 m) {
+        const u32 b = m ? bin_of(v, bins, levels) : PRIVATE_BINS;
+#pragma unroll
+        for (u32 j = 0; j < PRIVATE_BINS; j++) mine[j] += b == j;
+    });
+    // Every lane of every (full) warp gets here, as the full-mask shuffles need.
+#pragma unroll
+    for (u32 j = 0; j < PRIVATE_BINS; j++) {
+        const u32 count = warp_reduce(mine[j], Plus());
+        if ((threadIdx.x & 31) == 0 && j < bins && count)
+            atomicAdd((unsigned long long*)&hist[j], (unsigned long long)count);
+    }
+}
+
+// histogram_shared's counting: two copies in shared memory up to SHARED_COPIES_MAX_BINS bins (the
+// launch's shared memory is 2 * 4 bytes a bin there, 4 bytes a bin above), one atomic per sample
+// counted.
+template <typename T>
+__device__ void masked_shared(const T* __restrict__ in, const u8* __restrict__ mask, u64 n, u32 bins,
+                              u32 levels, u64* __restrict__ hist) {
+    extern __shared__ u32 local[];
+    const u32 copies = bins <= SHARED_COPIES_MAX_BINS ? 2 : 1;
+    for (u32 b = threadIdx.x; b < copies * bins; b += blockDim.x) local[b] = 0;
+    __syncthreads();
+    u32* mine = local + (copies == 2 ? ((threadIdx.x >> 5) & 1) * bins : 0);
+    for_my_masked(in, mask, n, [&](u32 v, u32 m) {
+        if (m) atomicAdd(&mine[bin_of(v, bins, levels)], 1u);
+    });
+    __syncthreads();
+    for (u32 b = threadIdx.x; b < bins; b += blockDim.x) {
+        const u32 count = local[b] + (copies == 2 ? local[bins + b] : 0);
+        if (count) atomicAdd((unsigned long long*)&hist[b], (unsigned long long)count);
+    }
+}
+
+// histogram_global's counting: lanes of a warp whose counted samples share a bin add once, with the
+// group's size; a sample masked off (or an idle lane's) gets a bin no counted sample has. Every
+// lane of a warp runs the same number of iterations (the loop bound is the warp's first unit).
+template <typename T>
+__device__ void masked_global(const T* __restrict__ in, const u8* __restrict__ mask, u64 n, u32 bins,
+                              u32 levels, u64* __restrict__ hist) {
+    const u32 lane = threadIdx.x & 31;
+    const u64 units = masked_units(in, mask, n);
+    const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
+    for (u64 u = first; u - lane < units; u += stride) {
+        const bool valid = u < units;
+        MaskedUnit<T> x;
+        if (valid) {
+            load_unit(in, mask, u, x);
+        } else {
+            x.m.v = make_uint4(0, 0, 0, 0);
+#pragma unroll
+            for (u32 j = 0; j < sizeof(T); j++) x.s[j].v = make_uint4(0, 0, 0, 0);
+        }
+        each_of_unit(x, [&](u32 v, u32 m) {
+            const u32 b = m ? bin_of(v, bins, levels) : 0xffffffffu;
+            const u32 group = __match_any_sync(FULL_MASK, b);
+            if (m && lane == (u32)(__ffs(group) - 1))
+                atomicAdd((unsigned long long*)&hist[b], (unsigned long long)__popc(group));
+        });
+    }
+    for (u64 i = units * MASK_UNIT + first; i < n; i += stride)
+        if (mask[i]) atomicAdd((unsigned long long*)&hist[bin_of(in[i], bins, levels)], 1ull);
+}
+
+// SHARED (up to SHARED_MAX_BINS bins): in registers up to PRIVATE_BINS bins, else in shared
+// memory; otherwise global atomics.
 template <typename T, bool SHARED>
 __device__ void histogram_masked(const T* __restrict__ in, const u8* __restrict__ mask, u64 n, u32 bins,
                                  u32 levels, u64* __restrict__ hist) {
-    extern __shared__ u32 local[];
     if constexpr (SHARED) {
-        for (u32 b = threadIdx.x; b < bins; b += blockDim.x) local[b] = 0;
-        __syncthreads();
-    }
-    const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
-    for (u64 i = first; i < n; i += stride) {
-        if (!mask[i]) continue;
-        const u32 b = bin_of(in[i], bins, levels);
-        if constexpr (SHARED) atomicAdd(&local[b], 1u);
-        else atomicAdd((unsigned long long*)&hist[b], 1ull);
-    }
-    if constexpr (SHARED) {
-        __syncthreads();
-        for (u32 b = threadIdx.x; b < bins; b += blockDim.x)
-            if (local[b]) atomicAdd((unsigned long long*)&hist[b], (unsigned long long)local[b]);
+        if (bins <= PRIVATE_BINS) masked_private(in, mask, n, bins, levels, hist);
+        else masked_shared(in, mask, n, bins, levels, hist);
+    } else {
+        masked_global(in, mask, n, bins, levels, hist);
     }
 }
 

@@ -275,10 +275,17 @@ impl<'g> DistributionPlan<'g> {
         gpu.stream().memset_zeros(&mut self.hist.slice_mut(..bins.count()))?;
         if n > 0 {
             let shared = bins.count <= SHARED_MAX_BINS;
+            // A thread reads 16 mask bytes and their 16 samples at a time, whatever the sample
+            // size: the 8-bit kernels' grid. Up to PRIVATE_MAX_BINS bins the shared kernel counts
+            // in registers; up to SHARED_COPIES_MAX_BINS it keeps two copies in shared memory.
             let cfg = LaunchConfig {
-                grid_dim: (histogram_blocks::<T>(n), 1, 1),
+                grid_dim: (histogram_blocks::<u8>(n), 1, 1),
                 block_dim: (HISTOGRAM_THREADS, 1, 1),
-                shared_mem_bytes: if shared { bins.count * 4 } else { 0 },
+                shared_mem_bytes: match bins.count {
+                    c if c <= PRIVATE_MAX_BINS || !shared => 0,
+                    c if c <= SHARED_COPIES_MAX_BINS => 2 * c * 4,
+                    c => c * 4,
+                },
             };
             let kind = if shared { "shared" } else { "global" };
             let name = format!("histogram_masked_{kind}_{}", T::KERNEL_SUFFIX);
@@ -517,6 +524,7 @@ mod tests {
                     "{n}: {blocks} blocks"
                 );
                 // Grid-stride over 16-byte chunks: a block's share is at most its chunks' samples.
+                // (The masked kernels take units of 16 samples on the 8-bit grid, bytes 1 here.)
                 let threads = blocks as usize * HISTOGRAM_THREADS as usize;
                 let per_block =
                     (n * bytes).div_ceil(16).div_ceil(threads) * HISTOGRAM_THREADS as usize * 16 / bytes;

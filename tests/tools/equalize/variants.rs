@@ -487,7 +487,15 @@ fn gpu_matches_cpu_for_masked_histograms_and_tables() {
         let masks = [vec![1u8; n], vec![0u8; n], (0..n).map(|_| rng.u8(..) % 3).collect::<Vec<u8>>()];
         for (k, mask) in masks.iter().enumerate() {
             let levels = frame.maxval as usize + 1;
-            for bins in [None, Some(1), Some(8.min(levels)), Some(levels.min(SHARED_MAX_BINS as usize + 1))] {
+            let bins_cases = [
+                None,
+                Some(1),
+                Some(8.min(levels)),
+                Some(9.min(levels)),
+                Some(levels.min(SHARED_MAX_BINS as usize)),
+                Some(levels.min(SHARED_MAX_BINS as usize + 1)),
+            ];
+            for bins in bins_cases {
                 if Bins::new(bins, frame.maxval).is_err() {
                     continue;
                 }
@@ -518,6 +526,36 @@ fn gpu_matches_cpu_for_masked_histograms_and_tables() {
         let table: Vec<u16> = (0..=frame.maxval).rev().collect();
         let op = Remap::new(TableRule::Given(&table));
         assert_eq!(op.cpu(frame).unwrap(), op.gpu(&gpu, frame).unwrap(), "{what}, given table");
+    }
+}
+
+/// Masked histograms of frames larger than the GPU kernels' grid (each thread takes several units
+/// of 16 samples, and the 12 samples after the last unit one by one), 8- and 16-bit, few and many
+/// bins (registers, two and one shared-memory copies, global atomics): the CPU's counts.
+#[test]
+fn gpu_matches_cpu_for_masked_histograms_of_large_frames() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let (w, h) = (1501, 1500);
+    let n = w * h;
+    let masks = [vec![1u8; n], (0..n).map(|_| rng.u8(..) % 3).collect::<Vec<u8>>()];
+    for maxval in [255, 1076, 65535] {
+        let frame = random_frame(&mut rng, w, h, maxval);
+        for (k, mask) in masks.iter().enumerate() {
+            for bins in
+                [None, Some(1), Some(8), Some(9), Some(256), Some(4097), Some(SHARED_MAX_BINS as usize)]
+            {
+                if Bins::new(bins, frame.maxval).is_err() {
+                    continue;
+                }
+                let h = MaskedHistogram { bins, mask };
+                assert_eq!(
+                    h.cpu(&frame).unwrap(),
+                    h.gpu(&gpu, &frame).unwrap(),
+                    "maxval {maxval}, mask {k}, {bins:?} bins"
+                );
+            }
+        }
     }
 }
 
