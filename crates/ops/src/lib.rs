@@ -6,6 +6,7 @@
 //! as the GPU kernel rounds it (the kernels are compiled with `--fmad=false`). It splits large
 //! frames over the cores ([`parallel`]), with the same output whatever the number of threads.
 
+pub mod angles;
 pub mod bins;
 pub mod clahe;
 pub mod colhist;
