@@ -75,8 +75,9 @@ pub const COMMON_FLAGS: &[Flag] = &[
         "--backend",
         "B",
         "auto, cpu or gpu [default: $HISTOPIPE_BACKEND, else auto]; auto opens the GPUs once a stream \
-         has run for $HISTOPIPE_GPU_AFTER seconds [1], then gives each frame to a GPU or to the CPU, \
-         whichever is done first; the output is the same on all",
+         has run for $HISTOPIPE_GPU_AFTER seconds [1] (at once for a frame of many directions' work, \
+         as radon's), then gives each frame to a GPU or to the CPU, whichever is done first; the \
+         output is the same on all",
     )
     .one_of(&["auto", "cpu", "gpu"])
     .group("Backend"),

@@ -162,6 +162,16 @@ fn choose(cpu: Load, gpus: &[Load]) -> Lane {
     }
 }
 
+/// Pixel visits ([`Op::visits_per_pixel`] times the pixels) past which one frame is worth a GPU's
+/// opening (about 0.4 s with its kernels compiled): 2^29 visits of a sample with bilinear taps
+/// take the 16 cores of the GPU machine about that long (`radon`, 180 angles of a 1920 x 1080
+/// frame), and a 2-core machine several times longer.
+const HEAVY_VISITS: f64 = (1u64 << 29) as f64;
+
+fn is_heavy(visits: f64) -> bool {
+    visits >= HEAVY_VISITS
+}
+
 /// Whether `gpu` is worth giving frames to (see [`WORTH`]); unmeasured, it is.
 fn worth(cpu: Load, gpu: &Load) -> bool {
     match (cpu.rate.ns, gpu.rate.ns) {
@@ -481,7 +491,17 @@ impl Backends {
     /// On a worker: asks for the GPUs once due, for a stream whose frames were all handed out
     /// before (counting them for `all` on this worker's time).
     fn open_if_due(&self) {
-        if !self.due() || self.asked.swap(true, Ordering::AcqRel) {
+        if self.due() {
+            self.open_now();
+        }
+    }
+
+    /// With `auto`, for a frame heavy enough to pay for a GPU's opening on its own ([`is_heavy`]):
+    /// asks for the GPUs now, whatever the stream's length (counting them for `all` on this
+    /// worker's time). The frame then waits for them ([`Backends::auto`]); one that cannot be
+    /// opened leaves it to the cores.
+    fn open_now(&self) {
+        if self.asked.swap(true, Ordering::AcqRel) {
             return;
         }
         self.counting.store(true, Ordering::Release);
@@ -591,6 +611,10 @@ impl Backends {
 
     fn auto<O: Op>(&self, op: &O, frame: &Frame) -> Result<O::Output, OpError> {
         let key = std::any::type_name::<O>();
+        let heavy = is_heavy(frame.pixel_count() as f64 * op.visits_per_pixel(frame));
+        if heavy {
+            self.open_now();
+        }
         let (gpus, lane, measured) = loop {
             self.open_if_due();
             let gpus = self.gpus.get().map_or(&[][..], Vec::as_slice);
@@ -611,7 +635,8 @@ impl Backends {
                 let measured = open.iter().any(|l| l.lane == lane && l.rate.ns.is_some());
                 (lane, cpu.rate.ns, measured, open)
             };
-            if lane != Lane::Cpu || !self.waits_for_a_gpu(frame, cpu_ns, &open) {
+            let waits = if heavy { self.is_opening() } else { self.waits_for_a_gpu(frame, cpu_ns, &open) };
+            if lane != Lane::Cpu || !waits {
                 break (gpus, lane, measured);
             }
             std::thread::sleep(Duration::from_millis(1));
@@ -789,6 +814,42 @@ mod tests {
         std::thread::sleep(wait * 2);
         early.run(&op, &frame, 2).unwrap();
         assert!(early.gpus.get().is_some(), "asked by a worker");
+    }
+
+    /// Equalize, said to visit each pixel as often as `radon` does for many angles.
+    struct Heavy(f64);
+
+    impl Op for Heavy {
+        type Output = Frame;
+        fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
+            histopipe_ops::equalize::Equalize.cpu(frame)
+        }
+        fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
+            histopipe_ops::equalize::Equalize.gpu(gpu, frame)
+        }
+        fn visits_per_pixel(&self, _: &Frame) -> f64 {
+            self.0
+        }
+    }
+
+    #[test]
+    fn auto_opens_the_gpus_at_once_for_a_frame_that_pays_for_them() {
+        let frame = Frame::new(2, 1, 255, vec![1u8, 2].into());
+        let b = Arc::new(Backends::new(
+            BackendChoice::Auto,
+            Devices::List(vec![0]),
+            Duration::from_secs(1000),
+            SampleMemory::default(),
+        ));
+        b.begin_frame(1);
+        b.run(&Heavy(1000.0), &frame, 1).unwrap();
+        assert!(b.gpus.get().is_none(), "light: the cores, no GPU asked for");
+        // Heavy: the GPUs are asked for on the first frame; without one (here, no CUDA, or a
+        // device that cannot be opened) the frame still gets done, by the cores.
+        let out = b.run(&Heavy(HEAVY_VISITS), &frame, 1).unwrap();
+        assert!(b.gpus.get().is_some(), "heavy: the GPUs are asked for at once");
+        assert_eq!(out, histopipe_ops::equalize::Equalize.cpu(&frame).unwrap());
+        assert!(!b.is_opening(), "the frame waited for the opening to end");
     }
 
     #[test]

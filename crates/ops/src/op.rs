@@ -164,6 +164,16 @@ pub trait Op {
     /// Queues the operation on `gpu`'s stream; what it returns may still be in flight on the
     /// device until the stream is synchronized.
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Self::Output, OpError>;
+
+    /// How many times the CPU backend visits each pixel of `frame`: 1 for an operation whose work
+    /// is in proportion to the frame (the default), the number of directions for one that works
+    /// in many (`radon` reads each sample once per angle). The caller's `auto` backend opens the
+    /// GPUs at once for a single frame whose visits make it slower on the cores than a GPU's
+    /// opening, instead of waiting for a stream to show the GPU is worth opening.
+    fn visits_per_pixel(&self, frame: &Frame) -> f64 {
+        let _ = frame;
+        1.0
+    }
 }
 
 #[cfg(test)]
