@@ -3,6 +3,9 @@
 
     report.py --results DIR --md docs/BENCHMARKS.md --plot DIR/benchmarks.png [--command "..."]
     report.py --issue27 DIR [DIR...] --md docs/BENCHMARKS.md
+    report.py --issue28 DIR [DIR...] --md docs/BENCHMARKS.md
+        issue 28's section alone (scripts/bench/issue28's JSON lines: kernels-28.jsonl, tools-28.jsonl,
+        skimage-28.jsonl, meta-28.json), put in the kept block as --issue27 puts its own.
         issue 27's section alone (scripts/bench/issue27's JSON lines: kernels-27.jsonl,
         skimage-27.jsonl, tools-27*.jsonl, meta-27.json, in one folder or several), put in the
         report's kept block (replacing the one there): the rest of the report is left as it is.
@@ -539,21 +542,70 @@ def issue27(dirs):
 
 
 def put_issue27(md, section):
-    """`section` into the report's kept block, in place of the one there (or before its end)."""
+    put_section(md, section, SECTION_27)
+
+SECTION_28 = "## Issue 28: every direction at once (radon, colhist --angles, deskew)"
+
+
+def issue28(dirs):
+    """Issue 28's section (Markdown lines) from scripts/bench/issue28's JSON lines in `dirs`."""
+    rows, meta = [], {}
+    for d in dirs:
+        for name in sorted(os.listdir(d)):
+            if name.endswith(".jsonl") and "28" in name:
+                rows += load_jsonl(os.path.join(d, name))
+        if os.path.exists(os.path.join(d, "meta-28.json")):
+            with open(os.path.join(d, "meta-28.json")) as f:
+                meta.update(json.load(f))
+    k = Kernels(rows)
+    tools = {r["name"]: r for r in rows if "name" in r}
+    L = [SECTION_28, ""]
+    L.append(f"Measured by `scripts/bench/issue28` (and `--skimage`, the same inputs) on {meta.get('gpu', '?')}, "
+             f"{meta.get('cpu', '?')} ({meta.get('threads', '?')} threads), commit {meta.get('commit', '?')}, "
+             f"{meta.get('date', '?')}; the report by `scripts/bench/report.py --issue28`.")
+    L.append("")
+    L.append("Kernels: GPU in process with CUDA events (median after warm-up), the frame already on the device; "
+             "CPU: our CPU backend on all threads (host clock). Whole commands: process wall time, median of "
+             "several runs after one, files on the machine's local disk, CUDA start-up included.")
+    L.append("")
+    L += ["### Kernels (median ms)", "", "| op | size | GPU ms | CPU ms (all threads) | CPU/GPU |", "|---|---|---|---|---|"]
+    for op in ("radon", "radon.fine", "colhist.angles", "deskew"):
+        for w, h, c in k.cases(op):
+            g, cpu = k.get(op, "histopipe-gpu", w, h, c), k.get(op, "histopipe-cpu", w, h, c)
+            L.append(table_row([op, f"{w}x{h} {c}", fmt_ms(g), fmt_ms(cpu), fmt_ratio(ratio(cpu, g))]))
+    L.append("")
+    L += ["### Whole commands (wall time, median s)", "", "| command | s | note |", "|---|---|---|"]
+    for name, r in tools.items():
+        if "median_s" in r:
+            note = ""
+            if r.get("bytes"):
+                note = f"{r['bytes'] / 1e6:.0f} MB, {r['bytes'] / r['median_s'] / 1e9:.2f} GB/s"
+            if r.get("shape"):
+                note = f"{r['shape'][1]}x{r['shape'][0]}, {r['angles']} angles, scikit-image {r.get('version', '')}"
+            L.append(table_row([name, f"{r['median_s']:.3f}", note]))
+        elif "error" in r:
+            L.append(table_row([name, "failed", r["error"][:120]]))
+    L.append("")
+    return L
+
+
+def put_section(md, section, title):
+    """`section` into the report's kept block, in place of the one titled `title` (or before its end)."""
     with open(md) as f:
         lines = f.read().split("\n")
     if KEPT_BEGIN not in lines:
         at = lines.index("## Kernels (median ms)") if "## Kernels (median ms)" in lines else len(lines)
         lines[at:at] = [KEPT_BEGIN, KEPT_END, ""]
     end = lines.index(KEPT_END)
-    if SECTION_27 in lines:
-        start = lines.index(SECTION_27)
+    if title in lines:
+        start = lines.index(title)
         stop = next((i for i in range(start + 1, end) if lines[i].startswith("## ")), end)
         lines[start:stop] = section
     else:
         lines[end:end] = section
     with open(md, "w") as f:
         f.write("\n".join(lines))
+
 
 
 def main():
@@ -563,13 +615,18 @@ def main():
     p.add_argument("--plot", help="the plot's path without suffix: .png with matplotlib, else .svg")
     p.add_argument("--command", default="scripts/bench/run")
     p.add_argument("--issue27", nargs="+", metavar="DIR", help="issue 27's section alone (see above)")
+    p.add_argument("--issue28", nargs="+", metavar="DIR", help="issue 28's section alone (see above)")
     a = p.parse_args()
-    if a.issue27:
-        put_issue27(a.md, issue27(a.issue27))
-        print(f"report: wrote issue 27's section into {a.md}")
+    if a.issue27 or a.issue28:
+        if a.issue27:
+            put_issue27(a.md, issue27(a.issue27))
+        if a.issue28:
+            put_section(a.md, issue28(a.issue28), SECTION_28)
+        print(f"report: wrote issue {'27' if a.issue27 else ''}{' and ' if a.issue27 and a.issue28 else ''}"
+              f"{'28' if a.issue28 else ''}'s section into {a.md}")
         return
     if not a.results or not a.plot:
-        p.error("--results and --plot are required (or --issue27)")
+        p.error("--results and --plot are required (or --issue27, --issue28)")
     kern = Kernels(load_jsonl(os.path.join(a.results, "kernels.jsonl")))
     tools = [t for t in load_jsonl(os.path.join(a.results, "tools.jsonl")) if t.get("suite") == "tool"]
     streams = [s for s in load_jsonl(os.path.join(a.results, "streams.jsonl")) if s.get("suite") == "stream"]
