@@ -4,9 +4,12 @@ use histopipe_cli::{
     Common, Context, Error, Flag, FlagError, Given, OutputFormat, PathTemplate, Product, Tool,
     TABLE_KEY_COLUMNS,
 };
-use histopipe_frame::{encode_npy_array, Format, Frame, Line, NpyData, Pixels};
-use histopipe_ops::colhist::{ColHistParams, Histograms, MaskedColHist};
+use histopipe_frame::{encode_npy_array, encode_npy_header, Format, Frame, Line, NpyData, Pixels};
+use histopipe_ops::angles::Angles;
+use histopipe_ops::colhist::{ColHistParams, ColHistSweep, Histograms, MaskedColHist, Sweep};
 use histopipe_ops::range::Outside;
+use histopipe_ops::rotate::{Interpolation, RotateBy, RotateParams};
+use histopipe_ops::Fill;
 use histopipe_ops::{parallel, OpError};
 use histopipe_plot::{colhist_figure, heatmap_image, ColhistFigure, Counts};
 
@@ -38,6 +41,24 @@ struct Along {
     segment: bool,
 }
 
+/// What `--line` or `--segment` gave: two points (`X0,Y0,X1,Y1`), or with `--angles` one point
+/// and the line through it in each direction (`--line X,Y`), or the part of it within a
+/// half-length of the point (`--segment X,Y,R`).
+#[derive(Debug, Clone, Copy)]
+enum Points {
+    Two(Line),
+    Through { point: (f64, f64), half: f64 },
+}
+
+/// The options of the turns `--angles` makes, as `rotate` takes them.
+#[derive(Debug, Clone, Default)]
+struct Turns {
+    angles: Angles,
+    interpolation: Interpolation,
+    fill: Fill,
+    expand: bool,
+}
+
 /// The pixels `--line` or `--segment` picks in a frame: rows `rows` of column `x`.
 #[derive(Debug, Clone)]
 struct Column {
@@ -51,7 +72,13 @@ pub struct ColHist {
     params: ColHistParams,
     range: Option<(f64, f64)>,
     colour: Colour,
-    along: Option<Along>,
+    along: Option<(Points, bool)>,
+    /// `--angles` and the options of its turns; `Some` once `--angles` is given.
+    turns: Option<Turns>,
+    /// `--bilinear`, `--fill`, `--expand`: taken only with `--angles`.
+    interpolation: Interpolation,
+    fill: Option<Fill>,
+    expand: bool,
     /// `--format`, if given: csv, tsv, pgm for the matrix image, png for the heatmap.
     format: Option<OutputFormat>,
     output: Output,
@@ -110,15 +137,28 @@ Usage: colhist [OPTIONS] [FILE...]";
             "--line",
             "X0,Y0,X1,Y1",
             "only the column this line of the original image lies on, all of it; the line must be \
-             vertical in the frame (rotate --line first)",
+             vertical in the frame (rotate --line first). With --angles, one point X,Y: in each \
+             direction, the turned frame's column through it",
         ),
         Flag::with_value(
             "--segment",
             "X0,Y0,X1,Y1",
             "only that column's pixels between the two points: the rows from the one nearest (X0,Y0) to \
              the one nearest (X1,Y1), both included (halves rounded up); both must be in the frame \
-             (rotate --segment first)",
+             (rotate --segment first). With --angles, X,Y,R: in each direction, the pixels of the \
+             column through (X,Y) within R pixels of it",
         ),
+        Flag::with_value(
+            "--angles",
+            "SPEC",
+            "the histograms after each turn, as rotate A | colhist for each angle A, from one read of the \
+             frame: START:END:STEP (degrees, numpy's arange, END excluded) or a list A,B,C; the table \
+             gets an angle column, -o x.npy a uint32 array (angles, bins, columns)",
+        ),
+        Flag::switch("--bilinear", "with --angles: turn as rotate --bilinear does"),
+        Flag::with_value("--fill", "V", "with --angles: rotate's --fill, one value 0..maxval [default: 0]")
+            .param("fill"),
+        Flag::switch("--expand", "with --angles: turn as rotate --expand does (text output only)"),
         Flag::with_value(
             "--format",
             "F",
@@ -146,8 +186,15 @@ edges, [lower, upper)), its counts. With --range, and for float frames, five mor
 bins: below, above, nans, neg_inf, pos_inf in the bin column, lower and upper empty. Frames of different widths give rows of
 different lengths: give -o a field (-o out/{stem}.csv) for one table each.
 
+With --angles SPEC, for every angle A: what rotate A [--bilinear --fill V --expand] | colhist
+writes, with an angle column after source (colour made gray as colhist reads rotate's output); an
+.npy output is a uint32 cube (angles, bins, columns). With --line X,Y (--segment X,Y,R): in each
+direction the turned frame's column through the point (within R of it). The counts are held
+whole: more than --max-pixels counters are refused.
+
 Example:
   pad a.pgm | rotate --line 0,0,400,400 | colhist --line 0,0,400,400 -o line.csv
+  pad a.pgm | colhist --angles 0:180:5 -o cube.npy
   pad a.jpg | rotate --segment 100,100,300,250 | colhist --segment 100,100,300,250
   pad scans/*.pgm | rotate 30 | colhist -o out/{stem}.csv";
 
@@ -166,11 +213,31 @@ Example:
             "--count-padding" => self.params.count_padding = true,
             "--line" | "--segment" => {
                 let segment = given.is("--segment");
-                if self.along.is_some_and(|a| a.segment != segment) {
+                if self.along.is_some_and(|(_, s)| s != segment) {
                     return Err(Error::usage("give --line or --segment, not both").into());
                 }
-                self.along = Some(Along { points: given.parse()?, segment });
+                let numbers: Option<Vec<f64>> = given
+                    .text()?
+                    .split(',')
+                    .map(|t| t.trim().parse::<f64>().ok().filter(|v| v.is_finite()))
+                    .collect();
+                let points = match (numbers.as_deref(), segment) {
+                    (Some(&[x, y]), false) => Points::Through { point: (x, y), half: 1.0 },
+                    (Some(&[x, y, r]), true) if r > 0.0 => Points::Through { point: (x, y), half: r },
+                    (Some(&[_, _, _]), true) => {
+                        return Err("X,Y,R: the half-length R must be more than 0".into())
+                    }
+                    _ => Points::Two(given.parse()?),
+                };
+                self.along = Some((points, segment));
             }
+            "--angles" => {
+                let angles: Angles = given.text()?.parse()?;
+                self.turns = Some(Turns { angles, ..Turns::default() });
+            }
+            "--bilinear" => self.interpolation = Interpolation::Bilinear,
+            "--fill" => self.fill = Some(given.parse()?),
+            "--expand" => self.expand = true,
             "--format" => {
                 self.format = Some(match given.text()? {
                     "csv" => OutputFormat::Csv,
@@ -189,13 +256,14 @@ Example:
     }
 
     fn check(&mut self, common: &Common) -> Result<(), Error> {
+        self.check_turns()?;
         if self.plot.is_some() && self.colour == Colour::Each {
             return Err(Error::usage("--plot draws one histogram: it cannot be combined with --colour each"));
         }
-        if let (Some(along), true) = (&self.along, self.params.rows) {
+        if let (Some((_, segment)), true) = (&self.along, self.params.rows) {
             return Err(Error::usage(format!(
                 "{} takes one column: it cannot be combined with --rows",
-                along.option()
+                option_of(*segment)
             )));
         }
         if let Some(path) = &self.mask_path {
@@ -224,6 +292,14 @@ Example:
                 }
             }
         };
+        if self.turns.is_some() && matches!(self.output, Output::Image | Output::Heatmap { .. }) {
+            return Err(Error::usage("--angles writes a table (csv, tsv) or a cube (npy), not an image"));
+        }
+        if self.turns.as_ref().is_some_and(|t| t.expand) && self.output == Output::Npy {
+            return Err(Error::usage(
+                "--expand gives every angle its own size, and an .npy cube has one: write a table (csv, tsv)",
+            ));
+        }
         if self.colour == Colour::Each && matches!(self.output, Output::Image | Output::Heatmap { .. }) {
             return Err(Error::usage(
                 "--colour each writes a table (csv, tsv or npy): the matrix image and the heatmap show one \
@@ -241,13 +317,17 @@ Example:
         self.plot.iter().map(|p| p.template.clone()).collect()
     }
 
+    /// With `--angles`, colour is read as `rotate` reads it: see [`ColHist::sweep_frame`].
     fn reads_gray(&self) -> bool {
-        self.colour == Colour::Luma
+        self.colour == Colour::Luma && self.turns.is_none()
     }
 
     const FLOAT: bool = true;
 
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
+        if let Some(turns) = &self.turns {
+            return self.sweep_frame(cx, turns, frame);
+        }
         let (width, height, maxval, source) = (frame.width, frame.height, frame.maxval, frame.source.clone());
         let float = !frame.depth().is_integer();
         let mask = mask::fit(&self.mask, cx, &frame)?;
@@ -398,7 +478,10 @@ impl ColHist {
         // The matrix of counts, as large as the image it may become, is refused before it is made.
         cx.check_pixels(if op.rows { frame.height } else { frame.width }, op.bins as usize)?;
         let column = match &self.along {
-            Some(along) => Some(along.column(cx, &frame)?),
+            Some((Points::Two(points), segment)) => {
+                Some(Along { points: *points, segment: *segment }.column(cx, &frame)?)
+            }
+            Some((Points::Through { .. }, _)) => unreachable!("refused without --angles"),
             None => None,
         };
         let h = match (&column, mask) {
@@ -413,7 +496,7 @@ impl ColHist {
                 (one, pixels) => cx.run(&one, &pixels)?,
             },
         };
-        let what = match (&column, self.along.is_some_and(|a| a.segment), op.rows) {
+        let what = match (&column, self.along.is_some_and(|(_, segment)| segment), op.rows) {
             (Some(c), true, _) => format!("column {}, rows {} to {}", c.x, c.rows.start, c.rows.end - 1),
             (Some(c), false, _) => format!("column {}", c.x),
             (None, _, true) => "rows".to_owned(),
@@ -439,13 +522,226 @@ impl ColHist {
     }
 }
 
+/// The option that gives a line (`--line`) or a segment (`--segment`).
+fn option_of(segment: bool) -> &'static str {
+    if segment {
+        "--segment"
+    } else {
+        "--line"
+    }
+}
+
+impl ColHist {
+    /// Moves the turns' options into [`Turns`] and refuses what `--angles` does not take, or
+    /// what needs it.
+    fn check_turns(&mut self) -> Result<(), Error> {
+        let Some(turns) = &mut self.turns else {
+            let rotate = [
+                (self.interpolation == Interpolation::Bilinear, "--bilinear"),
+                (self.fill.is_some(), "--fill"),
+                (self.expand, "--expand"),
+            ];
+            if let Some((_, name)) = rotate.iter().find(|(given, _)| *given) {
+                return Err(Error::usage(format!(
+                    "{name} is an option of the turns of --angles: give --angles, or turn first with rotate {name}"
+                )));
+            }
+            if let Some((Points::Through { .. }, segment)) = self.along {
+                return Err(Error::usage(format!(
+                    "{} takes two points X0,Y0,X1,Y1 of the original; one point is for --angles",
+                    option_of(segment)
+                )));
+            }
+            return Ok(());
+        };
+        turns.interpolation = self.interpolation;
+        turns.fill = self.fill.unwrap_or_default();
+        turns.expand = self.expand;
+        if let Some((Points::Two(_), segment)) = self.along {
+            return Err(Error::usage(format!(
+                "with --angles, {} takes {}",
+                option_of(segment),
+                if segment {
+                    "X,Y,R: a point of the original and a half-length"
+                } else {
+                    "X,Y: a point of the original, the line through it in each direction"
+                }
+            )));
+        }
+        let refused = [
+            (self.range.is_some(), "--range"),
+            (self.colour == Colour::Each, "--colour each"),
+            (self.mask_path.is_some(), "--mask"),
+            (self.plot.is_some(), "--plot"),
+        ];
+        if let Some((_, name)) = refused.iter().find(|(given, _)| *given) {
+            return Err(Error::usage(format!(
+                "--angles cannot be combined with {name}: loop over rotate A | colhist {name} for that"
+            )));
+        }
+        Ok(())
+    }
+
+    /// `--angles`: the counts after each turn of `frame`, equal to those `colhist` gives of
+    /// `rotate A`'s output. Colour is read as `rotate` reads it and made gray as `colhist` reads
+    /// `rotate`'s output (OpenCV's BGR2GRAY, alpha dropped): before the turns for nearest
+    /// neighbour (a turn moves pixels and fills with one value v, whose gray is v, so the two
+    /// orders give the same samples), after each turn for bilinear (which blends each channel).
+    fn sweep_frame(&self, cx: &mut Context<'_>, turns: &Turns, frame: Frame) -> Result<(), Error> {
+        if !frame.depth().is_integer() {
+            return Err(cx.invalid(
+                "--angles takes integer frames, and this one is float: make it integers first with stretch",
+            ));
+        }
+        let colour_turns = frame.channels.is_colour() && turns.interpolation == Interpolation::Bilinear;
+        let frame = if colour_turns { frame } else { histopipe_frame::colour::gray_frame(&frame) };
+        let by = |a: f64| RotateParams {
+            by: RotateBy::Degrees(a),
+            interpolation: turns.interpolation,
+            fill: turns.fill,
+            expand: turns.expand,
+        };
+        let rotations = turns
+            .angles
+            .iter()
+            .map(|a| by(a).for_frame(&frame))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| cx.op_error(e))?;
+        for r in &rotations {
+            cx.check_pixels(r.out_width, r.out_height)?;
+        }
+        let sweep = ColHistSweep { turns: rotations, params: self.params };
+        let ops = sweep.counts(&frame).map_err(|e| cx.op_error(e))?;
+        let bins = ops.first().map_or(0, |op| op.bins as usize);
+        // The counts are held whole (and written after): refused beyond --max-pixels counters.
+        let lines: Vec<usize> = match self.along {
+            Some(_) => vec![1; ops.len()],
+            None => sweep.turns.iter().zip(&ops).map(|(r, op)| op.lines(r.out_width, r.out_height)).collect(),
+        };
+        let counters = lines.iter().fold(0u128, |n, &l| n + (bins * l) as u128);
+        if counters > cx.common.max_pixels as u128 {
+            let widest = lines.iter().max().copied().unwrap_or(0);
+            return Err(cx.invalid(format!(
+                "the counts would be {} angles x {bins} bins x {widest} lines, {counters} counters ({} bytes), \
+                 over the limit of {} (--max-pixels): give fewer angles or bins",
+                lines.len(),
+                counters * 4,
+                cx.common.max_pixels
+            )));
+        }
+        let counted = match (&self.along, colour_turns) {
+            (None, false) => cx.run(&sweep, &frame)?,
+            // One turn at a time: the turned frame, made gray, counted as colhist counts it.
+            _ => {
+                let mut counts = Vec::with_capacity(counters as usize);
+                let mut columns = Vec::new();
+                for (r, op) in sweep.turns.iter().zip(&ops) {
+                    let turned = cx.run_each_channel(&frame, |_| *r)?;
+                    let turned = histopipe_frame::colour::gray_frame(&turned);
+                    let h = match self.along {
+                        Some((Points::Through { point, half }, segment)) => {
+                            let g = turned.geometry_or_identity();
+                            let points = Line::vertical_through(point, &g, half)
+                                .map_err(|e| cx.op_error(OpError::invalid(e)))?;
+                            let c = Along { points, segment }.column(cx, &turned)?;
+                            columns.push(c.x);
+                            match op.column(&turned, c.x, c.rows, None) {
+                                (_, pixels) if pixels.height == 0 => {
+                                    Histograms { bins, lines: 1, counts: vec![0; bins] }
+                                }
+                                (one, pixels) => cx.run(&one, &pixels)?,
+                            }
+                        }
+                        _ => cx.run(op, &turned)?,
+                    };
+                    counts.extend_from_slice(&h.counts);
+                }
+                Sweep { bins, lines, counts }
+            }
+        };
+        // Each bin's number and bounds, as every turn's rows give them.
+        let labels: Vec<Vec<u8>> = (0..bins as u32)
+            .map(|b| {
+                let (l, h) = ops[0].bin_range(b);
+                let mut label = Vec::new();
+                for (k, v) in [b, l, h].into_iter().enumerate() {
+                    if k > 0 {
+                        label.push(if self.output == Output::Tsv { b'\t' } else { b',' });
+                    }
+                    push_u64(&mut label, v as u64);
+                }
+                label
+            })
+            .collect();
+        match self.output {
+            Output::Npy => {
+                if !cx.starts_output() {
+                    return Err(cx.invalid(
+                        "an .npy file holds one frame's cube, and this output would get more than one: \
+                         give -o a field (-o out/{stem}.npy) for one file each",
+                    ));
+                }
+                let shape = [counted.lines.len(), bins, counted.lines.first().copied().unwrap_or(0)];
+                cx.text().extend_from_slice(&encode_npy_header(&shape, &NpyData::U32(&[])));
+                for i in 0..counted.lines.len() {
+                    cx.push_bytes(counted.turn(i).iter().flat_map(|c| c.to_le_bytes()).collect());
+                }
+                Ok(())
+            }
+            _ => {
+                let sep = if self.output == Output::Tsv { b'\t' } else { b',' };
+                let key = cx.row_key(sep as char);
+                if cx.starts_output() {
+                    let header = cx.text();
+                    for name in TABLE_KEY_COLUMNS.iter().chain(&["angle", "bin", "lower", "upper"]) {
+                        header.extend_from_slice(name.as_bytes());
+                        header.push(sep);
+                    }
+                    match self.along {
+                        Some(_) => header.extend_from_slice(b"count"),
+                        None => {
+                            for line in 0..counted.lines.first().copied().unwrap_or(0) {
+                                if line > 0 {
+                                    header.push(sep);
+                                }
+                                push_u64(header, line as u64);
+                            }
+                        }
+                    }
+                    header.push(b'\n');
+                }
+                // Formatted a turn per task on the pool, a few turns per thread at a time, each
+                // turn's text handed to the output as it is: never the whole table in one buffer.
+                let angles: Vec<usize> = (0..counted.lines.len()).collect();
+                for group in angles.chunks(4 * parallel::threads()) {
+                    let texts = parallel::map_parts(group, 1, |_, turn| {
+                        let i = turn[0];
+                        let mut key = key.as_bytes().to_vec();
+                        key.extend_from_slice(turns.angles.0[i].to_string().as_bytes());
+                        key.push(sep);
+                        let (counts, lines) = (counted.turn(i), counted.lines[i].max(1));
+                        let mut out = Vec::with_capacity(counts.len() * 3 + bins * (key.len() + 16));
+                        for (row, label) in counts.chunks_exact(lines).zip(&labels) {
+                            out.extend_from_slice(&key);
+                            out.extend_from_slice(label);
+                            push_counts(&mut out, row, sep);
+                            out.push(b'\n');
+                        }
+                        out
+                    });
+                    for text in texts {
+                        cx.push_bytes(text);
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 impl Along {
     fn option(&self) -> &'static str {
-        if self.segment {
-            "--segment"
-        } else {
-            "--line"
-        }
+        option_of(self.segment)
     }
 
     /// The pixels of `frame` these points pick: the column the line lies on, which must be

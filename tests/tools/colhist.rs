@@ -726,3 +726,211 @@ fn mask_and_padding_both_apply() {
 fn a_mask_of_another_size_is_refused_in_one_line() {
     assert_mask_size_refused("colhist", &[]);
 }
+
+/// `colhist --angles ANGLES ROTATE.. COLHIST..` on `input`, checked against the loop of processes
+/// `for A in ANGLES: rotate A ROTATE.. < input | colhist COLHIST..`: the header is the first
+/// angle's with `angle` after `source`, and every row is the loop's, byte for byte, with its
+/// angle after the source. With `point`, `--line` (or `--segment`, `half` given) takes one point
+/// in the sweep, and in the loop the two points [`Line::vertical_through`] gives in each turned
+/// frame, written in the shortest form that reads back to the same numbers.
+fn assert_sweep_is_the_loop(
+    input: &[u8],
+    angles: &str,
+    rotate: &[&str],
+    colhist: &[&str],
+    point: Option<((f64, f64), Option<f64>)>,
+    backend: &str,
+) {
+    let list: histopipe_ops::angles::Angles = angles.parse().unwrap();
+    let along = point.map(|((x, y), half)| match half {
+        None => vec!["--line".to_owned(), format!("{x},{y}")],
+        Some(r) => vec!["--segment".to_owned(), format!("{x},{y},{r}")],
+    });
+    let mut args = vec!["--angles", angles];
+    args.extend(rotate);
+    args.extend(colhist);
+    args.extend(along.iter().flatten().map(String::as_str));
+    let sweep = String::from_utf8(run_ok("colhist", backend, &args, input)).unwrap();
+    let mut sweep_lines = sweep.lines();
+    let header: Vec<&str> = sweep_lines.next().unwrap().split(',').collect();
+    assert_eq!(header[2], "angle", "{args:?}");
+    let mut rows = sweep_lines;
+    for (k, a) in list.iter().enumerate() {
+        let a = a.to_string();
+        let mut rargs = vec![a.as_str()];
+        rargs.extend(rotate);
+        let turned = run_ok("rotate", "cpu", &rargs, input);
+        let mut hargs: Vec<String> = colhist.iter().map(|s| s.to_string()).collect();
+        if let Some(((x, y), half)) = point {
+            let g = read_frames(&turned).remove(0).geometry_or_identity();
+            let l = histopipe_frame::Line::vertical_through((x, y), &g, half.unwrap_or(1.0)).unwrap();
+            let option = if half.is_some() { "--segment" } else { "--line" };
+            hargs.extend([option.to_owned(), format!("{},{},{},{}", l.from.0, l.from.1, l.to.0, l.to.1)]);
+        }
+        let hargs: Vec<&str> = hargs.iter().map(String::as_str).collect();
+        let looped = String::from_utf8(run_ok("colhist", "cpu", &hargs, &turned)).unwrap();
+        let mut looped = looped.lines();
+        let loop_header = looped.next().unwrap();
+        if k == 0 {
+            let mut h = header.clone();
+            h.remove(2);
+            match point {
+                None => assert_eq!(h.join(","), loop_header, "{args:?}"),
+                Some(_) => {
+                    assert_eq!(h[..h.len() - 1], loop_header.split(',').collect::<Vec<_>>()[..h.len() - 1])
+                }
+            }
+        }
+        for expected in looped {
+            let got = rows.next().unwrap_or_else(|| panic!("{args:?}: angle {a}: rows missing"));
+            let mut f: Vec<&str> = got.split(',').collect();
+            assert_eq!(f[2], a, "{args:?}: angles in order");
+            f.remove(2);
+            assert!(f.join(",") == expected, "{args:?}: angle {a}: {got} is not {expected}");
+        }
+    }
+    assert!(rows.next().is_none(), "{args:?}: rows left over");
+}
+
+/// A sweep's input, angles, rotate's options and colhist's.
+type SweepCase<'a> = (&'a [u8], &'a str, &'a [&'a str], &'a [&'a str]);
+
+/// The sweep is the loop of processes: 8-bit (camera after pad), colour (the rocket photo, after
+/// pad and as the JPEG itself) and 16-bit frames, nearest and bilinear, quarter turns and negative
+/// angles, bins, rows, fill and expand.
+#[test]
+fn angles_are_the_loop_of_rotate_then_colhist() {
+    let camera = run_ok("pad", "cpu", &[], &fixture_bytes("camera.pgm"));
+    let rocket = run_ok("pad", "cpu", &[], &fixture_bytes("rocket.jpg"));
+    let dem = run_ok("pad", "cpu", &[], &fixture_bytes("dem16.pgm"));
+    let cases: [SweepCase; 10] = [
+        (&camera, "0:360:90", &[], &[]),
+        (&camera, "-45,30,-90,180,12.5", &["--bilinear"], &["--bins", "16"]),
+        (&camera, "-30:31:20", &[], &["--rows", "--bins", "7"]),
+        (&camera, "10,90,-33", &["--bilinear", "--fill", "200"], &["--count-padding", "--bins", "5"]),
+        (&camera, "0,37,90,270", &["--expand"], &["--bins", "4"]),
+        (&rocket, "-90:90:45", &[], &["--bins", "32"]),
+        (&rocket, "15,-60,90", &["--bilinear"], &["--bins", "64"]),
+        (&fixture_bytes("rocket.jpg"), "0,30", &[], &["--bins", "8"]),
+        (&dem, "-20,0,45,90", &[], &[]),
+        (&dem, "5,-135", &["--bilinear", "--fill", "1000"], &["--bins", "1077", "--rows"]),
+    ];
+    for (input, angles, rotate, colhist) in cases {
+        assert_sweep_is_the_loop(input, angles, rotate, colhist, None, "cpu");
+    }
+}
+
+/// `--line X,Y` and `--segment X,Y,R` with `--angles`: in each direction, the turned frame's
+/// column through the point (the pixels within R of it), as `colhist --line` (`--segment`) counts
+/// it after `rotate A` given two points of that line.
+#[test]
+fn angles_through_a_point_are_the_loop_with_a_line() {
+    let camera = run_ok("pad", "cpu", &[], &fixture_bytes("camera.pgm"));
+    let dem = run_ok("pad", "cpu", &[], &fixture_bytes("dem16.pgm"));
+    let rocket = run_ok("pad", "cpu", &[], &fixture_bytes("rocket.jpg"));
+    assert_sweep_is_the_loop(&camera, "0:180:30", &[], &[], Some(((200.0, 150.5), None)), "cpu");
+    assert_sweep_is_the_loop(
+        &camera,
+        "-90,17,135",
+        &["--bilinear"],
+        &["--bins", "9"],
+        Some(((10.0, 300.0), Some(80.0))),
+        "cpu",
+    );
+    assert_sweep_is_the_loop(&dem, "0,45,-90", &[], &[], Some(((100.0, 100.0), Some(40.5))), "cpu");
+    assert_sweep_is_the_loop(
+        &rocket,
+        "0,60",
+        &["--bilinear"],
+        &[],
+        Some(((300.0, 200.0), Some(100.0))),
+        "cpu",
+    );
+    // A segment of radius R counts 2R + 1 pixels (R whole, the point's row the middle one) wherever
+    // it lies on the original.
+    let out = run_ok("colhist", "cpu", &["--angles", "0:180:15", "--segment", "256,256,50"], &camera);
+    let text = String::from_utf8(out).unwrap();
+    let mut sums = std::collections::BTreeMap::<String, u32>::new();
+    for row in text.lines().skip(1) {
+        let f: Vec<&str> = row.split(',').collect();
+        *sums.entry(f[2].to_owned()).or_default() += f[6].parse::<u32>().unwrap();
+    }
+    assert_eq!(sums.len(), 12);
+    assert!(sums.values().all(|&n| n == 101), "{sums:?}");
+}
+
+/// `-o cube.npy`: a uint32 array (angles, bins, columns), or rows with --rows, the table's counts.
+#[test]
+fn angles_write_a_cube_as_npy() {
+    let dir = temp_dir("colhist-angles-npy");
+    let padded = run_ok("pad", "cpu", &[], &fixture_bytes("camera.pgm"));
+    let input = dir.join("padded.pgm");
+    std::fs::write(&input, &padded).unwrap();
+    for extra in [&[][..], &["--rows", "--bins", "16", "--bilinear"][..]] {
+        let (csv, npy) = (dir.join("c.csv"), dir.join("c.npy"));
+        for out in [&csv, &npy] {
+            let mut args = vec!["--angles", "-30:90:40", "-o", out.to_str().unwrap()];
+            args.extend(extra);
+            args.push(input.to_str().unwrap());
+            run_ok("colhist", "cpu", &args, &[]);
+        }
+        let script = "import pandas\n\
+            x = np.load(sys.argv[2])\n\
+            t = np.loadtxt(sys.argv[1], delimiter=',', skiprows=1, usecols=None, dtype=str)\n\
+            angles = sorted(set(t[:, 2]), key=lambda a: list(t[:, 2]).index(a))\n\
+            c = t[:, 6:].astype(np.int64).reshape(len(angles), -1, t.shape[1] - 6)\n\
+            assert x.dtype == np.uint32, x.dtype\n\
+            assert x.shape == c.shape, (x.shape, c.shape)\n\
+            assert (x == c).all()\n\
+            sys.stdout.write(repr(x.shape))\n";
+        let script = script.replace("import pandas\n", "");
+        let shape = opencv(&script, &[&std::fs::read(&csv).unwrap(), &std::fs::read(&npy).unwrap()]);
+        let expected = if extra.is_empty() { "(3, 256, 725)" } else { "(3, 16, 725)" };
+        assert_eq!(String::from_utf8(shape).unwrap(), expected);
+    }
+}
+
+/// What --angles refuses, each in one line, before any input is read where it can be.
+#[test]
+fn angles_option_errors() {
+    let camera = fixture_bytes("camera.pgm");
+    for (args, says) in [
+        (&["--bilinear"][..], "--bilinear is an option of the turns of --angles"),
+        (&["--expand"], "--expand is an option of the turns of --angles"),
+        (
+            &["--line", "3,4"],
+            "--line takes two points X0,Y0,X1,Y1 of the original; one point is for --angles",
+        ),
+        (&["--angles", "0:90:45", "--line", "0,0,10,10"], "with --angles, --line takes X,Y"),
+        (&["--angles", "0:90:45", "--segment", "5,5,0"], "the half-length R must be more than 0"),
+        (&["--angles", "0:90:0"], "the step must not be 0"),
+        (&["--angles", "0,x"], "'x' is not a number of degrees"),
+        (&["--angles", "0,90", "--mask", "m.pgm"], "--angles cannot be combined with --mask"),
+        (&["--angles", "0,90", "--range", "0:9"], "--angles cannot be combined with --range"),
+        (&["--angles", "0,90", "--expand", "-o", "x.npy"], "--expand gives every angle its own size"),
+        (&["--angles", "0,90", "--format", "png"], "--angles writes a table"),
+    ] {
+        let e = run_err("colhist", args, &camera, 2);
+        assert!(e.contains(says), "{args:?}: {e}");
+        assert_eq!(e.trim_end().lines().count(), 1, "{args:?}: {e}");
+    }
+    let e = run_err("colhist", &["--angles", "0:180:1", "--max-pixels", "1000000"], &camera, 2);
+    assert!(e.contains("180 angles x 256 bins x 512 lines, 23592960 counters"), "{e}");
+    let e = run_err("colhist", &["--angles", "0,90", "--fill", "300"], &camera, 2);
+    assert!(e.contains("--fill 300"), "{e}");
+    let e = run_err("colhist", &["--angles", "0,90", "--segment", "5,5,20"], &camera, 2);
+    assert!(e.contains("--segment leaves the frame"), "{e}");
+}
+
+/// The GPU's sweep is the CPU's, and so the loop's: both interpolations, 8- and 16-bit, with a
+/// point.
+#[test]
+fn angles_on_the_gpu_are_the_loop() {
+    let Some(_gpu) = gpu() else { return };
+    let camera = run_ok("pad", "cpu", &[], &fixture_bytes("camera.pgm"));
+    let dem = run_ok("pad", "cpu", &[], &fixture_bytes("dem16.pgm"));
+    assert_sweep_is_the_loop(&camera, "-90:180:33", &[], &[], None, "gpu");
+    assert_sweep_is_the_loop(&camera, "0,12.5,-77", &["--bilinear"], &["--bins", "500"], None, "gpu");
+    assert_sweep_is_the_loop(&dem, "0,45,90,-10", &["--bilinear", "--expand"], &["--rows"], None, "gpu");
+    assert_sweep_is_the_loop(&dem, "0,45", &[], &[], Some(((50.0, 60.0), Some(30.0))), "gpu");
+}

@@ -39,9 +39,10 @@ use std::hint::black_box;
 use histopipe_frame::{Frame, Pixels};
 use histopipe_gpu::cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use histopipe_gpu::Gpu;
+use histopipe_ops::angles::Angles;
 use histopipe_ops::bins::Bins;
 use histopipe_ops::clahe::{Clahe, ClahePlan};
-use histopipe_ops::colhist::{default_bins, ColHist};
+use histopipe_ops::colhist::{default_bins, ColHist, ColHistParams, ColHistSweep};
 use histopipe_ops::edges::Canny;
 use histopipe_ops::equalize::{Equalize, EqualizePlan, Remap, RemapPlan, TableRule};
 use histopipe_ops::histogram::{self, DistributionPlan, Histogram};
@@ -101,6 +102,7 @@ pub fn all() -> Vec<Entry> {
         Entry::frame("rotate.nearest", rotate_nearest).with_cpu(rotate_nearest_cpu),
         Entry::frame("rotate.bilinear", rotate_bilinear).with_cpu(rotate_bilinear_cpu),
         Entry::frame("colhist", colhist).with_cpu(colhist_cpu),
+        Entry::frame("colhist.angles", colhist_angles).with_cpu(colhist_angles_cpu),
         Entry::frame("cdf", cdf).with_cpu(cdf_cpu),
         Entry::frame("equalize.histogram", equalize_histogram).with_cpu(equalize_histogram_cpu),
         Entry::frame("equalize.scan", equalize_scan).with_cpu(equalize_scan_cpu),
@@ -344,6 +346,44 @@ fn colhist_cpu(_: &Input) -> Result<CpuRun, BenchError> {
     let op = colhist_op();
     cpu_run(move |frame| {
         black_box(op.cpu(frame)?);
+        Ok(())
+    })
+}
+
+/// `colhist --angles 0:180:1`'s op on an 8-bit frame without geometry: 180 turns (nearest, the
+/// frame's size, fill 0), each counted as `colhist` counts the turned frame (256 bins, columns,
+/// the original's pixels only).
+fn colhist_sweep(frame: &Frame) -> Result<ColHistSweep, BenchError> {
+    let turns = Angles::default()
+        .iter()
+        .map(|a| {
+            let turn = Turn::degrees(a)?;
+            Ok(Rotate::in_place(turn, frame.width, frame.height, Interpolation::Nearest, Fill::Int(0), 255))
+        })
+        .collect::<Result<Vec<_>, BenchError>>()?;
+    Ok(ColHistSweep { turns, params: ColHistParams::default() })
+}
+
+/// `colhist.angles`: the sweep's plan (per angle, the turn into a scratch frame, its count, the
+/// copy of its counts into the output), on one input set: the 180 x 256 x width counters of the
+/// output (707 MB at 3840 columns) leave no room for more. Memory floor: a copy of the output,
+/// which the sweep writes once.
+fn colhist_angles<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    let frame = Frame::new(input.width, input.height, 255, Pixels::U8(input.pixels.clone().into()));
+    let sweep = colhist_sweep(&frame)?;
+    let out_len = sweep.len(&frame)?.unwrap_or(usize::MAX);
+    let src = gpu.upload::<u8>("bench.colhist.angles.in", &input.pixels)?;
+    let mut out = gpu.buffer::<u32>("bench.colhist.angles.out", out_len.max(1))?;
+    let mut plan = sweep.plan::<u8>(gpu, &frame)?;
+    let out_bytes = 4 * out_len;
+    Ok(Case::new(out_bytes, input.pixels.len() + out_bytes, 1, move |_, _| Ok(plan.queue(&src, &mut out)?)))
+}
+
+fn colhist_angles_cpu(input: &Input) -> Result<CpuRun, BenchError> {
+    let frame = Frame::new(input.width, input.height, 255, Pixels::U8(input.pixels.clone().into()));
+    let sweep = colhist_sweep(&frame)?;
+    cpu_run(move |frame| {
+        black_box(sweep.cpu(frame)?);
         Ok(())
     })
 }

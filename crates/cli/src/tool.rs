@@ -215,6 +215,13 @@ impl<'a> Context<'a> {
         &mut self.text
     }
 
+    /// Appends `bytes` to the output after the text so far, without copying them: a large table
+    /// in pieces, each written (and freed) in turn.
+    pub fn push_bytes(&mut self, bytes: Vec<u8>) {
+        self.flush_text();
+        self.parts.push(Part::Bytes(bytes));
+    }
+
     /// Whether this frame's output is the first in its file or stream: a table's header goes
     /// there (once per file with `-o` fields, once per stream otherwise).
     pub fn starts_output(&self) -> bool {

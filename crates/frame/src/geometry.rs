@@ -196,6 +196,25 @@ impl FromStr for Line {
 }
 
 impl Line {
+    /// The line of the original through `point` that is vertical in a frame of `geometry`, as
+    /// two points of the original: the frame's points `half` pixels above and below `point`'s
+    /// place in the frame (x, y - half) and (x, y + half), mapped back through the geometry, the
+    /// first on top. `colhist --angles` with `--line` (`half` 1) and `--segment` (the segment's
+    /// half-length) hands these to the column's count.
+    ///
+    /// # Example
+    /// ```
+    /// use histopipe_frame::{Geometry, Line};
+    /// let line = Line::vertical_through((3.0, 4.0), &Geometry::identity(10, 10), 2.0).unwrap();
+    /// assert_eq!((line.from, line.to), ((3.0, 2.0), (3.0, 6.0)));
+    /// ```
+    pub fn vertical_through(point: Point, geometry: &Geometry, half: f64) -> Result<Line, String> {
+        let inv = geometry.to_original.inverse().ok_or("the frame's geometry cannot be inverted")?;
+        let (x, y) = inv.apply(point.0, point.1);
+        let m = &geometry.to_original;
+        Ok(Line { from: m.apply(x, y - half), to: m.apply(x, y + half) })
+    }
+
     /// The two points in the coordinates of a frame with geometry `geometry`.
     pub fn in_frame(&self, geometry: &Geometry) -> Result<(Point, Point), String> {
         let inv = geometry.to_original.inverse().ok_or("the frame's geometry cannot be inverted")?;

@@ -36,8 +36,8 @@ pub use decode::{read_rgb8, Rgb8Image};
 pub use encode_jpeg::encode_jpeg;
 pub use error::{FrameError, FrameErrorKind};
 pub use float::{
-    decode_float, encode_npy, encode_npy_array, encode_pfm, read_float, Decoded, FloatFormat, NpyData,
-    NpyShapeError, Raster,
+    decode_float, encode_npy, encode_npy_array, encode_npy_header, encode_pfm, read_float, Decoded,
+    FloatFormat, NpyData, NpyShapeError, Raster,
 };
 pub use frame::{Annotation, Channels, Depth, Format, Frame, Pixels};
 pub use geometry::{Affine, Geometry, Line, Point};

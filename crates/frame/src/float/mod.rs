@@ -24,7 +24,7 @@ use crate::budget::Budget;
 use crate::decode::source::{ReadSource, SliceSource, Source};
 use crate::{FrameError, FrameErrorKind};
 
-pub use npy::{encode_npy, encode_npy_array, NpyData, NpyShapeError};
+pub use npy::{encode_npy, encode_npy_array, encode_npy_header, NpyData, NpyShapeError};
 pub use pfm::encode_pfm;
 
 /// Samples of one image, interleaved, row-major, top row first.

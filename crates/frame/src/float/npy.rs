@@ -307,6 +307,7 @@ pub enum NpyData<'a> {
     U8(&'a [u8]),
     U16(&'a [u16]),
     F32(&'a [f32]),
+    U32(&'a [u32]),
     U64(&'a [u64]),
     F64(&'a [f64]),
 }
@@ -317,6 +318,7 @@ impl NpyData<'_> {
             NpyData::U8(v) => v.len(),
             NpyData::U16(v) => v.len(),
             NpyData::F32(v) => v.len(),
+            NpyData::U32(v) => v.len(),
             NpyData::U64(v) => v.len(),
             NpyData::F64(v) => v.len(),
         }
@@ -327,6 +329,7 @@ impl NpyData<'_> {
             NpyData::U8(_) => "|u1",
             NpyData::U16(_) => "<u2",
             NpyData::F32(_) => "<f4",
+            NpyData::U32(_) => "<u4",
             NpyData::U64(_) => "<u8",
             NpyData::F64(_) => "<f8",
         }
@@ -337,6 +340,7 @@ impl NpyData<'_> {
             NpyData::U8(v) => out.extend_from_slice(v),
             NpyData::U16(v) => out.extend(v.iter().flat_map(|x| x.to_le_bytes())),
             NpyData::F32(v) => out.extend(v.iter().flat_map(|x| x.to_le_bytes())),
+            NpyData::U32(v) => out.extend(v.iter().flat_map(|x| x.to_le_bytes())),
             NpyData::U64(v) => out.extend(v.iter().flat_map(|x| x.to_le_bytes())),
             NpyData::F64(v) => out.extend(v.iter().flat_map(|x| x.to_le_bytes())),
         }
@@ -375,6 +379,26 @@ pub fn encode_npy_array(shape: &[usize], data: NpyData) -> Result<Vec<u8>, NpySh
     if size != Some(data.len()) {
         return Err(NpyShapeError { shape: shape.to_vec(), values: data.len() });
     }
+    let mut out = encode_npy_header(shape, &data);
+    out.reserve_exact(data.len() * 8);
+    data.write_le(&mut out);
+    Ok(out)
+}
+
+/// The header of a `.npy` (format 1.0) of the array of `shape` of `data`'s type, as
+/// [`encode_npy_array`] writes it, for a caller that writes the values after it itself, little-endian
+/// in C order (a large array, in pieces): `data`'s length is not checked against the shape.
+///
+/// # Example
+/// ```
+/// use histopipe_frame::{encode_npy_header, encode_npy_array, NpyData};
+/// let header = encode_npy_header(&[2, 1], &NpyData::U32(&[]));
+/// let mut npy = header.clone();
+/// npy.extend([7u32, 9].iter().flat_map(|v| v.to_le_bytes()));
+/// assert_eq!(npy, encode_npy_array(&[2, 1], NpyData::U32(&[7, 9])).unwrap());
+/// assert_eq!(header.len() % 64, 0);
+/// ```
+pub fn encode_npy_header(shape: &[usize], data: &NpyData) -> Vec<u8> {
     // Python's repr of a tuple: a one-element tuple keeps its comma.
     let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
     let tuple = match dims.len() {
@@ -388,14 +412,13 @@ pub fn encode_npy_array(shape: &[usize], data: NpyData) -> Result<Vec<u8>, NpySh
     let pad = 64 - (PREFIX_V1 + dict.len() + 1) % 64;
     let header_len = dict.len() + pad + 1;
     let header_len = u16::try_from(header_len).unwrap_or(u16::MAX);
-    let mut out = Vec::with_capacity(PREFIX_V1 + header_len as usize + data.len() * 8);
+    let mut out = Vec::with_capacity(PREFIX_V1 + header_len as usize);
     out.extend_from_slice(b"\x93NUMPY\x01\x00");
     out.extend(header_len.to_le_bytes());
     out.extend(dict.bytes());
     out.extend(std::iter::repeat_n(b' ', pad));
     out.push(b'\n');
-    data.write_le(&mut out);
-    Ok(out)
+    out
 }
 
 /// A `.npy` of one image: shape (H, W) for one channel, (H, W, C) for more, `|u1`, `<u2` or `<f4`

@@ -145,6 +145,18 @@ fn inside<'a>(gpu: &'a Gpu, mask: Option<&'a CudaSlice<u8>>) -> (u64, Option<Syn
 }
 
 impl ColHistPlan<'_> {
+    /// The frame size this plan counts.
+    pub fn shape(&self) -> (usize, usize) {
+        (self.w, self.h)
+    }
+
+    /// Counts the pixels `mask` maps into the original from now on (every pixel with `None`): the
+    /// one part of the op that the plan's kernels and scratch do not depend on, so that one plan
+    /// serves the turned frames of a sweep, each with its geometry.
+    pub fn set_mask(&mut self, mask: Option<Geometry>) {
+        self.op.mask = mask;
+    }
+
     /// Queues the counts of the `w x h` frame in `src` into the first `bins x lines` counters of
     /// `counts` (zeroed first where the kernel adds to them), of the pixels whose byte in `mask`
     /// (one a pixel) is non-zero if given.

@@ -16,7 +16,8 @@
 //! The operation's parts: this module (the parameters, the op and its counts), `cpu` (the
 //! reference: lines split over the pool's threads, counted in strips of columns or row by row),
 //! `strips` (its fast path for 8-bit columns, in cache-sized strips, groups and bands), [`gpu`]
-//! (the device plan and its kernels' launch shapes).
+//! (the device plan and its kernels' launch shapes), [`sweep`] (the counts after each of many turns
+//! of one frame, `colhist --angles`).
 
 use std::ops::Range;
 
@@ -28,10 +29,12 @@ use crate::{with_samples, Gpu, Op, OpError};
 mod cpu;
 pub mod gpu;
 mod strips;
+pub mod sweep;
 #[cfg(test)]
 mod tests;
 
 pub use gpu::ColHistPlan;
+pub use sweep::{ColHistSweep, ColHistSweepPlan, Sweep};
 
 /// The default number of bins: one per value for 8-bit frames, 256 for 16-bit ones.
 pub fn default_bins(maxval: u16) -> u32 {
@@ -56,13 +59,25 @@ pub struct ColHistParams {
 
 impl ColHistParams {
     pub fn for_frame(&self, frame: &Frame) -> Result<ColHist, OpError> {
-        if frame.width > u32::MAX as usize || frame.height > u32::MAX as usize {
+        self.for_shape(frame.width, frame.height, frame.maxval, frame.geometry.as_ref())
+    }
+
+    /// [`ColHistParams::for_frame`] of a `width x height` frame of `maxval` and `geometry`, which
+    /// need not be made ([`ColHistSweep`]'s turned frames).
+    pub fn for_shape(
+        &self,
+        width: usize,
+        height: usize,
+        maxval: u16,
+        geometry: Option<&Geometry>,
+    ) -> Result<ColHist, OpError> {
+        if width > u32::MAX as usize || height > u32::MAX as usize {
             return Err(OpError::invalid("frames wider or taller than 2^32 - 1 pixels are not supported"));
         }
-        let bins = self.bins.unwrap_or_else(|| default_bins(frame.maxval));
-        let bins = Bins::new(Some(bins as usize), frame.maxval)?.count() as u32;
-        let mask = if self.count_padding { None } else { frame.geometry.clone() };
-        Ok(ColHist { bins, rows: self.rows, maxval: frame.maxval, mask })
+        let bins = self.bins.unwrap_or_else(|| default_bins(maxval));
+        let bins = Bins::new(Some(bins as usize), maxval)?.count() as u32;
+        let mask = if self.count_padding { None } else { geometry.cloned() };
+        Ok(ColHist { bins, rows: self.rows, maxval, mask })
     }
 }
 
@@ -91,7 +106,8 @@ impl Histograms {
 }
 
 impl ColHist {
-    pub(super) fn lines(&self, w: usize, h: usize) -> usize {
+    /// The lines counted in a `w x h` frame: its columns, or its rows.
+    pub fn lines(&self, w: usize, h: usize) -> usize {
         if self.rows {
             h
         } else {

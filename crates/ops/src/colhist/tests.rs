@@ -289,3 +289,87 @@ fn a_mask_of_the_frames_size_and_no_other() {
     let e = MaskedColHist { op: &op, mask: &[1; 5] }.cpu(&f).unwrap_err();
     assert_eq!(e.to_string(), "a mask of 5 pixels for a frame of 6");
 }
+
+/// The turns of a sweep of `f` by `angles`, as `rotate` builds them (one fill, both sizes).
+fn sweep_of(
+    f: &Frame,
+    angles: &[f64],
+    bilinear: bool,
+    expand: bool,
+    params: ColHistParams,
+) -> super::ColHistSweep {
+    use crate::rotate::{Interpolation, RotateBy, RotateParams};
+    let interpolation = if bilinear { Interpolation::Bilinear } else { Interpolation::Nearest };
+    let turns = angles
+        .iter()
+        .map(|&a| {
+            let by = RotateBy::Degrees(a);
+            RotateParams { by, interpolation, fill: crate::Fill::Int(3), expand }.for_frame(f).unwrap()
+        })
+        .collect();
+    super::ColHistSweep { turns, params }
+}
+
+/// A sweep's counts are, turn by turn, those of `colhist` of `rotate`'s output (the two ops run
+/// one after the other, as the loop of processes runs them), on any number of threads: 8- and
+/// 16-bit, with and without a geometry, both interpolations, quarter turns, negative angles,
+/// `expand`'s sizes, rows.
+#[test]
+fn a_sweep_is_the_loop_of_rotate_then_colhist() {
+    let mut rng = fastrand::Rng::with_seed(28);
+    let angles = [0.0, 90.0, -90.0, 180.0, 270.0, 30.0, -12.5, 45.0, 359.9, 720.0];
+    for (w, h, maxval) in [(1, 1, 255), (7, 5, 255), (64, 33, 255), (40, 71, 1000), (129, 20, 65535)] {
+        let mut f = parallel::testing::frame(&mut rng, w, h, maxval);
+        for geometry in
+            [None, Some(Geometry::identity(w / 2 + 1, h / 2 + 1).then(&Affine::translation(-2.0, -1.0)))]
+        {
+            f.geometry = geometry;
+            for (bilinear, expand, rows, bins) in [
+                (false, false, false, None),
+                (true, false, true, Some(7)),
+                (false, true, false, Some(3)),
+                (true, true, true, None),
+            ] {
+                let params = ColHistParams { bins, rows, count_padding: false };
+                let sweep = sweep_of(&f, &angles, bilinear, expand, params);
+                let what = format!("{w}x{h} maxval {maxval} bilinear {bilinear} expand {expand} rows {rows}");
+                let got = sweep.cpu(&f).unwrap();
+                for (i, r) in sweep.turns.iter().enumerate() {
+                    let turned = r.cpu(&f).unwrap();
+                    let expected = params.for_frame(&turned).unwrap().cpu(&turned).unwrap();
+                    assert_eq!(got.lines[i], expected.lines, "{what}, angle {}", angles[i]);
+                    assert!(got.turn(i) == &expected.counts[..], "{what}, angle {}", angles[i]);
+                }
+                parallel::testing::same_on_each_pool(&what, || sweep.cpu(&f).unwrap());
+            }
+        }
+    }
+}
+
+/// The GPU's sweep is the CPU's, bit for bit: both interpolations, 8- and 16-bit, several bin
+/// counts (the pairs kernel and the tiled one), rows, padding, `expand`'s changing sizes.
+#[test]
+fn a_sweep_on_the_gpu_is_the_cpus() {
+    let Some(gpu) = histopipe_gpu::testing::gpu_or_skip() else { return };
+    let mut rng = fastrand::Rng::with_seed(29);
+    let angles: Vec<f64> = (0..24).map(|i| -180.0 + 17.5 * i as f64).chain([90.0, 0.0, -270.0]).collect();
+    for (w, h, maxval) in [(1, 1, 255), (333, 200, 255), (640, 427, 255), (301, 150, 4095), (90, 700, 65535)]
+    {
+        let mut f = parallel::testing::frame(&mut rng, w, h, maxval);
+        f.geometry =
+            Some(Geometry::identity(w * 2 / 3 + 1, h * 2 / 3 + 1).then(&Affine::translation(-5.0, -3.0)));
+        for (bilinear, expand, rows, bins, count_padding) in [
+            (false, false, false, None, false),
+            (true, false, false, Some(500), false),
+            (false, true, true, Some(16), false),
+            (true, true, false, None, true),
+        ] {
+            let params =
+                ColHistParams { bins: bins.map(|b: u32| b.min(maxval as u32 + 1)), rows, count_padding };
+            let sweep = sweep_of(&f, &angles, bilinear, expand, params);
+            let cpu = sweep.cpu(&f).unwrap();
+            let on_gpu = sweep.gpu(&gpu, &f).unwrap();
+            assert!(cpu == on_gpu, "{w}x{h} maxval {maxval} bilinear {bilinear} expand {expand} rows {rows}");
+        }
+    }
+}

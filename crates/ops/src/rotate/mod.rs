@@ -26,7 +26,7 @@
 //! (the reference: quarter turns as permutations, general turns row by row with `avx2`'s
 //! kernels where the CPU has them), [`gpu`] (the device plan).
 
-use histopipe_frame::{Affine, Frame, Pixels};
+use histopipe_frame::{Affine, Frame, Geometry, Pixels};
 
 use crate::{with_elements, Element, Fill, Gpu, Op, OpError};
 
@@ -87,11 +87,18 @@ impl Rotate {
         self.turn.new_to_old_sized((self.width, self.height), (self.out_width, self.out_height))
     }
 
+    /// The geometry of `frame` turned: the frame's (the identity when it has none) composed with
+    /// [`Rotate::new_to_old`]; the frame's own, unchanged, for no turn at all.
+    pub fn turned_geometry(&self, frame: &Frame) -> Option<Geometry> {
+        match self.turn {
+            Turn::Quarter(0) => frame.geometry.clone(),
+            _ => Some(frame.geometry_or_identity().then(&self.new_to_old())),
+        }
+    }
+
     fn output(&self, frame: &Frame, pixels: Pixels) -> Frame {
         let mut out = frame.derive(self.out_width, self.out_height, frame.maxval, pixels);
-        if self.turn != Turn::Quarter(0) {
-            out.geometry = Some(frame.geometry_or_identity().then(&self.new_to_old()));
-        }
+        out.geometry = self.turned_geometry(frame);
         out
     }
 }

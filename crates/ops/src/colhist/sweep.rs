@@ -1,0 +1,214 @@
+//! `colhist --angles`: the counts of every column (or row) of a frame after each of many turns,
+//! from one read of the frame (and, on the GPU, one upload).
+//!
+//! Angle i's counts are exactly [`ColHist`]'s of [`Rotate`]'s output for turn i: the same turn
+//! (the caller builds it as `rotate` does), the same geometry composed onto the turned frame
+//! ([`Rotate::turned_geometry`]), so the same data pixels are counted. Both backends run those two
+//! operations themselves, turn after turn: the CPU on the pool's threads, a turn per task, the
+//! GPU on one stream into a scratch frame and one output buffer. So the counts are the loop's,
+//! bit for bit, whatever the backend and the thread count.
+
+use histopipe_frame::Frame;
+use histopipe_gpu::cudarc::driver::CudaSlice;
+use histopipe_gpu::Buffer;
+
+use super::{ColHist, ColHistParams, ColHistPlan};
+use crate::rotate::Rotate;
+use crate::{parallel, with_samples, Gpu, Op, OpError, Sample};
+
+/// `colhist` after each turn of one frame.
+#[derive(Debug, Clone)]
+pub struct ColHistSweep {
+    /// The turns, in order; each of the frame the op is run on (its size and fill).
+    pub turns: Vec<Rotate>,
+    pub params: ColHistParams,
+}
+
+/// The counts of a sweep: turn i's `bins x lines[i]` matrix (bin-major, as
+/// [`Histograms`](super::Histograms)) at `offsets()[i]` of `counts`, turn after turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sweep {
+    pub bins: usize,
+    /// Each turn's columns (or rows): all equal unless the turns change the frame's size.
+    pub lines: Vec<usize>,
+    pub counts: Vec<u32>,
+}
+
+impl Sweep {
+    /// Where each turn's counts start in `counts`, and (last) their end.
+    pub fn offsets(&self) -> Vec<usize> {
+        offsets(self.bins, &self.lines)
+    }
+
+    /// Turn `i`'s counts, `bins x lines[i]`.
+    pub fn turn(&self, i: usize) -> &[u32] {
+        let start: usize = self.lines[..i].iter().map(|l| l * self.bins).sum();
+        &self.counts[start..start + self.bins * self.lines[i]]
+    }
+}
+
+fn offsets(bins: usize, lines: &[usize]) -> Vec<usize> {
+    let mut at = vec![0];
+    for l in lines {
+        at.push(at[at.len() - 1] + bins * l);
+    }
+    at
+}
+
+impl ColHistSweep {
+    /// The count after each turn of `frame`: [`ColHistParams::for_shape`] of the turned frame's
+    /// size and geometry, as `colhist` builds it for `rotate`'s output.
+    pub fn counts(&self, frame: &Frame) -> Result<Vec<ColHist>, OpError> {
+        self.turns
+            .iter()
+            .map(|r| {
+                let geometry = r.turned_geometry(frame);
+                self.params.for_shape(r.out_width, r.out_height, frame.maxval, geometry.as_ref())
+            })
+            .collect()
+    }
+
+    /// The counters of the whole sweep, `None` past `usize`: each turn's bins x lines, summed.
+    pub fn len(&self, frame: &Frame) -> Result<Option<usize>, OpError> {
+        let ops = self.counts(frame)?;
+        Ok(self.turns.iter().zip(&ops).try_fold(0usize, |n, (r, op)| {
+            (op.bins as usize).checked_mul(op.lines(r.out_width, r.out_height))?.checked_add(n)
+        }))
+    }
+
+    fn check(&self, frame: &Frame) -> Result<Vec<ColHist>, OpError> {
+        if let Some(r) = self.turns.iter().find(|r| (r.width, r.height) != (frame.width, frame.height)) {
+            return Err(OpError::invalid(format!(
+                "a turn of a {}x{} frame for a frame of {}x{}",
+                r.width, r.height, frame.width, frame.height
+            )));
+        }
+        self.counts(frame)
+    }
+
+    fn sweep(&self, ops: &[ColHist], counts: Vec<u32>) -> Sweep {
+        let lines = self.turns.iter().zip(ops).map(|(r, op)| op.lines(r.out_width, r.out_height)).collect();
+        Sweep { bins: ops.first().map_or(0, |op| op.bins as usize), lines, counts }
+    }
+}
+
+impl Op for ColHistSweep {
+    type Output = Sweep;
+
+    /// Turn i's counts are `ops[i].cpu(&turns[i].cpu(frame))`, each written to its own part of the
+    /// output: turns are spread over the pool's threads (each turn's operations split further as
+    /// they do alone), so the counts do not depend on the threads.
+    fn cpu(&self, frame: &Frame) -> Result<Sweep, OpError> {
+        let ops = self.check(frame)?;
+        let lines: Vec<usize> =
+            self.turns.iter().zip(&ops).map(|(r, op)| op.lines(r.out_width, r.out_height)).collect();
+        let bins = ops.first().map_or(0, |op| op.bins as usize);
+        let at = offsets(bins, &lines);
+        let mut counts = vec![0u32; at[at.len() - 1]];
+        let mut parts = Vec::with_capacity(self.turns.len());
+        let mut rest = &mut counts[..];
+        for l in &lines {
+            let (part, tail) = std::mem::take(&mut rest).split_at_mut(bins * l);
+            parts.push(part);
+            rest = tail;
+        }
+        let one = |(r, op, out): (&Rotate, &ColHist, &mut [u32])| -> Result<(), OpError> {
+            let turned = r.cpu(frame)?;
+            out.copy_from_slice(&op.cpu(&turned)?.counts);
+            Ok(())
+        };
+        let work = self.turns.iter().zip(&ops).zip(parts).map(|((r, op), out)| (r, op, out));
+        if parallel::threads() > 1 && self.turns.len() > 1 {
+            use rayon::prelude::*;
+            work.collect::<Vec<_>>().into_par_iter().try_for_each(one)?;
+        } else {
+            { work }.try_for_each(one)?;
+        }
+        Ok(self.sweep(&ops, counts))
+    }
+
+    fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Sweep, OpError> {
+        let ops = self.check(frame)?;
+        let counts = with_samples!(&frame.pixels, v => self.gpu_counts(gpu, frame, v)?);
+        Ok(self.sweep(&ops, counts))
+    }
+}
+
+impl ColHistSweep {
+    fn gpu_counts<T: Sample>(&self, gpu: &Gpu, frame: &Frame, input: &[T]) -> Result<Vec<u32>, OpError> {
+        let n =
+            self.len(frame)?.ok_or_else(|| OpError::invalid("the sweep's counts do not fit in memory"))?;
+        let src = gpu.upload::<T>("colhist.sweep.in", input)?;
+        let mut out = gpu.buffer::<u32>("colhist.sweep.counts", n.max(1))?;
+        self.plan::<T>(gpu, frame)?.queue(&src, &mut out)?;
+        Ok(gpu.download_vec(&out, n)?)
+    }
+
+    /// The device plan of this sweep of `frame` (its size, maxval and geometry; not its samples).
+    pub fn plan<'g, T: Sample>(
+        &self,
+        gpu: &'g Gpu,
+        frame: &Frame,
+    ) -> Result<ColHistSweepPlan<'g, T>, OpError> {
+        let ops = self.check(frame)?;
+        let pixels = self.turns.iter().map(|r| r.out_width * r.out_height).max().unwrap_or(0);
+        let counters = self
+            .turns
+            .iter()
+            .zip(&ops)
+            .map(|(r, op)| op.bins as usize * op.lines(r.out_width, r.out_height))
+            .max()
+            .unwrap_or(0);
+        Ok(ColHistSweepPlan {
+            gpu,
+            turns: self.turns.clone(),
+            ops,
+            colhist: None,
+            turned: gpu.buffer::<T>("colhist.sweep.turned", pixels.max(1))?,
+            counts: gpu.buffer::<u32>("colhist.sweep.one", counters.max(1))?,
+        })
+    }
+}
+
+/// The device plan of a sweep: per turn, `rotate`'s kernel into a scratch frame, `colhist`'s
+/// plan on it into a scratch matrix, and a copy of that matrix into the turn's part of the
+/// output, all on the one stream. The one GPU sequence that `Op::gpu` and the benchmark run.
+pub struct ColHistSweepPlan<'g, T: Sample> {
+    gpu: &'g Gpu,
+    turns: Vec<Rotate>,
+    ops: Vec<ColHist>,
+    /// `colhist`'s plan for the last turn's output size (a sweep without `expand` has one size).
+    colhist: Option<ColHistPlan<'g>>,
+    turned: Buffer<'g, T>,
+    counts: Buffer<'g, u32>,
+}
+
+impl<T: Sample> ColHistSweepPlan<'_, T> {
+    /// Queues the sweep of the frame in `src` (the plan's frame's size) into `out`, which holds
+    /// every turn's counts one after the other ([`Sweep`]'s layout).
+    pub fn queue(&mut self, src: &CudaSlice<T>, out: &mut CudaSlice<u32>) -> Result<(), OpError> {
+        let mut at = 0usize;
+        for (r, op) in self.turns.iter().zip(&self.ops) {
+            let (w, h) = (r.out_width, r.out_height);
+            let n = op.bins as usize * op.lines(w, h);
+            if at + n > out.len() {
+                return Err(OpError::invalid(format!(
+                    "an output of {} counters for a sweep of more",
+                    out.len()
+                )));
+            }
+            r.plan(self.gpu).queue(src, &mut self.turned)?;
+            let plan = match &mut self.colhist {
+                Some(p) if p.shape() == (w, h) => p,
+                slot => slot.insert(op.plan(self.gpu, w, h)?),
+            };
+            plan.set_mask(op.mask.clone());
+            plan.queue(&self.turned, None, &mut self.counts)?;
+            if n > 0 {
+                self.gpu.stream().memcpy_dtod(&self.counts.slice(..n), &mut out.slice_mut(at..at + n))?;
+            }
+            at += n;
+        }
+        Ok(())
+    }
+}
