@@ -87,7 +87,7 @@ impl Rotate {
         self.turn.new_to_old_sized((self.width, self.height), (self.out_width, self.out_height))
     }
 
-    fn output(&self, frame: &Frame, pixels: Pixels) -> Frame {
+    pub(crate) fn output(&self, frame: &Frame, pixels: Pixels) -> Frame {
         let mut out = frame.derive(self.out_width, self.out_height, frame.maxval, pixels);
         if self.turn != Turn::Quarter(0) {
             out.geometry = Some(frame.geometry_or_identity().then(&self.new_to_old()));
