@@ -28,7 +28,8 @@ impl InkRows {
         for y in rows {
             let before = list.xs.len();
             let row = &samples[y * width..(y + 1) * width];
-            list.xs.extend(row.iter().enumerate().filter(|(_, &v)| ink.is_ink(v.into())).map(|(x, _)| x as u32));
+            list.xs
+                .extend(row.iter().enumerate().filter(|(_, &v)| ink.is_ink(v.into())).map(|(x, _)| x as u32));
             let count = list.xs.len() - before;
             if count > 0 {
                 list.rows.push((y as u32, count as u32));
@@ -80,10 +81,7 @@ pub(super) fn scores(lists: &[InkRows], ink: u64, angles: &[f64], width: usize, 
     // Groups of angles whose profiles fit the budget together, one angle a task.
     let most_bins = projections.iter().map(|p| p.bins).max().unwrap_or(1);
     let group = (PROFILE_BUDGET / (4 * most_bins).max(1)).max(1);
-    projections
-        .chunks(group)
-        .flat_map(|chunk| parallel::map_parts(chunk, 1, |_, p| score(&p[0])))
-        .collect()
+    projections.chunks(group).flat_map(|chunk| parallel::map_parts(chunk, 1, |_, p| score(&p[0]))).collect()
 }
 
 /// The skew of the gray frame `frame` whose samples are `samples`, and its histogram.

@@ -154,7 +154,12 @@ pub(super) fn measure<T: Sample>(
 }
 
 /// [`Deskew`] of the gray frame `frame`, whose samples are `samples`: one upload.
-pub(super) fn deskew<T: Sample>(gpu: &Gpu, op: &Deskew, samples: &[T], frame: &Frame) -> Result<Deskewed, OpError> {
+pub(super) fn deskew<T: Sample>(
+    gpu: &Gpu,
+    op: &Deskew,
+    samples: &[T],
+    frame: &Frame,
+) -> Result<Deskewed, OpError> {
     let n = samples.len();
     let src = gpu.upload("deskew.in", samples)?;
     let mut dst = gpu.buffer::<T>("deskew.out", n)?;
@@ -162,6 +167,7 @@ pub(super) fn deskew<T: Sample>(gpu: &Gpu, op: &Deskew, samples: &[T], frame: &F
     let (skew, turn) = plan.queue(&src, &mut dst, op.fill)?;
     let out: Samples<T> = gpu.download_samples(&dst, n)?;
     let pixels = <T as Element>::into_pixels(out);
-    let frame = if turn.turn == crate::rotate::Turn::Quarter(0) { frame.clone() } else { turn.output(frame, pixels) };
+    let frame =
+        if turn.turn == crate::rotate::Turn::Quarter(0) { frame.clone() } else { turn.output(frame, pixels) };
     Ok(Deskewed { skew, frame })
 }

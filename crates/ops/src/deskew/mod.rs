@@ -54,8 +54,8 @@ pub const REFINE: f64 = 5.0;
 pub const MAX_ANGLE: f64 = 45.0;
 /// The last level spans the best angle of the level before ± this (degrees), or ±
 /// [`FINAL_MOST_STEPS`] steps of the precision if that is less (and at least ± the step before).
-pub const FINAL_HALF_WIDTH: f64 = 0.5;
-pub const FINAL_MOST_STEPS: i64 = 50;
+pub const FINAL_HALF_WIDTH: f64 = 1.5;
+pub const FINAL_MOST_STEPS: i64 = 75;
 /// The finest `precision`, degrees.
 pub const MIN_PRECISION: f64 = 0.001;
 /// The most bytes of profiles kept at once (angles are taken in groups that fit; at least one).
@@ -81,7 +81,11 @@ impl DeskewParams {
     pub fn check(&self) -> Result<(), OpError> {
         let m = self.max_angle;
         if !(m.is_finite() && m > 0.0 && m <= MAX_ANGLE) {
-            return Err(OpError::param("max_angle", m, format!("degrees, more than 0 and at most {MAX_ANGLE}")));
+            return Err(OpError::param(
+                "max_angle",
+                m,
+                format!("degrees, more than 0 and at most {MAX_ANGLE}"),
+            ));
         }
         let p = self.precision;
         if !(p.is_finite() && (MIN_PRECISION..=1.0).contains(&p)) {

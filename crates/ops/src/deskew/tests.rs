@@ -93,7 +93,9 @@ fn the_peak_centre_is_the_middle_at_half_height() {
 
 #[test]
 fn parameters_out_of_range_are_refused_by_name() {
-    for (m, p) in [(0.0, 0.02), (46.0, 0.02), (f64::NAN, 0.02), (15.0, 0.0), (15.0, 2.0), (15.0, f64::INFINITY)] {
+    for (m, p) in
+        [(0.0, 0.02), (46.0, 0.02), (f64::NAN, 0.02), (15.0, 0.0), (15.0, 2.0), (15.0, f64::INFINITY)]
+    {
         let e = DeskewParams { max_angle: m, precision: p }.check().unwrap_err();
         assert!(e.params().next().is_some(), "{e}");
     }
