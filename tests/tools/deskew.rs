@@ -125,7 +125,7 @@ fn the_table_has_one_row_a_frame() {
 fn blank_pages_have_angle_zero_and_stay_as_they_are() {
     for v in [0u16, 200, 255] {
         let f = Frame::new(64, 48, 255, Pixels::U8(vec![v as u8; 64 * 48].into()));
-        let input = stream(&[f.clone()]);
+        let input = stream(std::slice::from_ref(&f));
         assert_eq!(angles(&run_ok("deskew", "cpu", &["--format", "csv"], &input)), [0.0]);
         assert_eq!(read_frames(&run_ok("deskew", "cpu", &[], &input))[0].pixels, f.pixels);
     }
@@ -142,12 +142,12 @@ fn colour_stays_colour_and_16_bit_stays_16_bit() {
     let Pixels::U8(gray) = &page.pixels else { unreachable!() };
     let rgb: Vec<u8> = gray.iter().flat_map(|&v| [v, v / 2 + 100, v]).collect();
     let colour = Frame::with_channels(500, 400, Channels::Rgb, 255, Pixels::U8(rgb.into()));
-    let out = read_frames(&run_ok("deskew", "cpu", &[], &stream(&[colour.clone()])));
+    let out = read_frames(&run_ok("deskew", "cpu", &[], &stream(std::slice::from_ref(&colour))));
     assert_eq!(out[0].channels, Channels::Rgb);
     let a = angles(&run_ok("deskew", "cpu", &["--format", "csv"], &stream(&[colour])))[0];
     assert!((a - 3.3).abs() <= 0.05, "{a}");
     let deep = Frame::new(500, 400, 65535, Pixels::U16(gray.iter().map(|&v| v as u16 * 257).collect()));
-    let out = read_frames(&run_ok("deskew", "cpu", &[], &stream(&[deep.clone()])));
+    let out = read_frames(&run_ok("deskew", "cpu", &[], &stream(std::slice::from_ref(&deep))));
     assert_eq!((out[0].maxval, out[0].pixels.depth()), (65535, deep.pixels.depth()));
     let a16 = angles(&run_ok("deskew", "cpu", &["--format", "csv"], &stream(&[deep])))[0];
     assert!((a16 - 3.3).abs() <= 0.05, "{a16}");

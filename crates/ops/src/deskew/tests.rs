@@ -62,8 +62,8 @@ fn the_schedule_scans_coarse_then_refines_to_the_precision() {
     assert_eq!((second.angles.len(), second.last), (11, false));
     assert!((second.angles[0] - 2.0).abs() < 1e-12 && (second.angles[10] - 2.5).abs() < 1e-12);
     let third = s.next(2.3).unwrap();
-    assert_eq!((third.angles.len(), third.last), (51, true));
-    assert!((third.angles[0] - 1.8).abs() < 1e-12 && (third.angles[50] - 2.8).abs() < 1e-12);
+    assert_eq!((third.angles.len(), third.last), (151, true));
+    assert!((third.angles[0] - 0.8).abs() < 1e-12 && (third.angles[150] - 3.8).abs() < 1e-12);
     assert!(s.next(2.3).is_none());
     // At the edge of the range, angles beyond it are dropped.
     let mut s = DeskewParams { max_angle: 1.0, precision: 0.25 }.schedule();
@@ -72,11 +72,11 @@ fn the_schedule_scans_coarse_then_refines_to_the_precision() {
     assert!(only.last && s.next(1.0).is_none());
     let mut s = DeskewParams { max_angle: 1.0, precision: 0.05 }.schedule();
     s.next(0.0);
-    assert_eq!(s.next(1.0).unwrap().angles.len(), 11);
-    // A fine precision: at most 50 steps each way at the last level.
+    assert_eq!(s.next(1.0).unwrap().angles.len(), 31);
+    // A fine precision: at most 75 steps each way at the last level.
     let mut s = DeskewParams { max_angle: 15.0, precision: 0.001 }.schedule();
     let sizes: Vec<usize> = std::iter::from_fn(|| s.next(0.0).map(|l| l.angles.len())).collect();
-    assert_eq!(sizes, [121, 11, 11, 11, 101]);
+    assert_eq!(sizes, [121, 11, 11, 11, 151]);
 }
 
 #[test]
