@@ -6,6 +6,7 @@ mod binning;
 pub mod cdf;
 pub mod clahe;
 pub mod colhist;
+pub mod deskew;
 pub mod edges;
 pub mod equalize;
 pub mod hough_lines;

@@ -97,6 +97,8 @@ TOOLS = {
         "opencv": "import cv2,sys;i=cv2.imread(sys.argv[1],0);"
         "cv2.imwrite(sys.argv[2]+'.pgm',cv2.threshold(i,0,255,cv2.THRESH_BINARY+cv2.THRESH_OTSU)[1])",
     },
+    # ImageMagick's -deskew is the peer (scripts/bench/deskew_peer.sh); OpenCV has none.
+    "deskew": {"args": [], "input": "frame", "opencv": None},
     "hough-vote": {"args": [], "input": "edges", "opencv": None},
     "hough-lines": {
         "args": ["--threshold", str(HOUGH_T)],

@@ -5,6 +5,7 @@ mod cdf;
 mod clahe;
 mod colhist;
 mod common;
+mod deskew;
 mod devices;
 mod edges;
 mod equalize;

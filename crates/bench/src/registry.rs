@@ -43,6 +43,7 @@ use histopipe_ops::angles::Angles;
 use histopipe_ops::bins::Bins;
 use histopipe_ops::clahe::{Clahe, ClahePlan};
 use histopipe_ops::colhist::{default_bins, ColHist, ColHistParams, ColHistSweep};
+use histopipe_ops::deskew::{Deskew, DeskewParams, DeskewPlan};
 use histopipe_ops::edges::Canny;
 use histopipe_ops::equalize::{Equalize, EqualizePlan, Remap, RemapPlan, TableRule};
 use histopipe_ops::histogram::{self, DistributionPlan, Histogram};
@@ -115,6 +116,7 @@ pub fn all() -> Vec<Entry> {
         Entry::frame("clahe", clahe).with_cpu(clahe_cpu),
         Entry::frame("threshold", threshold).with_cpu(threshold_cpu),
         Entry::frame("threshold.multiotsu", threshold_multiotsu).with_cpu(threshold_multiotsu_cpu),
+        Entry::frame("deskew", deskew).with_cpu(deskew_cpu),
         Entry::frame("edges.gradient", edges_gradient),
         Entry::frame("edges", edges).with_cpu(edges_cpu),
         Entry::edges("hough-vote.global", hough_vote_global),
@@ -597,6 +599,27 @@ fn threshold_cpu(_: &Input) -> Result<CpuRun, BenchError> {
     let op = Threshold { method: Method::Otsu, invert: false, mask: None };
     cpu_run(move |frame| {
         black_box(op.cpu(frame)?);
+        Ok(())
+    })
+}
+
+/// `deskew` with its defaults (±15 degrees to 0.02), as `Deskew::gpu` runs it: the histogram and
+/// its download, each level's profiles and scores and their download (waits on the host, as the
+/// tool's), then the turn upright.
+fn deskew<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    let n = input.width * input.height;
+    let mut sets = Sets::new(gpu, input, n)?;
+    let mut plan = DeskewPlan::<u8>::new(gpu, DeskewParams::default(), input.width, input.height, 255)?;
+    Ok(Case::new(n, 2 * n, sets.count(), move |_, i| {
+        let (src, dst) = sets.pair(i);
+        plan.queue(src, dst, None)?;
+        Ok(())
+    }))
+}
+
+fn deskew_cpu(_: &Input) -> Result<CpuRun, BenchError> {
+    cpu_run(move |frame| {
+        black_box(Deskew::default().cpu(frame)?);
         Ok(())
     })
 }

@@ -203,6 +203,17 @@ impl<'a> Context<'a> {
         }
     }
 
+    /// The gray frame an operation that measures a frame works on: a gray frame itself, the gray
+    /// plane of gray with alpha, the Y of YCrCb of a colour frame (as [`Context::run_on_luma`]
+    /// makes it, on the CPU).
+    pub fn luma(&self, frame: &Frame) -> Result<Frame, Error> {
+        match frame.channels {
+            Channels::Gray => Ok(frame.clone()),
+            Channels::GrayAlpha => Ok(frame.plane(0)),
+            Channels::Rgb | Channels::RgbAlpha => Ok(luma::split(frame).map_err(|e| self.op_error(e))?.0),
+        }
+    }
+
     /// Writes a frame to the output, in the output's container (by default the frame's own).
     pub fn write(&mut self, frame: Frame) -> Result<(), Error> {
         self.flush_text();

@@ -10,6 +10,7 @@ pub mod angles;
 pub mod bins;
 pub mod clahe;
 pub mod colhist;
+pub mod deskew;
 pub mod edges;
 pub mod equalize;
 pub mod histogram;

@@ -96,7 +96,7 @@ impl Rotate {
         }
     }
 
-    fn output(&self, frame: &Frame, pixels: Pixels) -> Frame {
+    pub(crate) fn output(&self, frame: &Frame, pixels: Pixels) -> Frame {
         let mut out = frame.derive(self.out_width, self.out_height, frame.maxval, pixels);
         out.geometry = self.turned_geometry(frame);
         out

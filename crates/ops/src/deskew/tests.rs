@@ -1,0 +1,208 @@
+//! `deskew`'s tests: the schedule, the projection's arithmetic, drawn pages of known skew, the
+//! split, and the GPU against the CPU.
+
+use histopipe_frame::{Frame, Pixels};
+
+use super::*;
+use crate::parallel::testing::same_on_each_pool;
+
+/// A `w x h` page of text-like lines (rows of blocks of varied widths, 12 pixels high, every 40),
+/// ink 20 on paper 235, turned `degrees` counter-clockwise as `rotate` turns (each pixel the
+/// upright page's point that `rotate`'s inverse map gives it, nearest): its skew is `degrees`.
+pub(super) fn drawn_page(w: usize, h: usize, degrees: f64, seed: u64) -> Vec<u8> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    // Each line's blocks: [start, end) along x.
+    let lines: Vec<Vec<(f64, f64)>> = (0..h / 40 + 2)
+        .map(|_| {
+            let mut blocks = Vec::new();
+            let mut x = 0.1 * w as f64 + rng.f64() * 20.0;
+            while x < 0.9 * w as f64 {
+                let len = 6.0 + rng.f64() * 30.0;
+                blocks.push((x, x + len));
+                x += len + 4.0 + rng.f64() * 10.0;
+            }
+            blocks
+        })
+        .collect();
+    let m = Turn::degrees(degrees).unwrap().new_to_old(w, h);
+    let mut out = vec![235u8; w * h];
+    for y in 0..h {
+        for x in 0..w {
+            let (u, v) = m.apply(x as f64, y as f64);
+            if v < 20.0 || v > h as f64 - 20.0 {
+                continue;
+            }
+            let (line, within) = ((v / 40.0).floor() as usize, v % 40.0);
+            if within >= 12.0 {
+                continue;
+            }
+            if lines[line].iter().any(|&(a, b)| u >= a && u < b) {
+                out[y * w + x] = 20;
+            }
+        }
+    }
+    out
+}
+
+fn gray(w: usize, h: usize, samples: Vec<u8>) -> Frame {
+    Frame::new(w, h, 255, Pixels::U8(samples.into()))
+}
+
+fn skew_of(frame: &Frame) -> Skew {
+    SkewAngle::default().cpu(frame).unwrap()
+}
+
+#[test]
+fn the_schedule_scans_coarse_then_refines_to_the_precision() {
+    let mut s = DeskewParams::default().schedule();
+    let first = s.next(0.0).unwrap();
+    assert_eq!((first.angles.len(), first.last), (121, false));
+    assert_eq!((first.angles[0], first.angles[60], first.angles[120]), (-15.0, 0.0, 15.0));
+    let second = s.next(2.25).unwrap();
+    assert_eq!((second.angles.len(), second.last), (11, false));
+    assert!((second.angles[0] - 2.0).abs() < 1e-12 && (second.angles[10] - 2.5).abs() < 1e-12);
+    let third = s.next(2.3).unwrap();
+    assert_eq!((third.angles.len(), third.last), (151, true));
+    assert!((third.angles[0] - 0.8).abs() < 1e-12 && (third.angles[150] - 3.8).abs() < 1e-12);
+    assert!(s.next(2.3).is_none());
+    // At the edge of the range, angles beyond it are dropped.
+    let mut s = DeskewParams { max_angle: 1.0, precision: 0.25 }.schedule();
+    let only = s.next(0.0).unwrap();
+    assert_eq!(only.angles, [-1.0, -0.75, -0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0]);
+    assert!(only.last && s.next(1.0).is_none());
+    let mut s = DeskewParams { max_angle: 1.0, precision: 0.05 }.schedule();
+    s.next(0.0);
+    assert_eq!(s.next(1.0).unwrap().angles.len(), 31);
+    // A fine precision: at most 75 steps each way at the last level.
+    let mut s = DeskewParams { max_angle: 15.0, precision: 0.001 }.schedule();
+    let sizes: Vec<usize> = std::iter::from_fn(|| s.next(0.0).map(|l| l.angles.len())).collect();
+    assert_eq!(sizes, [121, 11, 11, 11, 151]);
+}
+
+#[test]
+fn the_peak_centre_is_the_middle_at_half_height() {
+    let angles: Vec<f64> = (0..9).map(|i| i as f64).collect();
+    // Ends 10 and 0: half height 55 between 10 and 100; the run 2..=6 reaches it, centre 4.
+    assert_eq!(peak_centre(&angles, &[10, 40, 60, 100, 70, 90, 55, 20, 0]), 4);
+    // A dip at the top does not move the centre; two middles: the better.
+    assert_eq!(peak_centre(&angles, &[0, 0, 60, 100, 99, 60, 0, 0, 0]), 3);
+    // Flat: all of it, the middle.
+    assert_eq!(peak_centre(&angles, &[5; 9]), 4);
+    assert_eq!(peak_centre(&[3.0], &[7]), 0);
+}
+
+#[test]
+fn parameters_out_of_range_are_refused_by_name() {
+    for (m, p) in
+        [(0.0, 0.02), (46.0, 0.02), (f64::NAN, 0.02), (15.0, 0.0), (15.0, 2.0), (15.0, f64::INFINITY)]
+    {
+        let e = DeskewParams { max_angle: m, precision: p }.check().unwrap_err();
+        assert!(e.params().next().is_some(), "{e}");
+    }
+}
+
+#[test]
+fn projections_count_every_pixel_in_range() {
+    for (w, h) in [(1, 1), (3, 1), (1, 3), (127, 129), (2480, 7)] {
+        for a in [-45.0, -14.0, -0.02, 0.0, 0.02, 9.5, 45.0] {
+            let p = Projection::new(a, w, h);
+            let corners = [(0, 0), (w - 1, 0), (0, h - 1), (w - 1, h - 1)];
+            let bins: Vec<usize> = corners.iter().map(|&(x, y)| p.bin(x as u32, y as u32)).collect();
+            assert!(bins.iter().all(|&b| b < p.bins), "{w}x{h} at {a}: {bins:?} of {}", p.bins);
+            assert!(bins.contains(&0), "{w}x{h} at {a}: {bins:?}");
+        }
+    }
+    // At 0 the bin is the row.
+    let p = Projection::new(0.0, 10, 20);
+    assert_eq!((p.bin(9, 0), p.bin(0, 19), p.bins), (0, 19, 20));
+}
+
+#[test]
+fn the_kernel_has_the_same_fraction_bits() {
+    let cu = include_str!("../../../../kernels-common/deskew.cu");
+    assert!(cu.contains(&format!("constexpr u32 FRAC_BITS = {FRAC_BITS};")));
+}
+
+#[test]
+fn drawn_pages_give_their_skew() {
+    let (w, h) = (600, 500);
+    for (k, a) in [0.0, 0.7, -0.7, 2.3, -4.1, 9.5, 14.0, -14.0, 0.33].into_iter().enumerate() {
+        let skew = skew_of(&gray(w, h, drawn_page(w, h, a, k as u64)));
+        assert!((skew.angle - a).abs() <= 0.05, "drawn at {a}: measured {}", skew.angle);
+    }
+}
+
+#[test]
+fn light_on_dark_and_16_bit_pages_give_the_same_skew() {
+    let (w, h) = (400, 300);
+    let page = drawn_page(w, h, 3.1, 7);
+    let dark = skew_of(&gray(w, h, page.clone())).angle;
+    assert!((dark - 3.1).abs() <= 0.05, "{dark}");
+    let light = skew_of(&gray(w, h, page.iter().map(|&v| 255 - v).collect())).angle;
+    assert_eq!(light, dark);
+    let deep = Frame::new(w, h, 4095, Pixels::U16(page.iter().map(|&v| v as u16 * 16).collect()));
+    assert_eq!(skew_of(&deep).angle, dark);
+}
+
+#[test]
+fn pages_without_ink_have_no_skew() {
+    for v in [0u8, 128, 255] {
+        let skew = skew_of(&gray(50, 40, vec![v; 2000]));
+        assert_eq!((skew.angle, skew.ink.count, skew.score), (0.0, 0, 0));
+    }
+    let one = skew_of(&gray(1, 1, vec![7]));
+    assert_eq!(one.angle, 0.0);
+    let out = Deskew::default().cpu(&gray(3, 1, vec![0, 255, 255])).unwrap();
+    assert!(out.skew.angle.is_finite());
+}
+
+#[test]
+fn the_turn_makes_the_page_upright_with_the_background() {
+    let (w, h) = (300, 240);
+    let page = gray(w, h, drawn_page(w, h, -2.5, 3));
+    let out = Deskew::default().cpu(&page).unwrap();
+    assert!((out.skew.angle + 2.5).abs() <= 0.05);
+    assert_eq!(out.frame.pixels.get(0), 235, "the corners take the paper's value");
+    let again = skew_of(&out.frame);
+    assert!(again.angle.abs() <= 0.05, "{}", again.angle);
+    let black = Deskew { fill: Some(Fill::Int(0)), ..Deskew::default() }.cpu(&page).unwrap();
+    assert_eq!(black.frame.pixels.get(0), 0);
+    assert!(Deskew { fill: Some(Fill::Int(256)), ..Deskew::default() }.cpu(&page).is_err());
+}
+
+#[test]
+fn the_split_changes_nothing() {
+    let (w, h) = (257, 190);
+    let page = gray(w, h, drawn_page(w, h, 5.2, 11));
+    same_on_each_pool("deskew", || {
+        let out = Deskew::default().cpu(&page).unwrap();
+        (out.skew.angle.to_bits(), out.skew.score, out.frame.pixels)
+    });
+}
+
+#[test]
+fn gpu_equals_cpu() {
+    let Some(gpu) = crate::testing::gpu_or_skip() else { return };
+    let mut frames = vec![
+        gray(1, 1, vec![3]),
+        gray(3, 1, vec![0, 200, 200]),
+        gray(127, 129, drawn_page(127, 129, 1.3, 1)),
+        gray(600, 500, drawn_page(600, 500, -9.5, 2)),
+        gray(2000, 60, drawn_page(2000, 60, 0.4, 3)),
+        gray(40, 30, vec![255; 1200]),
+    ];
+    let page = drawn_page(320, 256, 4.4, 4);
+    frames.push(Frame::new(320, 256, 65535, Pixels::U16(page.iter().map(|&v| v as u16 * 257).collect())));
+    let mut rng = fastrand::Rng::with_seed(5);
+    frames.push(gray(131, 77, (0..131 * 77).map(|_| rng.u8(..)).collect()));
+    for f in &frames {
+        let what = format!("{}x{}", f.width, f.height);
+        let (c, g) = (Deskew::default().cpu(f).unwrap(), Deskew::default().gpu(&gpu, f).unwrap());
+        assert_eq!(c.skew.angle.to_bits(), g.skew.angle.to_bits(), "{what}");
+        assert_eq!(c.skew, g.skew, "{what}");
+        assert_eq!(c.frame, g.frame, "{what}");
+        let params = DeskewParams { max_angle: 45.0, precision: 0.001 };
+        let (c, g) = (SkewAngle { params }.cpu(f).unwrap(), SkewAngle { params }.gpu(&gpu, f).unwrap());
+        assert_eq!(c, g, "{what} at 45 degrees, 0.001");
+    }
+}
