@@ -14,6 +14,7 @@ pub mod hough_vote;
 mod mask;
 pub mod pad;
 mod plot;
+pub mod radon;
 pub mod rotate;
 pub mod stretch;
 pub mod threshold;

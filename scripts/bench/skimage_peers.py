@@ -15,6 +15,9 @@ machine as wheels in a call of their own (scripts/bench/skimage-wheels, scripts/
                             scikit-image returns it (ours is its np.rint, clipped, in 8 bits)
         threshold.multiotsu np.digitize(img, threshold_multiotsu(img, classes=3)): the thresholds
                             and the labels, ours's work
+        radon               radon(img, np.arange(180), circle=False): the sinogram of 180 angles
+                            (float64, as scikit-image returns it; ours is float32), padded to the
+                            diagonal as `radon` by default, the work of histopipe-bench's radon
         NumPy and scikit-image run these on one thread.
 """
 import argparse
@@ -27,17 +30,20 @@ import numpy as np
 import frames
 from cpu_peers import load, parse_sizes, time_cpu
 
-OPS = ["equalize.reference", "threshold.multiotsu"]
+OPS = ["equalize.reference", "threshold.multiotsu", "radon"]
 
 
 def cases(img, ref, ops):
     from skimage.exposure import match_histograms
     from skimage.filters import threshold_multiotsu
+    from skimage.transform import radon
 
     if "equalize.reference" in ops:
         yield "equalize.reference", lambda: match_histograms(img, ref)
     if "threshold.multiotsu" in ops:
         yield "threshold.multiotsu", lambda: np.digitize(img, threshold_multiotsu(img, classes=3))
+    if "radon" in ops:
+        yield "radon", lambda: radon(img, np.arange(180), circle=False)
 
 
 def kernels(args):

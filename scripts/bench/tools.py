@@ -69,6 +69,8 @@ TOOLS = {
         "opencv": "import cv2,sys,numpy as n;i=cv2.imread(sys.argv[1],0);c=cv2.calcHist([i],[0],None,[256],[0,256]).ravel();"
         "s=n.cumsum(c);n.savetxt(sys.argv[2],n.c_[n.arange(256),c,s,s/s[-1]],delimiter=',')",
     },
+    # OpenCV has no Radon transform: scikit-image's radon is the peer (VARIANTS, skimage_peers.py).
+    "radon": {"args": [], "input": "frame", "opencv": None},
     "equalize": {
         "args": [],
         "input": "frame",
@@ -121,6 +123,11 @@ VARIANTS = {
         "i=cv2.imread(sys.argv[1],0);cv2.imwrite(sys.argv[2]+'.pgm',n.digitize(i,t(i,classes=3)).astype(n.uint8))",
     },
     "stretch --depth 8": {"args": ["--depth", "8"], "opencv-python": STRETCH},
+    "radon": {
+        "args": [],
+        "skimage-python": "import cv2,sys,numpy as n;from skimage.transform import radon;"
+        "i=cv2.imread(sys.argv[1],0);n.save(sys.argv[2]+'.npy',radon(i,n.arange(180),circle=False).astype(n.float32))",
+    },
     "equalize --reference": {
         "args": ["--reference", "{reference}"],
         "skimage-python": "import cv2,sys,numpy as n;from skimage.exposure import match_histograms as m;"

@@ -65,11 +65,12 @@ fn longs(flags: &[Flag]) -> Vec<String> {
 
 #[test]
 fn the_option_table_is_the_definitions() {
-    let tools: [(&str, &[Flag]); 11] = [
+    let tools: [(&str, &[Flag]); 12] = [
         ("pad", histopipe::pad::Pad::FLAGS),
         ("rotate", histopipe::rotate::Rotate::FLAGS),
         ("colhist", histopipe::colhist::ColHist::FLAGS),
         ("cdf", histopipe::cdf::Cdf::FLAGS),
+        ("radon", histopipe::radon::Radon::FLAGS),
         ("equalize", histopipe::equalize::Equalize::FLAGS),
         ("edges", histopipe::edges::Edges::FLAGS),
         ("hough-vote", histopipe::hough_vote::HoughVote::FLAGS),

@@ -24,6 +24,7 @@ mod pad;
 mod pipes;
 mod pixels;
 mod progress;
+mod radon;
 mod readme;
 mod registry;
 mod rotate;

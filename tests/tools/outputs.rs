@@ -56,6 +56,7 @@ const TOOLS: &[(&str, &[&str], &str)] = &[
     ("rotate", &[], "pgm"),
     ("colhist", &[], "csv"),
     ("cdf", &[], "csv"),
+    ("radon", &[], "csv"),
     ("equalize", &[], "pgm"),
     ("stretch", &[], "pgm"),
     ("clahe", &[], "pgm"),

@@ -51,8 +51,9 @@ fn sanitized(source: &str) -> BTreeSet<&str> {
         .collect()
 }
 
-/// What the peers can time: cpu_peers.py's `OPS` and peers.cu's `ops`.
-fn peer_ops(cpu_peers: &str, peers_cu: &str) -> BTreeSet<String> {
+/// What the peers can time: cpu_peers.py's `OPS`, skimage_peers.py's `OPS` (scikit-image, for the
+/// work OpenCV does not do) and peers.cu's `ops`.
+fn peer_ops(cpu_peers: &str, skimage_peers: &str, peers_cu: &str) -> BTreeSet<String> {
     let line = |text: &str, start: &str| {
         text.lines()
             .find(|l| l.trim_start().starts_with(start))
@@ -60,7 +61,12 @@ fn peer_ops(cpu_peers: &str, peers_cu: &str) -> BTreeSet<String> {
             .to_owned()
     };
     let mut ops = BTreeSet::new();
-    for l in [line(cpu_peers, "OPS = ["), line(peers_cu, "std::vector<std::string> ops = {")] {
+    let lines = [
+        line(cpu_peers, "OPS = ["),
+        line(skimage_peers, "OPS = ["),
+        line(peers_cu, "std::vector<std::string> ops = {"),
+    ];
+    for l in lines {
         ops.extend(quoted(&l).into_iter().map(str::to_owned));
     }
     ops
@@ -78,7 +84,11 @@ fn missing_parts(registry: &[Tool], root: &Path) -> Vec<String> {
     let timed = bench_tools(&tools_py);
     let sanitize = text("scripts/sanitize");
     let runs = sanitized(&sanitize);
-    let peers = peer_ops(&text("scripts/bench/cpu_peers.py"), &text("scripts/bench/peers.cu"));
+    let peers = peer_ops(
+        &text("scripts/bench/cpu_peers.py"),
+        &text("scripts/bench/skimage_peers.py"),
+        &text("scripts/bench/peers.cu"),
+    );
     let names: BTreeSet<&str> = registry.iter().map(|t| t.name).collect();
     let mut missing = Vec::new();
     if names.len() != registry.len() {
@@ -117,7 +127,9 @@ fn missing_parts(registry: &[Tool], root: &Path) -> Vec<String> {
         }
         for peer in &t.peers {
             if !peers.contains(*peer) {
-                lacks(format!("peer op {peer} is in neither cpu_peers.py's OPS nor peers.cu's ops"));
+                lacks(format!(
+                    "peer op {peer} is in none of cpu_peers.py's OPS, skimage_peers.py's OPS and peers.cu's ops"
+                ));
             }
         }
         if t.gpu && !runs.contains(name) {
@@ -200,7 +212,7 @@ fn a_tool_with_a_missing_part_is_named_with_what_it_lacks() {
         "sharpen: no `mod sharpen;` in tests/tools/main.rs",
         "sharpen: no benchmark entry in scripts/bench/tools.py's TOOLS",
         "sharpen: op sharpen is no entry of histopipe-bench (crates/bench/src/registry.rs)",
-        "sharpen: peer op sharpen is in neither cpu_peers.py's OPS nor peers.cu's ops",
+        "sharpen: peer op sharpen is in none of cpu_peers.py's OPS, skimage_peers.py's OPS and peers.cu's ops",
         "sharpen: GPU kernels but no runs in scripts/sanitize",
         // And the house's tools that this registry of one does not hold.
         "src/bin/pad.rs: not a tool of tools.toml",

@@ -51,6 +51,7 @@ use histopipe_ops::hough::{
     HoughLines, HoughLinesPlan, HoughParams, HoughSpace, HoughVote, HoughVotePlan, Strategy,
 };
 use histopipe_ops::pad::{PadParams, PadSize};
+use histopipe_ops::radon::{Radon, RadonParams};
 use histopipe_ops::rotate::{Interpolation, Rotate, Turn};
 use histopipe_ops::stretch::{self as stretch_op, cuts, Curve, Scale, Stretch};
 use histopipe_ops::threshold::{Method, Threshold, ThresholdPlan};
@@ -105,6 +106,7 @@ pub fn all() -> Vec<Entry> {
         Entry::frame("colhist", colhist).with_cpu(colhist_cpu),
         Entry::frame("colhist.angles", colhist_angles).with_cpu(colhist_angles_cpu),
         Entry::frame("cdf", cdf).with_cpu(cdf_cpu),
+        Entry::frame("radon", radon).with_cpu(radon_cpu),
         Entry::frame("equalize.histogram", equalize_histogram).with_cpu(equalize_histogram_cpu),
         Entry::frame("equalize.scan", equalize_scan).with_cpu(equalize_scan_cpu),
         Entry::frame("equalize.map", equalize_map).with_cpu(equalize_map_cpu),
@@ -263,6 +265,35 @@ fn pad_cpu(input: &Input) -> Result<CpuRun, BenchError> {
         input.height,
         255,
     )?;
+    cpu_run(move |frame| {
+        black_box(op.cpu(frame)?);
+        Ok(())
+    })
+}
+
+/// `radon` with scikit-image's default angles (0:180:1, 180 of them), padded to the diagonal
+/// (`circle=False`). GPU: the border kernel and the one launch of every angle, as `RadonPlan`
+/// queues them. Memory floor: the frame read once and the sinogram written once (the work is far
+/// above its bytes: about 180 N^2 / 2 taps).
+fn radon_op(input: &Input) -> Result<Radon, BenchError> {
+    Ok(RadonParams::default().for_size(input.width, input.height)?)
+}
+
+fn radon<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    let n = input.width * input.height;
+    let op = radon_op(input)?;
+    let (angles, side) = op.out_size();
+    let out_len = angles * side;
+    let mut sets = Sets::<u8, f32>::with_output(gpu, input, out_len)?;
+    let mut plan = op.plan::<u8>(gpu)?;
+    Ok(Case::new(n.max(4 * out_len), n + 4 * out_len, sets.count(), move |_, i| {
+        let (src, dst) = sets.pair(i);
+        Ok(plan.queue(src, dst)?)
+    }))
+}
+
+fn radon_cpu(input: &Input) -> Result<CpuRun, BenchError> {
+    let op = radon_op(input)?;
     cpu_run(move |frame| {
         black_box(op.cpu(frame)?);
         Ok(())

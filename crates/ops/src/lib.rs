@@ -20,6 +20,7 @@ pub mod matching;
 mod op;
 pub mod pad;
 pub mod parallel;
+pub mod radon;
 pub mod range;
 pub mod rotate;
 mod sample;
