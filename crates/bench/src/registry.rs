@@ -107,6 +107,7 @@ pub fn all() -> Vec<Entry> {
         Entry::frame("colhist.angles", colhist_angles).with_cpu(colhist_angles_cpu),
         Entry::frame("cdf", cdf).with_cpu(cdf_cpu),
         Entry::frame("radon", radon).with_cpu(radon_cpu),
+        Entry::frame("radon.fine", radon_fine).with_cpu(radon_fine_cpu),
         Entry::frame("equalize.histogram", equalize_histogram).with_cpu(equalize_histogram_cpu),
         Entry::frame("equalize.scan", equalize_scan).with_cpu(equalize_scan_cpu),
         Entry::frame("equalize.map", equalize_map).with_cpu(equalize_map_cpu),
@@ -279,9 +280,30 @@ fn radon_op(input: &Input) -> Result<Radon, BenchError> {
     Ok(RadonParams::default().for_size(input.width, input.height)?)
 }
 
+/// `radon --angles 0:180:0.1`: 1800 angles (issue 28 times it at 1024 x 1024).
+fn radon_fine_op(input: &Input) -> Result<Radon, BenchError> {
+    let angles = Angles::range(0.0, 180.0, 0.1).map_err(BenchError)?;
+    Ok(RadonParams { angles, circle: false }.for_size(input.width, input.height)?)
+}
+
 fn radon<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    radon_case(gpu, input, radon_op(input)?)
+}
+
+fn radon_fine<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    radon_case(gpu, input, radon_fine_op(input)?)
+}
+
+fn radon_fine_cpu(input: &Input) -> Result<CpuRun, BenchError> {
+    let op = radon_fine_op(input)?;
+    cpu_run(move |frame| {
+        black_box(op.cpu(frame)?);
+        Ok(())
+    })
+}
+
+fn radon_case<'g>(gpu: &'g Gpu, input: &Input, op: Radon) -> Result<Case<'g>, BenchError> {
     let n = input.width * input.height;
-    let op = radon_op(input)?;
     let (angles, side) = op.out_size();
     let out_len = angles * side;
     let mut sets = Sets::<u8, f32>::with_output(gpu, input, out_len)?;

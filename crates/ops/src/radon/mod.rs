@@ -380,4 +380,9 @@ impl Op for Radon {
         };
         Ok(self.output(frame, values))
     }
+
+    /// Every pixel is read (by its four taps) once per angle.
+    fn visits_per_pixel(&self, _: &Frame) -> f64 {
+        self.trig.len() as f64
+    }
 }
