@@ -107,7 +107,7 @@ Options:
   --only a,b           only these entries (see list); a name also selects its sub-entries (rotate:
                        rotate.nearest, rotate.bilinear; equalize: equalize.histogram, .scan, .map;
                        edges: edges.gradient; hough: hough-vote, hough-vote.global, .shared,
-                       hough-lines)
+                       hough-lines); =name selects that entry alone (=radon: not radon.fine)
   --quick              fewer runs per case
   --cpu-max-pixels N   time the CPU implementations on frames of at most N pixels [default: 33554432]
   --no-cpu             never time the CPU implementations
@@ -162,10 +162,13 @@ fn parse() -> Result<Option<Options>, BenchError> {
 
 fn selected(entry: &Entry, only: &Option<Vec<String>>) -> bool {
     let Some(names) = only else { return true };
-    names.iter().any(|n| {
-        entry.name == n
-            || entry.name.starts_with(&format!("{n}."))
-            || entry.name.starts_with(&format!("{n}-"))
+    names.iter().any(|n| match n.strip_prefix('=') {
+        Some(exact) => entry.name == exact,
+        None => {
+            entry.name == n
+                || entry.name.starts_with(&format!("{n}."))
+                || entry.name.starts_with(&format!("{n}-"))
+        }
     })
 }
 
