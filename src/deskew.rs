@@ -27,8 +27,9 @@ impl Tool for Deskew {
 deskew: the skew angle of each frame (a scanned page), and the frame turned upright.
 
 The angle within +-MAX (--max-angle) that maximizes the variance of the page's projection
-profile: ink is the minority class of Otsu's threshold (dark text on light paper, or light on
-dark), each ink pixel counted in the 1-pixel bin of its distance across the lines in exact
+profile: a pixel is ink when darker than the mean of its 21x21 window by more than 10/255 of
+the full scale (lighter, for light text on a dark page: the minority class of Otsu's threshold),
+so uneven light stays out of the ink; each ink pixel counted in the 1-pixel bin of its distance across the lines in exact
 integer arithmetic, the score the sum of the squared counts; searched every 0.25 degrees, then
 refined to --precision (the last level's answer the middle of the score's peak at half height).
 The angle is counter-clockwise as displayed, rotate's sign: a page turned by `rotate 2.3`

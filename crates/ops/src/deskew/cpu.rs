@@ -1,10 +1,11 @@
 //! `deskew` on the CPU, the reference: the ink's coordinates listed once (bands of rows on the
-//! pool's threads), then each angle's profile counted by one thread from the whole list. Counts
-//! are integers, so the split changes nothing.
+//! pool's threads, each band sliding its window's sums down its rows), then each angle's profile
+//! counted by one thread from the whole list. Sums and counts are integers, so the split changes
+//! nothing.
 
 use histopipe_frame::Frame;
 
-use super::{bits, search, DeskewParams, Ink, Projection, Skew, PROFILE_BUDGET};
+use super::{bits, search, window, DeskewParams, InkRule, Projection, Skew, PROFILE_BUDGET};
 use crate::bins::Bins;
 use crate::{histogram, parallel, OpError, Sample};
 
@@ -22,20 +23,73 @@ pub(super) struct InkRows {
 }
 
 impl InkRows {
-    /// The ink pixels of rows `rows` of a `width`-wide frame.
-    fn list<T: Sample>(samples: &[T], width: usize, rows: std::ops::Range<usize>, ink: Ink) -> InkRows {
+    /// The ink pixels of rows `rows` of a `width x height` frame by `rule`: the window's sums
+    /// of each column kept for the row at hand, a row's sums added as the window reaches it and
+    /// taken away as it leaves.
+    fn list<T: Sample>(
+        samples: &[T],
+        (width, height): (usize, usize),
+        rows: std::ops::Range<usize>,
+        rule: InkRule,
+    ) -> InkRows {
         let mut list = InkRows::default();
-        for y in rows {
+        let (mut columns, mut row) = (vec![0u32; width], vec![0u32; width]);
+        let mut prefix = vec![0u32; width + 1];
+        // Adds (or takes away) row y's sums over the window along x to `columns`. Sums wrap
+        // in u32 (a row's prefix may pass 2^32); their differences and the window's sums, at
+        // most 441 · 65535, are exact.
+        let mut add_row = |columns: &mut [u32], y: usize, sign: bool| {
+            let line = &samples[y * width..(y + 1) * width];
+            for (x, &v) in line.iter().enumerate() {
+                prefix[x + 1] = prefix[x].wrapping_add(v.into());
+            }
+            for (x, sum) in row.iter_mut().enumerate() {
+                let (a, b) = window(x, width);
+                *sum = prefix[b].wrapping_sub(prefix[a]);
+            }
+            for (c, &r) in columns.iter_mut().zip(&row) {
+                *c = if sign { c.wrapping_add(r) } else { c.wrapping_sub(r) };
+            }
+        };
+        let (first, end) = window(rows.start, height);
+        for y in first..end {
+            add_row(&mut columns, y, true);
+        }
+        let widths: Vec<u32> = (0..width).map(|x| window(x, width)).map(|(a, b)| (b - a) as u32).collect();
+        for y in rows.clone() {
+            if y > rows.start {
+                let ((first, end), (was_first, was_end)) = (window(y, height), window(y - 1, height));
+                if first > was_first {
+                    add_row(&mut columns, was_first, false);
+                }
+                if end > was_end {
+                    add_row(&mut columns, end - 1, true);
+                }
+            }
+            let (top, bottom) = window(y, height);
+            let tall = (bottom - top) as u32;
             let before = list.xs.len();
-            let row = &samples[y * width..(y + 1) * width];
-            list.xs
-                .extend(row.iter().enumerate().filter(|(_, &v)| ink.is_ink(v.into())).map(|(x, _)| x as u32));
+            let line = &samples[y * width..(y + 1) * width];
+            for (x, ((&v, &sum), &wide)) in line.iter().zip(&columns).zip(&widths).enumerate() {
+                if rule.is_ink(v.into(), sum, wide * tall) {
+                    list.xs.push(x as u32);
+                }
+            }
             let count = list.xs.len() - before;
             if count > 0 {
                 list.rows.push((y as u32, count as u32));
             }
         }
         list
+    }
+
+    /// The listed pixels, (y, x) in order.
+    #[cfg(test)]
+    pub(super) fn pixels(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let mut xs = self.xs.iter();
+        self.rows.iter().flat_map(move |&(y, count)| {
+            xs.by_ref().take(count as usize).map(move |&x| (y, x)).collect::<Vec<_>>()
+        })
     }
 
     /// Adds this list's pixels to `profile` at projection `p`.
@@ -52,16 +106,18 @@ impl InkRows {
     }
 }
 
-/// The ink of `samples` (a `frame`-sized gray frame), listed in bands of rows.
-pub(super) fn ink_rows<T: Sample>(samples: &[T], frame: &Frame, ink: Ink) -> Vec<InkRows> {
+/// The ink of `samples` (a `frame`-sized gray frame) by `rule`, listed in bands of rows.
+pub(super) fn ink_rows<T: Sample>(samples: &[T], frame: &Frame, rule: InkRule) -> Vec<InkRows> {
     let (w, h) = (frame.width, frame.height);
-    if ink.count == 0 || w == 0 {
+    if w == 0 || h == 0 {
         return Vec::new();
     }
     let parts = parallel::parts(w * h, MIN_LIST_PART);
     let band = h.div_ceil(parts);
     let ys: Vec<usize> = (0..h).collect();
-    parallel::map_parts(&ys, band, |first, rows| InkRows::list(samples, w, first..first + rows.len(), ink))
+    parallel::map_parts(&ys, band, |first, rows| {
+        InkRows::list(samples, (w, h), first..first + rows.len(), rule)
+    })
 }
 
 /// The score of every angle of `angles` over the ink `lists` of a `width x height` frame.
@@ -91,9 +147,10 @@ pub(super) fn measure<T: Sample>(
     frame: &Frame,
 ) -> Result<(Skew, Vec<u64>), OpError> {
     let counts = histogram::count(samples, Bins::new(None, frame.maxval)?);
-    let ink = Ink::of_histogram(&counts, bits::<T>())?;
-    let lists = ink_rows(samples, frame, ink);
+    let rule = InkRule::of_histogram(&counts, bits::<T>(), frame.maxval)?;
+    let lists = ink_rows(samples, frame, rule);
+    let ink = lists.iter().map(|l| l.xs.len() as u64).sum();
     let (w, h) = (frame.width, frame.height);
-    let skew = search(*params, ink, |angles| Ok(scores(&lists, ink.count, angles, w, h)))?;
+    let skew = search(*params, rule, ink, |angles| Ok(scores(&lists, ink, angles, w, h)))?;
     Ok((skew, counts))
 }

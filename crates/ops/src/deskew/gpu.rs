@@ -1,6 +1,7 @@
 //! `deskew` on the GPU: its device plan ([`DeskewPlan`]), kernels of kernels-common/deskew.cu.
-//! The frame is uploaded once: its histogram (for Otsu's threshold and the fill), each level's
-//! profiles (one launch for every angle of the level) and scores, and the turn, all from it.
+//! The frame is uploaded once: its histogram (for Otsu's threshold and the fill), its ink (two
+//! separable passes, then its count), each level's profiles (one launch for every angle of the
+//! level) and scores, and the turn, all from it.
 
 use std::marker::PhantomData;
 
@@ -8,7 +9,10 @@ use histopipe_frame::{Frame, Samples};
 use histopipe_gpu::cudarc::driver::CudaSlice;
 use histopipe_gpu::{kernels, launch, LaunchConfig};
 
-use super::{bits, search, upright, Deskew, DeskewParams, Deskewed, Ink, Projection, Skew, PROFILE_BUDGET};
+use super::{
+    bits, search, upright, Deskew, DeskewParams, Deskewed, InkRule, Projection, Skew, MARGIN_DEN,
+    PROFILE_BUDGET, WINDOW,
+};
 use crate::bins::Bins;
 use crate::histogram::DistributionPlan;
 use crate::{Element, Gpu, OpError, Sample};
@@ -20,9 +24,13 @@ const BAND_PIXELS: usize = 1 << 16;
 /// Most bins of a band's profile in shared memory (48 KiB); wider bands count in global memory.
 const SHARED_MAX_BINS: usize = 12 * 1024;
 
+/// Most blocks of the ink's count (each adds its part; the host adds the parts).
+const COUNT_BLOCKS: u32 = 1024;
+
 /// The device plan of `deskew` for `width x height` frames of `T` samples up to `maxval`: the
-/// histogram ([`DistributionPlan`], counts only), its download and Otsu's threshold on the host,
-/// then each level of the search: the angles' projections uploaded, the profiles zeroed and
+/// histogram ([`DistributionPlan`], counts only), its download and Otsu's threshold on the host
+/// (the ink's polarity), the ink (rows' sums, then the window's and the test, one thread a
+/// pixel each) and its count, then each level of the search: the angles' projections uploaded, the profiles zeroed and
 /// counted (one launch), the scores summed (one launch) and downloaded, the best chosen on the
 /// host; and the turn of the frame upright ([`crate::rotate::RotatePlan`]). The one GPU sequence
 /// of `Op::gpu` and the benchmark.
@@ -55,9 +63,44 @@ impl<'g, T: Sample> DeskewPlan<'g, T> {
         let n = self.width * self.height;
         self.distribution.queue_counts(src, n)?;
         let counts = self.distribution.download_counts()?;
-        let ink = Ink::of_histogram(&counts, bits::<T>())?;
-        let skew = search(self.params, ink, |angles| self.scores(src, ink, angles))?;
+        let rule = InkRule::of_histogram(&counts, bits::<T>(), self.maxval)?;
+        let mut ink = self.gpu.buffer::<u8>("deskew.ink", n)?;
+        let count = self.ink(src, rule, &mut ink)?;
+        let skew = search(self.params, rule, count, |angles| self.scores(&ink, angles))?;
         Ok((skew, counts))
+    }
+
+    /// The ink of the frame in `src` by `rule` into `ink` (1 a pixel of ink, else 0), and its
+    /// count (waits for the stream).
+    fn ink(&self, src: &CudaSlice<T>, rule: InkRule, ink: &mut CudaSlice<u8>) -> Result<u64, OpError> {
+        let (gpu, n) = (self.gpu, self.width * self.height);
+        let mut rows = gpu.buffer::<u32>("deskew.rows", n)?;
+        let (w, h, r, dark) = (self.width as u32, self.height as u32, WINDOW, rule.dark as u32);
+        let name = format!("deskew_row_sums_{}", T::KERNEL_SUFFIX);
+        // SAFETY: deskew_row_sums_*(in, w, h, r, rows) in deskew.cu; `src` holds the w x h frame
+        // and `rows` at least w h sums; the kernel's grid-stride loop covers them all.
+        unsafe {
+            launch!(gpu, kernels::DESKEW, name, launch::cover(n, THREADS); src, &w, &h, &r, &mut *rows)
+        }?;
+        let (margin, den) = (rule.margin, MARGIN_DEN);
+        let name = format!("deskew_ink_{}", T::KERNEL_SUFFIX);
+        // SAFETY: deskew_ink_*(in, rows, w, h, r, dark, margin, den, ink) in deskew.cu; `src`
+        // and `rows` hold w h samples and sums, `ink` room for w h flags, all written.
+        unsafe {
+            launch!(gpu, kernels::DESKEW, name, launch::cover(n, THREADS);
+                src, &*rows, &w, &h, &r, &dark, &margin, &den, &mut *ink)
+        }?;
+        let blocks = launch::blocks(n, THREADS, COUNT_BLOCKS);
+        let mut partial = gpu.buffer::<u64>("deskew.count", blocks as usize)?;
+        let n64 = n as u64;
+        // SAFETY: deskew_count(ink, n, partial) in deskew.cu; `ink` holds n flags, `partial` one
+        // count a block of the grid.
+        unsafe {
+            launch!(gpu, kernels::DESKEW, "deskew_count", launch::linear(blocks, THREADS); &*ink, &n64, &mut *partial)
+        }?;
+        let mut parts = vec![0u64; blocks as usize];
+        gpu.download(&partial, &mut parts)?;
+        Ok(parts.iter().sum())
     }
 
     /// The whole operation on `src` into `dst` (the same size): the skew, then the turn upright
@@ -77,22 +120,21 @@ impl<'g, T: Sample> DeskewPlan<'g, T> {
     }
 
     /// The scores of `angles`, in groups whose profiles fit [`PROFILE_BUDGET`].
-    fn scores(&self, src: &CudaSlice<T>, ink: Ink, angles: &[f64]) -> Result<Vec<u64>, OpError> {
+    fn scores(&self, ink: &CudaSlice<u8>, angles: &[f64]) -> Result<Vec<u64>, OpError> {
         let (w, h) = (self.width, self.height);
         let projections: Vec<Projection> = angles.iter().map(|&a| Projection::new(a, w, h)).collect();
         let stride = projections.iter().map(|p| p.bins).max().unwrap_or(1);
         let group = (PROFILE_BUDGET / (4 * stride)).clamp(1, 65535);
         let mut scores = Vec::with_capacity(angles.len());
         for chunk in projections.chunks(group) {
-            scores.extend(self.group_scores(src, ink, chunk, stride)?);
+            scores.extend(self.group_scores(ink, chunk, stride)?);
         }
         Ok(scores)
     }
 
     fn group_scores(
         &self,
-        src: &CudaSlice<T>,
-        ink: Ink,
+        ink: &CudaSlice<u8>,
         projections: &[Projection],
         stride: usize,
     ) -> Result<Vec<u64>, OpError> {
@@ -118,16 +160,15 @@ impl<'g, T: Sample> DeskewPlan<'g, T> {
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: shared_bins as u32 * 4,
         };
-        let name = format!("deskew_profiles_{}", T::KERNEL_SUFFIX);
-        let (wu, hu, lo, hi) = (w as u32, h as u32, ink.lo as u32, ink.hi as u32);
+        let (wu, hu) = (w as u32, h as u32);
         let (band, shared, stride64) = (band_rows as u32, shared_bins as u32, stride as u64);
-        // SAFETY: deskew_profiles_*(in, w, h, lo, hi, proj, band_rows, shared_bins, stride, out)
-        // in deskew.cu; `src` holds the w x h frame, `proj` 3 values an angle of the grid's y,
+        // SAFETY: deskew_profiles(ink, w, h, proj, band_rows, shared_bins, stride, out) in
+        // deskew.cu; `ink` holds the w x h frame's flags, `proj` 3 values an angle of the grid's y,
         // `profiles` `stride` counts an angle, at least each angle's bins (Projection::bins), and
         // `shared_bins` counts of dynamic shared memory cover a band's span (bounded above).
         unsafe {
-            launch!(gpu, kernels::DESKEW, name, cfg;
-                src, &wu, &hu, &lo, &hi, &*proj, &band, &shared, &stride64, &mut *profiles)
+            launch!(gpu, kernels::DESKEW, "deskew_profiles", cfg;
+                ink, &wu, &hu, &*proj, &band, &shared, &stride64, &mut *profiles)
         }?;
         // SAFETY: deskew_scores(profiles, stride, scores) in deskew.cu; one block an angle, of
         // `stride` counts in `profiles`, one score each in `scores`.

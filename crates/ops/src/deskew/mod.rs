@@ -2,10 +2,14 @@
 //! projection profile, and the page turned upright by it. See `docs/deskew.md` for the whole
 //! definition; in short:
 //!
-//! 1. Ink: the frame's histogram (one bin per level) and Otsu's threshold t of it
-//!    ([`threshold::choose`], OpenCV's `THRESH_OTSU`). The ink is the class of the samples at or
-//!    below t (dark on light) unless it holds more than half the pixels, then the class above t
-//!    (light on dark): the text is the minority class. No ink (a blank or flat frame): angle 0.
+//! 1. Ink ([`InkRule`]): a pixel is ink when it is darker than the mean of its window, the
+//!    (2 [`WINDOW`] + 1)² pixels around it cut by the frame's edges, by more than
+//!    [`MARGIN_NUM`] / [`MARGIN_DEN`] of maxval: with S the window's sum and n its pixels,
+//!    `MARGIN_DEN (S - n v) > MARGIN_NUM maxval n`, in integers (OpenCV's `adaptiveThreshold`,
+//!    `ADAPTIVE_THRESH_MEAN_C`, up to the edges). Local, so a page under uneven light keeps its
+//!    shadows out of the ink. Light text on a dark page (the minority class of the frame's Otsu
+//!    threshold is the light one, [`threshold::choose`]) is ink when lighter than its window's
+//!    mean by that margin. No ink (a blank or flat frame): angle 0.
 //! 2. The profile at a candidate angle θ (degrees): every ink pixel (x, y) counted in the 1-pixel
 //!    bin `(x S + y C + o) >> 24`, with S = round(sin θ 2^24) and C = round(cos θ 2^24) as
 //!    integers (cos and sin in `f64` on the host) and o = 2^23 - min over the frame's corners of
@@ -17,7 +21,7 @@
 //! 4. The search, coarse to fine ([`Schedule`]): every multiple of 0.25 degrees within ±max_angle
 //!    (of `precision`, if that is coarser); then, around the best so far b, with step s' =
 //!    max(s / 5, precision), the angles b + j s' for |j| ≤ ceil(s / s') within ±max_angle, until
-//!    the step is the precision; the last level spans b ± 0.5 degrees (at most 50 steps each
+//!    the step is the precision; the last level spans b ± 1.5 degrees (at most 75 steps each
 //!    way). The best of a level: the largest score, then the smallest |θ|, then the smallest θ;
 //!    of the last level, the middle of its peak at half height ([`search`]).
 //!
@@ -26,8 +30,9 @@
 //! the same size, pixels from outside the fill, by default the most common sample).
 //!
 //! The parts: this module (the definition and the host's search), `cpu` (the ink's coordinates,
-//! one profile an angle on the pool's threads), [`gpu`] (the device plan: one launch a level for
-//! every angle of it, then the turn on the uploaded frame).
+//! one profile an angle on the pool's threads), [`gpu`] (the device plan: the ink in two
+//! separable passes, one launch a level for every angle of it, then the turn on the uploaded
+//! frame).
 
 use histopipe_frame::Frame;
 
@@ -175,36 +180,51 @@ pub fn score(profile: &[u32]) -> u64 {
     profile.iter().map(|&c| c as u64 * c as u64).sum()
 }
 
-/// Which samples are ink: those in `lo..=hi`.
+/// The half side of the ink test's window: (2 WINDOW + 1)² = 441 pixels, a few strokes of text
+/// at 100 to 300 dpi. The window's sums fit u32: 441 · 65535 < 2^32.
+pub const WINDOW: u32 = 10;
+/// The ink test's margin, MARGIN_NUM / MARGIN_DEN of maxval: 10 levels of 255.
+pub const MARGIN_NUM: i64 = 10;
+pub const MARGIN_DEN: i64 = 255;
+
+/// The ink test of one frame (see the module's documentation, step 1): its polarity, chosen by
+/// the frame's Otsu threshold, and its margin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ink {
-    pub lo: u16,
-    pub hi: u16,
-    /// How many pixels are ink.
-    pub count: u64,
-    /// Otsu's threshold.
+pub struct InkRule {
+    /// Dark ink on light paper (else light on dark).
+    pub dark: bool,
+    /// Otsu's threshold of the frame, which chose the polarity.
     pub threshold: i32,
+    /// MARGIN_NUM · maxval: the margin times MARGIN_DEN.
+    pub margin: i64,
 }
 
-impl Ink {
-    /// The ink of a frame of `bits`-bit samples (8 or 16) whose histogram is `counts` (see the
-    /// module's documentation, step 1).
-    pub fn of_histogram(counts: &[u64], bits: u32) -> Result<Ink, OpError> {
+impl InkRule {
+    /// The rule of a frame of `bits`-bit samples (8 or 16) up to `maxval` whose histogram is
+    /// `counts`: dark ink unless the samples at or below Otsu's threshold are more than half.
+    pub fn of_histogram(counts: &[u64], bits: u32, maxval: u16) -> Result<InkRule, OpError> {
         let t = threshold::choose(Method::Otsu, counts, bits)?[0];
-        let top = counts.len().saturating_sub(1) as u16;
-        let t = t.clamp(0, top as i32) as usize;
+        let top = counts.len().saturating_sub(1);
+        let t = t.clamp(0, top as i32);
         let total: u64 = counts.iter().sum();
-        let dark: u64 = counts[..=t.min(counts.len().saturating_sub(1))].iter().sum();
-        Ok(if dark <= total - dark {
-            Ink { lo: 0, hi: t as u16, count: dark, threshold: t as i32 }
-        } else {
-            Ink { lo: t as u16 + 1, hi: top, count: total - dark, threshold: t as i32 }
-        })
+        let dark: u64 = counts[..=(t as usize).min(top)].iter().sum();
+        Ok(InkRule { dark: dark <= total - dark, threshold: t, margin: MARGIN_NUM * maxval as i64 })
     }
 
-    pub fn is_ink(&self, v: u32) -> bool {
-        (self.lo as u32..=self.hi as u32).contains(&v)
+    /// Whether sample `v`, whose window of `n` pixels sums to `sum`, is ink.
+    #[inline]
+    pub fn is_ink(&self, v: u32, sum: u32, n: u32) -> bool {
+        let (nv, sum) = (n as i64 * v as i64, sum as i64);
+        let excess = if self.dark { sum - nv } else { nv - sum };
+        MARGIN_DEN * excess > self.margin * n as i64
     }
+}
+
+/// The window's span along one axis of `len` pixels about `i`: [i - WINDOW, i + WINDOW] within
+/// [0, len), as `(first, end)`.
+#[inline]
+pub fn window(i: usize, len: usize) -> (usize, usize) {
+    (i.saturating_sub(WINDOW as usize), (i + WINDOW as usize + 1).min(len))
 }
 
 /// A frame's skew, and how it was found.
@@ -214,7 +234,9 @@ pub struct Skew {
     pub angle: f64,
     /// Its score, Σ c² of its profile (0 without ink).
     pub score: u64,
-    pub ink: Ink,
+    pub rule: InkRule,
+    /// How many pixels are ink.
+    pub ink: u64,
 }
 
 /// The better of two scored angles: the larger score, then the smaller |angle|, then the
@@ -262,11 +284,12 @@ fn peak_centre(angles: &[f64], scores: &[u64]) -> usize {
 /// The search over the schedule of `params`, each level's scores given by `scores(angles)`.
 pub fn search(
     params: DeskewParams,
-    ink: Ink,
+    rule: InkRule,
+    ink: u64,
     mut scores: impl FnMut(&[f64]) -> Result<Vec<u64>, OpError>,
 ) -> Result<Skew, OpError> {
-    if ink.count == 0 {
-        return Ok(Skew { angle: 0.0, score: 0, ink });
+    if ink == 0 {
+        return Ok(Skew { angle: 0.0, score: 0, rule, ink });
     }
     let mut schedule = params.schedule();
     let mut best = (0.0, 0u64);
@@ -282,7 +305,7 @@ pub fn search(
         };
         best = (level.angles[i], level_scores[i]);
     }
-    Ok(Skew { angle: best.0, score: best.1, ink })
+    Ok(Skew { angle: best.0, score: best.1, rule, ink })
 }
 
 /// Refuses frames whose coordinates or counts would not fit the arithmetic: at most u32::MAX

@@ -132,6 +132,105 @@ fn drawn_pages_give_their_skew() {
     }
 }
 
+/// `page` under uneven light: the left third of the paper in shadow (paper 235 falling to 80 at
+/// the left edge, ink 20 likewise darker), the light's edge a ramp of `w / 10` pixels.
+fn shadowed(page: &[u8], w: usize) -> Vec<u8> {
+    page.iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let x = (i % w) as f64 / w as f64;
+            let light = if x < 0.3 {
+                0.35
+            } else if x < 0.4 {
+                0.35 + 0.65 * (x - 0.3) / 0.1
+            } else {
+                1.0
+            };
+            (v as f64 * light).round() as u8
+        })
+        .collect()
+}
+
+/// The ink by its definition: each pixel's window summed directly.
+fn ink_by_definition(frame: &Frame, rule: InkRule) -> Vec<bool> {
+    let (w, h) = (frame.width, frame.height);
+    let v = |x: usize, y: usize| frame.pixels.get(y * w + x);
+    let mut out = Vec::with_capacity(w * h);
+    for y in 0..h {
+        for x in 0..w {
+            let ((x0, x1), (y0, y1)) = (window(x, w), window(y, h));
+            let sum: u32 =
+                (y0..y1).flat_map(|j| (x0..x1).map(move |i| (i, j))).map(|(i, j)| v(i, j) as u32).sum();
+            out.push(rule.is_ink(v(x, y) as u32, sum, ((x1 - x0) * (y1 - y0)) as u32));
+        }
+    }
+    out
+}
+
+/// The CPU's listed ink as flags.
+fn listed_ink(frame: &Frame, rule: InkRule) -> Vec<bool> {
+    let mut out = vec![false; frame.width * frame.height];
+    let lists = match &frame.pixels {
+        Pixels::U8(v) => cpu::ink_rows(v, frame, rule),
+        Pixels::U16(v) => cpu::ink_rows(v, frame, rule),
+        Pixels::F32(_) => unreachable!("integer frames only"),
+    };
+    for list in &lists {
+        for (y, x) in list.pixels() {
+            out[y as usize * frame.width + x as usize] = true;
+        }
+    }
+    out
+}
+
+#[test]
+fn the_ink_is_its_window_test_at_every_pixel() {
+    let mut rng = fastrand::Rng::with_seed(17);
+    let mut frames =
+        vec![gray(1, 1, vec![9]), gray(5, 3, vec![200, 0, 200, 0, 0, 255, 3, 4, 5, 6, 7, 8, 9, 1, 2])];
+    for (w, h) in [(1, 40), (40, 1), (21, 21), (22, 23), (57, 35), (130, 47)] {
+        frames.push(gray(w, h, (0..w * h).map(|_| rng.u8(..)).collect()));
+        frames.push(gray(w, h, drawn_page(w, h, 3.0, w as u64)));
+        let deep: Vec<u16> = (0..w * h).map(|_| rng.u16(..)).collect();
+        frames.push(Frame::new(w, h, 65535, Pixels::U16(deep.into())));
+    }
+    frames.push(gray(130, 47, shadowed(&drawn_page(130, 47, 1.0, 2), 130)));
+    for f in &frames {
+        for dark in [true, false] {
+            let rule = InkRule { dark, threshold: 0, margin: MARGIN_NUM * f.maxval as i64 };
+            let what = format!("{}x{} of {}, dark {dark}", f.width, f.height, f.maxval);
+            same_on_each_pool(&what, || listed_ink(f, rule));
+            assert_eq!(listed_ink(f, rule), ink_by_definition(f, rule), "{what}");
+        }
+    }
+}
+
+#[test]
+fn the_window_test_counts_a_margin_of_ten_levels() {
+    let rule = InkRule::of_histogram(&[1, 0, 3], 8, 255).unwrap();
+    assert!(rule.dark);
+    // A 3 x 3 window summing 9 · 100: a sample is ink below 90, exactly.
+    assert!(rule.is_ink(89, 900, 9) && !rule.is_ink(90, 900, 9));
+    let light = InkRule { dark: false, ..rule };
+    assert!(light.is_ink(111, 900, 9) && !light.is_ink(110, 900, 9));
+    // 16-bit: the margin is 10 / 255 of maxval.
+    let deep = InkRule { margin: MARGIN_NUM * 65535, ..rule };
+    assert!(deep.is_ink(89 * 257, 900 * 257, 9) && !deep.is_ink(90 * 257, 900 * 257, 9));
+    // A flat window is never ink; a bitmap's black pixel among white ones is.
+    assert!(!rule.is_ink(7, 7 * 441, 441) && !light.is_ink(7, 7 * 441, 441));
+    let bitmap = InkRule { margin: MARGIN_NUM, ..rule };
+    assert!(bitmap.is_ink(0, 400, 441) && !bitmap.is_ink(0, 17, 441));
+}
+
+#[test]
+fn shadowed_drawn_pages_give_their_skew() {
+    let (w, h) = (600, 500);
+    for (k, a) in [0.0, 0.7, -4.1, 9.5, 0.33].into_iter().enumerate() {
+        let skew = skew_of(&gray(w, h, shadowed(&drawn_page(w, h, a, 40 + k as u64), w)));
+        assert!((skew.angle - a).abs() <= 0.05, "drawn at {a} in shadow: measured {}", skew.angle);
+    }
+}
+
 #[test]
 fn light_on_dark_and_16_bit_pages_give_the_same_skew() {
     let (w, h) = (400, 300);
@@ -140,7 +239,8 @@ fn light_on_dark_and_16_bit_pages_give_the_same_skew() {
     assert!((dark - 3.1).abs() <= 0.05, "{dark}");
     let light = skew_of(&gray(w, h, page.iter().map(|&v| 255 - v).collect())).angle;
     assert_eq!(light, dark);
-    let deep = Frame::new(w, h, 4095, Pixels::U16(page.iter().map(|&v| v as u16 * 16).collect()));
+    // v · 257 of 65535: every window's test is the 8-bit one times 257.
+    let deep = Frame::new(w, h, 65535, Pixels::U16(page.iter().map(|&v| v as u16 * 257).collect()));
     assert_eq!(skew_of(&deep).angle, dark);
 }
 
@@ -148,7 +248,7 @@ fn light_on_dark_and_16_bit_pages_give_the_same_skew() {
 fn pages_without_ink_have_no_skew() {
     for v in [0u8, 128, 255] {
         let skew = skew_of(&gray(50, 40, vec![v; 2000]));
-        assert_eq!((skew.angle, skew.ink.count, skew.score), (0.0, 0, 0));
+        assert_eq!((skew.angle, skew.ink, skew.score), (0.0, 0, 0));
     }
     let one = skew_of(&gray(1, 1, vec![7]));
     assert_eq!(one.angle, 0.0);
@@ -189,7 +289,9 @@ fn gpu_equals_cpu() {
         gray(127, 129, drawn_page(127, 129, 1.3, 1)),
         gray(600, 500, drawn_page(600, 500, -9.5, 2)),
         gray(2000, 60, drawn_page(2000, 60, 0.4, 3)),
+        gray(600, 500, shadowed(&drawn_page(600, 500, 2.2, 6), 600)),
         gray(40, 30, vec![255; 1200]),
+        gray(5, 3, vec![200, 0, 200, 0, 0, 255, 3, 4, 5, 6, 7, 8, 9, 1, 2]),
     ];
     let page = drawn_page(320, 256, 4.4, 4);
     frames.push(Frame::new(320, 256, 65535, Pixels::U16(page.iter().map(|&v| v as u16 * 257).collect())));
