@@ -29,15 +29,15 @@ deskew: the skew angle of each frame (a scanned page), and the frame turned upri
 The angle within +-MAX (--max-angle) that maximizes the variance of the page's projection
 profile: a pixel is ink when darker than the mean of its 21x21 window by more than 10/255 of
 the full scale (lighter, for light text on a dark page: the minority class of Otsu's threshold),
-so uneven light stays out of the ink; each ink pixel counted in the 1-pixel bin of its distance across the lines in exact
-integer arithmetic, the score the sum of the squared counts; searched every 0.25 degrees, then
-refined to --precision (the last level's answer the middle of the score's peak at half height).
-The angle is counter-clockwise as displayed, rotate's sign: a page turned by `rotate 2.3`
-measures 2.3, and is made upright by the turn by -2.3 (bilinear, the same size), pixels from
-outside taking --fill, by default the frame's most common value (each channel's). A page without
-ink has angle 0. Colour frames are measured on their luma and every channel is turned. With
---format csv (or -o x.csv) it writes the angles instead: frame,source,angle. The CPU and the GPU
-give the same angles and bytes. See docs/deskew.md.
+so uneven light stays out of the ink; each ink pixel counted in the 1-pixel bin of its distance
+across the lines in exact integer arithmetic, the score the sum of the squared counts; searched
+every 0.25 degrees, then refined to --precision (the last level's answer the middle of the
+score's peak at half height). The angle is counter-clockwise as displayed, rotate's sign: a page
+turned by `rotate 2.3` measures 2.3, and is made upright by the turn by -2.3 (bilinear, the same
+size), pixels from outside taking --fill, by default the frame's most common value (each
+channel's). A page without ink has angle 0. Colour frames are measured on their luma and every
+channel is turned. With --format csv (or -o x.csv) it writes the angles instead:
+frame,source,angle. The CPU and the GPU give the same angles and bytes. See docs/deskew.md.
 
 Usage: deskew [OPTIONS] [FILE...]";
     const FLAGS: &'static [Flag] = &[

@@ -930,7 +930,14 @@ fn angles_on_the_gpu_are_the_loop() {
     let camera = run_ok("pad", "cpu", &[], &fixture_bytes("camera.pgm"));
     let dem = run_ok("pad", "cpu", &[], &fixture_bytes("dem16.pgm"));
     assert_sweep_is_the_loop(&camera, "-90:180:33", &[], &[], None, "gpu");
-    assert_sweep_is_the_loop(&camera, "0,12.5,-77", &["--bilinear"], &["--bins", "500"], None, "gpu");
-    assert_sweep_is_the_loop(&dem, "0,45,90,-10", &["--bilinear", "--expand"], &["--rows"], None, "gpu");
+    assert_sweep_is_the_loop(&camera, "0,12.5,-77", &["--bilinear"], &["--bins", "100"], None, "gpu");
+    assert_sweep_is_the_loop(
+        &dem,
+        "0,45,90,-10",
+        &["--bilinear", "--expand"],
+        &["--rows", "--bins", "500"],
+        None,
+        "gpu",
+    );
     assert_sweep_is_the_loop(&dem, "0,45", &[], &[], Some(((50.0, 60.0), Some(30.0))), "gpu");
 }

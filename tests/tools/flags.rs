@@ -65,7 +65,7 @@ fn longs(flags: &[Flag]) -> Vec<String> {
 
 #[test]
 fn the_option_table_is_the_definitions() {
-    let tools: [(&str, &[Flag]); 12] = [
+    let tools: [(&str, &[Flag]); 13] = [
         ("pad", histopipe::pad::Pad::FLAGS),
         ("rotate", histopipe::rotate::Rotate::FLAGS),
         ("colhist", histopipe::colhist::ColHist::FLAGS),
@@ -78,6 +78,7 @@ fn the_option_table_is_the_definitions() {
         ("clahe", histopipe::clahe::Clahe::FLAGS),
         ("stretch", histopipe::stretch::Stretch::FLAGS),
         ("threshold", histopipe::threshold::Threshold::FLAGS),
+        ("deskew", histopipe::deskew::Deskew::FLAGS),
     ];
     let mut named: Vec<&str> = tools.iter().map(|(name, _)| *name).collect();
     let mut registered = crate::common::tools();

@@ -64,6 +64,7 @@ const TOOLS: &[(&str, &[&str], &str)] = &[
     ("hough-vote", &["edges"], "pgm"),
     ("hough-lines", &["edges", "hough-vote"], "csv"),
     ("threshold", &[], "pgm"),
+    ("deskew", &[], "pgm"),
 ];
 
 #[test]
