@@ -629,12 +629,33 @@ impl ColHist {
                 cx.common.max_pixels
             )));
         }
-        let counted = match (&self.along, colour_turns) {
-            (None, false) => cx.run(&sweep, &frame)?,
+        if self.output == Output::Npy && !cx.starts_output() {
+            return Err(cx.invalid(
+                "an .npy file holds one frame's cube, and this output would get more than one: \
+                 give -o a field (-o out/{stem}.npy) for one file each",
+            ));
+        }
+        let labels = self.bin_labels(&ops[0], bins);
+        self.sweep_header(cx, bins, &lines);
+        if self.along.is_none() && !colour_turns {
+            // The turns a group at a time, each group's output handed to the writer while the
+            // next is counted: a long cube is written as it is made (groups of about 32 MiB of
+            // counts, and at least one turn).
+            let per_turn = bins * lines.iter().max().copied().unwrap_or(0) * 4;
+            let group = ((32 << 20) / per_turn.max(1)).max(1);
+            let mut first = 0;
+            for turns_of_group in sweep.turns.chunks(group) {
+                let part = ColHistSweep { turns: turns_of_group.to_vec(), params: self.params };
+                let counted = cx.run(&part, &frame)?;
+                self.sweep_rows(cx, turns, &counted, first, &labels);
+                first += turns_of_group.len();
+            }
+            return Ok(());
+        }
+        let counted = {
             // One turn at a time: the turned frame, made gray, counted as colhist counts it.
-            _ => {
+            {
                 let mut counts = Vec::with_capacity(counters as usize);
-                let mut columns = Vec::new();
                 for (r, op) in sweep.turns.iter().zip(&ops) {
                     let turned = cx.run_each_channel(&frame, |_| *r)?;
                     let turned = histopipe_frame::colour::gray_frame(&turned);
@@ -644,7 +665,6 @@ impl ColHist {
                             let points = Line::vertical_through(point, &g, half)
                                 .map_err(|e| cx.op_error(OpError::invalid(e)))?;
                             let c = Along { points, segment }.column(cx, &turned)?;
-                            columns.push(c.x);
                             match op.column(&turned, c.x, c.rows, None) {
                                 (_, pixels) if pixels.height == 0 => {
                                     Histograms { bins, lines: 1, counts: vec![0; bins] }
@@ -659,10 +679,15 @@ impl ColHist {
                 Sweep { bins, lines, counts }
             }
         };
-        // Each bin's number and bounds, as every turn's rows give them.
-        let labels: Vec<Vec<u8>> = (0..bins as u32)
+        self.sweep_rows(cx, turns, &counted, 0, &labels);
+        Ok(())
+    }
+
+    /// Each bin's number and bounds, as every turn's rows give them.
+    fn bin_labels(&self, op: &histopipe_ops::colhist::ColHist, bins: usize) -> Vec<Vec<u8>> {
+        (0..bins as u32)
             .map(|b| {
-                let (l, h) = ops[0].bin_range(b);
+                let (l, h) = op.bin_range(b);
                 let mut label = Vec::new();
                 for (k, v) in [b, l, h].into_iter().enumerate() {
                     if k > 0 {
@@ -672,68 +697,81 @@ impl ColHist {
                 }
                 label
             })
-            .collect();
-        match self.output {
-            Output::Npy => {
-                if !cx.starts_output() {
-                    return Err(cx.invalid(
-                        "an .npy file holds one frame's cube, and this output would get more than one: \
-                         give -o a field (-o out/{stem}.npy) for one file each",
-                    ));
-                }
-                let shape = [counted.lines.len(), bins, counted.lines.first().copied().unwrap_or(0)];
-                cx.text().extend_from_slice(&encode_npy_header(&shape, &NpyData::U32(&[])));
-                for i in 0..counted.lines.len() {
-                    cx.push_bytes(counted.turn(i).iter().flat_map(|c| c.to_le_bytes()).collect());
-                }
-                Ok(())
-            }
-            _ => {
-                let sep = if self.output == Output::Tsv { b'\t' } else { b',' };
-                let key = cx.row_key(sep as char);
-                if cx.starts_output() {
-                    let header = cx.text();
-                    for name in TABLE_KEY_COLUMNS.iter().chain(&["angle", "bin", "lower", "upper"]) {
-                        header.extend_from_slice(name.as_bytes());
+            .collect()
+    }
+
+    /// The sweep's header, where the output starts: the cube's (all turns' `lines` equal), or
+    /// the table's.
+    fn sweep_header(&self, cx: &mut Context<'_>, bins: usize, lines: &[usize]) {
+        if self.output == Output::Npy {
+            let shape = [lines.len(), bins, lines.first().copied().unwrap_or(0)];
+            cx.text().extend_from_slice(&encode_npy_header(&shape, &NpyData::U32(&[])));
+            return;
+        }
+        if !cx.starts_output() {
+            return;
+        }
+        let sep = if self.output == Output::Tsv { b'\t' } else { b',' };
+        let header = cx.text();
+        for name in TABLE_KEY_COLUMNS.iter().chain(&["angle", "bin", "lower", "upper"]) {
+            header.extend_from_slice(name.as_bytes());
+            header.push(sep);
+        }
+        match self.along {
+            Some(_) => header.extend_from_slice(b"count"),
+            None => {
+                for line in 0..lines.first().copied().unwrap_or(0) {
+                    if line > 0 {
                         header.push(sep);
                     }
-                    match self.along {
-                        Some(_) => header.extend_from_slice(b"count"),
-                        None => {
-                            for line in 0..counted.lines.first().copied().unwrap_or(0) {
-                                if line > 0 {
-                                    header.push(sep);
-                                }
-                                push_u64(header, line as u64);
-                            }
-                        }
-                    }
-                    header.push(b'\n');
+                    push_u64(header, line as u64);
                 }
-                // Formatted a turn per task on the pool, a few turns per thread at a time, each
-                // turn's text handed to the output as it is: never the whole table in one buffer.
-                let angles: Vec<usize> = (0..counted.lines.len()).collect();
-                for group in angles.chunks(4 * parallel::threads()) {
-                    let texts = parallel::map_parts(group, 1, |_, turn| {
-                        let i = turn[0];
-                        let mut key = key.as_bytes().to_vec();
-                        key.extend_from_slice(turns.angles.0[i].to_string().as_bytes());
-                        key.push(sep);
-                        let (counts, lines) = (counted.turn(i), counted.lines[i].max(1));
-                        let mut out = Vec::with_capacity(counts.len() * 3 + bins * (key.len() + 16));
-                        for (row, label) in counts.chunks_exact(lines).zip(&labels) {
-                            out.extend_from_slice(&key);
-                            out.extend_from_slice(label);
-                            push_counts(&mut out, row, sep);
-                            out.push(b'\n');
-                        }
-                        out
-                    });
-                    for text in texts {
-                        cx.push_bytes(text);
-                    }
+            }
+        }
+        header.push(b'\n');
+    }
+
+    /// The cube's bytes or the table's rows of the turns `counted` holds, turns `first..` of
+    /// the sweep, handed to the writer as they are made ([`Context::send_bytes`]).
+    fn sweep_rows(
+        &self,
+        cx: &mut Context<'_>,
+        turns: &Turns,
+        counted: &Sweep,
+        first: usize,
+        labels: &[Vec<u8>],
+    ) {
+        let bins = counted.bins;
+        let indices: Vec<usize> = (0..counted.lines.len()).collect();
+        if self.output == Output::Npy {
+            // Each turn's counts as little-endian bytes, a turn per task on the pool.
+            for bytes in parallel::map_parts(&indices, 1, |_, turn| le_bytes(counted.turn(turn[0]))) {
+                cx.send_bytes(bytes);
+            }
+            return;
+        }
+        let sep = if self.output == Output::Tsv { b'\t' } else { b',' };
+        let key = cx.row_key(sep as char);
+        // Formatted a turn per task on the pool, a few turns per thread at a time, each turn's
+        // text handed to the output as it is: never the whole table in one buffer.
+        for group in indices.chunks(4 * parallel::threads()) {
+            let texts = parallel::map_parts(group, 1, |_, turn| {
+                let i = turn[0];
+                let mut key = key.as_bytes().to_vec();
+                key.extend_from_slice(turns.angles.0[first + i].to_string().as_bytes());
+                key.push(sep);
+                let (counts, lines) = (counted.turn(i), counted.lines[i].max(1));
+                let mut out = Vec::with_capacity(counts.len() * 3 + bins * (key.len() + 16));
+                for (row, label) in counts.chunks_exact(lines).zip(labels) {
+                    out.extend_from_slice(&key);
+                    out.extend_from_slice(label);
+                    push_counts(&mut out, row, sep);
+                    out.push(b'\n');
                 }
-                Ok(())
+                out
+            });
+            for text in texts {
+                cx.send_bytes(text);
             }
         }
     }
@@ -906,6 +944,15 @@ fn write_u32(out: &mut [std::mem::MaybeUninit<u8>], v: u32) -> usize {
 /// dominate.
 fn push_u64(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+/// `counts` as little-endian bytes, for an `.npy` array of `<u4`.
+fn le_bytes(counts: &[u32]) -> Vec<u8> {
+    let mut out = vec![0u8; counts.len() * 4];
+    for (to, c) in out.chunks_exact_mut(4).zip(counts) {
+        to.copy_from_slice(&c.to_le_bytes());
+    }
+    out
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::Sender;
 
 use histopipe_frame::{Channels, Frame, Source};
 use histopipe_ops::{Op, OpError};
@@ -13,6 +14,7 @@ use crate::error::Place;
 use crate::flags::{Flag, FlagError, Given};
 use crate::luma;
 use crate::outputs::{OutputFormat, PathTemplate, Product};
+use crate::writer::{Done, Written};
 use crate::Error;
 
 /// One histopipe tool: its options, what it writes, and what it does with each frame. Frames are
@@ -118,6 +120,9 @@ pub struct Context<'a> {
     starts_output: bool,
     parts: Vec<Part>,
     text: Vec<u8>,
+    /// The writer, where this frame's output goes to the one output stream: parts may go to it
+    /// before the frame is done ([`Context::send_bytes`]).
+    early: Option<Sender<Done>>,
 }
 
 impl<'a> Context<'a> {
@@ -140,7 +145,15 @@ impl<'a> Context<'a> {
             starts_output,
             parts: Vec::new(),
             text: Vec::new(),
+            early: None,
         }
+    }
+
+    /// This frame's output goes to the one output stream, whose writer takes parts on `done`
+    /// before the frame is done ([`Context::send_bytes`]).
+    pub(crate) fn writing_early(mut self, done: Sender<Done>) -> Context<'a> {
+        self.early = Some(done);
+        self
     }
 
     /// Runs an operation on the backend chosen for it; errors are placed at this frame.
@@ -231,6 +244,26 @@ impl<'a> Context<'a> {
     pub fn push_bytes(&mut self, bytes: Vec<u8>) {
         self.flush_text();
         self.parts.push(Part::Bytes(bytes));
+    }
+
+    /// Appends `bytes` to the output as [`Context::push_bytes`] does, and hands the output so far
+    /// to the writer now where it can take it before the frame is done: for the one output stream
+    /// (standard output, or `-o` without fields), the writer writes it as soon as the frames
+    /// before this one are written, while the tool makes the rest. A long output made in pieces
+    /// (`colhist --angles`' cube) is so written while its next piece is computed. Should the
+    /// frame fail afterwards, what was handed over has been written (and the run fails: `-o`'s
+    /// file is not put in place).
+    pub fn send_bytes(&mut self, bytes: Vec<u8>) {
+        self.push_bytes(bytes);
+        let Some(done) = &self.early else { return };
+        if self.parts.iter().any(|p| matches!(p, Part::Frame(_))) {
+            // A frame is encoded on the worker first: it goes with the frame's last parts.
+            return;
+        }
+        let parts = std::mem::take(&mut self.parts);
+        let early = Done { n: self.index, place: self.place(), bytes: 0, result: Ok(Written::Early(parts)) };
+        // A writer that has stopped takes nothing more; the frame's end finds out.
+        let _ = done.send(early);
     }
 
     /// Whether this frame's output is the first in its file or stream: a table's header goes

@@ -49,7 +49,7 @@ impl<T: Tool> Crew<'_, T> {
             }
             let (n, place) = (job.n, Place::of(job.frame.source.as_ref(), job.n));
             let bytes = (job.frame.pixel_count() * job.frame.depth().bytes()) as u64;
-            let result = catch(|| self.one_frame(job))
+            let result = catch(|| self.one_frame(job, &done))
                 .unwrap_or_else(|panic| Err(Error::internal(place.clone(), "frame loop", &panic)));
             if done.send(Done { n, place, bytes, result }).is_err() {
                 break;
@@ -57,13 +57,16 @@ impl<T: Tool> Crew<'_, T> {
         }
     }
 
-    fn one_frame(&self, job: Job) -> Result<Written, Error> {
+    fn one_frame(&self, job: Job, done: &Sender<Done>) -> Result<Written, Error> {
         let Job { n, frame, destination, side_files } = job;
-        let starts = match destination {
-            Destination::Stream { starts } => starts,
-            Destination::File(_) => true,
+        let (starts, early) = match destination {
+            Destination::Stream { starts } => (starts, Some(done.clone())),
+            Destination::File(_) => (true, None),
         };
         let mut cx = Context::new(n, &frame, self.common, T::FLAGS, self.backends, starts, side_files);
+        if let Some(done) = early {
+            cx = cx.writing_early(done);
+        }
         let place = cx.place();
         histopipe_trace::set_frame(n);
         let work = histopipe_trace::span("work", n);

@@ -37,6 +37,10 @@ pub(crate) enum Written {
     /// A file of its own, written whole, to be renamed to its path (`None`: the frame wrote
     /// nothing).
     File(Option<AtomicFile>),
+    /// For the one output stream, the first parts of a frame still at work
+    /// ([`crate::Context::send_bytes`]): written as soon as the frames before it are, while the
+    /// rest is made; its `Parts` follow.
+    Early(Vec<Part>),
 }
 
 /// Where the writer writes.
@@ -311,14 +315,33 @@ fn write_in_order(
     };
     let mut out = PartWriter::new(stream, container, path);
     let mut waiting: BTreeMap<usize, Done> = BTreeMap::new();
+    // Early parts of frames after the next one, kept until their turn, in the order they came.
+    let mut early: BTreeMap<usize, Vec<(Place, Vec<Part>)>> = BTreeMap::new();
     let mut next = 1;
     for item in done {
+        let item = match item.result {
+            Ok(Written::Early(parts)) => {
+                if item.n == next {
+                    *at = item.place.clone();
+                    out.write(item.n, parts, &item.place)?;
+                } else {
+                    early.entry(item.n).or_default().push((item.place, parts));
+                }
+                continue;
+            }
+            _ => item,
+        };
         waiting.insert(item.n, item);
-        while let Some(item) = waiting.remove(&next) {
+        loop {
+            for (place, parts) in early.remove(&next).unwrap_or_default() {
+                *at = place.clone();
+                out.write(next, parts, &place)?;
+            }
+            let Some(item) = waiting.remove(&next) else { break };
             *at = item.place.clone();
             let span = histopipe_trace::span("write", item.n);
             match item.result? {
-                Written::Parts(parts) => out.write(item.n, parts, &item.place)?,
+                Written::Parts(parts) | Written::Early(parts) => out.write(item.n, parts, &item.place)?,
                 Written::File(Some(file)) => {
                     let place = Place::file(file.path());
                     file.commit().map_err(|e| Error::io(&e).at(place))?;
@@ -347,4 +370,77 @@ fn write_in_order(
         progress.finish();
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc::channel;
+
+    use super::*;
+
+    /// A stream sink whose bytes the test reads after the writer is done.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn done(n: usize, written: Written) -> Done {
+        Done { n, place: Place::frame(n), bytes: 0, result: Ok(written) }
+    }
+
+    fn bytes(text: &str) -> Vec<Part> {
+        vec![Part::Bytes(text.as_bytes().to_vec())]
+    }
+
+    #[test]
+    fn early_parts_are_written_in_the_streams_order() {
+        let sink = Shared::default();
+        let (send, receive) = channel();
+        let in_flight = Arc::new(InFlight::new(4));
+        let writer =
+            spawn_writer(Sink::Stream(Box::new(sink.clone()), None), None, receive, in_flight, None).unwrap();
+        // Frame 2 starts before frame 1 is done, and frame 1 writes early too.
+        send.send(done(2, Written::Early(bytes("2a ")))).unwrap();
+        send.send(done(1, Written::Early(bytes("1a ")))).unwrap();
+        send.send(done(2, Written::Early(bytes("2b ")))).unwrap();
+        send.send(done(3, Written::Parts(bytes("3 ")))).unwrap();
+        send.send(done(1, Written::Parts(bytes("1b ")))).unwrap();
+        send.send(done(2, Written::Parts(bytes("2c ")))).unwrap();
+        drop(send);
+        writer.join().unwrap().unwrap();
+        assert_eq!(String::from_utf8(sink.0.lock().unwrap().clone()).unwrap(), "1a 1b 2a 2b 2c 3 ");
+    }
+
+    #[test]
+    fn a_frame_that_fails_after_writing_early_fails_the_run() {
+        let sink = Shared::default();
+        let (send, receive) = channel();
+        let writer = spawn_writer(
+            Sink::Stream(Box::new(sink.clone()), None),
+            None,
+            receive,
+            Arc::new(InFlight::new(2)),
+            None,
+        )
+        .unwrap();
+        send.send(done(1, Written::Early(bytes("1a ")))).unwrap();
+        let failed = Error::internal(Place::frame(1), "test", "lost");
+        send.send(Done { n: 1, place: Place::frame(1), bytes: 0, result: Err(failed) }).unwrap();
+        send.send(done(2, Written::Parts(bytes("2 ")))).unwrap();
+        drop(send);
+        assert!(writer.join().unwrap().is_err());
+        assert_eq!(
+            String::from_utf8(sink.0.lock().unwrap().clone()).unwrap(),
+            "1a ",
+            "nothing after the failure"
+        );
+    }
 }
