@@ -568,6 +568,61 @@ def issue28(dirs):
              "CPU: our CPU backend on all threads (host clock). Whole commands: process wall time, median of "
              "several runs after one, files on the machine's local disk, CUDA start-up included.")
     L.append("")
+    def sec(name):
+        return tools.get(name, {}).get("median_s")
+
+    def best(*names):
+        found = [sec(n) for n in names if sec(n) is not None]
+        return min(found) if found else None
+
+    gpu_ms = {op: k.get(op, "histopipe-gpu", *case) for op, case in
+              (("radon", (3840, 2160, "real")), ("radon.fine", (1024, 1024, "real")),
+               ("colhist.angles", (3840, 2160, "real")))}
+    cpu_ms = {op: k.get(op, "histopipe-cpu", *case) for op, case in
+              (("radon", (3840, 2160, "real")), ("radon.fine", (1024, 1024, "real")))}
+    sk4k, sk_fine = sec("skimage radon photo4k.pgm 180 angles"), sec("skimage radon photo1k.pgm 1800 angles")
+    checks = []
+    check(checks, "radon GPU kernels (ms)", "3840x2160, 180 angles", gpu_ms["radon"], 25)
+    check(checks, "scikit-image's radon / ours on the GPU (at least 100x): GPU/scikit-image", "3840x2160, 180 angles",
+          ratio(gpu_ms["radon"], sk4k and sk4k * 1000), 0.01)
+    check(checks, "scikit-image's radon / ours (at least 100x): GPU/scikit-image", "1024x1024, 1800 angles",
+          ratio(gpu_ms["radon.fine"], sk_fine and sk_fine * 1000), 0.01)
+    check(checks, "our CPU (16 threads) / GPU at least 10x: GPU/CPU", "3840x2160, 180 angles",
+          ratio(gpu_ms["radon"], cpu_ms["radon"]), 0.1)
+    check(checks, "radon, the whole command, file in, NPY out (s)", "3840x2160, 180 angles, --backend gpu",
+          sec("radon 3840x2160 180 angles gpu"), 1)
+    check(checks, "radon, the whole command (s)", "3840x2160, 180 angles, --backend auto",
+          sec("radon 3840x2160 180 angles auto"), 1)
+    check(checks, "colhist --angles GPU kernels (ms)", "3840x2160, 0:180:1", gpu_ms["colhist.angles"], 60)
+    cube1 = best("colhist --angles 0:180:1 3840x2160 gpu", "colhist --angles 0:180:1 3840x2160 cpu")
+    check(checks, "colhist --angles 0:180:1, bound by writing: best backend / cat writing the same bytes",
+          "3840x2160 (708 MB)", ratio(cube1, sec("cat writing the cube's bytes (0:180:1)")), 1.5)
+    cube5 = best("colhist --angles 0:180:5 -o cube.npy auto")
+    check(checks, "the 36-direction loop as one command (--backend auto) / cat writing the same bytes",
+          "3840x2160 padded (162 MB)", ratio(cube5, sec("cat writing the cube's bytes (0:180:5)")), 1.5)
+    check(checks, "deskew of one A4 page, whole command, --backend auto (s)", "2480x3508, 0.02 degrees",
+          sec("deskew one A4 page auto"), 0.5)
+    check(checks, "deskew of 100 pages in one process: GPU / CPU on 16 threads (at most 1/3)", "2480x3508 x 100",
+          ratio(sec("deskew 100 pages gpu"), sec("deskew 100 pages cpu")), 1 / 3)
+    L += ["### Targets", "", "| target | case | measured | required | verdict |", "|---|---|---|---|---|"]
+    L += [table_row(r) for r in checks] + [""]
+    accuracy = []
+    for name, r in tools.items():
+        if "found" not in name:
+            continue
+        if "csv" in r:
+            found = [float(line.split(",")[-1]) for line in r["csv"].strip().split("\n")[1:]]
+        else:
+            found = [float(a) if a else None for a in (r.get("angles") or [r.get("angle")])]
+        truth = r["truth"] if isinstance(r["truth"], list) else [r["truth"]]
+        errors = sorted(abs(f - t) for f, t in zip(found, truth) if f is not None)
+        if errors:
+            accuracy.append(table_row([name.split(":")[0], len(errors), f"{errors[len(errors) // 2]:.3f}",
+                                       f"{errors[-1]:.3f}", sum(e <= 0.05 for e in errors)]))
+    if accuracy:
+        L += ["### Deskew accuracy (degrees; pages turned by known angles in -10..10, drawn from the fixtures' page)",
+              "", "| tool | pages | median error | largest error | within 0.05 |", "|---|---|---|---|---|"]
+        L += accuracy + [""]
     L += ["### Kernels (median ms)", "", "| op | size | GPU ms | CPU ms (all threads) | CPU/GPU |", "|---|---|---|---|---|"]
     for op in ("radon", "radon.fine", "colhist.angles", "deskew"):
         for w, h, c in k.cases(op):
