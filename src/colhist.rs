@@ -639,10 +639,10 @@ impl ColHist {
         self.sweep_header(cx, bins, &lines);
         if self.along.is_none() && !colour_turns {
             // The turns a group at a time, each group's output handed to the writer while the
-            // next is counted: a long cube is written as it is made (groups of about 32 MiB of
+            // next is counted: a long cube is written as it is made (groups of about 16 MiB of
             // counts, and at least one turn).
             let per_turn = bins * lines.iter().max().copied().unwrap_or(0) * 4;
-            let group = ((32 << 20) / per_turn.max(1)).max(1);
+            let group = ((16 << 20) / per_turn.max(1)).max(1);
             let mut first = 0;
             for turns_of_group in sweep.turns.chunks(group) {
                 let part = ColHistSweep { turns: turns_of_group.to_vec(), params: self.params };
