@@ -61,15 +61,15 @@ hough-lines: the lines of a Hough accumulator written by hough-vote.
 Without options: the distinct lines, at most 20, with more than half the votes of the
 accumulator's strongest cell. Distinct lines are the peaks after non-maximum suppression, as
 scikit-image's hough_line_peaks: a cell that is the largest of its window of +-R distance and
-+-T angle steps (--min-distance R,T, default 9,10), a plateau of such cells taken at its
++-A angle steps (--min-distance R,A, default 9,10), a plateau of such cells taken at its
 centroid, then strongest first each one unless it lies in the window of one kept before; the
 window wraps across 0/180 degrees (theta near 180 with rho r is theta near 0 with rho -r).
---top N: the N strongest distinct lines (any votes).
+With --top N alone: the N strongest distinct lines (any votes).
 
---threshold T: OpenCV's lines instead, every cell with more than T votes that is a local
+With --threshold T, OpenCV's lines instead: every cell with more than T votes that is a local
 maximum among its 4 neighbours (strictly above the left and upper ones, at least the right and
 lower ones); with the default axes, cv2.HoughLines(edges, 1, np.pi / 180, T) in the same order
-(--top N: its first N). --distinct: the distinct lines over T.
+(with --top N, its first N). With --distinct too: the distinct lines over T.
 Lines are listed strongest first; equal votes: smaller angle, then smaller distance first.
 
 Output: CSV (or TSV, by -o's extension) with a header line once per output, one line per
@@ -91,8 +91,8 @@ Usage: hough-lines [OPTIONS] [FILE...]";
         Flag::switch("--distinct", "with --threshold: the distinct lines over T (as without it)"),
         Flag::with_value(
             "--min-distance",
-            "R,T",
-            "distinct lines are more than R distance steps or T angle steps apart [default: 9,10]",
+            "R,A",
+            "distinct lines are more than R distance steps or A angle steps apart [default: 9,10]",
         ),
         DRAW,
         Flag::with_value(
@@ -258,9 +258,9 @@ impl HoughLines {
     }
 }
 
-/// `--min-distance R,T`: distance steps, angle steps.
+/// `--min-distance R,A`: distance steps, angle steps.
 fn parse_min_distance(text: &str) -> Result<Suppression, FlagError> {
-    let bad = || FlagError::Value(format!("bad value '{text}': give R,T, two whole numbers of steps"));
+    let bad = || FlagError::Value(format!("bad value '{text}': give R,A, two whole numbers of steps"));
     let (r, t) = text.split_once(',').ok_or_else(bad)?;
     let (rho_cells, theta_cells) =
         (r.trim().parse().map_err(|_| bad())?, t.trim().parse().map_err(|_| bad())?);

@@ -603,6 +603,16 @@ mod tests {
     }
 
     #[test]
+    fn a_file_to_read_may_be_anywhere_its_stream_says() {
+        let t = PathTemplate::parse("--draw", "{dir}/{name}").unwrap();
+        let far = Source::from_stream("/data/../scans/a.png", 1);
+        assert!(t.expand(Some(&far), 1).is_err(), "an output stays in its folder");
+        assert_eq!(t.input_of(Some(&far), 1).unwrap(), PathBuf::from("/data/../scans/a.png"));
+        let e = t.input_of(None, 2).unwrap_err();
+        assert!(e.to_string().contains("--draw {dir}/{name}: the frame came from standard input"), "{e}");
+    }
+
+    #[test]
     fn two_frames_for_one_file_are_refused_naming_both() {
         let Target::Template(t) = spec("out/{stem}.png").unwrap().target else { panic!() };
         let mut d = Destinations::per_frame(t, Vec::new());
