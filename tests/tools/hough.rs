@@ -166,23 +166,167 @@ fn drawing_lines() {
     assert!(kept > 500 * 500 && drawn.pixels().filter(|p| p.0 == [255, 0, 0]).count() >= 2 * 400);
 }
 
-/// Without --threshold or --top, the lines are those with more than half the strongest cell's votes.
+/// Without options, the lines are the distinct ones with more than half the strongest cell's
+/// votes, at most 20: `--threshold HALF --distinct --top 20`, the strongest first.
 #[test]
-fn the_default_threshold_is_half_the_strongest_cell() {
-    for name in ["brick.pgm", "page.pgm", "chessboard.pgm"] {
+fn the_default_is_distinct_lines_over_half_the_strongest_cell() {
+    for name in ["brick.pgm", "page.pgm", "chessboard.pgm", "camera.pgm"] {
         let (edges, _) = edge_map(name);
         let acc = run_ok("hough-vote", "cpu", &[], &edges);
-        let most = match &read_frames(&acc)[0].pixels {
-            Pixels::U16(v) => *v.iter().max().unwrap() as u32,
-            Pixels::U8(v) => *v.iter().max().unwrap() as u32,
-            Pixels::F32(_) => panic!("the accumulator is integer"),
-        };
+        let most = most_votes(&read_frames(&acc)[0]);
         let lines = parse_csv(&run_ok("hough-lines", "cpu", &[], &acc));
         let half = (most / 2).to_string();
-        assert_eq!(lines, parse_csv(&run_ok("hough-lines", "cpu", &["--threshold", &half], &acc)), "{name}");
+        let args = ["--threshold", &half, "--distinct", "--top", "20"];
+        assert_eq!(lines, parse_csv(&run_ok("hough-lines", "cpu", &args, &acc)), "{name}");
         assert_eq!(lines[0].3, most, "{name}: the strongest line comes first");
-        assert!(lines.iter().all(|l| l.3 > most / 2), "{name}");
+        assert!(lines.iter().all(|l| l.3 > most / 2) && lines.len() <= 20, "{name}");
+        assert!(lines.windows(2).all(|w| w[0].3 >= w[1].3), "{name}: strongest first");
     }
+}
+
+fn most_votes(acc: &Frame) -> u32 {
+    match &acc.pixels {
+        Pixels::U16(v) => *v.iter().max().unwrap() as u32,
+        Pixels::U8(v) => *v.iter().max().unwrap() as u32,
+        Pixels::F32(_) => panic!("the accumulator is integer"),
+    }
+}
+
+/// skimage.transform.hough_line_peaks on our accumulator (its hspace is ours transposed), as
+/// (row, column, votes) sorted.
+fn skimage_peaks(acc: &Frame, threshold: u32) -> Vec<(usize, usize, u32)> {
+    let Pixels::U16(v) = &acc.pixels else { panic!("16-bit") };
+    let path = opencv::temp_path("acc");
+    std::fs::write(&path, v.iter().flat_map(|c| c.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+    let out = opencv::python(
+        "from skimage.transform import hough_line_peaks\n\
+         src, rows, cols, t = sys.stdin.read().split('\\t')\n\
+         a = np.fromfile(src, '<u2').reshape(int(rows), int(cols)).astype(np.int64)\n\
+         h, n, c = hough_line_peaks(a.T, np.arange(a.shape[0]), np.arange(a.shape[1]), threshold=int(t))\n\
+         for v, r, d in zip(h, n, c): print(int(r), int(d), int(v))\n",
+        &format!("{}\t{}\t{}\t{threshold}", path.display(), acc.height, acc.width),
+    );
+    let _ = std::fs::remove_file(path);
+    let mut peaks: Vec<(usize, usize, u32)> = out
+        .lines()
+        .map(|l| {
+            let f: Vec<u32> = l.split_whitespace().map(|x| x.parse().unwrap()).collect();
+            (f[0] as usize, f[1] as usize, f[2])
+        })
+        .collect();
+    peaks.sort_unstable();
+    peaks
+}
+
+/// Distinct lines are scikit-image's hough_line_peaks (9, 10 cells) on the same accumulator:
+/// the same lines where no peak is near the wrap and no two equal peaks compete (scikit-image
+/// keeps the later of two equal ones, and does not wrap its window).
+#[test]
+fn distinct_lines_are_scikit_images_peaks() {
+    for (name, exact) in [
+        ("rocket.jpg", true),
+        ("page.pgm", true),
+        ("brick.pgm", true),
+        ("chessboard.pgm", true),
+        ("text.pgm", true),
+        ("camera.pgm", false),
+        ("coins.pgm", false),
+    ] {
+        let (edges, _) = edge_map(name);
+        let acc_bytes = run_ok("hough-vote", "cpu", &[], &edges);
+        let acc = read_frames(&acc_bytes).remove(0);
+        let half = most_votes(&acc) / 2;
+        let args = ["--threshold", &half.to_string(), "--distinct"];
+        let ours = run_ok("hough-lines", "cpu", &args, &acc_bytes);
+        let offset = (acc.width - 1) / 2;
+        let mut ours: Vec<(usize, usize, u32)> = parse_csv(&ours)
+            .iter()
+            .map(|l| (l.2.round() as usize, (l.0.round() as i64 + offset as i64) as usize, l.3))
+            .collect();
+        ours.sort_unstable();
+        let theirs = skimage_peaks(&acc, half);
+        if exact {
+            assert_eq!(ours, theirs, "{name}");
+        } else {
+            let common = ours.iter().filter(|p| theirs.contains(p)).count();
+            let most = ours.len().max(theirs.len());
+            assert!(common * 100 >= most * 95, "{name}: {common} lines in common of {most}");
+        }
+    }
+}
+
+/// A vertical line x = 20 votes equally at 0.5 degrees (rho 20) and 179.5 degrees (rho -20):
+/// OpenCV's lines list both, the distinct lines one (the window wraps with the rho mirrored);
+/// a line a few degrees off at -20 is another line.
+#[test]
+fn lines_across_the_wrap_are_one() {
+    let mut px = vec![0u8; 60 * 100];
+    for y in 0..100 {
+        px[y * 60 + 20] = 255;
+    }
+    let map = Frame::new(60, 100, 255, Pixels::U8(px.into()));
+    let acc = run_ok("hough-vote", "cpu", &["--theta-min", "0.5"], &stream(&[map]));
+    let both = parse_csv(&run_ok("hough-lines", "cpu", &["--threshold", "30"], &acc));
+    assert_eq!(both.iter().map(|l| (l.0, l.2)).collect::<Vec<_>>(), [(20.0, 0.5), (-20.0, 179.5)]);
+    for args in [&["--threshold", "30", "--distinct"][..], &[], &["--top", "1"]] {
+        let one = parse_csv(&run_ok("hough-lines", "cpu", args, &acc));
+        assert_eq!(one.iter().map(|l| (l.0, l.2, l.3)).collect::<Vec<_>>(), [(20.0, 0.5, 58)], "{args:?}");
+    }
+    let five = parse_csv(&run_ok("hough-lines", "cpu", &["--top", "5"], &acc));
+    assert!(five.len() == 5 && five[1..].iter().all(|l| l.3 < 10), "only one strong line: {five:?}");
+}
+
+/// On real photos the default gives a handful of lines, not thousands; and --top N gives N.
+#[test]
+fn photos_give_a_handful_of_lines() {
+    for (name, opencv_over_half, most) in
+        [("rocket.jpg", 130, 13), ("page.pgm", 202, 9), ("camera.pgm", 2729, 20)]
+    {
+        let (edges, _) = edge_map(name);
+        let acc = run_ok("hough-vote", "cpu", &[], &edges);
+        let half = (most_votes(&read_frames(&acc)[0]) / 2).to_string();
+        let all = parse_csv(&run_ok("hough-lines", "cpu", &["--threshold", &half], &acc));
+        assert_eq!(all.len(), opencv_over_half, "{name}: OpenCV's lines over half the strongest");
+        assert_eq!(parse_csv(&run_ok("hough-lines", "cpu", &[], &acc)).len(), most, "{name}");
+        assert_eq!(parse_csv(&run_ok("hough-lines", "cpu", &["--top", "30"], &acc)).len(), 30, "{name}");
+    }
+}
+
+/// `--draw '{dir}/{name}'` draws each accumulator's lines on its own source, named through edges
+/// and hough-vote; --colour and --width paint with the pen asked for.
+#[test]
+fn drawing_each_frame_on_its_source() {
+    let dir = temp_dir("draw-own");
+    for name in ["chessboard.pgm", "brick.pgm"] {
+        std::fs::copy(fixture(name), dir.join(name)).unwrap();
+    }
+    let files = [dir.join("chessboard.pgm"), dir.join("brick.pgm")];
+    let files: Vec<&str> = files.iter().map(|p| p.to_str().unwrap()).collect();
+    let edges = run_ok("edges", "cpu", &files, &[]);
+    let acc = run_ok("hough-vote", "cpu", &[], &edges);
+    let out = dir.join("out").join("{stem}.png");
+    let own = dir.join("{name}");
+    let args = ["--top", "2", "--colour", "0,255,0", "--width", "3", "--draw", own.to_str().unwrap()];
+    run_ok("hough-lines", "cpu", &[&args[..], &["-o", out.to_str().unwrap()]].concat(), &acc);
+    for name in ["chessboard", "brick"] {
+        let drawn = image::open(dir.join("out").join(format!("{name}.png"))).unwrap().to_rgb8();
+        let source = read_frames(&std::fs::read(dir.join(format!("{name}.pgm"))).unwrap()).remove(0);
+        let Pixels::U8(gray) = &source.pixels else { panic!("8-bit") };
+        assert_eq!(drawn.dimensions(), (source.width as u32, source.height as u32), "{name}");
+        let green = drawn.pixels().filter(|p| p.0 == [0, 255, 0]).count();
+        let short = drawn.width().min(drawn.height()) as usize;
+        assert!(green >= 2 * 3 * short - 3 * 3 * 4, "{name}: {green} green pixels for two lines 3 wide");
+        let kept = drawn.pixels().zip(gray.iter()).filter(|(d, &g)| d.0 == [g; 3]).count();
+        assert!(kept + green == gray.len(), "{name}: only the lines changed");
+    }
+    let e = run_err("hough-lines", &["--width", "2"], &acc, 2);
+    assert!(e.contains("--colour and --width only go with --draw"), "{e}");
+    let e = run_err("hough-lines", &["--threshold", "9", "--min-distance", "3,3"], &acc, 2);
+    assert!(e.contains("add --distinct"), "{e}");
+    let e = run_err("hough-lines", &["--draw", "{nope}.png"], &acc, 2);
+    assert!(e.contains("unknown field {nope}"), "{e}");
+    let e = run_err("hough-lines", &["--draw", "{stem}.png"], &acc, 2);
+    assert!(e.contains("chessboard.png: "), "a missing source picture names it: {e}");
 }
 
 /// The lines drawn: one picture per accumulator with -o fields, an error for two in one output;

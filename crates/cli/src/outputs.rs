@@ -306,6 +306,14 @@ impl PathTemplate {
         &self.text
     }
 
+    /// The path of the file to read for frame `n` of the stream (`hough-lines --draw
+    /// '{dir}/{name}'`: the frame's own source): the fields expanded as for an output, except that
+    /// a `{dir}` read from the stream may be absolute or climb out (`..`), since nothing is written
+    /// there.
+    pub fn input_of(&self, source: Option<&Source>, n: usize) -> Result<PathBuf, Error> {
+        self.expand_for(source, n, Purpose::Read).map_err(|e| e.at(Place::of(source, n)))
+    }
+
     /// The field `{spec}` names.
     fn field(spec: &str) -> Result<FieldSpec, String> {
         let (name, width) = spec.split_once(':').unwrap_or((spec, ""));
@@ -338,6 +346,11 @@ impl PathTemplate {
     /// named on the command line is the user's own: `{dir}/{stem}-eq.png` writes beside an input
     /// wherever it is.)
     fn expand(&self, source: Option<&Source>, n: usize) -> Result<PathBuf, FieldError> {
+        self.expand_for(source, n, Purpose::Write)
+    }
+
+    /// [`PathTemplate::expand`], or [`PathTemplate::input_of`] (`purpose`).
+    fn expand_for(&self, source: Option<&Source>, n: usize, purpose: Purpose) -> Result<PathBuf, FieldError> {
         let mut path = OsString::new();
         for piece in &self.pieces {
             let FieldSpec { field, width } = match piece {
@@ -390,7 +403,7 @@ impl PathTemplate {
                 }
                 Field::Dir => match file.parent() {
                     Some(p) if !p.as_os_str().is_empty() => {
-                        if source.origin == Origin::Stream {
+                        if source.origin == Origin::Stream && purpose == Purpose::Write {
                             if p.is_absolute() {
                                 return Err(refuse("{dir}", "that is an absolute path"));
                             }
@@ -409,6 +422,14 @@ impl PathTemplate {
         }
         Ok(PathBuf::from(path))
     }
+}
+
+/// What a path made from a template is for: an output, kept inside the folder it names, or a
+/// file to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    Write,
+    Read,
 }
 
 /// Why a frame's fields name no file: the command line's fault (exit 2 as a usage error), or the
@@ -579,6 +600,16 @@ mod tests {
         assert!(expand("{stem:04}.png", s(), 1).unwrap_err().contains("only {i} and {n} take a width"));
         assert!(expand("{stem.png", s(), 1).unwrap_err().contains("has no '}'"));
         assert!(expand("a}.png", s(), 1).unwrap_err().contains("closes no field"));
+    }
+
+    #[test]
+    fn a_file_to_read_may_be_anywhere_its_stream_says() {
+        let t = PathTemplate::parse("--draw", "{dir}/{name}").unwrap();
+        let far = Source::from_stream("/data/../scans/a.png", 1);
+        assert!(t.expand(Some(&far), 1).is_err(), "an output stays in its folder");
+        assert_eq!(t.input_of(Some(&far), 1).unwrap(), PathBuf::from("/data/../scans/a.png"));
+        let e = t.input_of(None, 2).unwrap_err();
+        assert!(e.to_string().contains("--draw {dir}/{name}: the frame came from standard input"), "{e}");
     }
 
     #[test]

@@ -2,15 +2,45 @@
 
 use super::Line;
 
-/// Draws `lines` in red (255, 0, 0), one pixel wide, across an RGB image (`width * height`
-/// triples) whose pixel (0, 0) is the edge map's: each line x cos θ + y sin θ = ρ is sampled once
-/// per column where it is closer to horizontal (y rounded half to even), else once per row.
-pub fn draw_lines(rgb: &mut [u8], width: usize, height: usize, lines: &[Line]) {
+/// How lines are drawn: their colour and width in pixels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pen {
+    pub rgb: [u8; 3],
+    /// At least 1.
+    pub width: usize,
+}
+
+impl Default for Pen {
+    /// Red, one pixel wide.
+    fn default() -> Self {
+        Pen { rgb: [255, 0, 0], width: 1 }
+    }
+}
+
+/// Draws `lines` with `pen` across an RGB image (`width * height` triples) whose pixel (0, 0) is
+/// the edge map's: each line x cos θ + y sin θ = ρ is sampled once per column where it is closer
+/// to horizontal (y rounded half to even), else once per row, and each sample (x, y) paints the
+/// square of `pen.width` x `pen.width` pixels from (x − (w − 1) / 2, y − (w − 1) / 2) (integer
+/// division), the part of it inside the image.
+pub fn draw_lines(rgb: &mut [u8], width: usize, height: usize, lines: &[Line], pen: Pen) {
+    let w = pen.width.max(1) as i64;
+    let back = (w - 1) / 2;
     let mut put = |x: f64, y: f64| {
         let (x, y) = (x.round_ties_even(), y.round_ties_even());
-        if x >= 0.0 && y >= 0.0 && x < width as f64 && y < height as f64 {
-            let i = (y as usize * width + x as usize) * 3;
-            rgb[i..i + 3].copy_from_slice(&[255, 0, 0]);
+        // Far outside: nothing of the square is inside (and the cast below stays exact).
+        if !(x > -(w as f64)
+            && y > -(w as f64)
+            && x < (width as f64 + w as f64)
+            && y < (height as f64 + w as f64))
+        {
+            return;
+        }
+        let (x0, y0) = (x as i64 - back, y as i64 - back);
+        for y in y0.max(0)..(y0 + w).min(height as i64) {
+            for x in x0.max(0)..(x0 + w).min(width as i64) {
+                let i = (y as usize * width + x as usize) * 3;
+                rgb[i..i + 3].copy_from_slice(&pen.rgb);
+            }
         }
     };
     for l in lines {
@@ -25,5 +55,31 @@ pub fn draw_lines(rgb: &mut [u8], width: usize, height: usize, lines: &[Line]) {
                 put((rho - y as f64 * s) / c, y as f64);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wide_pen_paints_a_square_around_each_sample() {
+        // A horizontal line y = 2 (θ = 90°, ρ = 2) on 4x5, 2 pixels wide: rows 2 and 3.
+        let line = Line {
+            rho: 2.0,
+            theta: std::f32::consts::FRAC_PI_2,
+            theta_degrees: 90.0,
+            votes: 1,
+            row: 0,
+            column: 0,
+        };
+        let mut rgb = vec![0u8; 4 * 5 * 3];
+        draw_lines(&mut rgb, 4, 5, &[line], Pen { rgb: [1, 2, 3], width: 2 });
+        let painted: Vec<usize> =
+            (0..20).filter(|p| rgb[p * 3..p * 3 + 3] == [1, 2, 3]).map(|p| p / 4).collect();
+        assert_eq!(painted, [2, 2, 2, 2, 3, 3, 3, 3]);
+        let mut rgb = vec![0u8; 4 * 5 * 3];
+        draw_lines(&mut rgb, 4, 5, &[line], Pen { rgb: [9, 9, 9], width: 3 });
+        assert_eq!(rgb.chunks(3).filter(|p| p == &[9, 9, 9]).count(), 12, "rows 1 to 3");
     }
 }

@@ -33,7 +33,8 @@ pub struct HoughLines {
 }
 
 impl HoughLines {
-    fn counts(frame: &Frame) -> Vec<u16> {
+    /// The accumulator's counts as u16.
+    pub(super) fn counts(frame: &Frame) -> Vec<u16> {
         match &frame.pixels {
             Pixels::U8(v) => v.iter().map(|&s| s as u16).collect(),
             Pixels::U16(v) => v.to_vec(),

@@ -16,14 +16,18 @@
 //! Lines are the cells with more than `threshold` votes that beat their 4 neighbours (cells
 //! outside count as 0) strictly on the left and above and at least equally on the right and below,
 //! ordered by votes, then by row-major index; a line's ρ is f32(c − (m − 1) / 2) · ρ_step and its θ
-//! f32(θ_min) + f32(n) · θ_step, in f32 as OpenCV reports them.
+//! f32(θ_min) + f32(n) · θ_step, in f32 as OpenCV reports them. Distinct lines
+//! ([`DistinctLines`]) are the accumulator's peaks after non-maximum suppression, as scikit-image's
+//! `hough_line_peaks`, wrapping across a half-turn.
 //!
 //! The parts: `space` (the accumulator's axes and OpenCV's tables), `annotation` (the
 //! `# histopipe-hough` comment that carries a layout from `hough-vote` to `hough-lines`), `vote`
-//! (`hough-vote`, its CPU votes), `lines` (`hough-lines`, its CPU peak search), `gpu` (both
+//! (`hough-vote`, its CPU votes), `lines` (`hough-lines`, its CPU peak search), `distinct`
+//! (non-maximum suppression), `gpu` (both
 //! device plans), `draw` (lines over a picture).
 
 mod annotation;
+mod distinct;
 mod draw;
 mod gpu;
 mod lines;
@@ -33,7 +37,8 @@ mod tests;
 mod vote;
 
 pub use annotation::ANNOTATION;
-pub use draw::draw_lines;
+pub use distinct::{DistinctLines, Suppression};
+pub use draw::{draw_lines, Pen};
 pub use gpu::{HoughLinesPlan, HoughVotePlan};
 pub use lines::{HoughLines, Line};
 pub use space::{HoughParams, HoughSpace, MAX_CELLS};
