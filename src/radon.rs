@@ -73,13 +73,7 @@ Example:
         match given.flag.long {
             "--angles" => self.params.angles = given.parse::<Angles>()?,
             "--circle" => self.params.circle = true,
-            "--format" => {
-                self.format = Some(match given.text()? {
-                    "csv" => OutputFormat::Csv,
-                    "tsv" => OutputFormat::Tsv,
-                    f => return Err(format!("unknown format '{f}' (csv or tsv)").into()),
-                });
-            }
+            "--format" => self.format = Some(OutputFormat::table_named(given.text()?)?),
             _ => return Ok(false),
         }
         Ok(true)
@@ -93,18 +87,7 @@ Example:
     }
 
     fn product(&mut self, format: Option<OutputFormat>) -> Result<Product, Error> {
-        use OutputFormat as F;
-        self.table = match (self.format, format) {
-            (Some(o), Some(e)) if o != e => {
-                return Err(Error::usage(format!(
-                    "--format {} contradicts -o's extension .{}",
-                    o.name(),
-                    e.name()
-                )))
-            }
-            (_, Some(f @ (F::Csv | F::Tsv))) | (Some(f), None) => Some(f),
-            _ => None,
-        };
+        self.table = OutputFormat::table_or_frames(self.format, format)?;
         Ok(if self.table.is_some() { Product::Table } else { Product::Frames })
     }
 

@@ -73,13 +73,7 @@ Example:
             "--method" => self.method = Some(parse_method(given.text()?)?),
             "--invert" => self.invert = true,
             "--mask" => self.mask_path = Some(given.os().into()),
-            "--format" => {
-                self.format = Some(match given.text()? {
-                    "csv" => OutputFormat::Csv,
-                    "tsv" => OutputFormat::Tsv,
-                    f => return Err(format!("unknown format '{f}' (csv or tsv)").into()),
-                });
-            }
+            "--format" => self.format = Some(OutputFormat::table_named(given.text()?)?),
             _ => return Ok(false),
         }
         Ok(true)
@@ -93,20 +87,7 @@ Example:
     }
 
     fn product(&mut self, format: Option<OutputFormat>) -> Result<Product, Error> {
-        let table = |f: OutputFormat| matches!(f, OutputFormat::Csv | OutputFormat::Tsv);
-        self.table = match (self.format, format) {
-            (Some(option), Some(extension)) if !table(extension) => {
-                return Err(Error::usage(format!(
-                    "--format {} contradicts -o's extension .{}",
-                    option.name(),
-                    extension.name()
-                )))
-            }
-            (option, extension) if option.is_some() || extension.is_some_and(table) => {
-                Some(OutputFormat::agreed(option, extension, OutputFormat::Csv)?)
-            }
-            _ => None,
-        };
+        self.table = OutputFormat::table_or_frames(self.format, format)?;
         Ok(if self.table.is_some() { Product::Table } else { Product::Frames })
     }
 
