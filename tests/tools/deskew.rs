@@ -56,38 +56,10 @@ fn turned_page_gives_its_turn() {
     }
 }
 
-/// A page drawn at a known skew (text-like lines of blocks), 1200 x 900: within 0.05 degrees.
+/// A page drawn at a known skew (text-like lines of blocks, ink 15 on paper 240).
 fn drawn(w: usize, h: usize, degrees: f64, seed: u64) -> Frame {
-    let mut rng = fastrand::Rng::with_seed(seed);
-    let lines: Vec<Vec<(f64, f64)>> = (0..h / 40 + 2)
-        .map(|_| {
-            let mut blocks = Vec::new();
-            let mut x = 0.1 * w as f64 + rng.f64() * 20.0;
-            while x < 0.9 * w as f64 {
-                let len = 6.0 + rng.f64() * 30.0;
-                blocks.push((x, x + len));
-                x += len + 4.0 + rng.f64() * 10.0;
-            }
-            blocks
-        })
-        .collect();
-    let (sin, cos) = degrees.to_radians().sin_cos();
-    let (cx, cy) = ((w as f64 - 1.0) / 2.0, (h as f64 - 1.0) / 2.0);
-    let mut out = vec![240u8; w * h];
-    for y in 0..h {
-        for x in 0..w {
-            // rotate's inverse map: the upright page's point that (x, y) shows.
-            let (dx, dy) = (x as f64 - cx, y as f64 - cy);
-            let (u, v) = (cos * dx - sin * dy + cx, sin * dx + cos * dy + cy);
-            if v < 20.0 || v > h as f64 - 20.0 || v % 40.0 >= 12.0 {
-                continue;
-            }
-            if lines[(v / 40.0) as usize].iter().any(|&(a, b)| u >= a && u < b) {
-                out[y * w + x] = 15;
-            }
-        }
-    }
-    Frame::new(w, h, 255, Pixels::U8(out.into()))
+    let page = histopipe_ops::deskew::drawn_page_with(w, h, degrees, seed, 15, 240);
+    Frame::new(w, h, 255, Pixels::U8(page.into()))
 }
 
 #[test]

@@ -42,7 +42,10 @@ use crate::rotate::{Interpolation, Rotate, Turn};
 use crate::threshold::{self, Method};
 use crate::{with_samples, Fill, Gpu, Op, OpError};
 
+pub use drawn::drawn_page_with;
+
 mod cpu;
+mod drawn;
 pub mod gpu;
 #[cfg(test)]
 mod tests;

@@ -6,42 +6,9 @@ use histopipe_frame::{Frame, Pixels};
 use super::*;
 use crate::parallel::testing::same_on_each_pool;
 
-/// A `w x h` page of text-like lines (rows of blocks of varied widths, 12 pixels high, every 40),
-/// ink 20 on paper 235, turned `degrees` counter-clockwise as `rotate` turns (each pixel the
-/// upright page's point that `rotate`'s inverse map gives it, nearest): its skew is `degrees`.
+/// A drawn page of ink 20 on paper 235 ([`drawn_page_with`]): its skew is `degrees`.
 pub(super) fn drawn_page(w: usize, h: usize, degrees: f64, seed: u64) -> Vec<u8> {
-    let mut rng = fastrand::Rng::with_seed(seed);
-    // Each line's blocks: [start, end) along x.
-    let lines: Vec<Vec<(f64, f64)>> = (0..h / 40 + 2)
-        .map(|_| {
-            let mut blocks = Vec::new();
-            let mut x = 0.1 * w as f64 + rng.f64() * 20.0;
-            while x < 0.9 * w as f64 {
-                let len = 6.0 + rng.f64() * 30.0;
-                blocks.push((x, x + len));
-                x += len + 4.0 + rng.f64() * 10.0;
-            }
-            blocks
-        })
-        .collect();
-    let m = Turn::degrees(degrees).unwrap().new_to_old(w, h);
-    let mut out = vec![235u8; w * h];
-    for y in 0..h {
-        for x in 0..w {
-            let (u, v) = m.apply(x as f64, y as f64);
-            if v < 20.0 || v > h as f64 - 20.0 {
-                continue;
-            }
-            let (line, within) = ((v / 40.0).floor() as usize, v % 40.0);
-            if within >= 12.0 {
-                continue;
-            }
-            if lines[line].iter().any(|&(a, b)| u >= a && u < b) {
-                out[y * w + x] = 20;
-            }
-        }
-    }
-    out
+    drawn_page_with(w, h, degrees, seed, 20, 235)
 }
 
 fn gray(w: usize, h: usize, samples: Vec<u8>) -> Frame {
