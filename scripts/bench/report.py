@@ -477,16 +477,22 @@ FLOOR_27, FLOOR_FROM_27 = 1.5, 3932 * 4000
 SECTION_27 = "## Issue 27: thresholds, stretch, matching, masks"
 
 
-def issue27(dirs):
-    """Issue 27's section (Markdown lines) from the JSON lines in `dirs`."""
+def issue_results(dirs, issue):
+    """The JSON lines (`*ISSUE*.jsonl`) and the merged `meta-ISSUE.json` of an issue's script in `dirs`."""
     rows, meta = [], {}
     for d in dirs:
         for name in sorted(os.listdir(d)):
-            if name.endswith(".jsonl") and "27" in name:
+            if name.endswith(".jsonl") and issue in name:
                 rows += load_jsonl(os.path.join(d, name))
-        if os.path.exists(os.path.join(d, "meta-27.json")):
-            with open(os.path.join(d, "meta-27.json")) as f:
+        if os.path.exists(os.path.join(d, f"meta-{issue}.json")):
+            with open(os.path.join(d, f"meta-{issue}.json")) as f:
                 meta.update(json.load(f))
+    return rows, meta
+
+
+def issue27(dirs):
+    """Issue 27's section (Markdown lines) from the JSON lines in `dirs`."""
+    rows, meta = issue_results(dirs, "27")
     k = Kernels(rows)
     devices = [r for r in rows if r.get("suite") == "device"]
     tools = [t for t in rows if t.get("suite") == "tool"]
@@ -549,14 +555,7 @@ SECTION_28 = "## Issue 28: every direction at once (radon, colhist --angles, des
 
 def issue28(dirs):
     """Issue 28's section (Markdown lines) from scripts/bench/issue28's JSON lines in `dirs`."""
-    rows, meta = [], {}
-    for d in dirs:
-        for name in sorted(os.listdir(d)):
-            if name.endswith(".jsonl") and "28" in name:
-                rows += load_jsonl(os.path.join(d, name))
-        if os.path.exists(os.path.join(d, "meta-28.json")):
-            with open(os.path.join(d, "meta-28.json")) as f:
-                meta.update(json.load(f))
+    rows, meta = issue_results(dirs, "28")
     k = Kernels(rows)
     tools = {r["name"]: r for r in rows if "name" in r}
     L = [SECTION_28, ""]
