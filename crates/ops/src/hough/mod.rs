@@ -21,21 +21,24 @@
 //! The parts: `space` (the accumulator's axes and OpenCV's tables), `annotation` (the
 //! `# histopipe-hough` comment that carries a layout from `hough-vote` to `hough-lines`), `vote`
 //! (`hough-vote`, its CPU votes), `lines` (`hough-lines`, its CPU peak search), `gpu` (both
-//! device plans), `draw` (lines over a picture).
+//! device plans), `segments` (`hough-segments`: segments walked from the accumulator's cells,
+//! host code over either backend's votes), `draw` (lines and segments over a picture).
 
 mod annotation;
 mod draw;
 mod gpu;
 mod lines;
+mod segments;
 mod space;
 #[cfg(test)]
 mod tests;
 mod vote;
 
 pub use annotation::ANNOTATION;
-pub use draw::draw_lines;
+pub use draw::{draw_lines, draw_segments};
 pub use gpu::{HoughLinesPlan, HoughVotePlan};
 pub use lines::{HoughLines, Line};
+pub use segments::{HoughSegments, Segment, MAX_SEGMENTS, WALK_BUDGET};
 pub use space::{HoughParams, HoughSpace, MAX_CELLS};
 pub use vote::{HoughVote, Strategy, AUTO_SHARED_MAX_POINTS, SHARED_COLUMNS};
 
