@@ -22,6 +22,7 @@
 use histopipe_frame::Frame;
 
 use super::space::vote_column;
+use super::vote::{MAGIC_MAX_RHOS, ROUND_MAGIC, ROUND_MAGIC_BITS};
 use super::{HoughParams, HoughSpace, HoughVote, HoughVotePlan, Strategy};
 use crate::{with_samples, Gpu, Op, OpError, Sample};
 
@@ -116,6 +117,7 @@ impl Walk {
     }
 
     /// The pixel of step `k` (0-based from `first`) at `across` pixels from the line.
+    #[inline(always)]
     fn pixel(&self, k: i64, across: i64) -> (i64, i64) {
         let t = self.first + k;
         let m = ((self.minor + k * self.slope) >> SHIFT) + across;
@@ -125,6 +127,14 @@ impl Walk {
             (m, t)
         }
     }
+}
+
+/// A step of a walk with an edge pixel, and that pixel.
+#[derive(Clone, Copy)]
+struct Hit {
+    step: i64,
+    x: u32,
+    y: u32,
 }
 
 /// The band's order at a step: on the line, then before it, then after it.
@@ -155,11 +165,11 @@ impl HoughSegments {
             .map(|(i, &v)| (u64::from(u32::MAX - v) << 32) | i as u64)
             .collect();
         cells.sort_unstable();
-        let (cos, sin) = space.tables();
+        let take_back = TakeBack::new(space);
         let mut budget = WALK_BUDGET;
         let mut found = Vec::new();
-        // The step of each edge pixel of the band, in walk order: reused for every line.
-        let mut hits: Vec<(i64, u32, u32)> = Vec::new();
+        // The steps with an edge pixel, in walk order: reused for every line.
+        let mut hits: Vec<Hit> = Vec::new();
         for key in cells {
             let i = (key & 0xffff_ffff) as usize;
             // The votes left once the pixels of the segments kept so far are taken back.
@@ -173,32 +183,35 @@ impl HoughSegments {
                 break;
             }
             budget -= walk.steps as u64;
-            let inside = |(x, y): (i64, i64)| x >= 0 && y >= 0 && (x as usize) < w && (y as usize) < h;
+            // Negative coordinates wrap to huge ones and fail the same test.
+            let inside = |(x, y): (i64, i64)| (x as u64) < w as u64 && (y as u64) < h as u64;
             hits.clear();
             for k in 0..walk.steps {
-                let hit = BAND
-                    .iter()
-                    .map(|&across| walk.pixel(k, across))
-                    .find(|&p| inside(p) && edges[p.1 as usize * w + p.0 as usize]);
-                hits.extend(hit.map(|(x, y)| (k, x as u32, y as u32)));
+                for across in BAND {
+                    let (x, y) = walk.pixel(k, across);
+                    if inside((x, y)) && edges[y as usize * w + x as usize] {
+                        hits.push(Hit { step: k, x: x as u32, y: y as u32 });
+                        break;
+                    }
+                }
             }
             let mut start = 0;
             for j in 1..=hits.len() {
-                if j < hits.len() && hits[j].0 - hits[j - 1].0 - 1 <= i64::from(self.max_gap) {
+                if j < hits.len() && hits[j].step - hits[j - 1].step - 1 <= i64::from(self.max_gap) {
                     continue;
                 }
                 let (first, last) = (hits[start], hits[j - 1]);
                 let s =
-                    Segment { x0: first.1, y0: first.2, x1: last.1, y1: last.2, votes: (j - start) as u32 };
+                    Segment { x0: first.x, y0: first.y, x1: last.x, y1: last.y, votes: (j - start) as u32 };
                 start = j;
                 if s.x0.abs_diff(s.x1).max(s.y0.abs_diff(s.y1)) < self.min_length {
                     continue;
                 }
-                for k in first.0..=last.0 {
+                for k in first.step..=last.step {
                     for across in BAND {
                         let p = walk.pixel(k, across);
                         if inside(p) && std::mem::take(&mut edges[p.1 as usize * w + p.0 as usize]) {
-                            unvote(space, &mut acc, (&cos, &sin), (p.0 as usize, p.1 as usize));
+                            take_back.pixel(&mut acc, p.0 as usize, p.1 as usize);
                         }
                     }
                 }
@@ -212,13 +225,46 @@ impl HoughSegments {
     }
 }
 
-/// Takes the votes of edge pixel (x, y) back from `acc`, as OpenCV's walk does for the pixels of
-/// a segment it keeps: the same columns as [`HoughVote`]'s votes, which are OpenCV's.
-fn unvote(space: &HoughSpace, acc: &mut [u32], (cos, sin): (&[f32], &[f32]), (x, y): (usize, usize)) {
-    let offset = space.rho_offset();
-    for (n, (&c, &s)) in cos.iter().zip(sin).enumerate() {
-        let cell = &mut acc[n * space.rhos + vote_column(x, y, c, s, offset) as usize];
-        *cell = cell.saturating_sub(1);
+/// Takes the votes of edge pixels back from an accumulator, as OpenCV's walk does for the
+/// pixels of a segment it keeps: the cells [`HoughVote`]'s CPU votes counted, by its arithmetic.
+struct TakeBack {
+    cos: Vec<f32>,
+    sin: Vec<f32>,
+    rhos: usize,
+    offset: usize,
+    /// Each angle's cell of distance 0 less [`ROUND_MAGIC_BITS`], where [`ROUND_MAGIC`] rounds
+    /// every vote exactly (as `vote_rounded`, which spares `round_ties_even`'s library call).
+    base: Option<Vec<u32>>,
+}
+
+impl TakeBack {
+    fn new(space: &HoughSpace) -> TakeBack {
+        let (cos, sin) = space.tables();
+        let (rhos, offset) = (space.rhos, space.rho_offset());
+        let base = (rhos <= MAGIC_MAX_RHOS).then(|| {
+            (0..cos.len()).map(|n| ((n * rhos + offset) as u32).wrapping_sub(ROUND_MAGIC_BITS)).collect()
+        });
+        TakeBack { cos, sin, rhos, offset, base }
+    }
+
+    /// Takes the votes of edge pixel (x, y) back from `acc`.
+    fn pixel(&self, acc: &mut [u32], x: usize, y: usize) {
+        let (cos, sin) = (&self.cos, &self.sin);
+        match &self.base {
+            Some(base) => {
+                let (xf, yf) = (x as f32, y as f32);
+                for ((&c, &s), &b) in cos.iter().zip(sin).zip(base) {
+                    let cell = &mut acc[(xf * c + yf * s + ROUND_MAGIC).to_bits().wrapping_add(b) as usize];
+                    *cell = cell.saturating_sub(1);
+                }
+            }
+            None => {
+                for (n, (&c, &s)) in cos.iter().zip(sin).enumerate() {
+                    let cell = &mut acc[n * self.rhos + vote_column(x, y, c, s, self.offset) as usize];
+                    *cell = cell.saturating_sub(1);
+                }
+            }
+        }
     }
 }
 
