@@ -43,11 +43,12 @@ the parameters of cv2.HoughLinesP(edges, 1, np.pi / 180, THRESHOLD, minLineLengt
 maxLineGap=G), but deterministic: the same segments on every run and on both backends.
 
 The edge map's Hough accumulator (as hough-vote's, 1 pixel by 1 degree) gives the candidate
-lines: the cells with at least THRESHOLD votes, strongest first. Each is walked across the
-frame (a band of 3 pixels across the line); its votes are counted again without the pixels
-of segments already found, and a line still with THRESHOLD votes gives the runs of its edge
-pixels, split at more than G steps without one, that span at least L pixels along x or y.
-The pixels of each segment kept are removed for the lines after it. See docs/hough-segments.md.
+lines: its local maxima with at least THRESHOLD votes, strongest first. Each still with
+THRESHOLD votes is walked across the frame (a band of 3 pixels across the line); the runs of
+its edge pixels, split at more than G steps without one, that span at least L pixels along x
+or y are the segments. The pixels of each segment kept are removed, and their votes taken
+back, for the lines after it; then the new local maxima are walked, until none is left.
+See docs/hough-segments.md.
 
 Output: CSV (or TSV, by -o's extension) with a header line once per output, one line per
 segment, strongest line first, each line's segments in walk order:

@@ -144,8 +144,8 @@ fn coverage(edges: &Frame, found: &[Segment], t: u32, l: u32, g: u32) -> (f64, f
 }
 
 /// Measured (ours within 2 px of OpenCV's / OpenCV's within 2 px of ours): with the defaults,
-/// brick 0.88 / 1.00, chessboard 1.00 / 1.00, page 0.98 / 0.99; with 80, 30, 5, brick 0.66 / 0.98,
-/// chessboard 1.00 / 1.00, page 0.92 / 0.98. Brick's 0.66: with gaps of 5, OpenCV's walk (one
+/// brick 0.89 / 1.00, chessboard 1.00 / 1.00, page 0.98 / 0.99; with 80, 30, 5, brick 0.65 / 0.96,
+/// chessboard 1.00 / 1.00, page 0.91 / 0.98. Brick's 0.65: with gaps of 5, OpenCV's walk (one
 /// pixel across) breaks the long mortar edges a degree off the grid into pieces and misses
 /// some, which ours follows across the whole frame (docs/hough-segments.md).
 #[test]

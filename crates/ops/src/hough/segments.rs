@@ -5,8 +5,11 @@
 //! reaches the threshold, walks its line from the pixel. Here the accumulator is the whole edge
 //! map's ([`HoughVote`], CPU or GPU, identical bit for bit), and everything after it is host code
 //! that both backends share, so their segments are the same by construction:
-//! 1. candidates: every cell with at least `threshold` votes (at least 1), strongest first, equal
-//!    votes in row-major order (smaller angle, then smaller distance);
+//! 1. candidates, in rounds: the cells with at least `threshold` votes (at least 1) that beat
+//!    their 8 neighbours in the accumulator as it is at the round's start (more votes, or as many
+//!    and a smaller index; rows wrap across 0/180 degrees with the distance mirrored), not walked
+//!    in an earlier round, strongest first, equal votes in row-major order; a round that keeps
+//!    no segment ends the search (no votes changed, so no new candidates);
 //! 2. a candidate whose votes, less those taken back (4.), are now under `threshold` is skipped;
 //! 3. the others' line x cos θ + y sin θ = ρ is walked across the frame along its major axis with
 //!    OpenCV's 16-bit fixed-point step; at each step the pixel on the line, else the one before it
@@ -129,6 +132,40 @@ impl Walk {
     }
 }
 
+/// Whether cell `i` of `acc` beats its 8 neighbours (more votes, or as many and a smaller
+/// index). Rows wrap where the angles span 180 degrees: the row before the first is the last,
+/// distances mirrored (θ + 180° with −ρ is the same line).
+fn is_peak(space: &HoughSpace, acc: &[u32], i: usize) -> bool {
+    let (rows, cols) = (space.thetas as i64, space.rhos as i64);
+    let wraps = space.params == HoughParams::default();
+    let (r, c) = ((i / space.rhos) as i64, (i % space.rhos) as i64);
+    let v = acc[i];
+    let mirror = 2 * space.rho_offset() as i64;
+    for dr in -1..=1 {
+        for dc in -1..=1 {
+            if dr == 0 && dc == 0 {
+                continue;
+            }
+            let (mut nr, mut nc) = (r + dr, c + dc);
+            if nr < 0 || nr >= rows {
+                if !wraps {
+                    continue;
+                }
+                nr = nr.rem_euclid(rows);
+                nc = mirror - nc;
+            }
+            if nc < 0 || nc >= cols {
+                continue;
+            }
+            let n = (nr * cols + nc) as usize;
+            if acc[n] > v || (acc[n] == v && n < i) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
 /// A step of a walk with an edge pixel, and that pixel.
 #[derive(Clone, Copy)]
 struct Hit {
@@ -156,69 +193,87 @@ impl HoughSegments {
         frame: &Frame,
     ) -> Result<Vec<Segment>, OpError> {
         let (w, h) = (space.width, space.height);
-        let mut edges = with_samples!(&frame.pixels, v => edge_mask(v, w * h));
+        let mut edges = with_samples!(&frame.pixels, v => EdgeBits::new(v, w * h));
         let threshold = self.threshold.max(1);
-        let mut cells: Vec<u64> = acc
-            .iter()
-            .enumerate()
-            .filter(|&(_, &v)| v >= threshold)
-            .map(|(i, &v)| (u64::from(u32::MAX - v) << 32) | i as u64)
-            .collect();
-        cells.sort_unstable();
         let take_back = TakeBack::new(space);
         let mut budget = WALK_BUDGET;
         let mut found = Vec::new();
         // The steps with an edge pixel, in walk order: reused for every line.
         let mut hits: Vec<Hit> = Vec::new();
-        for key in cells {
-            let i = (key & 0xffff_ffff) as usize;
-            // The votes left once the pixels of the segments kept so far are taken back.
-            if acc[i] < threshold {
-                continue;
-            }
-            let (row, column) = (i / space.rhos, i % space.rhos);
-            let rho = (column as i64 - space.rho_offset() as i64) as f64 * space.params.rho_step;
-            let walk = Walk::new(rho, space.theta_degrees(row).to_radians(), w, h);
-            if walk.steps as u64 > budget {
+        let mut live: Vec<usize> = (0..acc.len()).filter(|&i| acc[i] >= threshold).collect();
+        let mut walked = vec![false; acc.len()];
+        loop {
+            live.retain(|&i| !walked[i] && acc[i] >= threshold);
+            let mut peaks: Vec<u64> = live
+                .iter()
+                .filter(|&&i| is_peak(space, &acc, i))
+                .map(|&i| (u64::from(u32::MAX - acc[i]) << 32) | i as u64)
+                .collect();
+            if peaks.is_empty() {
                 break;
             }
-            budget -= walk.steps as u64;
-            // Negative coordinates wrap to huge ones and fail the same test.
-            let inside = |(x, y): (i64, i64)| (x as u64) < w as u64 && (y as u64) < h as u64;
-            hits.clear();
-            for k in 0..walk.steps {
-                for across in BAND {
-                    let (x, y) = walk.pixel(k, across);
-                    if inside((x, y)) && edges[y as usize * w + x as usize] {
-                        hits.push(Hit { step: k, x: x as u32, y: y as u32 });
-                        break;
-                    }
-                }
-            }
-            let mut start = 0;
-            for j in 1..=hits.len() {
-                if j < hits.len() && hits[j].step - hits[j - 1].step - 1 <= i64::from(self.max_gap) {
+            peaks.sort_unstable();
+            let kept = found.len();
+            for key in peaks {
+                let i = (key & 0xffff_ffff) as usize;
+                // The votes left once the pixels of the segments kept so far are taken back.
+                if acc[i] < threshold {
                     continue;
                 }
-                let (first, last) = (hits[start], hits[j - 1]);
-                let s =
-                    Segment { x0: first.x, y0: first.y, x1: last.x, y1: last.y, votes: (j - start) as u32 };
-                start = j;
-                if s.x0.abs_diff(s.x1).max(s.y0.abs_diff(s.y1)) < self.min_length {
-                    continue;
+                walked[i] = true;
+                let (row, column) = (i / space.rhos, i % space.rhos);
+                let rho = (column as i64 - space.rho_offset() as i64) as f64 * space.params.rho_step;
+                let walk = Walk::new(rho, space.theta_degrees(row).to_radians(), w, h);
+                if walk.steps as u64 > budget {
+                    return Ok(found);
                 }
-                for k in first.step..=last.step {
+                budget -= walk.steps as u64;
+                // Negative coordinates wrap to huge ones and fail the same test.
+                let inside = |(x, y): (i64, i64)| (x as u64) < w as u64 && (y as u64) < h as u64;
+                hits.clear();
+                for k in 0..walk.steps {
                     for across in BAND {
-                        let p = walk.pixel(k, across);
-                        if inside(p) && std::mem::take(&mut edges[p.1 as usize * w + p.0 as usize]) {
-                            take_back.pixel(&mut acc, p.0 as usize, p.1 as usize);
+                        let (x, y) = walk.pixel(k, across);
+                        if inside((x, y)) && edges.get(y as usize * w + x as usize) {
+                            hits.push(Hit { step: k, x: x as u32, y: y as u32 });
+                            break;
                         }
                     }
                 }
-                found.push(s);
-                if found.len() == MAX_SEGMENTS {
-                    return Ok(found);
+                let mut start = 0;
+                for j in 1..=hits.len() {
+                    if j < hits.len() && hits[j].step - hits[j - 1].step - 1 <= i64::from(self.max_gap) {
+                        continue;
+                    }
+                    let (first, last) = (hits[start], hits[j - 1]);
+                    let s = Segment {
+                        x0: first.x,
+                        y0: first.y,
+                        x1: last.x,
+                        y1: last.y,
+                        votes: (j - start) as u32,
+                    };
+                    start = j;
+                    if s.x0.abs_diff(s.x1).max(s.y0.abs_diff(s.y1)) < self.min_length {
+                        continue;
+                    }
+                    for k in first.step..=last.step {
+                        for across in BAND {
+                            let p = walk.pixel(k, across);
+                            if inside(p) && edges.take(p.1 as usize * w + p.0 as usize) {
+                                take_back.pixel(&mut acc, p.0 as usize, p.1 as usize);
+                            }
+                        }
+                    }
+                    found.push(s);
+                    if found.len() == MAX_SEGMENTS {
+                        return Ok(found);
+                    }
                 }
+            }
+            // Nothing taken back: no cell's votes changed, so no new peak.
+            if found.len() == kept {
+                break;
             }
         }
         Ok(found)
@@ -268,11 +323,32 @@ impl TakeBack {
     }
 }
 
-/// Whether each of the first `n` samples is an edge (non-zero).
-fn edge_mask<T: Sample>(px: &[T], n: usize) -> Vec<bool> {
-    let mut edges: Vec<bool> = px.iter().take(n).map(|&p| p.into() != 0).collect();
-    edges.resize(n, false);
-    edges
+/// The edge map as one bit a pixel (row-major): a walk across a large frame steps from row to
+/// row, and the bits of a 4096 x 4096 frame (2 MiB) stay in the caches where bytes would not.
+struct EdgeBits(Vec<u64>);
+
+impl EdgeBits {
+    /// The non-zero samples among the first `n` of `px`.
+    fn new<T: Sample>(px: &[T], n: usize) -> EdgeBits {
+        let mut bits = vec![0u64; n.div_ceil(64)];
+        for (i, &p) in px.iter().take(n).enumerate() {
+            if p.into() != 0 {
+                bits[i / 64] |= 1 << (i % 64);
+            }
+        }
+        EdgeBits(bits)
+    }
+
+    fn get(&self, i: usize) -> bool {
+        self.0[i / 64] >> (i % 64) & 1 != 0
+    }
+
+    /// Clears pixel `i`; whether it was an edge.
+    fn take(&mut self, i: usize) -> bool {
+        let was = self.get(i);
+        self.0[i / 64] &= !(1 << (i % 64));
+        was
+    }
 }
 
 impl Op for HoughSegments {
