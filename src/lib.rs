@@ -10,6 +10,7 @@ pub mod deskew;
 pub mod edges;
 pub mod equalize;
 pub mod hough_lines;
+pub mod hough_segments;
 pub mod hough_vote;
 mod mask;
 pub mod pad;

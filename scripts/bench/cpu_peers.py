@@ -17,7 +17,8 @@
 The operations and their OpenCV calls (the parameters are the benchmark's, see scripts/bench/run):
 histogram calcHist (256 bins), equalize equalizeHist, rotate.nearest / rotate.bilinear
 warpAffine about the centre, pad copyMakeBorder to the diagonal, edges Canny (aperture 3, L1),
-hough HoughLines(edges, 1, pi/180, T) on the edge map, clahe createCLAHE() (clip 40, 8x8 tiles)
+hough HoughLines(edges, 1, pi/180, T) on the edge map, hough-segments HoughLinesP(edges, 1, pi/180,
+50, minLineLength=50, maxLineGap=10) on the edge map (hough-segments' defaults), clahe createCLAHE() (clip 40, 8x8 tiles)
 .apply, threshold threshold(THRESH_BINARY + THRESH_OTSU), equalize.mask calcHist with the
 benchmark's disc mask (frames.py) + equalizeHist's table (NumPy, 256 entries) + LUT (OpenCV has no
 masked equalizeHist: its calls composed, as docs/equalize.md states the rule), stretch NumPy's
@@ -38,7 +39,7 @@ import numpy as np
 
 import frames
 
-OPS = ["histogram", "equalize", "equalize.mask", "rotate", "pad", "edges", "hough", "clahe", "stretch", "threshold"]
+OPS = ["histogram", "equalize", "equalize.mask", "rotate", "pad", "edges", "hough", "hough-segments", "clahe", "stretch", "threshold"]
 
 
 def parse_sizes(text):
@@ -201,6 +202,10 @@ def kernels(args):
                 edges = load(args.dir, "edges-", content, w, h)
                 if edges is not None:
                     todo.append(("hough", lambda edges=edges: cv2.HoughLines(edges, 1, np.pi / 180, args.hough_threshold)))
+            if "hough-segments" in args.ops and w * h <= args.slow_max_pixels:
+                edges = load(args.dir, "edges-", content, w, h)
+                if edges is not None:
+                    todo.append(("hough-segments", lambda edges=edges: cv2.HoughLinesP(edges, 1, np.pi / 180, 50, minLineLength=50, maxLineGap=10)))
             for op, fn in todo:
                 r = time_cpu(fn, args.quick)
                 print(json.dumps({**base, "op": op, **r}), flush=True)

@@ -102,6 +102,14 @@ TOOLS = {
     # ImageMagick's -deskew is the peer (scripts/bench/deskew_peer.sh); OpenCV has none.
     "deskew": {"args": [], "input": "frame", "opencv": None},
     "hough-vote": {"args": [], "input": "edges", "opencv": None},
+    "hough-segments": {
+        "args": [],
+        "input": "edges",
+        "opencv": "import cv2,sys,numpy as n;l=cv2.HoughLinesP(cv2.imread(sys.argv[1],0),1,n.pi/180,50,"
+        "minLineLength=50,maxLineGap=10);"
+        "n.savetxt(sys.argv[2],l.reshape(-1,4) if l is not None else n.zeros((0,4)),delimiter=',')",
+        "opencv_input": "edges",
+    },
     "hough-lines": {
         "args": ["--threshold", str(HOUGH_T)],
         "input": "accumulator",

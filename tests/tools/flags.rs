@@ -65,7 +65,7 @@ fn longs(flags: &[Flag]) -> Vec<String> {
 
 #[test]
 fn the_option_table_is_the_definitions() {
-    let tools: [(&str, &[Flag]); 13] = [
+    let tools: [(&str, &[Flag]); 14] = [
         ("pad", histopipe::pad::Pad::FLAGS),
         ("rotate", histopipe::rotate::Rotate::FLAGS),
         ("colhist", histopipe::colhist::ColHist::FLAGS),
@@ -75,6 +75,7 @@ fn the_option_table_is_the_definitions() {
         ("edges", histopipe::edges::Edges::FLAGS),
         ("hough-vote", histopipe::hough_vote::HoughVote::FLAGS),
         ("hough-lines", histopipe::hough_lines::HoughLines::FLAGS),
+        ("hough-segments", histopipe::hough_segments::HoughSegments::FLAGS),
         ("clahe", histopipe::clahe::Clahe::FLAGS),
         ("stretch", histopipe::stretch::Stretch::FLAGS),
         ("threshold", histopipe::threshold::Threshold::FLAGS),

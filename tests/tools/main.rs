@@ -15,6 +15,7 @@ mod flags;
 mod frames;
 mod harness;
 mod hough;
+mod hough_segments;
 mod huge;
 mod install;
 mod jpeg;

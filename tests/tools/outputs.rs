@@ -63,6 +63,7 @@ const TOOLS: &[(&str, &[&str], &str)] = &[
     ("edges", &[], "pgm"),
     ("hough-vote", &["edges"], "pgm"),
     ("hough-lines", &["edges", "hough-vote"], "csv"),
+    ("hough-segments", &["edges"], "csv"),
     ("threshold", &[], "pgm"),
     ("deskew", &[], "pgm"),
 ];

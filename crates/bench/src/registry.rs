@@ -48,7 +48,7 @@ use histopipe_ops::edges::Canny;
 use histopipe_ops::equalize::{Equalize, EqualizePlan, Remap, RemapPlan, TableRule};
 use histopipe_ops::histogram::{self, DistributionPlan, Histogram};
 use histopipe_ops::hough::{
-    HoughLines, HoughLinesPlan, HoughParams, HoughSpace, HoughVote, HoughVotePlan, Strategy,
+    HoughLines, HoughLinesPlan, HoughParams, HoughSegments, HoughSpace, HoughVote, HoughVotePlan, Strategy,
 };
 use histopipe_ops::pad::{PadParams, PadSize};
 use histopipe_ops::radon::{Radon, RadonParams};
@@ -127,6 +127,7 @@ pub fn all() -> Vec<Entry> {
         Entry::edges("hough-vote", hough_vote).with_cpu(hough_vote_cpu),
         Entry::edges("hough-lines", hough_lines).with_cpu(hough_lines_cpu),
         Entry::edges("hough", hough_vote_and_lines).with_cpu(hough_vote_and_lines_cpu),
+        Entry::edges("hough-segments", hough_segments).with_cpu(hough_segments_cpu),
     ]
 }
 
@@ -935,6 +936,32 @@ fn hough_vote_and_lines_cpu(_: &Input) -> Result<CpuRun, BenchError> {
     cpu_run(move |frame| {
         let acc = HOUGH_VOTE.cpu(frame)?;
         black_box(lines.cpu(&acc)?);
+        Ok(())
+    })
+}
+
+/// `hough-segments` with its defaults on the edge map, the tool's whole work: the votes on the
+/// GPU (auto), the u32 counters read back and the walk on the host (host code on both backends),
+/// so each run waits for the device. Memory floor: a copy of the edge map.
+fn hough_segments<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    let n = input.width * input.height;
+    let space = hough_space(input)?;
+    let mut vote = HoughVotePlan::new(gpu, space)?;
+    let strategy = resolved(input, HOUGH_VOTE.strategy);
+    let mut sets = Sets::<u8, u16>::with_output(gpu, input, vote.cells())?;
+    let edges = host_frame(input);
+    Ok(Case::new(n, n, sets.count(), move |_, i| {
+        let (src, acc) = sets.pair(i);
+        vote.queue(src, strategy, acc)?;
+        black_box(HoughSegments::default().segments(&space, vote.counts()?, &edges)?);
+        Ok(())
+    }))
+}
+
+/// `hough-segments` with its defaults on the CPU: the votes and the walk.
+fn hough_segments_cpu(_: &Input) -> Result<CpuRun, BenchError> {
+    cpu_run(move |frame| {
+        black_box(HoughSegments::default().cpu(frame)?);
         Ok(())
     })
 }

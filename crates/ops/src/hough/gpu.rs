@@ -150,6 +150,12 @@ impl<'g> HoughVotePlan<'g> {
         Ok(())
     }
 
+    /// The u32 counters of the accumulator queued last, not saturated (waits for the stream):
+    /// what `hough-segments` walks from.
+    pub fn counts(&self) -> Result<Vec<u32>, OpError> {
+        Ok(self.gpu.download_vec(&self.acc, self.cells())?)
+    }
+
     /// The most votes of a cell in the accumulator queued last (waits for the stream).
     pub fn most(&self) -> Result<u32, OpError> {
         let mut top = [0u32];

@@ -23,14 +23,16 @@
 //! The parts: `space` (the accumulator's axes and OpenCV's tables), `annotation` (the
 //! `# histopipe-hough` comment that carries a layout from `hough-vote` to `hough-lines`), `vote`
 //! (`hough-vote`, its CPU votes), `lines` (`hough-lines`, its CPU peak search), `distinct`
-//! (non-maximum suppression), `gpu` (both
-//! device plans), `draw` (lines over a picture).
+//! (non-maximum suppression), `gpu` (both device plans), `segments` (`hough-segments`: segments
+//! walked from the accumulator's cells, host code over either backend's votes), `draw` (lines and
+//! segments over a picture).
 
 mod annotation;
 mod distinct;
 mod draw;
 mod gpu;
 mod lines;
+mod segments;
 mod space;
 #[cfg(test)]
 mod tests;
@@ -38,9 +40,10 @@ mod vote;
 
 pub use annotation::ANNOTATION;
 pub use distinct::{DistinctLines, Suppression};
-pub use draw::{draw_lines, Pen};
+pub use draw::{draw_lines, draw_segments, Pen};
 pub use gpu::{HoughLinesPlan, HoughVotePlan};
 pub use lines::{HoughLines, Line};
+pub use segments::{HoughSegments, Segment, MAX_SEGMENTS, WALK_BUDGET};
 pub use space::{HoughParams, HoughSpace, MAX_CELLS};
 pub use vote::{HoughVote, Strategy, AUTO_SHARED_MAX_POINTS, SHARED_COLUMNS};
 

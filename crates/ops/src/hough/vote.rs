@@ -100,8 +100,8 @@ const EDGE_RUN: usize = 32;
 /// assumes) and the sum's bits are [`ROUND_MAGIC_BITS`] + round_half_even(v). That is OpenCV's
 /// `cvRound` (`cvtss2si`) in plain SSE2 arithmetic that vectorizes, where `f32::round_ties_even`
 /// is a library call on x86-64 without SSE4.1.
-const ROUND_MAGIC: f32 = 12_582_912.0;
-const ROUND_MAGIC_BITS: u32 = 0x4B40_0000;
+pub(super) const ROUND_MAGIC: f32 = 12_582_912.0;
+pub(super) const ROUND_MAGIC_BITS: u32 = 0x4B40_0000;
 
 /// The most distance columns for which [`ROUND_MAGIC`] rounds exactly: every vote lands in
 /// [0, rhos) ([`HoughSpace::check_votes_fit`]), so |v| ≤ rhos + 1/2, below 2^22 with room to spare.
