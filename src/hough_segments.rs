@@ -1,11 +1,12 @@
 use std::io::Write;
-use std::path::PathBuf;
 
 use histopipe_cli::{
     Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool, TABLE_KEY_COLUMNS,
 };
 use histopipe_frame::Frame;
-use histopipe_ops::hough::{draw_segments, HoughSegments as Segments, Pen, Segment};
+use histopipe_ops::hough::{draw_segments, HoughSegments as Segments};
+
+use crate::drawing::{self, Drawing};
 
 /// `--draw`, defined apart from [`HoughSegments::FLAGS`] so that the messages about its image
 /// name it from its definition ([`Flag::message_of`]).
@@ -13,26 +14,17 @@ const DRAW: Flag = Flag::with_value(
     "--draw",
     "IMAGE",
     "instead of CSV, write IMAGE (PGM, PPM, PAM, PNG, JPEG, TIFF or BMP, gray or colour) with the \
-     segments drawn in red, as PNG (or PPM, by -o's extension)",
+     segments drawn on it, as PNG (or PPM, by -o's extension); IMAGE may have -o's fields, of the \
+     edge map's source: '{dir}/{name}' draws each frame's segments on the image it came from",
 );
 
 /// `hough-segments`: the line segments of an edge map, as a table or drawn over an image.
 #[derive(Default)]
 pub struct HoughSegments {
     segments: Segments,
-    /// `--draw IMAGE`, as given.
-    draw: Option<PathBuf>,
-    ppm: bool,
-    /// The image of `--draw`, read before any edge map.
-    canvas: Option<Canvas>,
+    /// `--draw` and its options.
+    drawing: Drawing,
     tsv: bool,
-}
-
-/// An image to draw segments on, in 8-bit RGB.
-struct Canvas {
-    width: usize,
-    height: usize,
-    rgb: Vec<u8>,
 }
 
 impl Tool for HoughSegments {
@@ -68,12 +60,15 @@ Usage: hough-segments [OPTIONS] [FILE...]";
         Flag::with_value("--max-gap", "G", "bridge at most G steps without an edge pixel [default: 10]")
             .param("max_gap"),
         DRAW,
-        Flag::switch("--ppm", "with --draw: write binary PPM instead of PNG"),
+        drawing::COLOUR,
+        drawing::WIDTH,
+        drawing::PPM,
     ];
     const HELP_END: &'static str = "\
 Example:
   edges page.pgm | hough-segments -o segments.csv
-  edges page.pgm | hough-segments --min-length 80 --draw page.pgm -o segments.png";
+  edges page.pgm | hough-segments --min-length 80 --draw page.pgm -o segments.png
+  edges scans/*.png | hough-segments --width 2 --draw '{dir}/{name}' -o out/{stem}.png";
 
     fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
         let s = &mut self.segments;
@@ -81,95 +76,41 @@ Example:
             "--threshold" => s.threshold = given.parse()?,
             "--min-length" => s.min_length = given.parse()?,
             "--max-gap" => s.max_gap = given.parse()?,
-            "--draw" => self.draw = Some(PathBuf::from(given.os())),
-            "--ppm" => self.ppm = true,
-            _ => return Ok(false),
+            _ => return self.drawing.option(given),
         }
         Ok(true)
     }
 
     fn check(&mut self, common: &Common) -> Result<(), Error> {
-        if self.ppm && self.draw.is_none() {
-            return Err(Error::usage("--ppm only goes with --draw IMAGE"));
-        }
-        if let Some(path) = &self.draw {
-            let shown = path.display();
-            let bytes = std::fs::read(path).map_err(|e| Error::usage(DRAW.message_of(&shown, e)))?;
-            let (width, height, rgb) = histopipe_frame::read_rgb8(&bytes, common.max_pixels)
-                .map_err(|e| Error::usage(DRAW.message_of(&shown, e)))?;
-            self.canvas = Some(Canvas { width, height, rgb });
-        }
-        Ok(())
+        self.drawing.check(common, &DRAW)
     }
 
     fn product(&mut self, format: Option<OutputFormat>) -> Result<Product, Error> {
-        if self.draw.is_none() {
-            if format == Some(OutputFormat::Npy) {
-                return Err(Error::usage("hough-segments writes its table as .csv or .tsv, not .npy"));
-            }
-            self.tsv = format == Some(OutputFormat::Tsv);
-            return Ok(Product::Table);
-        }
-        match format {
-            Some(OutputFormat::Png) if self.ppm => Err(Error::usage("--ppm contradicts -o's extension .png")),
-            Some(OutputFormat::Ppm) => {
-                self.ppm = true;
-                Ok(Product::Drawing)
-            }
-            _ => Ok(Product::Drawing),
-        }
+        self.drawing.product(format, Self::NAME, &mut self.tsv)
     }
 
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let found = cx.run(&self.segments, &frame)?;
-        match (&self.draw, &self.canvas) {
-            (Some(path), Some(canvas)) => self.draw(cx, &frame, &found, path, canvas),
-            _ => {
-                let sep = if self.tsv { '\t' } else { ',' };
-                let mut text = String::new();
-                if cx.starts_output() {
-                    let columns =
-                        TABLE_KEY_COLUMNS.iter().chain(&["x0", "y0", "x1", "y1", "length", "votes"]);
-                    text = columns.copied().collect::<Vec<_>>().join(&sep.to_string());
-                    text.push('\n');
-                }
-                let key = cx.row_key(sep);
-                for s in &found {
-                    let length = format!("{:.2}", s.length());
-                    text.push_str(&format!(
-                        "{key}{}{sep}{}{sep}{}{sep}{}{sep}{length}{sep}{}\n",
-                        s.x0, s.y0, s.x1, s.y1, s.votes
-                    ));
-                }
-                cx.text().write_all(text.as_bytes()).map_err(|e| Error::io(&e))
-            }
+        if self.drawing.is_on() {
+            let what = format!("the edge map is {}x{}", frame.width, frame.height);
+            let paint = |rgb: &mut [u8], w, h, pen| draw_segments(rgb, w, h, &found, pen);
+            return self.drawing.draw(cx, &DRAW, (frame.width, frame.height), &what, "edge map", paint);
         }
-    }
-}
-
-impl HoughSegments {
-    /// Writes `canvas` with `segments` drawn on it, which must be of the edge map's size.
-    fn draw(
-        &self,
-        cx: &mut Context<'_>,
-        frame: &Frame,
-        segments: &[Segment],
-        path: &std::path::Path,
-        canvas: &Canvas,
-    ) -> Result<(), Error> {
-        if !cx.starts_output() {
-            return Err(cx.invalid(
-                "--draw writes one image, and this output would get more than one edge map: \
-                 give -o a field for one image each, as in -o out/{stem}.png",
+        let sep = if self.tsv { '\t' } else { ',' };
+        let mut text = String::new();
+        if cx.starts_output() {
+            let columns = TABLE_KEY_COLUMNS.iter().chain(&["x0", "y0", "x1", "y1", "length", "votes"]);
+            text = columns.copied().collect::<Vec<_>>().join(&sep.to_string());
+            text.push('\n');
+        }
+        let key = cx.row_key(sep);
+        for s in &found {
+            let length = format!("{:.2}", s.length());
+            text.push_str(&format!(
+                "{key}{}{sep}{}{sep}{}{sep}{}{sep}{length}{sep}{}\n",
+                s.x0, s.y0, s.x1, s.y1, s.votes
             ));
         }
-        let Canvas { width: w, height: h, .. } = *canvas;
-        if (w, h) != (frame.width, frame.height) {
-            let rest = format!("is {w}x{h}, but the edge map is {}x{}", frame.width, frame.height);
-            return Err(cx.invalid(DRAW.sentence_of(path.display(), rest)));
-        }
-        let mut rgb = canvas.rgb.clone();
-        draw_segments(&mut rgb, w, h, segments, Pen::default());
-        histopipe_frame::write_rgb8(cx.text(), w, h, &rgb, !self.ppm).map_err(|e| Error::io(&e))
+        cx.text().write_all(text.as_bytes()).map_err(|e| Error::io(&e))
     }
 }

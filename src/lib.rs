@@ -7,6 +7,7 @@ pub mod cdf;
 pub mod clahe;
 pub mod colhist;
 pub mod deskew;
+mod drawing;
 pub mod edges;
 pub mod equalize;
 pub mod hough_lines;

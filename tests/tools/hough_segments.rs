@@ -275,3 +275,32 @@ fn gpu_matches_cpu() {
     let (edges, _) = edge_map("camera.pgm");
     assert_eq!(run_ok("hough-segments", "gpu", &[], &edges), run_ok("hough-segments", "cpu", &[], &edges));
 }
+
+/// `--draw '{dir}/{name}'` draws each edge map's segments on its own source (named through
+/// edges), with the pen asked for; only the segments' pixels change.
+#[test]
+fn drawing_each_edge_map_on_its_source() {
+    let dir = temp_dir("segments-own");
+    for name in ["chessboard.pgm", "page.pgm"] {
+        std::fs::copy(fixture(name), dir.join(name)).unwrap();
+    }
+    let files = [dir.join("chessboard.pgm"), dir.join("page.pgm")];
+    let files: Vec<&str> = files.iter().map(|p| p.to_str().unwrap()).collect();
+    let edges = run_ok("edges", "cpu", &files, &[]);
+    let out = dir.join("out").join("{stem}.png");
+    let own = dir.join("{name}");
+    let args = ["--colour", "0,0,255", "--width", "2", "--draw", own.to_str().unwrap()];
+    run_ok("hough-segments", "cpu", &[&args[..], &["-o", out.to_str().unwrap()]].concat(), &edges);
+    for name in ["chessboard", "page"] {
+        let drawn = image::open(dir.join("out").join(format!("{name}.png"))).unwrap().to_rgb8();
+        let source = read_frames(&std::fs::read(dir.join(format!("{name}.pgm"))).unwrap()).remove(0);
+        let Pixels::U8(gray) = &source.pixels else { panic!("8-bit") };
+        assert_eq!(drawn.dimensions(), (source.width as u32, source.height as u32), "{name}");
+        let blue = drawn.pixels().filter(|p| p.0 == [0, 0, 255]).count();
+        assert!(blue > 100, "{name}: {blue} pixels of segments");
+        let kept = drawn.pixels().zip(gray.iter()).filter(|(d, &g)| d.0 == [g; 3]).count();
+        assert_eq!(kept + blue, gray.len(), "{name}: only the segments changed");
+    }
+    let e = run_err("hough-segments", &["--width", "2"], &edges, 2);
+    assert!(e.contains("--colour and --width only go with --draw"), "{e}");
+}
