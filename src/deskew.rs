@@ -1,8 +1,6 @@
 use std::io::Write;
 
-use histopipe_cli::{
-    Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool, TABLE_KEY_COLUMNS,
-};
+use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool};
 use histopipe_frame::{Channels, Frame};
 use histopipe_ops::deskew::{self, Deskew as DeskewOp, DeskewParams, SkewAngle};
 use histopipe_ops::{Fill, Fills};
@@ -114,12 +112,7 @@ Example:
         let luma = cx.luma(&frame)?;
         let skew = cx.run(&SkewAngle { params: self.params }, &luma)?;
         let sep = if format == OutputFormat::Tsv { '\t' } else { ',' };
-        let mut text = String::new();
-        if cx.starts_output() {
-            text =
-                TABLE_KEY_COLUMNS.iter().chain(&COLUMNS).copied().collect::<Vec<_>>().join(&sep.to_string());
-            text.push('\n');
-        }
+        let mut text = cx.table_header(&COLUMNS, sep);
         text.push_str(&format!("{}{}\n", cx.row_key(sep), angle_text(skew.angle)));
         cx.text().write_all(text.as_bytes()).map_err(|e| Error::io(&e))
     }

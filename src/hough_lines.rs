@@ -1,8 +1,6 @@
 use std::io::Write;
 
-use histopipe_cli::{
-    Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool, TABLE_KEY_COLUMNS,
-};
+use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool};
 use histopipe_frame::{Frame, Pixels};
 use histopipe_ops::hough::{draw_lines, DistinctLines, HoughLines as Peaks, HoughSpace, Suppression};
 
@@ -130,12 +128,7 @@ Example:
             return self.drawing.draw(cx, &DRAW, (space.width, space.height), &what, "accumulator", paint);
         }
         let sep = if self.tsv { '\t' } else { ',' };
-        let mut text = String::new();
-        if cx.starts_output() {
-            let columns = TABLE_KEY_COLUMNS.iter().chain(&["rho", "theta", "theta_degrees", "votes"]);
-            text = columns.copied().collect::<Vec<_>>().join(&sep.to_string());
-            text.push('\n');
-        }
+        let mut text = cx.table_header(&["rho", "theta", "theta_degrees", "votes"], sep);
         let key = cx.row_key(sep);
         for l in &lines {
             let degrees = degrees_text(l.theta_degrees);

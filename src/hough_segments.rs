@@ -1,8 +1,6 @@
 use std::io::Write;
 
-use histopipe_cli::{
-    Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool, TABLE_KEY_COLUMNS,
-};
+use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool};
 use histopipe_frame::Frame;
 use histopipe_ops::hough::{draw_segments, HoughSegments as Segments};
 
@@ -97,12 +95,7 @@ Example:
             return self.drawing.draw(cx, &DRAW, (frame.width, frame.height), &what, "edge map", paint);
         }
         let sep = if self.tsv { '\t' } else { ',' };
-        let mut text = String::new();
-        if cx.starts_output() {
-            let columns = TABLE_KEY_COLUMNS.iter().chain(&["x0", "y0", "x1", "y1", "length", "votes"]);
-            text = columns.copied().collect::<Vec<_>>().join(&sep.to_string());
-            text.push('\n');
-        }
+        let mut text = cx.table_header(&["x0", "y0", "x1", "y1", "length", "votes"], sep);
         let key = cx.row_key(sep);
         for s in &found {
             let length = format!("{:.2}", s.length());

@@ -1,8 +1,6 @@
 use std::io::Write;
 
-use histopipe_cli::{
-    Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool, TABLE_KEY_COLUMNS,
-};
+use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool};
 use histopipe_frame::{Format, Frame, Pixels};
 use histopipe_ops::angles::Angles;
 use histopipe_ops::radon::{outside_circle, RadonParams};
@@ -111,12 +109,7 @@ Example:
         let Pixels::F32(values) = &out.pixels else { unreachable!("radon makes float frames") };
         let sep = if table == OutputFormat::Tsv { '\t' } else { ',' };
         let key = cx.row_key(sep);
-        let mut text = String::new();
-        if cx.starts_output() {
-            let names: Vec<&str> = TABLE_KEY_COLUMNS.iter().chain(&COLUMNS).copied().collect();
-            text.push_str(&names.join(&sep.to_string()));
-            text.push('\n');
-        }
+        let mut text = cx.table_header(&COLUMNS, sep);
         for (k, angle) in self.params.angles.iter().enumerate() {
             for x in 0..n {
                 let value = values[x * angles + k];

@@ -1,8 +1,6 @@
 use std::io::Write;
 
-use histopipe_cli::{
-    Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool, TABLE_KEY_COLUMNS,
-};
+use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool};
 use histopipe_frame::Frame;
 use histopipe_ops::threshold::{Levels, Method, Percent, Threshold as ThresholdOp, HUNDRED_PERCENT};
 
@@ -100,12 +98,7 @@ Example:
         };
         let thresholds = cx.run(&Levels { method, mask }, &frame)?;
         let sep = if format == OutputFormat::Tsv { '\t' } else { ',' };
-        let mut text = String::new();
-        if cx.starts_output() {
-            text =
-                TABLE_KEY_COLUMNS.iter().chain(&COLUMNS).copied().collect::<Vec<_>>().join(&sep.to_string());
-            text.push('\n');
-        }
+        let mut text = cx.table_header(&COLUMNS, sep);
         let key = cx.row_key(sep);
         for t in thresholds {
             text.push_str(&format!("{key}{method}{sep}{t}\n"));

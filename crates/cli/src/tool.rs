@@ -272,6 +272,18 @@ impl<'a> Context<'a> {
         self.starts_output
     }
 
+    /// A table's header line, where this frame's output starts its file or stream (empty
+    /// elsewhere): the key columns ([`TABLE_KEY_COLUMNS`]), then `columns`, separated by `sep`.
+    pub fn table_header(&self, columns: &[&str], sep: char) -> String {
+        if !self.starts_output {
+            return String::new();
+        }
+        let mut line =
+            TABLE_KEY_COLUMNS.iter().chain(columns).copied().collect::<Vec<_>>().join(&sep.to_string());
+        line.push('\n');
+        line
+    }
+
     /// The first fields of each of this frame's rows in a table, with `sep` after each: the
     /// frame's number in the stream and the file it came from (`-` for standard input), the same
     /// two columns ([`TABLE_KEY_COLUMNS`]) in every tool's table so that tables of several frames
