@@ -19,25 +19,51 @@
 //!    (OpenCV's test) is kept, and every edge pixel of the band over its steps is removed from
 //!    the edge map and its votes taken back from the accumulator (as OpenCV's walk does).
 //!
-//! At most [`WALK_BUDGET`] steps are walked and [`MAX_SEGMENTS`] segments kept per frame, so an
-//! all-edge frame takes bounded time.
+//! At most [`walk_budget`] steps are walked (a frame whose lines need more is refused, naming
+//! `threshold`) and [`MAX_SEGMENTS`] segments kept per frame, so an all-edge or a noisy frame
+//! takes bounded time.
+//!
+//! The walks are what costs (a line crosses the whole frame), so they run ahead on the pool's
+//! threads, a batch of candidates at a time, on the edge map as it is when the batch starts; each
+//! candidate's steps are then brought up to date in order, before its segments are made. Edge
+//! pixels are only ever removed, so a step's pixel that is still an edge is still the first edge
+//! of its band, and one that was removed gives way to the next edge of the band in its order, if
+//! any: the segments are those of walking every line in order, whatever the batches and threads.
 
 use histopipe_frame::Frame;
 
 use super::space::vote_column;
 use super::vote::{MAGIC_MAX_RHOS, ROUND_MAGIC, ROUND_MAGIC_BITS};
 use super::{HoughParams, HoughSpace, HoughVote, HoughVotePlan, Strategy};
-use crate::{with_samples, Gpu, Op, OpError, Sample};
+use crate::{parallel, with_samples, Gpu, Op, OpError, Sample};
 
-/// Steps walked per frame at most, over all lines (about a second on one core): candidates
-/// after the budget is spent are not walked.
+/// Steps walked per frame at most, over all lines: [`WALK_STEPS_PER_PIXEL`] a pixel, and at
+/// least [`WALK_BUDGET`]. A frame whose lines need more is refused rather than cut short.
+pub fn walk_budget(width: usize, height: usize) -> u64 {
+    WALK_BUDGET.max((width as u64).saturating_mul(height as u64).saturating_mul(WALK_STEPS_PER_PIXEL))
+}
+
+/// The least [`walk_budget`] (a second or two of one core).
 pub const WALK_BUDGET: u64 = 1 << 28;
+
+/// [`walk_budget`]'s steps a pixel: a 7680 x 4320 photo's Canny edges (2.5% of the pixels) take
+/// 15.
+pub const WALK_STEPS_PER_PIXEL: u64 = 32;
 
 /// Segments kept per frame at most.
 pub const MAX_SEGMENTS: usize = 1 << 16;
 
 /// Bits of the walk's fixed-point minor coordinate, as OpenCV's `shift`.
 const SHIFT: u32 = 16;
+
+/// Steps walked ahead in one batch (besides its last walk): at first the least; twice as many
+/// after a batch of which at least half the steps were used, half as many after one of which
+/// less was (its walks' candidates fell under the threshold before their turn), within these
+/// bounds. At most 4 bytes of memory a step.
+const BATCH_STEPS: (u64, u64) = (1 << 16, 1 << 24);
+
+/// Steps worth a part of their own on the pool (about 0.2 ms of one thread's walking).
+const MIN_PART_STEPS: usize = 1 << 17;
 
 /// `hough-segments`: segments of an edge map (non-zero samples are edges).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,6 +156,137 @@ impl Walk {
             (m, t)
         }
     }
+
+    /// The steps with an edge pixel in `edges`, in order, each as a [`Hit`].
+    fn hits(&self, edges: &EdgeBits) -> Vec<Hit> {
+        let mut hits = Vec::new();
+        if self.slope.unsigned_abs() <= (1 << SHIFT) / 8 {
+            self.hits_by_runs(edges, &mut hits);
+        } else {
+            self.hits_by_steps(edges, &mut hits);
+        }
+        hits
+    }
+
+    /// [`Walk::hits`] of a line that stays 8 steps or more on a minor coordinate: a run of steps
+    /// on one minor coordinate reads its three rows 64 steps a word, along the layout in which the
+    /// major axis is contiguous.
+    fn hits_by_runs(&self, edges: &EdgeBits, hits: &mut Vec<Hit>) {
+        let (bits, major_len, minor_len) =
+            if self.x_major { (&edges.rows, edges.w, edges.h) } else { (&edges.cols, edges.h, edges.w) };
+        let one = 1i64 << SHIFT;
+        let mut k = 0;
+        while k < self.steps {
+            let v = self.minor + k * self.slope;
+            let m = v >> SHIFT;
+            let t = (self.first + k) as usize;
+            if (m as u64) < minor_len as u64 {
+                let (x, y) = if self.x_major { (t, m as usize) } else { (m as usize, t) };
+                if let Some(skip) = edges.no_edge_for(x, y) {
+                    k += skip;
+                    continue;
+                }
+            }
+            // The first step past this minor coordinate.
+            let next = match self.slope {
+                0 => self.steps,
+                // Both numerators are positive.
+                s if s > 0 => ((m + 1) * one - self.minor + s - 1) / s,
+                s => (self.minor - m * one).div_euclid(-s) + 1,
+            };
+            let end = next.min(self.steps).min(k + 64).max(k + 1);
+            let n = (end - k) as u32;
+            let row = |across: i64| {
+                let r = m + across;
+                if (r as u64) < minor_len as u64 {
+                    take_bits(bits, r as usize * major_len + t, n)
+                } else {
+                    0
+                }
+            };
+            let (on, before, after) = (row(0), row(-1), row(1));
+            let mut any = on | before | after;
+            while any != 0 {
+                let j = any.trailing_zeros();
+                let band = if on >> j & 1 != 0 {
+                    0
+                } else if before >> j & 1 != 0 {
+                    1
+                } else {
+                    2
+                };
+                hits.push(Hit::new(k + i64::from(j), band));
+                any &= any - 1;
+            }
+            k = end;
+        }
+    }
+
+    /// [`Walk::hits`] step by step: each step's band is three bits in a row of the layout in
+    /// which the minor axis is contiguous.
+    fn hits_by_steps(&self, edges: &EdgeBits, hits: &mut Vec<Hit>) {
+        // The band's first edge in [`BAND`]'s order, from its bits (before, on, after the line).
+        const FIRST: [u8; 8] = [0, 1, 0, 0, 2, 1, 0, 0];
+        let (bits, minor_len) = if self.x_major { (&edges.cols, edges.h) } else { (&edges.rows, edges.w) };
+        // Every step writes its hit and only those with an edge pixel advance: no branch on the
+        // edges, which are as good as random.
+        hits.resize(self.steps as usize, Hit::default());
+        let mut n = 0;
+        let mut k = 0;
+        while k < self.steps {
+            let m = (self.minor + k * self.slope) >> SHIFT;
+            let t = (self.first + k) as usize;
+            if (m as u64) < minor_len as u64 {
+                let (x, y) = if self.x_major { (t, m as usize) } else { (m as usize, t) };
+                if let Some(skip) = edges.no_edge_for(x, y) {
+                    k += skip;
+                    continue;
+                }
+                if !edges.near(x, y) {
+                    // No edge near this tile: skip to its end along the major axis, if the line
+                    // is still in it there (else one step).
+                    let end = (k + (TILE - t % TILE) as i64).min(self.steps);
+                    let last = (self.minor + (end - 1) * self.slope) >> SHIFT;
+                    k = if last as usize / TILE == m as usize / TILE { end } else { k + 1 };
+                    continue;
+                }
+            }
+            let band = if m >= 1 && m + 1 < minor_len as i64 {
+                take_bits(bits, t * minor_len + m as usize - 1, 3)
+            } else {
+                // At the frame's edge: the band's pixels in the frame, one by one.
+                (0..3).fold(0, |band, j| {
+                    let r = m - 1 + j;
+                    let on =
+                        (r as u64) < minor_len as u64 && take_bits(bits, t * minor_len + r as usize, 1) != 0;
+                    band | u64::from(on) << j
+                })
+            };
+            hits[n] = Hit::new(k, usize::from(FIRST[band as usize]));
+            n += usize::from(band != 0);
+            k += 1;
+        }
+        hits.truncate(n);
+    }
+
+    /// Brings `hits`, found on an earlier state of `edges`, up to date with it: a step's pixel
+    /// that was removed since gives way to the next edge of its band, in the band's order.
+    fn update(&self, hits: &mut Vec<Hit>, edges: &EdgeBits) {
+        hits.retain_mut(|hit| {
+            let step = hit.step();
+            let live = (hit.band()..BAND.len()).find(|&b| {
+                let (x, y) = self.pixel(step, BAND[b]);
+                edges.get(x, y)
+            });
+            live.map(|b| *hit = Hit::new(step, b)).is_some()
+        });
+    }
+}
+
+/// Whether (x, y) is in a `w x h` frame (negative coordinates wrap to huge ones and fail).
+#[inline(always)]
+fn inside(x: i64, y: i64, w: usize, h: usize) -> bool {
+    (x as u64) < w as u64 && (y as u64) < h as u64
 }
 
 /// Whether cell `i` of `acc` beats its 8 neighbours (more votes, or as many and a smaller
@@ -166,12 +323,24 @@ fn is_peak(space: &HoughSpace, acc: &[u32], i: usize) -> bool {
     true
 }
 
-/// A step of a walk with an edge pixel, and that pixel.
-#[derive(Clone, Copy)]
-struct Hit {
-    step: i64,
-    x: u32,
-    y: u32,
+/// A step of a walk with an edge pixel: the step (below 2^30: see [`Walk::hits`]) and the
+/// index of its pixel in [`BAND`].
+#[derive(Clone, Copy, Default)]
+struct Hit(u32);
+
+impl Hit {
+    #[inline(always)]
+    fn new(step: i64, band: usize) -> Hit {
+        Hit((step as u32) << 2 | band as u32)
+    }
+
+    fn step(self) -> i64 {
+        i64::from(self.0 >> 2)
+    }
+
+    fn band(self) -> usize {
+        (self.0 & 3) as usize
+    }
 }
 
 /// The band's order at a step: on the line, then before it, then after it.
@@ -189,19 +358,36 @@ impl HoughSegments {
     pub fn segments(
         &self,
         space: &HoughSpace,
-        mut acc: Vec<u32>,
+        acc: Vec<u32>,
         frame: &Frame,
     ) -> Result<Vec<Segment>, OpError> {
+        self.segments_within(space, acc, frame, walk_budget(space.width, space.height))
+    }
+
+    /// [`HoughSegments::segments`], walking at most `budget` steps.
+    fn segments_within(
+        &self,
+        space: &HoughSpace,
+        mut acc: Vec<u32>,
+        frame: &Frame,
+        mut budget: u64,
+    ) -> Result<Vec<Segment>, OpError> {
         let (w, h) = (space.width, space.height);
-        let mut edges = with_samples!(&frame.pixels, v => EdgeBits::new(v, w * h));
+        if w.max(h) >= 1 << 30 {
+            return Err(OpError::invalid(format!(
+                "a {w}x{h} edge map (segments are walked on sides under 2^30)"
+            )));
+        }
+        let mut edges = with_samples!(&frame.pixels, v => EdgeBits::new(v, w, h));
         let threshold = self.threshold.max(1);
         let take_back = TakeBack::new(space);
-        let mut budget = WALK_BUDGET;
+        let all = budget;
         let mut found = Vec::new();
-        // The steps with an edge pixel, in walk order: reused for every line.
-        let mut hits: Vec<Hit> = Vec::new();
+        // The pixels of a line's kept segments, taken back from the accumulator together.
+        let mut taken: Vec<(u32, u32)> = Vec::new();
         let mut live: Vec<usize> = (0..acc.len()).filter(|&i| acc[i] >= threshold).collect();
         let mut walked = vec![false; acc.len()];
+        let mut batch_steps = BATCH_STEPS.0;
         loop {
             live.retain(|&i| !walked[i] && acc[i] >= threshold);
             let mut peaks: Vec<u64> = live
@@ -214,62 +400,51 @@ impl HoughSegments {
             }
             peaks.sort_unstable();
             let kept = found.len();
-            for key in peaks {
-                let i = (key & 0xffff_ffff) as usize;
-                // The votes left once the pixels of the segments kept so far are taken back.
-                if acc[i] < threshold {
-                    continue;
-                }
-                walked[i] = true;
-                let (row, column) = (i / space.rhos, i % space.rhos);
-                let rho = (column as i64 - space.rho_offset() as i64) as f64 * space.params.rho_step;
-                let walk = Walk::new(rho, space.theta_degrees(row).to_radians(), w, h);
-                if walk.steps as u64 > budget {
-                    return Ok(found);
-                }
-                budget -= walk.steps as u64;
-                // Negative coordinates wrap to huge ones and fail the same test.
-                let inside = |(x, y): (i64, i64)| (x as u64) < w as u64 && (y as u64) < h as u64;
-                hits.clear();
-                for k in 0..walk.steps {
-                    for across in BAND {
-                        let (x, y) = walk.pixel(k, across);
-                        if inside((x, y)) && edges.get(y as usize * w + x as usize) {
-                            hits.push(Hit { step: k, x: x as u32, y: y as u32 });
-                            break;
-                        }
+            let mut rest = &peaks[..];
+            while !rest.is_empty() {
+                // The next batch's walks, ahead on the edge map as it is now. A candidate whose
+                // votes are already under the threshold stays so and is left out.
+                let mut batch = Vec::new();
+                let mut steps = 0;
+                while let Some((&key, tail)) = rest.split_first() {
+                    if steps >= batch_steps {
+                        break;
+                    }
+                    rest = tail;
+                    let i = (key & 0xffff_ffff) as usize;
+                    if acc[i] >= threshold {
+                        let walk = Self::walk(space, i);
+                        steps += walk.steps as u64;
+                        batch.push((i, walk));
                     }
                 }
-                let mut start = 0;
-                for j in 1..=hits.len() {
-                    if j < hits.len() && hits[j].step - hits[j - 1].step - 1 <= i64::from(self.max_gap) {
+                let ahead = walk_ahead(&batch, &edges, budget, steps);
+                let mut used = 0;
+                for ((i, walk), mut hits) in batch.into_iter().zip(ahead) {
+                    // The votes left once the pixels of the segments kept so far are taken back.
+                    if acc[i] < threshold {
                         continue;
                     }
-                    let (first, last) = (hits[start], hits[j - 1]);
-                    let s = Segment {
-                        x0: first.x,
-                        y0: first.y,
-                        x1: last.x,
-                        y1: last.y,
-                        votes: (j - start) as u32,
-                    };
-                    start = j;
-                    if s.x0.abs_diff(s.x1).max(s.y0.abs_diff(s.y1)) < self.min_length {
-                        continue;
+                    walked[i] = true;
+                    if walk.steps as u64 > budget {
+                        let why = format!(
+                            "this {w}x{h} edge map's lines need more than {all} steps of walking \
+                             ({WALK_STEPS_PER_PIXEL} a pixel): raise it"
+                        );
+                        return Err(OpError::param("threshold", self.threshold, why));
                     }
-                    for k in first.step..=last.step {
-                        for across in BAND {
-                            let p = walk.pixel(k, across);
-                            if inside(p) && edges.take(p.1 as usize * w + p.0 as usize) {
-                                take_back.pixel(&mut acc, p.0 as usize, p.1 as usize);
-                            }
-                        }
-                    }
-                    found.push(s);
-                    if found.len() == MAX_SEGMENTS {
+                    budget -= walk.steps as u64;
+                    used += walk.steps as u64;
+                    walk.update(&mut hits, &edges);
+                    let full = self.keep(&walk, &hits, &mut edges, &mut found, &mut taken);
+                    take_back.pixels(&mut acc, &taken);
+                    taken.clear();
+                    if full {
                         return Ok(found);
                     }
                 }
+                batch_steps = if 2 * used >= steps { batch_steps * 2 } else { batch_steps / 2 };
+                batch_steps = batch_steps.clamp(BATCH_STEPS.0, BATCH_STEPS.1);
             }
             // Nothing taken back: no cell's votes changed, so no new peak.
             if found.len() == kept {
@@ -278,6 +453,68 @@ impl HoughSegments {
         }
         Ok(found)
     }
+
+    /// The walk of accumulator cell `i`'s line.
+    fn walk(space: &HoughSpace, i: usize) -> Walk {
+        let (row, column) = (i / space.rhos, i % space.rhos);
+        let rho = (column as i64 - space.rho_offset() as i64) as f64 * space.params.rho_step;
+        Walk::new(rho, space.theta_degrees(row).to_radians(), space.width, space.height)
+    }
+
+    /// Makes `walk`'s segments from its steps with an edge pixel, `hits`: pushes each one kept
+    /// into `found` and removes the edge pixels of its band from `edges`, each into `taken`.
+    /// Whether `found` is full ([`MAX_SEGMENTS`]).
+    #[allow(clippy::too_many_arguments)]
+    fn keep(
+        &self,
+        walk: &Walk,
+        hits: &[Hit],
+        edges: &mut EdgeBits,
+        found: &mut Vec<Segment>,
+        taken: &mut Vec<(u32, u32)>,
+    ) -> bool {
+        let mut start = 0;
+        for j in 1..=hits.len() {
+            if j < hits.len() && hits[j].step() - hits[j - 1].step() - 1 <= i64::from(self.max_gap) {
+                continue;
+            }
+            let (first, last) = (hits[start], hits[j - 1]);
+            let votes = (j - start) as u32;
+            start = j;
+            let (x0, y0) = walk.pixel(first.step(), BAND[first.band()]);
+            let (x1, y1) = walk.pixel(last.step(), BAND[last.band()]);
+            let s = Segment { x0: x0 as u32, y0: y0 as u32, x1: x1 as u32, y1: y1 as u32, votes };
+            if s.x0.abs_diff(s.x1).max(s.y0.abs_diff(s.y1)) < self.min_length {
+                continue;
+            }
+            for k in first.step()..=last.step() {
+                for across in BAND {
+                    let (x, y) = walk.pixel(k, across);
+                    if edges.take(x, y) {
+                        taken.push((x as u32, y as u32));
+                    }
+                }
+            }
+            found.push(s);
+            if found.len() == MAX_SEGMENTS {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// Each walk of `batch` (`steps` in all) on `edges` (`w x h`), on the pool's threads: its steps
+/// with an edge pixel; none for a walk over `budget`, which is not walked.
+fn walk_ahead(batch: &[(usize, Walk)], edges: &EdgeBits, budget: u64, steps: u64) -> Vec<Vec<Hit>> {
+    let parts = parallel::parts(steps.min(usize::MAX as u64) as usize, MIN_PART_STEPS);
+    let len = batch.len().div_ceil(parts.max(1));
+    let hits =
+        |(_, walk): &(usize, Walk)| if walk.steps as u64 > budget { Vec::new() } else { walk.hits(edges) };
+    parallel::map_parts(batch, len, |_, part| part.iter().map(hits).collect::<Vec<_>>())
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// Takes the votes of edge pixels back from an accumulator, as OpenCV's walk does for the
@@ -302,52 +539,211 @@ impl TakeBack {
         TakeBack { cos, sin, rhos, offset, base }
     }
 
-    /// Takes the votes of edge pixel (x, y) back from `acc`.
-    fn pixel(&self, acc: &mut [u32], x: usize, y: usize) {
+    /// Takes the votes of edge pixels `pixels` back from `acc`.
+    fn pixels(&self, acc: &mut [u32], pixels: &[(u32, u32)]) {
         let (cos, sin) = (&self.cos, &self.sin);
         match &self.base {
             Some(base) => {
-                let (xf, yf) = (x as f32, y as f32);
-                for ((&c, &s), &b) in cos.iter().zip(sin).zip(base) {
-                    let cell = &mut acc[(xf * c + yf * s + ROUND_MAGIC).to_bits().wrapping_add(b) as usize];
-                    *cell = cell.saturating_sub(1);
+                #[cfg(target_arch = "x86_64")]
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the CPU has AVX2.
+                    unsafe { take_back_rounded_avx2(cos, sin, base, acc, pixels) };
+                    return;
                 }
+                take_back_rounded(cos, sin, base, acc, pixels);
             }
             None => {
-                for (n, (&c, &s)) in cos.iter().zip(sin).enumerate() {
-                    let cell = &mut acc[n * self.rhos + vote_column(x, y, c, s, self.offset) as usize];
-                    *cell = cell.saturating_sub(1);
+                for &(x, y) in pixels {
+                    for (n, (&c, &s)) in cos.iter().zip(sin).enumerate() {
+                        let column = vote_column(x as usize, y as usize, c, s, self.offset) as usize;
+                        let cell = &mut acc[n * self.rhos + column];
+                        *cell = cell.saturating_sub(1);
+                    }
                 }
             }
         }
     }
 }
 
-/// The edge map as one bit a pixel (row-major): a walk across a large frame steps from row to
-/// row, and the bits of a 4096 x 4096 frame (2 MiB) stay in the caches where bytes would not.
-struct EdgeBits(Vec<u64>);
+/// [`take_back_rounded`] compiled for AVX2.
+///
+/// # Safety
+/// The CPU has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn take_back_rounded_avx2(
+    cos: &[f32],
+    sin: &[f32],
+    base: &[u32],
+    acc: &mut [u32],
+    pixels: &[(u32, u32)],
+) {
+    take_back_rounded(cos, sin, base, acc, pixels)
+}
+
+/// Takes the votes of `pixels` back from `acc`, each computed as `vote_rounded` computes it
+/// (`base`: [`TakeBack::base`]): all angles' cells of a pixel in a loop that vectorizes, then
+/// their decrements.
+#[inline(always)]
+fn take_back_rounded(cos: &[f32], sin: &[f32], base: &[u32], acc: &mut [u32], pixels: &[(u32, u32)]) {
+    let mut cells = vec![0u32; base.len()];
+    for &(x, y) in pixels {
+        let (xf, yf) = (x as f32, y as f32);
+        for (((cell, &c), &s), &b) in cells.iter_mut().zip(cos).zip(sin).zip(base) {
+            *cell = (xf * c + yf * s + ROUND_MAGIC).to_bits().wrapping_add(b);
+        }
+        for &cell in &cells {
+            let v = &mut acc[cell as usize];
+            *v = v.saturating_sub(1);
+        }
+    }
+}
+
+/// The edge map as one bit a pixel, in two layouts: row-major (bit y w + x) and column-major
+/// (bit x h + y). A walk reads the one along which its band, or its run, is contiguous; the bits
+/// of a 4096 x 4096 frame (2 MiB a layout) stay in the caches where bytes would not.
+struct EdgeBits {
+    w: usize,
+    h: usize,
+    rows: Vec<u64>,
+    cols: Vec<u64>,
+    /// One bit a [`TILE`] x [`TILE`] tile (row-major): whether an edge was within one pixel of
+    /// it when the map was made (removed edges leave it set).
+    near: Vec<u64>,
+    /// Each tile's Chebyshev distance in tiles to the nearest tile with an edge when the map was
+    /// made, at most 255.
+    far: Vec<u8>,
+    tiles_w: usize,
+}
+
+/// The side of [`EdgeBits::near`]'s tiles.
+const TILE: usize = 8;
 
 impl EdgeBits {
-    /// The non-zero samples among the first `n` of `px`.
-    fn new<T: Sample>(px: &[T], n: usize) -> EdgeBits {
-        let mut bits = vec![0u64; n.div_ceil(64)];
-        for (i, &p) in px.iter().take(n).enumerate() {
+    /// The non-zero samples of the `w x h` frame `px`.
+    fn new<T: Sample>(px: &[T], w: usize, h: usize) -> EdgeBits {
+        // One word more than the bits: [`take_bits`] reads the word after a bit's.
+        let words = (w * h).div_ceil(64) + 1;
+        let (mut rows, mut cols) = (vec![0u64; words], vec![0u64; words]);
+        let (tiles_w, tiles_h) = (w.div_ceil(TILE), h.div_ceil(TILE));
+        let mut near = vec![0u64; (tiles_w * tiles_h).div_ceil(64)];
+        for (i, &p) in px.iter().take(w * h).enumerate() {
             if p.into() != 0 {
-                bits[i / 64] |= 1 << (i % 64);
+                let (y, x) = (i / w, i % w);
+                rows[i / 64] |= 1 << (i % 64);
+                let c = x * h + y;
+                cols[c / 64] |= 1 << (c % 64);
+                // The tiles of the pixels next to it, itself included.
+                for ty in y.saturating_sub(1) / TILE..=((y + 1) / TILE).min(tiles_h - 1) {
+                    for tx in x.saturating_sub(1) / TILE..=((x + 1) / TILE).min(tiles_w - 1) {
+                        let t = ty * tiles_w + tx;
+                        near[t / 64] |= 1 << (t % 64);
+                    }
+                }
             }
         }
-        EdgeBits(bits)
+        let far = tile_distances(&rows, w, h, tiles_w, tiles_h);
+        EdgeBits { w, h, rows, cols, near, far, tiles_w }
     }
 
-    fn get(&self, i: usize) -> bool {
-        self.0[i / 64] >> (i % 64) & 1 != 0
+    /// How many steps a walk at pixel (x, y) of the frame may skip, if more than none: the
+    /// steps whose bands hold no edge for certain. A step moves one pixel along the major axis
+    /// and at most one across, so the band of the i-th step on reaches at most i + 1 pixels
+    /// from (x, y) across, and [`TILE`] (d − 1) steps stay within d − 1 tiles of a tile d tiles
+    /// from any edge.
+    #[inline(always)]
+    fn no_edge_for(&self, x: usize, y: usize) -> Option<i64> {
+        let d = self.far[y / TILE * self.tiles_w + x / TILE];
+        (d >= 2).then(|| (TILE * (d as usize - 1)) as i64)
     }
 
-    /// Clears pixel `i`; whether it was an edge.
-    fn take(&mut self, i: usize) -> bool {
-        let was = self.get(i);
-        self.0[i / 64] &= !(1 << (i % 64));
-        was
+    /// Whether an edge may be within one pixel of the tile of (x, y), a pixel of the frame.
+    #[inline(always)]
+    fn near(&self, x: usize, y: usize) -> bool {
+        let t = y / TILE * self.tiles_w + x / TILE;
+        self.near[t / 64] >> (t % 64) & 1 != 0
+    }
+
+    /// Whether (x, y) is in the frame and an edge.
+    fn get(&self, x: i64, y: i64) -> bool {
+        inside(x, y, self.w, self.h) && take_bits(&self.rows, y as usize * self.w + x as usize, 1) != 0
+    }
+
+    /// Clears (x, y); whether it was in the frame and an edge.
+    fn take(&mut self, x: i64, y: i64) -> bool {
+        if !self.get(x, y) {
+            return false;
+        }
+        let (r, c) = (y as usize * self.w + x as usize, x as usize * self.h + y as usize);
+        self.rows[r / 64] &= !(1 << (r % 64));
+        self.cols[c / 64] &= !(1 << (c % 64));
+        true
+    }
+}
+
+/// The Chebyshev distance, in tiles of [`TILE`] pixels, from each tile of a `w x h` frame
+/// (`tiles_w x tiles_h`) to the nearest tile with an edge pixel in `rows` (row-major bits), at
+/// most 255: two passes over the tiles, each taking the least of the neighbours already passed
+/// plus one.
+fn tile_distances(rows: &[u64], w: usize, h: usize, tiles_w: usize, tiles_h: usize) -> Vec<u8> {
+    let mut far = vec![u8::MAX; tiles_w * tiles_h];
+    for y in 0..h {
+        let row = y * w;
+        let mut x = 0;
+        while x < w {
+            // A word's worth of the row at a time.
+            let n = (w - x).min(64) as u32;
+            let mut bits = take_bits(rows, row + x, n);
+            while bits != 0 {
+                let at = x + bits.trailing_zeros() as usize;
+                far[y / TILE * tiles_w + at / TILE] = 0;
+                bits &= bits - 1;
+            }
+            x += n as usize;
+        }
+    }
+    let at = |tx: usize, ty: usize| ty * tiles_w + tx;
+    for ty in 0..tiles_h {
+        for tx in 0..tiles_w {
+            let mut d = far[at(tx, ty)];
+            if tx > 0 {
+                d = d.min(far[at(tx - 1, ty)].saturating_add(1));
+            }
+            if ty > 0 {
+                for nx in tx.saturating_sub(1)..=(tx + 1).min(tiles_w - 1) {
+                    d = d.min(far[at(nx, ty - 1)].saturating_add(1));
+                }
+            }
+            far[at(tx, ty)] = d;
+        }
+    }
+    for ty in (0..tiles_h).rev() {
+        for tx in (0..tiles_w).rev() {
+            let mut d = far[at(tx, ty)];
+            if tx + 1 < tiles_w {
+                d = d.min(far[at(tx + 1, ty)].saturating_add(1));
+            }
+            if ty + 1 < tiles_h {
+                for nx in tx.saturating_sub(1)..=(tx + 1).min(tiles_w - 1) {
+                    d = d.min(far[at(nx, ty + 1)].saturating_add(1));
+                }
+            }
+            far[at(tx, ty)] = d;
+        }
+    }
+    far
+}
+
+/// Bits `i .. i + n` of `bits` (1 ≤ n ≤ 64), bit i the lowest; `bits` has a word after bit i's.
+#[inline(always)]
+fn take_bits(bits: &[u64], i: usize, n: u32) -> u64 {
+    let (word, off) = (i / 64, (i % 64) as u32);
+    // `<< 1 << (63 - off)`: no shift by 64 where off is 0.
+    let v = bits[word] >> off | bits[word + 1] << 1 << (63 - off);
+    if n == 64 {
+        v
+    } else {
+        v & ((1 << n) - 1)
     }
 }
 
@@ -411,6 +807,114 @@ mod tests {
         assert_eq!(p.cpu(&f).unwrap(), vec![Segment { x0: 7, y0: 0, x1: 7, y1: 89, votes: 80 }]);
         let split = HoughSegments { max_gap: 9, ..p }.cpu(&f).unwrap();
         assert_eq!(split.len(), 2, "{split:?}");
+    }
+
+    /// The walks ahead, in batches on the pool's threads, give the segments of walking every
+    /// line in order, whatever the threads; a frame whose walks need more than the budget is
+    /// refused, naming the threshold.
+    #[test]
+    fn threads_agree_and_the_budget_holds() {
+        let mut rng = fastrand::Rng::with_seed(29);
+        let (w, h) = (203, 157);
+        let mut on: Vec<_> = (0..w * h / 20).map(|_| (rng.usize(..w), rng.usize(..h))).collect();
+        on.extend((0..150).map(|x| (x + 20, 30 + x / 3)));
+        on.extend((0..120).map(|y| (170 - y / 5, y + 10)));
+        let f = frame(w, h, &on);
+        let p = HoughSegments { threshold: 12, min_length: 15, max_gap: 3 };
+        let segs = p.cpu(&f).unwrap();
+        assert!(segs.len() >= 2, "{segs:?}");
+        crate::parallel::testing::same_on_each_pool("hough-segments", || p.cpu(&f).unwrap());
+        let space = HoughSegments::space(&f).unwrap();
+        let acc = HoughVote::votes_cpu(&space, &f).unwrap();
+        let e = p.segments_within(&space, acc, &f, 1000).unwrap_err();
+        let text = e.naming(|n| n);
+        assert!(text.contains("threshold 12") && text.contains("more than 1000 steps"), "{text}");
+    }
+
+    /// The rules of the module's documentation followed as written, one line at a time on the
+    /// samples themselves: no batches, bit maps, runs or tiles.
+    fn walking_each_line(p: &HoughSegments, f: &Frame) -> Vec<Segment> {
+        let space = HoughSegments::space(f).unwrap();
+        let mut acc = HoughVote::votes_cpu(&space, f).unwrap();
+        let (w, h) = (f.width, f.height);
+        let Pixels::U8(px) = &f.pixels else { unreachable!() };
+        let mut edge: Vec<bool> = px.iter().map(|&v| v != 0).collect();
+        let is_edge =
+            |edge: &[bool], (x, y): (i64, i64)| inside(x, y, w, h) && edge[y as usize * w + x as usize];
+        let take_back = TakeBack::new(&space);
+        let (threshold, mut walked, mut found) = (p.threshold.max(1), vec![false; acc.len()], Vec::new());
+        loop {
+            let mut peaks: Vec<usize> = (0..acc.len())
+                .filter(|&i| !walked[i] && acc[i] >= threshold && is_peak(&space, &acc, i))
+                .collect();
+            peaks.sort_by_key(|&i| (u32::MAX - acc[i], i));
+            let kept = found.len();
+            for &i in &peaks {
+                if acc[i] < threshold {
+                    continue;
+                }
+                walked[i] = true;
+                let walk = HoughSegments::walk(&space, i);
+                let hits: Vec<(i64, (i64, i64))> = (0..walk.steps)
+                    .filter_map(|k| {
+                        BAND.iter().map(|&a| walk.pixel(k, a)).find(|&q| is_edge(&edge, q)).map(|q| (k, q))
+                    })
+                    .collect();
+                for run in hits.chunk_by(|a, b| b.0 - a.0 - 1 <= i64::from(p.max_gap)) {
+                    let ((k0, (x0, y0)), (k1, (x1, y1))) = (run[0], run[run.len() - 1]);
+                    if x0.abs_diff(x1).max(y0.abs_diff(y1)) < u64::from(p.min_length) {
+                        continue;
+                    }
+                    for q in (k0..=k1).flat_map(|k| BAND.map(|a| walk.pixel(k, a))) {
+                        if is_edge(&edge, q) {
+                            edge[q.1 as usize * w + q.0 as usize] = false;
+                            take_back.pixels(&mut acc, &[(q.0 as u32, q.1 as u32)]);
+                        }
+                    }
+                    let votes = run.len() as u32;
+                    found.push(Segment { x0: x0 as u32, y0: y0 as u32, x1: x1 as u32, y1: y1 as u32, votes });
+                }
+            }
+            if found.len() == kept {
+                return found;
+            }
+        }
+    }
+
+    /// The walks ahead (batches, threads, bit maps, runs, skipped tiles) give the segments of
+    /// walking each line in turn, on random edge maps of several densities and sizes, with
+    /// straight runs among the noise.
+    #[test]
+    fn the_walks_ahead_are_each_lines_walk() {
+        let mut rng = fastrand::Rng::with_seed(2929);
+        for round in 0..12 {
+            let (w, h) = (rng.usize(1..260), rng.usize(1..260));
+            let density = [0.002, 0.02, 0.1, 0.3][round % 4];
+            let mut on: Vec<_> =
+                (0..((w * h) as f64 * density) as usize).map(|_| (rng.usize(..w), rng.usize(..h))).collect();
+            for _ in 0..rng.usize(0..6) {
+                let (x0, y0, dx, dy) =
+                    (rng.f64() * w as f64, rng.f64() * h as f64, rng.f64() - 0.5, rng.f64() - 0.5);
+                for t in 0..400 {
+                    let (x, y) = (x0 + dx * t as f64, y0 + dy * t as f64);
+                    if x >= 0.0 && y >= 0.0 && (x as usize) < w && (y as usize) < h && rng.u32(..10) > 0 {
+                        on.push((x as usize, y as usize));
+                    }
+                }
+            }
+            let f = frame(w, h, &on);
+            for p in [
+                HoughSegments::default(),
+                HoughSegments { threshold: 8, min_length: 6, max_gap: 2 },
+                HoughSegments { threshold: 1, min_length: 0, max_gap: 0 },
+            ] {
+                assert_eq!(
+                    p.cpu(&f).unwrap(),
+                    walking_each_line(&p, &f),
+                    "{w}x{h}, density {density}, {p:?}"
+                );
+            }
+        }
     }
 
     #[test]
