@@ -6,6 +6,9 @@
     report.py --issue28 DIR [DIR...] --md docs/BENCHMARKS.md
         issue 28's section alone (scripts/bench/issue28's JSON lines: kernels-28.jsonl, tools-28.jsonl,
         skimage-28.jsonl, meta-28.json), put in the kept block as --issue27 puts its own.
+    report.py --issue29 DIR [DIR...] --md docs/BENCHMARKS.md
+        issue 29's section alone (scripts/bench/issue29's JSON lines: kernels-29.jsonl,
+        segments-29.jsonl, tools-29.jsonl, meta-29.json), put in the kept block as --issue27 puts its own.
         issue 27's section alone (scripts/bench/issue27's JSON lines: kernels-27.jsonl,
         skimage-27.jsonl, tools-27*.jsonl, meta-27.json, in one folder or several), put in the
         report's kept block (replacing the one there): the rest of the report is left as it is.
@@ -649,6 +652,142 @@ def issue28(dirs):
     return L
 
 
+SECTION_29 = "## Issue 29: straight lines people can use (hough-segments)"
+# The benchmark's contents; any other content of issue 29's lines is a photo (scripts/bench/issue29).
+CONTENTS_29 = ("real", "random")
+BACKENDS_29 = ["histopipe-cpu", "histopipe-gpu", "histopipe-auto", "opencv-python"]
+MAX_SEGMENTS_29 = 1 << 16  # hough-segments keeps at most this many a frame (crates/ops/src/hough/segments.rs)
+
+
+def issue29(dirs):
+    """Issue 29's section (Markdown lines) from scripts/bench/issue29's JSON lines in `dirs`."""
+    rows, meta = issue_results(dirs, "29")
+    k = Kernels(rows)
+    op = "hough-segments"
+    not_run = {(r["impl"], r["width"], r["height"], r["content"]) for r in rows if r.get("suite") == "not-run"}
+    counts = {(r["width"], r["height"], r["content"]): r for r in rows if r.get("suite") == "segments"}
+    tools = [r for r in rows if "kind" in r]
+    # The benchmark's frames by size, then the photos.
+    cases = sorted(set(k.cases(op)) | set(k.cases("hough")) | set(counts),
+                   key=lambda c: (c[2] not in CONTENTS_29, c[0] * c[1], c[0], c[2] != "real", c[2]))
+    mpx = lambda key: f"{meta[key] / 1e6:.1f} M" if isinstance(meta.get(key), int) else "?"
+    cuda = bool(k.get(op, "opencv-cuda"))
+    max_lines = meta.get("npp_max_lines")
+    L = [SECTION_29, ""]
+    L.append(f"Measured by `{meta.get('command', 'scripts/bench/issue29')}` on {meta.get('gpu', '?')}, "
+             f"{meta.get('cpu', '?')} ({meta.get('threads', '?')} threads), commit {meta.get('commit', '?')}, "
+             f"{meta.get('date', '?')}, OpenCV {meta.get('opencv', '?')}; the report by "
+             f"`scripts/bench/report.py --issue29`.")
+    L.append("")
+    L.append("Every implementation ran on the same edge maps: OpenCV's Canny (50/150) of the benchmark's frames "
+             "(`real`: camera.pgm scaled up by nearest neighbour; `random`: uniform bytes, about 37% edges) and "
+             "of real photos read as gray by OpenCV (rocket.jpg, astronaut.png, and rocket.jpg scaled to "
+             "3840x2160, bilinear). Ours: `hough-segments` with its defaults (threshold 50, min length 50, max "
+             "gap 10) through histopipe-bench; GPU with CUDA events (median after warm-up), the edge map "
+             "already on the device, the votes on the GPU and the walks on the host, the counters read back "
+             "in each run; CPU on all threads and, up to "
+             f"{mpx('cpu1_max_pixels')} pixels, on one (host clock). OpenCV: "
+             "`cv2.HoughLinesP(edges, 1, pi/180, 50, minLineLength=50, maxLineGap=10)` in process on all "
+             "threads (`scripts/bench/cpu_peers.py`); on random edge maps of more than "
+             f"{mpx('random_max_pixels')} pixels it is not run (seconds a call). NPP has no segment "
+             "detector: its `FilterHoughLine` (rho 1 pixel, theta 1 degree, threshold 50, at most "
+             f"{max_lines or '?'} lines; `scripts/bench/peers.cu`) finds lines alone, less work than ours. "
+             + ("OpenCV's CUDA `HoughSegmentDetector` ran where this cv2 has it (`opencv-cuda`, host clock "
+                "up to its stream's end). " if cuda else
+                f"OpenCV's CUDA module is absent from this machine's cv2 ({meta.get('opencv_cuda_absent', '?')}): "
+                "no `cv2.cuda` segment detector to time. ")
+             + "Whole commands: process wall time, median of several runs after one, CUDA start-up included; "
+             "the Python script is what a user writes (cv2.imread as gray, Canny 50/150 for a photo, "
+             "HoughLinesP, np.savetxt), interpreter start and imports included.")
+    L.append("")
+    checks = []
+    for w, h, c in cases:
+        g, cpu, cv = (k.get(op, i, w, h, c) for i in ("histopipe-gpu", "histopipe-cpu", "opencv-all"))
+        absent = " (HoughLinesP not run)" if ("opencv-all", w, h, c) in not_run else ""
+        check(checks, "GPU `hough-segments` faster than OpenCV HoughLinesP (all threads): GPU/OpenCV",
+              f"{w}x{h} {c}{absent}", ratio(g, cv), 1)
+    for w, h, c in cases:
+        check(checks, "GPU `hough-segments` faster than NPP FilterHoughLine (threshold 50; it finds lines only, "
+              "no segments): GPU/NPP", f"{w}x{h} {c}",
+              ratio(k.get(op, "histopipe-gpu", w, h, c), k.get("hough", "npp", w, h, c)), 1)
+    if cuda:
+        for w, h, c in cases:
+            check(checks, "GPU `hough-segments` faster than OpenCV CUDA HoughSegmentDetector: GPU/OpenCV CUDA",
+                  f"{w}x{h} {c}", ratio(k.get(op, "histopipe-gpu", w, h, c), k.get(op, "opencv-cuda", w, h, c)), 1)
+    else:
+        checks.append(("GPU `hough-segments` faster than OpenCV CUDA HoughSegmentDetector",
+                       f"OpenCV {meta.get('opencv', '?')}: no CUDA module", "–", "≤ 1", "no such peer here"))
+    for w, h, c in cases:
+        absent = " (HoughLinesP not run)" if ("opencv-all", w, h, c) in not_run else ""
+        check(checks, "CPU `hough-segments` (all threads) no slower than HoughLinesP (all threads): CPU/OpenCV",
+              f"{w}x{h} {c}{absent}", ratio(k.get(op, "histopipe-cpu", w, h, c), k.get(op, "opencv-all", w, h, c)), 1)
+    L += ["### Targets", "", "| target | case | measured | required | verdict |", "|---|---|---|---|---|"]
+    L += [table_row(r) for r in checks] + [""]
+
+    def ms(impl, w, h, c, o=op):
+        v = k.get(o, impl, w, h, c)
+        return "not run" if v is None and (impl, w, h, c) in not_run else fmt_ms(v)
+
+    head = ["size", "content", "GPU ms", "CPU ms (all threads)", "CPU ms (1 thread)", "HoughLinesP ms (all threads)",
+            "NPP FilterHoughLine ms"] + (["OpenCV CUDA ms"] if cuda else []) + ["GPU/HoughLinesP", "GPU/NPP",
+                                                                               "CPU/HoughLinesP"]
+    L += ["### Kernels (median ms)", "", table_row(head), "|" + "---|" * len(head)]
+    for w, h, c in cases:
+        g, cpu, cv = (k.get(op, i, w, h, c) for i in ("histopipe-gpu", "histopipe-cpu", "opencv-all"))
+        cells = [f"{w}x{h}", c, fmt_ms(g), fmt_ms(cpu), ms("histopipe-cpu-1", w, h, c), ms("opencv-all", w, h, c),
+                 ms("npp", w, h, c, "hough")] + ([ms("opencv-cuda", w, h, c)] if cuda else [])
+        cells += [fmt_ratio(ratio(g, cv)), fmt_ratio(ratio(g, k.get("hough", "npp", w, h, c))), fmt_ratio(ratio(cpu, cv))]
+        L.append(table_row(cells))
+    L.append("")
+    if counts:
+        L += ["### Segments found on each edge map", "",
+              "Ours on both backends (the tool on the raw edge map; its backends give the same segments by "
+              "construction, which the two columns check), HoughLinesP's, "
+              "the total length of each one's segments, and the lines NPP's FilterHoughLine returns at the "
+              "same threshold.", "",
+              "| size | content | edge pixels | ours (CPU) | ours (GPU) | HoughLinesP | length ours / HoughLinesP | "
+              "NPP lines |", "|---|---|---|---|---|---|---|---|"]
+        for w, h, c in cases:
+            r = counts.get((w, h, c))
+            if not r:
+                continue
+            npp = k.t.get(("hough", "npp", w, h, c), {}).get("lines")
+            npp = "–" if npp is None else f"{npp} (its cap)" if npp == max_lines else npp
+            mine = [r.get("histopipe-" + b, "failed" if f"histopipe-{b}_error" in r else "–") for b in ("cpu", "gpu")]
+            mine = [f"{n} (its cap)" if n == MAX_SEGMENTS_29 else n for n in mine]
+            L.append(table_row([f"{w}x{h}", c, f"{100 * r['edge_fraction']:.2f}%", *mine,
+                                r.get("opencv", "–"),
+                                fmt_ratio(ratio(r.get("histopipe-cpu_length"), r.get("opencv_length"))), npp]))
+        L.append("")
+    if tools:
+        by = {}
+        for t in tools:
+            by.setdefault((t["kind"], t["input"], t["width"], t["height"]), {})[t["impl"]] = t
+        L += ["### Whole commands (wall time, median s)", "",
+              "`edges PHOTO | hough-segments > segs.csv` (our gray and Canny, then ours) and `hough-segments < "
+              "EDGES.pgm > segs.csv` (OpenCV's edge map of the photo, or the benchmark's real frame) with each "
+              "`--backend`, next to the Python script doing the same; segments: what each wrote (ours with "
+              "`--backend cpu`).", "",
+              table_row(["command", "input", "cpu s", "gpu s", "auto s", "Python + OpenCV s", "best ours / OpenCV",
+                         "segments ours / OpenCV"]), "|---|---|---|---|---|---|---|---|"]
+        for (kind, name, w, h), impls in by.items():
+            secs = {i: impls[i].get("median_s") for i in BACKENDS_29 if i in impls}
+            ours = [v for i, v in secs.items() if i != "opencv-python" and v is not None]
+            cells = [kind, f"{name} {w}x{h}"]
+            cells += [f"{secs[i]:.3f}" if secs.get(i) is not None else ("failed" if i in impls else "–")
+                      for i in BACKENDS_29]
+            mine, theirs = impls.get("histopipe-cpu", {}).get("segments"), impls.get("opencv-python", {}).get("segments")
+            cells += [fmt_ratio(ratio(min(ours) if ours else None, secs.get("opencv-python"))),
+                      f"{'–' if mine is None else mine} / {'–' if theirs is None else theirs}"]
+            L.append(table_row(cells))
+        failed = [t for t in tools if "error" in t]
+        if failed:
+            L += ["", "Failed: " + "; ".join(f"{t['kind']} {t['input']} {t['impl']}: "
+                                             f"{t['error'].split(': exit ', 1)[-1].strip()[:160]}" for t in failed)]
+        L.append("")
+    return L
+
+
 def put_section(md, section, title):
     """`section` into the report's kept block, in place of the one titled `title` (or before its end)."""
     with open(md) as f:
@@ -676,17 +815,20 @@ def main():
     p.add_argument("--command", default="scripts/bench/run")
     p.add_argument("--issue27", nargs="+", metavar="DIR", help="issue 27's section alone (see above)")
     p.add_argument("--issue28", nargs="+", metavar="DIR", help="issue 28's section alone (see above)")
+    p.add_argument("--issue29", nargs="+", metavar="DIR", help="issue 29's section alone (see above)")
     a = p.parse_args()
-    if a.issue27 or a.issue28:
+    if a.issue27 or a.issue28 or a.issue29:
         if a.issue27:
             put_issue27(a.md, issue27(a.issue27))
         if a.issue28:
             put_section(a.md, issue28(a.issue28), SECTION_28)
-        print(f"report: wrote issue {'27' if a.issue27 else ''}{' and ' if a.issue27 and a.issue28 else ''}"
-              f"{'28' if a.issue28 else ''}'s section into {a.md}")
+        if a.issue29:
+            put_section(a.md, issue29(a.issue29), SECTION_29)
+        done = [n for n, d in (("27", a.issue27), ("28", a.issue28), ("29", a.issue29)) if d]
+        print(f"report: wrote issue {' and '.join(done)}'s section into {a.md}")
         return
     if not a.results or not a.plot:
-        p.error("--results and --plot are required (or --issue27, --issue28)")
+        p.error("--results and --plot are required (or --issue27, --issue28, --issue29)")
     kern = Kernels(load_jsonl(os.path.join(a.results, "kernels.jsonl")))
     tools = [t for t in load_jsonl(os.path.join(a.results, "tools.jsonl")) if t.get("suite") == "tool"]
     streams = [s for s in load_jsonl(os.path.join(a.results, "streams.jsonl")) if s.get("suite") == "stream"]
