@@ -60,10 +60,10 @@ const SHIFT: u32 = 16;
 /// after a batch of which at least half the steps were used, half as many after one of which
 /// less was (its walks' candidates fell under the threshold before their turn), within these
 /// bounds. At most 4 bytes of memory a step.
-const BATCH_STEPS: (u64, u64) = (1 << 16, 1 << 24);
+const BATCH_STEPS: (u64, u64) = (1 << 17, 1 << 24);
 
 /// Steps worth a part of their own on the pool (about 0.2 ms of one thread's walking).
-const MIN_PART_STEPS: usize = 1 << 17;
+const MIN_PART_STEPS: usize = 1 << 14;
 
 /// `hough-segments`: segments of an edge map (non-zero samples are edges).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -380,7 +380,7 @@ impl HoughSegments {
         }
         let mut edges = with_samples!(&frame.pixels, v => EdgeBits::new(v, w, h));
         let threshold = self.threshold.max(1);
-        let take_back = TakeBack::new(space);
+        let mut take_back = TakeBack::new(space);
         let all = budget;
         let mut found = Vec::new();
         // The pixels of a line's kept segments, taken back from the accumulator together.
@@ -389,6 +389,7 @@ impl HoughSegments {
         let mut walked = vec![false; acc.len()];
         let mut batch_steps = BATCH_STEPS.0;
         loop {
+            take_back.flush(&mut acc);
             live.retain(|&i| !walked[i] && acc[i] >= threshold);
             let mut peaks: Vec<u64> = live
                 .iter()
@@ -422,7 +423,7 @@ impl HoughSegments {
                 let mut used = 0;
                 for ((i, walk), mut hits) in batch.into_iter().zip(ahead) {
                     // The votes left once the pixels of the segments kept so far are taken back.
-                    if acc[i] < threshold {
+                    if take_back.under(&acc, i, threshold) {
                         continue;
                     }
                     walked[i] = true;
@@ -437,8 +438,12 @@ impl HoughSegments {
                     used += walk.steps as u64;
                     walk.update(&mut hits, &edges);
                     let full = self.keep(&walk, &hits, &mut edges, &mut found, &mut taken);
-                    take_back.pixels(&mut acc, &taken);
-                    taken.clear();
+                    for (x, y) in taken.drain(..) {
+                        take_back.push(x, y);
+                    }
+                    if take_back.full() {
+                        take_back.flush(&mut acc);
+                    }
                     if full {
                         return Ok(found);
                     }
@@ -519,6 +524,9 @@ fn walk_ahead(batch: &[(usize, Walk)], edges: &EdgeBits, budget: u64, steps: u64
 
 /// Takes the votes of edge pixels back from an accumulator, as OpenCV's walk does for the
 /// pixels of a segment it keeps: the cells [`HoughVote`]'s CPU votes counted, by its arithmetic.
+/// Lazily: removed pixels wait in `pending` until [`TakeBack::flush`] takes them back from every
+/// row at once, the rows split over the pool's threads; meanwhile [`TakeBack::under`] gives a
+/// cell's exact votes, less the pending pixels' share of them.
 struct TakeBack {
     cos: Vec<f32>,
     sin: Vec<f32>,
@@ -527,7 +535,18 @@ struct TakeBack {
     /// Each angle's cell of distance 0 less [`ROUND_MAGIC_BITS`], where [`ROUND_MAGIC`] rounds
     /// every vote exactly (as `vote_rounded`, which spares `round_ties_even`'s library call).
     base: Option<Vec<u32>>,
+    /// The removed pixels whose votes are still in the accumulator, and their coordinates as
+    /// the votes' arithmetic takes them.
+    pending: Vec<(u32, u32)>,
+    xs: Vec<f32>,
+    ys: Vec<f32>,
 }
+
+/// Pending pixels at most before [`TakeBack::flush`]: [`TakeBack::under`] reads them all.
+const PENDING: usize = 1024;
+
+/// Votes worth a part of their own on the pool when taking back.
+const MIN_PART_VOTES: usize = 1 << 16;
 
 impl TakeBack {
     fn new(space: &HoughSpace) -> TakeBack {
@@ -536,66 +555,76 @@ impl TakeBack {
         let base = (rhos <= MAGIC_MAX_RHOS).then(|| {
             (0..cos.len()).map(|n| ((n * rhos + offset) as u32).wrapping_sub(ROUND_MAGIC_BITS)).collect()
         });
-        TakeBack { cos, sin, rhos, offset, base }
+        TakeBack { cos, sin, rhos, offset, base, pending: Vec::new(), xs: Vec::new(), ys: Vec::new() }
     }
 
-    /// Takes the votes of edge pixels `pixels` back from `acc`.
-    fn pixels(&self, acc: &mut [u32], pixels: &[(u32, u32)]) {
-        let (cos, sin) = (&self.cos, &self.sin);
+    /// The column of pixel (x, y)'s vote at angle `n`.
+    #[inline(always)]
+    fn column(&self, n: usize, x: u32, y: u32) -> usize {
+        let (c, s) = (self.cos[n], self.sin[n]);
         match &self.base {
             Some(base) => {
-                #[cfg(target_arch = "x86_64")]
-                if std::arch::is_x86_feature_detected!("avx2") {
-                    // SAFETY: the CPU has AVX2.
-                    unsafe { take_back_rounded_avx2(cos, sin, base, acc, pixels) };
-                    return;
-                }
-                take_back_rounded(cos, sin, base, acc, pixels);
+                let cell = (x as f32 * c + y as f32 * s + ROUND_MAGIC).to_bits().wrapping_add(base[n]);
+                cell as usize - n * self.rhos
             }
-            None => {
-                for &(x, y) in pixels {
-                    for (n, (&c, &s)) in cos.iter().zip(sin).enumerate() {
-                        let column = vote_column(x as usize, y as usize, c, s, self.offset) as usize;
-                        let cell = &mut acc[n * self.rhos + column];
-                        *cell = cell.saturating_sub(1);
-                    }
-                }
-            }
+            None => vote_column(x as usize, y as usize, c, s, self.offset) as usize,
         }
     }
-}
 
-/// [`take_back_rounded`] compiled for AVX2.
-///
-/// # Safety
-/// The CPU has AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn take_back_rounded_avx2(
-    cos: &[f32],
-    sin: &[f32],
-    base: &[u32],
-    acc: &mut [u32],
-    pixels: &[(u32, u32)],
-) {
-    take_back_rounded(cos, sin, base, acc, pixels)
-}
+    /// Removed pixel (x, y), its votes to be taken back.
+    fn push(&mut self, x: u32, y: u32) {
+        self.pending.push((x, y));
+        self.xs.push(x as f32);
+        self.ys.push(y as f32);
+    }
 
-/// Takes the votes of `pixels` back from `acc`, each computed as `vote_rounded` computes it
-/// (`base`: [`TakeBack::base`]): all angles' cells of a pixel in a loop that vectorizes, then
-/// their decrements.
-#[inline(always)]
-fn take_back_rounded(cos: &[f32], sin: &[f32], base: &[u32], acc: &mut [u32], pixels: &[(u32, u32)]) {
-    let mut cells = vec![0u32; base.len()];
-    for &(x, y) in pixels {
-        let (xf, yf) = (x as f32, y as f32);
-        for (((cell, &c), &s), &b) in cells.iter_mut().zip(cos).zip(sin).zip(base) {
-            *cell = (xf * c + yf * s + ROUND_MAGIC).to_bits().wrapping_add(b);
+    /// Whether cell `i` has fewer than `threshold` votes once the pending pixels' are taken back.
+    fn under(&self, acc: &[u32], i: usize, threshold: u32) -> bool {
+        let votes = acc[i] as usize;
+        // Each pending pixel holds at most one of the cell's votes.
+        if votes < threshold as usize || votes.saturating_sub(self.pending.len()) >= threshold as usize {
+            return votes < threshold as usize;
         }
-        for &cell in &cells {
-            let v = &mut acc[cell as usize];
-            *v = v.saturating_sub(1);
+        let (n, column) = (i / self.rhos, i % self.rhos);
+        let theirs = match &self.base {
+            // The cell's rounded sum's bits, compared in a loop that vectorizes.
+            Some(base) => {
+                let bits = (i as u32).wrapping_sub(base[n]);
+                let (c, s) = (self.cos[n], self.sin[n]);
+                let on =
+                    |(&x, &y): (&f32, &f32)| usize::from((x * c + y * s + ROUND_MAGIC).to_bits() == bits);
+                self.xs.iter().zip(&self.ys).map(on).sum()
+            }
+            None => self.pending.iter().filter(|&&(x, y)| self.column(n, x, y) == column).count(),
+        };
+        votes - theirs < threshold as usize
+    }
+
+    /// Whether enough pixels wait for [`TakeBack::flush`].
+    fn full(&self) -> bool {
+        self.pending.len() >= PENDING
+    }
+
+    /// Takes the pending pixels' votes back from `acc` (`cos.len()` rows of `rhos`).
+    fn flush(&mut self, acc: &mut [u32]) {
+        if self.pending.is_empty() {
+            return;
         }
+        let this = &*self;
+        let rows = this.cos.len();
+        let parts = parallel::parts(this.pending.len() * rows, MIN_PART_VOTES);
+        parallel::for_each_part(acc, rows.div_ceil(parts) * this.rhos, |first, part| {
+            for (r, row) in part.chunks_mut(this.rhos).enumerate() {
+                let n = first / this.rhos + r;
+                for &(x, y) in &this.pending {
+                    let cell = &mut row[this.column(n, x, y)];
+                    *cell = cell.saturating_sub(1);
+                }
+            }
+        });
+        self.pending.clear();
+        self.xs.clear();
+        self.ys.clear();
     }
 }
 
@@ -761,11 +790,6 @@ impl Op for HoughSegments {
         let acc = with_samples!(&frame.pixels, v => gpu_votes(gpu, &space, v))?;
         self.segments(&space, acc, frame)
     }
-
-    /// The votes visit each pixel once per angle, as `hough-vote`'s.
-    fn visits_per_pixel(&self, frame: &Frame) -> f64 {
-        Self::space(frame).map_or(1.0, |s| s.thetas as f64)
-    }
 }
 
 /// The u32 accumulator of `input` voted on the GPU.
@@ -868,7 +892,11 @@ mod tests {
                     for q in (k0..=k1).flat_map(|k| BAND.map(|a| walk.pixel(k, a))) {
                         if is_edge(&edge, q) {
                             edge[q.1 as usize * w + q.0 as usize] = false;
-                            take_back.pixels(&mut acc, &[(q.0 as u32, q.1 as u32)]);
+                            for n in 0..space.thetas {
+                                let cell =
+                                    &mut acc[n * space.rhos + take_back.column(n, q.0 as u32, q.1 as u32)];
+                                *cell -= 1;
+                            }
                         }
                     }
                     let votes = run.len() as u32;
