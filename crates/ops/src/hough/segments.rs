@@ -242,14 +242,6 @@ impl Walk {
                     k += skip;
                     continue;
                 }
-                if !edges.near(x, y) {
-                    // No edge near this tile: skip to its end along the major axis, if the line
-                    // is still in it there (else one step).
-                    let end = (k + (TILE - t % TILE) as i64).min(self.steps);
-                    let last = (self.minor + (end - 1) * self.slope) >> SHIFT;
-                    k = if last as usize / TILE == m as usize / TILE { end } else { k + 1 };
-                    continue;
-                }
             }
             let band = if m >= 1 && m + 1 < minor_len as i64 {
                 take_bits(bits, t * minor_len + m as usize - 1, 3)
@@ -545,8 +537,11 @@ struct TakeBack {
 /// Pending pixels at most before [`TakeBack::flush`]: [`TakeBack::under`] reads them all.
 const PENDING: usize = 1024;
 
-/// Votes worth a part of their own on the pool when taking back.
-const MIN_PART_VOTES: usize = 1 << 16;
+/// Votes worth a part of their own on the pool when taking back (a few microseconds).
+const MIN_PART_VOTES: usize = 1 << 12;
+
+/// Words of [`EdgeBits`] worth a part of their own on the pool.
+const MIN_PART_WORDS: usize = 1 << 12;
 
 impl TakeBack {
     fn new(space: &HoughSpace) -> TakeBack {
@@ -636,43 +631,40 @@ struct EdgeBits {
     h: usize,
     rows: Vec<u64>,
     cols: Vec<u64>,
-    /// One bit a [`TILE`] x [`TILE`] tile (row-major): whether an edge was within one pixel of
-    /// it when the map was made (removed edges leave it set).
-    near: Vec<u64>,
     /// Each tile's Chebyshev distance in tiles to the nearest tile with an edge when the map was
     /// made, at most 255.
     far: Vec<u8>,
     tiles_w: usize,
 }
 
-/// The side of [`EdgeBits::near`]'s tiles.
+/// The side of [`EdgeBits::far`]'s tiles.
 const TILE: usize = 8;
 
 impl EdgeBits {
-    /// The non-zero samples of the `w x h` frame `px`.
+    /// The non-zero samples of the `w x h` frame `px`, each layout's words on the pool's
+    /// threads.
     fn new<T: Sample>(px: &[T], w: usize, h: usize) -> EdgeBits {
+        let n = w * h;
         // One word more than the bits: [`take_bits`] reads the word after a bit's.
-        let words = (w * h).div_ceil(64) + 1;
+        let words = n.div_ceil(64) + 1;
         let (mut rows, mut cols) = (vec![0u64; words], vec![0u64; words]);
-        let (tiles_w, tiles_h) = (w.div_ceil(TILE), h.div_ceil(TILE));
-        let mut near = vec![0u64; (tiles_w * tiles_h).div_ceil(64)];
-        for (i, &p) in px.iter().take(w * h).enumerate() {
-            if p.into() != 0 {
-                let (y, x) = (i / w, i % w);
-                rows[i / 64] |= 1 << (i % 64);
-                let c = x * h + y;
-                cols[c / 64] |= 1 << (c % 64);
-                // The tiles of the pixels next to it, itself included.
-                for ty in y.saturating_sub(1) / TILE..=((y + 1) / TILE).min(tiles_h - 1) {
-                    for tx in x.saturating_sub(1) / TILE..=((x + 1) / TILE).min(tiles_w - 1) {
-                        let t = ty * tiles_w + tx;
-                        near[t / 64] |= 1 << (t % 64);
+        let len = words.div_ceil(parallel::parts(words, MIN_PART_WORDS));
+        // Bit i of a layout is the sample at `at(i)`.
+        let fill = |bits: &mut [u64], at: &(dyn Fn(usize) -> usize + Sync)| {
+            parallel::for_each_part(bits, len, |first, part| {
+                for (j, word) in part.iter_mut().enumerate() {
+                    let start = (first + j) * 64;
+                    for i in start..(start + 64).min(n) {
+                        *word |= u64::from(px[at(i)].into() != 0) << (i - start);
                     }
                 }
-            }
-        }
+            })
+        };
+        fill(&mut rows, &|i| i);
+        fill(&mut cols, &|c| c % h * w + c / h);
+        let (tiles_w, tiles_h) = (w.div_ceil(TILE), h.div_ceil(TILE));
         let far = tile_distances(&rows, w, h, tiles_w, tiles_h);
-        EdgeBits { w, h, rows, cols, near, far, tiles_w }
+        EdgeBits { w, h, rows, cols, far, tiles_w }
     }
 
     /// How many steps a walk at pixel (x, y) of the frame may skip, if more than none: the
@@ -684,13 +676,6 @@ impl EdgeBits {
     fn no_edge_for(&self, x: usize, y: usize) -> Option<i64> {
         let d = self.far[y / TILE * self.tiles_w + x / TILE];
         (d >= 2).then(|| (TILE * (d as usize - 1)) as i64)
-    }
-
-    /// Whether an edge may be within one pixel of the tile of (x, y), a pixel of the frame.
-    #[inline(always)]
-    fn near(&self, x: usize, y: usize) -> bool {
-        let t = y / TILE * self.tiles_w + x / TILE;
-        self.near[t / 64] >> (t % 64) & 1 != 0
     }
 
     /// Whether (x, y) is in the frame and an edge.
