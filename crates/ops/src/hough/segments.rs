@@ -411,9 +411,9 @@ impl HoughSegments {
                         batch.push((i, walk));
                     }
                 }
-                let ahead = walk_ahead(&batch, &edges, budget, steps);
+                let ahead = self.walk_ahead(&batch, &edges, budget, steps);
                 let mut used = 0;
-                for ((i, walk), mut hits) in batch.into_iter().zip(ahead) {
+                for ((i, walk), hits) in batch.into_iter().zip(ahead) {
                     // The votes left once the pixels of the segments kept so far are taken back.
                     if take_back.under(&acc, i, threshold) {
                         continue;
@@ -428,6 +428,7 @@ impl HoughSegments {
                     }
                     budget -= walk.steps as u64;
                     used += walk.steps as u64;
+                    let Some(mut hits) = hits else { continue };
                     walk.update(&mut hits, &edges);
                     let full = self.keep(&walk, &hits, &mut edges, &mut found, &mut taken);
                     for (x, y) in taken.drain(..) {
@@ -449,6 +450,47 @@ impl HoughSegments {
             }
         }
         Ok(found)
+    }
+
+    /// Each walk of `batch` (`steps` in all) on `edges`, on the pool's threads: its steps with
+    /// an edge pixel; none for a walk over `budget`, which is not walked; `None` for a walk none
+    /// of whose runs can ever make a kept segment ([`HoughSegments::may_keep`]).
+    fn walk_ahead(
+        &self,
+        batch: &[(usize, Walk)],
+        edges: &EdgeBits,
+        budget: u64,
+        steps: u64,
+    ) -> Vec<Option<Vec<Hit>>> {
+        let parts = parallel::parts(steps.min(usize::MAX as u64) as usize, MIN_PART_STEPS);
+        let len = batch.len().div_ceil(parts.max(1));
+        let hits = |(_, walk): &(usize, Walk)| match walk.steps as u64 > budget {
+            true => Some(Vec::new()),
+            false => Some(walk.hits(edges)).filter(|hits| self.may_keep(hits)),
+        };
+        parallel::map_parts(batch, len, |_, part| part.iter().map(hits).collect::<Vec<_>>())
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
+    /// Whether a segment may be kept from `hits`, a walk's steps with an edge pixel, now or once
+    /// edge pixels are removed: removals only take steps away (runs split, never join), and
+    /// move a step's pixel at most one across, so a run of steps s0..s1 gives ends at most
+    /// s1 − s0 apart along the major axis and s1 − s0 + 2 along the minor one (the line moves at
+    /// most a pixel across a step).
+    fn may_keep(&self, hits: &[Hit]) -> bool {
+        let mut start = 0;
+        for j in 1..=hits.len() {
+            if j < hits.len() && hits[j].step() - hits[j - 1].step() - 1 <= i64::from(self.max_gap) {
+                continue;
+            }
+            if hits[j - 1].step() - hits[start].step() + 2 >= i64::from(self.min_length) {
+                return true;
+            }
+            start = j;
+        }
+        false
     }
 
     /// The walk of accumulator cell `i`'s line.
@@ -499,19 +541,6 @@ impl HoughSegments {
         }
         false
     }
-}
-
-/// Each walk of `batch` (`steps` in all) on `edges` (`w x h`), on the pool's threads: its steps
-/// with an edge pixel; none for a walk over `budget`, which is not walked.
-fn walk_ahead(batch: &[(usize, Walk)], edges: &EdgeBits, budget: u64, steps: u64) -> Vec<Vec<Hit>> {
-    let parts = parallel::parts(steps.min(usize::MAX as u64) as usize, MIN_PART_STEPS);
-    let len = batch.len().div_ceil(parts.max(1));
-    let hits =
-        |(_, walk): &(usize, Walk)| if walk.steps as u64 > budget { Vec::new() } else { walk.hits(edges) };
-    parallel::map_parts(batch, len, |_, part| part.iter().map(hits).collect::<Vec<_>>())
-        .into_iter()
-        .flatten()
-        .collect()
 }
 
 /// Takes the votes of edge pixels back from an accumulator, as OpenCV's walk does for the
