@@ -1,6 +1,6 @@
 use super::classify::{classify_row, Thresholds};
 use super::cpu::push_strong;
-use super::gpu::{nms_tiles, NMS_BLOCK, NMS_TILE};
+use super::gpu::{nms_tiles, LINK_WARPS, NMS_BLOCK, NMS_TILE};
 use super::*;
 use crate::parallel;
 use histopipe_gpu::kernels;
@@ -108,6 +108,7 @@ fn tile_shapes_match_the_kernel() {
         ("CANNY_TH", NMS_TILE.1),
         ("CANNY_BX", NMS_BLOCK.0),
         ("CANNY_BY", NMS_BLOCK.1),
+        ("CANNY_LINK_WARPS", LINK_WARPS),
     ] {
         assert!(text.contains(&format!("#define {name} {v}\n")), "{name} is not {v} in canny.cu");
     }
@@ -128,8 +129,10 @@ fn the_gpu_takes_frames_of_fewer_than_2_to_the_32_pixels_of_any_shape() {
         assert!(!Canny::gpu_size_ok(w, h), "{w}x{h}");
         assert!(Canny::checked_tiles(w, h).unwrap_err().to_string().contains("fewer than 2^32 pixels"));
     }
-    assert_eq!(Canny::strong_words(0), 0);
-    assert_eq!(Canny::strong_words(most), 1 << 27);
+    assert_eq!(Canny::bit_words(1, most), most);
+    assert_eq!(Canny::bit_words(most, 1), 1 << 27);
+    assert_eq!(Canny::bit_words(33, 7), 14);
+    assert_eq!(Canny::active_len(nms_tiles(1, most).unwrap()), most.div_ceil(16) + 1);
 }
 
 /// Split over any number of threads, the edges are the one thread's: random frames (dense,
@@ -164,4 +167,305 @@ fn blur_weights_sum_to_one() {
     assert!((k.iter().map(|&v| v as f64).sum::<f64>() - 1.0).abs() < 1e-6);
     let flat = blur_cpu(&[77; 12], 4, 3, &k);
     assert!(flat.iter().all(|&v| v == 77));
+}
+
+/// A model on the CPU of the GPU's hysteresis (canny.cu: canny_grow, canny_touched, canny_link),
+/// lane for lane: a tile is 32 lanes, lane l row l / 2, half l % 2, 64 pixels each.
+mod bit_model {
+    const TW: usize = 128;
+    const TH: usize = 16;
+
+    fn fill(kept: u64, seeds: u64) -> u64 {
+        ((kept.wrapping_add(seeds) ^ kept) | seeds) & kept
+    }
+
+    /// canny_grow over the 32 lanes of a tile.
+    fn grow(
+        kept: &[u64; 32],
+        mut edge: [u64; 32],
+        above: [u64; 2],
+        below: [u64; 2],
+        side: &[u64; 32],
+    ) -> [u64; 32] {
+        loop {
+            let v: Vec<u64> = (0..32)
+                .map(|l| {
+                    let up = if l < 2 { above[l] } else { edge[l - 2] };
+                    let down = if l >= 30 { below[l - 30] } else { edge[l + 2] };
+                    edge[l] | up | down
+                })
+                .collect();
+            let mut grown = [0u64; 32];
+            for l in 0..32 {
+                let other = v[l ^ 1];
+                let (left, right) = if l & 1 == 1 { (other >> 63, side[l]) } else { (side[l], other & 1) };
+                let d = v[l] | v[l] << 1 | v[l] >> 1 | left | right << 63;
+                let seeds = edge[l] | (d & kept[l]);
+                grown[l] =
+                    fill(kept[l], seeds) | fill(kept[l].reverse_bits(), seeds.reverse_bits()).reverse_bits();
+            }
+            if grown == edge {
+                return edge;
+            }
+            edge = grown;
+        }
+    }
+
+    /// canny_touched: bits UL, U, UR, L, R, DL, D, DR.
+    fn touched(fresh: &[u64; 32]) -> u32 {
+        let mut dirs = 0;
+        for (l, &f) in fresh.iter().enumerate() {
+            let (row, half) = (l / 2, l & 1);
+            let (top, bottom) = (row == 0, row == TH - 1);
+            if f != 0 && top {
+                dirs |= 0x02;
+            }
+            if f != 0 && bottom {
+                dirs |= 0x40;
+            }
+            if (if half == 1 { f >> 63 } else { f & 1 }) != 0 {
+                dirs |= if half == 1 { 0x10 } else { 0x08 };
+                if top {
+                    dirs |= if half == 1 { 0x04 } else { 0x01 };
+                }
+                if bottom {
+                    dirs |= if half == 1 { 0x80 } else { 0x20 };
+                }
+            }
+        }
+        dirs
+    }
+
+    struct Maps {
+        h: usize,
+        words: usize,
+        kept: Vec<u32>,
+        edge: Vec<u32>,
+    }
+
+    impl Maps {
+        fn half(bits: &[u32], words: usize, y: usize, wx: usize) -> u64 {
+            let at = |j: usize| if j < words { bits[y * words + j] as u64 } else { 0 };
+            at(wx) | at(wx + 1) << 32
+        }
+        fn beside(&self, y: usize, x0: usize, wx: usize, half: usize) -> u64 {
+            if half == 1 {
+                if wx + 2 < self.words {
+                    self.edge[y * self.words + wx + 2] as u64 & 1
+                } else {
+                    0
+                }
+            } else if x0 > 0 {
+                (self.edge[y * self.words + wx - 1] >> 31) as u64
+            } else {
+                0
+            }
+        }
+        /// canny_link_tile: returns the directions touched.
+        fn link(&mut self, tile: usize, across: usize) -> u32 {
+            let (x0, y0) = ((tile % across) * TW, (tile / across) * TH);
+            let (mut k, mut e, mut side) = ([0u64; 32], [0u64; 32], [0u64; 32]);
+            let (mut above, mut below, mut b, mut b_above, mut b_below) =
+                ([0; 2], [0; 2], [0u64; 32], [0; 2], [0; 2]);
+            for l in 0..32 {
+                let (row, half) = (l / 2, l & 1);
+                let (y, wx) = (y0 + row, x0 / 32 + 2 * half);
+                if y < self.h {
+                    k[l] = Self::half(&self.kept, self.words, y, wx);
+                    e[l] = Self::half(&self.edge, self.words, y, wx);
+                    b[l] = self.beside(y, x0, wx, half);
+                }
+                if row == 0 && y0 > 0 {
+                    above[half] = Self::half(&self.edge, self.words, y - 1, wx);
+                    b_above[half] = self.beside(y - 1, x0, wx, half);
+                }
+                if row == TH - 1 && y + 1 < self.h {
+                    below[half] = Self::half(&self.edge, self.words, y + 1, wx);
+                    b_below[half] = self.beside(y + 1, x0, wx, half);
+                }
+            }
+            for l in 0..32 {
+                let up = if l < 2 { b_above[l] } else { b[l - 2] };
+                let down = if l >= 30 { b_below[l - 30] } else { b[l + 2] };
+                side[l] = b[l] | up | down;
+            }
+            let grown = grow(&k, e, above, below, &side);
+            let mut fresh = [0u64; 32];
+            for l in 0..32 {
+                fresh[l] = grown[l] & !e[l];
+                let (y, wx) = (y0 + l / 2, x0 / 32 + 2 * (l & 1));
+                for (j, part) in [(wx, fresh[l] as u32), (wx + 1, (fresh[l] >> 32) as u32)] {
+                    if part != 0 {
+                        self.edge[y * self.words + j] |= part;
+                    }
+                }
+            }
+            touched(&fresh)
+        }
+    }
+
+    /// The edges by the model: canny_nms's growth within each tile, then canny_link's claims in
+    /// the order `pick` chooses among the active tiles.
+    pub fn edges(map: &[u8], w: usize, h: usize, rng: &mut fastrand::Rng) -> Vec<bool> {
+        let words = w.div_ceil(32);
+        let (across, down) = (w.div_ceil(TW), h.div_ceil(TH));
+        let mut m = Maps { h, words, kept: vec![0; words * h], edge: vec![0; words * h] };
+        let mut active = vec![false; across * down];
+        let wake = |active: &mut Vec<bool>, dirs: u32, tile: usize| {
+            let (tx, ty) = ((tile % across) as isize, (tile / across) as isize);
+            for d in 0..8 {
+                if dirs >> d & 1 == 0 {
+                    continue;
+                }
+                let bit = 1 << d;
+                let dx = if bit & 0x29 != 0 {
+                    -1
+                } else if bit & 0x94 != 0 {
+                    1
+                } else {
+                    0
+                };
+                let dy = if bit & 0x07 != 0 {
+                    -1
+                } else if bit & 0xe0 != 0 {
+                    1
+                } else {
+                    0
+                };
+                let (ux, uy) = (tx + dx, ty + dy);
+                if ux >= 0 && uy >= 0 && (ux as usize) < across && (uy as usize) < down {
+                    active[uy as usize * across + ux as usize] = true;
+                }
+            }
+        };
+        for tile in 0..across * down {
+            let (x0, y0) = ((tile % across) * TW, (tile / across) * TH);
+            let (mut k, mut s) = ([0u64; 32], [0u64; 32]);
+            for l in 0..32 {
+                let y = y0 + l / 2;
+                for b in 0..64 {
+                    let x = x0 + 64 * (l & 1) + b;
+                    if x < w && y < h {
+                        k[l] |= ((map[y * w + x] != super::NONE) as u64) << b;
+                        s[l] |= ((map[y * w + x] == super::STRONG) as u64) << b;
+                    }
+                }
+            }
+            let grown = grow(&k, s, [0; 2], [0; 2], &[0; 32]);
+            for l in 0..32 {
+                let (y, wx) = (y0 + l / 2, x0 / 32 + 2 * (l & 1));
+                for (j, shift) in [(wx, 0), (wx + 1, 32)] {
+                    if y < h && j < words {
+                        m.edge[y * words + j] = (grown[l] >> shift) as u32;
+                        m.kept[y * words + j] = (k[l] >> shift) as u32;
+                    }
+                }
+            }
+            wake(&mut active, touched(&grown), tile);
+        }
+        loop {
+            let waiting: Vec<usize> = (0..active.len()).filter(|&t| active[t]).collect();
+            if waiting.is_empty() {
+                break;
+            }
+            let tile = waiting[rng.usize(..waiting.len())];
+            active[tile] = false;
+            let dirs = m.link(tile, across);
+            wake(&mut active, dirs, tile);
+        }
+        (0..w * h).map(|i| m.edge[(i / w) * words + (i % w) / 32] >> (i % w % 32) & 1 == 1).collect()
+    }
+}
+
+/// The edges by flooding from the strong pixels through kept 8-neighbours.
+fn flood_reference(map: &[u8], w: usize, h: usize) -> Vec<bool> {
+    let mut on: Vec<bool> = map.iter().map(|&v| v == STRONG).collect();
+    let mut stack: Vec<usize> = (0..w * h).filter(|&i| on[i]).collect();
+    while let Some(i) = stack.pop() {
+        let (x, y) = ((i % w) as isize, (i / w) as isize);
+        for (dx, dy) in [(-1, -1), (0, -1), (1, -1), (-1, 0), (1, 0), (-1, 1), (0, 1), (1, 1)] {
+            let (nx, ny) = (x + dx, y + dy);
+            if nx >= 0 && ny >= 0 && (nx as usize) < w && (ny as usize) < h {
+                let j = ny as usize * w + nx as usize;
+                if !on[j] && map[j] != NONE {
+                    on[j] = true;
+                    stack.push(j);
+                }
+            }
+        }
+    }
+    on
+}
+
+/// The GPU's hysteresis on bits, modelled lane for lane on the CPU and run with tiles claimed in
+/// random orders, finds the flood's edges: random maps of every density, and snakes, spirals and
+/// combs that cross many tiles, on frames that are not multiples of the tile.
+#[test]
+fn the_gpus_bit_hysteresis_finds_the_floods_edges() {
+    let mut rng = fastrand::Rng::with_seed(30);
+    let mut maps: Vec<(usize, usize, Vec<u8>)> = Vec::new();
+    for (w, h) in [(1, 1), (1, 300), (300, 1), (129, 17), (128, 16), (200, 70), (383, 49), (64, 64)] {
+        for density in [0.05, 0.3, 0.5, 0.9] {
+            let map = (0..w * h)
+                .map(|_| match rng.f64() {
+                    r if r < density * 0.03 => STRONG,
+                    r if r < density => WEAK,
+                    _ => NONE,
+                })
+                .collect();
+            maps.push((w, h, map));
+        }
+    }
+    // A square spiral of weak pixels, strong at its centre only; a vertical comb (one path up
+    // and down every other column) strong at one end; a checkerboard of weak pixels (8-connected
+    // through corners) with one strong pixel; the same with the strong pixel at the far end.
+    let (w, h) = (333, 181);
+    let mut spiral = vec![NONE; w * h];
+    let (mut x, mut y, mut len, mut dir) = (w as isize / 2, h as isize / 2, 1, 0);
+    spiral[y as usize * w + x as usize] = STRONG;
+    'outer: loop {
+        for _ in 0..2 {
+            for _ in 0..len {
+                let (dx, dy) = [(1, 0), (0, 1), (-1, 0), (0, -1)][dir % 4];
+                for _ in 0..2 {
+                    (x, y) = (x + dx, y + dy);
+                    if x < 0 || y < 0 || x >= w as isize || y >= h as isize {
+                        break 'outer;
+                    }
+                    spiral[y as usize * w + x as usize] = WEAK;
+                }
+            }
+            dir += 1;
+        }
+        len += 2;
+    }
+    maps.push((w, h, spiral));
+    let mut comb = vec![NONE; w * h];
+    for x in (0..w).step_by(2) {
+        for y in 1..h - 1 {
+            comb[y * w + x] = WEAK;
+        }
+        let turn = if (x / 2) % 2 == 0 { h - 1 } else { 0 };
+        comb[turn * w + x] = WEAK;
+        if x + 1 < w {
+            comb[turn * w + x + 1] = WEAK;
+        }
+    }
+    comb[w - 1] = STRONG;
+    maps.push((w, h, comb));
+    for corner in [0, w * h - 1] {
+        let mut board: Vec<u8> =
+            (0..w * h).map(|i| if (i % w + i / w) % 2 == 0 { WEAK } else { NONE }).collect();
+        board[corner] = STRONG;
+        maps.push((w, h, board));
+    }
+    for (w, h, map) in &maps {
+        let want = flood_reference(map, *w, *h);
+        if map.len() == 333 * 181 {
+            assert!(want.iter().filter(|&&e| e).count() > 5000, "{w}x{h}: a long path expected");
+        }
+        for _ in 0..3 {
+            assert!(bit_model::edges(map, *w, *h, &mut rng) == want, "{w}x{h}");
+        }
+    }
 }
