@@ -44,8 +44,9 @@ extern "C" __global__ void gauss_cols(const float* __restrict__ tmp, u32 w, u32 
 // suppresses and thresholds each pixel of the tile, recomputing its gradient from shared memory
 // (only where m > low, the only place the direction matters). Each warp's 32 classified pixels are
 // one word of the tile's kept and strong bit maps (two ballots); the first warp then grows the
-// strong pixels within the tile (see the hysteresis below) and writes the tile's words of `kept`
-// and `edge`. Per pixel the arithmetic is the CPU backend's.
+// strong pixels within the tile (see the hysteresis below), writes the tile's words of `kept`
+// and `edge` and labels the weak pixels of the tile's ring for the union-find across tiles. Per
+// pixel the arithmetic is the CPU backend's.
 // Blocks are 32 x 8 threads; thread (tx, ty) handles columns tx + 32 j and rows ty + 8 i, so a
 // warp touches 32 consecutive bytes (one sector) and 32 consecutive shared words (no conflicts).
 // The grid is one-dimensional, tiles in frame order (see canny_tile): a tall frame has more tile
@@ -74,43 +75,47 @@ __device__ __forceinline__ void canny_sobel(const u8 (*in)[CANNY_TW + 4], int lx
 }
 
 
-// Hysteresis by growth from the strong pixels, on bits. The edges are exactly the kept pixels
-// whose 8-connected component of kept pixels holds a strong one: the kept pixels reachable from a
-// strong one through kept 8-neighbours, the smallest set E that holds the strong pixels and every
-// kept pixel 8-adjacent to a pixel of E. Any sequence of steps that each add to E only kept pixels
-// joined to E, run until no step can add one, ends at that set, whatever the steps' order: so the
-// result does not depend on how threads are scheduled, and E can only grow (every update below is
-// an OR, never a store of an older value).
+// Hysteresis, on bits within a tile and by union-find across tiles. The edges are exactly the kept
+// pixels whose 8-connected component of kept pixels holds a strong one.
 //
 // The maps are bit sets, one bit per pixel, in rows of `words` = ceil(w / 32) 32-bit words (bit b
 // of word j of row y is pixel x = 32 j + b; bits past the frame's width are 0): `kept` (weak or
-// strong) and `edge` (E). A tile (CANNY_TW x CANNY_TH = 128 x 16, four words a row, word-aligned)
-// is held by one warp in registers: lane l holds row l / 2, half l % 2, as 64 bits (bit b is pixel
-// 64 (l % 2) + b of the row). One step of canny_grow acts on the whole tile: E's rows ORed with
-// those above and below, shifted one pixel left and right (the 8-neighbour dilation), ANDed with
-// kept; then every run of kept pixels in a half-row that holds a pixel of E is filled, both ways,
-// by carry propagation (canny_fill). A path through the tile costs one step per change of row,
-// not one per pixel; the tile is iterated in registers until it is stable, with __any_sync for the
-// "changed" flag (warp-synchronous: no barrier, no shared memory, no race).
+// strong) and `edge` (E, the strong pixels grown within their tile). A tile (CANNY_TW x CANNY_TH =
+// 128 x 16, four words a row, word-aligned) is held by one warp in registers: lane l holds row
+// l / 2, half l % 2, as 64 bits (bit b is pixel 64 (l % 2) + b of the row). One step of canny_grow
+// acts on the whole tile: E's rows ORed with those above and below, shifted one pixel left and
+// right (the 8-neighbour dilation), ANDed with kept; then every run of kept pixels in a half-row
+// that holds a pixel of E is filled, both ways, by carry propagation (canny_fill). A path through
+// the tile costs one step per change of row, not one per pixel; the tile is iterated in registers
+// until it is stable, with __any_sync for the "changed" flag (warp-synchronous: no barrier, no
+// shared memory, no race). Within a tile, E is then a union of whole in-tile components.
 //
-// 1. canny_nms (stages 1-3 and the tiles' own hysteresis): after thresholds each block grows its
-//    tile's strong pixels within the tile, writes `kept` and `edge`, and raises the `active` flag
-//    of every neighbour tile beside an edge pixel on its border.
-// 2. canny_link (across tiles): a warp claims an active tile (atomicExch of its flag to 0), grows
-//    its E within the tile with the edge pixels of the ring around it (its neighbours' border, read
-//    with relaxed loads) held fixed, ORs the new pixels into `edge` (atomicOr: neighbours read
-//    those words meanwhile) and raises the flags of the neighbours beside new pixels on its border.
-//    The warp then claims the tiles it woke itself, depth first from a small stack, so a chain of
-//    tiles is followed within one launch; a tile it cannot stack stays active for the next launch.
-//    Writes are fenced before a flag is raised, and a claim fenced before the reads: a tile whose
-//    neighbour changed after it was read is woken again, so when no flag is left raised every tile
-//    is stable given its neighbours, and E is the set above. active[0] counts the raised flags; the
-//    host launches canny_link again while it is not 0 (gpu.rs), which is rare: only a warp's stack
-//    overflowing leaves flags raised.
-// 3. canny_finish: 255 where E's bit is set, else 0.
+// 1. canny_nms (stages 1-3 and the tiles' own hysteresis): after thresholds the first warp grows
+//    the tile's strong pixels within the tile (E) and writes `kept` and `edge`. The tile's ring
+//    (its first and last rows and columns) may join other tiles; of its kept pixels outside E (the
+//    weak ring pixels) the warp labels each in-tile component: it grows one from its first weak ring
+//    pixel (the representative) through the kept pixels outside E, and points the parent entry of
+//    every weak ring pixel it reached at the representative. The elements of the union-find are
+//    these pixels, numbered 1 + y w + x (`parent` has w h + 1 entries, only theirs written), and
+//    element 0, STRONG, its own root, which stands for every pixel of E.
+// 2. canny_union, a warp per tile: every pair of 8-adjacent kept pixels across the tile's right
+//    and bottom borders (the tiles right, below-left, below and below-right; a pair above-right
+//    is that tile's below-left one) with at least one outside E is united: two weak pixels with
+//    each other, a weak one beside a pixel of E with STRONG. Union-find as ECL-CC: roots hooked by
+//    atomicCAS, the larger index onto the smaller (so STRONG, 0, is the root of its set), finds
+//    by relaxed loads with path halving by atomicCAS. No sequence of tiles is followed: a long
+//    path through many tiles is joined in a few hooks, whatever the order of the warps.
+// 3. canny_finish, a block per tile: the first warp reads the tile's E and, for each weak ring
+//    pixel whose root is STRONG, adds it to E and grows E within the tile once more (the pixel's
+//    in-tile component joins E); then the block writes 255 where E's bit is set, else 0.
+// A weak pixel is an edge iff its component reaches a strong pixel, then by a path that leaves
+// its in-tile component (which holds none) across a tile border: from a weak ring pixel of its
+// component through pairs united in step 2 to a pixel of E. So its component's ring pixels have
+// the root STRONG exactly when it is an edge, and the finish adds exactly those components.
 static_assert(CANNY_TW == 128 && CANNY_TH == 16, "a tile is 16 rows of two 64-bit halves, one per lane");
+#define CANNY_STRONG_ROOT 0u
 
-// In global memory a relaxed load at GPU scope is a strong access (no data race with the atomicOr
+// In global memory a relaxed load at GPU scope is a strong access (no data race with the atomicCAS
 // of another warp) and, unlike an atomic update, needs no round trip through an atomic unit.
 __device__ __forceinline__ u32 load_relaxed(const u32* p) {
     u32 v;
@@ -124,22 +129,19 @@ __device__ __forceinline__ u32 load_relaxed(const u32* p) {
 // back by the OR.
 __device__ __forceinline__ u64 canny_fill(u64 kept, u64 seeds) { return (((kept + seeds) ^ kept) | seeds) & kept; }
 
-// The growth of `edge`, this lane's half-row of a tile's E (see above), to a fixpoint within the
-// tile, the edge pixels around the tile fixed: `above` and `below` are E's bits of the row over the
-// tile (used by the lanes of row 0) and under it (row CANNY_TH - 1), `side` the OR of E over rows
-// r - 1, r, r + 1 of the pixel beside this half outside the tile (left of half 0, right of half 1).
-// Every lane of the warp calls it.
-__device__ u64 canny_grow(u64 kept, u64 edge, u64 above, u64 below, u64 side) {
+// The growth of `edge` (a subset of `kept`), this lane's half-row of a tile (see above), through
+// `kept` to a fixpoint within the tile. Every lane of the warp calls it.
+__device__ u64 canny_grow(u64 kept, u64 edge) {
     const u32 lane = threadIdx.x & 31, row = lane >> 1, half = lane & 1;
     for (;;) {
         u64 up = __shfl_up_sync(FULL_MASK, edge, 2), down = __shfl_down_sync(FULL_MASK, edge, 2);
-        if (row == 0) up = above;
-        if (row == CANNY_TH - 1) down = below;
+        if (row == 0) up = 0;
+        if (row == CANNY_TH - 1) down = 0;
         const u64 v = edge | up | down;
-        // The pixels just left and right of this half: the other half's or the outside one.
+        // The pixels just left and right of this half: the other half's (none outside the tile).
         const u64 other = __shfl_xor_sync(FULL_MASK, v, 1);
-        const u64 left = half ? other >> 63 : side;
-        const u64 right = half ? side : other & 1;
+        const u64 left = half ? other >> 63 : 0;
+        const u64 right = half ? 0 : other & 1;
         const u64 seeds = edge | ((v | v << 1 | v >> 1 | left | right << 63) & kept);
         const u64 grown = canny_fill(kept, seeds) | __brevll(canny_fill(__brevll(kept), __brevll(seeds)));
         if (!__any_sync(FULL_MASK, grown != edge)) return edge;
@@ -147,60 +149,47 @@ __device__ u64 canny_grow(u64 kept, u64 edge, u64 above, u64 below, u64 side) {
     }
 }
 
-// Directions of the neighbour tiles, as bits of a mask: the row above, the row of the tile, below.
-#define CANNY_UL 0x01u
-#define CANNY_U 0x02u
-#define CANNY_UR 0x04u
-#define CANNY_L 0x08u
-#define CANNY_R 0x10u
-#define CANNY_DL 0x20u
-#define CANNY_D 0x40u
-#define CANNY_DR 0x80u
-
-// The neighbour tiles 8-adjacent to a pixel of `fresh` (this lane's half-row, see above), over the
-// warp. Every lane of the warp calls it.
-__device__ __forceinline__ u32 canny_touched(u64 fresh) {
+// This lane's pixels of the tile's ring: all of rows 0 and CANNY_TH - 1, the first column (bit 0
+// of half 0) and the last (bit 63 of half 1).
+__device__ __forceinline__ u64 canny_ring() {
     const u32 lane = threadIdx.x & 31, row = lane >> 1, half = lane & 1;
-    const bool top = row == 0, bottom = row == CANNY_TH - 1;
-    u32 dirs = 0;
-    if (fresh && top) dirs |= CANNY_U;
-    if (fresh && bottom) dirs |= CANNY_D;
-    // The tile's left column (bit 0 of half 0) or right column (bit 63 of half 1).
-    if (half ? fresh >> 63 : fresh & 1) {
-        dirs |= half ? CANNY_R : CANNY_L;
-        if (top) dirs |= half ? CANNY_UR : CANNY_UL;
-        if (bottom) dirs |= half ? CANNY_DR : CANNY_DL;
-    }
-    return warp_reduce(dirs, BitOr());
+    if (row == 0 || row == CANNY_TH - 1) return ~0ull;
+    return half ? 1ull << 63 : 1ull;
 }
 
-// Raises the flags (active[1 + tile]) of the neighbours in `dirs` of `tile`, in a grid of
-// `across` x `down` tiles; counts in active[0] each flag it raises, and hands the tile to `woken`.
-template <typename Woken>
-__device__ void canny_wake(u32 dirs, u32 tile, u32 across, u32 down, u32* active, Woken woken) {
-    const u32 tx = tile % across, ty = tile / across;
-    for (u32 d = 0; d < 8; d++) {
-        if (!(dirs >> d & 1)) continue;
-        const u32 bit = 1u << d;
-        const int dx = bit & (CANNY_UL | CANNY_L | CANNY_DL) ? -1 : (bit & (CANNY_UR | CANNY_R | CANNY_DR) ? 1 : 0);
-        const int dy = bit & (CANNY_UL | CANNY_U | CANNY_UR) ? -1 : (bit & (CANNY_DL | CANNY_D | CANNY_DR) ? 1 : 0);
-        if ((dx < 0 && tx == 0) || (dx > 0 && tx + 1 >= across) || (dy < 0 && ty == 0) || (dy > 0 && ty + 1 >= down))
-            continue;
-        const u32 u = (ty + dy) * across + tx + dx;
-        if (atomicExch(active + 1 + u, 1u) == 0) {
-            atomicAdd(active, 1u);
-            woken(u);
-        }
+// The union-find element of pixel (x, y): 1 + y w + x (at most w h < 2^32).
+__device__ __forceinline__ u32 canny_element(u64 x, u64 y, u32 w) { return (u32)(1 + y * w + x); }
+
+// The root of x's set, halving the path on the way (a parent only ever moves to an ancestor, so a
+// failed atomicCAS loses nothing).
+__device__ u32 canny_find(u32* parent, u32 x) {
+    u32 p = load_relaxed(parent + x);
+    while (p != x) {
+        const u32 g = load_relaxed(parent + p);
+        if (g != p) atomicCAS(parent + x, p, g);
+        x = p;
+        p = g;
     }
+    return x;
 }
 
-struct CannyNobody {
-    __device__ void operator()(u32) const {}
-};
+// Unites the sets of a and b: the larger root hooked onto the smaller (retried if it stopped being
+// a root meanwhile).
+__device__ void canny_unite(u32* parent, u32 a, u32 b) {
+    for (;;) {
+        a = canny_find(parent, a);
+        b = canny_find(parent, b);
+        if (a == b) return;
+        const u32 lo = a < b ? a : b, hi = a < b ? b : a;
+        if (atomicCAS(parent + hi, hi, lo) == hi) return;
+        a = lo;
+        b = hi;
+    }
+}
 
 extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
     canny_nms(const u8* __restrict__ src, u32 w, u32 h, u32 l2, int low, int high, u32 words,
-              u32* __restrict__ kept_words, u32* __restrict__ edge, u32* __restrict__ active) {
+              u32* __restrict__ kept_words, u32* __restrict__ edge, u32* __restrict__ parent) {
     __shared__ u8 in[CANNY_TH + 4][CANNY_TW + 4];
     __shared__ int mag[CANNY_TH + 2][CANNY_TW + 2];
     __shared__ u32 kept_bits[CANNY_TH][CANNY_TW / 32];
@@ -280,13 +269,13 @@ extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
         }
     }
     __syncthreads();
-    // The first warp grows the strong pixels within the tile and writes the tile's words; the
-    // others are done (no barrier follows).
+    // The first warp grows the strong pixels within the tile, writes the tile's words and labels
+    // its weak ring pixels; the others are done (no barrier follows).
     if (by != 0) return;
     const u32 row = bx >> 1, half = bx & 1;
     const u64 kept = (u64)kept_bits[row][2 * half + 1] << 32 | kept_bits[row][2 * half];
     const u64 strong = (u64)strong_bits[row][2 * half + 1] << 32 | strong_bits[row][2 * half];
-    const u64 grown = canny_grow(kept, strong, 0, 0, 0);
+    const u64 grown = canny_grow(kept, strong);
     const u64 y = (u64)y0 + row;
     const u32 wx = x0 / 32 + 2 * half;
     if (y < h) {
@@ -294,114 +283,116 @@ extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
         if (wx < words) edge[at] = (u32)grown, kept_words[at] = (u32)kept;
         if (wx + 1 < words) edge[at + 1] = (u32)(grown >> 32), kept_words[at + 1] = (u32)(kept >> 32);
     }
-    const u32 dirs = canny_touched(grown);
-    if (bx == 0 && dirs)
-        canny_wake(dirs, blockIdx.x, (w - 1) / CANNY_TW + 1, (h - 1) / CANNY_TH + 1, active, CannyNobody());
-}
-
-// This half's 64 bits of the row at `at` (the index of the half's first word) of a bit map, 0 past
-// the row's `words - wx` words (relaxed loads).
-__device__ __forceinline__ u64 canny_half(const u32* bits, u64 at, u32 wx, u32 words) {
-    const u32 lo = wx < words ? load_relaxed(bits + at) : 0;
-    const u32 hi = wx + 1 < words ? load_relaxed(bits + at + 1) : 0;
-    return (u64)hi << 32 | lo;
-}
-
-// The bit of the pixel beside this half outside the tile (left of half 0, right of half 1) in the
-// row that starts at `row_at`, 0 if it is outside the frame.
-__device__ __forceinline__ u32 canny_beside(const u32* bits, u64 row_at, u32 x0, u32 wx, u32 words, u32 half) {
-    if (half) return wx + 2 < words ? load_relaxed(bits + row_at + wx + 2) & 1 : 0;
-    return x0 > 0 ? load_relaxed(bits + row_at + wx - 1) >> 31 : 0;
-}
-
-// canny_link's work on one claimed tile: its E grown with the ring of edge pixels around it held
-// fixed, the new pixels ORed into `edge`; returns the neighbours beside new pixels on its border
-// (canny_touched). Every lane of the warp calls it.
-__device__ u32 canny_link_tile(u32 tile, u32 across, u32 h, u32 words, const u32* __restrict__ kept, u32* edge) {
-    const u32 lane = threadIdx.x & 31, row = lane >> 1, half = lane & 1;
-    const u32 x0 = (tile % across) * CANNY_TW, y0 = (tile / across) * CANNY_TH;
-    const u32 wx = x0 / 32 + 2 * half;
-    const u64 y = (u64)y0 + row;
-    u64 k = 0, e = 0, above = 0, below = 0;
-    u32 beside = 0, beside_above = 0, beside_below = 0;
-    if (y < h) {
-        const u64 row_at = y * words;
-        // `kept` is not written during this kernel: plain loads.
-        if (wx < words) k = kept[row_at + wx];
-        if (wx + 1 < words) k |= (u64)kept[row_at + wx + 1] << 32;
-        e = canny_half(edge, row_at + wx, wx, words);
-        beside = canny_beside(edge, row_at, x0, wx, words, half);
-    }
-    if (row == 0 && y0 > 0) {
-        const u64 row_at = (y - 1) * words;
-        above = canny_half(edge, row_at + wx, wx, words);
-        beside_above = canny_beside(edge, row_at, x0, wx, words, half);
-    }
-    if (row == CANNY_TH - 1 && y + 1 < h) {
-        const u64 row_at = (y + 1) * words;
-        below = canny_half(edge, row_at + wx, wx, words);
-        beside_below = canny_beside(edge, row_at, x0, wx, words, half);
-    }
-    u32 up = __shfl_up_sync(FULL_MASK, beside, 2), down = __shfl_down_sync(FULL_MASK, beside, 2);
-    if (row == 0) up = beside_above;
-    if (row == CANNY_TH - 1) down = beside_below;
-    const u64 grown = canny_grow(k, e, above, below, beside | up | down);
-    // Kept bits lie inside the frame, so the new ones do.
-    const u64 fresh = grown & ~e;
-    if ((u32)fresh) atomicOr(edge + y * words + wx, (u32)fresh);
-    if (fresh >> 32) atomicOr(edge + y * words + wx + 1, (u32)(fresh >> 32));
-    // Before any flag is raised: the new pixels are visible to whoever claims a tile woken here.
-    __threadfence();
-    __syncwarp();
-    return canny_touched(fresh);
-}
-
-// Hysteresis across tiles (step 2 above): CANNY_LINK_WARPS warps a block, warp i of block b
-// starting at tile CANNY_LINK_WARPS b + i (the grid covers the tiles of canny_nms), each claiming
-// its tile if it is active, then the tiles it wakes itself. The warps are independent: no barrier.
-#define CANNY_LINK_WARPS 4
-#define CANNY_STACK 32
-#define CANNY_NO_TILE 0xffffffffu
-extern "C" __global__ void __launch_bounds__(32 * CANNY_LINK_WARPS)
-    canny_link(u32 w, u32 h, u32 words, const u32* __restrict__ kept, u32* edge, u32* active) {
-    // Each warp's stack, read and written by its lane 0 alone.
-    __shared__ u32 stacks[CANNY_LINK_WARPS][CANNY_STACK];
-    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const u32 across = (w - 1) / CANNY_TW + 1, tiles = across * ((h - 1) / CANNY_TH + 1);
-    u32* stack = stacks[warp];
-    u32 depth = 0;
-    u32 tile = blockIdx.x * CANNY_LINK_WARPS + warp;
-    // Warp-uniform.
-    if (tile >= tiles) return;
+    if (blockIdx.x == 0 && bx == 0) parent[CANNY_STRONG_ROOT] = CANNY_STRONG_ROOT;
+    // Kept bits lie inside the frame: so do the weak ring pixels. One in-tile component at a time,
+    // from the first lane's lowest pending pixel.
+    const u64 weak = kept & ~grown;
+    const u64 x_half = (u64)x0 + 64 * half;
+    u64 pending = weak & canny_ring();
     for (;;) {
-        u32 claimed = 0;
-        if (lane == 0) {
-            claimed = atomicExch(active + 1 + tile, 0u);
-            if (claimed) atomicAdd(active, FULL_MASK);  // minus one
-            // After the claim: the reads below see what the waker wrote before raising the flag.
-            __threadfence();
+        const u32 lanes = __ballot_sync(FULL_MASK, pending != 0);
+        if (!lanes) break;
+        const u32 first = __ffs(lanes) - 1;
+        const u64 seed = bx == first ? pending & (0 - pending) : 0;
+        const u32 rep = __shfl_sync(FULL_MASK, bx == first ? canny_element(x_half + __ffsll(pending) - 1, y, w) : 0, first);
+        u64 reached = canny_grow(weak, seed) & pending;
+        pending &= ~reached;
+        while (reached) {
+            parent[canny_element(x_half + __ffsll(reached) - 1, y, w)] = rep;
+            reached &= reached - 1;
         }
-        __syncwarp();
-        if (__shfl_sync(FULL_MASK, claimed, 0)) {
-            const u32 dirs = canny_link_tile(tile, across, h, words, kept, edge);
-            if (lane == 0 && dirs) {
-                canny_wake(dirs, tile, across, (h - 1) / CANNY_TH + 1, active, [&](u32 u) {
-                    // A tile that does not fit stays active, for the next launch.
-                    if (depth < CANNY_STACK) stack[depth++] = u;
-                });
-            }
-        }
-        u32 next = CANNY_NO_TILE;
-        if (lane == 0 && depth > 0) next = stack[--depth];
-        tile = __shfl_sync(FULL_MASK, next, 0);
-        if (tile == CANNY_NO_TILE) return;
     }
 }
 
-// 255 where the pixel's bit of E is set, else 0; n = w h < 2^32 pixels.
-extern "C" __global__ void canny_finish(const u32* __restrict__ edge, u32 w, u32 words, u64 n, u8* __restrict__ out) {
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-        const u32 y = (u32)i / w, x = (u32)i - y * w;
-        out[i] = (edge[(u64)y * words + x / 32] >> (x & 31)) & 1 ? 255 : 0;
+// Whether pixel (x, y) of a bit map is set (plain loads: the maps are not written meanwhile).
+__device__ __forceinline__ bool canny_bit(const u32* bits, u32 words, u64 x, u64 y) {
+    return bits[y * words + x / 32] >> (x & 31) & 1;
+}
+
+// Unites p and q (8-adjacent, in different tiles) if both are kept and one at least is weak.
+__device__ __forceinline__ void canny_pair(const u32* kept, const u32* edge, u32* parent, u32 w, u32 words, u64 px,
+                                           u64 py, u64 qx, u64 qy) {
+    if (!canny_bit(kept, words, px, py) || !canny_bit(kept, words, qx, qy)) return;
+    const bool ep = canny_bit(edge, words, px, py), eq = canny_bit(edge, words, qx, qy);
+    if (ep && eq) return;
+    canny_unite(parent, ep ? CANNY_STRONG_ROOT : canny_element(px, py, w),
+                eq ? CANNY_STRONG_ROOT : canny_element(qx, qy, w));
+}
+
+// Step 2 above: CANNY_LINK_WARPS warps a block, warp i of block b on tile CANNY_LINK_WARPS b + i
+// (the grid covers the tiles of canny_nms). Lane l takes columns l + 32 j of the tile's last row
+// (each with the three pixels below it) and, if l < CANNY_TH, row l of its last column (with the
+// pixels right of it in rows l - 1 .. l + 1 of the tile). The lanes are independent: no barrier.
+#define CANNY_LINK_WARPS 4
+extern "C" __global__ void __launch_bounds__(32 * CANNY_LINK_WARPS)
+    canny_union(u32 w, u32 h, u32 words, const u32* __restrict__ kept, const u32* __restrict__ edge, u32* parent) {
+    const u32 lane = threadIdx.x & 31;
+    const u32 across = (w - 1) / CANNY_TW + 1, tiles = across * ((h - 1) / CANNY_TH + 1);
+    const u32 tile = blockIdx.x * CANNY_LINK_WARPS + (threadIdx.x >> 5);
+    if (tile >= tiles) return;
+    const u64 x0 = (u64)(tile % across) * CANNY_TW, y0 = (u64)(tile / across) * CANNY_TH;
+    const u64 yb = y0 + CANNY_TH - 1, xr = x0 + CANNY_TW - 1;
+    if (yb + 1 < h) {
+        for (u32 j = 0; j < CANNY_TW / 32; j++) {
+            const u64 x = x0 + lane + 32 * j;
+            if (x >= w) break;
+            if (x > 0) canny_pair(kept, edge, parent, w, words, x, yb, x - 1, yb + 1);
+            canny_pair(kept, edge, parent, w, words, x, yb, x, yb + 1);
+            if (x + 1 < w) canny_pair(kept, edge, parent, w, words, x, yb, x + 1, yb + 1);
+        }
+    }
+    const u64 y = y0 + lane;
+    if (xr + 1 < w && lane < CANNY_TH && y < h) {
+        if (lane > 0) canny_pair(kept, edge, parent, w, words, xr, y, xr + 1, y - 1);
+        canny_pair(kept, edge, parent, w, words, xr, y, xr + 1, y);
+        if (lane + 1 < CANNY_TH && y + 1 < h) canny_pair(kept, edge, parent, w, words, xr, y, xr + 1, y + 1);
+    }
+}
+
+// Step 3 above, a block of CANNY_BX x CANNY_BY threads per tile (the grid of canny_nms): the
+// tile's final E, then 255 where its bit is set, else 0.
+extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
+    canny_finish(u32 w, u32 h, u32 words, const u32* __restrict__ kept_words, const u32* __restrict__ edge,
+                 const u32* __restrict__ parent, u8* __restrict__ out) {
+    __shared__ u32 bits[CANNY_TH][CANNY_TW / 32];
+    const int bx = threadIdx.x, by = threadIdx.y;
+    u32 x0, y0;
+    canny_tile(w, &x0, &y0);
+    if (by == 0) {
+        const u32 row = bx >> 1, half = bx & 1;
+        const u64 y = (u64)y0 + row;
+        const u32 wx = x0 / 32 + 2 * half;
+        u64 kept = 0, e = 0;
+        if (y < h) {
+            const u64 at = y * words + wx;
+            if (wx < words) kept = kept_words[at], e = edge[at];
+            if (wx + 1 < words) kept |= (u64)kept_words[at + 1] << 32, e |= (u64)edge[at + 1] << 32;
+        }
+        // The union-find is done: plain loads (canny_find's halving needs writes, not done here).
+        // A run of weak pixels in the half-row is one in-tile component, and the growth fills a
+        // component from any of its pixels: the first pixel of each run is enough.
+        const u64 ring_weak = kept & ~e & canny_ring();
+        u64 weak = ring_weak & ~(ring_weak << 1), seeds = 0;
+        const u64 x_half = (u64)x0 + 64 * half;
+        while (weak) {
+            const u32 b = __ffsll(weak) - 1;
+            u32 x = canny_element(x_half + b, y, w), p = parent[x];
+            while (p != x) x = p, p = parent[p];
+            if (x == CANNY_STRONG_ROOT) seeds |= 1ull << b;
+            weak &= weak - 1;
+        }
+        if (__any_sync(FULL_MASK, seeds != 0)) e = canny_grow(kept, e | seeds);
+        bits[row][2 * half] = (u32)e;
+        bits[row][2 * half + 1] = (u32)(e >> 32);
+    }
+    __syncthreads();
+    for (int ty = by; ty < CANNY_TH; ty += CANNY_BY) {
+        const u64 y = (u64)y0 + ty;
+        if (y >= h) break;
+        for (int tx = bx; tx < CANNY_TW; tx += CANNY_BX) {
+            const u64 x = (u64)x0 + tx;
+            if (x >= w) break;
+            out[y * w + x] = bits[ty][tx / 32] >> (tx & 31) & 1 ? 255 : 0;
+        }
     }
 }

@@ -236,6 +236,18 @@ fn gpu_hysteresis_matches_cpu_on_adversarial_frames() {
     }
     comb[(h - 5) * w + w - 8] = 255;
     cases.push(("vertical comb".into(), Frame::new(w, h, 255, Pixels::U8(comb.into())), weak_path));
+    // Weak lines along the tiles' borders (rows 16 k - 1, columns 128 k - 1) and diagonals through
+    // their corners, lit by one pixel: every join is across a tile border.
+    let mut grid = vec![0u8; w * h];
+    for y in 0..h {
+        for x in 0..w {
+            if y % 16 == 15 || x % 128 == 127 || (x + 2 * y) % 97 == 0 || (3 * x).abs_diff(y) % 131 == 0 {
+                grid[y * w + x] = 60;
+            }
+        }
+    }
+    grid[(h / 2) * w + w / 3] = 255;
+    cases.push(("tile-border grid".into(), Frame::new(w, h, 255, Pixels::U8(grid.into())), weak_path));
     // Noise whose every edge is weak, with one strong pixel; at the frame's middle and corner.
     for at in [(h / 2) * w + w / 2, w * h - 1] {
         let mut px: Vec<u8> = (0..w * h).map(|_| rng.u8(0..40)).collect();

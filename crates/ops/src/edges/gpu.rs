@@ -1,6 +1,6 @@
 //! `edges` on the GPU: the launches of the blur, the fused gradient / suppression / in-tile
-//! hysteresis kernel, hysteresis across tiles and the finish (canny.cu), and the device plan that
-//! `Op::gpu` and the benchmark run.
+//! hysteresis kernel, the union-find across tiles and the finish (canny.cu), and the device plan
+//! that `Op::gpu` and the benchmark run.
 
 use histopipe_gpu::cudarc::driver::CudaSlice;
 use histopipe_gpu::{kernels, launch, Buffer, LaunchConfig};
@@ -12,7 +12,7 @@ use crate::{Gpu, OpError};
 /// The tile of `canny_nms` (`CANNY_TW` x `CANNY_TH` in canny.cu) and its blocks' shape.
 pub(super) const NMS_TILE: (u32, u32) = (128, 16);
 pub(super) const NMS_BLOCK: (u32, u32) = (32, 8);
-/// The warps of a block of `canny_link` (`CANNY_LINK_WARPS`), a warp per tile.
+/// The warps of a block of `canny_union` (`CANNY_LINK_WARPS`), a warp per tile.
 pub(super) const LINK_WARPS: u32 = 4;
 
 /// The tiles of `canny_nms` for a w x h frame, the length of its one-dimensional grid (tiles in
@@ -62,9 +62,10 @@ impl Canny {
 
     /// Queues stages 1–3 and the tiles' own hysteresis as one kernel: from `src` (w x h), the bit
     /// maps `kept` (weak or strong) and `edge` (the strong pixels grown within their tile), each
-    /// [`Canny::bit_words`] long, and the flags of the tiles beside an edge pixel of another tile
-    /// in `active` (zeroed here; [`Canny::active_len`] long), where [`Canny::launch_link`] goes
-    /// on. Frames need fewer than 2^32 pixels (see [`Canny::gpu_size_ok`]).
+    /// [`Canny::bit_words`] long, and in `parent` ([`Canny::parent_len`] long) the union-find's
+    /// element 0 (STRONG) and, for each kept pixel outside `edge` on a tile's first or last row or
+    /// column, its in-tile component's representative, where [`Canny::launch_union`] goes on.
+    /// Frames need fewer than 2^32 pixels (see [`Canny::gpu_size_ok`]).
     #[allow(clippy::too_many_arguments)]
     fn launch_gradient_nms(
         &self,
@@ -74,7 +75,7 @@ impl Canny {
         h: usize,
         kept: &mut CudaSlice<u32>,
         edge: &mut CudaSlice<u32>,
-        active: &mut CudaSlice<u32>,
+        parent: &mut CudaSlice<u32>,
     ) -> Result<(), OpError> {
         if w == 0 || h == 0 {
             return Ok(());
@@ -82,34 +83,33 @@ impl Canny {
         let (low, high) = self.thresholds();
         let tiles = Self::checked_tiles(w, h)?;
         check_len("edges' input", src.len(), w * h)?;
-        Self::check_bits(w, h, kept, edge, active)?;
-        gpu.stream().memset_zeros(&mut active.slice_mut(..Self::active_len(tiles)))?;
+        Self::check_bits(w, h, kept, edge, parent)?;
         let cfg = LaunchConfig {
             grid_dim: (tiles, 1, 1),
             block_dim: (NMS_BLOCK.0, NMS_BLOCK.1, 1),
             shared_mem_bytes: 0,
         };
         let (w32, h32, l2, words) = (w as u32, h as u32, self.l2 as u32, w.div_ceil(32) as u32);
-        // SAFETY: canny_nms(in, w, h, l2, low, high, words, kept, edge, active) in canny.cu; the
+        // SAFETY: canny_nms(in, w, h, l2, low, high, words, kept, edge, parent) in canny.cu; the
         // lengths are checked above.
         unsafe {
-            launch!(gpu, kernels::CANNY, "canny_nms", cfg; src, &w32, &h32, &l2, &low, &high, &words, kept, edge, &mut *active)
+            launch!(gpu, kernels::CANNY, "canny_nms", cfg; src, &w32, &h32, &l2, &low, &high, &words, kept, edge, &mut *parent)
         }?;
         Ok(())
     }
 
-    /// The bit maps' and flags' lengths, checked for a w x h frame (w, h > 0).
+    /// The bit maps' and the union-find's lengths, checked for a w x h frame (w, h > 0).
     fn check_bits(
         w: usize,
         h: usize,
         kept: &CudaSlice<u32>,
         edge: &CudaSlice<u32>,
-        active: &CudaSlice<u32>,
+        parent: &CudaSlice<u32>,
     ) -> Result<(), OpError> {
-        let tiles = Self::checked_tiles(w, h)?;
+        Self::checked_tiles(w, h)?;
         check_len("edges' kept pixels", kept.len(), Self::bit_words(w, h))?;
         check_len("edges' edge pixels", edge.len(), Self::bit_words(w, h))?;
-        check_len("edges' active tiles", active.len(), Self::active_len(tiles))
+        check_len("edges' union-find", parent.len(), Self::parent_len(w, h))
     }
 
     /// Whether a w x h frame fits the GPU backend: `canny_finish` indexes pixels in 32 bits, so
@@ -118,7 +118,8 @@ impl Canny {
         w.checked_mul(h).is_some_and(|n| n <= u32::MAX as usize) && nms_tiles(w, h).is_some()
     }
 
-    /// The grid of `canny_nms` (a warp per tile in `canny_link`), or the error for a frame too large.
+    /// The grid of `canny_nms` and `canny_finish` (a warp per tile in `canny_union`), or the error
+    /// for a frame too large.
     pub(super) fn checked_tiles(w: usize, h: usize) -> Result<u32, OpError> {
         match nms_tiles(w, h) {
             Some(tiles) if Self::gpu_size_ok(w, h) => Ok(tiles),
@@ -134,21 +135,20 @@ impl Canny {
         w.div_ceil(32) * h
     }
 
-    /// The length of `active` for a grid of `tiles`: the count of raised flags, then a flag per tile.
-    pub(super) fn active_len(tiles: u32) -> usize {
-        tiles as usize + 1
+    /// The length of the union-find's `parent` for a w x h frame: element 0 (STRONG), then one per
+    /// pixel (1 + y w + x; only those of the tiles' weak ring pixels are written and read).
+    pub(super) fn parent_len(w: usize, h: usize) -> usize {
+        w * h + 1
     }
 
-    /// Queues one launch of hysteresis across tiles over the bit maps of
-    /// [`Canny::launch_gradient_nms`] (w x h): warps claim the active tiles, grow their edge
-    /// pixels with their neighbours' border fixed, and follow the tiles they wake. Flags a warp
-    /// could not follow stay raised, counted in active[0] ([`CannyPlan::queue`] launches it
-    /// again while the count is not 0).
-    fn launch_link(
+    /// Queues hysteresis across tiles over the bit maps and union-find of
+    /// [`Canny::launch_gradient_nms`] (w x h): a warp per tile unites the kept pixels 8-adjacent
+    /// across its right and bottom borders (a weak pixel beside an edge pixel with STRONG).
+    fn launch_union(
         gpu: &Gpu,
         kept: &CudaSlice<u32>,
-        edge: &mut CudaSlice<u32>,
-        active: &mut CudaSlice<u32>,
+        edge: &CudaSlice<u32>,
+        parent: &mut CudaSlice<u32>,
         w: usize,
         h: usize,
     ) -> Result<(), OpError> {
@@ -156,7 +156,7 @@ impl Canny {
             return Ok(());
         }
         let tiles = Self::checked_tiles(w, h)?;
-        Self::check_bits(w, h, kept, edge, active)?;
+        Self::check_bits(w, h, kept, edge, parent)?;
         // LINK_WARPS warps a block, a warp per tile of canny_nms.
         let cfg = LaunchConfig {
             grid_dim: (tiles.div_ceil(LINK_WARPS), 1, 1),
@@ -164,16 +164,20 @@ impl Canny {
             shared_mem_bytes: 0,
         };
         let (w32, h32, words) = (w as u32, h as u32, w.div_ceil(32) as u32);
-        // SAFETY: canny_link(w, h, words, kept, edge, active) in canny.cu; the lengths are checked
+        // SAFETY: canny_union(w, h, words, kept, edge, parent) in canny.cu; the lengths are checked
         // above.
-        unsafe { launch!(gpu, kernels::CANNY, "canny_link", cfg; &w32, &h32, &words, kept, edge, active) }?;
+        unsafe { launch!(gpu, kernels::CANNY, "canny_union", cfg; &w32, &h32, &words, kept, edge, parent) }?;
         Ok(())
     }
 
-    /// Queues the last step: 255 where the pixel's bit of `edge` is set, else 0, into `dst` (w x h).
+    /// Queues the last step, a block per tile: the weak ring pixels whose root is STRONG join
+    /// `edge` with their in-tile components, then 255 where the pixel is an edge, else 0, into
+    /// `dst` (w x h).
     fn launch_finish(
         gpu: &Gpu,
+        kept: &CudaSlice<u32>,
         edge: &CudaSlice<u32>,
+        parent: &CudaSlice<u32>,
         w: usize,
         h: usize,
         dst: &mut CudaSlice<u8>,
@@ -182,12 +186,19 @@ impl Canny {
         if n == 0 {
             return Ok(());
         }
-        check_len("edges' edge pixels", edge.len(), Self::bit_words(w, h))?;
+        let tiles = Self::checked_tiles(w, h)?;
+        Self::check_bits(w, h, kept, edge, parent)?;
         check_len("edges' output", dst.len(), n)?;
-        let (w32, words, n64) = (w as u32, w.div_ceil(32) as u32, n as u64);
-        // SAFETY: canny_finish(edge, w, words, n, out) in canny.cu; the lengths are checked above.
+        let cfg = LaunchConfig {
+            grid_dim: (tiles, 1, 1),
+            block_dim: (NMS_BLOCK.0, NMS_BLOCK.1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (w32, h32, words) = (w as u32, h as u32, w.div_ceil(32) as u32);
+        // SAFETY: canny_finish(w, h, words, kept, edge, parent, out) in canny.cu; the lengths are
+        // checked above.
         unsafe {
-            launch!(gpu, kernels::CANNY, "canny_finish", launch::cover(n, 256); edge, &w32, &words, &n64, dst)
+            launch!(gpu, kernels::CANNY, "canny_finish", cfg; &w32, &h32, &words, kept, edge, parent, dst)
         }?;
         Ok(())
     }
@@ -218,7 +229,7 @@ impl Canny {
             blur,
             kept: gpu.buffer::<u32>("edges.kept", Self::bit_words(w, h))?,
             edge: gpu.buffer::<u32>("edges.edge", Self::bit_words(w, h))?,
-            active: gpu.buffer::<u32>("edges.active", Self::active_len(nms_tiles(w, h).unwrap_or(0)))?,
+            parent: gpu.buffer::<u32>("edges.parent", Self::parent_len(w, h))?,
         })
     }
 }
@@ -232,7 +243,7 @@ struct Blur<'g> {
 }
 
 /// The device plan of `edges`: the blur's buffers (if it blurs), the bit maps of kept and edge
-/// pixels and the flags of active tiles, and the kernels. The one GPU sequence that `Op::gpu` and
+/// pixels and the union-find of the tiles' weak ring pixels, and the kernels. The one GPU sequence that `Op::gpu` and
 /// the benchmark run.
 pub struct CannyPlan<'g> {
     gpu: &'g Gpu,
@@ -242,14 +253,13 @@ pub struct CannyPlan<'g> {
     blur: Option<Blur<'g>>,
     kept: Buffer<'g, u32>,
     edge: Buffer<'g, u32>,
-    active: Buffer<'g, u32>,
+    parent: Buffer<'g, u32>,
 }
 
 impl CannyPlan<'_> {
     /// Queues the edges of the `w x h` frame in `src` into `dst`: the blur (if any), stages 1-3
-    /// and the tiles' own hysteresis in one kernel, hysteresis across tiles, the 0/255 output.
-    /// Then it waits for the stream to read one count, the tiles still active (almost always 0):
-    /// while it is not, hysteresis across tiles and the output are queued again.
+    /// and the tiles' own hysteresis in one kernel, the union-find across tiles, the tiles' last
+    /// growth and the 0/255 output. Nothing waits on the host.
     pub fn queue(&mut self, src: &CudaSlice<u8>, dst: &mut CudaSlice<u8>) -> Result<(), OpError> {
         let (gpu, w, h) = (self.gpu, self.w, self.h);
         if w == 0 || h == 0 {
@@ -262,31 +272,15 @@ impl CannyPlan<'_> {
             }
             None => src,
         };
-        self.canny.launch_gradient_nms(gpu, src, w, h, &mut self.kept, &mut self.edge, &mut self.active)?;
-        Canny::launch_link(gpu, &self.kept, &mut self.edge, &mut self.active, w, h)?;
-        Canny::launch_finish(gpu, &self.edge, w, h, dst)?;
-        if self.still_active()? == 0 {
-            return Ok(());
-        }
-        // Some warp's stack of woken tiles overflowed: each launch claims every raised flag, and a
-        // flag is raised only beside new edge pixels, so this ends.
-        while self.still_active()? != 0 {
-            Canny::launch_link(gpu, &self.kept, &mut self.edge, &mut self.active, w, h)?;
-        }
-        Canny::launch_finish(gpu, &self.edge, w, h, dst)
+        self.canny.launch_gradient_nms(gpu, src, w, h, &mut self.kept, &mut self.edge, &mut self.parent)?;
+        Canny::launch_union(gpu, &self.kept, &self.edge, &mut self.parent, w, h)?;
+        Canny::launch_finish(gpu, &self.kept, &self.edge, &self.parent, w, h, dst)
     }
 
-    /// The count of tiles left active by the last launch of hysteresis (waits for the stream).
-    fn still_active(&self) -> Result<u32, OpError> {
-        let mut count = [0u32];
-        self.gpu.download(&self.active, &mut count)?;
-        Ok(count[0])
-    }
-
-    /// Queues stages 1-3 alone, unblurred, with the tiles' own hysteresis (the same kernel): from
-    /// `src` to the plan's bit maps of kept and edge pixels and its flags of active tiles.
+    /// Queues stages 1-3 alone, unblurred, with the tiles' own hysteresis and labels (the same
+    /// kernel): from `src` to the plan's bit maps of kept and edge pixels and its union-find.
     pub fn queue_gradient(&mut self, src: &CudaSlice<u8>) -> Result<(), OpError> {
         let (w, h) = (self.w, self.h);
-        self.canny.launch_gradient_nms(self.gpu, src, w, h, &mut self.kept, &mut self.edge, &mut self.active)
+        self.canny.launch_gradient_nms(self.gpu, src, w, h, &mut self.kept, &mut self.edge, &mut self.parent)
     }
 }

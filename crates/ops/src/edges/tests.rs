@@ -132,7 +132,8 @@ fn the_gpu_takes_frames_of_fewer_than_2_to_the_32_pixels_of_any_shape() {
     assert_eq!(Canny::bit_words(1, most), most);
     assert_eq!(Canny::bit_words(most, 1), 1 << 27);
     assert_eq!(Canny::bit_words(33, 7), 14);
-    assert_eq!(Canny::active_len(nms_tiles(1, most).unwrap()), most.div_ceil(16) + 1);
+    assert_eq!(Canny::parent_len(most, 1), 1 << 32);
+    assert_eq!(Canny::parent_len(33, 7), 232);
 }
 
 /// Split over any number of threads, the edges are the one thread's: random frames (dense,
@@ -169,36 +170,33 @@ fn blur_weights_sum_to_one() {
     assert!(flat.iter().all(|&v| v == 77));
 }
 
-/// A model on the CPU of the GPU's hysteresis (canny.cu: canny_grow, canny_touched, canny_link),
-/// lane for lane: a tile is 32 lanes, lane l row l / 2, half l % 2, 64 pixels each.
+/// A model on the CPU of the GPU's hysteresis (canny.cu: canny_grow, the labels of canny_nms,
+/// canny_union, canny_finish), lane for lane: a tile is 32 lanes, lane l row l / 2, half l % 2, 64
+/// pixels each.
 mod bit_model {
     const TW: usize = 128;
     const TH: usize = 16;
+    /// A parent entry canny_nms does not write (reading one would be a read of uninitialised memory).
+    const UNWRITTEN: usize = usize::MAX;
 
     fn fill(kept: u64, seeds: u64) -> u64 {
         ((kept.wrapping_add(seeds) ^ kept) | seeds) & kept
     }
 
     /// canny_grow over the 32 lanes of a tile.
-    fn grow(
-        kept: &[u64; 32],
-        mut edge: [u64; 32],
-        above: [u64; 2],
-        below: [u64; 2],
-        side: &[u64; 32],
-    ) -> [u64; 32] {
+    fn grow(kept: &[u64; 32], mut edge: [u64; 32]) -> [u64; 32] {
         loop {
             let v: Vec<u64> = (0..32)
                 .map(|l| {
-                    let up = if l < 2 { above[l] } else { edge[l - 2] };
-                    let down = if l >= 30 { below[l - 30] } else { edge[l + 2] };
+                    let up = if l < 2 { 0 } else { edge[l - 2] };
+                    let down = if l >= 30 { 0 } else { edge[l + 2] };
                     edge[l] | up | down
                 })
                 .collect();
             let mut grown = [0u64; 32];
             for l in 0..32 {
                 let other = v[l ^ 1];
-                let (left, right) = if l & 1 == 1 { (other >> 63, side[l]) } else { (side[l], other & 1) };
+                let (left, right) = if l & 1 == 1 { (other >> 63, 0) } else { (0, other & 1) };
                 let d = v[l] | v[l] << 1 | v[l] >> 1 | left | right << 63;
                 let seeds = edge[l] | (d & kept[l]);
                 grown[l] =
@@ -211,133 +209,49 @@ mod bit_model {
         }
     }
 
-    /// canny_touched: bits UL, U, UR, L, R, DL, D, DR.
-    fn touched(fresh: &[u64; 32]) -> u32 {
-        let mut dirs = 0;
-        for (l, &f) in fresh.iter().enumerate() {
-            let (row, half) = (l / 2, l & 1);
-            let (top, bottom) = (row == 0, row == TH - 1);
-            if f != 0 && top {
-                dirs |= 0x02;
-            }
-            if f != 0 && bottom {
-                dirs |= 0x40;
-            }
-            if (if half == 1 { f >> 63 } else { f & 1 }) != 0 {
-                dirs |= if half == 1 { 0x10 } else { 0x08 };
-                if top {
-                    dirs |= if half == 1 { 0x04 } else { 0x01 };
-                }
-                if bottom {
-                    dirs |= if half == 1 { 0x80 } else { 0x20 };
-                }
-            }
-        }
-        dirs
-    }
-
-    struct Maps {
-        h: usize,
-        words: usize,
-        kept: Vec<u32>,
-        edge: Vec<u32>,
-    }
-
-    impl Maps {
-        fn half(bits: &[u32], words: usize, y: usize, wx: usize) -> u64 {
-            let at = |j: usize| if j < words { bits[y * words + j] as u64 } else { 0 };
-            at(wx) | at(wx + 1) << 32
-        }
-        fn beside(&self, y: usize, x0: usize, wx: usize, half: usize) -> u64 {
-            if half == 1 {
-                if wx + 2 < self.words {
-                    self.edge[y * self.words + wx + 2] as u64 & 1
-                } else {
-                    0
-                }
-            } else if x0 > 0 {
-                (self.edge[y * self.words + wx - 1] >> 31) as u64
-            } else {
-                0
-            }
-        }
-        /// canny_link_tile: returns the directions touched.
-        fn link(&mut self, tile: usize, across: usize) -> u32 {
-            let (x0, y0) = ((tile % across) * TW, (tile / across) * TH);
-            let (mut k, mut e, mut side) = ([0u64; 32], [0u64; 32], [0u64; 32]);
-            let (mut above, mut below, mut b, mut b_above, mut b_below) =
-                ([0; 2], [0; 2], [0u64; 32], [0; 2], [0; 2]);
-            for l in 0..32 {
-                let (row, half) = (l / 2, l & 1);
-                let (y, wx) = (y0 + row, x0 / 32 + 2 * half);
-                if y < self.h {
-                    k[l] = Self::half(&self.kept, self.words, y, wx);
-                    e[l] = Self::half(&self.edge, self.words, y, wx);
-                    b[l] = self.beside(y, x0, wx, half);
-                }
-                if row == 0 && y0 > 0 {
-                    above[half] = Self::half(&self.edge, self.words, y - 1, wx);
-                    b_above[half] = self.beside(y - 1, x0, wx, half);
-                }
-                if row == TH - 1 && y + 1 < self.h {
-                    below[half] = Self::half(&self.edge, self.words, y + 1, wx);
-                    b_below[half] = self.beside(y + 1, x0, wx, half);
-                }
-            }
-            for l in 0..32 {
-                let up = if l < 2 { b_above[l] } else { b[l - 2] };
-                let down = if l >= 30 { b_below[l - 30] } else { b[l + 2] };
-                side[l] = b[l] | up | down;
-            }
-            let grown = grow(&k, e, above, below, &side);
-            let mut fresh = [0u64; 32];
-            for l in 0..32 {
-                fresh[l] = grown[l] & !e[l];
-                let (y, wx) = (y0 + l / 2, x0 / 32 + 2 * (l & 1));
-                for (j, part) in [(wx, fresh[l] as u32), (wx + 1, (fresh[l] >> 32) as u32)] {
-                    if part != 0 {
-                        self.edge[y * self.words + j] |= part;
-                    }
-                }
-            }
-            touched(&fresh)
+    /// canny_ring.
+    fn ring(l: usize) -> u64 {
+        match (l / 2, l & 1) {
+            (0, _) | (15, _) => !0,
+            (_, 1) => 1 << 63,
+            _ => 1,
         }
     }
 
-    /// The edges by the model: canny_nms's growth within each tile, then canny_link's claims in
-    /// the order `pick` chooses among the active tiles.
+    /// canny_find (without the halving, which changes no root).
+    fn find(parent: &[usize], mut x: usize) -> usize {
+        loop {
+            let p = parent[x];
+            assert_ne!(p, UNWRITTEN, "element {x} read but never written");
+            if p == x {
+                return x;
+            }
+            x = p;
+        }
+    }
+
+    /// The edges by the model: canny_nms's growth and labels within each tile, canny_union's
+    /// pairs in an order `rng` shuffles, then canny_finish.
     pub fn edges(map: &[u8], w: usize, h: usize, rng: &mut fastrand::Rng) -> Vec<bool> {
         let words = w.div_ceil(32);
         let (across, down) = (w.div_ceil(TW), h.div_ceil(TH));
-        let mut m = Maps { h, words, kept: vec![0; words * h], edge: vec![0; words * h] };
-        let mut active = vec![false; across * down];
-        let wake = |active: &mut Vec<bool>, dirs: u32, tile: usize| {
-            let (tx, ty) = ((tile % across) as isize, (tile / across) as isize);
-            for d in 0..8 {
-                if dirs >> d & 1 == 0 {
-                    continue;
-                }
-                let bit = 1 << d;
-                let dx = if bit & 0x29 != 0 {
-                    -1
-                } else if bit & 0x94 != 0 {
-                    1
-                } else {
-                    0
-                };
-                let dy = if bit & 0x07 != 0 {
-                    -1
-                } else if bit & 0xe0 != 0 {
-                    1
-                } else {
-                    0
-                };
-                let (ux, uy) = (tx + dx, ty + dy);
-                if ux >= 0 && uy >= 0 && (ux as usize) < across && (uy as usize) < down {
-                    active[uy as usize * across + ux as usize] = true;
+        let (mut kept, mut edge) = (vec![0u32; words * h], vec![0u32; words * h]);
+        let mut parent = vec![UNWRITTEN; w * h + 1];
+        let element = |x: usize, y: usize| 1 + y * w + x;
+        let tile_bits = |bits: &[u32], tile: usize| {
+            let (x0, y0) = ((tile % across) * TW, (tile / across) * TH);
+            let mut out = [0u64; 32];
+            for (l, o) in out.iter_mut().enumerate() {
+                let (y, wx) = (y0 + l / 2, x0 / 32 + 2 * (l & 1));
+                for (j, shift) in [(wx, 0), (wx + 1, 32)] {
+                    if y < h && j < words {
+                        *o |= (bits[y * words + j] as u64) << shift;
+                    }
                 }
             }
+            out
         };
+        parent[0] = 0;
         for tile in 0..across * down {
             let (x0, y0) = ((tile % across) * TW, (tile / across) * TH);
             let (mut k, mut s) = ([0u64; 32], [0u64; 32]);
@@ -351,29 +265,106 @@ mod bit_model {
                     }
                 }
             }
-            let grown = grow(&k, s, [0; 2], [0; 2], &[0; 32]);
+            let grown = grow(&k, s);
             for l in 0..32 {
                 let (y, wx) = (y0 + l / 2, x0 / 32 + 2 * (l & 1));
                 for (j, shift) in [(wx, 0), (wx + 1, 32)] {
                     if y < h && j < words {
-                        m.edge[y * words + j] = (grown[l] >> shift) as u32;
-                        m.kept[y * words + j] = (k[l] >> shift) as u32;
+                        edge[y * words + j] = (grown[l] >> shift) as u32;
+                        kept[y * words + j] = (k[l] >> shift) as u32;
                     }
                 }
             }
-            wake(&mut active, touched(&grown), tile);
-        }
-        loop {
-            let waiting: Vec<usize> = (0..active.len()).filter(|&t| active[t]).collect();
-            if waiting.is_empty() {
-                break;
+            let weak: [u64; 32] = std::array::from_fn(|l| k[l] & !grown[l]);
+            let mut pending: [u64; 32] = std::array::from_fn(|l| weak[l] & ring(l));
+            let pixel = |l: usize, b: u32| (x0 + 64 * (l & 1) + b as usize, y0 + l / 2);
+            while let Some(first) = (0..32).find(|&l| pending[l] != 0) {
+                let mut seed = [0u64; 32];
+                seed[first] = pending[first] & pending[first].wrapping_neg();
+                let (rx, ry) = pixel(first, pending[first].trailing_zeros());
+                let rep = element(rx, ry);
+                let comp = grow(&weak, seed);
+                for l in 0..32 {
+                    let mut reached = comp[l] & pending[l];
+                    pending[l] &= !reached;
+                    while reached != 0 {
+                        let (x, y) = pixel(l, reached.trailing_zeros());
+                        parent[element(x, y)] = rep;
+                        reached &= reached - 1;
+                    }
+                }
             }
-            let tile = waiting[rng.usize(..waiting.len())];
-            active[tile] = false;
-            let dirs = m.link(tile, across);
-            wake(&mut active, dirs, tile);
         }
-        (0..w * h).map(|i| m.edge[(i / w) * words + (i % w) / 32] >> (i % w % 32) & 1 == 1).collect()
+        // canny_union's pairs, in any order.
+        let bit = |bits: &[u32], x: usize, y: usize| bits[y * words + x / 32] >> (x % 32) & 1 == 1;
+        let mut pairs = Vec::new();
+        for tile in 0..across * down {
+            let (x0, y0) = ((tile % across) * TW, (tile / across) * TH);
+            let (yb, xr) = (y0 + TH - 1, x0 + TW - 1);
+            for lane in 0..32 {
+                if yb + 1 < h {
+                    for j in 0..TW / 32 {
+                        let x = x0 + lane + 32 * j;
+                        if x >= w {
+                            break;
+                        }
+                        for qx in x.saturating_sub(1)..(x + 2).min(w) {
+                            pairs.push(((x, yb), (qx, yb + 1)));
+                        }
+                    }
+                }
+                let y = y0 + lane;
+                if xr + 1 < w && lane < TH && y < h {
+                    for qy in y.saturating_sub(1).max(y0)..(y + 2).min(y0 + TH).min(h) {
+                        pairs.push(((xr, y), (xr + 1, qy)));
+                    }
+                }
+            }
+        }
+        rng.shuffle(&mut pairs);
+        for ((px, py), (qx, qy)) in pairs {
+            assert!(px / TW != qx / TW || py / TH != qy / TH, "a pair within one tile");
+            if !bit(&kept, px, py) || !bit(&kept, qx, qy) {
+                continue;
+            }
+            let (ep, eq) = (bit(&edge, px, py), bit(&edge, qx, qy));
+            if ep && eq {
+                continue;
+            }
+            let a = find(&parent, if ep { 0 } else { element(px, py) });
+            let b = find(&parent, if eq { 0 } else { element(qx, qy) });
+            parent[a.max(b)] = a.min(b);
+        }
+        // canny_finish.
+        let mut out = vec![false; w * h];
+        for tile in 0..across * down {
+            let (x0, y0) = ((tile % across) * TW, (tile / across) * TH);
+            let (k, mut e) = (tile_bits(&kept, tile), tile_bits(&edge, tile));
+            let mut seeds = [0u64; 32];
+            for l in 0..32 {
+                let ring_weak = k[l] & !e[l] & ring(l);
+                let mut weak = ring_weak & !(ring_weak << 1);
+                while weak != 0 {
+                    let b = weak.trailing_zeros();
+                    if find(&parent, element(x0 + 64 * (l & 1) + b as usize, y0 + l / 2)) == 0 {
+                        seeds[l] |= 1 << b;
+                    }
+                    weak &= weak - 1;
+                }
+            }
+            if seeds.iter().any(|&s| s != 0) {
+                e = grow(&k, std::array::from_fn(|l| e[l] | seeds[l]));
+            }
+            for (l, &bits) in e.iter().enumerate() {
+                for b in 0..64 {
+                    let (x, y) = (x0 + 64 * (l & 1) + b, y0 + l / 2);
+                    if x < w && y < h {
+                        out[y * w + x] = bits >> b & 1 == 1;
+                    }
+                }
+            }
+        }
+        out
     }
 }
 
