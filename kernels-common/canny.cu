@@ -1,6 +1,6 @@
-// edges: Canny as OpenCV computes it (see crates/ops/src/edges.rs for the exact rules), and the
-// optional Gaussian blur. Every kernel mirrors the CPU backend's arithmetic step for step, so the
-// two give identical edges.
+// edges: Canny as OpenCV computes it (see crates/ops/src/edges/mod.rs for the exact rules), and
+// the optional Gaussian blur. Every kernel of stages 1-3 mirrors the CPU backend's arithmetic step
+// for step, and hysteresis finds the same set by another route, so the two give identical edges.
 #include "histopipe.cuh"
 
 #define CANNY_NONE 0
@@ -37,83 +37,16 @@ extern "C" __global__ void gauss_cols(const float* __restrict__ tmp, u32 w, u32 
     }
 }
 
-// Hysteresis as connected components: the edges are exactly the kept pixels whose 8-connected
-// component of kept pixels holds a strong one. Union-find as in ECL-CC (Jaiganesh & Burtscher,
-// 2018): a label always names a pixel of the same component with an index no larger than its own,
-// a root names itself, a root is hooked under a smaller one by atomicCAS (which fails if it
-// stopped being a root meanwhile), and finds shorten the paths they walk by pointing each node at
-// its grandparent. The components, and so the edges, do not depend on the order in which threads
-// run; the root of a component ends as its smallest index.
-//
-// Threads read labels that others are changing, so every access that can meet a concurrent write
-// is an atomic one (a plain access racing with an atomic is a data race: its value is undefined in
-// the PTX memory model, and compute-sanitizer's racecheck reports it in shared memory). Shortening
-// is atomicMin, not a store: labels only ever decrease, each value naming an ancestor, so a
-// shortening that arrives late cannot lengthen a path another thread shortened meanwhile. In
-// shared memory a load is a compare-and-swap of 0 for 0 (a no-op write): an idempotent atomic
-// update such as adding 0 may be turned back into a plain load by the compiler.
-struct SharedLabels {
-    u32* at;
-    __device__ __forceinline__ u32 load(u32 i) const { return atomicCAS(at + i, 0u, 0u); }
-    __device__ __forceinline__ void lower(u32 i, u32 v) const { atomicMin(at + i, v); }
-    __device__ __forceinline__ u32 hook(u32 root, u32 under) const { return atomicCAS(at + root, root, under); }
-};
-
-// In global memory a relaxed load at GPU scope is a strong access (no data race with the atomics)
-// and, unlike an atomic update, needs no round trip through an atomic unit.
-__device__ __forceinline__ u32 load_relaxed(const u32* p) {
-    u32 v;
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(__cvta_generic_to_global(p)) : "memory");
-    return v;
-}
-
-struct GlobalLabels {
-    u32* at;
-    __device__ __forceinline__ u32 load(u32 i) const { return load_relaxed(at + i); }
-    __device__ __forceinline__ void lower(u32 i, u32 v) const { atomicMin(at + i, v); }
-    __device__ __forceinline__ u32 hook(u32 root, u32 under) const { return atomicCAS(at + root, root, under); }
-};
-
-// The root of x's tree, shortening the path on the way.
-template <typename Labels>
-__device__ __forceinline__ u32 canny_find(const Labels& labels, u32 x) {
-    u32 curr = labels.load(x);
-    if (curr != x) {
-        u32 prev = x, next;
-        while (curr > (next = labels.load(curr))) {
-            labels.lower(prev, next);
-            prev = curr;
-            curr = next;
-        }
-    }
-    return curr;
-}
-
-template <typename Labels>
-__device__ void canny_union(const Labels& labels, u32 a, u32 b) {
-    a = canny_find(labels, a);
-    b = canny_find(labels, b);
-    while (a != b) {
-        if (a > b) {
-            const u32 t = a;
-            a = b;
-            b = t;
-        }
-        const u32 old = labels.hook(b, a);
-        if (old == b) return;
-        b = canny_find(labels, old);
-    }
-}
 
 // Stages 1-3 fused, and hysteresis within the tile: each block loads its CANNY_TW x CANNY_TH tile
 // of the input with a two-pixel halo (coordinates clamped: BORDER_REPLICATE) into shared memory,
 // computes the magnitudes of the tile and a one-pixel halo there (0 outside the frame), then
 // suppresses and thresholds each pixel of the tile, recomputing its gradient from shared memory
-// (only where m > low, the only place the direction matters), and writes the one-byte map. Then
-// it joins the tile's kept pixels into components in shared memory and writes, for each kept
-// pixel, the global index of its component's root within the tile (the smallest index, as tile
-// order is frame order) into `labels`: the trees stay one level deep until components are joined
-// across tiles. Per pixel the arithmetic is the CPU backend's.
+// (only where m > low, the only place the direction matters). Each warp's 32 classified pixels are
+// one word of the tile's kept and strong bit maps (two ballots); the first warp then grows the
+// strong pixels within the tile (see the hysteresis below), writes the tile's words of `kept`
+// and `edge` and labels the weak pixels of the tile's ring for the union-find across tiles. Per
+// pixel the arithmetic is the CPU backend's.
 // Blocks are 32 x 8 threads; thread (tx, ty) handles columns tx + 32 j and rows ty + 8 i, so a
 // warp touches 32 consecutive bytes (one sector) and 32 consecutive shared words (no conflicts).
 // The grid is one-dimensional, tiles in frame order (see canny_tile): a tall frame has more tile
@@ -141,13 +74,126 @@ __device__ __forceinline__ void canny_sobel(const u8 (*in)[CANNY_TW + 4], int lx
     dy = ((int)rd[lx - 1] - (int)ru[lx - 1]) + 2 * ((int)rd[lx] - (int)ru[lx]) + ((int)rd[lx + 1] - (int)ru[lx + 1]);
 }
 
+
+// Hysteresis, on bits within a tile and by union-find across tiles. The edges are exactly the kept
+// pixels whose 8-connected component of kept pixels holds a strong one.
+//
+// The maps are bit sets, one bit per pixel, in rows of `words` = ceil(w / 32) 32-bit words (bit b
+// of word j of row y is pixel x = 32 j + b; bits past the frame's width are 0): `kept` (weak or
+// strong) and `edge` (E, the strong pixels grown within their tile). A tile (CANNY_TW x CANNY_TH =
+// 128 x 16, four words a row, word-aligned) is held by one warp in registers: lane l holds row
+// l / 2, half l % 2, as 64 bits (bit b is pixel 64 (l % 2) + b of the row). One step of canny_grow
+// acts on the whole tile: E's rows ORed with those above and below, shifted one pixel left and
+// right (the 8-neighbour dilation), ANDed with kept; then every run of kept pixels in a half-row
+// that holds a pixel of E is filled, both ways, by carry propagation (canny_fill). A path through
+// the tile costs one step per change of row, not one per pixel; the tile is iterated in registers
+// until it is stable, with __any_sync for the "changed" flag (warp-synchronous: no barrier, no
+// shared memory, no race). Within a tile, E is then a union of whole in-tile components.
+//
+// 1. canny_nms (stages 1-3 and the tiles' own hysteresis): after thresholds the first warp grows
+//    the tile's strong pixels within the tile (E) and writes `kept` and `edge`. The tile's ring
+//    (its first and last rows and columns) may join other tiles; of its kept pixels outside E (the
+//    weak ring pixels) the warp labels each in-tile component: it grows one from its first weak ring
+//    pixel (the representative) through the kept pixels outside E, and points the parent entry of
+//    every weak ring pixel it reached at the representative. The elements of the union-find are
+//    these pixels, numbered 1 + y w + x (`parent` has w h + 1 entries, only theirs written), and
+//    element 0, STRONG, its own root, which stands for every pixel of E.
+// 2. canny_union, a warp per tile: every pair of 8-adjacent kept pixels across the tile's right
+//    and bottom borders (the tiles right, below-left, below and below-right; a pair above-right
+//    is that tile's below-left one) with at least one outside E is united: two weak pixels with
+//    each other, a weak one beside a pixel of E with STRONG. Union-find as ECL-CC: roots hooked by
+//    atomicCAS, the larger index onto the smaller (so STRONG, 0, is the root of its set), finds
+//    by relaxed loads with path halving by atomicCAS. No sequence of tiles is followed: a long
+//    path through many tiles is joined in a few hooks, whatever the order of the warps.
+// 3. canny_finish, a block per tile: the first warp reads the tile's E and, for each weak ring
+//    pixel whose root is STRONG, adds it to E and grows E within the tile once more (the pixel's
+//    in-tile component joins E); then the block writes 255 where E's bit is set, else 0.
+// A weak pixel is an edge iff its component reaches a strong pixel, then by a path that leaves
+// its in-tile component (which holds none) across a tile border: from a weak ring pixel of its
+// component through pairs united in step 2 to a pixel of E. So its component's ring pixels have
+// the root STRONG exactly when it is an edge, and the finish adds exactly those components.
+static_assert(CANNY_TW == 128 && CANNY_TH == 16, "a tile is 16 rows of two 64-bit halves, one per lane");
+#define CANNY_STRONG_ROOT 0u
+
+// In global memory a relaxed load at GPU scope is a strong access (no data race with the atomicCAS
+// of another warp) and, unlike an atomic update, needs no round trip through an atomic unit.
+__device__ __forceinline__ u32 load_relaxed(const u32* p) {
+    u32 v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(__cvta_generic_to_global(p)) : "memory");
+    return v;
+}
+
+// The pixels of `kept` in a run (consecutive set bits) that holds a bit of `seeds` (a subset of
+// kept) at or below them. Adding the seeds to kept carries from the lowest seed of a run up to the
+// bit past its top: those bits flip, except the seeds above the lowest one (1 + 1 + carry), put
+// back by the OR.
+__device__ __forceinline__ u64 canny_fill(u64 kept, u64 seeds) { return (((kept + seeds) ^ kept) | seeds) & kept; }
+
+// The growth of `edge` (a subset of `kept`), this lane's half-row of a tile (see above), through
+// `kept` to a fixpoint within the tile. Every lane of the warp calls it.
+__device__ u64 canny_grow(u64 kept, u64 edge) {
+    const u32 lane = threadIdx.x & 31, row = lane >> 1, half = lane & 1;
+    for (;;) {
+        u64 up = __shfl_up_sync(FULL_MASK, edge, 2), down = __shfl_down_sync(FULL_MASK, edge, 2);
+        if (row == 0) up = 0;
+        if (row == CANNY_TH - 1) down = 0;
+        const u64 v = edge | up | down;
+        // The pixels just left and right of this half: the other half's (none outside the tile).
+        const u64 other = __shfl_xor_sync(FULL_MASK, v, 1);
+        const u64 left = half ? other >> 63 : 0;
+        const u64 right = half ? 0 : other & 1;
+        const u64 seeds = edge | ((v | v << 1 | v >> 1 | left | right << 63) & kept);
+        const u64 grown = canny_fill(kept, seeds) | __brevll(canny_fill(__brevll(kept), __brevll(seeds)));
+        if (!__any_sync(FULL_MASK, grown != edge)) return edge;
+        edge = grown;
+    }
+}
+
+// This lane's pixels of the tile's ring: all of rows 0 and CANNY_TH - 1, the first column (bit 0
+// of half 0) and the last (bit 63 of half 1).
+__device__ __forceinline__ u64 canny_ring() {
+    const u32 lane = threadIdx.x & 31, row = lane >> 1, half = lane & 1;
+    if (row == 0 || row == CANNY_TH - 1) return ~0ull;
+    return half ? 1ull << 63 : 1ull;
+}
+
+// The union-find element of pixel (x, y): 1 + y w + x (at most w h < 2^32).
+__device__ __forceinline__ u32 canny_element(u64 x, u64 y, u32 w) { return (u32)(1 + y * w + x); }
+
+// The root of x's set, halving the path on the way (a parent only ever moves to an ancestor, so a
+// failed atomicCAS loses nothing).
+__device__ u32 canny_find(u32* parent, u32 x) {
+    u32 p = load_relaxed(parent + x);
+    while (p != x) {
+        const u32 g = load_relaxed(parent + p);
+        if (g != p) atomicCAS(parent + x, p, g);
+        x = p;
+        p = g;
+    }
+    return x;
+}
+
+// Unites the sets of a and b: the larger root hooked onto the smaller (retried if it stopped being
+// a root meanwhile).
+__device__ void canny_unite(u32* parent, u32 a, u32 b) {
+    for (;;) {
+        a = canny_find(parent, a);
+        b = canny_find(parent, b);
+        if (a == b) return;
+        const u32 lo = a < b ? a : b, hi = a < b ? b : a;
+        if (atomicCAS(parent + hi, hi, lo) == hi) return;
+        a = lo;
+        b = hi;
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
-    canny_nms(const u8* __restrict__ src, u32 w, u32 h, u32 l2, int low, int high, u8* __restrict__ map,
-              u32* __restrict__ labels) {
+    canny_nms(const u8* __restrict__ src, u32 w, u32 h, u32 l2, int low, int high, u32 words,
+              u32* __restrict__ kept_words, u32* __restrict__ edge, u32* __restrict__ parent) {
     __shared__ u8 in[CANNY_TH + 4][CANNY_TW + 4];
     __shared__ int mag[CANNY_TH + 2][CANNY_TW + 2];
-    __shared__ u8 kept[CANNY_TH][CANNY_TW];
-    __shared__ u32 local[CANNY_TH * CANNY_TW];
+    __shared__ u32 kept_bits[CANNY_TH][CANNY_TW / 32];
+    __shared__ u32 strong_bits[CANNY_TH][CANNY_TW / 32];
     const int bx = threadIdx.x, by = threadIdx.y;
     u32 x0, y0;
     canny_tile(w, &x0, &y0);
@@ -195,7 +241,6 @@ extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
     __syncthreads();
     for (int ty = by; ty < CANNY_TH; ty += CANNY_BY) {
         for (int tx = bx; tx < CANNY_TW; tx += CANNY_BX) {
-            const u64 gx = (u64)x0 + tx, gy = (u64)y0 + ty;
             // The pixel is mag[ty + 1][tx + 1] and in[ty + 2][tx + 2].
             const int* ma = mag[ty];
             const int* mc = mag[ty + 1];
@@ -215,114 +260,139 @@ extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
                 else keep = m > ma[tx] && m > mb[tx + 2];
                 if (keep) out = m > high ? CANNY_STRONG : CANNY_WEAK;
             }
-            kept[ty][tx] = out;
-            local[ty * CANNY_TW + tx] = ty * CANNY_TW + tx;
-            if (gx < w && gy < h) map[gy * w + gx] = out;
-        }
-    }
-    __syncthreads();
-    // Each kept pixel joins some of its kept neighbours NW, N, NE and W inside the tile, those
-    // that the decision tree of Wu, Otoo and Suzuki (2009) for 8-connected scans picks: N alone
-    // if it is kept; else NE if kept, and NW if kept, else W. The others are joined to the picked
-    // ones by their own turns (NW is N's west neighbour, N is NE's and W's; NW is W's north one),
-    // so by induction in raster order every pair of kept neighbours ends up joined, with at most
-    // two unions a pixel instead of four.
-    const SharedLabels tile{local};
-    for (int ty = by; ty < CANNY_TH; ty += CANNY_BY) {
-        for (int tx = bx; tx < CANNY_TW; tx += CANNY_BX) {
-            if (kept[ty][tx] == CANNY_NONE) continue;
-            const u32 k = ty * CANNY_TW + tx;
-            const bool w_ = tx > 0 && kept[ty][tx - 1] != CANNY_NONE;
-            const bool nw = ty > 0 && tx > 0 && kept[ty - 1][tx - 1] != CANNY_NONE;
-            const bool n = ty > 0 && kept[ty - 1][tx] != CANNY_NONE;
-            const bool ne = ty > 0 && tx + 1 < CANNY_TW && kept[ty - 1][tx + 1] != CANNY_NONE;
-            if (n) {
-                canny_union(tile, k, k - CANNY_TW);
-            } else {
-                if (ne) canny_union(tile, k, k - CANNY_TW + 1);
-                if (nw) canny_union(tile, k, k - CANNY_TW - 1);
-                else if (w_) canny_union(tile, k, k - 1);
+            // The warp's 32 pixels are word tx / 32 of row ty: lane b is bit b.
+            const u32 k = __ballot_sync(FULL_MASK, out != CANNY_NONE), s = __ballot_sync(FULL_MASK, out == CANNY_STRONG);
+            if (bx == 0) {
+                kept_bits[ty][tx / 32] = k;
+                strong_bits[ty][tx / 32] = s;
             }
         }
     }
     __syncthreads();
-    // Every union is done: from here `local` is only read, so plain loads walk to the roots (no
-    // shortening, which would write).
-    for (int ty = by; ty < CANNY_TH; ty += CANNY_BY) {
-        for (int tx = bx; tx < CANNY_TW; tx += CANNY_BX) {
-            // Kept pixels are all inside the frame.
-            if (kept[ty][tx] == CANNY_NONE) continue;
-            u32 r = ty * CANNY_TW + tx, p;
-            while ((p = local[r]) != r) r = p;
-            labels[(u64)(y0 + ty) * w + x0 + tx] = (u32)((u64)(y0 + r / CANNY_TW) * w + x0 + r % CANNY_TW);
+    // The first warp grows the strong pixels within the tile, writes the tile's words and labels
+    // its weak ring pixels; the others are done (no barrier follows).
+    if (by != 0) return;
+    const u32 row = bx >> 1, half = bx & 1;
+    const u64 kept = (u64)kept_bits[row][2 * half + 1] << 32 | kept_bits[row][2 * half];
+    const u64 strong = (u64)strong_bits[row][2 * half + 1] << 32 | strong_bits[row][2 * half];
+    const u64 grown = canny_grow(kept, strong);
+    const u64 y = (u64)y0 + row;
+    const u32 wx = x0 / 32 + 2 * half;
+    if (y < h) {
+        const u64 at = y * words + wx;
+        if (wx < words) edge[at] = (u32)grown, kept_words[at] = (u32)kept;
+        if (wx + 1 < words) edge[at + 1] = (u32)(grown >> 32), kept_words[at + 1] = (u32)(kept >> 32);
+    }
+    if (blockIdx.x == 0 && bx == 0) parent[CANNY_STRONG_ROOT] = CANNY_STRONG_ROOT;
+    // Kept bits lie inside the frame: so do the weak ring pixels. One in-tile component at a time,
+    // from the first lane's lowest pending pixel.
+    const u64 weak = kept & ~grown;
+    const u64 x_half = (u64)x0 + 64 * half;
+    u64 pending = weak & canny_ring();
+    for (;;) {
+        const u32 lanes = __ballot_sync(FULL_MASK, pending != 0);
+        if (!lanes) break;
+        const u32 first = __ffs(lanes) - 1;
+        const u64 seed = bx == first ? pending & (0 - pending) : 0;
+        const u32 rep = __shfl_sync(FULL_MASK, bx == first ? canny_element(x_half + __ffsll(pending) - 1, y, w) : 0, first);
+        u64 reached = canny_grow(weak, seed) & pending;
+        pending &= ~reached;
+        while (reached) {
+            parent[canny_element(x_half + __ffsll(reached) - 1, y, w)] = rep;
+            reached &= reached - 1;
         }
     }
 }
 
-// Joins the components of neighbouring tiles: one block per tile of canny_nms (the same
-// one-dimensional grid), one thread per pixel of its top row, left column and right column, each
-// joining its kept neighbours W, NW, N and NE that lie in another tile (every 8-connected pair
-// across tiles has its lower or side pixel there).
-#define CANNY_BORDER (CANNY_TW + 2 * (CANNY_TH - 1))
-extern "C" __global__ void canny_union_borders(const u8* __restrict__ map, u32 w, u32 h, u32* labels) {
-    const u32 k = threadIdx.x;
-    if (k >= CANNY_BORDER) return;
+// Whether pixel (x, y) of a bit map is set (plain loads: the maps are not written meanwhile).
+__device__ __forceinline__ bool canny_bit(const u32* bits, u32 words, u64 x, u64 y) {
+    return bits[y * words + x / 32] >> (x & 31) & 1;
+}
+
+// Unites p and q (8-adjacent, in different tiles) if both are kept and one at least is weak.
+__device__ __forceinline__ void canny_pair(const u32* kept, const u32* edge, u32* parent, u32 w, u32 words, u64 px,
+                                           u64 py, u64 qx, u64 qy) {
+    if (!canny_bit(kept, words, px, py) || !canny_bit(kept, words, qx, qy)) return;
+    const bool ep = canny_bit(edge, words, px, py), eq = canny_bit(edge, words, qx, qy);
+    if (ep && eq) return;
+    canny_unite(parent, ep ? CANNY_STRONG_ROOT : canny_element(px, py, w),
+                eq ? CANNY_STRONG_ROOT : canny_element(qx, qy, w));
+}
+
+// Step 2 above: CANNY_LINK_WARPS warps a block, warp i of block b on tile CANNY_LINK_WARPS b + i
+// (the grid covers the tiles of canny_nms). Lane l takes columns l + 32 j of the tile's last row
+// (each with the three pixels below it) and, if l < CANNY_TH, row l of its last column (with the
+// pixels right of it in rows l - 1 .. l + 1 of the tile). The lanes are independent: no barrier.
+#define CANNY_LINK_WARPS 4
+extern "C" __global__ void __launch_bounds__(32 * CANNY_LINK_WARPS)
+    canny_union(u32 w, u32 h, u32 words, const u32* __restrict__ kept, const u32* __restrict__ edge, u32* parent) {
+    const u32 lane = threadIdx.x & 31;
+    const u32 across = (w - 1) / CANNY_TW + 1, tiles = across * ((h - 1) / CANNY_TH + 1);
+    const u32 tile = blockIdx.x * CANNY_LINK_WARPS + (threadIdx.x >> 5);
+    if (tile >= tiles) return;
+    const u64 x0 = (u64)(tile % across) * CANNY_TW, y0 = (u64)(tile / across) * CANNY_TH;
+    const u64 yb = y0 + CANNY_TH - 1, xr = x0 + CANNY_TW - 1;
+    if (yb + 1 < h) {
+        for (u32 j = 0; j < CANNY_TW / 32; j++) {
+            const u64 x = x0 + lane + 32 * j;
+            if (x >= w) break;
+            if (x > 0) canny_pair(kept, edge, parent, w, words, x, yb, x - 1, yb + 1);
+            canny_pair(kept, edge, parent, w, words, x, yb, x, yb + 1);
+            if (x + 1 < w) canny_pair(kept, edge, parent, w, words, x, yb, x + 1, yb + 1);
+        }
+    }
+    const u64 y = y0 + lane;
+    if (xr + 1 < w && lane < CANNY_TH && y < h) {
+        if (lane > 0) canny_pair(kept, edge, parent, w, words, xr, y, xr + 1, y - 1);
+        canny_pair(kept, edge, parent, w, words, xr, y, xr + 1, y);
+        if (lane + 1 < CANNY_TH && y + 1 < h) canny_pair(kept, edge, parent, w, words, xr, y, xr + 1, y + 1);
+    }
+}
+
+// Step 3 above, a block of CANNY_BX x CANNY_BY threads per tile (the grid of canny_nms): the
+// tile's final E, then 255 where its bit is set, else 0.
+extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
+    canny_finish(u32 w, u32 h, u32 words, const u32* __restrict__ kept_words, const u32* __restrict__ edge,
+                 const u32* __restrict__ parent, u8* __restrict__ out) {
+    __shared__ u32 bits[CANNY_TH][CANNY_TW / 32];
+    const int bx = threadIdx.x, by = threadIdx.y;
     u32 x0, y0;
     canny_tile(w, &x0, &y0);
-    u64 x, y;
-    if (k < CANNY_TW) x = (u64)x0 + k, y = y0;
-    else if (k < CANNY_TW + CANNY_TH - 1) x = x0, y = (u64)y0 + 1 + (k - CANNY_TW);
-    else x = (u64)x0 + CANNY_TW - 1, y = (u64)y0 + 1 + (k - CANNY_TW - (CANNY_TH - 1));
-    if (x >= w || y >= h) return;
-    const u64 i = y * w + x;
-    if (map[i] == CANNY_NONE) return;
-    const GlobalLabels all{labels};
-    const int dxs[4] = {-1, -1, 0, 1}, dys[4] = {0, -1, -1, -1};
-    for (int d = 0; d < 4; d++) {
-        const i64 nx = (i64)x + dxs[d], ny = (i64)y + dys[d];
-        if (nx < 0 || ny < 0 || nx >= (i64)w) continue;
-        if (nx >= x0 && nx < (i64)x0 + CANNY_TW && ny >= y0) continue;  // in this tile
-        const u64 j = (u64)ny * w + (u64)nx;
-        // Indices of a frame of fewer than 2^32 pixels.
-        if (map[j] != CANNY_NONE) canny_union(all, (u32)i, (u32)j);
+    if (by == 0) {
+        const u32 row = bx >> 1, half = bx & 1;
+        const u64 y = (u64)y0 + row;
+        const u32 wx = x0 / 32 + 2 * half;
+        u64 kept = 0, e = 0;
+        if (y < h) {
+            const u64 at = y * words + wx;
+            if (wx < words) kept = kept_words[at], e = edge[at];
+            if (wx + 1 < words) kept |= (u64)kept_words[at + 1] << 32, e |= (u64)edge[at + 1] << 32;
+        }
+        // The union-find is done: plain loads (canny_find's halving needs writes, not done here).
+        // A run of weak pixels in the half-row is one in-tile component, and the growth fills a
+        // component from any of its pixels: the first pixel of each run is enough.
+        const u64 ring_weak = kept & ~e & canny_ring();
+        u64 weak = ring_weak & ~(ring_weak << 1), seeds = 0;
+        const u64 x_half = (u64)x0 + 64 * half;
+        while (weak) {
+            const u32 b = __ffsll(weak) - 1;
+            u32 x = canny_element(x_half + b, y, w), p = parent[x];
+            while (p != x) x = p, p = parent[p];
+            if (x == CANNY_STRONG_ROOT) seeds |= 1ull << b;
+            weak &= weak - 1;
+        }
+        if (__any_sync(FULL_MASK, seeds != 0)) e = canny_grow(kept, e | seeds);
+        bits[row][2 * half] = (u32)e;
+        bits[row][2 * half + 1] = (u32)(e >> 32);
     }
-}
-
-// After every union (the roots are final now): points each kept pixel at its component's root
-// (the next kernel reads the root there in one step), and sets the bit of the root of every strong
-// pixel's component in `strong` (one bit per pixel, zeroed beforehand). Pixels whose labels name
-// their root already are left alone, and a bit is tested before it is set: a large component's
-// strong pixels would otherwise all queue atomics on one word.
-extern "C" __global__ void canny_flatten(const u8* __restrict__ map, u64 n, u32* labels, u32* strong) {
-    const GlobalLabels all{labels};
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-        const u8 v = map[i];
-        if (v == CANNY_NONE) continue;
-        const u32 parent = all.load((u32)i);
-        u32 r = parent;
-        if (parent != (u32)i) {
-            r = canny_find(all, parent);
-            if (r != parent) all.lower((u32)i, r);
+    __syncthreads();
+    for (int ty = by; ty < CANNY_TH; ty += CANNY_BY) {
+        const u64 y = (u64)y0 + ty;
+        if (y >= h) break;
+        for (int tx = bx; tx < CANNY_TW; tx += CANNY_BX) {
+            const u64 x = (u64)x0 + tx;
+            if (x >= w) break;
+            out[y * w + x] = bits[ty][tx / 32] >> (tx & 31) & 1 ? 255 : 0;
         }
-        if (v == CANNY_STRONG) {
-            const u32 bit = 1u << (r & 31);
-            u32* word = strong + (r >> 5);
-            if (!(load_relaxed(word) & bit)) atomicOr(word, bit);
-        }
-    }
-}
-
-// 255 where the pixel is kept and its component's root has its bit in `strong`, else 0. Labels
-// only decrease, and canny_flatten lowered each kept pixel's to its root, the smallest index of
-// the component: one load finds it.
-extern "C" __global__ void canny_finish(const u8* __restrict__ map, const u32* __restrict__ labels,
-                                        const u32* __restrict__ strong, u64 n, u8* __restrict__ out) {
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-        u8 v = 0;
-        if (map[i] != CANNY_NONE) {
-            const u32 r = labels[i];
-            v = (strong[r >> 5] >> (r & 31)) & 1 ? 255 : 0;
-        }
-        out[i] = v;
     }
 }

@@ -193,3 +193,101 @@ fn gpu_backend_matches_cpu_backend_on_fixtures() {
         stream(&[fixture_frame("camera.pgm"), fixture_frame("page.pgm"), fixture_frame("camera.pgm")]);
     assert_eq!(run_ok("edges", "gpu", &[], &input), run_ok("edges", "cpu", &[], &input));
 }
+
+/// GPU = CPU where hysteresis is hardest for the GPU's tiles: weak paths that snake through many
+/// tiles (a spiral, a vertical comb), all-weak frames with one strong pixel, checkerboards, noise,
+/// frames one pixel wide or high and frames that are not multiples of the 128 x 16 tile.
+#[test]
+fn gpu_hysteresis_matches_cpu_on_adversarial_frames() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let mut cases: Vec<(String, Frame, Canny)> = Vec::new();
+    let weak_path = Canny { low: 100.0, high: 400.0, l2: false, blur: None };
+    // Paths of level 60 on 0 (their outlines are weak), lit by one pixel of 255 (strong).
+    let (w, h) = (1021, 707);
+    let mut spiral = vec![0u8; w * h];
+    let (mut x, mut y, mut len, mut dir) = (w as isize / 2, h as isize / 2, 1, 0);
+    'outer: loop {
+        for _ in 0..2 {
+            let (dx, dy) = [(1, 0), (0, 1), (-1, 0), (0, -1)][dir % 4];
+            for _ in 0..4 * len {
+                (x, y) = (x + dx, y + dy);
+                if x < 2 || y < 2 || x >= w as isize - 2 || y >= h as isize - 2 {
+                    break 'outer;
+                }
+                spiral[y as usize * w + x as usize] = 60;
+            }
+            dir += 1;
+        }
+        len += 1;
+    }
+    spiral[(h / 2) * w + w / 2] = 255;
+    cases.push(("spiral".into(), Frame::new(w, h, 255, Pixels::U8(spiral.into())), weak_path));
+    // A vertical comb: one path down and up every fourth column, across all the tiles of a row.
+    let mut comb = vec![0u8; w * h];
+    for x in (4..w - 4).step_by(4) {
+        for y in 4..h - 4 {
+            comb[y * w + x] = 60;
+        }
+        let turn = if (x / 4) % 2 == 0 { h - 5 } else { 4 };
+        for t in x..(x + 4).min(w - 4) {
+            comb[turn * w + t] = 60;
+        }
+    }
+    comb[(h - 5) * w + w - 8] = 255;
+    cases.push(("vertical comb".into(), Frame::new(w, h, 255, Pixels::U8(comb.into())), weak_path));
+    // Weak lines along the tiles' borders (rows 16 k - 1, columns 128 k - 1) and diagonals through
+    // their corners, lit by one pixel: every join is across a tile border.
+    let mut grid = vec![0u8; w * h];
+    for y in 0..h {
+        for x in 0..w {
+            if y % 16 == 15 || x % 128 == 127 || (x + 2 * y) % 97 == 0 || (3 * x).abs_diff(y) % 131 == 0 {
+                grid[y * w + x] = 60;
+            }
+        }
+    }
+    grid[(h / 2) * w + w / 3] = 255;
+    cases.push(("tile-border grid".into(), Frame::new(w, h, 255, Pixels::U8(grid.into())), weak_path));
+    // Noise whose every edge is weak, with one strong pixel; at the frame's middle and corner.
+    for at in [(h / 2) * w + w / 2, w * h - 1] {
+        let mut px: Vec<u8> = (0..w * h).map(|_| rng.u8(0..40)).collect();
+        px[at] = 255;
+        let canny = Canny { low: 10.0, high: 500.0, l2: false, blur: None };
+        cases.push((format!("weak noise lit at {at}"), Frame::new(w, h, 255, Pixels::U8(px.into())), canny));
+    }
+    // Checkerboards of 1- and 3-pixel squares, and one of 0 / 60 lit by one pixel.
+    for (cell, hi, lit) in [(1, 255, false), (3, 255, false), (1, 60, true), (2, 60, true)] {
+        let mut px: Vec<u8> =
+            (0..w * h).map(|i| if (i % w / cell + i / w / cell) % 2 == 0 { hi } else { 0 }).collect();
+        if lit {
+            px[(h / 3) * w + w / 3] = 255;
+        }
+        for canny in [weak_path, Canny { low: 50.0, high: 150.0, l2: true, blur: None }] {
+            let f = Frame::new(w, h, 255, Pixels::U8(px.clone().into()));
+            cases.push((format!("checkerboard {cell} {hi} {lit}"), f, canny));
+        }
+    }
+    // Dense noise, and frames thin or not multiples of the tile.
+    for (w, h) in
+        [(1031, 517), (1, 5000), (5000, 1), (2, 3001), (3001, 2), (129, 17), (127, 15), (257, 33), (128, 16)]
+    {
+        for (low, high, l2) in
+            [(50.0, 150.0, false), (20.0, 40.0, false), (5.0, 2000.0, false), (10.0, 300.0, true)]
+        {
+            let canny = Canny { low, high, l2, blur: None };
+            cases.push((format!("noise {w}x{h}"), random_frame(&mut rng, w, h, 255), canny));
+            cases.push((format!("structured {w}x{h}"), structured_frame(&mut rng, w, h), canny));
+        }
+    }
+    for (what, frame, canny) in &cases {
+        let cpu = canny.cpu(frame).unwrap();
+        let gpu_out = canny.gpu(&gpu, frame).unwrap();
+        let diff = samples(&cpu).iter().zip(samples(&gpu_out).iter()).filter(|(a, b)| a != b).count();
+        assert_eq!(diff, 0, "{what} {}x{} {canny:?}: {diff} pixels differ", frame.width, frame.height);
+    }
+    // The paths are followed: most of their pixels are edges.
+    for (what, frame, canny) in &cases[..2] {
+        let on = samples(&canny.cpu(frame).unwrap()).iter().filter(|&&v| v == 255).count();
+        assert!(on > 20_000, "{what}: only {on} edge pixels");
+    }
+}

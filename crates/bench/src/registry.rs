@@ -792,9 +792,11 @@ fn clahe_cpu(_: &Input) -> Result<CpuRun, BenchError> {
     })
 }
 
-/// Canny's stages 1 to 3 alone (`edges --low 50 --high 150`): one kernel from the frame to the
-/// NONE / WEAK / STRONG map and the kept pixels' starting labels (the plan's buffers, as the
-/// tool's pool keeps them). No CPU timing: that stage of the CPU implementation is not public.
+/// Canny's stages 1 to 3 alone (`edges --low 50 --high 150`): one kernel from the frame to the bit
+/// maps of kept and edge pixels, the strong pixels grown within each 128 x 16 tile, and the
+/// union-find labels of the tiles' weak ring pixels (the plan's buffers, as the tool's pool keeps
+/// them); the union across tiles and the output are not in it. No CPU timing: that stage of the
+/// CPU implementation is not public.
 fn edges_gradient<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     let (w, h) = (input.width, input.height);
     let n = w * h;
@@ -804,8 +806,9 @@ fn edges_gradient<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchErro
 }
 
 /// `edges --low 50 --high 150` (L1, no blur), the whole of `Canny::gpu` but its upload and
-/// download: the fused gradient / suppression / threshold kernel, hysteresis by union-find (a
-/// memset and two kernels) and the 0/255 output; nothing waits on the host.
+/// download: the fused gradient / suppression / threshold / in-tile hysteresis kernel, the
+/// union-find across tiles, and the tiles' last growth with the 0/255 output (three kernels;
+/// nothing waits on the host).
 fn edges<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     let (w, h) = (input.width, input.height);
     let n = w * h;

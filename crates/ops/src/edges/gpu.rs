@@ -1,5 +1,6 @@
-//! `edges` on the GPU: the launches of the blur, gradient and suppression, hysteresis and finish
-//! kernels (canny.cu), and the device plan that `Op::gpu` and the benchmark run.
+//! `edges` on the GPU: the launches of the blur, the fused gradient / suppression / in-tile
+//! hysteresis kernel, the union-find across tiles and the finish (canny.cu), and the device plan
+//! that `Op::gpu` and the benchmark run.
 
 use histopipe_gpu::cudarc::driver::CudaSlice;
 use histopipe_gpu::{kernels, launch, Buffer, LaunchConfig};
@@ -11,6 +12,8 @@ use crate::{Gpu, OpError};
 /// The tile of `canny_nms` (`CANNY_TW` x `CANNY_TH` in canny.cu) and its blocks' shape.
 pub(super) const NMS_TILE: (u32, u32) = (128, 16);
 pub(super) const NMS_BLOCK: (u32, u32) = (32, 8);
+/// The warps of a block of `canny_union` (`CANNY_LINK_WARPS`), a warp per tile.
+pub(super) const LINK_WARPS: u32 = 4;
 
 /// The tiles of `canny_nms` for a w x h frame, the length of its one-dimensional grid (tiles in
 /// frame order; canny_tile in canny.cu finds a block's tile), or `None` beyond the grid's 2^31 - 1
@@ -57,10 +60,12 @@ impl Canny {
         Ok(())
     }
 
-    /// Queues stages 1–3 as one kernel: the NONE / WEAK / STRONG map (one byte per pixel) of
-    /// `src` (w x h) into `map`, and, for every kept pixel, the root of its component within its
-    /// tile into `labels`, where [`Canny::launch_hysteresis`] goes on. Frames need fewer than
-    /// 2^32 pixels (see [`Canny::gpu_size_ok`]).
+    /// Queues stages 1–3 and the tiles' own hysteresis as one kernel: from `src` (w x h), the bit
+    /// maps `kept` (weak or strong) and `edge` (the strong pixels grown within their tile), each
+    /// [`Canny::bit_words`] long, and in `parent` ([`Canny::parent_len`] long) the union-find's
+    /// element 0 (STRONG) and, for each kept pixel outside `edge` on a tile's first or last row or
+    /// column, its in-tile component's representative, where [`Canny::launch_union`] goes on.
+    /// Frames need fewer than 2^32 pixels (see [`Canny::gpu_size_ok`]).
     #[allow(clippy::too_many_arguments)]
     fn launch_gradient_nms(
         &self,
@@ -68,39 +73,53 @@ impl Canny {
         src: &CudaSlice<u8>,
         w: usize,
         h: usize,
-        map: &mut CudaSlice<u8>,
-        labels: &mut CudaSlice<u32>,
+        kept: &mut CudaSlice<u32>,
+        edge: &mut CudaSlice<u32>,
+        parent: &mut CudaSlice<u32>,
     ) -> Result<(), OpError> {
         if w == 0 || h == 0 {
             return Ok(());
         }
         let (low, high) = self.thresholds();
         let tiles = Self::checked_tiles(w, h)?;
-        let n = w * h;
-        check_len("edges' input", src.len(), n)?;
-        check_len("edges' map", map.len(), n)?;
-        check_len("edges' labels", labels.len(), n)?;
+        check_len("edges' input", src.len(), w * h)?;
+        Self::check_bits(w, h, kept, edge, parent)?;
         let cfg = LaunchConfig {
             grid_dim: (tiles, 1, 1),
             block_dim: (NMS_BLOCK.0, NMS_BLOCK.1, 1),
             shared_mem_bytes: 0,
         };
-        let (w32, h32, l2) = (w as u32, h as u32, self.l2 as u32);
-        // SAFETY: canny_nms(in, w, h, l2, low, high, map, labels) in canny.cu; the lengths are
-        // checked above.
+        let (w32, h32, l2, words) = (w as u32, h as u32, self.l2 as u32, w.div_ceil(32) as u32);
+        // SAFETY: canny_nms(in, w, h, l2, low, high, words, kept, edge, parent) in canny.cu; the
+        // lengths are checked above.
         unsafe {
-            launch!(gpu, kernels::CANNY, "canny_nms", cfg; src, &w32, &h32, &l2, &low, &high, map, labels)
+            launch!(gpu, kernels::CANNY, "canny_nms", cfg; src, &w32, &h32, &l2, &low, &high, &words, kept, edge, &mut *parent)
         }?;
         Ok(())
     }
 
-    /// Whether a w x h frame fits the GPU backend: `labels` holds pixel indices in 32 bits, so
+    /// The bit maps' and the union-find's lengths, checked for a w x h frame (w, h > 0).
+    fn check_bits(
+        w: usize,
+        h: usize,
+        kept: &CudaSlice<u32>,
+        edge: &CudaSlice<u32>,
+        parent: &CudaSlice<u32>,
+    ) -> Result<(), OpError> {
+        Self::checked_tiles(w, h)?;
+        check_len("edges' kept pixels", kept.len(), Self::bit_words(w, h))?;
+        check_len("edges' edge pixels", edge.len(), Self::bit_words(w, h))?;
+        check_len("edges' union-find", parent.len(), Self::parent_len(w, h))
+    }
+
+    /// Whether a w x h frame fits the GPU backend: `canny_finish` indexes pixels in 32 bits, so
     /// frames need fewer than 2^32 pixels (their tiles then fit the grid, see [`nms_tiles`]).
     pub fn gpu_size_ok(w: usize, h: usize) -> bool {
         w.checked_mul(h).is_some_and(|n| n <= u32::MAX as usize) && nms_tiles(w, h).is_some()
     }
 
-    /// The grid of `canny_nms` and `canny_union_borders`, or the error for a frame too large.
+    /// The grid of `canny_nms` and `canny_finish` (a warp per tile in `canny_union`), or the error
+    /// for a frame too large.
     pub(super) fn checked_tiles(w: usize, h: usize) -> Result<u32, OpError> {
         match nms_tiles(w, h) {
             Some(tiles) if Self::gpu_size_ok(w, h) => Ok(tiles),
@@ -110,73 +129,76 @@ impl Canny {
         }
     }
 
-    /// The length of the bit set of strong roots that [`Canny::launch_hysteresis`] and
-    /// [`Canny::launch_finish`] share, for `n` pixels: one bit per pixel, in 32-bit words.
-    pub(super) fn strong_words(n: usize) -> usize {
-        n.div_ceil(32)
+    /// The length of the bit maps `kept` and `edge` of a w x h frame: rows of ceil(w / 32) 32-bit
+    /// words (bit b of word j is pixel 32 j + b of the row).
+    pub(super) fn bit_words(w: usize, h: usize) -> usize {
+        w.div_ceil(32) * h
     }
 
-    /// Queues the rest of hysteresis over the `map` and `labels` of [`Canny::launch_gradient_nms`]
-    /// (w x h): union-find joins the tiles' components across tile borders, then every kept
-    /// pixel's label is pointed at its component's root and the roots of components holding a
-    /// strong pixel get their bit in `strong` (at least [`Canny::strong_words`] long; zeroed
-    /// here). A memset and two kernels, no host round trip; the result does not depend on
-    /// scheduling (the components are unique).
-    fn launch_hysteresis(
+    /// The length of the union-find's `parent` for a w x h frame: element 0 (STRONG), then one per
+    /// pixel (1 + y w + x; only those of the tiles' weak ring pixels are written and read).
+    pub(super) fn parent_len(w: usize, h: usize) -> usize {
+        w * h + 1
+    }
+
+    /// Queues hysteresis across tiles over the bit maps and union-find of
+    /// [`Canny::launch_gradient_nms`] (w x h): a warp per tile unites the kept pixels 8-adjacent
+    /// across its right and bottom borders (a weak pixel beside an edge pixel with STRONG).
+    fn launch_union(
         gpu: &Gpu,
-        map: &CudaSlice<u8>,
-        labels: &mut CudaSlice<u32>,
-        strong: &mut CudaSlice<u32>,
+        kept: &CudaSlice<u32>,
+        edge: &CudaSlice<u32>,
+        parent: &mut CudaSlice<u32>,
         w: usize,
         h: usize,
+    ) -> Result<(), OpError> {
+        if w == 0 || h == 0 {
+            return Ok(());
+        }
+        let tiles = Self::checked_tiles(w, h)?;
+        Self::check_bits(w, h, kept, edge, parent)?;
+        // LINK_WARPS warps a block, a warp per tile of canny_nms.
+        let cfg = LaunchConfig {
+            grid_dim: (tiles.div_ceil(LINK_WARPS), 1, 1),
+            block_dim: (32 * LINK_WARPS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (w32, h32, words) = (w as u32, h as u32, w.div_ceil(32) as u32);
+        // SAFETY: canny_union(w, h, words, kept, edge, parent) in canny.cu; the lengths are checked
+        // above.
+        unsafe { launch!(gpu, kernels::CANNY, "canny_union", cfg; &w32, &h32, &words, kept, edge, parent) }?;
+        Ok(())
+    }
+
+    /// Queues the last step, a block per tile: the weak ring pixels whose root is STRONG join
+    /// `edge` with their in-tile components, then 255 where the pixel is an edge, else 0, into
+    /// `dst` (w x h).
+    fn launch_finish(
+        gpu: &Gpu,
+        kept: &CudaSlice<u32>,
+        edge: &CudaSlice<u32>,
+        parent: &CudaSlice<u32>,
+        w: usize,
+        h: usize,
+        dst: &mut CudaSlice<u8>,
     ) -> Result<(), OpError> {
         let n = w * h;
         if n == 0 {
             return Ok(());
         }
         let tiles = Self::checked_tiles(w, h)?;
-        check_len("edges' map", map.len(), n)?;
-        check_len("edges' labels", labels.len(), n)?;
-        check_len("edges' strong roots", strong.len(), Self::strong_words(n))?;
-        gpu.stream().memset_zeros(&mut strong.slice_mut(..Self::strong_words(n)))?;
-        let (w32, h32, n64) = (w as u32, h as u32, n as u64);
-        // One block per tile of canny_nms, one thread per pixel of its top row and side columns.
-        let border = LaunchConfig {
+        Self::check_bits(w, h, kept, edge, parent)?;
+        check_len("edges' output", dst.len(), n)?;
+        let cfg = LaunchConfig {
             grid_dim: (tiles, 1, 1),
-            block_dim: ((NMS_TILE.0 + 2 * (NMS_TILE.1 - 1)).next_multiple_of(32), 1, 1),
+            block_dim: (NMS_BLOCK.0, NMS_BLOCK.1, 1),
             shared_mem_bytes: 0,
         };
-        // SAFETY: canny_union_borders(map, w, h, labels) and canny_flatten(map, n, labels,
-        // strong) in canny.cu; the lengths are checked above.
+        let (w32, h32, words) = (w as u32, h as u32, w.div_ceil(32) as u32);
+        // SAFETY: canny_finish(w, h, words, kept, edge, parent, out) in canny.cu; the lengths are
+        // checked above.
         unsafe {
-            launch!(gpu, kernels::CANNY, "canny_union_borders", border; map, &w32, &h32, &mut *labels)?;
-            launch!(gpu, kernels::CANNY, "canny_flatten", launch::cover(n, 256); map, &n64, labels, strong)
-        }?;
-        Ok(())
-    }
-
-    /// Queues the last step, after [`Canny::launch_hysteresis`]: for `n` pixels, 255 where the
-    /// pixel is kept and its root (its label now) has its bit in `strong`, else 0.
-    fn launch_finish(
-        gpu: &Gpu,
-        map: &CudaSlice<u8>,
-        labels: &CudaSlice<u32>,
-        strong: &CudaSlice<u32>,
-        n: usize,
-        dst: &mut CudaSlice<u8>,
-    ) -> Result<(), OpError> {
-        if n == 0 {
-            return Ok(());
-        }
-        check_len("edges' map", map.len(), n)?;
-        check_len("edges' labels", labels.len(), n)?;
-        check_len("edges' strong roots", strong.len(), Self::strong_words(n))?;
-        check_len("edges' output", dst.len(), n)?;
-        let n64 = n as u64;
-        // SAFETY: canny_finish(map, labels, strong, n, out) in canny.cu; the lengths are checked
-        // above.
-        unsafe {
-            launch!(gpu, kernels::CANNY, "canny_finish", launch::cover(n, 256); map, labels, strong, &n64, dst)
+            launch!(gpu, kernels::CANNY, "canny_finish", cfg; &w32, &h32, &words, kept, edge, parent, dst)
         }?;
         Ok(())
     }
@@ -205,9 +227,9 @@ impl Canny {
             w,
             h,
             blur,
-            map: gpu.buffer::<u8>("edges.map", n)?,
-            labels: gpu.buffer::<u32>("edges.labels", n)?,
-            strong: gpu.buffer::<u32>("edges.strong", Self::strong_words(n))?,
+            kept: gpu.buffer::<u32>("edges.kept", Self::bit_words(w, h))?,
+            edge: gpu.buffer::<u32>("edges.edge", Self::bit_words(w, h))?,
+            parent: gpu.buffer::<u32>("edges.parent", Self::parent_len(w, h))?,
         })
     }
 }
@@ -220,26 +242,29 @@ struct Blur<'g> {
     out: Buffer<'g, u8>,
 }
 
-/// The device plan of `edges`: the blur's buffers (if it blurs), the NONE / WEAK / STRONG map,
-/// the labels of union-find and the bit set of strong roots, and the kernels. The one GPU
-/// sequence that `Op::gpu` and the benchmark run.
+/// The device plan of `edges`: the blur's buffers (if it blurs), the bit maps of kept and edge
+/// pixels and the union-find of the tiles' weak ring pixels, and the kernels. The one GPU sequence that `Op::gpu` and
+/// the benchmark run.
 pub struct CannyPlan<'g> {
     gpu: &'g Gpu,
     canny: Canny,
     w: usize,
     h: usize,
     blur: Option<Blur<'g>>,
-    map: Buffer<'g, u8>,
-    labels: Buffer<'g, u32>,
-    strong: Buffer<'g, u32>,
+    kept: Buffer<'g, u32>,
+    edge: Buffer<'g, u32>,
+    parent: Buffer<'g, u32>,
 }
 
 impl CannyPlan<'_> {
     /// Queues the edges of the `w x h` frame in `src` into `dst`: the blur (if any), stages 1-3
-    /// in one kernel, hysteresis by union-find (a memset and two kernels) and the 0/255 output;
-    /// nothing waits on the host.
+    /// and the tiles' own hysteresis in one kernel, the union-find across tiles, the tiles' last
+    /// growth and the 0/255 output. Nothing waits on the host.
     pub fn queue(&mut self, src: &CudaSlice<u8>, dst: &mut CudaSlice<u8>) -> Result<(), OpError> {
         let (gpu, w, h) = (self.gpu, self.w, self.h);
+        if w == 0 || h == 0 {
+            return Ok(());
+        }
         let src = match &mut self.blur {
             Some(b) => {
                 Canny::launch_blur(gpu, src, w, h, &b.weights, b.taps, &mut b.rows, &mut b.out)?;
@@ -247,14 +272,15 @@ impl CannyPlan<'_> {
             }
             None => src,
         };
-        self.canny.launch_gradient_nms(gpu, src, w, h, &mut self.map, &mut self.labels)?;
-        Canny::launch_hysteresis(gpu, &self.map, &mut self.labels, &mut self.strong, w, h)?;
-        Canny::launch_finish(gpu, &self.map, &self.labels, &self.strong, w * h, dst)
+        self.canny.launch_gradient_nms(gpu, src, w, h, &mut self.kept, &mut self.edge, &mut self.parent)?;
+        Canny::launch_union(gpu, &self.kept, &self.edge, &mut self.parent, w, h)?;
+        Canny::launch_finish(gpu, &self.kept, &self.edge, &self.parent, w, h, dst)
     }
 
-    /// Queues stages 1-3 alone, unblurred: the fused gradient / suppression / threshold kernel
-    /// from `src` to the plan's map and starting labels.
+    /// Queues stages 1-3 alone, unblurred, with the tiles' own hysteresis and labels (the same
+    /// kernel): from `src` to the plan's bit maps of kept and edge pixels and its union-find.
     pub fn queue_gradient(&mut self, src: &CudaSlice<u8>) -> Result<(), OpError> {
-        self.canny.launch_gradient_nms(self.gpu, src, self.w, self.h, &mut self.map, &mut self.labels)
+        let (w, h) = (self.w, self.h);
+        self.canny.launch_gradient_nms(self.gpu, src, w, h, &mut self.kept, &mut self.edge, &mut self.parent)
     }
 }

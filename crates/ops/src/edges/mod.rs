@@ -13,8 +13,9 @@
 //!    squared when positive; then floored to integers. A kept pixel with m > high is strong, else
 //!    weak; the edges are the strong pixels and every weak pixel 8-connected to one through weak
 //!    pixels. That set is unique, so the order in which hysteresis visits pixels does not matter:
-//!    the CPU floods from a stack; the GPU labels the 8-connected components of kept pixels by
-//!    union-find and keeps the components that hold a strong pixel (the same set).
+//!    the CPU floods from a stack; the GPU grows the strong pixels through the kept ones on bit
+//!    maps, tile by tile in registers, then joins the tiles' weak components across tile borders
+//!    by union-find and grows the ones joined to a strong pixel (the same set).
 //!
 //! An optional Gaussian blur first (`blur`) is histopipe's own, not OpenCV's (see
 //! [`gaussian_weights`]): separable, f32, the same on both backends.

@@ -1,6 +1,6 @@
 use super::classify::{classify_row, Thresholds};
 use super::cpu::push_strong;
-use super::gpu::{nms_tiles, NMS_BLOCK, NMS_TILE};
+use super::gpu::{nms_tiles, LINK_WARPS, NMS_BLOCK, NMS_TILE};
 use super::*;
 use crate::parallel;
 use histopipe_gpu::kernels;
@@ -108,6 +108,7 @@ fn tile_shapes_match_the_kernel() {
         ("CANNY_TH", NMS_TILE.1),
         ("CANNY_BX", NMS_BLOCK.0),
         ("CANNY_BY", NMS_BLOCK.1),
+        ("CANNY_LINK_WARPS", LINK_WARPS),
     ] {
         assert!(text.contains(&format!("#define {name} {v}\n")), "{name} is not {v} in canny.cu");
     }
@@ -128,8 +129,11 @@ fn the_gpu_takes_frames_of_fewer_than_2_to_the_32_pixels_of_any_shape() {
         assert!(!Canny::gpu_size_ok(w, h), "{w}x{h}");
         assert!(Canny::checked_tiles(w, h).unwrap_err().to_string().contains("fewer than 2^32 pixels"));
     }
-    assert_eq!(Canny::strong_words(0), 0);
-    assert_eq!(Canny::strong_words(most), 1 << 27);
+    assert_eq!(Canny::bit_words(1, most), most);
+    assert_eq!(Canny::bit_words(most, 1), 1 << 27);
+    assert_eq!(Canny::bit_words(33, 7), 14);
+    assert_eq!(Canny::parent_len(most, 1), 1 << 32);
+    assert_eq!(Canny::parent_len(33, 7), 232);
 }
 
 /// Split over any number of threads, the edges are the one thread's: random frames (dense,
@@ -164,4 +168,295 @@ fn blur_weights_sum_to_one() {
     assert!((k.iter().map(|&v| v as f64).sum::<f64>() - 1.0).abs() < 1e-6);
     let flat = blur_cpu(&[77; 12], 4, 3, &k);
     assert!(flat.iter().all(|&v| v == 77));
+}
+
+/// A model on the CPU of the GPU's hysteresis (canny.cu: canny_grow, the labels of canny_nms,
+/// canny_union, canny_finish), lane for lane: a tile is 32 lanes, lane l row l / 2, half l % 2, 64
+/// pixels each.
+mod bit_model {
+    const TW: usize = 128;
+    const TH: usize = 16;
+    /// A parent entry canny_nms does not write (reading one would be a read of uninitialised memory).
+    const UNWRITTEN: usize = usize::MAX;
+
+    fn fill(kept: u64, seeds: u64) -> u64 {
+        ((kept.wrapping_add(seeds) ^ kept) | seeds) & kept
+    }
+
+    /// canny_grow over the 32 lanes of a tile.
+    fn grow(kept: &[u64; 32], mut edge: [u64; 32]) -> [u64; 32] {
+        loop {
+            let v: Vec<u64> = (0..32)
+                .map(|l| {
+                    let up = if l < 2 { 0 } else { edge[l - 2] };
+                    let down = if l >= 30 { 0 } else { edge[l + 2] };
+                    edge[l] | up | down
+                })
+                .collect();
+            let mut grown = [0u64; 32];
+            for l in 0..32 {
+                let other = v[l ^ 1];
+                let (left, right) = if l & 1 == 1 { (other >> 63, 0) } else { (0, other & 1) };
+                let d = v[l] | v[l] << 1 | v[l] >> 1 | left | right << 63;
+                let seeds = edge[l] | (d & kept[l]);
+                grown[l] =
+                    fill(kept[l], seeds) | fill(kept[l].reverse_bits(), seeds.reverse_bits()).reverse_bits();
+            }
+            if grown == edge {
+                return edge;
+            }
+            edge = grown;
+        }
+    }
+
+    /// canny_ring.
+    fn ring(l: usize) -> u64 {
+        match (l / 2, l & 1) {
+            (0, _) | (15, _) => !0,
+            (_, 1) => 1 << 63,
+            _ => 1,
+        }
+    }
+
+    /// canny_find (without the halving, which changes no root).
+    fn find(parent: &[usize], mut x: usize) -> usize {
+        loop {
+            let p = parent[x];
+            assert_ne!(p, UNWRITTEN, "element {x} read but never written");
+            if p == x {
+                return x;
+            }
+            x = p;
+        }
+    }
+
+    /// The edges by the model: canny_nms's growth and labels within each tile, canny_union's
+    /// pairs in an order `rng` shuffles, then canny_finish.
+    pub fn edges(map: &[u8], w: usize, h: usize, rng: &mut fastrand::Rng) -> Vec<bool> {
+        let words = w.div_ceil(32);
+        let (across, down) = (w.div_ceil(TW), h.div_ceil(TH));
+        let (mut kept, mut edge) = (vec![0u32; words * h], vec![0u32; words * h]);
+        let mut parent = vec![UNWRITTEN; w * h + 1];
+        let element = |x: usize, y: usize| 1 + y * w + x;
+        let tile_bits = |bits: &[u32], tile: usize| {
+            let (x0, y0) = ((tile % across) * TW, (tile / across) * TH);
+            let mut out = [0u64; 32];
+            for (l, o) in out.iter_mut().enumerate() {
+                let (y, wx) = (y0 + l / 2, x0 / 32 + 2 * (l & 1));
+                for (j, shift) in [(wx, 0), (wx + 1, 32)] {
+                    if y < h && j < words {
+                        *o |= (bits[y * words + j] as u64) << shift;
+                    }
+                }
+            }
+            out
+        };
+        parent[0] = 0;
+        for tile in 0..across * down {
+            let (x0, y0) = ((tile % across) * TW, (tile / across) * TH);
+            let (mut k, mut s) = ([0u64; 32], [0u64; 32]);
+            for l in 0..32 {
+                let y = y0 + l / 2;
+                for b in 0..64 {
+                    let x = x0 + 64 * (l & 1) + b;
+                    if x < w && y < h {
+                        k[l] |= ((map[y * w + x] != super::NONE) as u64) << b;
+                        s[l] |= ((map[y * w + x] == super::STRONG) as u64) << b;
+                    }
+                }
+            }
+            let grown = grow(&k, s);
+            for l in 0..32 {
+                let (y, wx) = (y0 + l / 2, x0 / 32 + 2 * (l & 1));
+                for (j, shift) in [(wx, 0), (wx + 1, 32)] {
+                    if y < h && j < words {
+                        edge[y * words + j] = (grown[l] >> shift) as u32;
+                        kept[y * words + j] = (k[l] >> shift) as u32;
+                    }
+                }
+            }
+            let weak: [u64; 32] = std::array::from_fn(|l| k[l] & !grown[l]);
+            let mut pending: [u64; 32] = std::array::from_fn(|l| weak[l] & ring(l));
+            let pixel = |l: usize, b: u32| (x0 + 64 * (l & 1) + b as usize, y0 + l / 2);
+            while let Some(first) = (0..32).find(|&l| pending[l] != 0) {
+                let mut seed = [0u64; 32];
+                seed[first] = pending[first] & pending[first].wrapping_neg();
+                let (rx, ry) = pixel(first, pending[first].trailing_zeros());
+                let rep = element(rx, ry);
+                let comp = grow(&weak, seed);
+                for l in 0..32 {
+                    let mut reached = comp[l] & pending[l];
+                    pending[l] &= !reached;
+                    while reached != 0 {
+                        let (x, y) = pixel(l, reached.trailing_zeros());
+                        parent[element(x, y)] = rep;
+                        reached &= reached - 1;
+                    }
+                }
+            }
+        }
+        // canny_union's pairs, in any order.
+        let bit = |bits: &[u32], x: usize, y: usize| bits[y * words + x / 32] >> (x % 32) & 1 == 1;
+        let mut pairs = Vec::new();
+        for tile in 0..across * down {
+            let (x0, y0) = ((tile % across) * TW, (tile / across) * TH);
+            let (yb, xr) = (y0 + TH - 1, x0 + TW - 1);
+            for lane in 0..32 {
+                if yb + 1 < h {
+                    for j in 0..TW / 32 {
+                        let x = x0 + lane + 32 * j;
+                        if x >= w {
+                            break;
+                        }
+                        for qx in x.saturating_sub(1)..(x + 2).min(w) {
+                            pairs.push(((x, yb), (qx, yb + 1)));
+                        }
+                    }
+                }
+                let y = y0 + lane;
+                if xr + 1 < w && lane < TH && y < h {
+                    for qy in y.saturating_sub(1).max(y0)..(y + 2).min(y0 + TH).min(h) {
+                        pairs.push(((xr, y), (xr + 1, qy)));
+                    }
+                }
+            }
+        }
+        rng.shuffle(&mut pairs);
+        for ((px, py), (qx, qy)) in pairs {
+            assert!(px / TW != qx / TW || py / TH != qy / TH, "a pair within one tile");
+            if !bit(&kept, px, py) || !bit(&kept, qx, qy) {
+                continue;
+            }
+            let (ep, eq) = (bit(&edge, px, py), bit(&edge, qx, qy));
+            if ep && eq {
+                continue;
+            }
+            let a = find(&parent, if ep { 0 } else { element(px, py) });
+            let b = find(&parent, if eq { 0 } else { element(qx, qy) });
+            parent[a.max(b)] = a.min(b);
+        }
+        // canny_finish.
+        let mut out = vec![false; w * h];
+        for tile in 0..across * down {
+            let (x0, y0) = ((tile % across) * TW, (tile / across) * TH);
+            let (k, mut e) = (tile_bits(&kept, tile), tile_bits(&edge, tile));
+            let mut seeds = [0u64; 32];
+            for l in 0..32 {
+                let ring_weak = k[l] & !e[l] & ring(l);
+                let mut weak = ring_weak & !(ring_weak << 1);
+                while weak != 0 {
+                    let b = weak.trailing_zeros();
+                    if find(&parent, element(x0 + 64 * (l & 1) + b as usize, y0 + l / 2)) == 0 {
+                        seeds[l] |= 1 << b;
+                    }
+                    weak &= weak - 1;
+                }
+            }
+            if seeds.iter().any(|&s| s != 0) {
+                e = grow(&k, std::array::from_fn(|l| e[l] | seeds[l]));
+            }
+            for (l, &bits) in e.iter().enumerate() {
+                for b in 0..64 {
+                    let (x, y) = (x0 + 64 * (l & 1) + b, y0 + l / 2);
+                    if x < w && y < h {
+                        out[y * w + x] = bits >> b & 1 == 1;
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The edges by flooding from the strong pixels through kept 8-neighbours.
+fn flood_reference(map: &[u8], w: usize, h: usize) -> Vec<bool> {
+    let mut on: Vec<bool> = map.iter().map(|&v| v == STRONG).collect();
+    let mut stack: Vec<usize> = (0..w * h).filter(|&i| on[i]).collect();
+    while let Some(i) = stack.pop() {
+        let (x, y) = ((i % w) as isize, (i / w) as isize);
+        for (dx, dy) in [(-1, -1), (0, -1), (1, -1), (-1, 0), (1, 0), (-1, 1), (0, 1), (1, 1)] {
+            let (nx, ny) = (x + dx, y + dy);
+            if nx >= 0 && ny >= 0 && (nx as usize) < w && (ny as usize) < h {
+                let j = ny as usize * w + nx as usize;
+                if !on[j] && map[j] != NONE {
+                    on[j] = true;
+                    stack.push(j);
+                }
+            }
+        }
+    }
+    on
+}
+
+/// The GPU's hysteresis on bits, modelled lane for lane on the CPU and run with tiles claimed in
+/// random orders, finds the flood's edges: random maps of every density, and snakes, spirals and
+/// combs that cross many tiles, on frames that are not multiples of the tile.
+#[test]
+fn the_gpus_bit_hysteresis_finds_the_floods_edges() {
+    let mut rng = fastrand::Rng::with_seed(30);
+    let mut maps: Vec<(usize, usize, Vec<u8>)> = Vec::new();
+    for (w, h) in [(1, 1), (1, 300), (300, 1), (129, 17), (128, 16), (200, 70), (383, 49), (64, 64)] {
+        for density in [0.05, 0.3, 0.5, 0.9] {
+            let map = (0..w * h)
+                .map(|_| match rng.f64() {
+                    r if r < density * 0.03 => STRONG,
+                    r if r < density => WEAK,
+                    _ => NONE,
+                })
+                .collect();
+            maps.push((w, h, map));
+        }
+    }
+    // A square spiral of weak pixels, strong at its centre only; a vertical comb (one path up
+    // and down every other column) strong at one end; a checkerboard of weak pixels (8-connected
+    // through corners) with one strong pixel; the same with the strong pixel at the far end.
+    let (w, h) = (333, 181);
+    let mut spiral = vec![NONE; w * h];
+    let (mut x, mut y, mut len, mut dir) = (w as isize / 2, h as isize / 2, 1, 0);
+    spiral[y as usize * w + x as usize] = STRONG;
+    'outer: loop {
+        for _ in 0..2 {
+            for _ in 0..len {
+                let (dx, dy) = [(1, 0), (0, 1), (-1, 0), (0, -1)][dir % 4];
+                for _ in 0..2 {
+                    (x, y) = (x + dx, y + dy);
+                    if x < 0 || y < 0 || x >= w as isize || y >= h as isize {
+                        break 'outer;
+                    }
+                    spiral[y as usize * w + x as usize] = WEAK;
+                }
+            }
+            dir += 1;
+        }
+        len += 2;
+    }
+    maps.push((w, h, spiral));
+    let mut comb = vec![NONE; w * h];
+    for x in (0..w).step_by(2) {
+        for y in 1..h - 1 {
+            comb[y * w + x] = WEAK;
+        }
+        let turn = if (x / 2) % 2 == 0 { h - 1 } else { 0 };
+        comb[turn * w + x] = WEAK;
+        if x + 1 < w {
+            comb[turn * w + x + 1] = WEAK;
+        }
+    }
+    comb[w - 1] = STRONG;
+    maps.push((w, h, comb));
+    for corner in [0, w * h - 1] {
+        let mut board: Vec<u8> =
+            (0..w * h).map(|i| if (i % w + i / w) % 2 == 0 { WEAK } else { NONE }).collect();
+        board[corner] = STRONG;
+        maps.push((w, h, board));
+    }
+    for (w, h, map) in &maps {
+        let want = flood_reference(map, *w, *h);
+        if map.len() == 333 * 181 {
+            assert!(want.iter().filter(|&&e| e).count() > 5000, "{w}x{h}: a long path expected");
+        }
+        for _ in 0..3 {
+            assert!(bit_model::edges(map, *w, *h, &mut rng) == want, "{w}x{h}");
+        }
+    }
 }
