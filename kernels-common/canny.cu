@@ -319,16 +319,16 @@ __device__ __forceinline__ void canny_pair(const u32* kept, const u32* edge, u32
                 eq ? CANNY_STRONG_ROOT : canny_element(qx, qy, w));
 }
 
-// Step 2 above: CANNY_LINK_WARPS warps a block, warp i of block b on tile CANNY_LINK_WARPS b + i
+// Step 2 above: CANNY_UNION_WARPS warps a block, warp i of block b on tile CANNY_UNION_WARPS b + i
 // (the grid covers the tiles of canny_nms). Lane l takes columns l + 32 j of the tile's last row
 // (each with the three pixels below it) and, if l < CANNY_TH, row l of its last column (with the
 // pixels right of it in rows l - 1 .. l + 1 of the tile). The lanes are independent: no barrier.
-#define CANNY_LINK_WARPS 4
-extern "C" __global__ void __launch_bounds__(32 * CANNY_LINK_WARPS)
+#define CANNY_UNION_WARPS 4
+extern "C" __global__ void __launch_bounds__(32 * CANNY_UNION_WARPS)
     canny_union(u32 w, u32 h, u32 words, const u32* __restrict__ kept, const u32* __restrict__ edge, u32* parent) {
     const u32 lane = threadIdx.x & 31;
     const u32 across = (w - 1) / CANNY_TW + 1, tiles = across * ((h - 1) / CANNY_TH + 1);
-    const u32 tile = blockIdx.x * CANNY_LINK_WARPS + (threadIdx.x >> 5);
+    const u32 tile = blockIdx.x * CANNY_UNION_WARPS + (threadIdx.x >> 5);
     if (tile >= tiles) return;
     const u64 x0 = (u64)(tile % across) * CANNY_TW, y0 = (u64)(tile / across) * CANNY_TH;
     const u64 yb = y0 + CANNY_TH - 1, xr = x0 + CANNY_TW - 1;

@@ -49,10 +49,6 @@ struct Most {
     template <typename T>
     __device__ __forceinline__ T operator()(T a, T b) const { return b > a ? b : a; }
 };
-struct BitOr {
-    template <typename T>
-    __device__ __forceinline__ T operator()(T a, T b) const { return a | b; }
-};
 
 // The inclusive scan of x over the block (blockDim.x a multiple of 32, at most 1024) and, in
 // *total, the block's sum: a scan within each warp, then over the warps' totals by the first

@@ -12,8 +12,8 @@ use crate::{Gpu, OpError};
 /// The tile of `canny_nms` (`CANNY_TW` x `CANNY_TH` in canny.cu) and its blocks' shape.
 pub(super) const NMS_TILE: (u32, u32) = (128, 16);
 pub(super) const NMS_BLOCK: (u32, u32) = (32, 8);
-/// The warps of a block of `canny_union` (`CANNY_LINK_WARPS`), a warp per tile.
-pub(super) const LINK_WARPS: u32 = 4;
+/// The warps of a block of `canny_union` (`CANNY_UNION_WARPS`), a warp per tile.
+pub(super) const UNION_WARPS: u32 = 4;
 
 /// The tiles of `canny_nms` for a w x h frame, the length of its one-dimensional grid (tiles in
 /// frame order; canny_tile in canny.cu finds a block's tile), or `None` beyond the grid's 2^31 - 1
@@ -157,10 +157,10 @@ impl Canny {
         }
         let tiles = Self::checked_tiles(w, h)?;
         Self::check_bits(w, h, kept, edge, parent)?;
-        // LINK_WARPS warps a block, a warp per tile of canny_nms.
+        // UNION_WARPS warps a block, a warp per tile of canny_nms.
         let cfg = LaunchConfig {
-            grid_dim: (tiles.div_ceil(LINK_WARPS), 1, 1),
-            block_dim: (32 * LINK_WARPS, 1, 1),
+            grid_dim: (tiles.div_ceil(UNION_WARPS), 1, 1),
+            block_dim: (32 * UNION_WARPS, 1, 1),
             shared_mem_bytes: 0,
         };
         let (w32, h32, words) = (w as u32, h as u32, w.div_ceil(32) as u32);

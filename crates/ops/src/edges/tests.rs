@@ -1,6 +1,6 @@
 use super::classify::{classify_row, Thresholds};
 use super::cpu::push_strong;
-use super::gpu::{nms_tiles, LINK_WARPS, NMS_BLOCK, NMS_TILE};
+use super::gpu::{nms_tiles, NMS_BLOCK, NMS_TILE, UNION_WARPS};
 use super::*;
 use crate::parallel;
 use histopipe_gpu::kernels;
@@ -108,7 +108,7 @@ fn tile_shapes_match_the_kernel() {
         ("CANNY_TH", NMS_TILE.1),
         ("CANNY_BX", NMS_BLOCK.0),
         ("CANNY_BY", NMS_BLOCK.1),
-        ("CANNY_LINK_WARPS", LINK_WARPS),
+        ("CANNY_UNION_WARPS", UNION_WARPS),
     ] {
         assert!(text.contains(&format!("#define {name} {v}\n")), "{name} is not {v} in canny.cu");
     }
