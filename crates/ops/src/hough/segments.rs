@@ -168,6 +168,19 @@ impl Walk {
         hits
     }
 
+    /// The steps from step `k`, on minor coordinate `m`, whose bands hold no edge for certain
+    /// ([`EdgeBits::no_edge_for`]), if any: none where the step's pixel is outside the frame.
+    #[inline(always)]
+    fn skip(&self, edges: &EdgeBits, k: i64, m: i64) -> Option<i64> {
+        let t = (self.first + k) as usize;
+        let minor_len = if self.x_major { edges.h } else { edges.w };
+        if (m as u64) >= minor_len as u64 {
+            return None;
+        }
+        let (x, y) = if self.x_major { (t, m as usize) } else { (m as usize, t) };
+        edges.no_edge_for(x, y)
+    }
+
     /// [`Walk::hits`] of a line that stays 8 steps or more on a minor coordinate: a run of steps
     /// on one minor coordinate reads its three rows 64 steps a word, along the layout in which the
     /// major axis is contiguous.
@@ -177,16 +190,12 @@ impl Walk {
         let one = 1i64 << SHIFT;
         let mut k = 0;
         while k < self.steps {
-            let v = self.minor + k * self.slope;
-            let m = v >> SHIFT;
-            let t = (self.first + k) as usize;
-            if (m as u64) < minor_len as u64 {
-                let (x, y) = if self.x_major { (t, m as usize) } else { (m as usize, t) };
-                if let Some(skip) = edges.no_edge_for(x, y) {
-                    k += skip;
-                    continue;
-                }
+            let m = (self.minor + k * self.slope) >> SHIFT;
+            if let Some(skip) = self.skip(edges, k, m) {
+                k += skip;
+                continue;
             }
+            let t = (self.first + k) as usize;
             // The first step past this minor coordinate.
             let next = match self.slope {
                 0 => self.steps,
@@ -235,14 +244,11 @@ impl Walk {
         let mut k = 0;
         while k < self.steps {
             let m = (self.minor + k * self.slope) >> SHIFT;
-            let t = (self.first + k) as usize;
-            if (m as u64) < minor_len as u64 {
-                let (x, y) = if self.x_major { (t, m as usize) } else { (m as usize, t) };
-                if let Some(skip) = edges.no_edge_for(x, y) {
-                    k += skip;
-                    continue;
-                }
+            if let Some(skip) = self.skip(edges, k, m) {
+                k += skip;
+                continue;
             }
+            let t = (self.first + k) as usize;
             let band = if m >= 1 && m + 1 < minor_len as i64 {
                 take_bits(bits, t * minor_len + m as usize - 1, 3)
             } else {
