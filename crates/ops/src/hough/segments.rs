@@ -321,8 +321,8 @@ fn is_peak(space: &HoughSpace, acc: &[u32], i: usize) -> bool {
     true
 }
 
-/// A step of a walk with an edge pixel: the step (below 2^30: see [`Walk::hits`]) and the
-/// index of its pixel in [`BAND`].
+/// A step of a walk with an edge pixel: the step (below 2^30: frames' sides are, see
+/// [`HoughSegments::segments`]) and the index of its pixel in [`BAND`].
 #[derive(Clone, Copy, Default)]
 struct Hit(u32);
 
@@ -352,7 +352,7 @@ impl HoughSegments {
 
     /// The segments of the edge map `frame` with its accumulator `acc` (`space`'s counters,
     /// row-major), which the pixels of kept segments are taken back from: the host part that
-    /// both backends share.
+    /// both backends share. Frames with a side of 2^30 or more are refused.
     pub fn segments(
         &self,
         space: &HoughSpace,
