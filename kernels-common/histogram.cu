@@ -7,24 +7,48 @@
 #include "histopipe.cuh"
 
 
-__device__ void scan_block(const u64* __restrict__ counts, u32 bins, u64* __restrict__ cdf,
-                           u64* __restrict__ cdf_min);
+template <typename Load>
+__device__ void scan_block(u32 bins, Load load, u64* __restrict__ cdf, u64* __restrict__ cdf_min);
 
-// The end of every histogram kernel. When cdf is not null (the same for the whole grid), the last
-// block to finish scans the histogram, so `cdf` costs no second launch ("last block done", as in
-// CUDA's threadFenceReduction sample): every thread fences its atomics on hist, the block then
-// counts itself done in hist[bins] (zeroed with the histogram), and the block that counts last
-// sees every other block's atomics.
-__device__ void scan_when_last(u64* hist, u32 bins, u64* cdf, u64* cdf_min) {
+// The end of every histogram kernel; the blocks have added their counts into `acc`. Without
+// `cdf` (null, and `hist` with it), `acc` is the caller's histogram, zeroed by the caller, and
+// nothing more is done. With `cdf` (the same for the whole grid), the last block to finish moves
+// the counts to `hist` and scans them, so `cdf` costs no second launch ("last block done", as in
+// CUDA's threadFenceReduction sample): every thread fences its atomics on acc, the block then
+// counts itself done in acc[bins], and the block that counts last sees every other block's
+// atomics.
+//
+// `acc` (bins + 1 counts) is then the plan's accumulator (DistributionPlan in histogram.rs),
+// zero whenever no kernel of the plan is running: zeroed once when the plan is made, and left
+// zero by each kernel's last block. For each bin that block reads the count from L2 (__ldcg: the
+// other blocks' atomics were performed there), writes it to hist[i] (every bin, zeros included,
+// so hist needs no zeroing either), scans it, and sets acc[i] back to zero; the thread that reads
+// acc[i] is the one that zeroes it, after its read, so no read sees a zero written in place of a
+// count. No other block touches acc once it has counted itself done, and every block has, so
+// acc[bins] is zeroed too. The plan's kernels run one after another on its one stream, each
+// seeing the writes of the one before, so the next adds into zeros without a memset. A kernel
+// that faults may leave counts in acc, but a fault leaves the context unusable (every later call
+// on it fails), so no kernel reads them.
+__device__ void scan_when_last(u64* acc, u32 bins, u64* __restrict__ hist, u64* __restrict__ cdf,
+                               u64* __restrict__ cdf_min) {
     if (cdf == nullptr) return;
     __shared__ bool last;
     __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd((unsigned long long*)&hist[bins], 1ull) == gridDim.x - 1;
+    if (threadIdx.x == 0) last = atomicAdd((unsigned long long*)&acc[bins], 1ull) == gridDim.x - 1;
     __syncthreads();
     if (!last) return;
     __threadfence();
-    scan_block(hist, bins, cdf, cdf_min);
+    scan_block(
+        bins,
+        [&](u32 i) {
+            const u64 count = __ldcg(&acc[i]);
+            hist[i] = count;
+            acc[i] = 0;
+            return count;
+        },
+        cdf, cdf_min);
+    if (threadIdx.x == 0) acc[bins] = 0;
 }
 
 // Samples are read 16 bytes at a time when the input is 16-byte aligned (pooled buffers are);
@@ -155,13 +179,14 @@ __device__ void histogram_global(const T* __restrict__ in, u64 n, u32 bins, u32 
         atomicAdd((unsigned long long*)&hist[bin_of(in[i], bins, levels)], 1ull);
 }
 
-// The exported kernels: histogram_{private,shared,global}_{u8,u16}, each ending with the scan
-// when `cdf` is given.
+// The exported kernels: histogram_{private,shared,global}_{u8,u16}(in, n, bins, levels, acc, hist,
+// cdf, cdf_min), counting into `acc`; with `cdf` not null, the last block moves the counts to
+// `hist`, scans them into `cdf` and `cdf_min`, and leaves `acc` zero (scan_when_last).
 #define HISTOGRAM_KERNEL(KIND, T)                                                                     \
-    extern "C" __global__ void histogram_##KIND##_##T(const T* in, u64 n, u32 bins, u32 levels, u64* hist, \
-                                                      u64* cdf, u64* cdf_min) {                      \
-        histogram_##KIND<T>(in, n, bins, levels, hist);                                              \
-        scan_when_last(hist, bins, cdf, cdf_min);                                                    \
+    extern "C" __global__ void histogram_##KIND##_##T(const T* in, u64 n, u32 bins, u32 levels, u64* acc,  \
+                                                      u64* hist, u64* cdf, u64* cdf_min) {           \
+        histogram_##KIND<T>(in, n, bins, levels, acc);                                               \
+        scan_when_last(acc, bins, hist, cdf, cdf_min);                                               \
     }
 HISTOGRAM_KERNEL(private, u8)
 HISTOGRAM_KERNEL(private, u16)
@@ -332,11 +357,10 @@ MASKED_KERNEL(global, false, u16)
 // Inclusive scan of `bins` counts by one block (blockDim.x a multiple of 32, at most 1024), tile by
 // tile of blockDim.x counts with a running carry: a Hillis-Steele scan within each warp by
 // shuffles (no shared memory, so no bank conflicts), then the same over the warps' totals. Also
-// writes the smallest non-zero cumulative count (0 for an empty histogram) to *cdf_min. Counts
-// are read from L2 (__ldcg): in a histogram kernel's last block they were written by other
-// blocks' atomics.
-__device__ void scan_block(const u64* __restrict__ counts, u32 bins, u64* __restrict__ cdf,
-                           u64* __restrict__ cdf_min) {
+// writes the smallest non-zero cumulative count (0 for an empty histogram) to *cdf_min. The count
+// of bin i is load(i), called once for each i < bins, by thread i % blockDim.x.
+template <typename Load>
+__device__ void scan_block(u32 bins, Load load, u64* __restrict__ cdf, u64* __restrict__ cdf_min) {
     __shared__ u64 warp_sums[32];
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     u64 carry = 0;
@@ -344,7 +368,7 @@ __device__ void scan_block(const u64* __restrict__ counts, u32 bins, u64* __rest
     for (u32 base = 0; base < bins; base += blockDim.x) {
         const u32 i = base + threadIdx.x;
         u64 tile;
-        const u64 x = carry + block_scan(i < bins ? __ldcg(&counts[i]) : 0, warp_sums, &tile);
+        const u64 x = carry + block_scan(i < bins ? load(i) : 0, warp_sums, &tile);
         if (i < bins) {
             cdf[i] = x;
             if (x != 0 && x < least) least = x;
@@ -364,7 +388,9 @@ __device__ void scan_block(const u64* __restrict__ counts, u32 bins, u64* __rest
     }
 }
 
+// The scan of `bins` counts as a kernel of its own (one block). Counts are read from L2
+// (__ldcg), as the fused kernels' last block reads them.
 extern "C" __global__ void scan(const u64* __restrict__ counts, u32 bins, u64* __restrict__ cdf,
                                 u64* __restrict__ cdf_min) {
-    scan_block(counts, bins, cdf, cdf_min);
+    scan_block(bins, [&](u32 i) { return __ldcg(&counts[i]); }, cdf, cdf_min);
 }

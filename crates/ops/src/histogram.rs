@@ -21,7 +21,7 @@ pub const SHARED_MAX_BINS: u32 = 12 * 1024 - 128;
 
 /// Most bins whose scan the histogram kernel's last block runs itself ([`DistributionPlan::queue`]):
 /// its 512 threads scan 512 counts per step, so 16-bit levels (128 steps) go to the 1024-thread
-/// scan kernel instead.
+/// scan kernel instead. Up to this many bins a [`DistributionPlan`] keeps an accumulator.
 const FUSED_SCAN_MAX_BINS: usize = 1024;
 
 /// Threads per block of the histogram kernels.
@@ -220,45 +220,69 @@ pub(crate) fn check_len(what: &str, len: usize, needed: usize) -> Result<(), OpE
     Ok(())
 }
 
-/// The device plan of a histogram and its cumulative distribution: the counts (and the fused
-/// kernel's completion counter after them), the cumulative counts and cdf_min, on the device. The
-/// one GPU sequence of `cdf` and `equalize`'s first steps, which `Op::gpu` and the benchmark run.
+/// The device plan of a histogram and its cumulative distribution: the counts, the cumulative
+/// counts and cdf_min, on the device, and (up to [`FUSED_SCAN_MAX_BINS`] bins) the fused kernel's
+/// accumulator. The one GPU sequence of `cdf` and `equalize`'s first steps, which `Op::gpu` and
+/// the benchmark run.
 pub struct DistributionPlan<'g> {
     gpu: &'g Gpu,
     bins: Bins,
     hist: Buffer<'g, u64>,
+    /// Where the fused kernel's blocks add their counts ([`DistributionPlan::queue`]): one count
+    /// a bin, then the blocks' completion counter. Zero whenever no kernel of this plan is
+    /// running: zeroed here when the plan is made, then left zero by each kernel's last block,
+    /// which moves the counts to `hist` and zeroes what it read (`scan_when_last` in
+    /// histogram.cu), so a frame needs no memset before its kernel. `None` above
+    /// [`FUSED_SCAN_MAX_BINS`] bins, where the histogram and its scan are two kernels.
+    acc: Option<Buffer<'g, u64>>,
     cdf: Buffer<'g, u64>,
     cdf_min: Buffer<'g, u64>,
 }
 
 impl<'g> DistributionPlan<'g> {
     pub fn new(gpu: &'g Gpu, bins: Bins) -> Result<DistributionPlan<'g>, OpError> {
+        let count = bins.count();
+        let acc = if count <= FUSED_SCAN_MAX_BINS {
+            // A pooled buffer holds whatever was there: zeroed once, here, on the stream every
+            // kernel of the plan is queued on, so before the first of them.
+            let mut acc = gpu.buffer::<u64>("histogram.accumulator", count + 1)?;
+            gpu.stream().memset_zeros(&mut acc.slice_mut(..count + 1))?;
+            Some(acc)
+        } else {
+            None
+        };
         Ok(DistributionPlan {
             gpu,
             bins,
-            hist: gpu.buffer::<u64>("histogram.counts", bins.count() + 1)?,
-            cdf: gpu.buffer::<u64>("histogram.cdf", bins.count())?,
+            hist: gpu.buffer::<u64>("histogram.counts", count)?,
+            acc,
+            cdf: gpu.buffer::<u64>("histogram.cdf", count)?,
             cdf_min: gpu.buffer::<u64>("histogram.cdf_min", 1)?,
         })
     }
 
-    /// Queues the histogram of the first `n` samples of `src` and its scan, in one kernel (up to
-    /// 1024 bins; two kernels above): the last block to finish scans.
+    /// Queues the histogram of the first `n` samples of `src` into the counts and its scan into
+    /// the cumulative counts and cdf_min: up to [`FUSED_SCAN_MAX_BINS`] bins one kernel, no
+    /// memset (its blocks add into the plan's accumulator, and the last block to finish moves the
+    /// counts out, scans them, and leaves the accumulator zero for the next frame); above, the
+    /// histogram (zeroed first) and the scan kernel.
     /// Samples must be at most the maxval the bins were made for.
     pub fn queue<T: Sample>(&mut self, src: &CudaSlice<T>, n: usize) -> Result<(), OpError> {
         let (gpu, bins, count) = (self.gpu, self.bins, self.bins.count());
         if n == 0 {
-            // No kernel runs: the scan of an empty histogram is zeros, and so is cdf_min.
+            // No kernel runs: the scan of an empty histogram is zeros, and so is cdf_min. The
+            // accumulator is not touched, and stays zero.
             gpu.stream().memset_zeros(&mut self.hist.slice_mut(..count))?;
             gpu.stream().memset_zeros(&mut self.cdf.slice_mut(..count))?;
             gpu.stream().memset_zeros(&mut self.cdf_min.slice_mut(..1))?;
             return Ok(());
         }
-        if count > FUSED_SCAN_MAX_BINS {
+        let Some(acc) = &mut self.acc else {
             queue_histogram(gpu, src, n, bins, &mut self.hist, None)?;
             return self.queue_scan();
-        }
-        queue_histogram(gpu, src, n, bins, &mut self.hist, Some((&mut self.cdf, &mut self.cdf_min)))
+        };
+        let fused = Fused { acc, cdf: &mut self.cdf, cdf_min: &mut self.cdf_min };
+        queue_histogram(gpu, src, n, bins, &mut self.hist, Some(fused))
     }
 
     /// Queues the histogram of the samples among the first `n` of `src` whose byte in `mask` is
@@ -348,21 +372,33 @@ impl<'g> DistributionPlan<'g> {
     }
 }
 
-/// The histogram kernel over the first `n` samples of `src` into `hist`, which it zeroes first,
-/// with the scan in its last block when `scan` holds its outputs (`hist` then has one more count,
-/// the blocks' completion counter).
+/// The fused histogram kernel's accumulator and the outputs of the scan its last block runs.
+struct Fused<'a> {
+    /// `bins + 1` counts, all zero when the kernel starts; the kernel leaves them zero.
+    acc: &'a mut CudaSlice<u64>,
+    cdf: &'a mut CudaSlice<u64>,
+    cdf_min: &'a mut CudaSlice<u64>,
+}
+
+/// The histogram kernel over the first `n` samples of `src` into `hist`. Without `fused`, the
+/// blocks add into `hist`, zeroed first by a memset. With `fused`, they add into its accumulator,
+/// which needs no zeroing (zero on entry, left zero), and the last block to finish copies every
+/// count to `hist`, scans them into its `cdf` and `cdf_min` and zeroes the accumulator; `n` is
+/// then not 0 ([`DistributionPlan::queue`] writes an empty frame's outputs itself: with no
+/// kernel, there is no last block to write them).
 fn queue_histogram<T: Sample>(
     gpu: &Gpu,
     src: &CudaSlice<T>,
     n: usize,
     bins: Bins,
     hist: &mut CudaSlice<u64>,
-    scan: Option<(&mut CudaSlice<u64>, &mut CudaSlice<u64>)>,
+    fused: Option<Fused<'_>>,
 ) -> Result<(), OpError> {
     check_len("histogram input", src.len(), n)?;
-    // The completion counter after the counts starts at zero too.
-    let zeroed = if scan.is_some() { bins.count() + 1 } else { bins.count() };
-    gpu.stream().memset_zeros(&mut hist.slice_mut(..zeroed))?;
+    debug_assert!(n > 0 || fused.is_none(), "the fused histogram of no samples");
+    if fused.is_none() {
+        gpu.stream().memset_zeros(&mut hist.slice_mut(..bins.count()))?;
+    }
     if n == 0 {
         return Ok(());
     }
@@ -382,16 +418,20 @@ fn queue_histogram<T: Sample>(
     };
     let name = format!("histogram_{kind}_{}", T::KERNEL_SUFFIX);
     let (n, count, levels) = (n as u64, bins.count, bins.levels);
-    // A null pointer for the scan's outputs: the kernels then skip the scan.
+    // A null pointer for the scan's outputs: the kernels then skip the scan, and count into
+    // their `acc` argument, here `hist`.
     let null = 0u64;
-    // SAFETY: histogram_*(in, n, bins, levels, hist, cdf, cdf_min) in histogram.cu; `src` holds
-    // `n` samples, `hist` the counts zeroed above, `cdf` `bins` counts and `cdf_min` one.
+    // SAFETY: histogram_*(in, n, bins, levels, acc, hist, cdf, cdf_min) in histogram.cu; `src`
+    // holds `n` samples. Fused: `acc` holds `bins + 1` counts, all zero (the plan's accumulator:
+    // zeroed when it was made, left zero by each kernel of the plan, which run one after another
+    // on the one stream), `hist` and `cdf` `bins` counts, `cdf_min` one. Otherwise `hist` holds
+    // `bins` counts, zeroed above.
     unsafe {
-        match scan {
-            Some((cdf, cdf_min)) => launch!(gpu, kernels::HISTOGRAM, name, cfg;
-                src, &n, &count, &levels, hist, cdf, cdf_min),
+        match fused {
+            Some(Fused { acc, cdf, cdf_min }) => launch!(gpu, kernels::HISTOGRAM, name, cfg;
+                src, &n, &count, &levels, acc, hist, cdf, cdf_min),
             None => launch!(gpu, kernels::HISTOGRAM, name, cfg;
-                src, &n, &count, &levels, hist, &null, &null),
+                src, &n, &count, &levels, hist, &null, &null, &null),
         }
     }?;
     Ok(())
@@ -560,6 +600,95 @@ mod tests {
         let f = Frame::new(2, 1, 255, Pixels::U8(vec![1, 2].into()));
         let e = MaskedHistogram { bins: None, mask: &[1] }.cpu(&f).unwrap_err();
         assert_eq!(e.to_string(), "a mask of 1 pixels for a frame of 2");
+    }
+
+    /// One plan queued frame after frame, as the benchmark and a stream of frames queue it, with
+    /// no memset of the fused kernel's accumulator between frames: each frame's counts,
+    /// cumulative counts and cdf_min are the CPU's. This is what shows that each kernel's last
+    /// block leaves the accumulator zero: a count or a completion counter left over from the
+    /// frame before would show in the next one. Among the frames: one whose bins are all empty in
+    /// the frame before (and the reverse), grids of one block and of many, an empty frame (no
+    /// kernel), the counts alone queued on the same plan, and the same frame twice in a row.
+    #[test]
+    fn gpu_plan_queued_frame_after_frame_matches_cpu() {
+        let Some(gpu) = crate::testing::gpu_or_skip() else { return };
+        let mut rng = fastrand::Rng::with_seed(41);
+        // Fused (up to FUSED_SCAN_MAX_BINS bins): counted in registers (8), in two shared copies
+        // (9, 256, FUSED_SCAN_MAX_BINS); two kernels, as before: FUSED_SCAN_MAX_BINS + 1 in
+        // shared memory, 65536 with global atomics.
+        let cases = [
+            (255, Some(PRIVATE_MAX_BINS as usize)),
+            (255, Some(9)),
+            (255, None),
+            (1076, Some(PRIVATE_MAX_BINS as usize)),
+            (1076, Some(FUSED_SCAN_MAX_BINS)),
+            (1076, Some(FUSED_SCAN_MAX_BINS + 1)),
+            (65535, None),
+        ];
+        for (maxval, bins) in cases {
+            let bins = Bins::new(bins, maxval).unwrap();
+            if maxval <= 255 {
+                frame_after_frame::<u8>(&gpu, &mut rng, bins);
+            } else {
+                frame_after_frame::<u16>(&gpu, &mut rng, bins);
+            }
+        }
+    }
+
+    /// [`gpu_plan_queued_frame_after_frame_matches_cpu`]'s frames, of samples `T`, on one plan of
+    /// `bins`.
+    fn frame_after_frame<T: Sample>(gpu: &Gpu, rng: &mut fastrand::Rng, bins: Bins) {
+        let levels = bins.levels() as u32;
+        // Samples in the lowest quarter of the levels, or the highest: no bin holds both (with 2
+        // bins or more).
+        let low = |rng: &mut fastrand::Rng, n: usize| -> Vec<T> {
+            (0..n).map(|_| T::from_u16(rng.u32(0..levels / 4) as u16)).collect()
+        };
+        let high = |rng: &mut fastrand::Rng, n: usize| -> Vec<T> {
+            (0..n).map(|_| T::from_u16(rng.u32((3 * levels).div_ceil(4)..levels) as u16)).collect()
+        };
+        let any = |rng: &mut fastrand::Rng, n: usize| -> Vec<T> {
+            (0..n).map(|_| T::from_u16(rng.u32(0..levels) as u16)).collect()
+        };
+        let top = T::from_u16((levels - 1) as u16);
+        let many = 3_000_001;
+        let one_block = high(rng, 999);
+        let frames: Vec<(&str, Vec<T>)> = vec![
+            ("low, many blocks", low(rng, many)),
+            ("high, many blocks", high(rng, many)),
+            ("low, one block", low(rng, 1000)),
+            ("high, one block", one_block.clone()),
+            ("the same again", one_block),
+            ("empty", Vec::new()),
+            ("one level", vec![top; 777_777]),
+            ("one sample", any(rng, 1)),
+            ("any, many blocks", any(rng, many)),
+            ("counts alone", any(rng, 12345)),
+            ("low after the counts alone", low(rng, 54321)),
+        ];
+        let mut plan = DistributionPlan::new(gpu, bins).unwrap();
+        let mut before: Option<Distribution> = None;
+        for (label, samples) in frames {
+            let what = format!("{} bins of {} levels, {label}", bins.count(), bins.levels());
+            let src = gpu.upload("histogram.in", &samples).unwrap();
+            let want = Distribution::from_counts(bins, count(&samples, bins));
+            if label == "counts alone" {
+                plan.queue_counts(&src, samples.len()).unwrap();
+                assert_eq!(plan.download_counts().unwrap(), want.counts, "{what}");
+                continue;
+            }
+            plan.queue(&src, samples.len()).unwrap();
+            assert_eq!(plan.download().unwrap(), want, "{what}");
+            let mut cdf_min = [u64::MAX];
+            gpu.download(&plan.cdf_min, &mut cdf_min).unwrap();
+            assert_eq!(cdf_min[0], want.cdf_min(), "{what}: cdf_min");
+            if label == "high, many blocks" && bins.count() >= 2 {
+                let low = before.as_ref().unwrap();
+                let disjoint = low.counts.iter().zip(&want.counts).all(|(&a, &b)| a == 0 || b == 0);
+                assert!(disjoint, "{what}: a bin counted in both frames");
+            }
+            before = Some(want);
+        }
     }
 
     #[test]
