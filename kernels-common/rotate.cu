@@ -99,13 +99,16 @@ __device__ void rotate_quarter(const T* __restrict__ in, u32 w, u32 h, T* __rest
     }
 }
 
-// General turns. Each block makes one 64 x 32 tile of the output with 256 threads, 8 pixels each.
-// A warp computes 8 x 4 patches of the tile (lane = 8 ly + lx): the input points of such a patch
-// lie close together, so a gather touches few cache lines whatever the angle (a 32 x 1 row of
-// output at 30 degrees reads 16 input rows). The tile goes through shared memory so that the
-// output is written with 8-element vector stores.
+// General turns. Each block makes one 64 x ROWS tile of the output with 256 threads, ROWS / 4
+// pixels each: ROWS is 32 (8 pixels a thread), 16 or 8 (4 or 2), a template parameter that the
+// host picks for the frame's size (crates/ops/src/rotate/gpu.rs, tile_rows): fewer rows make more
+// blocks and shorter chains of dependent loads per thread, for small frames that would leave most
+// of the GPU's thread slots empty. A warp computes 8 x 4 patches of the tile (lane = 8 ly + lx),
+// ROWS / 4 of them down its 8 columns: the input points of such a patch lie close together, so a
+// gather touches few cache lines whatever the angle (a 32 x 1 row of output at 30 degrees reads 16
+// input rows). The tile goes through shared memory so that the output is written with 8-element
+// vector stores.
 #define ROTATE_TILE_W 64
-#define ROTATE_TILE_H 32
 #define ROTATE_THREADS 256
 // Padded rows: a warp's 4 patch rows fall in distinct banks, and a thread's 8 samples stay aligned
 // to their size: rows of 72 B for u8 (8-byte aligned), 144 B for u16 (16-byte aligned) and 288 B
@@ -204,9 +207,10 @@ __device__ __forceinline__ T rotate_pixel(const T* __restrict__ in, const Rotate
     }
 }
 
-// Phase 1: the tile at (tile_x, tile_y) into shared memory. Every thread computes its 8 pixels,
-// also those past the frame's edge (their reads are tested like any other; phase 2 drops them).
-template <typename T, bool BILINEAR>
+// Phase 1: the 64 x ROWS tile at (tile_x, tile_y) into shared memory. Every thread computes its
+// ROWS / 4 pixels (column lx, rows ly, ly + 4, ...), also those past the frame's edge (their reads
+// are tested like any other; phase 2 drops them).
+template <typename T, bool BILINEAR, u32 ROWS>
 __device__ void rotate_tile_compute(const T* __restrict__ in, const RotateMap& m, u32 tile_x, u32 tile_y,
                                     T* tile, u32 tid, T fill, u32 maxval) {
     const u32 lane = tid & 31, lx = (tid >> 5) * 8 + (lane & 7), ly = lane >> 3;
@@ -215,7 +219,7 @@ __device__ void rotate_tile_compute(const T* __restrict__ in, const RotateMap& m
     const double fy0 = (double)tile_y + (double)ly;
     const double fillf = rotate_tap(fill);
 #pragma unroll
-    for (u32 i = 0; i < ROTATE_TILE_H / 4; i++) {
+    for (u32 i = 0; i < ROWS / 4; i++) {
         // Integers below 2^53: the sum is exact, the same as converting y.
         const double fy = __dadd_rn(fy0, (double)(4 * i));
         tile[(4 * i + ly) * ROTATE_PITCH + lx] = rotate_pixel<T, BILINEAR>(in, m, ax, dx, fy, fill, fillf, maxval);
@@ -229,16 +233,18 @@ __device__ __forceinline__ void rotate_copy_as(const void* src, void* dst, u32 b
     for (u32 k = 0; k < bytes / sizeof(U); k++) ((U*)dst)[k] = ((const U*)src)[k];
 }
 
-// Phase 2: the tile's pixels inside the frame to the output, 8 consecutive ones per thread, in the
-// widest stores the destination's alignment allows: a row of a frame whose width is not a multiple
-// of 8 starts at any alignment (a 3932-byte row at 4 bytes in every other row: with byte stores
-// there, 3932x4000 took 1.9x as long as 4096x3112 turned nearest, for 1.2x the pixels). A thread's
-// 8 samples in the tile are aligned to their whole size (ROTATE_PITCH), so `src` is aligned for any
-// of these.
-template <typename T>
+// Phase 2: the 64 x ROWS tile's pixels inside the frame to the output, 8 consecutive ones per
+// thread (8 threads a row, so the first 8 x ROWS threads; for ROWS < 32 the others have nothing to
+// store), in the widest stores the destination's alignment allows: a row of a frame whose width is
+// not a multiple of 8 starts at any alignment (a 3932-byte row at 4 bytes in every other row: with
+// byte stores there, 3932x4000 took 1.9x as long as 4096x3112 turned nearest, for 1.2x the
+// pixels). A thread's 8 samples in the tile are aligned to their whole size (ROTATE_PITCH), so
+// `src` is aligned for any of these.
+template <typename T, u32 ROWS>
 __device__ void rotate_tile_store(const T* tile, u32 w, u32 h, u32 tile_x, u32 tile_y, T* __restrict__ out,
                                   u32 tid) {
     const u32 r = tid >> 3, col = (tid & 7) * 8;
+    if (r >= ROWS) return;
     const u64 y = (u64)tile_y + r, x = (u64)tile_x + col;
     if (y >= h) return;
     T* dst = out + y * w + x;
@@ -262,20 +268,25 @@ __device__ void rotate_tile_store(const T* tile, u32 w, u32 h, u32 tile_x, u32 t
     }
 }
 
-// A W x H input into an OW x OH output.
-template <typename T, bool BILINEAR>
+// A W x H input into an OW x OH output, in 64 x ROWS tiles: the grid has ceil(OH / ROWS) rows of
+// blocks (at most 65535; the loop covers the rest).
+template <typename T, bool BILINEAR, u32 ROWS>
 __device__ void rotate_affine(const T* __restrict__ in, u32 w, u32 h, T* __restrict__ out, u32 ow, u32 oh, double a,
                               double b, double c, double d, double e, double f, u32 fill, u32 maxval) {
-    __shared__ __align__(16) T tile[ROTATE_TILE_H * ROTATE_PITCH];
+    static_assert(ROWS == 8 || ROWS == 16 || ROWS == 32, "tiles of 8, 16 or 32 rows");
+    // 8 x ROWS threads store the tile, 8 samples each (rotate_tile_store).
+    static_assert(8 * ROWS <= ROTATE_THREADS, "a thread per 8 samples of the tile");
+    __shared__ __align__(16) T tile[ROWS * ROTATE_PITCH];
     const RotateMap m = {a, b, c, d, e, f, (double)w, (double)h, w, h};
     // The grid has ceil(OW / 64) columns, so tile_x < OW, and tile_y < OH below: no u32 overflow.
-    const u32 tile_x = blockIdx.x * ROTATE_TILE_W, tiles_y = (u32)(((u64)oh + ROTATE_TILE_H - 1) / ROTATE_TILE_H);
+    const u32 tile_x = blockIdx.x * ROTATE_TILE_W, tiles_y = (u32)(((u64)oh + ROWS - 1) / ROWS);
     // Block-uniform loop (the barriers need every thread): tile rows beyond the grid's.
     for (u32 ty = blockIdx.y; ty < tiles_y; ty += gridDim.y) {
-        const u32 tile_y = ty * ROTATE_TILE_H;
-        rotate_tile_compute<T, BILINEAR>(in, m, tile_x, tile_y, tile, threadIdx.x, rotate_from_bits<T>(fill), maxval);
+        const u32 tile_y = ty * ROWS;
+        rotate_tile_compute<T, BILINEAR, ROWS>(in, m, tile_x, tile_y, tile, threadIdx.x, rotate_from_bits<T>(fill),
+                                               maxval);
         __syncthreads();
-        rotate_tile_store<T>(tile, ow, oh, tile_x, tile_y, out, threadIdx.x);
+        rotate_tile_store<T, ROWS>(tile, ow, oh, tile_x, tile_y, out, threadIdx.x);
         __syncthreads();
     }
 }
@@ -295,12 +306,18 @@ extern "C" __global__ void __launch_bounds__(256) rotate_quarter_f32(const float
     rotate_quarter<float>(in, w, h, out, ow, oh, q, fill);
 }
 
-#define ROTATE_AFFINE_KERNEL(NAME, T, BILINEAR)                                                              \
+// NAME for tiles of 32 rows, NAME_r16 and NAME_r8 for 16 and 8 (the host picks one by the frame's
+// size: tile_rows in crates/ops/src/rotate/gpu.rs).
+#define ROTATE_AFFINE_KERNEL_ROWS(NAME, T, BILINEAR, ROWS)                                                   \
     extern "C" __global__ void __launch_bounds__(ROTATE_THREADS)                                           \
         NAME(const T* in, u32 w, u32 h, T* out, u32 ow, u32 oh, double a, double b, double c, double d,      \
              double e, double f, u32 fill, u32 maxval) {                                                   \
-        rotate_affine<T, BILINEAR>(in, w, h, out, ow, oh, a, b, c, d, e, f, fill, maxval);                 \
+        rotate_affine<T, BILINEAR, ROWS>(in, w, h, out, ow, oh, a, b, c, d, e, f, fill, maxval);           \
     }
+#define ROTATE_AFFINE_KERNEL(NAME, T, BILINEAR)                  \
+    ROTATE_AFFINE_KERNEL_ROWS(NAME, T, BILINEAR, 32)             \
+    ROTATE_AFFINE_KERNEL_ROWS(NAME##_r16, T, BILINEAR, 16)       \
+    ROTATE_AFFINE_KERNEL_ROWS(NAME##_r8, T, BILINEAR, 8)
 
 ROTATE_AFFINE_KERNEL(rotate_nearest_u8, u8, false)
 ROTATE_AFFINE_KERNEL(rotate_nearest_u16, u16, false)

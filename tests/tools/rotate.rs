@@ -1,6 +1,6 @@
 use histopipe_frame::{Channels, Frame, Line, Pixels};
-use histopipe_ops::rotate::{Interpolation, RotateBy, RotateParams};
-use histopipe_ops::Op;
+use histopipe_ops::rotate::{Interpolation, Rotate, RotateBy, RotateParams, Turn};
+use histopipe_ops::{Fill, Op};
 
 use crate::common::*;
 
@@ -224,6 +224,51 @@ fn gpu_matches_cpu_on_random_frames() {
             let gpu_out = rotate.gpu(&gpu, &frame).unwrap();
             assert!(cpu == gpu_out, "{w}x{h} maxval {maxval} {rotate:?}: GPU output differs");
         }
+    }
+}
+
+/// The general kernels make tiles of 32, 16 or 8 rows, picked by the output's size for the GPU's
+/// count of SMs (`rotate::gpu::tile_rows`): each gives the CPU's bits, 8-bit, 16-bit and float,
+/// both interpolations, in place and expanded. The sizes are checked to take all three on this
+/// GPU: a frame of a few tiles and 640x651 (8 rows on 103 SMs or more), 2560x1707 (32 rows on up
+/// to 270 SMs) and the first height of a 1003-wide frame that takes 16.
+#[test]
+fn gpu_matches_cpu_in_every_tile_height() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let in_place = |w, h| {
+        let turn = Turn::degrees(30.0).unwrap();
+        Rotate::in_place(turn, w, h, Interpolation::Bilinear, Fill::Int(0), 255).plan(&gpu).rows()
+    };
+    let mut sizes = vec![(61, 37), (640, 651), (2560, 1707)];
+    sizes.extend((1..=8192).find(|&h| in_place(1003, h) == 16).map(|h| (1003, h)));
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, &(w, h)) in sizes.iter().enumerate() {
+        let n = w * h;
+        let frames = [
+            random_frame(&mut rng, w, h, 255),
+            random_frame(&mut rng, w, h, 3000),
+            Frame::new(w, h, 1, Pixels::F32((0..n).map(|_| rng.f32() * 4.0 - 2.0).collect())),
+        ];
+        for (k, frame) in frames.iter().enumerate() {
+            for interpolation in [Interpolation::Nearest, Interpolation::Bilinear] {
+                let angle = 10.0 + rng.f64() * 70.0 + 90.0 * rng.i32(-4..4) as f64;
+                let fill = if k == 2 { Fill::Float(0.25) } else { Fill::Int(7) };
+                let expand = (i + k) % 2 == 1;
+                let rotate = RotateParams { by: RotateBy::Degrees(angle), interpolation, fill, expand }
+                    .for_frame(frame)
+                    .unwrap();
+                assert!(matches!(rotate.turn, Turn::Angle { .. }), "{angle}: not a general turn");
+                let rows = rotate.plan(&gpu).rows();
+                seen.insert(rows);
+                let (cpu, gpu_out) = (rotate.cpu(frame).unwrap(), rotate.gpu(&gpu, frame).unwrap());
+                assert!(same_bits(&cpu, &gpu_out), "{w}x{h} {rotate:?}, {rows} rows: GPU output differs");
+            }
+        }
+    }
+    // EXPERIMENT: HISTOPIPE_EXPERIMENT_ROTATE_ROWS gives every frame the same tile height.
+    if std::env::var_os("HISTOPIPE_EXPERIMENT_ROTATE_ROWS").is_none() {
+        assert_eq!(seen, [8, 16, 32].into(), "{sizes:?} do not take every tile height");
     }
 }
 

@@ -1,6 +1,7 @@
 //! `rotate` on the GPU: its device plan, one kernel of kernels-common/rotate.cu.
 
 use histopipe_frame::Samples;
+use histopipe_gpu::cudarc::driver::sys::CUdevice_attribute;
 use histopipe_gpu::cudarc::driver::CudaSlice;
 use histopipe_gpu::{kernels, launch, LaunchConfig};
 
@@ -19,8 +20,41 @@ impl Rotate {
 
     /// The device plan of this turn.
     pub fn plan<'g>(&self, gpu: &'g Gpu) -> RotatePlan<'g> {
-        RotatePlan { gpu, rotate: *self }
+        let sms = gpu
+            .stream()
+            .context()
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_or(132, |n| n.max(1) as u32);
+        let rows = tile_rows(self.out_width as u32, self.out_height as u32, sms);
+        // EXPERIMENT: HISTOPIPE_EXPERIMENT_ROTATE_ROWS=8, 16 or 32 overrides tile_rows, to
+        // EXPERIMENT: measure each tile height on any frame; any other value is refused.
+        let rows = match std::env::var_os("HISTOPIPE_EXPERIMENT_ROTATE_ROWS") {
+            None => rows,
+            Some(v) => match v.to_str() {
+                Some("8") => 8,
+                Some("16") => 16,
+                Some("32") => 32,
+                _ => panic!("HISTOPIPE_EXPERIMENT_ROTATE_ROWS must be 8, 16 or 32, not {v:?}"),
+            },
+        };
+        // EXPERIMENT: end of the override.
+        RotatePlan { gpu, rotate: *self, rows }
     }
+}
+
+/// Blocks per SM that the general kernels' grid should hold: the tallest tile that keeps this
+/// many is taken (see [`tile_rows`]).
+const BLOCKS_PER_SM: u64 = 8;
+
+/// Rows per output tile of the general (affine) kernels for an `ow x oh` output on a GPU of `sms`
+/// SMs: 32 (`rotate_{nearest,bilinear}_*`), 16 (`_r16`) or 8 (`_r8`), the largest whose grid of
+/// 64-column tiles, `ceil(ow / 64) * ceil(oh / rows)` blocks, holds at least 8 blocks per SM;
+/// else 8. A tile of 64 x rows is made by 256 threads, rows / 4 pixels each: on small frames,
+/// fewer rows give more blocks to fill the GPU and shorter chains of loads per thread.
+pub fn tile_rows(ow: u32, oh: u32, sms: u32) -> u32 {
+    let columns = u64::from(ow.div_ceil(64));
+    let wanted = BLOCKS_PER_SM * u64::from(sms);
+    [32, 16, 8].into_iter().find(|&rows| columns * u64::from(oh.div_ceil(rows)) >= wanted).unwrap_or(8)
 }
 
 /// The device plan of `rotate`: one kernel (quarter turns, or the general one), no scratch. The
@@ -28,9 +62,17 @@ impl Rotate {
 pub struct RotatePlan<'g> {
     gpu: &'g Gpu,
     rotate: Rotate,
+    /// Rows per tile of the general kernels ([`tile_rows`]); quarter turns have their own tiles.
+    rows: u32,
 }
 
 impl RotatePlan<'_> {
+    /// The rows per output tile of the general kernels (8, 16 or 32) for this turn's output on
+    /// this GPU; unused by quarter turns.
+    pub fn rows(&self) -> u32 {
+        self.rows
+    }
+
     /// Queues the turn of the `width x height` input in `src` into `dst` (`out_width x
     /// out_height`).
     pub fn queue<T: Element>(&mut self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<(), OpError> {
@@ -59,10 +101,12 @@ impl RotatePlan<'_> {
                 }?;
             }
             Turn::Angle { .. } => {
-                // One block of 256 threads per 64 x 32 output tile (TILE_W, TILE_H in rotate.cu);
-                // the kernel loops over tile rows beyond the grid's 65535.
+                // One block of 256 threads per 64 x rows output tile (ROTATE_TILE_W and ROWS in
+                // rotate.cu), the kernel of those rows; it loops over tile rows beyond the grid's
+                // 65535.
+                let rows = self.rows;
                 let cfg = LaunchConfig {
-                    grid_dim: (ow.div_ceil(64), oh.div_ceil(32).min(65535), 1),
+                    grid_dim: (ow.div_ceil(64), oh.div_ceil(rows).min(65535), 1),
                     block_dim: (256, 1, 1),
                     shared_mem_bytes: 0,
                 };
@@ -70,11 +114,17 @@ impl RotatePlan<'_> {
                     Interpolation::Nearest => "nearest",
                     Interpolation::Bilinear => "bilinear",
                 };
-                let name = format!("rotate_{kind}_{}", T::KERNEL_SUFFIX);
+                let tile = match rows {
+                    32 => "",
+                    16 => "_r16",
+                    _ => "_r8",
+                };
+                let name = format!("rotate_{kind}_{}{tile}", T::KERNEL_SUFFIX);
                 let m = r.new_to_old();
                 let maxval = r.maxval as u32;
-                // SAFETY: rotate_{nearest,bilinear}_*(in, w, h, out, ow, oh, a..f, fill, maxval)
-                // in rotate.cu; `src` holds the w x h input, `dst` the ow x oh output.
+                // SAFETY: rotate_{nearest,bilinear}_*[_r16|_r8](in, w, h, out, ow, oh, a..f, fill,
+                // maxval) in rotate.cu; `src` holds the w x h input, `dst` the ow x oh output; the
+                // grid's rows of blocks are of the kernel's tile rows (any count covers the frame).
                 unsafe {
                     launch!(self.gpu, kernels::ROTATE, name, cfg;
                         src, &w, &h, dst, &ow, &oh, &m.a, &m.b, &m.c, &m.d, &m.e, &m.f, &fill, &maxval)

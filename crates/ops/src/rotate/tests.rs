@@ -286,6 +286,42 @@ fn kernels_match_the_reference_on_the_camera_fixture() {
     check_kernels(&mut rng, &words, size, 65535, &angles[..4]);
 }
 
+/// The general kernels' tile height: the tallest of 32, 16 and 8 rows whose grid of 64-column
+/// tiles holds 8 blocks per SM, else 8; partial tiles count as whole ones.
+#[test]
+fn tile_rows_keep_eight_blocks_per_sm() {
+    use super::gpu::tile_rows;
+    // 132 SMs (an H100 SXM): 1056 blocks wanted.
+    assert_eq!(tile_rows(2560, 1707, 132), 32); // 40 x 54 = 2160 tiles of 32 rows
+    assert_eq!(tile_rows(1920, 1080, 132), 16); // 30 x 34 = 1020 of 32 rows, 30 x 68 of 16
+    assert_eq!(tile_rows(640, 651, 132), 8); // 10 x 82 = 820 even of 8 rows
+    assert_eq!(tile_rows(704, 768, 132), 8); // 11 x 48 = 528 of 16 rows, 11 x 96 = 1056 of 8
+
+    // At the boundary: 32 columns of 64 and 33 rows of tiles are 1056 blocks; 32 rows of tiles
+    // are too few, 64 of 16 rows enough.
+    assert_eq!(tile_rows(2048, 1056, 132), 32);
+    assert_eq!(tile_rows(2048, 1025, 132), 32); // the last tile row partial
+    assert_eq!(tile_rows(2048, 1024, 132), 16);
+    assert_eq!(tile_rows(1985, 1024, 132), 16); // 31 columns and a partial one
+    assert_eq!(tile_rows(1984, 1056, 132), 16); // 31 x 33 = 1023 of 32 rows
+    assert_eq!(tile_rows(1984, 1065, 132), 16); // 31 x 34 = 1054: still short of 1056
+
+    // Tiny frames, any GPU: 8 rows.
+    assert_eq!(tile_rows(1, 1, 1), 8);
+    assert_eq!(tile_rows(64, 32, 132), 8);
+
+    // One SM wants 8 blocks: 64 x 225 is 8 tiles of 32 rows (the last of one row), 64 x 224
+    // is 7 of 32 rows and 14 of 16; 64 x 113 is 8 tiles of 16 rows, 64 x 112 7 of them.
+    assert_eq!(tile_rows(64, 225, 1), 32);
+    assert_eq!(tile_rows(64, 224, 1), 16);
+    assert_eq!(tile_rows(64, 113, 1), 16);
+    assert_eq!(tile_rows(64, 112, 1), 8);
+
+    // No overflow at the largest sizes.
+    assert_eq!(tile_rows(u32::MAX, u32::MAX, u32::MAX), 32);
+    assert_eq!(tile_rows(u32::MAX, 1, u32::MAX), 8);
+}
+
 /// The bracketing search finds the flip of any monotone test, whatever the guess.
 #[test]
 fn first_finds_the_flip_from_any_guess() {
