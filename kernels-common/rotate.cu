@@ -244,7 +244,7 @@ template <typename T, u32 ROWS>
 __device__ void rotate_tile_store(const T* tile, u32 w, u32 h, u32 tile_x, u32 tile_y, T* __restrict__ out,
                                   u32 tid) {
     const u32 r = tid >> 3, col = (tid & 7) * 8;
-    if (r >= ROWS) return;
+    if (ROWS < 32 && r >= ROWS) return;
     const u64 y = (u64)tile_y + r, x = (u64)tile_x + col;
     if (y >= h) return;
     T* dst = out + y * w + x;

@@ -266,10 +266,7 @@ fn gpu_matches_cpu_in_every_tile_height() {
             }
         }
     }
-    // EXPERIMENT: HISTOPIPE_EXPERIMENT_ROTATE_ROWS gives every frame the same tile height.
-    if std::env::var_os("HISTOPIPE_EXPERIMENT_ROTATE_ROWS").is_none() {
-        assert_eq!(seen, [8, 16, 32].into(), "{sizes:?} do not take every tile height");
-    }
+    assert_eq!(seen, [8, 16, 32].into(), "{sizes:?} do not take every tile height");
 }
 
 /// The binaries agree too, on the fixtures and a stream, both interpolations.

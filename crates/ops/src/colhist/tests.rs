@@ -373,3 +373,64 @@ fn a_sweep_on_the_gpu_is_the_cpus() {
         }
     }
 }
+
+/// Both column kernels (`colhist_pairs_*`, two samples a lane, and `colhist_pairs_wide_*`, four)
+/// count as the CPU does, in one part a tile and in several (their partial counts merged by each
+/// tile's last block, whose completion count must be left zero for the next launch: every frame
+/// runs twice on one plan), on rows aligned and not aligned to the kernels' vector loads (odd
+/// widths), with a user's mask and a data-pixel mask, 8- and 16-bit, and with bins that are not
+/// one per value. On a GPU of at least 64 SMs, every one of the three shapes must have come up.
+#[test]
+fn both_column_kernels_on_the_gpu_are_the_cpus() {
+    let Some(gpu) = histopipe_gpu::testing::gpu_or_skip() else { return };
+    let mut rng = fastrand::Rng::with_seed(30);
+    let mut shapes = std::collections::BTreeSet::new();
+    for (w, h, maxval, bins) in [
+        (7680, 4320, 255, None),
+        (7683, 4321, 255, Some(100)),
+        (4096, 3112, 255, None),
+        (2561, 1707, 255, None),
+        (700, 200, 255, None),
+        (3001, 2001, 4095, Some(384)),
+        (131, 70000, 255, None),
+    ] {
+        let mut f = parallel::testing::frame(&mut rng, w, h, maxval);
+        f.geometry =
+            Some(Geometry::identity(w * 3 / 4 + 1, h * 3 / 4 + 1).then(&Affine::translation(-7.0, -2.0)));
+        let op = ColHistParams { bins, rows: false, count_padding: false }.for_frame(&f).unwrap();
+        let cpu = op.cpu(&f).unwrap();
+        let mut plan = op.plan(&gpu, w, h).unwrap();
+        let p = plan.pairs.expect("columns of at most 384 bins take colhist_pairs_*");
+        shapes.insert((p.k, p.parts > 1));
+        let src = match &f.pixels {
+            Pixels::U8(v) => gpu.upload::<u8>("test.in", v).map(|s| (Some(s), None)),
+            Pixels::U16(v) => gpu.upload::<u16>("test.in", v).map(|s| (None, Some(s))),
+            _ => unreachable!(),
+        }
+        .unwrap();
+        let n = op.bins as usize * w;
+        let mut counts = gpu.buffer::<u32>("test.counts", n).unwrap();
+        for round in 0..2 {
+            match &src {
+                (Some(s), _) => plan.queue(s, None, &mut counts).unwrap(),
+                (_, Some(s)) => plan.queue(s, None, &mut counts).unwrap(),
+                _ => unreachable!(),
+            }
+            let got = gpu.download_vec(&counts, n).unwrap();
+            assert!(got == cpu.counts, "{w}x{h} maxval {maxval} k {} parts {} round {round}", p.k, p.parts);
+        }
+        let mask: Vec<u8> = (0..w * h).map(|_| rng.u8(..) & 1).collect();
+        let masked = MaskedColHist { op: &op, mask: &mask };
+        assert!(masked.cpu(&f).unwrap() == masked.gpu(&gpu, &f).unwrap(), "{w}x{h} under a mask");
+    }
+    let sms = gpu
+        .stream()
+        .context()
+        .attribute(
+            histopipe_gpu::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+        )
+        .unwrap_or(0);
+    if sms >= 64 {
+        assert!(shapes.len() >= 3, "shapes (k, several parts) seen: {shapes:?}");
+    }
+}
