@@ -114,16 +114,31 @@ __device__ void histogram_private(const T* __restrict__ in, u64 n, u32 bins, u32
 // shared memory.
 #define SHARED_COPIES_MAX_BINS 4096
 
-template <typename T>
-__device__ void histogram_shared(const T* __restrict__ in, u64 n, u32 bins, u32 levels,
-                                 u64* __restrict__ hist) {
-    extern __shared__ u32 local[];
-    const u32 copies = bins <= SHARED_COPIES_MAX_BINS ? 2 : 1;
-    for (u32 b = threadIdx.x; b < copies * bins; b += blockDim.x) local[b] = 0;
-    __syncthreads();
-    u32* mine = local + (copies == 2 ? ((threadIdx.x >> 5) & 1) * bins : 0);
-    auto add = [&](u32 v) { atomicAdd(&mine[bin_of(v, bins, levels)], 1u); };
+// The counting loop of histogram_shared into the block's copy `mine` (a 32-bit shared address).
+// IDENTITY: one bin per level (bins == levels), so a sample's bin is the sample, clamped, with no
+// division (as a select beside the division, bin_of cost every sample its division). A 16-byte
+// chunk whose samples are all equal (flat regions: the scaled-up photo of the benchmark is made
+// of them) adds its count with one atomic instead of one a sample, which on real content
+// otherwise queue on the same counter; a chunk of mixed samples pays the test, one compare a
+// word.
+template <typename T, bool IDENTITY>
+__device__ __forceinline__ void histogram_shared_count(const T* __restrict__ in, u64 n, u32 bins, u32 levels,
+                                                       u32 mine) {
     constexpr u32 PER = 16 / sizeof(T);
+    auto bin = [&](u32 v) -> u32 { return IDENTITY ? min(v, bins - 1) : bin_of(v, bins, levels); };
+    auto red = [&](u32 b, u32 count) {
+        asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(mine + 4 * b), "r"(count) : "memory");
+    };
+    auto add16 = [&](const Vec16<T>& a) {
+        const u32 first = a.s[0];
+        const u32 splat = sizeof(T) == 1 ? first * 0x01010101u : first * 0x00010001u;
+        if (a.v.x == splat && a.v.y == splat && a.v.z == splat && a.v.w == splat) {
+            red(bin(first), PER);
+        } else {
+#pragma unroll
+            for (u32 k = 0; k < PER; k++) red(bin(a.s[k]), 1);
+        }
+    };
     const u64 chunks = vector_chunks(in, n);
     const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
     const uint4* vec = reinterpret_cast<const uint4*>(in);
@@ -132,18 +147,29 @@ __device__ void histogram_shared(const T* __restrict__ in, u64 n, u32 bins, u32 
         Vec16<T> a, b;
         a.v = vec[c];
         b.v = vec[c + stride];
-#pragma unroll
-        for (u32 k = 0; k < PER; k++) add(a.s[k]);
-#pragma unroll
-        for (u32 k = 0; k < PER; k++) add(b.s[k]);
+        add16(a);
+        add16(b);
     }
     if (c < chunks) {
         Vec16<T> a;
         a.v = vec[c];
-#pragma unroll
-        for (u32 k = 0; k < PER; k++) add(a.s[k]);
+        add16(a);
     }
-    for (u64 i = chunks * PER + first; i < n; i += stride) add(in[i]);
+    for (u64 i = chunks * PER + first; i < n; i += stride) red(bin(in[i]), 1);
+}
+
+template <typename T>
+__device__ void histogram_shared(const T* __restrict__ in, u64 n, u32 bins, u32 levels,
+                                 u64* __restrict__ hist) {
+    extern __shared__ u32 local[];
+    const u32 copies = bins <= SHARED_COPIES_MAX_BINS ? 2 : 1;
+    for (u32 b = threadIdx.x; b < copies * bins; b += blockDim.x) local[b] = 0;
+    __syncthreads();
+    const u32 mine = (u32)__cvta_generic_to_shared(local + (copies == 2 ? ((threadIdx.x >> 5) & 1) * bins : 0));
+    if (bins == levels)
+        histogram_shared_count<T, true>(in, n, bins, levels, mine);
+    else
+        histogram_shared_count<T, false>(in, n, bins, levels, mine);
     __syncthreads();
     for (u32 b = threadIdx.x; b < bins; b += blockDim.x) {
         const u32 count = local[b] + (copies == 2 ? local[bins + b] : 0);

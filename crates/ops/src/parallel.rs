@@ -89,6 +89,21 @@ pub(crate) fn parts(units: usize, min_part: usize) -> usize {
     }
 }
 
+/// [`parts_split_from`] with up to `per_thread` parts per thread instead of [`PARTS_PER_THREAD`],
+/// for work whose parts cost unequal amounts that the pool can only balance in small pieces.
+pub(crate) fn parts_split_finely(
+    units: usize,
+    min_split: usize,
+    min_part: usize,
+    per_thread: usize,
+) -> usize {
+    match parts_split_from(units, min_split, min_part) {
+        1 => 1,
+        // Split at all: parts of at least min_part, at most per_thread for each thread.
+        _ => (units / min_part.max(1)).clamp(2, threads().max(1) * per_thread.max(1)),
+    }
+}
+
 /// [`parts`] for an operation with two thresholds: 1 unless `units` reach `min_split`, the work
 /// worth waking the pool for at all; else parts of at least `min_part`, smaller, so that once the
 /// pool is woken its threads get several parts each to balance.

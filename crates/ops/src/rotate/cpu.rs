@@ -33,7 +33,8 @@ impl Rotate {
         // the input unchecked (the portable kernel checks, as it always did).
         let fits = (w as u64).saturating_mul(h as u64) < 1 << 52 && input.len() >= w * h;
         let kernel = if fits { kernel } else { Kernel::Scalar };
-        let band = oh.div_ceil(parallel::parts_split_from(n, MIN_SPLIT, MIN_PART)) * ow;
+        let parts = parallel::parts_split_finely(n, MIN_SPLIT, MIN_PART, PARTS_PER_THREAD);
+        let band = oh.div_ceil(parts) * ow;
         let rows_of = |first: usize, part: &mut [MaybeUninit<T>]| {
             let rows = first / ow..(first + part.len()) / ow;
             match self.turn {
@@ -175,12 +176,18 @@ impl Rotate {
 /// ns a pixel on one core for nearest, 1.6 for bilinear (4096x3112 turned 30 degrees in 9.4 and 21
 /// ms), so each of two parts takes 0.2 ms or more.
 const MIN_SPLIT: usize = 1 << 18;
-/// Fewest output pixels in a part once a frame is split: 2560x1707 makes 64 parts, four for each of
-/// 16 threads, for the pool to balance bands of unequal cost (those across a turned frame's corners
-/// are mostly fill). In parts of 2^18 pixels it made 16, one a thread, and counting each band's
-/// pixels inside the turned frame, the busiest had 1.21 times the mean (1.02 in 64 parts). A
-/// thread makes 27-row bands 0 to 5% slower than whole frames (measured on one core).
-const MIN_PART: usize = 1 << 16;
+/// Fewest output pixels in a part once a frame is split, and parts per thread at most: 2560x1707
+/// makes 256 parts on 16 threads, for the pool to balance bands of unequal cost (those across a
+/// turned frame's corners are mostly fill, and the threads share the cores' caches and memory).
+/// Measured on the GPU machine's 16 threads (histopipe-bench, part timings logged per call): in 64
+/// parts of at least 2^16 pixels, 2560x1707 nearest took 520 us a call, its threads started 24 to
+/// 55 us in, and the busiest part ran 170 us, twice the mean, so the last parts ended late; in
+/// parts of 2^14, 16 a thread, the busiest took 49 us, and the median times went from 0.74 to 0.59
+/// ms (bilinear) and 0.37 to 0.36 (nearest) at 2560x1707, 2.8 to 2.1 ms and 5.9 to 4.9 at
+/// 7680x4320 (the narrower bands' own cost, 7 rows at 2560x1707, is in those times).
+const MIN_PART: usize = 1 << 14;
+/// Parts per thread at most (see [`MIN_PART`]).
+const PARTS_PER_THREAD: usize = 16;
 
 /// Output rows per tile of a general turn (see `Rotate::affine`).
 const TILE_H: usize = 64;
