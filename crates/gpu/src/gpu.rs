@@ -105,6 +105,12 @@ impl Gpu {
         &self.stream
     }
 
+    /// A device attribute that is a positive count or size (SMs, bytes of shared memory), or
+    /// `None` where the driver gives none: the launch shapes' reading of the GPU.
+    pub fn attribute(&self, attribute: cudarc::driver::sys::CUdevice_attribute) -> Option<usize> {
+        self.stream.context().attribute(attribute).ok().filter(|&n| n > 0).map(|n| n as usize)
+    }
+
     /// Kernel `name` of `source`, compiling (or loading from the disk cache) on first use.
     pub fn function(&self, source: &Source, name: &str) -> Result<CudaFunction, GpuError> {
         let module = self.module(source)?;

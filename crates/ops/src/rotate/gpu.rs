@@ -21,10 +21,8 @@ impl Rotate {
     /// The device plan of this turn.
     pub fn plan<'g>(&self, gpu: &'g Gpu) -> RotatePlan<'g> {
         let sms = gpu
-            .stream()
-            .context()
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-            .map_or(132, |n| n.max(1) as u32);
+            .map_or(132, |n| n as u32);
         let rows = tile_rows(self.out_width as u32, self.out_height as u32, sms);
         RotatePlan { gpu, rotate: *self, rows }
     }
