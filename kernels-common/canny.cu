@@ -58,11 +58,12 @@ extern "C" __global__ void gauss_cols(const float* __restrict__ tmp, u32 w, u32 
 
 // The origin of this block's tile. Both are below the frame's size, so x0 + a tile's width fits
 // in 64 bits but not always in 32 (a frame one row high may be 2^32 - 2 pixels wide).
-__device__ __forceinline__ void canny_tile(u32 w, u32* x0, u32* y0) {
+__device__ __forceinline__ void canny_tile_at(u32 tile, u32 w, u32* x0, u32* y0) {
     const u32 across = (w - 1) / CANNY_TW + 1;
-    *x0 = (blockIdx.x % across) * CANNY_TW;
-    *y0 = (blockIdx.x / across) * CANNY_TH;
+    *x0 = (tile % across) * CANNY_TW;
+    *y0 = (tile / across) * CANNY_TH;
 }
+__device__ __forceinline__ void canny_tile(u32 w, u32* x0, u32* y0) { canny_tile_at(blockIdx.x, w, x0, y0); }
 
 __device__ __forceinline__ void canny_sobel(const u8 (*in)[CANNY_TW + 4], int lx, int ly, int& dx, int& dy) {
     // (lx, ly) is the pixel's place in `in`, whose origin is two pixels up and left of the tile.
@@ -93,21 +94,26 @@ __device__ __forceinline__ void canny_sobel(const u8 (*in)[CANNY_TW + 4], int lx
 // 1. canny_nms (stages 1-3 and the tiles' own hysteresis): after thresholds the first warp grows
 //    the tile's strong pixels within the tile (E) and writes `kept` and `edge`. The tile's ring
 //    (its first and last rows and columns) may join other tiles; of its kept pixels outside E (the
-//    weak ring pixels) the warp labels each in-tile component: it grows one from its first weak ring
-//    pixel (the representative) through the kept pixels outside E, and points the parent entry of
-//    every weak ring pixel it reached at the representative. The elements of the union-find are
-//    these pixels, numbered 1 + y w + x (`parent` has w h + 1 entries, only theirs written), and
-//    element 0, STRONG, its own root, which stands for every pixel of E.
-// 2. canny_union, a warp per tile: every pair of 8-adjacent kept pixels across the tile's right
-//    and bottom borders (the tiles right, below-left, below and below-right; a pair above-right
-//    is that tile's below-left one) with at least one outside E is united: two weak pixels with
-//    each other, a weak one beside a pixel of E with STRONG. Union-find as ECL-CC: roots hooked by
-//    atomicCAS, the larger index onto the smaller (so STRONG, 0, is the root of its set), finds
-//    by relaxed loads with path halving by atomicCAS. No sequence of tiles is followed: a long
-//    path through many tiles is joined in a few hooks, whatever the order of the warps.
-// 3. canny_finish, a block per tile: the first warp reads the tile's E and, for each weak ring
-//    pixel whose root is STRONG, adds it to E and grows E within the tile once more (the pixel's
-//    in-tile component joins E); then the block writes 255 where E's bit is set, else 0.
+//    weak ring pixels) each in-tile component is labelled: a warp grows one from a weak ring pixel
+//    through the kept pixels outside E and points the parent entry of every weak ring pixel it
+//    reached at the component's first (the representative); the first warp alone, one component
+//    after another, or, `wide`, every warp of the block, eight at once. The elements of the
+//    union-find are these pixels, numbered 1 + y w + x (`parent` has w h + 1 entries, only theirs
+//    written), and element 0, STRONG, its own root, which stands for every pixel of E.
+// 2. canny_union, a warp per tile (`wide`: a block): the pairs of 8-adjacent kept pixels across
+//    the tile's right and bottom borders (the tiles right, below-left, below and below-right; a
+//    pair above-right is that tile's below-left one) with at least one outside E are united, one
+//    pair for any two runs that touch (canny_link): two weak pixels with each other, a weak one
+//    beside a pixel of E with STRONG. Union-find as ECL-CC: roots hooked by atomicCAS, the larger
+//    index onto the smaller (so STRONG, 0, is the root of its set), finds by relaxed loads with
+//    path halving by atomicCAS. No sequence of tiles is followed: a long path through many tiles
+//    is joined in a few hooks, whatever the order of the warps.
+// 3. canny_finish, a block per tile: the roots of the tile's weak ring pixels (one a run along
+//    the ring) are found (`wide`: by every thread at once); the first warp adds those whose root is
+//    STRONG to E and grows E within the tile once more (their in-tile components join E); then the
+//    block writes 255 where E's bit is set, else 0.
+// `wide` is the host's choice for a grid of few waves, where a frame waits on its slowest tiles:
+// each tile's serial work is then spread over its block (see wide in crates/ops/src/edges/gpu.rs).
 // A weak pixel is an edge iff its component reaches a strong pixel, then by a path that leaves
 // its in-tile component (which holds none) across a tile border: from a weak ring pixel of its
 // component through pairs united in step 2 to a pixel of E. So its component's ring pixels have
@@ -187,8 +193,28 @@ __device__ void canny_unite(u32* parent, u32 a, u32 b) {
     }
 }
 
+// Whether pixel (r, c) of a tile's bit map (CANNY_TH rows of CANNY_TW / 32 words) is set; none
+// is outside the tile.
+__device__ __forceinline__ bool canny_weak_at(const u32 (*bits)[CANNY_TW / 32], int r, int c) {
+    return r >= 0 && r < CANNY_TH && c >= 0 && c < CANNY_TW && (bits[r][c / 32] >> (c & 31) & 1);
+}
+
+// The pairs canny_union joins across a border: of the 8-adjacent pairs (p, q), p at x on the
+// border's line and q at x - 1, x or x + 1 on the next, where a run is a maximal stretch of kept
+// pixels along a line (cut where the line crosses from one tile to another, so that a run lies in
+// one in-tile component, one set of the union-find), only these: q at x - 1 if p starts its run;
+// q at x if both start theirs; q at x + 1 if q starts its run. Any two runs that touch have
+// exactly one such pair: with P starting at a and Q at b, q = max(b, a - 1) and p = max(a, q - 1).
+struct CannyLink {
+    bool before, beside, after;
+};
+__device__ __forceinline__ CannyLink canny_link(bool p_starts, bool q_before, bool q_beside, bool q_beside_starts,
+                                                bool q_after, bool q_after_starts) {
+    return {p_starts && q_before, p_starts && q_beside && q_beside_starts, q_after && q_after_starts};
+}
+
 extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
-    canny_nms(const u8* __restrict__ src, u32 w, u32 h, u32 l2, int low, int high, u32 words,
+    canny_nms(const u8* __restrict__ src, u32 w, u32 h, u32 l2, int low, int high, u32 words, u32 wide,
               u32* __restrict__ kept_words, u32* __restrict__ edge, u32* __restrict__ parent) {
     __shared__ u8 in[CANNY_TH + 4][CANNY_TW + 4];
     __shared__ int mag[CANNY_TH + 2][CANNY_TW + 2];
@@ -269,119 +295,271 @@ extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
         }
     }
     __syncthreads();
-    // The first warp grows the strong pixels within the tile, writes the tile's words and labels
-    // its weak ring pixels; the others are done (no barrier follows).
-    if (by != 0) return;
+    // The first warp grows the strong pixels within the tile and writes the tile's words.
+    __shared__ u64 weak_rows[32], pending_rows[32];
+    __shared__ u32 any_pending;
     const u32 row = bx >> 1, half = bx & 1;
-    const u64 kept = (u64)kept_bits[row][2 * half + 1] << 32 | kept_bits[row][2 * half];
-    const u64 strong = (u64)strong_bits[row][2 * half + 1] << 32 | strong_bits[row][2 * half];
-    const u64 grown = canny_grow(kept, strong);
     const u64 y = (u64)y0 + row;
-    const u32 wx = x0 / 32 + 2 * half;
-    if (y < h) {
-        const u64 at = y * words + wx;
-        if (wx < words) edge[at] = (u32)grown, kept_words[at] = (u32)kept;
-        if (wx + 1 < words) edge[at + 1] = (u32)(grown >> 32), kept_words[at + 1] = (u32)(kept >> 32);
-    }
-    if (blockIdx.x == 0 && bx == 0) parent[CANNY_STRONG_ROOT] = CANNY_STRONG_ROOT;
-    // Kept bits lie inside the frame: so do the weak ring pixels. One in-tile component at a time,
-    // from the first lane's lowest pending pixel.
-    const u64 weak = kept & ~grown;
     const u64 x_half = (u64)x0 + 64 * half;
-    u64 pending = weak & canny_ring();
+    u64 weak = 0, pending = 0;
+    if (by == 0) {
+        const u64 kept = (u64)kept_bits[row][2 * half + 1] << 32 | kept_bits[row][2 * half];
+        const u64 strong = (u64)strong_bits[row][2 * half + 1] << 32 | strong_bits[row][2 * half];
+        const u64 grown = canny_grow(kept, strong);
+        const u32 wx = x0 / 32 + 2 * half;
+        if (y < h) {
+            const u64 at = y * words + wx;
+            if (wx < words) edge[at] = (u32)grown, kept_words[at] = (u32)kept;
+            if (wx + 1 < words) edge[at + 1] = (u32)(grown >> 32), kept_words[at + 1] = (u32)(kept >> 32);
+        }
+        if (blockIdx.x == 0 && bx == 0) parent[CANNY_STRONG_ROOT] = CANNY_STRONG_ROOT;
+        // Kept bits lie inside the frame: so do the weak ring pixels.
+        weak = kept & ~grown;
+        pending = weak & canny_ring();
+    }
+    if (!wide) {
+        // A grid of many waves: the first warp labels alone, one in-tile component at a time
+        // from its first pending pixel, and the other warps leave their SM to the next tiles.
+        if (by != 0) return;
+        for (;;) {
+            const u32 lanes = __ballot_sync(FULL_MASK, pending != 0);
+            if (!lanes) return;
+            const u32 first = __ffs(lanes) - 1;
+            const u64 seed = bx == first ? pending & (0 - pending) : 0;
+            const u32 rep =
+                __shfl_sync(FULL_MASK, bx == first ? canny_element(x_half + __ffsll(pending) - 1, y, w) : 0, first);
+            const u64 reached = canny_grow(weak, seed) & pending;
+            pending &= ~reached;
+            for (u64 r = reached; r; r &= r - 1) parent[canny_element(x_half + __ffsll(r) - 1, y, w)] = rep;
+        }
+    }
+    // Wide (a grid of few waves, where the frame waits on its slowest tiles): every warp labels, in
+    // rounds.
+    // In each round warp i grows the in-tile component of the i-th pending pixel (in frame order)
+    // through the weak pixels; the warp whose seed is its component's first pending pixel (the
+    // lowest seed in it: every pending pixel below a seed is one) points the component's pending
+    // pixels at that pixel, and every warp takes its component out of `pending`. Lane l holds row
+    // l / 2, half l % 2, as in canny_grow.
+    if (by == 0) {
+        weak_rows[bx] = weak;
+        pending_rows[bx] = pending;
+        const bool any = __any_sync(FULL_MASK, pending != 0);
+        if (bx == 0) any_pending = any;
+    }
+    __syncthreads();
+    if (!any_pending) return;
+    weak = weak_rows[bx];
     for (;;) {
-        const u32 lanes = __ballot_sync(FULL_MASK, pending != 0);
-        if (!lanes) break;
-        const u32 first = __ffs(lanes) - 1;
-        const u64 seed = bx == first ? pending & (0 - pending) : 0;
-        const u32 rep = __shfl_sync(FULL_MASK, bx == first ? canny_element(x_half + __ffsll(pending) - 1, y, w) : 0, first);
-        u64 reached = canny_grow(weak, seed) & pending;
-        pending &= ~reached;
-        while (reached) {
-            parent[canny_element(x_half + __ffsll(reached) - 1, y, w)] = rep;
-            reached &= reached - 1;
+        pending = pending_rows[bx];
+        const u32 count = __popcll(pending), through = warp_scan(count);
+        const u32 total = __shfl_sync(FULL_MASK, through, 31);
+        // `total` is the block's: every thread read the same rows since the last barrier.
+        if (total == 0) return;
+        u64 reached = 0;
+        if ((u32)by < total) {
+            u64 seed = 0;
+            if (through - count <= (u32)by && (u32)by < through) {
+                u64 b = pending;
+                for (u32 k = through - count; k < (u32)by; k++) b &= b - 1;
+                seed = b & (0 - b);
+            }
+            reached = canny_grow(weak, seed) & pending;
+            const u32 first = __ffs(__ballot_sync(FULL_MASK, reached != 0)) - 1;
+            const u32 seed_lane = __ffs(__ballot_sync(FULL_MASK, seed != 0)) - 1;
+            const u64 lowest = __shfl_sync(FULL_MASK, reached & (0 - reached), first);
+            if (first == seed_lane && lowest == __shfl_sync(FULL_MASK, seed, seed_lane)) {
+                const u32 rep = __shfl_sync(FULL_MASK, canny_element(x_half + __ffsll(reached) - 1, y, w), first);
+                for (u64 r = reached; r; r &= r - 1) parent[canny_element(x_half + __ffsll(r) - 1, y, w)] = rep;
+            }
         }
+        __syncthreads();
+        if (reached) atomicAnd(&pending_rows[bx], ~reached);
+        __syncthreads();
     }
 }
 
-// Whether pixel (x, y) of a bit map is set (plain loads: the maps are not written meanwhile).
-__device__ __forceinline__ bool canny_bit(const u32* bits, u32 words, u64 x, u64 y) {
-    return bits[y * words + x / 32] >> (x & 31) & 1;
+// Word j of row y of a bit map, 0 outside the rows' words (plain loads: the maps are not written
+// meanwhile).
+__device__ __forceinline__ u32 canny_word(const u32* bits, u32 words, u64 y, i64 j) {
+    return j >= 0 && j < (i64)words ? bits[y * words + j] : 0u;
 }
 
-// Unites p and q (8-adjacent, in different tiles) if both are kept and one at least is weak.
-__device__ __forceinline__ void canny_pair(const u32* kept, const u32* edge, u32* parent, u32 w, u32 words, u64 px,
-                                           u64 py, u64 qx, u64 qy) {
-    if (!canny_bit(kept, words, px, py) || !canny_bit(kept, words, qx, qy)) return;
-    const bool ep = canny_bit(edge, words, px, py), eq = canny_bit(edge, words, qx, qy);
-    if (ep && eq) return;
-    canny_unite(parent, ep ? CANNY_STRONG_ROOT : canny_element(px, py, w),
-                eq ? CANNY_STRONG_ROOT : canny_element(qx, qy, w));
+// A pixel's kept and edge bits, from a map's words.
+struct CannyPx {
+    bool kept, edge;
+};
+__device__ __forceinline__ CannyPx canny_px(u32 kept, u32 edge, u32 bit) {
+    return {(kept >> bit & 1) != 0, (edge >> bit & 1) != 0};
 }
 
-// Step 2 above: CANNY_UNION_WARPS warps a block, warp i of block b on tile CANNY_UNION_WARPS b + i
-// (the grid covers the tiles of canny_nms). Lane l takes columns l + 32 j of the tile's last row
-// (each with the three pixels below it) and, if l < CANNY_TH, row l of its last column (with the
-// pixels right of it in rows l - 1 .. l + 1 of the tile). The lanes are independent: no barrier.
-#define CANNY_UNION_WARPS 4
-extern "C" __global__ void __launch_bounds__(32 * CANNY_UNION_WARPS)
-    canny_union(u32 w, u32 h, u32 words, const u32* __restrict__ kept, const u32* __restrict__ edge, u32* parent) {
+// Unites pixels p and q (8-adjacent, in different tiles) if both are kept and one at least is
+// weak: a weak one by its element, one of E by STRONG.
+__device__ __forceinline__ void canny_pair(u32* parent, CannyPx p, u32 pe, CannyPx q, u32 qe) {
+    if (!p.kept || !q.kept || (p.edge && q.edge)) return;
+    canny_unite(parent, p.edge ? CANNY_STRONG_ROOT : pe, q.edge ? CANNY_STRONG_ROOT : qe);
+}
+
+// Step 2 above, for the tile at (x0, y0): its last row's word j (lane l its column 32 j + l with
+// the three pixels below it), or, with canny_union_right, its last column (lane l < CANNY_TH its row
+// l with the pixels right of it in rows l - 1 .. l + 1 of the tile). Every word a lane tests is
+// loaded first, all at once; then each lane makes at most three unions (whose finds are chains of
+// dependent loads), each joining two runs that touch across the border (canny_link: one pair per
+// two runs, a run of the border's line within this tile, of the next line within each tile it
+// crosses). Lanes are independent (canny_union_right's shuffles aside: every lane calls it).
+__device__ void canny_union_below(u32 w, u32 h, u32 words, const u32* kept, const u32* edge, u32* parent, u32 x0,
+                                  u32 y0, int j) {
     const u32 lane = threadIdx.x & 31;
-    const u32 across = (w - 1) / CANNY_TW + 1, tiles = across * ((h - 1) / CANNY_TH + 1);
-    const u32 tile = blockIdx.x * CANNY_UNION_WARPS + (threadIdx.x >> 5);
+    const i64 wx = (i64)(x0 / 32);
+    // Bits past the frame's width are 0 in every map: no pixel outside the frame is kept.
+    const u64 yb = (u64)y0 + CANNY_TH - 1;
+    if (yb + 1 >= h) return;
+    const u32 kp = canny_word(kept, words, yb, wx + j), ep = canny_word(edge, words, yb, wx + j);
+    const u32 kp_before = j ? canny_word(kept, words, yb, wx + j - 1) : 0;
+    u32 kq[3], eq[3];
+#pragma unroll
+    for (int i = 0; i < 3; i++) {
+        kq[i] = canny_word(kept, words, yb + 1, wx + j + i - 1);
+        eq[i] = canny_word(edge, words, yb + 1, wx + j + i - 1);
+    }
+    const CannyPx p = canny_px(kp, ep, lane);
+    if (!p.kept) return;
+    const u64 x = (u64)x0 + lane + 32 * j;
+    const bool tile_first = lane == 0 && j == 0, tile_last = lane == 31 && j == CANNY_TW / 32 - 1;
+    const bool p_starts = tile_first || !(lane ? kp >> (lane - 1) & 1 : kp_before >> 31 & 1);
+    const CannyPx left = lane ? canny_px(kq[1], eq[1], lane - 1) : canny_px(kq[0], eq[0], 31);
+    const CannyPx mid = canny_px(kq[1], eq[1], lane);
+    const CannyPx rt = lane < 31 ? canny_px(kq[1], eq[1], lane + 1) : canny_px(kq[2], eq[2], 0);
+    // The row below is cut at x0 (x0 - 1 is the tile below-left's) and after x0 + TW - 1.
+    const CannyLink l =
+        canny_link(p_starts, left.kept, mid.kept, tile_first || !left.kept, rt.kept, tile_last || !mid.kept);
+    const u32 pe = canny_element(x, yb, w);
+    if (l.before) canny_pair(parent, p, pe, left, canny_element(x - 1, yb + 1, w));
+    if (l.beside) canny_pair(parent, p, pe, mid, canny_element(x, yb + 1, w));
+    if (l.after) canny_pair(parent, p, pe, rt, canny_element(x + 1, yb + 1, w));
+}
+__device__ void canny_union_right(u32 w, u32 h, u32 words, const u32* kept, const u32* edge, u32* parent, u32 x0,
+                                  u32 y0) {
+    const u32 lane = threadIdx.x & 31;
+    const i64 wx = (i64)(x0 / 32);
+    constexpr int J = CANNY_TW / 32;
+    // Bit 31 of word wx + J - 1 and bit 0 of word wx + J of this lane's row; the rows above and
+    // below come from the neighbouring lanes.
+    const u64 y = (u64)y0 + lane;
+    const bool right = lane < CANNY_TH && y < h && wx + J < (i64)words;
+    const u32 kr = right ? canny_word(kept, words, y, wx + J - 1) : 0, er = right ? canny_word(edge, words, y, wx + J - 1) : 0;
+    const u32 kn = right ? canny_word(kept, words, y, wx + J) : 0, en = right ? canny_word(edge, words, y, wx + J) : 0;
+    const u32 kn_up = __shfl_up_sync(FULL_MASK, kn, 1), en_up = __shfl_up_sync(FULL_MASK, en, 1);
+    const u32 kn_down = __shfl_down_sync(FULL_MASK, kn, 1), en_down = __shfl_down_sync(FULL_MASK, en, 1);
+    const u32 kr_up = __shfl_up_sync(FULL_MASK, kr, 1);
+    const CannyPx p = canny_px(kr, er, 31);
+    if (!right || !p.kept) return;
+    const u64 xr = (u64)x0 + CANNY_TW - 1;
+    const bool has_down = lane + 1 < CANNY_TH && y + 1 < h;
+    const CannyPx up = canny_px(lane ? kn_up : 0, en_up, 0), mid = canny_px(kn, en, 0);
+    const CannyPx down = canny_px(has_down ? kn_down : 0, en_down, 0);
+    const CannyLink l =
+        canny_link(lane == 0 || !(kr_up >> 31 & 1), up.kept, mid.kept, lane == 0 || !up.kept, down.kept, !mid.kept);
+    const u32 pe = canny_element(xr, y, w);
+    if (l.before) canny_pair(parent, p, pe, up, canny_element(xr + 1, y - 1, w));
+    if (l.beside) canny_pair(parent, p, pe, mid, canny_element(xr + 1, y, w));
+    if (l.after) canny_pair(parent, p, pe, down, canny_element(xr + 1, y + 1, w));
+}
+
+// Step 2 above, CANNY_UNION_WARPS warps a block. `wide` (a grid of one wave): a block per tile,
+// warp j < 4 on the last row's word j, warp 4 on the last column, so that a tile's unions are made
+// at once. Else a warp per tile (warp i of block b on tile CANNY_UNION_WARPS b + i), the five parts
+// one after another.
+#define CANNY_UNION_WARPS 5
+extern "C" __global__ void __launch_bounds__(32 * CANNY_UNION_WARPS)
+    canny_union(u32 w, u32 h, u32 words, u32 wide, const u32* __restrict__ kept, const u32* __restrict__ edge,
+                u32* parent) {
+    static_assert(CANNY_UNION_WARPS == CANNY_TW / 32 + 1, "a warp a word of the last row, one for the last column");
+    const u32 warp = threadIdx.x >> 5;
+    u32 x0, y0;
+    if (wide) {
+        canny_tile(w, &x0, &y0);
+        if (warp < CANNY_TW / 32) canny_union_below(w, h, words, kept, edge, parent, x0, y0, warp);
+        else canny_union_right(w, h, words, kept, edge, parent, x0, y0);
+        return;
+    }
+    const u32 tiles = ((w - 1) / CANNY_TW + 1) * ((h - 1) / CANNY_TH + 1);
+    const u32 tile = blockIdx.x * CANNY_UNION_WARPS + warp;
     if (tile >= tiles) return;
-    const u64 x0 = (u64)(tile % across) * CANNY_TW, y0 = (u64)(tile / across) * CANNY_TH;
-    const u64 yb = y0 + CANNY_TH - 1, xr = x0 + CANNY_TW - 1;
-    if (yb + 1 < h) {
-        for (u32 j = 0; j < CANNY_TW / 32; j++) {
-            const u64 x = x0 + lane + 32 * j;
-            if (x >= w) break;
-            if (x > 0) canny_pair(kept, edge, parent, w, words, x, yb, x - 1, yb + 1);
-            canny_pair(kept, edge, parent, w, words, x, yb, x, yb + 1);
-            if (x + 1 < w) canny_pair(kept, edge, parent, w, words, x, yb, x + 1, yb + 1);
-        }
-    }
-    const u64 y = y0 + lane;
-    if (xr + 1 < w && lane < CANNY_TH && y < h) {
-        if (lane > 0) canny_pair(kept, edge, parent, w, words, xr, y, xr + 1, y - 1);
-        canny_pair(kept, edge, parent, w, words, xr, y, xr + 1, y);
-        if (lane + 1 < CANNY_TH && y + 1 < h) canny_pair(kept, edge, parent, w, words, xr, y, xr + 1, y + 1);
-    }
+    canny_tile_at(tile, w, &x0, &y0);
+    for (int j = 0; j < CANNY_TW / 32; j++) canny_union_below(w, h, words, kept, edge, parent, x0, y0, j);
+    canny_union_right(w, h, words, kept, edge, parent, x0, y0);
 }
 
 // Step 3 above, a block of CANNY_BX x CANNY_BY threads per tile (the grid of canny_nms): the
-// tile's final E, then 255 where its bit is set, else 0.
+// roots of the tile's weak ring pixels that start a run along the ring (the others are in the same
+// component) are found, and those whose root is STRONG marked: `wide` (a grid of one wave) by every
+// thread at once, else by the first warp, each lane its own half-row's. The first warp grows E
+// from them within the tile; then the block writes 255 where E's bit is set, else 0. The unions
+// are done: the finds are plain loads (through the L1 cache, where the pixels of one tile find
+// their shared representative; halving the paths as canny_find does gained nothing).
+__device__ __forceinline__ u32 canny_root(const u32* __restrict__ parent, u32 x) {
+    for (u32 p = parent[x]; p != x; p = parent[p]) x = p;
+    return x;
+}
 extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
-    canny_finish(u32 w, u32 h, u32 words, const u32* __restrict__ kept_words, const u32* __restrict__ edge,
+    canny_finish(u32 w, u32 h, u32 words, u32 wide, const u32* __restrict__ kept_words, const u32* __restrict__ edge,
                  const u32* __restrict__ parent, u8* __restrict__ out) {
+    __shared__ u32 weak[CANNY_TH][CANNY_TW / 32];
     __shared__ u32 bits[CANNY_TH][CANNY_TW / 32];
+    __shared__ u32 seeds[CANNY_TH][CANNY_TW / 32];
+    __shared__ u32 ring_weak;
     const int bx = threadIdx.x, by = threadIdx.y;
     u32 x0, y0;
     canny_tile(w, &x0, &y0);
+    const u32 row = bx >> 1, half = bx & 1;
+    const u64 y = (u64)y0 + row;
+    u64 kept = 0, e = 0, s = 0;
     if (by == 0) {
-        const u32 row = bx >> 1, half = bx & 1;
-        const u64 y = (u64)y0 + row;
         const u32 wx = x0 / 32 + 2 * half;
-        u64 kept = 0, e = 0;
         if (y < h) {
             const u64 at = y * words + wx;
             if (wx < words) kept = kept_words[at], e = edge[at];
             if (wx + 1 < words) kept |= (u64)kept_words[at + 1] << 32, e |= (u64)edge[at + 1] << 32;
         }
-        // The union-find is done: plain loads (canny_find's halving needs writes, not done here).
-        // A run of weak pixels in the half-row is one in-tile component, and the growth fills a
-        // component from any of its pixels: the first pixel of each run is enough.
-        const u64 ring_weak = kept & ~e & canny_ring();
-        u64 weak = ring_weak & ~(ring_weak << 1), seeds = 0;
-        const u64 x_half = (u64)x0 + 64 * half;
-        while (weak) {
-            const u32 b = __ffsll(weak) - 1;
-            u32 x = canny_element(x_half + b, y, w), p = parent[x];
-            while (p != x) x = p, p = parent[p];
-            if (x == CANNY_STRONG_ROOT) seeds |= 1ull << b;
-            weak &= weak - 1;
+        const u64 ring_weak_here = kept & ~e & canny_ring();
+        if (!wide) {
+            // Each run's first pixel within this lane's half-row.
+            const u64 x_half = (u64)x0 + 64 * half;
+            for (u64 r = ring_weak_here & ~(ring_weak_here << 1); r; r &= r - 1) {
+                const u32 b = __ffsll(r) - 1;
+                if (canny_root(parent, canny_element(x_half + b, y, w)) == CANNY_STRONG_ROOT) s |= 1ull << b;
+            }
+        } else {
+            const u64 wk = kept & ~e;
+            weak[row][2 * half] = (u32)wk;
+            weak[row][2 * half + 1] = (u32)(wk >> 32);
+            seeds[row][2 * half] = 0;
+            seeds[row][2 * half + 1] = 0;
+            const bool any = __any_sync(FULL_MASK, ring_weak_here != 0);
+            if (bx == 0) ring_weak = any;
         }
-        if (__any_sync(FULL_MASK, seeds != 0)) e = canny_grow(kept, e | seeds);
+    }
+    if (wide) {
+        __syncthreads();
+        if (ring_weak) {
+            // Ring place r: row 0 (r < TW), the last row, then the first and last columns' other rows.
+            constexpr u32 RING = 2 * CANNY_TW + 2 * (CANNY_TH - 2);
+            for (u32 r = by * CANNY_BX + bx; r < RING; r += CANNY_BX * CANNY_BY) {
+                int ty, tx;
+                if (r < 2 * CANNY_TW) ty = r < CANNY_TW ? 0 : CANNY_TH - 1, tx = r % CANNY_TW;
+                else ty = 1 + (r - 2 * CANNY_TW) % (CANNY_TH - 2), tx = r < 2 * CANNY_TW + CANNY_TH - 2 ? 0 : CANNY_TW - 1;
+                if (!canny_weak_at(weak, ty, tx)) continue;
+                // A run along a row, or down a column from the row above, is one component.
+                if (ty == 0 || ty == CANNY_TH - 1 ? canny_weak_at(weak, ty, tx - 1) : canny_weak_at(weak, ty - 1, tx)) continue;
+                if (canny_root(parent, canny_element((u64)x0 + tx, (u64)y0 + ty, w)) == CANNY_STRONG_ROOT)
+                    atomicOr(&seeds[ty][tx / 32], 1u << (tx & 31));
+            }
+            __syncthreads();
+        }
+        if (by == 0) s = (u64)seeds[row][2 * half + 1] << 32 | seeds[row][2 * half];
+    }
+    if (by == 0) {
+        if (__any_sync(FULL_MASK, s != 0)) e = canny_grow(kept, e | s);
         bits[row][2 * half] = (u32)e;
         bits[row][2 * half + 1] = (u32)(e >> 32);
     }

@@ -2,6 +2,7 @@
 //! hysteresis kernel, the union-find across tiles and the finish (canny.cu), and the device plan
 //! that `Op::gpu` and the benchmark run.
 
+use histopipe_gpu::cudarc::driver::sys::CUdevice_attribute;
 use histopipe_gpu::cudarc::driver::CudaSlice;
 use histopipe_gpu::{kernels, launch, Buffer, LaunchConfig};
 
@@ -12,8 +13,21 @@ use crate::{Gpu, OpError};
 /// The tile of `canny_nms` (`CANNY_TW` x `CANNY_TH` in canny.cu) and its blocks' shape.
 pub(super) const NMS_TILE: (u32, u32) = (128, 16);
 pub(super) const NMS_BLOCK: (u32, u32) = (32, 8);
-/// The warps of a block of `canny_union` (`CANNY_UNION_WARPS`), a warp per tile.
-pub(super) const UNION_WARPS: u32 = 4;
+/// The warps of a block of `canny_union` (`CANNY_UNION_WARPS`), a block per tile.
+pub(super) const UNION_WARPS: u32 = 5;
+
+/// Whether the kernels run `wide`: whether the grid's `tiles` blocks of `canny_nms` fit the GPU
+/// in at most [`WIDE_WAVES`] waves (`sms` SMs of `threads_per_sm` threads). Then the frame waits
+/// on its slowest tiles, and each tile's serial work (labelling its weak ring pixels, its unions,
+/// its finds) is spread over its block's warps; else one warp of a tile does it and the others
+/// leave their SM to the next tiles.
+pub(super) fn wide(tiles: u32, sms: usize, threads_per_sm: usize) -> bool {
+    tiles as usize <= WIDE_WAVES * sms * (threads_per_sm / (NMS_BLOCK.0 * NMS_BLOCK.1) as usize)
+}
+
+/// The most waves of `canny_nms` blocks that run wide: on the H200, 2560x1707 (2140 tiles, 2 waves)
+/// took 65 µs wide and 78 µs not; 7680x4320 (16 waves) and larger lose 1-2% wide.
+const WIDE_WAVES: usize = 3;
 
 /// The tiles of `canny_nms` for a w x h frame, the length of its one-dimensional grid (tiles in
 /// frame order; canny_tile in canny.cu finds a block's tile), or `None` beyond the grid's 2^31 - 1
@@ -73,6 +87,7 @@ impl Canny {
         src: &CudaSlice<u8>,
         w: usize,
         h: usize,
+        wide: bool,
         kept: &mut CudaSlice<u32>,
         edge: &mut CudaSlice<u32>,
         parent: &mut CudaSlice<u32>,
@@ -90,10 +105,11 @@ impl Canny {
             shared_mem_bytes: 0,
         };
         let (w32, h32, l2, words) = (w as u32, h as u32, self.l2 as u32, w.div_ceil(32) as u32);
-        // SAFETY: canny_nms(in, w, h, l2, low, high, words, kept, edge, parent) in canny.cu; the
-        // lengths are checked above.
+        let wide = wide as u32;
+        // SAFETY: canny_nms(in, w, h, l2, low, high, words, wide, kept, edge, parent) in canny.cu;
+        // the lengths are checked above.
         unsafe {
-            launch!(gpu, kernels::CANNY, "canny_nms", cfg; src, &w32, &h32, &l2, &low, &high, &words, kept, edge, &mut *parent)
+            launch!(gpu, kernels::CANNY, "canny_nms", cfg; src, &w32, &h32, &l2, &low, &high, &words, &wide, kept, edge, &mut *parent)
         }?;
         Ok(())
     }
@@ -118,7 +134,7 @@ impl Canny {
         w.checked_mul(h).is_some_and(|n| n <= u32::MAX as usize) && nms_tiles(w, h).is_some()
     }
 
-    /// The grid of `canny_nms` and `canny_finish` (a warp per tile in `canny_union`), or the error
+    /// The grid of `canny_nms`, `canny_union` and `canny_finish` (a block per tile), or the error
     /// for a frame too large.
     pub(super) fn checked_tiles(w: usize, h: usize) -> Result<u32, OpError> {
         match nms_tiles(w, h) {
@@ -142,31 +158,34 @@ impl Canny {
     }
 
     /// Queues hysteresis across tiles over the bit maps and union-find of
-    /// [`Canny::launch_gradient_nms`] (w x h): a warp per tile unites the kept pixels 8-adjacent
+    /// [`Canny::launch_gradient_nms`] (w x h): a block per tile unites the kept pixels 8-adjacent
     /// across its right and bottom borders (a weak pixel beside an edge pixel with STRONG).
     fn launch_union(
         gpu: &Gpu,
         kept: &CudaSlice<u32>,
         edge: &CudaSlice<u32>,
         parent: &mut CudaSlice<u32>,
-        w: usize,
-        h: usize,
+        (w, h): (usize, usize),
+        wide: bool,
     ) -> Result<(), OpError> {
         if w == 0 || h == 0 {
             return Ok(());
         }
         let tiles = Self::checked_tiles(w, h)?;
         Self::check_bits(w, h, kept, edge, parent)?;
-        // UNION_WARPS warps a block, a warp per tile of canny_nms.
+        // Wide, a block of UNION_WARPS warps per tile of canny_nms; else a warp per tile.
         let cfg = LaunchConfig {
-            grid_dim: (tiles.div_ceil(UNION_WARPS), 1, 1),
+            grid_dim: (if wide { tiles } else { tiles.div_ceil(UNION_WARPS) }, 1, 1),
             block_dim: (32 * UNION_WARPS, 1, 1),
             shared_mem_bytes: 0,
         };
         let (w32, h32, words) = (w as u32, h as u32, w.div_ceil(32) as u32);
-        // SAFETY: canny_union(w, h, words, kept, edge, parent) in canny.cu; the lengths are checked
-        // above.
-        unsafe { launch!(gpu, kernels::CANNY, "canny_union", cfg; &w32, &h32, &words, kept, edge, parent) }?;
+        let wide = wide as u32;
+        // SAFETY: canny_union(w, h, words, wide, kept, edge, parent) in canny.cu; the lengths are
+        // checked above.
+        unsafe {
+            launch!(gpu, kernels::CANNY, "canny_union", cfg; &w32, &h32, &words, &wide, kept, edge, parent)
+        }?;
         Ok(())
     }
 
@@ -178,8 +197,8 @@ impl Canny {
         kept: &CudaSlice<u32>,
         edge: &CudaSlice<u32>,
         parent: &CudaSlice<u32>,
-        w: usize,
-        h: usize,
+        (w, h): (usize, usize),
+        wide: bool,
         dst: &mut CudaSlice<u8>,
     ) -> Result<(), OpError> {
         let n = w * h;
@@ -195,10 +214,11 @@ impl Canny {
             shared_mem_bytes: 0,
         };
         let (w32, h32, words) = (w as u32, h as u32, w.div_ceil(32) as u32);
-        // SAFETY: canny_finish(w, h, words, kept, edge, parent, out) in canny.cu; the lengths are
-        // checked above.
+        let wide = wide as u32;
+        // SAFETY: canny_finish(w, h, words, wide, kept, edge, parent, out) in canny.cu; the
+        // lengths are checked above.
         unsafe {
-            launch!(gpu, kernels::CANNY, "canny_finish", cfg; &w32, &h32, &words, kept, edge, parent, dst)
+            launch!(gpu, kernels::CANNY, "canny_finish", cfg; &w32, &h32, &words, &wide, kept, edge, parent, dst)
         }?;
         Ok(())
     }
@@ -207,7 +227,13 @@ impl Canny {
 impl Canny {
     /// The device plan of this detector for `w x h` frames, or the error for a frame too large.
     pub fn plan<'g>(&self, gpu: &'g Gpu, w: usize, h: usize) -> Result<CannyPlan<'g>, OpError> {
-        Self::checked_tiles(w, h)?;
+        let tiles = Self::checked_tiles(w, h)?;
+        let attribute = |a: CUdevice_attribute, default: usize| gpu.attribute(a).unwrap_or(default);
+        let wide = wide(
+            tiles,
+            attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 132),
+            attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 2048),
+        );
         let n = w * h;
         let blur = match self.blur {
             Some(sigma) => {
@@ -226,6 +252,7 @@ impl Canny {
             canny: *self,
             w,
             h,
+            wide,
             blur,
             kept: gpu.buffer::<u32>("edges.kept", Self::bit_words(w, h))?,
             edge: gpu.buffer::<u32>("edges.edge", Self::bit_words(w, h))?,
@@ -250,6 +277,8 @@ pub struct CannyPlan<'g> {
     canny: Canny,
     w: usize,
     h: usize,
+    /// Whether the kernels spread each tile's serial work over its block (see [`wide`]).
+    wide: bool,
     blur: Option<Blur<'g>>,
     kept: Buffer<'g, u32>,
     edge: Buffer<'g, u32>,
@@ -257,6 +286,12 @@ pub struct CannyPlan<'g> {
 }
 
 impl CannyPlan<'_> {
+    /// Runs wide or not, whatever the frame's size: for the tests of both ways.
+    #[cfg(test)]
+    pub(super) fn set_wide(&mut self, wide: bool) {
+        self.wide = wide;
+    }
+
     /// Queues the edges of the `w x h` frame in `src` into `dst`: the blur (if any), stages 1-3
     /// and the tiles' own hysteresis in one kernel, the union-find across tiles, the tiles' last
     /// growth and the 0/255 output. Nothing waits on the host.
@@ -272,15 +307,35 @@ impl CannyPlan<'_> {
             }
             None => src,
         };
-        self.canny.launch_gradient_nms(gpu, src, w, h, &mut self.kept, &mut self.edge, &mut self.parent)?;
-        Canny::launch_union(gpu, &self.kept, &self.edge, &mut self.parent, w, h)?;
-        Canny::launch_finish(gpu, &self.kept, &self.edge, &self.parent, w, h, dst)
+        let wide = self.wide;
+        self.canny.launch_gradient_nms(
+            gpu,
+            src,
+            w,
+            h,
+            wide,
+            &mut self.kept,
+            &mut self.edge,
+            &mut self.parent,
+        )?;
+        Canny::launch_union(gpu, &self.kept, &self.edge, &mut self.parent, (w, h), wide)?;
+        Canny::launch_finish(gpu, &self.kept, &self.edge, &self.parent, (w, h), wide, dst)
     }
 
     /// Queues stages 1-3 alone, unblurred, with the tiles' own hysteresis and labels (the same
     /// kernel): from `src` to the plan's bit maps of kept and edge pixels and its union-find.
     pub fn queue_gradient(&mut self, src: &CudaSlice<u8>) -> Result<(), OpError> {
         let (w, h) = (self.w, self.h);
-        self.canny.launch_gradient_nms(self.gpu, src, w, h, &mut self.kept, &mut self.edge, &mut self.parent)
+        let wide = self.wide;
+        self.canny.launch_gradient_nms(
+            self.gpu,
+            src,
+            w,
+            h,
+            wide,
+            &mut self.kept,
+            &mut self.edge,
+            &mut self.parent,
+        )
     }
 }

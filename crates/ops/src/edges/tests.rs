@@ -1,6 +1,6 @@
 use super::classify::{classify_row, Thresholds};
 use super::cpu::push_strong;
-use super::gpu::{nms_tiles, NMS_BLOCK, NMS_TILE, UNION_WARPS};
+use super::gpu::{nms_tiles, wide, NMS_BLOCK, NMS_TILE, UNION_WARPS};
 use super::*;
 use crate::parallel;
 use histopipe_gpu::kernels;
@@ -114,6 +114,63 @@ fn tile_shapes_match_the_kernel() {
     }
 }
 
+/// The kernels run wide where the grid fits the GPU in three waves (eight blocks of 256 threads an
+/// SM of 2048), one warp a tile beyond.
+#[test]
+fn the_kernels_run_wide_where_the_tiles_fit_the_gpu_in_three_waves() {
+    assert!(wide(205, 132, 2048));
+    assert!(wide(2140, 132, 2048));
+    assert!(wide(3168, 132, 2048));
+    assert!(!wide(3169, 132, 2048));
+    assert!(!wide(6240, 132, 2048));
+    assert!(!wide(4, 1, 256));
+    assert!(wide(3, 1, 256));
+}
+
+/// Both ways the kernels run (wide: each tile's labels, unions and finds spread over its block;
+/// or one warp a tile) give the CPU's edges: the camera scaled up by nearest neighbour (the
+/// benchmark's real content: long edges, many weak components on tile rings), structured and
+/// random frames, thresholds that leave most kept pixels weak, each frame twice on one plan.
+#[test]
+fn both_ways_on_the_gpu_are_the_cpus() {
+    use histopipe_frame::{FrameReader, ReadOptions};
+    let Some(gpu) = histopipe_gpu::testing::gpu_or_skip() else { return };
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/camera.pgm");
+    let file = std::io::BufReader::new(std::fs::File::open(path).unwrap());
+    let camera = FrameReader::new(file, ReadOptions::default()).next_frame().unwrap().unwrap();
+    let Pixels::U8(bytes) = &camera.pixels else { panic!("camera.pgm is 8-bit") };
+    let scaled = |w: usize, h: usize| {
+        let (cw, ch) = (camera.width, camera.height);
+        let px = (0..w * h).map(|i| bytes[(i / w * ch / h) * cw + (i % w) * cw / w]).collect();
+        Frame::new(w, h, 255, Pixels::U8(px))
+    };
+    let mut rng = fastrand::Rng::with_seed(31);
+    let frames = [scaled(640, 651), scaled(1283, 1707), parallel::testing::frame(&mut rng, 333, 181, 255)];
+    for frame in &frames {
+        let (w, h) = (frame.width, frame.height);
+        let Pixels::U8(input) = &frame.pixels else { unreachable!() };
+        let src = gpu.upload::<u8>("test.in", input).unwrap();
+        let mut dst = gpu.buffer::<u8>("test.out", w * h).unwrap();
+        for canny in [
+            Canny { low: 50.0, high: 150.0, l2: false, blur: None },
+            Canny { low: 10.0, high: 400.0, l2: false, blur: None },
+            Canny { low: 20.0, high: 120.0, l2: true, blur: Some(1.0) },
+        ] {
+            let want = canny.cpu(frame).unwrap();
+            let Pixels::U8(want) = &want.pixels else { unreachable!() };
+            for wide in [false, true] {
+                let mut plan = canny.plan(&gpu, w, h).unwrap();
+                plan.set_wide(wide);
+                for round in 0..2 {
+                    plan.queue(&src, &mut dst).unwrap();
+                    let got = gpu.download_vec(&dst, w * h).unwrap();
+                    assert!(got[..] == want[..], "{w}x{h} {canny:?} wide {wide}, round {round}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn the_gpu_takes_frames_of_fewer_than_2_to_the_32_pixels_of_any_shape() {
     let most = u32::MAX as usize;
@@ -171,8 +228,8 @@ fn blur_weights_sum_to_one() {
 }
 
 /// A model on the CPU of the GPU's hysteresis (canny.cu: canny_grow, the labels of canny_nms,
-/// canny_union, canny_finish), lane for lane: a tile is 32 lanes, lane l row l / 2, half l % 2, 64
-/// pixels each.
+/// canny_union, canny_finish): a tile's bits are 32 lanes, lane l row l / 2, half l % 2, 64 pixels
+/// each; the union-finds take their links in random orders.
 mod bit_model {
     const TW: usize = 128;
     const TH: usize = 16;
@@ -216,6 +273,13 @@ mod bit_model {
             (_, 1) => 1 << 63,
             _ => 1,
         }
+    }
+
+    /// canny_link: of the pairs from p (which starts its run or not) to q before, beside and
+    /// after it in the next line (each kept or not; the last two starting their runs or not),
+    /// those that join two runs.
+    fn link(p_starts: bool, q: [bool; 3], starts: [bool; 2]) -> [bool; 3] {
+        [p_starts && q[0], p_starts && q[1] && starts[0], q[2] && starts[1]]
     }
 
     /// canny_find (without the halving, which changes no root).
@@ -275,6 +339,9 @@ mod bit_model {
                     }
                 }
             }
+            // canny_nms's labels: each in-tile component of weak pixels that holds ring pixels
+            // points them at the first of them (the warps' rounds give each component once, by the
+            // warp whose seed is that pixel).
             let weak: [u64; 32] = std::array::from_fn(|l| k[l] & !grown[l]);
             let mut pending: [u64; 32] = std::array::from_fn(|l| weak[l] & ring(l));
             let pixel = |l: usize, b: u32| (x0 + 64 * (l & 1) + b as usize, y0 + l / 2);
@@ -295,28 +362,40 @@ mod bit_model {
                 }
             }
         }
-        // canny_union's pairs, in any order.
+        // canny_union's pairs (canny_link's across each tile's bottom and right borders), in any
+        // order.
         let bit = |bits: &[u32], x: usize, y: usize| bits[y * words + x / 32] >> (x % 32) & 1 == 1;
         let mut pairs = Vec::new();
         for tile in 0..across * down {
             let (x0, y0) = ((tile % across) * TW, (tile / across) * TH);
             let (yb, xr) = (y0 + TH - 1, x0 + TW - 1);
-            for lane in 0..32 {
-                if yb + 1 < h {
-                    for j in 0..TW / 32 {
-                        let x = x0 + lane + 32 * j;
-                        if x >= w {
-                            break;
-                        }
-                        for qx in x.saturating_sub(1)..(x + 2).min(w) {
+            let kept_at = |x: usize, y: usize| x < w && y < h && bit(&kept, x, y);
+            if yb + 1 < h {
+                for x in (x0..x0 + TW).filter(|&x| kept_at(x, yb)) {
+                    let left = x > 0 && kept_at(x - 1, yb + 1);
+                    let (mid, right) = (kept_at(x, yb + 1), kept_at(x + 1, yb + 1));
+                    let l = link(
+                        x == x0 || !kept_at(x - 1, yb),
+                        [left, mid, right],
+                        [x == x0 || !left, x == xr || !mid],
+                    );
+                    for (i, qx) in [x.wrapping_sub(1), x, x + 1].into_iter().enumerate() {
+                        if l[i] {
                             pairs.push(((x, yb), (qx, yb + 1)));
                         }
                     }
                 }
-                let y = y0 + lane;
-                if xr + 1 < w && lane < TH && y < h {
-                    for qy in y.saturating_sub(1).max(y0)..(y + 2).min(y0 + TH).min(h) {
-                        pairs.push(((xr, y), (xr + 1, qy)));
+            }
+            if xr + 1 < w {
+                let end = (y0 + TH).min(h);
+                for y in (y0..end).filter(|&y| kept_at(xr, y)) {
+                    let up = y > y0 && kept_at(xr + 1, y - 1);
+                    let (mid, down) = (kept_at(xr + 1, y), y + 1 < end && kept_at(xr + 1, y + 1));
+                    let l = link(y == y0 || !kept_at(xr, y - 1), [up, mid, down], [y == y0 || !up, !mid]);
+                    for (i, qy) in [y.wrapping_sub(1), y, y + 1].into_iter().enumerate() {
+                        if l[i] {
+                            pairs.push(((xr, y), (xr + 1, qy)));
+                        }
                     }
                 }
             }
@@ -340,16 +419,28 @@ mod bit_model {
         for tile in 0..across * down {
             let (x0, y0) = ((tile % across) * TW, (tile / across) * TH);
             let (k, mut e) = (tile_bits(&kept, tile), tile_bits(&edge, tile));
+            // Each weak ring pixel that starts a run along the ring (along rows 0 and TH - 1, down
+            // the first and last columns).
+            let weak = |r: isize, c: isize| {
+                (0..TH as isize).contains(&r)
+                    && (0..TW as isize).contains(&c)
+                    && (k[2 * r as usize + c as usize / 64] & !e[2 * r as usize + c as usize / 64])
+                        >> (c % 64)
+                        & 1
+                        == 1
+            };
             let mut seeds = [0u64; 32];
-            for l in 0..32 {
-                let ring_weak = k[l] & !e[l] & ring(l);
-                let mut weak = ring_weak & !(ring_weak << 1);
-                while weak != 0 {
-                    let b = weak.trailing_zeros();
-                    if find(&parent, element(x0 + 64 * (l & 1) + b as usize, y0 + l / 2)) == 0 {
-                        seeds[l] |= 1 << b;
+            for r in 0..TH as isize {
+                for c in 0..TW as isize {
+                    let on_ring = r == 0 || r == TH as isize - 1 || c == 0 || c == TW as isize - 1;
+                    let follows =
+                        if r == 0 || r == TH as isize - 1 { weak(r, c - 1) } else { weak(r - 1, c) };
+                    if !on_ring || !weak(r, c) || follows {
+                        continue;
                     }
-                    weak &= weak - 1;
+                    if find(&parent, element(x0 + c as usize, y0 + r as usize)) == 0 {
+                        seeds[2 * r as usize + c as usize / 64] |= 1 << (c % 64);
+                    }
                 }
             }
             if seeds.iter().any(|&s| s != 0) {
