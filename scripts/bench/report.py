@@ -408,6 +408,8 @@ def plot_matplotlib(data, path):
     import matplotlib.pyplot as plt
 
     n = len(data)
+    if n == 0:
+        return  # no kernel lines (a run with --no-kernels and no kernels.jsonl): no plot
     cols = min(3, n)
     rows = math.ceil(n / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 4 * rows), squeeze=False)
