@@ -13,7 +13,8 @@ use crate::{Gpu, OpError};
 /// The tile of `canny_nms` (`CANNY_TW` x `CANNY_TH` in canny.cu) and its blocks' shape.
 pub(super) const NMS_TILE: (u32, u32) = (128, 16);
 pub(super) const NMS_BLOCK: (u32, u32) = (32, 8);
-/// The warps of a block of `canny_union` (`CANNY_UNION_WARPS`), a block per tile.
+/// The warps of a block of `canny_union` (`CANNY_UNION_WARPS`): a warp per tile, or, wide, a
+/// block per tile (see [`wide`]).
 pub(super) const UNION_WARPS: u32 = 5;
 
 /// Whether the kernels run `wide`: whether the grid's `tiles` blocks of `canny_nms` fit the GPU
@@ -134,7 +135,7 @@ impl Canny {
         w.checked_mul(h).is_some_and(|n| n <= u32::MAX as usize) && nms_tiles(w, h).is_some()
     }
 
-    /// The grid of `canny_nms`, `canny_union` and `canny_finish` (a block per tile), or the error
+    /// The grid of `canny_nms` and `canny_finish` (a block per tile), or the error
     /// for a frame too large.
     pub(super) fn checked_tiles(w: usize, h: usize) -> Result<u32, OpError> {
         match nms_tiles(w, h) {
@@ -158,8 +159,9 @@ impl Canny {
     }
 
     /// Queues hysteresis across tiles over the bit maps and union-find of
-    /// [`Canny::launch_gradient_nms`] (w x h): a block per tile unites the kept pixels 8-adjacent
-    /// across its right and bottom borders (a weak pixel beside an edge pixel with STRONG).
+    /// [`Canny::launch_gradient_nms`] (w x h): a warp per tile (wide: a block) unites the kept
+    /// pixels 8-adjacent across its right and bottom borders (a weak pixel beside an edge pixel
+    /// with STRONG).
     fn launch_union(
         gpu: &Gpu,
         kept: &CudaSlice<u32>,
