@@ -12,8 +12,9 @@
 //! not output before every GPU named has opened, so one that cannot be used fails the run before
 //! any output. With `auto`, each frame goes where it will be done first. Each backend
 //! is a queue: a GPU does one frame at a time, and the cores share the frames they are given.
-//! Each one's time per pixel for each operation is measured as the frames go: on a GPU, a frame's
-//! time; on the CPU, a frame's time divided by the frames the cores were sharing meanwhile (so
+//! Each one's time per pixel for each operation is measured as the frames go: on a GPU, the time
+//! a frame holds it (an operation's host part, done after it is let go, is not counted); on the
+//! CPU, a frame's time divided by the frames the cores were sharing meanwhile (so
 //! the time the cores take per frame when busy, not one frame's wait among many). A frame goes
 //! to the backend whose time for it and the frames it holds is least, a GPU on a tie. So fast
 //! GPUs take almost every frame, and when the copies to and from them make them slower than the
@@ -27,7 +28,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use histopipe_frame::{Frame, SampleMemory};
-use histopipe_ops::{Gpu, GpuError, Op, OpError};
+use histopipe_ops::{Gpu, GpuError, GpuPart, Op, OpError};
 
 /// Which backend a tool was asked to use (`--backend`, or `HISTOPIPE_BACKEND`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,12 +184,13 @@ fn worth(cpu: Load, gpu: &Load) -> bool {
 /// Whether a slow frame that [`choose`] gave the cores, which `sharing` frames are on already,
 /// waits for a GPU (see [`Backends::waits_for_a_gpu`]): while the GPUs are `opening` (or not asked
 /// for yet) or every open one is still being measured (its first frames, which may compile the
-/// kernels for seconds, are not counted), when two frames or more are on the cores. Once a GPU is
-/// measured, [`choose`] has weighed it: the cores are where the frame is done first.
-fn waits(sharing: usize, opening: bool, open: &[Load]) -> bool {
+/// kernels for seconds, are not counted), when two frames or more are on the cores, or any if the
+/// frame is `heavy` ([`is_heavy`]: the GPUs were opened for it). Once a GPU is measured,
+/// [`choose`] has weighed it: the cores are where the frame is done first.
+fn waits(sharing: usize, opening: bool, open: &[Load], heavy: bool) -> bool {
     let measuring = !open.is_empty() && open.iter().all(|l| l.rate.ns.is_none());
     let measured = open.iter().any(|l| l.rate.ns.is_some());
-    sharing >= 2 && (opening || measuring) && !measured
+    (heavy || sharing >= 2) && (opening || measuring) && !measured
 }
 
 /// Where a GPU stands, as far as its lane knows without waiting for it.
@@ -322,9 +324,11 @@ impl GpuLane {
         GpuStatus::ALL.into_iter().find(|s| *s as u8 == code).unwrap_or(GpuStatus::Unusable)
     }
 
-    /// Runs `op` on this GPU, waiting for it (and for its opening); also the time it took once
-    /// the GPU was this worker's. Every copy and kernel the operation queued is finished when
-    /// this returns: the frame's page-locked samples may be reused at once.
+    /// Runs `op` on this GPU, waiting for it (and for its opening); also the time the GPU was
+    /// this worker's. Every copy and kernel the operation queued is finished when this returns:
+    /// the frame's page-locked samples may be reused at once. The host's part of the operation
+    /// ([`Op::gpu_parts`]) is done after the GPU is let go, so the next frame's GPU part does
+    /// not wait for it.
     fn run<O: Op>(
         &self,
         backends: &Backends,
@@ -337,9 +341,9 @@ impl GpuLane {
         state.start_opening(self.device);
         backends.settle(&mut state, true);
         let out = match &*state {
-            GpuState::Ready(gpu) => op.gpu(gpu, frame).and_then(|out| {
+            GpuState::Ready(gpu) => op.gpu_parts(gpu, frame).and_then(|part| {
                 gpu.synchronize()?;
-                Ok(out)
+                Ok(part)
             }),
             GpuState::Failed(e) => Err(OpError::gpu(format!("--backend gpu: {e}"))),
             GpuState::NotAsked | GpuState::Opening(_) => unreachable!("settled, waiting"),
@@ -348,7 +352,7 @@ impl GpuLane {
         drop(state);
         self.queued.fetch_sub(1, Ordering::AcqRel);
         self.runs.fetch_add(1, Ordering::Relaxed);
-        (out, took)
+        (out.and_then(GpuPart::finish), took)
     }
 }
 
@@ -635,7 +639,7 @@ impl Backends {
                 let measured = open.iter().any(|l| l.lane == lane && l.rate.ns.is_some());
                 (lane, cpu.rate.ns, measured, open)
             };
-            let waits = if heavy { self.is_opening() } else { self.waits_for_a_gpu(frame, cpu_ns, &open) };
+            let waits = self.waits_for_a_gpu(frame, cpu_ns, &open, heavy);
             if lane != Lane::Cpu || !waits {
                 break (gpus, lane, measured);
             }
@@ -678,14 +682,18 @@ impl Backends {
     /// all finish late, holding up the output of the frames the GPUs do once open (an operation
     /// the GPU does 30 times faster, on frames the cores take 0.3 s each, would give the cores a
     /// frame per worker at the start and the output would wait seconds for all of them). Quicker
-    /// frames go on as on the CPU alone. `open`: the GPUs open now, with their rates.
-    fn waits_for_a_gpu(&self, frame: &Frame, cpu_ns: Option<f64>, open: &[Load]) -> bool {
+    /// frames go on as on the CPU alone. `open`: the GPUs open now, with their rates. A `heavy`
+    /// frame, for which the GPUs were opened at once, takes the cores only once a GPU is measured
+    /// (and [`choose`] gives it the cores) or none can be used: in a stream of `radon` frames that
+    /// a GPU does 50 times faster, the frames that came while the GPU did its first one went to
+    /// the cores, one a worker, and the stream took 4.8 times as long as with `gpu`.
+    fn waits_for_a_gpu(&self, frame: &Frame, cpu_ns: Option<f64>, open: &[Load], heavy: bool) -> bool {
         const SLOW: f64 = 20e6;
         const LARGE: usize = 1 << 20;
         let pixels = frame.pixel_count();
-        let slow = cpu_ns.map_or(pixels >= LARGE, |ns| ns * pixels as f64 >= SLOW);
+        let slow = heavy || cpu_ns.map_or(pixels >= LARGE, |ns| ns * pixels as f64 >= SLOW);
         let opening = !self.asked.load(Ordering::Acquire) || self.is_opening();
-        slow && waits(self.sharing.load(Ordering::Acquire), opening, open)
+        slow && waits(self.sharing.load(Ordering::Acquire), opening, open, heavy)
     }
 
     fn rates(&self) -> MutexGuard<'_, HashMap<(&'static str, Lane), Rate>> {
@@ -755,17 +763,25 @@ mod tests {
     fn slow_frames_wait_until_a_gpu_is_measured() {
         let new = |i| Load { lane: Lane::Gpu(i), rate: Rate::default(), holds: 1 };
         let known = |i| measured(Lane::Gpu(i), 1.0, 3);
-        assert!(waits(2, true, &[]), "the GPUs not open yet: the third slow frame waits");
-        assert!(!waits(1, true, &[]), "fewer than two on the cores: it goes on");
+        assert!(waits(2, true, &[], false), "the GPUs not open yet: the third slow frame waits");
+        assert!(!waits(1, true, &[], false), "fewer than two on the cores: it goes on");
         // The defect this guards against: GPUs open but not yet measured (their first frames
         // compiling the kernels) sent every waiting frame to the cores; 32 frames of hough-vote
         // that a GPU does in 20 ms each took the cores 35 s.
-        assert!(waits(2, false, &[new(0)]), "the one GPU open is being measured");
-        assert!(waits(5, false, &[new(0), new(1)]), "both being measured");
-        assert!(waits(2, true, &[new(0)]), "one measuring, another still opening");
-        assert!(!waits(2, false, &[known(0)]), "a measured GPU: choose() has weighed it");
-        assert!(!waits(2, true, &[new(0), known(1)]), "one of them measured");
-        assert!(!waits(2, false, &[]), "every GPU unusable: the cores take it");
+        assert!(waits(2, false, &[new(0)], false), "the one GPU open is being measured");
+        assert!(waits(5, false, &[new(0), new(1)], false), "both being measured");
+        assert!(waits(2, true, &[new(0)], false), "one measuring, another still opening");
+        assert!(!waits(2, false, &[known(0)], false), "a measured GPU: choose() has weighed it");
+        assert!(!waits(2, true, &[new(0), known(1)], false), "one of them measured");
+        assert!(!waits(2, false, &[], false), "every GPU unusable: the cores take it");
+        // A heavy frame (the GPUs opened for it) never takes the cores before a GPU is measured,
+        // however few frames are on them: radon's frames went to the cores, one a worker, while
+        // the GPU did its first.
+        assert!(waits(0, true, &[], true), "heavy, the GPU opening: it waits");
+        assert!(waits(0, false, &[new(0)], true), "heavy, the GPU being measured: it waits");
+        assert!(waits(1, false, &[new(0), new(1)], true));
+        assert!(!waits(0, false, &[known(0)], true), "heavy, a measured GPU: choose() has weighed it");
+        assert!(!waits(0, false, &[], true), "heavy, every GPU unusable: the cores take it");
     }
 
     #[test]
@@ -894,6 +910,61 @@ mod tests {
             assert!(!memory.uninit::<u8>(100).is_lent());
             assert_eq!(b.tally(), "cpu 0, GPU 0 unusable");
         }
+    }
+
+    /// Equalize on the GPU, whose host part, for the first frame, waits (20 s at most) until a
+    /// second frame's GPU part has run; its output: the GPU parts run when its host part ends.
+    #[derive(Default)]
+    struct HostPart {
+        gpu_parts: AtomicUsize,
+    }
+
+    impl Op for HostPart {
+        type Output = usize;
+        fn cpu(&self, _: &Frame) -> Result<usize, OpError> {
+            Ok(0)
+        }
+        fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<usize, OpError> {
+            self.gpu_parts(gpu, frame)?.finish()
+        }
+        fn gpu_parts<'a>(&'a self, gpu: &Gpu, frame: &'a Frame) -> Result<GpuPart<'a, usize>, OpError> {
+            histopipe_ops::equalize::Equalize.gpu(gpu, frame)?;
+            let n = self.gpu_parts.fetch_add(1, Ordering::AcqRel) + 1;
+            Ok(GpuPart::Host(Box::new(move || {
+                let until = Instant::now() + Duration::from_secs(20);
+                while n == 1 && self.gpu_parts.load(Ordering::Acquire) < 2 && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Ok(self.gpu_parts.load(Ordering::Acquire))
+            })))
+        }
+    }
+
+    /// An operation's host part is done with the GPU let go: another frame's GPU part runs
+    /// meanwhile (`hough-segments` walks its lines on the host; holding the GPU for that, its
+    /// stream ran one frame at a time).
+    #[test]
+    fn the_host_part_lets_the_gpu_go() {
+        if histopipe_ops::testing::gpu_or_skip().is_none() {
+            return;
+        }
+        let b = Backends::new(
+            BackendChoice::Gpu,
+            Devices::List(vec![0]),
+            Duration::ZERO,
+            SampleMemory::default(),
+        );
+        b.start();
+        let frame = Frame::new(2, 1, 255, vec![1u8, 2].into());
+        let op = HostPart::default();
+        std::thread::scope(|s| {
+            let first = s.spawn(|| b.run(&op, &frame, 1).unwrap());
+            while op.gpu_parts.load(Ordering::Acquire) == 0 && !first.is_finished() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            assert_eq!(b.run(&op, &frame, 2).unwrap(), 2);
+            assert_eq!(first.join().unwrap(), 2, "the first frame's host part saw the second's GPU part");
+        });
     }
 
     /// With `gpu`, later frames go to the GPUs open so far; the first frame is not done before

@@ -157,6 +157,23 @@ pub fn check_mask(mask: &[u8], pixels: usize) -> Result<(), OpError> {
     Err(OpError::invalid(format!("a mask of {} pixels for a frame of {pixels}", mask.len())))
 }
 
+/// What [`Op::gpu_parts`] gives once the GPU's part is queued: the output, or the host's work
+/// still to do on the GPU's results.
+pub enum GpuPart<'a, T> {
+    Done(T),
+    Host(Box<dyn FnOnce() -> Result<T, OpError> + 'a>),
+}
+
+impl<T> GpuPart<'_, T> {
+    /// The output: the host's work done, if any is left.
+    pub fn finish(self) -> Result<T, OpError> {
+        match self {
+            GpuPart::Done(out) => Ok(out),
+            GpuPart::Host(work) => work(),
+        }
+    }
+}
+
 /// An operation on one frame, with a CPU and a GPU implementation that give the same output.
 pub trait Op {
     type Output;
@@ -164,6 +181,16 @@ pub trait Op {
     /// Queues the operation on `gpu`'s stream; what it returns may still be in flight on the
     /// device until the stream is synchronized.
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Self::Output, OpError>;
+
+    /// [`Op::gpu`] in two parts: what needs the GPU, queued on its stream (which the caller
+    /// synchronizes before another frame may have the GPU), and the host's work on its results,
+    /// which the caller then finishes with the GPU free for the next frame ([`GpuPart::finish`]).
+    /// The same output as [`Op::gpu`]. By default the GPU's part is all of it; an operation whose
+    /// host part is long (`hough-segments` walks its lines on the host) returns it apart, so that
+    /// a stream's frames do not wait for one another's host work to use the GPU.
+    fn gpu_parts<'a>(&'a self, gpu: &Gpu, frame: &'a Frame) -> Result<GpuPart<'a, Self::Output>, OpError> {
+        self.gpu(gpu, frame).map(GpuPart::Done)
+    }
 
     /// How many times the CPU backend visits each pixel of `frame`: 1 for an operation whose work
     /// is in proportion to the frame (the default), the number of directions for one that works

@@ -35,7 +35,7 @@ use histopipe_frame::Frame;
 use super::space::vote_column;
 use super::vote::{MAGIC_MAX_RHOS, ROUND_MAGIC, ROUND_MAGIC_BITS};
 use super::{HoughParams, HoughSpace, HoughVote, HoughVotePlan, Strategy};
-use crate::{parallel, with_samples, Gpu, Op, OpError, Sample};
+use crate::{parallel, with_samples, Gpu, GpuPart, Op, OpError, Sample};
 
 /// Steps walked per frame at most, over all lines: [`WALK_STEPS_PER_PIXEL`] a pixel, and at
 /// least [`WALK_BUDGET`]. A frame whose lines need more is refused rather than cut short.
@@ -806,9 +806,14 @@ impl Op for HoughSegments {
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Vec<Segment>, OpError> {
+        self.gpu_parts(gpu, frame)?.finish()
+    }
+
+    /// The votes on the GPU (read back before this returns); the walks, on the host, apart.
+    fn gpu_parts<'a>(&'a self, gpu: &Gpu, frame: &'a Frame) -> Result<GpuPart<'a, Vec<Segment>>, OpError> {
         let space = Self::space(frame)?;
         let acc = with_samples!(&frame.pixels, v => gpu_votes(gpu, &space, v))?;
-        self.segments(&space, acc, frame)
+        Ok(GpuPart::Host(Box::new(move || self.segments(&space, acc, frame))))
     }
 }
 
