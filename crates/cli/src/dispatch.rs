@@ -28,6 +28,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use histopipe_frame::{Frame, SampleMemory};
+use histopipe_ops::parallel::FrameWork;
 use histopipe_ops::{Gpu, GpuError, GpuPart, Op, OpError};
 
 /// Which backend a tool was asked to use (`--backend`, or `HISTOPIPE_BACKEND`).
@@ -352,7 +353,14 @@ impl GpuLane {
         drop(state);
         self.queued.fetch_sub(1, Ordering::AcqRel);
         self.runs.fetch_add(1, Ordering::Relaxed);
-        (out.and_then(GpuPart::finish), took)
+        let out = out.and_then(|part| match part {
+            GpuPart::Done(out) => Ok(out),
+            host => {
+                let _work = FrameWork::begin();
+                host.finish()
+            }
+        });
+        (out, took)
     }
 }
 
@@ -545,8 +553,10 @@ impl Backends {
         }
     }
 
+    /// Runs `op` on the cores, as one of the frames sharing the pool ([`FrameWork`]).
     fn on_cpu<O: Op>(&self, op: &O, frame: &Frame) -> Result<O::Output, OpError> {
         self.cpu_runs.fetch_add(1, Ordering::Relaxed);
+        let _work = FrameWork::begin();
         op.cpu(frame)
     }
 
