@@ -157,15 +157,13 @@ impl Walk {
         }
     }
 
-    /// The steps with an edge pixel in `edges`, in order, each as a [`Hit`].
-    fn hits(&self, edges: &EdgeBits) -> Vec<Hit> {
-        let mut hits = Vec::new();
+    /// Appends to `hits` the steps with an edge pixel in `edges`, in order, each as a [`Hit`].
+    fn hits(&self, edges: &EdgeBits, hits: &mut Vec<Hit>) {
         if self.slope.unsigned_abs() <= (1 << SHIFT) / 8 {
-            self.hits_by_runs(edges, &mut hits);
+            self.hits_by_runs(edges, hits);
         } else {
-            self.hits_by_steps(edges, &mut hits);
+            self.hits_by_steps(edges, hits);
         }
-        hits
     }
 
     /// The steps from step `k`, on minor coordinate `m`, whose bands hold no edge for certain
@@ -239,8 +237,8 @@ impl Walk {
         let (bits, minor_len) = if self.x_major { (&edges.cols, edges.h) } else { (&edges.rows, edges.w) };
         // Every step writes its hit and only those with an edge pixel advance: no branch on the
         // edges, which are as good as random.
-        hits.resize(self.steps as usize, Hit::default());
-        let mut n = 0;
+        let mut n = hits.len();
+        hits.resize(n + self.steps as usize, Hit::default());
         let mut k = 0;
         while k < self.steps {
             let m = (self.minor + k * self.slope) >> SHIFT;
@@ -344,6 +342,17 @@ impl Hit {
 /// The band's order at a step: on the line, then before it, then after it.
 const BAND: [i64; 3] = [0, -1, 1];
 
+/// The walks of a part of a batch, walked ahead ([`HoughSegments::walk_ahead`]): every walk's
+/// steps with an edge pixel one after another in one vector, each walk's range of it (`None`:
+/// it cannot keep a segment). One vector a part, not one a walk: a stream's workers, each
+/// walking its own frame, waited on glibc's arena locks to grow and free a vector for every walk
+/// (30 frames of 3840x2160 through `--backend cpu` on 16 cores: 1.5 million context switches, 32
+/// s in the kernel).
+struct Ahead {
+    hits: Vec<Hit>,
+    walks: Vec<Option<std::ops::Range<usize>>>,
+}
+
 impl HoughSegments {
     /// The accumulator's layout: OpenCV's `rho = 1`, `theta = π / 180` over [0°, 180°).
     pub fn space(frame: &Frame) -> Result<HoughSpace, OpError> {
@@ -383,6 +392,8 @@ impl HoughSegments {
         let mut found = Vec::new();
         // The pixels of a line's kept segments, taken back from the accumulator together.
         let mut taken: Vec<(u32, u32)> = Vec::new();
+        // The walk being kept's steps, brought up to date (one vector for every walk).
+        let mut hits: Vec<Hit> = Vec::new();
         let mut live: Vec<usize> = (0..acc.len()).filter(|&i| acc[i] >= threshold).collect();
         let mut walked = vec![false; acc.len()];
         let mut batch_steps = BATCH_STEPS.0;
@@ -418,8 +429,10 @@ impl HoughSegments {
                     }
                 }
                 let ahead = self.walk_ahead(&batch, &edges, budget, steps);
+                let ahead =
+                    ahead.iter().flat_map(|part| part.walks.iter().map(|r| r.clone().map(|r| &part.hits[r])));
                 let mut used = 0;
-                for ((i, walk), hits) in batch.into_iter().zip(ahead) {
+                for ((i, walk), walked_ahead) in batch.into_iter().zip(ahead) {
                     // The votes left once the pixels of the segments kept so far are taken back.
                     if take_back.under(&acc, i, threshold) {
                         continue;
@@ -434,7 +447,9 @@ impl HoughSegments {
                     }
                     budget -= walk.steps as u64;
                     used += walk.steps as u64;
-                    let Some(mut hits) = hits else { continue };
+                    let Some(ahead_hits) = walked_ahead else { continue };
+                    hits.clear();
+                    hits.extend_from_slice(ahead_hits);
                     walk.update(&mut hits, &edges);
                     let full = self.keep(&walk, &hits, &mut edges, &mut found, &mut taken);
                     for (x, y) in taken.drain(..) {
@@ -458,26 +473,29 @@ impl HoughSegments {
         Ok(found)
     }
 
-    /// Each walk of `batch` (`steps` in all) on `edges`, on the pool's threads: its steps with
-    /// an edge pixel; none for a walk over `budget`, which is not walked; `None` for a walk none
-    /// of whose runs can ever make a kept segment ([`HoughSegments::may_keep`]).
-    fn walk_ahead(
-        &self,
-        batch: &[(usize, Walk)],
-        edges: &EdgeBits,
-        budget: u64,
-        steps: u64,
-    ) -> Vec<Option<Vec<Hit>>> {
+    /// Each walk of `batch` (`steps` in all) on `edges`, on the pool's threads, in parts of
+    /// consecutive walks ([`Ahead`]): its steps with an edge pixel; none for a walk over
+    /// `budget`, which is not walked; `None` for a walk none of whose runs can ever make a kept
+    /// segment ([`HoughSegments::may_keep`]).
+    fn walk_ahead(&self, batch: &[(usize, Walk)], edges: &EdgeBits, budget: u64, steps: u64) -> Vec<Ahead> {
         let parts = parallel::parts(steps.min(usize::MAX as u64) as usize, MIN_PART_STEPS);
         let len = batch.len().div_ceil(parts.max(1));
-        let hits = |(_, walk): &(usize, Walk)| match walk.steps as u64 > budget {
-            true => Some(Vec::new()),
-            false => Some(walk.hits(edges)).filter(|hits| self.may_keep(hits)),
-        };
-        parallel::map_parts(batch, len, |_, part| part.iter().map(hits).collect::<Vec<_>>())
-            .into_iter()
-            .flatten()
-            .collect()
+        parallel::map_parts(batch, len, |_, part| {
+            let mut ahead = Ahead { hits: Vec::new(), walks: Vec::with_capacity(part.len()) };
+            for (_, walk) in part {
+                let start = ahead.hits.len();
+                if walk.steps as u64 <= budget {
+                    walk.hits(edges, &mut ahead.hits);
+                    if !self.may_keep(&ahead.hits[start..]) {
+                        ahead.hits.truncate(start);
+                        ahead.walks.push(None);
+                        continue;
+                    }
+                }
+                ahead.walks.push(Some(start..ahead.hits.len()));
+            }
+            ahead
+        })
     }
 
     /// Whether a segment may be kept from `hits`, a walk's steps with an edge pixel, now or once
