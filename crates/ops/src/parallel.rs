@@ -77,9 +77,8 @@ static FRAMES: AtomicUsize = AtomicUsize::new(0);
 /// each splits its work for its share of the pool's threads ([`share`]), and once there are as
 /// many frames as threads, not at all: the frames are the parts. Splitting then only costs: every
 /// split wakes pool threads that have nothing else to do, and its caller sleeps until they are
-/// done. (A stream of 3840x2160 edge maps through `hough-segments` on 16 workers and 16 pool
-/// threads spent more time in the kernel, waking and putting threads to sleep, than in its work:
-/// 33 s of system time to 29 s of user time for 30 frames, which one thread did in 16 s.)
+/// done. (60 frames of 3840x2160 edge maps through `hough-segments --backend cpu`, 16 workers
+/// and 16 pool threads on the H200 machine: 10.0 to 10.1 s before, 8.0 to 9.2 s after.)
 pub struct FrameWork(());
 
 impl FrameWork {
