@@ -47,7 +47,9 @@ extern "C" __global__ void gauss_cols(const float* __restrict__ tmp, u32 w, u32 
 // strong pixels within the tile (see the hysteresis below), writes the tile's words of `kept`
 // and `edge` and labels the weak pixels of the tile's ring for the union-find across tiles. Per
 // pixel the arithmetic is the CPU backend's.
-// Blocks are 32 x 8 threads; thread (tx, ty) handles columns tx + 32 j and rows ty + 8 i, so a
+// Blocks are 32 x 8 threads (canny_nms), or 32 x 32 (canny_nms_tall, for a grid of one wave of
+// such blocks, where the frame waits on its slowest tile: a tile's serial work is split four times
+// finer); thread (tx, ty) handles columns tx + 32 j and rows ty + BY i (BY its block's rows), so a
 // warp touches 32 consecutive bytes (one sector) and 32 consecutive shared words (no conflicts).
 // The grid is one-dimensional, tiles in frame order (see canny_tile): a tall frame has more tile
 // rows than a grid's y dimension (65535) allows.
@@ -55,6 +57,7 @@ extern "C" __global__ void gauss_cols(const float* __restrict__ tmp, u32 w, u32 
 #define CANNY_TH 16
 #define CANNY_BX 32
 #define CANNY_BY 8
+#define CANNY_TALL_BY 32
 
 // The origin of this block's tile. Both are below the frame's size, so x0 + a tile's width fits
 // in 64 bits but not always in 32 (a frame one row high may be 2^32 - 2 pixels wide).
@@ -97,9 +100,10 @@ __device__ __forceinline__ void canny_sobel(const u8 (*in)[CANNY_TW + 4], int lx
 //    weak ring pixels) each in-tile component is labelled: a warp grows one from a weak ring pixel
 //    through the kept pixels outside E and points the parent entry of every weak ring pixel it
 //    reached at the component's first (the representative); the first warp alone, one component
-//    after another, or, `wide`, every warp of the block, eight at once. The elements of the
-//    union-find are these pixels, numbered 1 + y w + x (`parent` has w h + 1 entries, only theirs
-//    written), and element 0, STRONG, its own root, which stands for every pixel of E.
+//    after another, or, `wide`, every warp of the block, eight at once (32 in canny_nms_tall).
+//    The elements of the union-find are these pixels, numbered 1 + y w + x (`parent` has w h + 1
+//    entries, only theirs written), and element 0, STRONG, its own root, which stands for every
+//    pixel of E.
 // 2. canny_union, a warp per tile (`wide`: a block): the pairs of 8-adjacent kept pixels across
 //    the tile's right and bottom borders (the tiles right, below-left, below and below-right; a
 //    pair above-right is that tile's below-left one) with at least one outside E are united, one
@@ -213,9 +217,11 @@ __device__ __forceinline__ CannyLink canny_link(bool p_starts, bool q_before, bo
     return {p_starts && q_before, p_starts && q_beside && q_beside_starts, q_after && q_after_starts};
 }
 
-extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
-    canny_nms(const u8* __restrict__ src, u32 w, u32 h, u32 l2, int low, int high, u32 words, u32 wide,
-              u32* __restrict__ kept_words, u32* __restrict__ edge, u32* __restrict__ parent) {
+// canny_nms for blocks of CANNY_BX x BY threads.
+template <int BY>
+__device__ __forceinline__ void canny_nms_tile(const u8* __restrict__ src, u32 w, u32 h, u32 l2, int low, int high,
+                                               u32 words, u32 wide, u32* __restrict__ kept_words,
+                                               u32* __restrict__ edge, u32* __restrict__ parent) {
     __shared__ u8 in[CANNY_TH + 4][CANNY_TW + 4];
     __shared__ int mag[CANNY_TH + 2][CANNY_TW + 2];
     __shared__ u32 kept_bits[CANNY_TH][CANNY_TW / 32];
@@ -223,16 +229,16 @@ extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
     const int bx = threadIdx.x, by = threadIdx.y;
     u32 x0, y0;
     canny_tile(w, &x0, &y0);
-    // Thread (bx, by) loads columns bx + 32 j and rows by + 8 i of `in`: the clamped frame
+    // Thread (bx, by) loads columns bx + 32 j and rows by + BY i of `in`: the clamped frame
     // coordinates are worked out once per column and per row, in 64 bits (x0 + a column may pass
     // 2^32 on a frame one row high).
-    constexpr int IN_COLS = (CANNY_TW + 4 + CANNY_BX - 1) / CANNY_BX, IN_ROWS = (CANNY_TH + 4 + CANNY_BY - 1) / CANNY_BY;
+    constexpr int IN_COLS = (CANNY_TW + 4 + CANNY_BX - 1) / CANNY_BX, IN_ROWS = (CANNY_TH + 4 + BY - 1) / BY;
     u32 cx[IN_COLS];
 #pragma unroll
     for (int j = 0; j < IN_COLS; j++) cx[j] = clampi((i64)x0 - 2 + bx + CANNY_BX * j, w);
 #pragma unroll
     for (int i = 0; i < IN_ROWS; i++) {
-        const int ly = by + CANNY_BY * i;
+        const int ly = by + BY * i;
         if (ly >= CANNY_TH + 4) break;
         const u8* row = src + (u64)clampi((i64)y0 - 2 + ly, h) * w;
 #pragma unroll
@@ -242,13 +248,13 @@ extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
         }
     }
     __syncthreads();
-    constexpr int MAG_COLS = (CANNY_TW + 2 + CANNY_BX - 1) / CANNY_BX, MAG_ROWS = (CANNY_TH + 2 + CANNY_BY - 1) / CANNY_BY;
+    constexpr int MAG_COLS = (CANNY_TW + 2 + CANNY_BX - 1) / CANNY_BX, MAG_ROWS = (CANNY_TH + 2 + BY - 1) / BY;
     bool col_inside[MAG_COLS];
 #pragma unroll
     for (int j = 0; j < MAG_COLS; j++) col_inside[j] = (i64)x0 - 1 + bx + CANNY_BX * j >= 0 && (i64)x0 - 1 + bx + CANNY_BX * j < (i64)w;
 #pragma unroll
     for (int i = 0; i < MAG_ROWS; i++) {
-        const int ly = by + CANNY_BY * i;
+        const int ly = by + BY * i;
         if (ly >= CANNY_TH + 2) break;
         const bool row_inside = (i64)y0 - 1 + ly >= 0 && (i64)y0 - 1 + ly < (i64)h;
 #pragma unroll
@@ -265,7 +271,7 @@ extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
         }
     }
     __syncthreads();
-    for (int ty = by; ty < CANNY_TH; ty += CANNY_BY) {
+    for (int ty = by; ty < CANNY_TH; ty += BY) {
         for (int tx = bx; tx < CANNY_TW; tx += CANNY_BX) {
             // The pixel is mag[ty + 1][tx + 1] and in[ty + 2][tx + 2].
             const int* ma = mag[ty];
@@ -376,6 +382,16 @@ extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
         if (reached) atomicAnd(&pending_rows[bx], ~reached);
         __syncthreads();
     }
+}
+extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
+    canny_nms(const u8* __restrict__ src, u32 w, u32 h, u32 l2, int low, int high, u32 words, u32 wide,
+              u32* __restrict__ kept_words, u32* __restrict__ edge, u32* __restrict__ parent) {
+    canny_nms_tile<CANNY_BY>(src, w, h, l2, low, high, words, wide, kept_words, edge, parent);
+}
+extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_TALL_BY)
+    canny_nms_tall(const u8* __restrict__ src, u32 w, u32 h, u32 l2, int low, int high, u32 words, u32 wide,
+                   u32* __restrict__ kept_words, u32* __restrict__ edge, u32* __restrict__ parent) {
+    canny_nms_tile<CANNY_TALL_BY>(src, w, h, l2, low, high, words, wide, kept_words, edge, parent);
 }
 
 // Word j of row y of a bit map, 0 outside the rows' words (plain loads: the maps are not written
@@ -490,7 +506,8 @@ extern "C" __global__ void __launch_bounds__(32 * CANNY_UNION_WARPS)
     canny_union_right(w, h, words, kept, edge, parent, x0, y0);
 }
 
-// Step 3 above, a block of CANNY_BX x CANNY_BY threads per tile (the grid of canny_nms): the
+// Step 3 above, a block of CANNY_BX x CANNY_BY threads per tile (the grid of canny_nms; of
+// CANNY_BX x CANNY_TALL_BY, canny_finish_tall, after canny_nms_tall): the
 // roots of the tile's weak ring pixels that start a run along the ring (the others are in the same
 // component) are found, and those whose root is STRONG marked: `wide` (a grid of one wave) by every
 // thread at once, else by the first warp, each lane its own half-row's. The first warp grows E
@@ -501,9 +518,10 @@ __device__ __forceinline__ u32 canny_root(const u32* __restrict__ parent, u32 x)
     for (u32 p = parent[x]; p != x; p = parent[p]) x = p;
     return x;
 }
-extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
-    canny_finish(u32 w, u32 h, u32 words, u32 wide, const u32* __restrict__ kept_words, const u32* __restrict__ edge,
-                 const u32* __restrict__ parent, u8* __restrict__ out) {
+template <int BY>
+__device__ __forceinline__ void canny_finish_tile(u32 w, u32 h, u32 words, u32 wide,
+                                                  const u32* __restrict__ kept_words, const u32* __restrict__ edge,
+                                                  const u32* __restrict__ parent, u8* __restrict__ out) {
     __shared__ u32 weak[CANNY_TH][CANNY_TW / 32];
     __shared__ u32 bits[CANNY_TH][CANNY_TW / 32];
     __shared__ u32 seeds[CANNY_TH][CANNY_TW / 32];
@@ -544,7 +562,7 @@ extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
         if (ring_weak) {
             // Ring place r: row 0 (r < TW), the last row, then the first and last columns' other rows.
             constexpr u32 RING = 2 * CANNY_TW + 2 * (CANNY_TH - 2);
-            for (u32 r = by * CANNY_BX + bx; r < RING; r += CANNY_BX * CANNY_BY) {
+            for (u32 r = by * CANNY_BX + bx; r < RING; r += CANNY_BX * BY) {
                 int ty, tx;
                 if (r < 2 * CANNY_TW) ty = r < CANNY_TW ? 0 : CANNY_TH - 1, tx = r % CANNY_TW;
                 else ty = 1 + (r - 2 * CANNY_TW) % (CANNY_TH - 2), tx = r < 2 * CANNY_TW + CANNY_TH - 2 ? 0 : CANNY_TW - 1;
@@ -564,7 +582,7 @@ extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
         bits[row][2 * half + 1] = (u32)(e >> 32);
     }
     __syncthreads();
-    for (int ty = by; ty < CANNY_TH; ty += CANNY_BY) {
+    for (int ty = by; ty < CANNY_TH; ty += BY) {
         const u64 y = (u64)y0 + ty;
         if (y >= h) break;
         for (int tx = bx; tx < CANNY_TW; tx += CANNY_BX) {
@@ -573,4 +591,14 @@ extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
             out[y * w + x] = bits[ty][tx / 32] >> (tx & 31) & 1 ? 255 : 0;
         }
     }
+}
+extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
+    canny_finish(u32 w, u32 h, u32 words, u32 wide, const u32* __restrict__ kept_words, const u32* __restrict__ edge,
+                 const u32* __restrict__ parent, u8* __restrict__ out) {
+    canny_finish_tile<CANNY_BY>(w, h, words, wide, kept_words, edge, parent, out);
+}
+extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_TALL_BY)
+    canny_finish_tall(u32 w, u32 h, u32 words, u32 wide, const u32* __restrict__ kept_words,
+                      const u32* __restrict__ edge, const u32* __restrict__ parent, u8* __restrict__ out) {
+    canny_finish_tile<CANNY_TALL_BY>(w, h, words, wide, kept_words, edge, parent, out);
 }

@@ -13,21 +13,60 @@ use crate::{Gpu, OpError};
 /// The tile of `canny_nms` (`CANNY_TW` x `CANNY_TH` in canny.cu) and its blocks' shape.
 pub(super) const NMS_TILE: (u32, u32) = (128, 16);
 pub(super) const NMS_BLOCK: (u32, u32) = (32, 8);
+/// The blocks of `canny_nms_tall` and `canny_finish_tall` (`CANNY_TALL_BY` rows).
+pub(super) const TALL_BLOCK: (u32, u32) = (32, 32);
 /// The warps of a block of `canny_union` (`CANNY_UNION_WARPS`): a warp per tile, or, wide, a
-/// block per tile (see [`wide`]).
+/// block per tile (see [`Spread`]).
 pub(super) const UNION_WARPS: u32 = 5;
 
-/// Whether the kernels run `wide`: whether the grid's `tiles` blocks of `canny_nms` fit the GPU
-/// in at most [`WIDE_WAVES`] waves (`sms` SMs of `threads_per_sm` threads). Then the frame waits
-/// on its slowest tiles, and each tile's serial work (labelling its weak ring pixels, its unions,
-/// its finds) is spread over its block's warps; else one warp of a tile does it and the others
-/// leave their SM to the next tiles.
-pub(super) fn wide(tiles: u32, sms: usize, threads_per_sm: usize) -> bool {
-    tiles as usize <= WIDE_WAVES * sms * (threads_per_sm / (NMS_BLOCK.0 * NMS_BLOCK.1) as usize)
+/// How a tile's serial work (labelling its weak ring pixels, its unions, its finds) is spread
+/// over the GPU, chosen by [`spread`] from the grid's waves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Spread {
+    /// One warp of a tile does it, and the other warps leave their SM to the next tiles.
+    Warp,
+    /// `wide`: the frame waits on its slowest tiles, and each tile's serial work is spread over
+    /// its block's warps (`canny_nms`, [`NMS_BLOCK`]).
+    Block,
+    /// `wide` with blocks of [`TALL_BLOCK`] (`canny_nms_tall`, `canny_finish_tall`): the grid is one
+    /// wave of them, and a tile's serial work is split four times finer.
+    TallBlock,
+}
+
+impl Spread {
+    /// The kernels' `wide` argument.
+    fn wide(self) -> u32 {
+        (self != Spread::Warp) as u32
+    }
+
+    /// The block of `canny_nms` and `canny_finish`, and their names.
+    fn nms_finish(self) -> ((u32, u32), &'static str, &'static str) {
+        match self {
+            Spread::TallBlock => (TALL_BLOCK, "canny_nms_tall", "canny_finish_tall"),
+            _ => (NMS_BLOCK, "canny_nms", "canny_finish"),
+        }
+    }
+}
+
+/// How the kernels spread a tile's serial work over a GPU of `sms` SMs of `threads_per_sm`
+/// threads, for a grid of `tiles` blocks: [`Spread::TallBlock`] if the tiles fit one wave of
+/// [`TALL_BLOCK`] blocks, [`Spread::Block`] if they fit at most [`WIDE_WAVES`] waves of
+/// [`NMS_BLOCK`] blocks, else [`Spread::Warp`].
+pub(super) fn spread(tiles: u32, sms: usize, threads_per_sm: usize) -> Spread {
+    let wave = |block: (u32, u32)| sms * (threads_per_sm / (block.0 * block.1) as usize);
+    if tiles as usize <= wave(TALL_BLOCK) {
+        Spread::TallBlock
+    } else if tiles as usize <= WIDE_WAVES * wave(NMS_BLOCK) {
+        Spread::Block
+    } else {
+        Spread::Warp
+    }
 }
 
 /// The most waves of `canny_nms` blocks that run wide: on the H200, 2560x1707 (2140 tiles, 2 waves)
-/// took 65 µs wide and 78 µs not; 7680x4320 (16 waves) and larger lose 1-2% wide.
+/// took 65 µs wide and 78 µs not; 7680x4320 (16 waves) and larger lose 1-2% wide. Tall blocks
+/// (32 x 32) took 38 µs for the kernels at 640x651 (205 tiles, the camera scaled) against 46 µs
+/// for 32 x 8, but 105 µs against 74 µs at 2560x1707 (3 waves of them).
 const WIDE_WAVES: usize = 3;
 
 /// The tiles of `canny_nms` for a w x h frame, the length of its one-dimensional grid (tiles in
@@ -88,7 +127,7 @@ impl Canny {
         src: &CudaSlice<u8>,
         w: usize,
         h: usize,
-        wide: bool,
+        spread: Spread,
         kept: &mut CudaSlice<u32>,
         edge: &mut CudaSlice<u32>,
         parent: &mut CudaSlice<u32>,
@@ -100,17 +139,15 @@ impl Canny {
         let tiles = Self::checked_tiles(w, h)?;
         check_len("edges' input", src.len(), w * h)?;
         Self::check_bits(w, h, kept, edge, parent)?;
-        let cfg = LaunchConfig {
-            grid_dim: (tiles, 1, 1),
-            block_dim: (NMS_BLOCK.0, NMS_BLOCK.1, 1),
-            shared_mem_bytes: 0,
-        };
+        let (block, name, _) = spread.nms_finish();
+        let cfg =
+            LaunchConfig { grid_dim: (tiles, 1, 1), block_dim: (block.0, block.1, 1), shared_mem_bytes: 0 };
         let (w32, h32, l2, words) = (w as u32, h as u32, self.l2 as u32, w.div_ceil(32) as u32);
-        let wide = wide as u32;
-        // SAFETY: canny_nms(in, w, h, l2, low, high, words, wide, kept, edge, parent) in canny.cu;
-        // the lengths are checked above.
+        let wide = spread.wide();
+        // SAFETY: canny_nms and canny_nms_tall(in, w, h, l2, low, high, words, wide, kept, edge,
+        // parent) in canny.cu; the lengths are checked above.
         unsafe {
-            launch!(gpu, kernels::CANNY, "canny_nms", cfg; src, &w32, &h32, &l2, &low, &high, &words, &wide, kept, edge, &mut *parent)
+            launch!(gpu, kernels::CANNY, name, cfg; src, &w32, &h32, &l2, &low, &high, &words, &wide, kept, edge, &mut *parent)
         }?;
         Ok(())
     }
@@ -168,7 +205,7 @@ impl Canny {
         edge: &CudaSlice<u32>,
         parent: &mut CudaSlice<u32>,
         (w, h): (usize, usize),
-        wide: bool,
+        spread: Spread,
     ) -> Result<(), OpError> {
         if w == 0 || h == 0 {
             return Ok(());
@@ -177,12 +214,12 @@ impl Canny {
         Self::check_bits(w, h, kept, edge, parent)?;
         // Wide, a block of UNION_WARPS warps per tile of canny_nms; else a warp per tile.
         let cfg = LaunchConfig {
-            grid_dim: (if wide { tiles } else { tiles.div_ceil(UNION_WARPS) }, 1, 1),
+            grid_dim: (if spread == Spread::Warp { tiles.div_ceil(UNION_WARPS) } else { tiles }, 1, 1),
             block_dim: (32 * UNION_WARPS, 1, 1),
             shared_mem_bytes: 0,
         };
         let (w32, h32, words) = (w as u32, h as u32, w.div_ceil(32) as u32);
-        let wide = wide as u32;
+        let wide = spread.wide();
         // SAFETY: canny_union(w, h, words, wide, kept, edge, parent) in canny.cu; the lengths are
         // checked above.
         unsafe {
@@ -200,7 +237,7 @@ impl Canny {
         edge: &CudaSlice<u32>,
         parent: &CudaSlice<u32>,
         (w, h): (usize, usize),
-        wide: bool,
+        spread: Spread,
         dst: &mut CudaSlice<u8>,
     ) -> Result<(), OpError> {
         let n = w * h;
@@ -210,17 +247,15 @@ impl Canny {
         let tiles = Self::checked_tiles(w, h)?;
         Self::check_bits(w, h, kept, edge, parent)?;
         check_len("edges' output", dst.len(), n)?;
-        let cfg = LaunchConfig {
-            grid_dim: (tiles, 1, 1),
-            block_dim: (NMS_BLOCK.0, NMS_BLOCK.1, 1),
-            shared_mem_bytes: 0,
-        };
+        let (block, _, name) = spread.nms_finish();
+        let cfg =
+            LaunchConfig { grid_dim: (tiles, 1, 1), block_dim: (block.0, block.1, 1), shared_mem_bytes: 0 };
         let (w32, h32, words) = (w as u32, h as u32, w.div_ceil(32) as u32);
-        let wide = wide as u32;
-        // SAFETY: canny_finish(w, h, words, wide, kept, edge, parent, out) in canny.cu; the
-        // lengths are checked above.
+        let wide = spread.wide();
+        // SAFETY: canny_finish and canny_finish_tall(w, h, words, wide, kept, edge, parent, out) in
+        // canny.cu; the lengths are checked above.
         unsafe {
-            launch!(gpu, kernels::CANNY, "canny_finish", cfg; &w32, &h32, &words, &wide, kept, edge, parent, dst)
+            launch!(gpu, kernels::CANNY, name, cfg; &w32, &h32, &words, &wide, kept, edge, parent, dst)
         }?;
         Ok(())
     }
@@ -231,7 +266,7 @@ impl Canny {
     pub fn plan<'g>(&self, gpu: &'g Gpu, w: usize, h: usize) -> Result<CannyPlan<'g>, OpError> {
         let tiles = Self::checked_tiles(w, h)?;
         let attribute = |a: CUdevice_attribute, default: usize| gpu.attribute(a).unwrap_or(default);
-        let wide = wide(
+        let spread = spread(
             tiles,
             attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 132),
             attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 2048),
@@ -254,7 +289,7 @@ impl Canny {
             canny: *self,
             w,
             h,
-            wide,
+            spread,
             blur,
             kept: gpu.buffer::<u32>("edges.kept", Self::bit_words(w, h))?,
             edge: gpu.buffer::<u32>("edges.edge", Self::bit_words(w, h))?,
@@ -279,8 +314,8 @@ pub struct CannyPlan<'g> {
     canny: Canny,
     w: usize,
     h: usize,
-    /// Whether the kernels spread each tile's serial work over its block (see [`wide`]).
-    wide: bool,
+    /// How the kernels spread each tile's serial work (see [`Spread`]).
+    spread: Spread,
     blur: Option<Blur<'g>>,
     kept: Buffer<'g, u32>,
     edge: Buffer<'g, u32>,
@@ -288,10 +323,10 @@ pub struct CannyPlan<'g> {
 }
 
 impl CannyPlan<'_> {
-    /// Runs wide or not, whatever the frame's size: for the tests of both ways.
+    /// Spreads the tiles' work this way, whatever the frame's size: for the tests of every way.
     #[cfg(test)]
-    pub(super) fn set_wide(&mut self, wide: bool) {
-        self.wide = wide;
+    pub(super) fn set_spread(&mut self, spread: Spread) {
+        self.spread = spread;
     }
 
     /// Queues the edges of the `w x h` frame in `src` into `dst`: the blur (if any), stages 1-3
@@ -309,32 +344,32 @@ impl CannyPlan<'_> {
             }
             None => src,
         };
-        let wide = self.wide;
+        let spread = self.spread;
         self.canny.launch_gradient_nms(
             gpu,
             src,
             w,
             h,
-            wide,
+            spread,
             &mut self.kept,
             &mut self.edge,
             &mut self.parent,
         )?;
-        Canny::launch_union(gpu, &self.kept, &self.edge, &mut self.parent, (w, h), wide)?;
-        Canny::launch_finish(gpu, &self.kept, &self.edge, &self.parent, (w, h), wide, dst)
+        Canny::launch_union(gpu, &self.kept, &self.edge, &mut self.parent, (w, h), spread)?;
+        Canny::launch_finish(gpu, &self.kept, &self.edge, &self.parent, (w, h), spread, dst)
     }
 
     /// Queues stages 1-3 alone, unblurred, with the tiles' own hysteresis and labels (the same
     /// kernel): from `src` to the plan's bit maps of kept and edge pixels and its union-find.
     pub fn queue_gradient(&mut self, src: &CudaSlice<u8>) -> Result<(), OpError> {
         let (w, h) = (self.w, self.h);
-        let wide = self.wide;
+        let spread = self.spread;
         self.canny.launch_gradient_nms(
             self.gpu,
             src,
             w,
             h,
-            wide,
+            spread,
             &mut self.kept,
             &mut self.edge,
             &mut self.parent,

@@ -1,6 +1,6 @@
 use super::classify::{classify_row, Thresholds};
 use super::cpu::push_strong;
-use super::gpu::{nms_tiles, wide, NMS_BLOCK, NMS_TILE, UNION_WARPS};
+use super::gpu::{nms_tiles, spread, Spread, NMS_BLOCK, NMS_TILE, TALL_BLOCK, UNION_WARPS};
 use super::*;
 use crate::parallel;
 use histopipe_gpu::kernels;
@@ -108,31 +108,37 @@ fn tile_shapes_match_the_kernel() {
         ("CANNY_TH", NMS_TILE.1),
         ("CANNY_BX", NMS_BLOCK.0),
         ("CANNY_BY", NMS_BLOCK.1),
+        ("CANNY_TALL_BY", TALL_BLOCK.1),
         ("CANNY_UNION_WARPS", UNION_WARPS),
     ] {
         assert!(text.contains(&format!("#define {name} {v}\n")), "{name} is not {v} in canny.cu");
     }
 }
 
-/// The kernels run wide where the grid fits the GPU in three waves (eight blocks of 256 threads an
-/// SM of 2048), one warp a tile beyond.
+/// The kernels run tall where the grid fits the GPU in one wave of blocks of 1024 threads (two an
+/// SM of 2048), wide where it fits in three waves of 256 threads (eight an SM), one warp a tile
+/// beyond.
 #[test]
-fn the_kernels_run_wide_where_the_tiles_fit_the_gpu_in_three_waves() {
-    assert!(wide(205, 132, 2048));
-    assert!(wide(2140, 132, 2048));
-    assert!(wide(3168, 132, 2048));
-    assert!(!wide(3169, 132, 2048));
-    assert!(!wide(6240, 132, 2048));
-    assert!(!wide(4, 1, 256));
-    assert!(wide(3, 1, 256));
+fn the_kernels_spread_a_tiles_work_by_the_grids_waves() {
+    assert_eq!(spread(205, 132, 2048), Spread::TallBlock);
+    assert_eq!(spread(264, 132, 2048), Spread::TallBlock);
+    assert_eq!(spread(265, 132, 2048), Spread::Block);
+    assert_eq!(spread(2140, 132, 2048), Spread::Block);
+    assert_eq!(spread(3168, 132, 2048), Spread::Block);
+    assert_eq!(spread(3169, 132, 2048), Spread::Warp);
+    assert_eq!(spread(6240, 132, 2048), Spread::Warp);
+    assert_eq!(spread(1, 1, 1024), Spread::TallBlock);
+    assert_eq!(spread(2, 1, 1024), Spread::Block);
+    assert_eq!(spread(4, 1, 256), Spread::Warp);
+    assert_eq!(spread(3, 1, 256), Spread::Block);
 }
 
-/// Both ways the kernels run (wide: each tile's labels, unions and finds spread over its block;
-/// or one warp a tile) give the CPU's edges: the camera scaled up by nearest neighbour (the
+/// Every way the kernels run (wide: each tile's labels, unions and finds spread over its block of
+/// 8 or 32 warps; or one warp a tile) gives the CPU's edges: the camera scaled up by nearest neighbour (the
 /// benchmark's real content: long edges, many weak components on tile rings), structured and
 /// random frames, thresholds that leave most kept pixels weak, each frame twice on one plan.
 #[test]
-fn both_ways_on_the_gpu_are_the_cpus() {
+fn every_way_on_the_gpu_is_the_cpus() {
     use histopipe_frame::{FrameReader, ReadOptions};
     let Some(gpu) = histopipe_gpu::testing::gpu_or_skip() else { return };
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/camera.pgm");
@@ -158,13 +164,13 @@ fn both_ways_on_the_gpu_are_the_cpus() {
         ] {
             let want = canny.cpu(frame).unwrap();
             let Pixels::U8(want) = &want.pixels else { unreachable!() };
-            for wide in [false, true] {
+            for spread in [Spread::Warp, Spread::Block, Spread::TallBlock] {
                 let mut plan = canny.plan(&gpu, w, h).unwrap();
-                plan.set_wide(wide);
+                plan.set_spread(spread);
                 for round in 0..2 {
                     plan.queue(&src, &mut dst).unwrap();
                     let got = gpu.download_vec(&dst, w * h).unwrap();
-                    assert!(got[..] == want[..], "{w}x{h} {canny:?} wide {wide}, round {round}");
+                    assert!(got[..] == want[..], "{w}x{h} {canny:?} {spread:?}, round {round}");
                 }
             }
         }
