@@ -489,6 +489,7 @@ __device__ void canny_union_right(u32 w, u32 h, u32 words, const u32* kept, cons
 extern "C" __global__ void __launch_bounds__(32 * CANNY_UNION_WARPS)
     canny_union(u32 w, u32 h, u32 words, u32 wide, const u32* __restrict__ kept, const u32* __restrict__ edge,
                 u32* parent) {
+    wait_for_prior_grid();
     static_assert(CANNY_UNION_WARPS == CANNY_TW / 32 + 1, "a warp a word of the last row, one for the last column");
     const u32 warp = threadIdx.x >> 5;
     u32 x0, y0;
@@ -522,6 +523,7 @@ template <int BY>
 __device__ __forceinline__ void canny_finish_tile(u32 w, u32 h, u32 words, u32 wide,
                                                   const u32* __restrict__ kept_words, const u32* __restrict__ edge,
                                                   const u32* __restrict__ parent, u8* __restrict__ out) {
+    wait_for_prior_grid();
     __shared__ u32 weak[CANNY_TH][CANNY_TW / 32];
     __shared__ u32 bits[CANNY_TH][CANNY_TW / 32];
     __shared__ u32 seeds[CANNY_TH][CANNY_TW / 32];

@@ -116,3 +116,12 @@ __device__ __forceinline__ void for_my_chunks(u64 n, bool aligned, Chunk chunk, 
     for (u64 c = first; c < chunks; c += stride) chunk(c);
     for (u64 i = chunks * PER + first; i < n; i += stride) one(i);
 }
+
+// Waits until the kernels queued before this one have completed and their writes are visible: the
+// first thing a kernel launched by launch_dependent! (crates/gpu) does before it touches memory
+// that they use. Before compute capability 9.0 that launch is an ordinary one: nothing to wait for.
+__device__ __forceinline__ void wait_for_prior_grid() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}

@@ -111,6 +111,50 @@ impl Gpu {
         self.stream.context().attribute(attribute).ok().filter(|&n| n > 0).map(|n| n as usize)
     }
 
+    /// Queues `function` on the stream with the launch shape `cfg` and the argument slots `args`
+    /// (see [`crate::launch::RawArg`]) as a programmatic dependent launch of the kernel before it
+    /// (compute capability 9.0 and up; below, an ordinary launch). Call it through
+    /// [`crate::launch_dependent!`].
+    ///
+    /// # Safety
+    ///
+    /// As for any launch: the slots must be the kernel's parameters, in order, and the buffers
+    /// long enough for what the kernel reads and writes; and the kernel must wait for the grid
+    /// before it (`wait_for_prior_grid()` in histopipe.cuh) before it touches their memory.
+    pub unsafe fn launch_dependent(
+        &self,
+        function: &CudaFunction,
+        cfg: LaunchConfig,
+        args: &mut [[u8; 8]],
+    ) -> Result<(), GpuError> {
+        use cudarc::driver::sys;
+        self.ctx.bind_to_thread()?;
+        let mut params: Vec<*mut std::ffi::c_void> = args.iter_mut().map(|a| a.as_mut_ptr().cast()).collect();
+        // SAFETY: a launch attribute is plain data (an id and a union of integers).
+        let mut attribute: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        attribute.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attribute.value.programmaticStreamSerializationAllowed = 1;
+        let config = sys::CUlaunchConfig {
+            gridDimX: cfg.grid_dim.0,
+            gridDimY: cfg.grid_dim.1,
+            gridDimZ: cfg.grid_dim.2,
+            blockDimX: cfg.block_dim.0,
+            blockDimY: cfg.block_dim.1,
+            blockDimZ: cfg.block_dim.2,
+            sharedMemBytes: cfg.shared_mem_bytes,
+            hStream: self.stream.cu_stream(),
+            attrs: &mut attribute,
+            numAttrs: u32::from(self.arch >= 90),
+        };
+        // SAFETY: the configuration and the parameters' slots outlive the call (the driver copies
+        // them); the caller vouches for the parameters.
+        unsafe {
+            sys::cuLaunchKernelEx(&config, function.cu_function(), params.as_mut_ptr(), std::ptr::null_mut())
+        }
+        .result()?;
+        Ok(())
+    }
+
     /// Kernel `name` of `source`, compiling (or loading from the disk cache) on first use.
     pub fn function(&self, source: &Source, name: &str) -> Result<CudaFunction, GpuError> {
         let module = self.module(source)?;

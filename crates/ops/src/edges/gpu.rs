@@ -4,7 +4,7 @@
 
 use histopipe_gpu::cudarc::driver::sys::CUdevice_attribute;
 use histopipe_gpu::cudarc::driver::CudaSlice;
-use histopipe_gpu::{kernels, launch, Buffer, LaunchConfig};
+use histopipe_gpu::{kernels, launch, launch_dependent, Buffer, LaunchConfig};
 
 use super::{gaussian_weights, Canny};
 use crate::histogram::check_len;
@@ -198,7 +198,8 @@ impl Canny {
     /// Queues hysteresis across tiles over the bit maps and union-find of
     /// [`Canny::launch_gradient_nms`] (w x h): a warp per tile (wide: a block) unites the kept
     /// pixels 8-adjacent across its right and bottom borders (a weak pixel beside an edge pixel
-    /// with STRONG).
+    /// with STRONG). Launched as a dependent of `canny_nms` (see [`launch_dependent!`]), as is
+    /// the finish of this one: the GPU starts each while the one before ends.
     fn launch_union(
         gpu: &Gpu,
         kept: &CudaSlice<u32>,
@@ -221,9 +222,9 @@ impl Canny {
         let (w32, h32, words) = (w as u32, h as u32, w.div_ceil(32) as u32);
         let wide = spread.wide();
         // SAFETY: canny_union(w, h, words, wide, kept, edge, parent) in canny.cu; the lengths are
-        // checked above.
+        // checked above. It waits for the grid before it (canny_nms, or the tall one) first.
         unsafe {
-            launch!(gpu, kernels::CANNY, "canny_union", cfg; &w32, &h32, &words, &wide, kept, edge, parent)
+            launch_dependent!(gpu, kernels::CANNY, "canny_union", cfg; &w32, &h32, &words, &wide, kept, edge, parent)
         }?;
         Ok(())
     }
@@ -253,9 +254,10 @@ impl Canny {
         let (w32, h32, words) = (w as u32, h as u32, w.div_ceil(32) as u32);
         let wide = spread.wide();
         // SAFETY: canny_finish and canny_finish_tall(w, h, words, wide, kept, edge, parent, out) in
-        // canny.cu; the lengths are checked above.
+        // canny.cu; the lengths are checked above. They wait for the grid before them (canny_union)
+        // first.
         unsafe {
-            launch!(gpu, kernels::CANNY, name, cfg; &w32, &h32, &words, &wide, kept, edge, parent, dst)
+            launch_dependent!(gpu, kernels::CANNY, name, cfg; &w32, &h32, &words, &wide, kept, edge, parent, dst)
         }?;
         Ok(())
     }
