@@ -68,14 +68,10 @@ macro_rules! launch {
 macro_rules! launch_dependent {
     ($gpu:expr, $source:expr, $name:expr, $cfg:expr; $($arg:expr),+ $(,)?) => {{
         let gpu: &$crate::Gpu = $gpu;
-        let cfg: $crate::LaunchConfig = $cfg;
-        match gpu.function(&$source, &$name) {
-            Err(e) => Err(e),
-            Ok(function) => {
-                let mut args = [$( $crate::launch::RawArg::raw(&*$arg, gpu.stream()) ),+];
-                gpu.launch_dependent(&function, cfg, &mut args)
-            }
-        }
+        gpu.function(&$source, &$name).and_then(|function| {
+            let mut args = [$( $crate::launch::RawArg::raw(&*$arg, gpu.stream()) ),+];
+            gpu.launch_dependent(&function, $cfg, &mut args)
+        })
     }};
 }
 
