@@ -117,7 +117,9 @@ __device__ __forceinline__ void canny_sobel(const u8 (*in)[CANNY_TW + 4], int lx
 //    STRONG to E and grows E within the tile once more (their in-tile components join E); then the
 //    block writes 255 where E's bit is set, else 0.
 // `wide` is the host's choice for a grid of few waves, where a frame waits on its slowest tiles:
-// each tile's serial work is then spread over its block (see wide in crates/ops/src/edges/gpu.rs).
+// each tile's serial work is then spread over its block (see Spread in crates/ops/src/edges/gpu.rs).
+// Steps 2 and 3 are launched as dependents of the step before (launch_dependent!): each first
+// waits for it (wait_for_prior_grid), and the GPU starts its blocks while that step ends.
 // A weak pixel is an edge iff its component reaches a strong pixel, then by a path that leaves
 // its in-tile component (which holds none) across a tile border: from a weak ring pixel of its
 // component through pairs united in step 2 to a pixel of E. So its component's ring pixels have
