@@ -198,7 +198,8 @@ fn emit(
     extra: &str,
 ) -> Result<(), BenchError> {
     let num = |v: f64| if v.is_finite() { format!("{v:.6}") } else { "null".into() };
-    let queue = stats.queue_us.map(|q| format!(",\"queue_us\":{}", num(q))).unwrap_or_default();
+    let queue = stats.queue_us.map(|q| format!(",\"queue_us\":{}", num(q))).unwrap_or_default()
+        + &stats.faults.map(|f| format!(",\"faults\":{}", num(f))).unwrap_or_default();
     writeln!(
         out,
         "{{\"suite\":\"kernel\",\"op\":\"{op}\",\"impl\":\"{imp}\",\"content\":\"{}\",\"width\":{},\

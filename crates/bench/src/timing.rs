@@ -52,6 +52,10 @@ pub struct Stats {
     /// Host time to queue one run, in microseconds (GPU timings only): where it exceeds the
     /// median, a stream of single runs would be bound by launches, not by the kernels.
     pub queue_us: Option<f64>,
+    /// Minor page faults of the process per timed run (CPU timings on Linux only): a fresh output
+    /// faulted in by the kernel, which zeroes each page first, and whose unmapping then stops
+    /// every thread that touched it (a TLB shootdown).
+    pub faults: Option<f64>,
 }
 
 impl Stats {
@@ -59,11 +63,18 @@ impl Stats {
         samples.sort_by(f64::total_cmp);
         let n = samples.len();
         if n == 0 {
-            return Stats { median: f64::NAN, min: f64::NAN, p90: f64::NAN, runs: 0, queue_us: None };
+            return Stats {
+                median: f64::NAN,
+                min: f64::NAN,
+                p90: f64::NAN,
+                runs: 0,
+                queue_us: None,
+                faults: None,
+            };
         }
         let at = |q: f64| samples[((n - 1) as f64 * q).round() as usize];
         let median = if n % 2 == 1 { samples[n / 2] } else { (samples[n / 2 - 1] + samples[n / 2]) / 2.0 };
-        Stats { median, min: samples[0], p90: at(0.9), runs: n, queue_us: None }
+        Stats { median, min: samples[0], p90: at(0.9), runs: n, queue_us: None, faults: None }
     }
 }
 
@@ -194,10 +205,19 @@ pub fn time_cpu(plan: Plan, run: &mut dyn FnMut() -> Result<(), BenchError>) -> 
     }
     let runs = plan.runs_for(first).min(if first > 50.0 { plan.min_runs.min(5) } else { plan.max_runs });
     let mut samples = Vec::with_capacity(runs);
+    let faults = minor_faults();
     for _ in 0..runs {
         samples.push(once(run)?);
     }
-    Ok(Stats::of(samples))
+    let faults = faults.zip(minor_faults()).map(|(a, b)| b.saturating_sub(a) as f64 / runs as f64);
+    Ok(Stats { faults, ..Stats::of(samples) })
+}
+
+/// The process's minor page faults so far (`minflt`, the 10th field of `/proc/self/stat`, after
+/// the command's name in parentheses); `None` where there is no such file.
+fn minor_faults() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    stat.rsplit_once(')')?.1.split_whitespace().nth(7)?.parse().ok()
 }
 
 #[cfg(test)]

@@ -179,15 +179,17 @@ pub fn map_bytes(samples: &[u8], lut: &[u8]) -> Vec<u8> {
 }
 
 /// Half the fewest samples for the CPU's mapping to be split at all ([`parallel::parts`]): 0.1 ns
-/// a sample on one core with AVX2 (4096x3112 in 1.3 ms on Zen 5; 0.2 ns a byte at a time), so
-/// 1920x1080, 0.2 ms, stays on one thread. Much of a small frame's time is the first writes to the
-/// output's fresh pages, which two threads do no faster: with the byte loop, 1920x1080 in two
-/// parts took 0.46 ms against 0.41 in one.
-const MIN_SPLIT: usize = 1 << 20;
+/// a sample on one core with AVX2 (4096x3112 in 1.3 ms on Zen 5; 0.2 ns a byte at a time), twice
+/// that on the GPU machine's, so a frame is split from about 0.05 ms of work. (At 2^20, 1920x1080
+/// stayed on one thread: `equalize` took 0.67 to 0.71 ms on 16 threads, against 0.16 to 0.19 with
+/// its map split, and 640x651 0.25 to 0.30, against 0.08. Earlier, on the 2-core build machine,
+/// 1920x1080 in two parts took 0.46 ms against 0.41 in one: much of a small frame's time is the
+/// first writes to the output's fresh pages.)
+const MIN_SPLIT: usize = 1 << 17;
 /// Fewest samples in a part once a frame is split: 2560x1707 makes 64 parts, four for each of 16
 /// threads (in parts of 2^20 samples it made 4, and with the histogram's 8 the frame took 1.56 to
 /// 3.08x OpenCV's equalizeHist on 16 threads).
-const MIN_PART: usize = 1 << 16;
+const MIN_PART: usize = 1 << 13;
 
 /// `map(src, out)` over consecutive parts of `samples` and the output, in parts on the pool's
 /// threads: `map` writes every slot of its `out`, as long as its `src`.

@@ -39,12 +39,14 @@ const CPU_COPIES: usize = 4;
 /// Most bins counted in [`CPU_COPIES`] copies; 16-bit levels' copies would not stay in cache.
 const CPU_COPY_MAX_BINS: usize = 4096;
 
-/// Half the fewest samples for the CPU's count to be split at all ([`parallel::parts`]): 0.31 ns
-/// a sample on one core (4096x3112 in 4.0 ms), so a frame is split from about 0.3 ms of work.
-const MIN_SPLIT: usize = 1 << 19;
+/// Half the fewest samples for the CPU's count to be split at all ([`parallel::parts`]): about 0.6
+/// ns a sample on one of the GPU machine's cores (`cdf` of 640x480 in 0.18 ms, 1280x720 in 0.54),
+/// so a frame is split from about 0.05 ms of work. (At 2^19, 640x651 stayed on one thread: `cdf`
+/// took 0.16 to 0.23 ms on 16 threads, against 0.05 split.)
+const MIN_SPLIT: usize = 1 << 16;
 /// Fewest samples in a part once a frame is split: 2560x1707 makes 64 parts, four for each of 16
 /// threads (in parts of 2^19 samples it made 8, and half of a 16-thread pool sat idle).
-const MIN_PART: usize = 1 << 16;
+const MIN_PART: usize = 1 << 13;
 /// Fewest samples per bin in a part: each part's histogram is zeroed and added to the others', so
 /// with many bins (65536 for 16-bit levels) a part must count many more samples than it has bins.
 const PART_SAMPLES_PER_BIN: usize = 16;

@@ -109,9 +109,15 @@ fn share() -> usize {
 /// there is one thread (or one thread's [`share`] of the pool); else at most [`PARTS_PER_THREAD`]
 /// per thread of the share.
 ///
-/// The operations set `min_part` to about 0.2 ms of one thread's work: waking the pool's sleeping
-/// threads takes tens of microseconds, and splitting 0.1 to 0.2 ms of work (colhist, equalize,
-/// rotate at 512x512 and 640x651) over two threads measured 30 to 40% slower in the median.
+/// The operations' thresholds are where splitting was measured to pay (`histopipe-bench cpu`, each
+/// threshold divided by 1 to 16 in turn, frames from 320x240 to 2560x1707): on the GPU machine's
+/// 16 threads and on 4 of them, and on the 2-core build machine. Waking the pool's sleeping
+/// threads takes tens of microseconds, so work is split from a few tens of microseconds of one
+/// thread's: 640x651 turned 30 degrees (bilinear) took 1.0 to 1.3 ms on 16 threads with its old
+/// thresholds, one thread's time (its cores do a pixel in twice the time the build machine's do,
+/// and thresholds set there as 0.2 ms of work left frames of 1 ms unsplit), and 0.09 to 0.12 ms
+/// with a threshold an eighth as large (OpenCV on 16 threads: 0.07 to 0.11). On 2 threads of the
+/// build machine the smaller thresholds measured as fast or faster, from 320x240 up.
 pub(crate) fn parts(units: usize, min_part: usize) -> usize {
     // This crate's tests split whatever the size, so that their small frames take the split paths.
     let min_part = if cfg!(test) { 1 } else { min_part.max(1) };

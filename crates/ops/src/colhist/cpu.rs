@@ -8,13 +8,15 @@ use super::strips::{count_columns_8bit, BYTE_STRIP};
 use super::{bin_of, ColHist};
 use crate::{parallel, Sample};
 
-/// Half the fewest samples for the CPU's work to be split at all ([`parallel::parts`]): 0.4 ns a
-/// sample on one core (2560x1707 in 1.7 ms), so a frame is split from about 0.4 ms of work.
-const MIN_SPLIT: usize = 1 << 19;
+/// Half the fewest samples for the CPU's work to be split at all ([`parallel::parts`]): 0.6 to 0.7
+/// ns a sample on one of the GPU machine's cores (2560x1707 in 3.0 ms, 1280x720 in 0.95), so a
+/// frame is split from about 0.08 ms of work. (At 2^19 samples, 1280x720 stayed on one thread, 0.75
+/// to 0.83 ms on 16 threads, against 0.25 to 0.28 split, where OpenCV's calcHist took 0.65.)
+const MIN_SPLIT: usize = 1 << 16;
 /// Fewest samples in a part once a frame is split: 2560x1707 makes 64 parts, four for each of 16
 /// threads, so that the pool balances them (in 8 parts of 0.2 ms, a 16-thread pool had half its
-/// threads idle and the frame took 1.73 to 2.08x OpenCV's calcHist on all of them).
-const MIN_PART: usize = 1 << 16;
+/// threads idle and the frame took 1.73 to 2.08x OpenCV's calcHist on all of them); 640x651, 50.
+const MIN_PART: usize = 1 << 13;
 
 /// Interleaved copies of a row's histogram on the CPU: runs of equal samples would otherwise make
 /// each increment wait for the previous one's store.

@@ -199,11 +199,13 @@ fn flood(map: &mut [u8], mw: usize, base: usize, mut stack: Vec<usize>, outside:
 
 /// Fewest pixels in a part of the CPU's work ([`parallel::parts`]): 1.9 ns a pixel on one core
 /// (a real 4096x3112 in 24 ms; uniform noise, all edges, takes ten times that), so a part takes
-/// 0.25 ms or more.
-const MIN_PART: usize = 1 << 17;
+/// 0.06 ms or more. (On the GPU machine's 16 threads, 640x651 took 1.2 to 1.3 ms at 2^17 and 0.57
+/// at 2^15, where OpenCV took 0.67; at 2^14 and 2^13, 1280x720 took 1.6 to 1.7 ms against 0.8 to
+/// 1.0 at 2^16 and 2^15.)
+const MIN_PART: usize = 1 << 15;
 /// Fewest pixel-taps (pixels times the kernel's length) in a part of a blur pass: about 0.4 ns
-/// each, so a part takes 0.2 ms or more.
-const BLUR_MIN_PART: usize = 1 << 19;
+/// each, so a part takes 0.05 ms or more.
+const BLUR_MIN_PART: usize = 1 << 17;
 
 /// Stages 1–3 for the frame rows `rows`: their NONE / WEAK / STRONG values into `out` (those
 /// rows of the map, `w + 2` bytes each, the first and last left NONE), and the indices in `out`

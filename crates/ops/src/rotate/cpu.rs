@@ -172,10 +172,12 @@ impl Rotate {
     }
 }
 
-/// Half the fewest output pixels for the CPU's work to be split at all ([`parallel::parts`]): 0.74
-/// ns a pixel on one core for nearest, 1.6 for bilinear (4096x3112 turned 30 degrees in 9.4 and 21
-/// ms), so each of two parts takes 0.2 ms or more.
-const MIN_SPLIT: usize = 1 << 18;
+/// Half the fewest output pixels for the CPU's work to be split at all ([`parallel::parts`]): 1.4
+/// ns a pixel on one of the GPU machine's cores for nearest, 3 for bilinear (640x480 turned 30
+/// degrees in 0.42 and 0.96 ms), so each of two parts takes 0.05 ms or more. (At 2^18, 640x651
+/// stayed on one thread: 0.37 ms nearest and 0.8 to 1.3 bilinear on 16 threads, against 0.06 and
+/// 0.11 split, where OpenCV took 0.05 and 0.11.)
+const MIN_SPLIT: usize = 1 << 15;
 /// Fewest output pixels in a part once a frame is split, and parts per thread at most: 2560x1707
 /// makes 256 parts on 16 threads, for the pool to balance bands of unequal cost (those across a
 /// turned frame's corners are mostly fill, and the threads share the cores' caches and memory).
@@ -184,8 +186,10 @@ const MIN_SPLIT: usize = 1 << 18;
 /// 55 us in, and the busiest part ran 170 us, twice the mean, so the last parts ended late; in
 /// parts of 2^14, 16 a thread, the busiest took 49 us, and the median times went from 0.74 to 0.59
 /// ms (bilinear) and 0.37 to 0.36 (nearest) at 2560x1707, 2.8 to 2.1 ms and 5.9 to 4.9 at
-/// 7680x4320 (the narrower bands' own cost, 7 rows at 2560x1707, is in those times).
-const MIN_PART: usize = 1 << 14;
+/// 7680x4320 (the narrower bands' own cost, 7 rows at 2560x1707, is in those times). Frames of 2^18
+/// pixels and more still make at most 16 parts a thread; smaller ones are split into parts of at
+/// least 2^11 pixels (640x651: 203 parts).
+const MIN_PART: usize = 1 << 11;
 /// Parts per thread at most (see [`MIN_PART`]).
 const PARTS_PER_THREAD: usize = 16;
 
