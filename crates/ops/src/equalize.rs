@@ -198,7 +198,7 @@ fn map_parts<T: Copy + Send + Sync>(
     map: impl Fn(&[T], &mut [MaybeUninit<T>]) + Sync,
 ) -> Vec<T> {
     let n = samples.len();
-    let part = n.div_ceil(parallel::parts_split_from(n, MIN_SPLIT, MIN_PART));
+    let part = n.div_ceil(parallel::parts_split_from(n, parallel::split_from(MIN_SPLIT), MIN_PART));
     let map_part = |first: usize, part: &mut [MaybeUninit<T>]| map(&samples[first..first + part.len()], part);
     // SAFETY: `map` writes every slot of its `out`.
     unsafe { parallel::output_in_parts(n, part, map_part) }

@@ -97,7 +97,11 @@ pub struct Histogram {
 pub fn count<T: Sample>(samples: &[T], bins: Bins) -> Vec<u64> {
     let n = bins.count();
     let per_bin = PART_SAMPLES_PER_BIN * n;
-    let parts = parallel::parts_split_from(samples.len(), MIN_SPLIT.max(per_bin), MIN_PART.max(per_bin));
+    let parts = parallel::parts_split_from(
+        samples.len(),
+        parallel::split_from(MIN_SPLIT).max(per_bin),
+        MIN_PART.max(per_bin),
+    );
     if let (Some(bytes), true) = (T::bytes(samples), n <= 256) {
         return add_parts(bytes, parts, |part| count_bytes(part, bins));
     }
@@ -114,7 +118,11 @@ pub fn count_masked<T: Sample>(samples: &[T], mask: &[u8], bins: Bins) -> Vec<u6
     assert_eq!(samples.len(), mask.len(), "one mask byte a sample");
     let n = bins.count();
     let per_bin = PART_SAMPLES_PER_BIN * n;
-    let parts = parallel::parts_split_from(samples.len(), MIN_SPLIT.max(per_bin), MIN_PART.max(per_bin));
+    let parts = parallel::parts_split_from(
+        samples.len(),
+        parallel::split_from(MIN_SPLIT).max(per_bin),
+        MIN_PART.max(per_bin),
+    );
     let all_values = 1u32 << (8 * std::mem::size_of::<T>());
     let lut: Vec<u32> = (0..all_values).map(|v| bins.of(v.min(bins.levels - 1)) as u32).collect();
     let count_part = |samples: &[T], mask: &[u8]| {

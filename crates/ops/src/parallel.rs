@@ -3,9 +3,10 @@
 //!
 //! The pool is rayon's global one, with the count given to [`set_threads`] (`--threads`,
 //! `HISTOPIPE_THREADS`), else [`available_threads`]: every core the process may run on. It is
-//! built when the first frame large enough to split arrives, so a tool that never splits (small
-//! frames, one thread, the GPU) starts no thread for it. Work below an operation's threshold, and
-//! all work with one thread, runs on the calling thread exactly as it did before the pool existed.
+//! built when the first frame large enough to be worth starting it arrives ([`split_from`]), so a
+//! tool that never splits (small frames, one thread, the GPU) starts no thread for it. Work below
+//! an operation's threshold, and all work with one thread, runs on the calling thread exactly as
+//! it did before the pool existed.
 //!
 //! Inside a pool's `install` (the tests build local pools of 1, 2, 3 and 7 threads) an operation
 //! splits for that pool's threads instead: the count is always rayon's view of the current pool.
@@ -104,6 +105,37 @@ fn share() -> usize {
     (n / FRAMES.load(Ordering::Acquire).max(1)).max(1)
 }
 
+/// How much larger than an operation's threshold on a running pool ([`split_from`]) the work must
+/// be to start the pool: a process's first split builds it, and starting 16 threads took about 1
+/// ms on the GPU machine, more than a small frame's split saves. One frame through `threshold`,
+/// `equalize`, `cdf` or `rotate` (a process each, 40 runs of each binary alternating) took 0.8 to
+/// 1.0 ms longer at 640x480 and 640x651 with thresholds an eighth of what they had been and no
+/// such factor (4.3 to 4.8 ms against 3.3 to 4.1), the pool started for that frame. With it, a
+/// process starts the pool for about the frames it did before those thresholds were lowered (by 4
+/// to 16 times); once the pool runs (a larger frame, a batch, a stream), the small frames split
+/// too.
+pub(crate) const START_FACTOR: usize = 8;
+
+/// Whether the pool the work would be split on is running: a local one (the caller is in it) or
+/// the global one, built ([`threads`]) with more than one thread.
+fn pool_running() -> bool {
+    rayon::current_thread_index().is_some() || GLOBAL.get().is_some_and(|&n| n > 1)
+}
+
+/// The `min_split` of [`parts_split_from`] for an operation whose threshold `min_split` was
+/// measured on a running pool: itself while the pool runs, [`START_FACTOR`] times it before.
+pub(crate) fn split_from(min_split: usize) -> usize {
+    split_from_when(min_split, pool_running())
+}
+
+fn split_from_when(min_split: usize, running: bool) -> usize {
+    if running {
+        min_split
+    } else {
+        min_split.saturating_mul(START_FACTOR)
+    }
+}
+
 /// How many parts to split `units` units of work into so that each has at least `min_part`
 /// (an operation's measured threshold): 1, on the calling thread, when the work is too small or
 /// there is one thread (or one thread's [`share`] of the pool); else at most [`PARTS_PER_THREAD`]
@@ -117,7 +149,9 @@ fn share() -> usize {
 /// thresholds, one thread's time (its cores do a pixel in twice the time the build machine's do,
 /// and thresholds set there as 0.2 ms of work left frames of 1 ms unsplit), and 0.09 to 0.12 ms
 /// with a threshold an eighth as large (OpenCV on 16 threads: 0.07 to 0.11). On 2 threads of the
-/// build machine the smaller thresholds measured as fast or faster, from 320x240 up.
+/// build machine the smaller thresholds measured as fast or faster, from 320x240 up. Those times
+/// are of a running pool: the operations that split such small work pass their threshold through
+/// [`split_from`], so that it does not start the pool.
 pub(crate) fn parts(units: usize, min_part: usize) -> usize {
     // This crate's tests split whatever the size, so that their small frames take the split paths.
     let min_part = if cfg!(test) { 1 } else { min_part.max(1) };
@@ -322,6 +356,19 @@ mod tests {
         three.install(|| assert_eq!(parts(1 << 30, 1), 12, "inside a pool: its threads"));
         drop((two, more));
         assert_eq!(parts(1 << 30, 1), whole, "the frames done: the whole pool again");
+    }
+
+    /// Until a pool runs, a threshold passed through `split_from` is START_FACTOR times larger.
+    #[test]
+    fn a_pool_is_started_only_for_larger_work() {
+        assert_eq!(split_from_when(1000, true), 1000);
+        assert_eq!(split_from_when(1000, false), START_FACTOR * 1000);
+        assert_eq!(split_from_when(usize::MAX / 2, false), usize::MAX, "saturated, not overflowed");
+        let three = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        three.install(|| {
+            assert!(pool_running(), "inside a local pool");
+            assert_eq!(split_from(1000), 1000);
+        });
     }
 
     #[test]

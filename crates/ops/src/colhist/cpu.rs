@@ -88,7 +88,7 @@ impl ColHist {
             (false, false) => cpu_strip(bins),
         };
         let units = lines.div_ceil(unit);
-        let parts = parallel::parts_split_from(w * h, MIN_SPLIT, MIN_PART).min(units);
+        let parts = parallel::parts_split_from(w * h, parallel::split_from(MIN_SPLIT), MIN_PART).min(units);
         // Rounded down: at least `parts` parts, of whole units (2560 columns in 64 parts: 80 parts
         // of one strip, not 40 of two, which would leave 16 threads 2.5 parts each).
         let per_part = units / parts * unit;

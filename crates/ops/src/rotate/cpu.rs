@@ -33,7 +33,8 @@ impl Rotate {
         // the input unchecked (the portable kernel checks, as it always did).
         let fits = (w as u64).saturating_mul(h as u64) < 1 << 52 && input.len() >= w * h;
         let kernel = if fits { kernel } else { Kernel::Scalar };
-        let parts = parallel::parts_split_finely(n, MIN_SPLIT, MIN_PART, PARTS_PER_THREAD);
+        let parts =
+            parallel::parts_split_finely(n, parallel::split_from(MIN_SPLIT), MIN_PART, PARTS_PER_THREAD);
         let band = oh.div_ceil(parts) * ow;
         let rows_of = |first: usize, part: &mut [MaybeUninit<T>]| {
             let rows = first / ow..(first + part.len()) / ow;

@@ -39,7 +39,7 @@ const MIN_PART: usize = 1 << 13;
 /// `map(v)` of every sample, in parts on the pool's threads.
 fn map_parts<I: Copy + Sync, O: Copy + Send>(samples: &[I], map: impl Fn(I) -> O + Sync) -> Vec<O> {
     let n = samples.len();
-    let part = n.div_ceil(parallel::parts_split_from(n, MIN_SPLIT, MIN_PART));
+    let part = n.div_ceil(parallel::parts_split_from(n, parallel::split_from(MIN_SPLIT), MIN_PART));
     let map_part = |first: usize, out: &mut [std::mem::MaybeUninit<O>]| {
         let src = &samples[first..first + out.len()];
         for (slot, &v) in out.iter_mut().zip(src) {
