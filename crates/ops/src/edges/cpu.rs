@@ -130,7 +130,9 @@ pub(super) fn canny_cpu(src: &[u8], w: usize, h: usize, l2: bool, low: i32, high
     // Set band by band on the pool's threads: zeroed here, the whole map would be one thread's
     // memset (glibc serves a block of the last frame's size from its heap, not fresh pages).
     let mut map: Vec<u8> = parallel::output(n);
-    let band = h.div_ceil(split(w * h, MIN_PART));
+    let at_least =
+        parallel::parts_split_finely(w * h, parallel::split_from(MIN_THREAD_PART), MIN_THREAD_PART, 1);
+    let band = h.div_ceil(split(w * h, MIN_PART).max(at_least));
     let thresholds = Thresholds { l2, low, high };
     // Frame rows y0.. are map rows y0 + 1..: a band's bytes start at (y0 + 1) mw in the map.
     let in_band = |y0: usize, rows: &mut [MaybeUninit<u8>]| {
@@ -197,12 +199,20 @@ fn flood(map: &mut [u8], mw: usize, base: usize, mut stack: Vec<usize>, outside:
     }
 }
 
-/// Fewest pixels in a part of the CPU's work ([`parallel::parts`]): 1.9 ns a pixel on one core
-/// (a real 4096x3112 in 24 ms; uniform noise, all edges, takes ten times that), so a part takes
-/// 0.06 ms or more. (On the GPU machine's 16 threads, 640x651 took 1.2 to 1.3 ms at 2^17 and 0.57
-/// at 2^15, where OpenCV took 0.67; at 2^14 and 2^13, 1280x720 took 1.6 to 1.7 ms against 0.8 to
-/// 1.0 at 2^16 and 2^15.)
-const MIN_PART: usize = 1 << 15;
+/// Fewest pixels in a band of the suppression and the floods ([`parallel::parts`]): 1.9 ns a pixel
+/// on one core (a real 4096x3112 in 24 ms; uniform noise, all edges, takes ten times that), so a
+/// band takes 0.25 ms or more. Smaller bands cost: each band's flood ends in notes that one thread
+/// then floods from, and each band computes the gradients of the rows around it again (2560x1707
+/// real took 3.1 to 3.2 ms on the GPU machine's 16 threads in 33 bands of 2^17 pixels, 3.6 in 64 of
+/// 2^15). But a frame of fewer such bands than threads is cut into up to one a thread, of at
+/// least [`MIN_THREAD_PART`] pixels.
+const MIN_PART: usize = 1 << 17;
+/// Fewest pixels in a band of a frame that [`MIN_PART`] would cut into fewer bands than threads:
+/// 640x651 took 1.1 to 1.2 ms in 3 bands of 2^17 pixels, 0.47 to 0.54 in 12 (OpenCV: 0.68 to
+/// 0.72), and 1280x720 real 1.5 to 1.6 in 7, 1.1 to 1.2 in 16; at most one a thread, as the
+/// bands' work differs (uniform noise from 3932x4000 up took twice as long in one band a thread
+/// as in bands of 2^17 pixels, up to 4 a thread).
+const MIN_THREAD_PART: usize = 1 << 15;
 /// Fewest pixel-taps (pixels times the kernel's length) in a part of a blur pass: about 0.4 ns
 /// each, so a part takes 0.05 ms or more.
 const BLUR_MIN_PART: usize = 1 << 17;
