@@ -910,7 +910,9 @@ def main():
              "fresh `XDG_CACHE_HOME`; OpenCV one-liners include the interpreter's start and imports.")
     L.append("- Streams: `cat F | FILTER | wc -c` against `cat F | cat | wc -c` (`wc -c` reads its pipe as "
              "`cat > /dev/null` would, and counts the output bytes), each the best of 3 runs (all runs in the note); "
-             "`cat` is timed at the start and at the end, and its best is the reference (the edge maps' stream, raw frames of the same size, is held to the raw stream's `cat`). A filter's time includes "
+             "`cat` is timed at the start and at the end, and its best on the same host is the reference (a run split over "
+             "calls may run on several machines; the edge maps' stream, raw frames of the same size, is held to the raw "
+             "stream's `cat`). A filter's time includes "
              "its process start and, for the GPU, the driver's start-up (about 0.2 s of a 300-frame stream's 1 s). "
              "`first frame s` is the same pipeline on the stream's first frame alone (best of 3: start-up and one frame), "
              "and `steady frames/s` what the other frames add: (N - 1) / (stream time - first frame time).")
