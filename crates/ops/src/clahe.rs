@@ -44,12 +44,6 @@ use crate::{parallel, with_samples, Element, Gpu, Op, OpError, Sample};
 /// took 0.29; 1280x720, 0.77 against 0.47, OpenCV 0.39.)
 const MIN_PART: usize = 1 << 12;
 
-/// The parts `pixels` of work are split into ([`MIN_PART`]; the pool is started only for more:
-/// [`parallel::split_from`]).
-fn split(pixels: usize) -> usize {
-    parallel::parts_split_from(pixels, parallel::split_from(MIN_PART), MIN_PART)
-}
-
 /// OpenCV's default clip limit (`cv2.createCLAHE()`).
 pub const DEFAULT_CLIP: f64 = 40.0;
 /// OpenCV's default grid (`cv2.createCLAHE()`): 8 x 8 tiles.
@@ -446,7 +440,7 @@ impl Tiling {
         let tiles = self.tiles();
         let mut luts = vec![T::default(); self.table_len()];
         let pixels = self.tile_w as usize * self.tile_h as usize * tiles;
-        let per_part = tiles.div_ceil(split(pixels).min(tiles)) * bins;
+        let per_part = tiles.div_ceil(parallel::parts_warm(pixels, MIN_PART).min(tiles)) * bins;
         parallel::for_each_part(&mut luts, per_part, |first, part| {
             let mut hist = vec![0u32; bins];
             for (j, lut) in part.chunks_exact_mut(bins).enumerate() {
@@ -488,7 +482,7 @@ impl Tiling {
         let columns: Vec<Weights> = (0..w).map(|x| Weights::at(x, self.inv_tw, self.tiles_x)).collect();
         let runs: Vec<&[Weights]> =
             columns.chunk_by(|a, b| (a.first, a.second) == (b.first, b.second)).collect();
-        let band = h.div_ceil(split(n)) * w;
+        let band = h.div_ceil(parallel::parts_warm(n, MIN_PART)) * w;
         let rows_of = |first: usize, part: &mut [MaybeUninit<T>]| {
             let y0 = first / w;
             for (y, (row, line)) in (y0..).zip(samples[first..].chunks_exact(w).zip(part.chunks_exact_mut(w)))

@@ -128,6 +128,12 @@ pub(crate) fn split_from(min_split: usize) -> usize {
     split_from_when(min_split, pool_running())
 }
 
+/// [`parts`] for an operation whose `min_part` was measured on a running pool: until the pool runs,
+/// only work of [`START_FACTOR`] times the threshold is split ([`split_from`]).
+pub(crate) fn parts_warm(units: usize, min_part: usize) -> usize {
+    parts_split_from(units, split_from(min_part), min_part)
+}
+
 fn split_from_when(min_split: usize, running: bool) -> usize {
     if running {
         min_split

@@ -17,7 +17,7 @@ pub fn blur_cpu(src: &[u8], w: usize, h: usize, k: &[f32]) -> Vec<u8> {
     let r = (k.len() / 2) as isize;
     let clamp = |v: isize, n: usize| v.clamp(0, n as isize - 1) as usize;
     // Each pass costs about a multiply-add per tap and pixel.
-    let band = h.div_ceil(split(w * h * k.len(), BLUR_MIN_PART)) * w;
+    let band = h.div_ceil(parallel::parts_warm(w * h * k.len(), BLUR_MIN_PART)) * w;
     let mut tmp = vec![0f32; w * h];
     parallel::for_each_part(&mut tmp, band, |first, part| {
         for (y, row) in (first / w..).zip(part.chunks_exact_mut(w)) {
@@ -132,7 +132,7 @@ pub(super) fn canny_cpu(src: &[u8], w: usize, h: usize, l2: bool, low: i32, high
     let mut map: Vec<u8> = parallel::output(n);
     let at_least =
         parallel::parts_split_finely(w * h, parallel::split_from(MIN_THREAD_PART), MIN_THREAD_PART, 1);
-    let band = h.div_ceil(split(w * h, MIN_PART).max(at_least));
+    let band = h.div_ceil(parallel::parts_warm(w * h, MIN_PART).max(at_least));
     let thresholds = Thresholds { l2, low, high };
     // Frame rows y0.. are map rows y0 + 1..: a band's bytes start at (y0 + 1) mw in the map.
     let in_band = |y0: usize, rows: &mut [MaybeUninit<u8>]| {
@@ -216,12 +216,6 @@ const MIN_THREAD_PART: usize = 1 << 15;
 /// Fewest pixel-taps (pixels times the kernel's length) in a part of a blur pass: about 0.4 ns
 /// each, so a part takes 0.05 ms or more.
 const BLUR_MIN_PART: usize = 1 << 17;
-
-/// The parts `units` of work are split into, each at least `min_part` (the pool is started only
-/// for more: [`parallel::split_from`]).
-fn split(units: usize, min_part: usize) -> usize {
-    parallel::parts_split_from(units, parallel::split_from(min_part), min_part)
-}
 
 /// Stages 1–3 for the frame rows `rows`: their NONE / WEAK / STRONG values into `out` (those
 /// rows of the map, `w + 2` bytes each, the first and last left NONE), and the indices in `out`
