@@ -4,7 +4,7 @@
 use std::mem::MaybeUninit;
 use std::ops::Range;
 
-use super::strips::{count_columns_8bit, BYTE_STRIP};
+use super::strips::{byte_part_columns, count_columns_8bit};
 use super::{bin_of, ColHist};
 use crate::{parallel, Sample};
 
@@ -81,16 +81,17 @@ impl ColHist {
             return counts;
         };
         let eight_bit = T::bytes(input).is_some() && bins <= 256 && mask.is_none();
-        // Parts of whole strips, as the loops below take them; rows one by one.
+        let parts = parallel::parts_split_from(w * h, parallel::split_from(MIN_SPLIT), MIN_PART);
+        // Parts of whole strips (or of the 8-bit loops' groups), as the loops below take them; rows
+        // one by one.
         let unit = match (self.rows, eight_bit) {
             (true, _) => 1,
-            (false, true) => BYTE_STRIP,
+            (false, true) => byte_part_columns(lines, parts),
             (false, false) => cpu_strip(bins),
         };
         let units = lines.div_ceil(unit);
-        let parts = parallel::parts_split_from(w * h, parallel::split_from(MIN_SPLIT), MIN_PART).min(units);
-        // Rounded down: at least `parts` parts, of whole units (2560 columns in 64 parts: 80 parts
-        // of one strip, not 40 of two, which would leave 16 threads 2.5 parts each).
+        let parts = parts.min(units);
+        // Rounded down: at least `parts` parts, of whole units.
         let per_part = units / parts * unit;
         let ranges: Vec<Range<usize>> =
             (0..lines).step_by(per_part).map(|l| l..(l + per_part).min(lines)).collect();

@@ -12,6 +12,22 @@ pub(super) const BYTE_STRIP: usize = 32;
 /// first strip, serve the other three from the L2 cache and TLB. Their counters, 64 KiB, stay in
 /// the L2 cache between bands.
 const BYTE_GROUP: usize = 4 * BYTE_STRIP;
+/// The columns a part of the 8-bit count is made of when the lines are split into `parts` for the
+/// pool's threads (4 a thread): whole groups where there are at least half as many as parts (2
+/// a thread), else whole 64-byte lines of a row (2 strips) on the same terms, else strips. Parts
+/// of one strip read half a cache line of each row, whose other half a neighbouring part, on
+/// another thread, reads again, and they lose the group's sharing of each row's line and page
+/// translation. Measured on the GPU machine's 16 threads, random content, the lowest median of 2
+/// or 3 rounds in each of two calls (parts of one strip, two, a group; ms): 2560x1707 0.68 to
+/// 0.74, 0.53 to 0.62, 0.48 to 0.73; 3932x4000 1.45 to 1.67, 1.18 to 1.45, 1.22 to 1.66;
+/// 4096x3112 1.18 to 1.29, 1.01 to 1.40, 1.04 to 1.30; 7680x4320 2.42 to 2.83, 2.19 to 3.31,
+/// 2.34 to 2.77. Two strips or a group, which of them the noise did not tell. (Tiles of 256 to
+/// 1024 columns by 2 or 4 bands of rows, whose bands' counts are then added, were slower at every
+/// size: 3932x4000 random 1.39 to 1.67 ms against 1.26 with this rule, 1.43 with strips.)
+pub(super) fn byte_part_columns(lines: usize, parts: usize) -> usize {
+    [BYTE_GROUP, 2 * BYTE_STRIP].into_iter().find(|&unit| 2 * (lines / unit) >= parts).unwrap_or(BYTE_STRIP)
+}
+
 /// Rows of a band: 128 rows of a group, 16 KiB, fit the L2 cache and their pages the L2 TLB.
 /// (Strips counted down the whole frame, one after the other, found each row's line and page
 /// translation evicted since the strip before: 3932x4000 random took 6.6 ms against 5.7 ms with

@@ -131,7 +131,10 @@ fn groups_bands_and_partial_strips_count_as_every_pixel() {
 #[test]
 fn every_split_counts_as_one_thread() {
     let mut rng = fastrand::Rng::with_seed(17);
-    for (w, h) in parallel::testing::sizes(&mut rng) {
+    // 1030 columns: the 8-bit count's parts are whole groups on 2 and 3 threads, pairs of strips
+    // on 7 (`byte_part_columns`), with a part of a few columns at the end.
+    let wide = [(1030, 9)];
+    for (w, h) in parallel::testing::sizes(&mut rng).into_iter().chain(wide) {
         for (maxval, bins) in [(255, None), (255, Some(7)), (200, None), (1076, None), (1076, Some(1077))] {
             let mut f = parallel::testing::frame(&mut rng, w, h, maxval);
             for geometry in [None, Some(turned(w, h, 0.7))] {
@@ -433,4 +436,17 @@ fn both_column_kernels_on_the_gpu_are_the_cpus() {
     if sms >= 64 {
         assert!(shapes.len() >= 3, "shapes (k, several parts) seen: {shapes:?}");
     }
+}
+
+/// The 8-bit count's parts: groups while there are two a thread, else pairs of strips, else strips.
+#[test]
+fn byte_parts_are_as_wide_as_the_threads_allow() {
+    use super::strips::byte_part_columns;
+    assert_eq!(byte_part_columns(4096, 64), 128);
+    assert_eq!(byte_part_columns(3932, 64), 64);
+    assert_eq!(byte_part_columns(2560, 64), 64);
+    assert_eq!(byte_part_columns(1920, 64), 32);
+    assert_eq!(byte_part_columns(640, 64), 32);
+    assert_eq!(byte_part_columns(640, 1), 128);
+    assert_eq!(byte_part_columns(40, 1), 32);
 }
