@@ -96,12 +96,7 @@ pub struct Histogram {
 /// added: integer sums, the same whatever the split.
 pub fn count<T: Sample>(samples: &[T], bins: Bins) -> Vec<u64> {
     let n = bins.count();
-    let per_bin = PART_SAMPLES_PER_BIN * n;
-    let parts = parallel::parts_split_from(
-        samples.len(),
-        parallel::split_from(MIN_SPLIT).max(per_bin),
-        MIN_PART.max(per_bin),
-    );
+    let parts = count_parts(samples.len(), n);
     if let (Some(bytes), true) = (T::bytes(samples), n <= 256) {
         return add_parts(bytes, parts, |part| count_bytes(part, bins));
     }
@@ -111,18 +106,21 @@ pub fn count<T: Sample>(samples: &[T], bins: Bins) -> Vec<u64> {
     add_parts(samples, parts, |part| count_with(part, &lut, n))
 }
 
+/// The parts [`count`] and [`count_masked`] split `len` samples into for `bins` bins: from
+/// [`MIN_SPLIT`] samples ([`parallel::split_from`]), parts of [`MIN_PART`], and at least
+/// [`PART_SAMPLES_PER_BIN`] samples a bin either way.
+fn count_parts(len: usize, bins: usize) -> usize {
+    let per_bin = PART_SAMPLES_PER_BIN * bins;
+    parallel::parts_split_from(len, parallel::split_from(MIN_SPLIT).max(per_bin), MIN_PART.max(per_bin))
+}
+
 /// The histogram of the samples of `samples` whose `mask` byte is non-zero (one byte a sample),
 /// on the CPU: split into parts as [`count`] splits, the parts' counts added (the same whatever
 /// the split).
 pub fn count_masked<T: Sample>(samples: &[T], mask: &[u8], bins: Bins) -> Vec<u64> {
     assert_eq!(samples.len(), mask.len(), "one mask byte a sample");
     let n = bins.count();
-    let per_bin = PART_SAMPLES_PER_BIN * n;
-    let parts = parallel::parts_split_from(
-        samples.len(),
-        parallel::split_from(MIN_SPLIT).max(per_bin),
-        MIN_PART.max(per_bin),
-    );
+    let parts = count_parts(samples.len(), n);
     let all_values = 1u32 << (8 * std::mem::size_of::<T>());
     let lut: Vec<u32> = (0..all_values).map(|v| bins.of(v.min(bins.levels - 1)) as u32).collect();
     let count_part = |samples: &[T], mask: &[u8]| {
