@@ -100,7 +100,8 @@ __device__ __forceinline__ void canny_sobel(const u8 (*in)[CANNY_TW + 4], int lx
 //    weak ring pixels) each in-tile component is labelled: a warp grows one from a weak ring pixel
 //    through the kept pixels outside E and points the parent entry of every weak ring pixel it
 //    reached at the component's first (the representative); the first warp alone, one component
-//    after another, or, `wide`, every warp of the block, eight at once (32 in canny_nms_tall).
+//    after another, or, `wide` (canny_nms_wide, canny_nms_tall), every warp of the block, two
+//    components a warp: 16 at once (64 in canny_nms_tall).
 //    The elements of the union-find are these pixels, numbered 1 + y w + x (`parent` has w h + 1
 //    entries, only theirs written), and element 0, STRONG, its own root, which stands for every
 //    pixel of E.
@@ -141,23 +142,42 @@ __device__ __forceinline__ u32 load_relaxed(const u32* p) {
 // back by the OR.
 __device__ __forceinline__ u64 canny_fill(u64 kept, u64 seeds) { return (((kept + seeds) ^ kept) | seeds) & kept; }
 
-// The growth of `edge` (a subset of `kept`), this lane's half-row of a tile (see above), through
-// `kept` to a fixpoint within the tile. Every lane of the warp calls it.
-__device__ u64 canny_grow(u64 kept, u64 edge) {
+// One step of the growth of `edge` (a subset of `kept`), this lane's half-row of a tile (see
+// above): the 8-neighbour dilation of `edge` through `kept`, then its runs filled both ways. Every
+// lane of the warp calls it.
+__device__ __forceinline__ u64 canny_grow_step(u64 kept, u64 edge) {
     const u32 lane = threadIdx.x & 31, row = lane >> 1, half = lane & 1;
+    u64 up = __shfl_up_sync(FULL_MASK, edge, 2), down = __shfl_down_sync(FULL_MASK, edge, 2);
+    if (row == 0) up = 0;
+    if (row == CANNY_TH - 1) down = 0;
+    const u64 v = edge | up | down;
+    // The pixels just left and right of this half: the other half's (none outside the tile).
+    const u64 other = __shfl_xor_sync(FULL_MASK, v, 1);
+    const u64 left = half ? other >> 63 : 0;
+    const u64 right = half ? 0 : other & 1;
+    const u64 seeds = edge | ((v | v << 1 | v >> 1 | left | right << 63) & kept);
+    return canny_fill(kept, seeds) | __brevll(canny_fill(__brevll(kept), __brevll(seeds)));
+}
+
+// The growth of `edge` (a subset of `kept`), this lane's half-row of a tile, through `kept` to a
+// fixpoint within the tile. Every lane of the warp calls it.
+__device__ u64 canny_grow(u64 kept, u64 edge) {
     for (;;) {
-        u64 up = __shfl_up_sync(FULL_MASK, edge, 2), down = __shfl_down_sync(FULL_MASK, edge, 2);
-        if (row == 0) up = 0;
-        if (row == CANNY_TH - 1) down = 0;
-        const u64 v = edge | up | down;
-        // The pixels just left and right of this half: the other half's (none outside the tile).
-        const u64 other = __shfl_xor_sync(FULL_MASK, v, 1);
-        const u64 left = half ? other >> 63 : 0;
-        const u64 right = half ? 0 : other & 1;
-        const u64 seeds = edge | ((v | v << 1 | v >> 1 | left | right << 63) & kept);
-        const u64 grown = canny_fill(kept, seeds) | __brevll(canny_fill(__brevll(kept), __brevll(seeds)));
+        const u64 grown = canny_grow_step(kept, edge);
         if (!__any_sync(FULL_MASK, grown != edge)) return edge;
         edge = grown;
+    }
+}
+
+// Two growths through the same `kept` at once, each to its fixpoint (as canny_grow): their steps
+// are independent, so the warp issues one's while the other's shuffles are in flight, and two
+// growths take about the time of the longer one.
+__device__ void canny_grow2(u64 kept, u64& a, u64& b) {
+    for (;;) {
+        const u64 ga = canny_grow_step(kept, a), gb = canny_grow_step(kept, b);
+        if (!__any_sync(FULL_MASK, ga != a || gb != b)) return;
+        a = ga;
+        b = gb;
     }
 }
 
@@ -219,10 +239,32 @@ __device__ __forceinline__ CannyLink canny_link(bool p_starts, bool q_before, bo
     return {p_starts && q_before, p_starts && q_beside && q_beside_starts, q_after && q_after_starts};
 }
 
-// canny_nms for blocks of CANNY_BX x BY threads.
-template <int BY>
+// The n-th set bit of a warp's bit sets (lane order, then bit order; the lanes before this one hold
+// `before` of them), if this lane holds it, else 0.
+__device__ __forceinline__ u64 canny_nth(u64 bits, u32 before, u32 n) {
+    if (n < before || n >= before + __popcll(bits)) return 0;
+    for (u32 k = before; k < n; k++) bits &= bits - 1;
+    return bits & (0 - bits);
+}
+
+// The labelling of canny_nms (below): `reached`, the pending pixels of the in-tile component grown
+// from `seed` (one pixel of the warp), point at the component's first pending pixel if `seed` is
+// that pixel; else another seed's warp labels them. Every lane of the warp calls it.
+__device__ __forceinline__ void canny_label(u32* parent, u64 reached, u64 seed, u64 x_half, u64 y, u32 w) {
+    const u32 first = __ffs(__ballot_sync(FULL_MASK, reached != 0)) - 1;
+    const u32 seed_lane = __ffs(__ballot_sync(FULL_MASK, seed != 0)) - 1;
+    const u64 lowest = __shfl_sync(FULL_MASK, reached & (0 - reached), first);
+    if (first == seed_lane && lowest == __shfl_sync(FULL_MASK, seed, seed_lane)) {
+        const u32 rep = __shfl_sync(FULL_MASK, canny_element(x_half + __ffsll(reached) - 1, y, w), first);
+        for (u64 r = reached; r; r &= r - 1) parent[canny_element(x_half + __ffsll(r) - 1, y, w)] = rep;
+    }
+}
+
+// canny_nms for blocks of CANNY_BX x BY threads, labelling `WIDE` or not (a kernel each: the
+// wide rounds' registers would otherwise cost the many-wave grids' blocks their occupancy).
+template <int BY, bool WIDE>
 __device__ __forceinline__ void canny_nms_tile(const u8* __restrict__ src, u32 w, u32 h, u32 l2, int low, int high,
-                                               u32 words, u32 wide, u32* __restrict__ kept_words,
+                                               u32 words, u32* __restrict__ kept_words,
                                                u32* __restrict__ edge, u32* __restrict__ parent) {
     __shared__ u8 in[CANNY_TH + 4][CANNY_TW + 4];
     __shared__ int mag[CANNY_TH + 2][CANNY_TW + 2];
@@ -325,7 +367,7 @@ __device__ __forceinline__ void canny_nms_tile(const u8* __restrict__ src, u32 w
         weak = kept & ~grown;
         pending = weak & canny_ring();
     }
-    if (!wide) {
+    if (!WIDE) {
         // A grid of many waves: the first warp labels alone, one in-tile component at a time
         // from its first pending pixel, and the other warps leave their SM to the next tiles.
         if (by != 0) return;
@@ -342,12 +384,13 @@ __device__ __forceinline__ void canny_nms_tile(const u8* __restrict__ src, u32 w
         }
     }
     // Wide (a grid of few waves, where the frame waits on its slowest tiles): every warp labels, in
-    // rounds.
-    // In each round warp i grows the in-tile component of the i-th pending pixel (in frame order)
-    // through the weak pixels; the warp whose seed is its component's first pending pixel (the
-    // lowest seed in it: every pending pixel below a seed is one) points the component's pending
-    // pixels at that pixel, and every warp takes its component out of `pending`. Lane l holds row
-    // l / 2, half l % 2, as in canny_grow.
+    // rounds. A component's first pending pixel (in frame order) has no pending pixel just before
+    // it in its row, nor just above it: it starts a run of them, and only such starts are seeds. In
+    // each round warp i grows, at once (canny_grow2), the in-tile components of the i-th and the
+    // (i + BY)-th starts through the weak pixels; the warp whose seed is its component's first
+    // pending pixel (the lowest start in it: the round's seeds are the first starts in frame order)
+    // points the component's pending pixels at that pixel (canny_label), and every warp takes its
+    // components out of `pending`. Lane l holds row l / 2, half l % 2, as in canny_grow.
     if (by == 0) {
         weak_rows[bx] = weak;
         pending_rows[bx] = pending;
@@ -359,41 +402,46 @@ __device__ __forceinline__ void canny_nms_tile(const u8* __restrict__ src, u32 w
     weak = weak_rows[bx];
     for (;;) {
         pending = pending_rows[bx];
-        const u32 count = __popcll(pending), through = warp_scan(count);
+        const u64 above = __shfl_up_sync(FULL_MASK, pending, 2), beside = __shfl_xor_sync(FULL_MASK, pending, 1);
+        const u64 starts = pending & ~(pending << 1) & ~(row ? above : 0) & ~(half ? beside >> 63 : 0);
+        const u32 count = __popcll(starts), through = warp_scan(count);
         const u32 total = __shfl_sync(FULL_MASK, through, 31);
         // `total` is the block's: every thread read the same rows since the last barrier.
         if (total == 0) return;
         u64 reached = 0;
         if ((u32)by < total) {
-            u64 seed = 0;
-            if (through - count <= (u32)by && (u32)by < through) {
-                u64 b = pending;
-                for (u32 k = through - count; k < (u32)by; k++) b &= b - 1;
-                seed = b & (0 - b);
-            }
-            reached = canny_grow(weak, seed) & pending;
-            const u32 first = __ffs(__ballot_sync(FULL_MASK, reached != 0)) - 1;
-            const u32 seed_lane = __ffs(__ballot_sync(FULL_MASK, seed != 0)) - 1;
-            const u64 lowest = __shfl_sync(FULL_MASK, reached & (0 - reached), first);
-            if (first == seed_lane && lowest == __shfl_sync(FULL_MASK, seed, seed_lane)) {
-                const u32 rep = __shfl_sync(FULL_MASK, canny_element(x_half + __ffsll(reached) - 1, y, w), first);
-                for (u64 r = reached; r; r &= r - 1) parent[canny_element(x_half + __ffsll(r) - 1, y, w)] = rep;
-            }
+            const u32 second = by + BY;
+            const u64 seed_a = canny_nth(starts, through - count, by);
+            const u64 seed_b = second < total ? canny_nth(starts, through - count, second) : 0;
+            u64 a = seed_a, b = seed_b;
+            canny_grow2(weak, a, b);
+            a &= pending;
+            b &= pending;
+            canny_label(parent, a, seed_a, x_half, y, w);
+            if (second < total) canny_label(parent, b, seed_b, x_half, y, w);
+            reached = a | b;
         }
         __syncthreads();
         if (reached) atomicAnd(&pending_rows[bx], ~reached);
         __syncthreads();
     }
 }
+// canny_nms for a grid of many waves, canny_nms_wide for one of few (Spread::Block on the host),
+// canny_nms_tall for one wave of tall blocks (Spread::TallBlock).
 extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
-    canny_nms(const u8* __restrict__ src, u32 w, u32 h, u32 l2, int low, int high, u32 words, u32 wide,
+    canny_nms(const u8* __restrict__ src, u32 w, u32 h, u32 l2, int low, int high, u32 words,
               u32* __restrict__ kept_words, u32* __restrict__ edge, u32* __restrict__ parent) {
-    canny_nms_tile<CANNY_BY>(src, w, h, l2, low, high, words, wide, kept_words, edge, parent);
+    canny_nms_tile<CANNY_BY, false>(src, w, h, l2, low, high, words, kept_words, edge, parent);
+}
+extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_BY)
+    canny_nms_wide(const u8* __restrict__ src, u32 w, u32 h, u32 l2, int low, int high, u32 words,
+                   u32* __restrict__ kept_words, u32* __restrict__ edge, u32* __restrict__ parent) {
+    canny_nms_tile<CANNY_BY, true>(src, w, h, l2, low, high, words, kept_words, edge, parent);
 }
 extern "C" __global__ void __launch_bounds__(CANNY_BX * CANNY_TALL_BY)
-    canny_nms_tall(const u8* __restrict__ src, u32 w, u32 h, u32 l2, int low, int high, u32 words, u32 wide,
+    canny_nms_tall(const u8* __restrict__ src, u32 w, u32 h, u32 l2, int low, int high, u32 words,
                    u32* __restrict__ kept_words, u32* __restrict__ edge, u32* __restrict__ parent) {
-    canny_nms_tile<CANNY_TALL_BY>(src, w, h, l2, low, high, words, wide, kept_words, edge, parent);
+    canny_nms_tile<CANNY_TALL_BY, true>(src, w, h, l2, low, high, words, kept_words, edge, parent);
 }
 
 // Word j of row y of a bit map, 0 outside the rows' words (plain loads: the maps are not written

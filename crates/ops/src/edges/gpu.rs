@@ -26,7 +26,7 @@ pub(super) enum Spread {
     /// One warp of a tile does it, and the other warps leave their SM to the next tiles.
     Warp,
     /// `wide`: the frame waits on its slowest tiles, and each tile's serial work is spread over
-    /// its block's warps (`canny_nms`, [`NMS_BLOCK`]).
+    /// its block's warps (`canny_nms_wide`, [`NMS_BLOCK`]).
     Block,
     /// `wide` with blocks of [`TALL_BLOCK`] (`canny_nms_tall`, `canny_finish_tall`): the grid is one
     /// wave of them, and a tile's serial work is split four times finer.
@@ -39,11 +39,12 @@ impl Spread {
         (self != Spread::Warp) as u32
     }
 
-    /// The block of `canny_nms` and `canny_finish`, and their names.
+    /// The block of `canny_nms` and `canny_finish`, and the names of the kernels of this spread.
     fn nms_finish(self) -> ((u32, u32), &'static str, &'static str) {
         match self {
             Spread::TallBlock => (TALL_BLOCK, "canny_nms_tall", "canny_finish_tall"),
-            _ => (NMS_BLOCK, "canny_nms", "canny_finish"),
+            Spread::Block => (NMS_BLOCK, "canny_nms_wide", "canny_finish"),
+            Spread::Warp => (NMS_BLOCK, "canny_nms", "canny_finish"),
         }
     }
 }
@@ -143,11 +144,10 @@ impl Canny {
         let cfg =
             LaunchConfig { grid_dim: (tiles, 1, 1), block_dim: (block.0, block.1, 1), shared_mem_bytes: 0 };
         let (w32, h32, l2, words) = (w as u32, h as u32, self.l2 as u32, w.div_ceil(32) as u32);
-        let wide = spread.wide();
-        // SAFETY: canny_nms and canny_nms_tall(in, w, h, l2, low, high, words, wide, kept, edge,
-        // parent) in canny.cu; the lengths are checked above.
+        // SAFETY: canny_nms, canny_nms_wide and canny_nms_tall(in, w, h, l2, low, high, words, kept,
+        // edge, parent) in canny.cu; the lengths are checked above.
         unsafe {
-            launch!(gpu, kernels::CANNY, name, cfg; src, &w32, &h32, &l2, &low, &high, &words, &wide, kept, edge, &mut *parent)
+            launch!(gpu, kernels::CANNY, name, cfg; src, &w32, &h32, &l2, &low, &high, &words, kept, edge, &mut *parent)
         }?;
         Ok(())
     }

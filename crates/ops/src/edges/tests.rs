@@ -300,9 +300,89 @@ mod bit_model {
         }
     }
 
-    /// The edges by the model: canny_nms's growth and labels within each tile, canny_union's
-    /// pairs in an order `rng` shuffles, then canny_finish.
-    pub fn edges(map: &[u8], w: usize, h: usize, rng: &mut fastrand::Rng) -> Vec<bool> {
+    /// The labels of a tile's weak ring pixels (`pending`, of the weak pixels `weak`) as canny_nms
+    /// makes them for a grid of many waves: one in-tile component at a time, from the first
+    /// pending pixel, every pending pixel it reaches pointed at that one. Pairs ((lane, bit) of a
+    /// pixel, (lane, bit) of its representative).
+    pub fn labels_one_at_a_time(
+        weak: &[u64; 32],
+        mut pending: [u64; 32],
+    ) -> Vec<((usize, u32), (usize, u32))> {
+        let mut labels = Vec::new();
+        while let Some(first) = (0..32).find(|&l| pending[l] != 0) {
+            let mut seed = [0u64; 32];
+            seed[first] = pending[first] & pending[first].wrapping_neg();
+            let rep = (first, pending[first].trailing_zeros());
+            let comp = grow(weak, seed);
+            for l in 0..32 {
+                let mut reached = comp[l] & pending[l];
+                pending[l] &= !reached;
+                while reached != 0 {
+                    labels.push(((l, reached.trailing_zeros()), rep));
+                    reached &= reached - 1;
+                }
+            }
+        }
+        labels
+    }
+
+    /// The same labels as canny_nms_wide and canny_nms_tall make them, with `warps` warps a block:
+    /// in rounds, warp i growing the components of the i-th and (i + warps)-th pending pixels
+    /// that start a run (none pending just before in the row, nor just above), and the warp whose
+    /// seed is the first pending pixel its growth reached labelling that component.
+    pub fn labels_in_rounds(
+        weak: &[u64; 32],
+        mut pending: [u64; 32],
+        warps: usize,
+    ) -> Vec<((usize, u32), (usize, u32))> {
+        let mut labels = Vec::new();
+        loop {
+            let starts: Vec<(usize, u32)> = (0..32)
+                .flat_map(|l| {
+                    let above = if l >= 2 { pending[l - 2] } else { 0 };
+                    let beside = if l & 1 == 1 { pending[l ^ 1] >> 63 } else { 0 };
+                    let mut s = pending[l] & !(pending[l] << 1) & !above & !beside;
+                    std::iter::from_fn(move || {
+                        let b = (s != 0).then(|| s.trailing_zeros())?;
+                        s &= s - 1;
+                        Some((l, b))
+                    })
+                })
+                .collect();
+            if starts.is_empty() {
+                return labels;
+            }
+            let mut taken = [0u64; 32];
+            for slot in (0..warps).flat_map(|i| [i, i + warps]).filter(|&i| i < starts.len()) {
+                let (sl, sb) = starts[slot];
+                let mut seed = [0u64; 32];
+                seed[sl] = 1 << sb;
+                let comp = grow(weak, seed);
+                let reached: [u64; 32] = std::array::from_fn(|l| comp[l] & pending[l]);
+                let first = (0..32).find(|&l| reached[l] != 0).expect("the seed reaches itself");
+                if (first, reached[first].trailing_zeros()) == (sl, sb) {
+                    for (l, &r) in reached.iter().enumerate() {
+                        let mut r = r;
+                        while r != 0 {
+                            labels.push(((l, r.trailing_zeros()), (sl, sb)));
+                            r &= r - 1;
+                        }
+                    }
+                }
+                for l in 0..32 {
+                    taken[l] |= reached[l];
+                }
+            }
+            for l in 0..32 {
+                pending[l] &= !taken[l];
+            }
+        }
+    }
+
+    /// The edges by the model: canny_nms's growth and labels within each tile (one component at a
+    /// time, or, with `warps`, in canny_nms_wide's rounds), canny_union's pairs in an order `rng`
+    /// shuffles, then canny_finish.
+    pub fn edges(map: &[u8], w: usize, h: usize, rng: &mut fastrand::Rng, warps: Option<usize>) -> Vec<bool> {
         let words = w.div_ceil(32);
         let (across, down) = (w.div_ceil(TW), h.div_ceil(TH));
         let (mut kept, mut edge) = (vec![0u32; words * h], vec![0u32; words * h]);
@@ -346,26 +426,18 @@ mod bit_model {
                 }
             }
             // canny_nms's labels: each in-tile component of weak pixels that holds ring pixels
-            // points them at the first of them (the warps' rounds give each component once, by the
-            // warp whose seed is that pixel).
+            // points them at the first of them.
             let weak: [u64; 32] = std::array::from_fn(|l| k[l] & !grown[l]);
-            let mut pending: [u64; 32] = std::array::from_fn(|l| weak[l] & ring(l));
-            let pixel = |l: usize, b: u32| (x0 + 64 * (l & 1) + b as usize, y0 + l / 2);
-            while let Some(first) = (0..32).find(|&l| pending[l] != 0) {
-                let mut seed = [0u64; 32];
-                seed[first] = pending[first] & pending[first].wrapping_neg();
-                let (rx, ry) = pixel(first, pending[first].trailing_zeros());
-                let rep = element(rx, ry);
-                let comp = grow(&weak, seed);
-                for l in 0..32 {
-                    let mut reached = comp[l] & pending[l];
-                    pending[l] &= !reached;
-                    while reached != 0 {
-                        let (x, y) = pixel(l, reached.trailing_zeros());
-                        parent[element(x, y)] = rep;
-                        reached &= reached - 1;
-                    }
-                }
+            let pending: [u64; 32] = std::array::from_fn(|l| weak[l] & ring(l));
+            let labels = match warps {
+                None => labels_one_at_a_time(&weak, pending),
+                Some(warps) => labels_in_rounds(&weak, pending, warps),
+            };
+            let pixel = |(l, b): (usize, u32)| (x0 + 64 * (l & 1) + b as usize, y0 + l / 2);
+            for (at, rep) in labels {
+                let ((x, y), (rx, ry)) = (pixel(at), pixel(rep));
+                assert_eq!(parent[element(x, y)], UNWRITTEN, "({x}, {y}) labelled twice");
+                parent[element(x, y)] = element(rx, ry);
             }
         }
         // canny_union's pairs (canny_link's across each tile's bottom and right borders), in any
@@ -552,8 +624,46 @@ fn the_gpus_bit_hysteresis_finds_the_floods_edges() {
         if map.len() == 333 * 181 {
             assert!(want.iter().filter(|&&e| e).count() > 5000, "{w}x{h}: a long path expected");
         }
-        for _ in 0..3 {
-            assert!(bit_model::edges(map, *w, *h, &mut rng) == want, "{w}x{h}");
+        // Labelled one component at a time, and in canny_nms_wide's and canny_nms_tall's rounds.
+        for warps in [None, Some(8), Some(32)] {
+            assert!(bit_model::edges(map, *w, *h, &mut rng, warps) == want, "{w}x{h}, {warps:?} warps");
         }
     }
+}
+
+/// canny_nms_wide's and canny_nms_tall's rounds (the starts of runs as seeds, two a warp) label
+/// every weak ring pixel once, with the representative that one component at a time gives it:
+/// random tiles of every density, and a tile whose ring is one run of weak pixels.
+#[test]
+fn the_wide_labels_rounds_label_as_one_component_at_a_time() {
+    let mut rng = fastrand::Rng::with_seed(31);
+    let ring = |l: usize| match (l / 2, l & 1) {
+        (0, _) | (15, _) => !0u64,
+        (_, 1) => 1 << 63,
+        _ => 1,
+    };
+    let mut tiles: Vec<[u64; 32]> = Vec::new();
+    for density in [0.02, 0.1, 0.3, 0.45, 0.6, 0.9] {
+        for _ in 0..40 {
+            tiles.push(std::array::from_fn(|_| {
+                (0..64).fold(0u64, |v, b| v | ((rng.f64() < density) as u64) << b)
+            }));
+        }
+    }
+    tiles.push(std::array::from_fn(ring));
+    let mut many_rounds = 0;
+    for weak in &tiles {
+        let pending: [u64; 32] = std::array::from_fn(|l| weak[l] & ring(l));
+        let mut want = bit_model::labels_one_at_a_time(weak, pending);
+        want.sort();
+        for warps in [1, 8, 32] {
+            let mut got = bit_model::labels_in_rounds(weak, pending, warps);
+            got.sort();
+            assert_eq!(got, want, "{warps} warps");
+        }
+        // Tiles with more components on the ring than one round of 8 warps takes.
+        many_rounds +=
+            (want.iter().map(|&(_, rep)| rep).collect::<std::collections::HashSet<_>>().len() > 16) as u32;
+    }
+    assert!(many_rounds > 10, "only {many_rounds} tiles took several rounds");
 }
