@@ -131,8 +131,8 @@ fn groups_bands_and_partial_strips_count_as_every_pixel() {
 #[test]
 fn every_split_counts_as_one_thread() {
     let mut rng = fastrand::Rng::with_seed(17);
-    // 1030 columns: the 8-bit count's parts are whole groups on 2 and 3 threads, pairs of strips
-    // on 7 (`byte_part_columns`), with a part of a few columns at the end.
+    // 1030 columns: the 8-bit count's chunks are groups, then narrower ones, then the few columns
+    // left (`next_chunk`).
     let wide = [(1030, 9)];
     for (w, h) in parallel::testing::sizes(&mut rng).into_iter().chain(wide) {
         for (maxval, bins) in [(255, None), (255, Some(7)), (200, None), (1076, None), (1076, Some(1077))] {
@@ -438,15 +438,33 @@ fn both_column_kernels_on_the_gpu_are_the_cpus() {
     }
 }
 
-/// The 8-bit count's parts: groups while there are two a thread, else pairs of strips, else strips.
+/// The 8-bit count's chunks: groups while many remain, then narrower, never past the end, and
+/// together every column once.
 #[test]
-fn byte_parts_are_as_wide_as_the_threads_allow() {
-    use super::strips::byte_part_columns;
-    assert_eq!(byte_part_columns(4096, 64), 128);
-    assert_eq!(byte_part_columns(3932, 64), 64);
-    assert_eq!(byte_part_columns(2560, 64), 64);
-    assert_eq!(byte_part_columns(1920, 64), 32);
-    assert_eq!(byte_part_columns(640, 64), 32);
-    assert_eq!(byte_part_columns(640, 1), 128);
-    assert_eq!(byte_part_columns(40, 1), 32);
+fn chunks_shrink_towards_the_end_and_cover_every_column() {
+    use super::strips::{chunk_columns, next_chunk};
+    use std::sync::atomic::AtomicUsize;
+    assert_eq!(chunk_columns(10_000, 64), 128);
+    assert_eq!(chunk_columns(4096, 64), 128);
+    assert_eq!(chunk_columns(3000, 64), 64);
+    assert_eq!(chunk_columns(3100, 64), 96);
+    assert_eq!(chunk_columns(2000, 64), 64);
+    assert_eq!(chunk_columns(1000, 64), 64);
+    assert_eq!(chunk_columns(40, 64), 40);
+    assert_eq!(chunk_columns(5, 64), 5);
+    assert_eq!(chunk_columns(3000, 1), 128);
+    for (lines, workers) in [(3932, 64), (1, 8), (33, 2), (100, 8), (4096, 1)] {
+        let cursor = AtomicUsize::new(0);
+        let chunks: Vec<_> = std::iter::from_fn(|| next_chunk(&cursor, lines, workers)).collect();
+        let mut at = 0;
+        for c in &chunks {
+            assert_eq!(c.start, at, "{lines} columns: chunks follow each other");
+            assert!(!c.is_empty() && c.len() <= 128);
+            assert!(c.len() >= 64 || c.end == lines, "{lines} columns: {c:?}: a narrow chunk before the end");
+            at = c.end;
+        }
+        assert_eq!(at, lines, "{lines} columns: every one taken");
+        let lens: Vec<usize> = chunks.iter().map(|c| c.len()).collect();
+        assert!(lens.windows(2).all(|p| p[0] >= p[1]), "{lines} columns: chunks shrink: {lens:?}");
+    }
 }
