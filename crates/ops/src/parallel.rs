@@ -26,7 +26,7 @@ static GLOBAL: OnceLock<usize> = OnceLock::new();
 
 /// Parts per thread when a frame is split: more parts than threads let the pool balance parts of
 /// unequal cost (a turned frame's fill against its interior) and cores slowed by other work.
-const PARTS_PER_THREAD: usize = 4;
+pub(crate) const PARTS_PER_THREAD: usize = 4;
 
 /// Every core this process may run on: the CPUs of its affinity mask (`sched_getaffinity`, so
 /// `taskset` counts), at most its cgroup's CPU quota rounded down (`cpu.max` in cgroup v2,

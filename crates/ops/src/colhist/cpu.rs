@@ -4,7 +4,7 @@
 use std::mem::MaybeUninit;
 use std::ops::Range;
 
-use super::strips::{count_columns_8bit, next_chunk, BYTE_STRIP};
+use super::strips::{byte_part_columns, count_columns_8bit, ChunkRegions, BYTE_STRIP};
 use super::{bin_of, ColHist};
 use crate::{parallel, Sample};
 
@@ -85,7 +85,8 @@ impl ColHist {
         if let (Some(bytes), true, false, true) = (T::bytes(input), eight_bit, self.rows, parts > 1) {
             return self.cpu_counts_8bit_chunks(w, bytes, &spans, parts);
         }
-        // Parts of whole strips, as the loops below take them; rows one by one.
+        // Parts of whole strips, as the loops below take them (an 8-bit frame's columns come here
+        // in one part: split, they go to `cpu_counts_8bit_chunks`); rows one by one.
         let unit = match (self.rows, eight_bit) {
             (true, _) => 1,
             (false, true) => BYTE_STRIP,
@@ -124,28 +125,23 @@ impl ColHist {
     }
 
     /// The counts of an 8-bit frame's columns ([`ColHist::cpu_counts_8bit`], at most 256 bins)
-    /// split over the pool: `workers` tasks take chunks of columns from one cursor until none is
-    /// left ([`next_chunk`]: a group of 128 columns while many remain, narrower ones towards the
-    /// end), each chunk's counts zeroed and then written in place into the `bins x lines` matrix
-    /// returned. A thread that starts late, or runs slower beside the others, takes fewer chunks;
-    /// the frame does not wait on the thread given the most work. (Parts fixed in advance, four
-    /// a thread, left the busiest of 16 threads at 1.1 to 1.3 times the mean busy time: 4096x3112
-    /// random, 32 parts of a group, one thread idled after one part while another did three. On
-    /// the GPU machine's 16 threads, the lowest of 3 rounds' medians, fixed parts against chunks,
-    /// ms: random 2560x1707 0.56 against 0.48, 3932x4000 1.28 against 1.30, 4096x3112 1.19
-    /// against 1.07, 7680x4320 2.45 against 2.28; real 0.56 against 0.49, 1.30 against 1.20, 1.13
-    /// against 1.02, 2.54 against 2.14. On 4 and 2 threads the rounds overlapped.)
+    /// split over the pool into `parts` (four a thread): a worker a thread takes chunks of columns
+    /// from its region and, once that is empty, from the others' ([`ChunkRegions`]), each chunk's
+    /// counts zeroed and then written in place into the `bins x lines` matrix returned. A thread
+    /// that starts late, or runs slower beside the others, has its last chunks taken by the
+    /// others; the frame does not wait on it. (Parts fixed in advance, four a thread, left the
+    /// busiest of 16 threads at 1.1 to 1.3 times the mean busy time: 4096x3112 random, 32 parts of
+    /// a group, one thread idled after one part while another did three.)
     fn cpu_counts_8bit_chunks(
         &self,
         w: usize,
         bytes: &[u8],
         spans: &[Range<usize>],
-        workers: usize,
+        parts: usize,
     ) -> Vec<u32> {
         use rayon::prelude::*;
-        use std::sync::atomic::AtomicUsize;
 
-        /// The matrix's start, shared by the workers, each writing only its chunk's columns.
+        /// The matrix's start, shared by the workers, each writing only its chunks' columns.
         struct Matrix(*mut u32);
         // SAFETY: the workers write disjoint slots through it (see below), and nothing reads it
         // until they are done.
@@ -155,14 +151,18 @@ impl ColHist {
         let n = bins * lines;
         let mut counts: Vec<u32> = Vec::with_capacity(n);
         let matrix = Matrix(counts.as_mut_ptr());
-        let cursor = AtomicUsize::new(0);
-        let work = || {
+        let regions = ChunkRegions::new(
+            lines,
+            byte_part_columns(lines, parts),
+            parts.div_ceil(parallel::PARTS_PER_THREAD),
+        );
+        let work = |home: usize| {
             let matrix = &matrix;
-            while let Some(chunk) = next_chunk(&cursor, lines, workers) {
+            while let Some(chunk) = regions.next(home) {
                 let mut out: Vec<&mut [u32]> = (0..bins)
                     .map(|b| {
                         // SAFETY: bin b's counts of the chunk's columns, slots b * lines + chunk,
-                        // lie within the n reserved; the cursor hands each column to one chunk
+                        // lie within the n reserved; the regions hand each column to one chunk
                         // only, so no two slices overlap, and they are zeroed before the slice
                         // is made (every bit pattern is a u32).
                         unsafe {
@@ -175,10 +175,9 @@ impl ColHist {
                 self.cpu_counts_8bit(w, bytes, spans, chunk, &mut out);
             }
         };
-        // Workers beyond the threads free to run them find the cursor at the end and return.
-        (0..workers).into_par_iter().for_each(|_| work());
-        // SAFETY: the chunks cover every column (the cursor ran to `lines`), and each chunk's
-        // slots of every bin were zeroed and counted into: all n are initialised.
+        (0..regions.workers()).into_par_iter().for_each(work);
+        // SAFETY: the workers ran until every chunk was taken, and the chunks cover every column;
+        // each chunk's slots of every bin were zeroed and counted into: all n are initialised.
         unsafe { counts.set_len(n) };
         counts
     }

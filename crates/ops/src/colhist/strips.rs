@@ -2,7 +2,7 @@
 //! by strip of [`BYTE_STRIP`] columns, in groups and bands sized for the caches and the TLB.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// Columns of 8-bit samples counted together on the CPU: their 16-bit counters take 16 KiB, half
 /// an L1 data cache, the rest left to the rows being read (measured: 32 columns a little faster
@@ -13,33 +13,99 @@ pub(super) const BYTE_STRIP: usize = 32;
 /// first strip, serve the other three from the L2 cache and TLB. Their counters, 64 KiB, stay in
 /// the L2 cache between bands.
 const BYTE_GROUP: usize = 4 * BYTE_STRIP;
-/// The next chunk of columns for a worker of the 8-bit count split over `workers` (four a
-/// thread of the pool), taken from `cursor`, the first column no chunk has taken; `None` when
-/// every column of the `lines` is taken. A chunk is a group of [`BYTE_GROUP`] columns while more
-/// than 2 x `workers` groups remain, then narrower, down to two strips, as the columns run out
-/// (guided scheduling): large chunks keep the group's sharing of each row's line and page
-/// translation, the small last ones let the threads finish together. Never a single strip but at
-/// the end: a chunk of one strip reads half of each row's 64-byte line, whose other half another
-/// thread reads again (fixed parts of one strip took 1.43 to 1.67 ms at 3932x4000 random on 16
-/// threads, against 1.26 with parts of two strips).
-pub(super) fn next_chunk(cursor: &AtomicUsize, lines: usize, workers: usize) -> Option<Range<usize>> {
-    let mut first = cursor.load(Ordering::Relaxed);
-    loop {
-        let left = lines.checked_sub(first).filter(|&left| left > 0)?;
-        let columns = chunk_columns(left, workers);
-        match cursor.compare_exchange_weak(first, first + columns, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => return Some(first..first + columns),
-            Err(now) => first = now,
-        }
+/// The columns a chunk of the 8-bit count is made of when the lines are split into `parts` for
+/// the pool's threads (4 a thread): whole groups where there are at least half as many as parts (2
+/// a thread), else whole 64-byte lines of a row (2 strips) on the same terms, else strips. Chunks
+/// of one strip read half a cache line of each row, whose other half a neighbouring chunk, on
+/// another thread, reads again, and they lose the group's sharing of each row's line and page
+/// translation. Measured on the GPU machine's 16 threads, random content, the lowest median of 2
+/// or 3 rounds in each of two calls (parts of one strip, two, a group; ms): 2560x1707 0.68 to
+/// 0.74, 0.53 to 0.62, 0.48 to 0.73; 3932x4000 1.45 to 1.67, 1.18 to 1.45, 1.22 to 1.66;
+/// 4096x3112 1.18 to 1.29, 1.01 to 1.40, 1.04 to 1.30; 7680x4320 2.42 to 2.83, 2.19 to 3.31,
+/// 2.34 to 2.77. Two strips or a group, which of them the noise did not tell. (Tiles of 256 to
+/// 1024 columns by 2 or 4 bands of rows, whose bands' counts are then added, were slower at every
+/// size: 3932x4000 random 1.39 to 1.67 ms against 1.26 with this rule, 1.43 with strips.)
+pub(super) fn byte_part_columns(lines: usize, parts: usize) -> usize {
+    [BYTE_GROUP, 2 * BYTE_STRIP].into_iter().find(|&unit| 2 * (lines / unit) >= parts).unwrap_or(BYTE_STRIP)
+}
+
+/// The 8-bit count's columns shared out among its workers, one a thread, in chunks of `unit`
+/// columns ([`byte_part_columns`]): each worker has a region of consecutive chunks, which it
+/// takes from the front; a worker whose region is empty takes the last chunk of the region with
+/// the most left (work stealing). A thread that starts late, or runs slower beside the others,
+/// has its region's last chunks taken by the others, and the frame does not wait on it; yet the
+/// chunks a thread counts are consecutive but for those it takes from another region, so two
+/// threads seldom write neighbouring columns' counts at once. (Chunks handed out in turn from one
+/// cursor did: neighbouring chunks on two threads, ending together, wrote the 64-byte lines their
+/// counts share in each bin's row at once, and on 2 threads of the build machine 2560x1707 random
+/// took 1.5 to 1.8 ms against 0.93 to 0.96 for fixed parts; the profile showed the zeroing and
+/// storing of the counts at 55% of the time, against 11%. On the GPU machine's 16 threads, the
+/// lowest of 3 rounds' medians, fixed parts, one cursor and regions, ms: random 2560x1707 0.56,
+/// 0.46, 0.43; 3932x4000 1.30, 1.22, 1.11; 4096x3112 1.03, 0.99, 0.97; 7680x4320 2.28, 2.28,
+/// 2.10; real 0.53, 0.47, 0.42; 1.22, 1.23, 1.10; 1.05, 1.05, 0.95; 2.25, 2.15, 2.10. On 2
+/// threads regions and fixed parts timed alike, the cursor 10 to 40% slower.)
+pub(super) struct ChunkRegions {
+    unit: usize,
+    lines: usize,
+    /// Each worker's chunks not yet taken, by index (chunk i is columns unit i .. unit (i + 1)).
+    regions: Vec<Region>,
+}
+
+/// A worker's chunks left, alone in its cache lines (the workers lock their own regions, and their
+/// locks should not share a line).
+#[repr(align(128))]
+struct Region(Mutex<Range<usize>>);
+
+impl Region {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Range<usize>> {
+        // Nothing panics while a region is locked (ranges are only read and shortened).
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
-/// The columns of the next chunk when `left` remain for `workers` workers ([`next_chunk`]): a
-/// half of what each thread would get if the rest were shared out now (`2 left / workers`, the
-/// workers being four a thread), in whole strips, from two strips to one group, and no more than
-/// remain.
-pub(super) fn chunk_columns(left: usize, workers: usize) -> usize {
-    (2 * left / workers.max(1) / BYTE_STRIP * BYTE_STRIP).clamp(2 * BYTE_STRIP, BYTE_GROUP).min(left)
+impl ChunkRegions {
+    /// The `lines` columns in chunks of `unit`, in up to `workers` regions of as equal a number
+    /// of chunks as can be (at least one chunk each).
+    pub(super) fn new(lines: usize, unit: usize, workers: usize) -> ChunkRegions {
+        let unit = unit.max(1);
+        let chunks = lines.div_ceil(unit);
+        let workers = workers.clamp(1, chunks.max(1));
+        let regions = (0..workers)
+            .map(|i| Region(Mutex::new(i * chunks / workers..(i + 1) * chunks / workers)))
+            .collect();
+        ChunkRegions { unit, lines, regions }
+    }
+
+    /// The number of workers (of regions).
+    pub(super) fn workers(&self) -> usize {
+        self.regions.len()
+    }
+
+    /// The columns of worker `home`'s next chunk: the first left in its region, else the last of
+    /// the region with the most left; `None` once every chunk is taken.
+    pub(super) fn next(&self, home: usize) -> Option<Range<usize>> {
+        let own = self.regions[home].lock().next();
+        let chunk = own.or_else(|| self.steal())?;
+        Some(chunk * self.unit..((chunk + 1) * self.unit).min(self.lines))
+    }
+
+    fn steal(&self) -> Option<usize> {
+        loop {
+            let (fullest, left) = self
+                .regions
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (i, r.lock().len()))
+                .max_by_key(|&(_, left)| left)?;
+            if left == 0 {
+                return None;
+            }
+            // Another worker may have taken it meanwhile: look again.
+            if let Some(chunk) = self.regions[fullest].lock().next_back() {
+                return Some(chunk);
+            }
+        }
+    }
 }
 
 /// Rows of a band: 128 rows of a group, 16 KiB, fit the L2 cache and their pages the L2 TLB.

@@ -438,33 +438,59 @@ fn both_column_kernels_on_the_gpu_are_the_cpus() {
     }
 }
 
-/// The 8-bit count's chunks: groups while many remain, then narrower, never past the end, and
-/// together every column once.
+/// The 8-bit count's chunks: groups while there are two a thread, else pairs of strips, else strips.
 #[test]
-fn chunks_shrink_towards_the_end_and_cover_every_column() {
-    use super::strips::{chunk_columns, next_chunk};
-    use std::sync::atomic::AtomicUsize;
-    assert_eq!(chunk_columns(10_000, 64), 128);
-    assert_eq!(chunk_columns(4096, 64), 128);
-    assert_eq!(chunk_columns(3000, 64), 64);
-    assert_eq!(chunk_columns(3100, 64), 96);
-    assert_eq!(chunk_columns(2000, 64), 64);
-    assert_eq!(chunk_columns(1000, 64), 64);
-    assert_eq!(chunk_columns(40, 64), 40);
-    assert_eq!(chunk_columns(5, 64), 5);
-    assert_eq!(chunk_columns(3000, 1), 128);
-    for (lines, workers) in [(3932, 64), (1, 8), (33, 2), (100, 8), (4096, 1)] {
-        let cursor = AtomicUsize::new(0);
-        let chunks: Vec<_> = std::iter::from_fn(|| next_chunk(&cursor, lines, workers)).collect();
-        let mut at = 0;
-        for c in &chunks {
-            assert_eq!(c.start, at, "{lines} columns: chunks follow each other");
-            assert!(!c.is_empty() && c.len() <= 128);
-            assert!(c.len() >= 64 || c.end == lines, "{lines} columns: {c:?}: a narrow chunk before the end");
-            at = c.end;
+fn byte_chunks_are_as_wide_as_the_threads_allow() {
+    use super::strips::byte_part_columns;
+    assert_eq!(byte_part_columns(4096, 64), 128);
+    assert_eq!(byte_part_columns(3932, 64), 64);
+    assert_eq!(byte_part_columns(2560, 64), 64);
+    assert_eq!(byte_part_columns(1920, 64), 32);
+    assert_eq!(byte_part_columns(640, 64), 32);
+    assert_eq!(byte_part_columns(640, 1), 128);
+    assert_eq!(byte_part_columns(40, 1), 32);
+}
+
+/// The regions hand out every column once, each worker's own chunks from the front, and a
+/// worker that never starts has its chunks taken by the others; from several threads at once.
+#[test]
+fn chunk_regions_hand_out_every_column_once() {
+    use super::strips::ChunkRegions;
+    use std::sync::Mutex;
+    for (lines, unit, workers) in [(1030, 128, 3), (4096, 128, 16), (100, 32, 8), (5, 32, 4), (3932, 64, 7)] {
+        let regions = ChunkRegions::new(lines, unit, workers);
+        assert!(regions.workers() >= 1 && regions.workers() <= workers.min(lines.div_ceil(unit)));
+        // Worker 0 alone takes them all: first its own, in order, then the others' from their
+        // ends.
+        let mut alone = Vec::new();
+        while let Some(c) = regions.next(0) {
+            alone.push(c);
         }
-        assert_eq!(at, lines, "{lines} columns: every one taken");
-        let lens: Vec<usize> = chunks.iter().map(|c| c.len()).collect();
-        assert!(lens.windows(2).all(|p| p[0] >= p[1]), "{lines} columns: chunks shrink: {lens:?}");
+        let mut sorted = alone.clone();
+        sorted.sort_by_key(|c| c.start);
+        let covered: Vec<usize> = sorted.iter().flat_map(|c| c.clone()).collect();
+        assert_eq!(covered, (0..lines).collect::<Vec<_>>(), "{lines} columns, one worker");
+        assert_eq!(alone[0].start, 0, "worker 0 starts at its region's front");
+        // All workers at once, on threads of their own, the odd ones starting late.
+        let regions = ChunkRegions::new(lines, unit, workers);
+        let taken = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for home in 0..regions.workers() {
+                let (regions, taken) = (&regions, &taken);
+                s.spawn(move || {
+                    if home % 2 == 1 {
+                        std::thread::sleep(std::time::Duration::from_millis(2));
+                    }
+                    while let Some(c) = regions.next(home) {
+                        assert!(c.len() <= unit && !c.is_empty());
+                        taken.lock().unwrap().push(c);
+                    }
+                });
+            }
+        });
+        let mut taken = taken.into_inner().unwrap();
+        taken.sort_by_key(|c| c.start);
+        let covered: Vec<usize> = taken.iter().flat_map(|c| c.clone()).collect();
+        assert_eq!(covered, (0..lines).collect::<Vec<_>>(), "{lines} columns, {workers} workers");
     }
 }
