@@ -131,8 +131,9 @@ fn groups_bands_and_partial_strips_count_as_every_pixel() {
 #[test]
 fn every_split_counts_as_one_thread() {
     let mut rng = fastrand::Rng::with_seed(17);
-    // 1030 columns: the 8-bit count's chunks are groups, then narrower ones, then the few columns
-    // left (`next_chunk`).
+    // 1030 columns: the 8-bit count's chunks are whole groups on 2 and 3 threads, pairs of strips
+    // on 7 (`byte_part_columns`), the last of a few columns, in a region a thread
+    // (`ChunkRegions`).
     let wide = [(1030, 9)];
     for (w, h) in parallel::testing::sizes(&mut rng).into_iter().chain(wide) {
         for (maxval, bins) in [(255, None), (255, Some(7)), (200, None), (1076, None), (1076, Some(1077))] {
