@@ -98,18 +98,21 @@ impl ColHist {
         let per_part = units / parts * unit;
         let ranges: Vec<Range<usize>> =
             (0..lines).step_by(per_part).map(|l| l..(l + per_part).min(lines)).collect();
-        // Every count is stored by the loops below, but their parts are first zeroed on their own
-        // threads: zeroing the whole matrix on this one (calloc's memset of memory reused from the
-        // last frame, 2.6 MB at 2560 columns) would be serial work of the order of the 0.2 ms that
-        // OpenCV's calcHist takes for such a frame on 16 threads (an estimate, not a measurement).
+        // The 8-bit count stores every count itself; the other loops' parts are first zeroed on
+        // their own threads: zeroing the whole matrix on this one (calloc's memset of memory reused
+        // from the last frame, 2.6 MB at 2560 columns) would be serial work of the order of the 0.2
+        // ms that OpenCV's calcHist takes for such a frame on 16 threads (an estimate, not a
+        // measurement).
         let n = bins * lines;
         let mut counts = Vec::with_capacity(n);
         let mut pieces = split_lines(&mut counts.spare_capacity_mut()[..n], lines, &ranges);
-        let count = |part: Range<usize>, out: &mut Vec<&mut [MaybeUninit<u32>]>| {
-            let mut out: Vec<&mut [u32]> = out.iter_mut().map(|piece| parallel::filled(piece, 0)).collect();
-            match T::bytes(input) {
-                Some(bytes) if eight_bit => self.cpu_counts_8bit(w, bytes, &spans, part, &mut out),
-                _ => self.cpu_counts_any(w, input, mask, &spans, part, &mut out),
+        let count = |part: Range<usize>, out: &mut Vec<&mut [MaybeUninit<u32>]>| match T::bytes(input) {
+            // The 8-bit count stores every count itself.
+            Some(bytes) if eight_bit => self.cpu_counts_8bit(w, bytes, &spans, part, out),
+            _ => {
+                let mut out: Vec<&mut [u32]> =
+                    out.iter_mut().map(|piece| parallel::filled(piece, 0)).collect();
+                self.cpu_counts_any(w, input, mask, &spans, part, &mut out)
             }
         };
         if let ([part], [out]) = (&ranges[..], &mut pieces[..]) {
@@ -119,7 +122,8 @@ impl ColHist {
             ranges.into_par_iter().zip(pieces.par_iter_mut()).for_each(|(part, out)| count(part, out));
         }
         // SAFETY: the pieces cover the n slots (every bin's line, split at the ranges, which
-        // cover 0..lines), and `parallel::filled` wrote each piece.
+        // cover 0..lines), and each piece was written: by `parallel::filled`, or by the 8-bit
+        // count, which stores every count of its lines.
         unsafe { counts.set_len(n) };
         counts
     }
@@ -127,7 +131,7 @@ impl ColHist {
     /// The counts of an 8-bit frame's columns ([`ColHist::cpu_counts_8bit`], at most 256 bins)
     /// split over the pool into `parts` (four a thread): a worker a thread takes chunks of columns
     /// from its region and, once that is empty, from the others' ([`ChunkRegions`]), each chunk's
-    /// counts zeroed and then written in place into the `bins x lines` matrix returned. A thread
+    /// counts stored in place into the `bins x lines` matrix returned. A thread
     /// that starts late, or runs slower beside the others, has its last chunks taken by the
     /// others; the frame does not wait on it. (Parts fixed in advance, four a thread, left the
     /// busiest of 16 threads at 1.1 to 1.3 times the mean busy time: 4096x3112 random, 32 parts of
@@ -142,7 +146,7 @@ impl ColHist {
         use rayon::prelude::*;
 
         /// The matrix's start, shared by the workers, each writing only its chunks' columns.
-        struct Matrix(*mut u32);
+        struct Matrix(*mut MaybeUninit<u32>);
         // SAFETY: the workers write disjoint slots through it (see below), and nothing reads it
         // until they are done.
         unsafe impl Sync for Matrix {}
@@ -150,7 +154,7 @@ impl ColHist {
         let (bins, lines) = (self.bins as usize, w);
         let n = bins * lines;
         let mut counts: Vec<u32> = Vec::with_capacity(n);
-        let matrix = Matrix(counts.as_mut_ptr());
+        let matrix = Matrix(counts.spare_capacity_mut().as_mut_ptr());
         let regions = ChunkRegions::new(
             lines,
             byte_part_columns(lines, parts),
@@ -159,16 +163,13 @@ impl ColHist {
         let work = |home: usize| {
             let matrix = &matrix;
             while let Some(chunk) = regions.next(home) {
-                let mut out: Vec<&mut [u32]> = (0..bins)
+                let mut out: Vec<&mut [MaybeUninit<u32>]> = (0..bins)
                     .map(|b| {
                         // SAFETY: bin b's counts of the chunk's columns, slots b * lines + chunk,
                         // lie within the n reserved; the regions hand each column to one chunk
-                        // only, so no two slices overlap, and they are zeroed before the slice
-                        // is made (every bit pattern is a u32).
+                        // only, so no two slices overlap.
                         unsafe {
-                            let at = matrix.0.add(b * lines + chunk.start);
-                            std::ptr::write_bytes(at, 0, chunk.len());
-                            std::slice::from_raw_parts_mut(at, chunk.len())
+                            std::slice::from_raw_parts_mut(matrix.0.add(b * lines + chunk.start), chunk.len())
                         }
                     })
                     .collect();
@@ -177,7 +178,7 @@ impl ColHist {
         };
         (0..regions.workers()).into_par_iter().for_each(work);
         // SAFETY: the workers ran until every chunk was taken, and the chunks cover every column;
-        // each chunk's slots of every bin were zeroed and counted into: all n are initialised.
+        // the 8-bit count stored each chunk's counts of every bin: all n are initialised.
         unsafe { counts.set_len(n) };
         counts
     }
@@ -267,14 +268,15 @@ impl ColHist {
 
     /// [`ColHist::cpu_counts_any`] for 8-bit samples and at most 256 bins: a sample's bin is one
     /// byte of a 256-entry table and every counter array has 256 entries, so no index is ever
-    /// checked at run time.
+    /// checked at run time. Every count of the lines `part` is stored into `out`, which need not
+    /// be initialised.
     fn cpu_counts_8bit(
         &self,
         w: usize,
         input: &[u8],
         spans: &[Range<usize>],
         part: Range<usize>,
-        out: &mut [&mut [u32]],
+        out: &mut [&mut [MaybeUninit<u32>]],
     ) {
         let mut lut = [0u8; 256];
         for (v, b) in (0u32..).zip(lut.iter_mut()) {
@@ -295,7 +297,7 @@ impl ColHist {
                     local[0][lut[v as usize] as usize] += 1;
                 }
                 for (b, line) in out.iter_mut().enumerate() {
-                    line[i] = local.iter().map(|copy| copy[b]).sum();
+                    line[i].write(local.iter().map(|copy| copy[b]).sum());
                 }
             }
         } else {

@@ -1,6 +1,7 @@
 //! `colhist`'s fast path on the CPU: columns of 8-bit samples counted into 16-bit counters, strip
 //! by strip of [`BYTE_STRIP`] columns, in groups and bands sized for the caches and the TLB.
 
+use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::sync::Mutex;
 
@@ -135,8 +136,9 @@ struct ByteStrip([[u16; BYTE_STRIP]; 256]);
 
 /// The columns `columns` of 8-bit samples, group by group of [`BYTE_GROUP`] columns and band by
 /// band of [`BYTE_BAND`] rows; in each band, strip by strip of [`BYTE_STRIP`] columns, each
-/// counted into its own [`ByteStrip`]. `counts` (zeroed; bin b's counts of the columns in
-/// `counts[b]`) receives them every [`BYTE_FLUSH_BANDS`] bands and at the end of the group. Only
+/// counted into its own [`ByteStrip`]. `counts` (bin b's counts of the columns in `counts[b]`)
+/// receives them every [`BYTE_FLUSH_BANDS`] bands and at the end of the group; every count is
+/// stored at its group's first flush, so `counts` need not be initialised. Only
 /// `spans[y]` of row `y` is counted; `MASKED` false: every span is the whole row, and they are
 /// not read.
 ///
@@ -149,7 +151,7 @@ pub(super) fn count_columns_8bit<const MASKED: bool>(
     bin: impl Fn(u8) -> u8,
     spans: &[Range<usize>],
     columns: Range<usize>,
-    counts: &mut [&mut [u32]],
+    counts: &mut [&mut [MaybeUninit<u32>]],
 ) {
     const S: usize = BYTE_STRIP;
     let h = spans.len();
@@ -225,12 +227,16 @@ fn count_strip<const MASKED: bool>(
     }
 }
 
-/// Adds the counters of the strips of a group to `counts[b][group]` for each bin b (as many as
-/// `counts` has), or stores them there if `first` (the group's first flush: its counts are still
-/// zero), and zeroes them. Bin by bin, so that the group's counts of a bin, up to 512 contiguous
-/// bytes, are written together (strip by strip, each bin's 128 bytes would be on a page of their
-/// own).
-fn add_strips(strips: &mut [ByteStrip], group: Range<usize>, first: bool, counts: &mut [&mut [u32]]) {
+/// Stores the counters of the strips of a group in `counts[b][group]` for each bin b (as many as
+/// `counts` has) if `first` (the group's first flush), else adds them to what is there, and zeroes
+/// them. Bin by bin, so that the group's counts of a bin, up to 512 contiguous bytes, are written
+/// together (strip by strip, each bin's 128 bytes would be on a page of their own).
+fn add_strips(
+    strips: &mut [ByteStrip],
+    group: Range<usize>,
+    first: bool,
+    counts: &mut [&mut [MaybeUninit<u32>]],
+) {
     for (b, line) in counts.iter_mut().enumerate() {
         add_bin(strips, b, first, &mut line[group.clone()]);
     }
@@ -240,12 +246,22 @@ fn add_strips(strips: &mut [ByteStrip], group: Range<usize>, first: bool, counts
 /// own, not inlined, so that `line`, an argument, is known not to overlap the strips: read from
 /// `counts`, it could, and the loops were not vectorised (measured: 10% of colhist's time, from 5%).
 #[inline(never)]
-fn add_bin(strips: &mut [ByteStrip], b: usize, first: bool, line: &mut [u32]) {
-    if let (Ok(line), true) = (<&mut [u32; BYTE_GROUP]>::try_from(&mut *line), first) {
+fn add_bin(strips: &mut [ByteStrip], b: usize, first: bool, line: &mut [MaybeUninit<u32>]) {
+    if !first {
+        for (part, strip) in line.chunks_mut(BYTE_STRIP).zip(strips.iter_mut()) {
+            for (t, n) in part.iter_mut().zip(strip.0[b].iter_mut()) {
+                // SAFETY: the group's first flush stored every count of the group.
+                unsafe { *t.assume_init_mut() += *n as u32 };
+                *n = 0;
+            }
+        }
+        return;
+    }
+    if let Ok(line) = <&mut [MaybeUninit<u32>; BYTE_GROUP]>::try_from(&mut *line) {
         // A whole group, the usual case: fixed lengths, which the compiler vectorises.
         for (part, strip) in line.chunks_exact_mut(BYTE_STRIP).zip(strips.iter_mut()) {
             for (t, n) in part.iter_mut().zip(strip.0[b].iter_mut()) {
-                *t = *n as u32;
+                t.write(*n as u32);
                 *n = 0;
             }
         }
@@ -253,7 +269,7 @@ fn add_bin(strips: &mut [ByteStrip], b: usize, first: bool, line: &mut [u32]) {
     }
     for (part, strip) in line.chunks_mut(BYTE_STRIP).zip(strips.iter_mut()) {
         for (t, n) in part.iter_mut().zip(strip.0[b].iter_mut()) {
-            *t += *n as u32;
+            t.write(*n as u32);
             *n = 0;
         }
     }
