@@ -259,34 +259,94 @@ fn options_are_checked_before_any_input_is_read() {
     }
 }
 
-/// Killed while writing, a tool leaves no temporary file behind, and dies of the signal.
+/// Killed while writing, a tool leaves no temporary file behind, and dies of the signal: every
+/// signal whose default is to end the process (a timer's ALRM, USR1 as batch systems send before
+/// a job's end), not only Ctrl-C's and TERM.
 #[cfg(unix)]
 #[test]
 fn a_signal_leaves_no_temporary_file() {
     use std::os::unix::process::ExitStatusExt;
-    let dir = temp_dir("signal");
-    let mut child = tool_command("equalize")
+    for (name, number) in [("TERM", 15), ("HUP", 1), ("ALRM", 14), ("USR1", 10), ("USR2", 12), ("PROF", 27)] {
+        let dir = temp_dir(&format!("signal-{name}"));
+        let mut child = tool_command("equalize")
+            .current_dir(&dir)
+            .args(["-o", "out.pgm"])
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while names(&dir).is_empty() {
+            assert!(start.elapsed() < Duration::from_secs(20), "no temporary file appeared");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(names(&dir)[0].starts_with(".out.pgm.histopipe-"), "{:?}", names(&dir));
+        // Standard input stays open until the tool is gone: at its end, the tool would stop anyway.
+        let stdin = child.stdin.take();
+        let killed = StdCommand::new("kill").args([&format!("-{name}"), &child.id().to_string()]).status();
+        assert!(killed.unwrap().success());
+        let out = child.wait_with_output().unwrap();
+        drop(stdin);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.signal(), Some(number), "SIG{name}: {:?}: {stderr}", out.status);
+        assert_eq!(names(&dir), Vec::<String>::new(), "SIG{name}");
+    }
+}
+
+/// A write past the file size limit (`ulimit -f`, as batch systems set) fails the tool with one
+/// line and no temporary file left, rather than SIGXFSZ's core dump beside a stray file.
+#[cfg(unix)]
+#[test]
+fn a_file_size_limit_is_an_error_that_leaves_no_temporary_file() {
+    let dir = temp_dir("ulimit");
+    let mut rng = rng();
+    std::fs::write(dir.join("in.pgm"), stream(&[random_frame(&mut rng, 1000, 1000, 255)])).unwrap();
+    // 100 blocks (of 512 or 1024 bytes) hold no 1 MB frame.
+    let out =
+        shell(&dir, "mkdir out && ulimit -f 100 && exec equalize -o out/big.pgm in.pgm").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{:?}: {stderr}", out.status);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("equalize: out/big.pgm: File too large"), "{stderr}");
+    assert_eq!(names(&dir.join("out")), Vec::<String>::new());
+}
+
+/// One file of `-o`'s fields that is a named pipe whose reader goes away is a failure, with one
+/// line naming it: a closed pipe is quiet success only on standard output.
+#[cfg(unix)]
+#[test]
+fn a_named_pipe_output_whose_reader_goes_away_fails_the_run() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = temp_dir("fifo-out");
+    let mut rng = rng();
+    for name in ["a", "b", "c"] {
+        // 1 MB a frame: more than a pipe holds, so the tool is still writing when the reader goes.
+        std::fs::write(dir.join(format!("{name}.pgm")), stream(&[random_frame(&mut rng, 1000, 1000, 255)]))
+            .unwrap();
+    }
+    std::fs::create_dir(dir.join("out")).unwrap();
+    let fifo = dir.join("out/b.pgm");
+    assert!(StdCommand::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let reader = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
+    let child = tool_command("pad")
         .current_dir(&dir)
-        .args(["-o", "out.pgm"])
-        .stdin(Stdio::piped())
+        .args(["--threads", "1", "-o", "out/{stem}.pgm", "a.pgm", "b.pgm", "c.pgm"])
+        .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    while names(&dir).is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(20), "no temporary file appeared");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(names(&dir)[0].starts_with(".out.pgm.histopipe-"), "{:?}", names(&dir));
-    // Standard input stays open until the tool is gone: at its end, the tool would stop anyway.
-    let stdin = child.stdin.take();
-    let killed = StdCommand::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
-    assert!(killed.success());
+    // Once the tool's first bytes are in the pipe, its reader goes away.
+    let mut poll = libc::pollfd { fd: reader.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one pollfd, valid for the call.
+    while unsafe { libc::poll(&mut poll, 1, -1) } < 1 {}
+    drop(reader);
     let out = child.wait_with_output().unwrap();
-    drop(stdin);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.signal(), Some(15), "{:?}: {stderr}", out.status);
-    assert_eq!(names(&dir), Vec::<String>::new());
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("pad: out/b.pgm: Broken pipe"), "{stderr}");
+    assert!(dir.join("out/a.pgm").is_file(), "the frame before is written");
 }
 
 /// Many files through several workers: the same output, in the same order, as one at a time.

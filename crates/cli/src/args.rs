@@ -37,7 +37,9 @@ pub(crate) enum Parsed {
 fn print_out(text: &str) -> Result<(), Error> {
     crate::stdout::is_open()?;
     let mut out = io::stdout().lock();
-    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| Error::io(&e))
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| Error::writing_stdout(Error::io(&e), Some(e.kind())))
 }
 
 /// Parses the command line into `tool`'s options and the rest; checks every value, the output

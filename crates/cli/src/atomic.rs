@@ -60,20 +60,23 @@ pub(crate) struct AtomicFile {
 impl AtomicFile {
     /// Starts writing the file that will be `path`, making its folder if needed. What is at
     /// `path` is replaced, not written through: a symbolic link there is replaced by the new file
-    /// (as `mv` and a rename replace one), so a link planted in a shared folder cannot steer the
-    /// output onto the file it points to. Devices, named pipes and the links of `/dev` and
-    /// `/proc` (`/dev/null`, a fifo, `/dev/stdout`) are opened and written in place, as the
-    /// shell's `>` writes them, by the kernel's lookup (so its `fs.protected_symlinks` applies).
+    /// (as `mv` and a rename replace one), so a link planted in a shared folder (`/tmp`,
+    /// `/dev/shm`) cannot steer the output onto the file it points to. Only device files are
+    /// opened and written in place, as the shell's `>` writes them: a character or block device
+    /// or a named pipe at `path` itself, a standard stream (`/dev/stdout`, `/dev/fd/3`), or a
+    /// link to a device that the runner (or root) owns ([`written_in_place`]).
+    ///
+    /// The new file takes the old one's permission bits when the runner owns the old file, less
+    /// the set-user-ID, set-group-ID and sticky bits: a file the runner makes never carries them
+    /// (another user's setuid file replaced by root's bytes would run as root), nor the mode of a
+    /// file someone else chose.
     pub(crate) fn create(path: &Path) -> io::Result<AtomicFile> {
         let here = fs::symlink_metadata(path).ok();
         let link = here.as_ref().is_some_and(|m| m.file_type().is_symlink());
-        // What a write through `path` would reach: for a link, its target (if there is one).
-        let reached = if link { fs::metadata(path).ok() } else { here.clone() };
-        if reached.as_ref().is_some_and(|m| m.is_dir()) {
+        if !link && here.as_ref().is_some_and(|m| m.is_dir()) {
             return Err(io::Error::new(io::ErrorKind::IsADirectory, "is a folder"));
         }
-        let special = reached.as_ref().is_some_and(|m| !m.is_file()) || (link && in_system_folder(path));
-        if special {
+        if written_in_place(path, here.as_ref()) {
             let file = OpenOptions::new().write(true).truncate(true).open(path)?;
             return Ok(AtomicFile {
                 out: BufWriter::with_capacity(1 << 20, file),
@@ -81,15 +84,17 @@ impl AtomicFile {
                 path: path.to_owned(),
             });
         }
+        if link && fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+            return Err(io::Error::new(io::ErrorKind::IsADirectory, "is a link to a folder"));
+        }
         let folder = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
             _ => PathBuf::from("."),
         };
         make_folder(&folder)?;
         let (file, temporary) = create_temporary(&folder, path)?;
-        if let Some(m) = here.filter(|_| !link) {
-            // The new file takes the place of the old one, and its permissions with it.
-            file.set_permissions(m.permissions())?;
+        if let Some(mode) = here.filter(|_| !link).and_then(|m| kept_mode(&m)) {
+            set_mode(&file, mode)?;
         }
         Ok(AtomicFile {
             out: BufWriter::with_capacity(1 << 20, file),
@@ -132,11 +137,84 @@ impl Drop for AtomicFile {
     }
 }
 
-/// Whether `path`'s folder is in `/dev` or `/proc`, where links stand for open files
-/// (`/dev/stdout`, `/dev/fd/3`) and a file is never made.
-fn in_system_folder(path: &Path) -> bool {
-    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    fs::canonicalize(folder).is_ok_and(|f| f.starts_with("/dev") || f.starts_with("/proc"))
+/// Whether `path` is written in place rather than replaced (`here`: what `lstat` found there).
+#[cfg(unix)]
+fn written_in_place(path: &Path, here: Option<&fs::Metadata>) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let device = |m: &fs::Metadata| {
+        let t = m.file_type();
+        t.is_char_device() || t.is_block_device() || t.is_fifo() || t.is_socket()
+    };
+    match here {
+        None => false,
+        Some(m) if !m.file_type().is_symlink() => device(m),
+        // A link: a standard stream is whatever the descriptor is (a regular file too, when the
+        // shell redirected it to one); another link only to a device, and only when its owner
+        // could have written that device anyway, so a link planted by another user is replaced.
+        Some(m) => {
+            descriptor_link(path)
+                || ((m.uid() == effective_uid() || m.uid() == 0)
+                    && fs::metadata(path).is_ok_and(|t| device(&t)))
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn written_in_place(_path: &Path, here: Option<&fs::Metadata>) -> bool {
+    here.is_some_and(|m| !m.is_file() && !m.is_dir())
+}
+
+/// Whether the link `path` leads, link by link, to an open descriptor's entry in
+/// `/proc/PID/fd/` (`/dev/stdout`, `/dev/fd/3`, `/proc/self/fd/1`): a standard stream.
+fn descriptor_link(path: &Path) -> bool {
+    let mut at = path.to_owned();
+    // The kernel follows at most 40 links.
+    for _ in 0..40 {
+        let folder = at.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        if let Ok(folder) = fs::canonicalize(folder) {
+            let parts: Vec<_> = folder.components().collect();
+            if parts.len() == 4 && folder.starts_with("/proc") && parts[3].as_os_str() == "fd" {
+                return true;
+            }
+        }
+        match fs::read_link(&at) {
+            Ok(target) if target.is_absolute() => at = target,
+            Ok(target) => at = at.parent().unwrap_or(Path::new(".")).join(target),
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+/// The permission bits a file replacing one with metadata `old` takes: the old file's, less the
+/// set-id and sticky bits, when the runner owns it; `None` (the default for a new file) when it
+/// does not.
+#[cfg(unix)]
+fn kept_mode(old: &fs::Metadata) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    (old.uid() == effective_uid()).then_some(old.mode() & 0o777)
+}
+
+#[cfg(not(unix))]
+fn kept_mode(_old: &fs::Metadata) -> Option<u32> {
+    None
+}
+
+#[cfg(unix)]
+fn set_mode(file: &File, mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    file.set_permissions(fs::Permissions::from_mode(mode))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_file: &File, _mode: u32) -> io::Result<()> {
+    Ok(())
+}
+
+#[cfg(unix)]
+fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
 }
 
 /// Makes `folder` and the folders above it; a file in the way is named (`create_dir_all` says
@@ -279,6 +357,101 @@ mod tests {
         f.writer().write_all(b"x").unwrap();
         f.commit().unwrap();
         assert!(fs::symlink_metadata(dir.join("null")).unwrap().file_type().is_symlink());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn set_id_and_sticky_bits_are_never_carried() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = folder("set-id");
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("out.raw");
+        for (old, new) in [(0o6755, 0o755), (0o4700, 0o700), (0o2750, 0o750), (0o1644, 0o644)] {
+            fs::write(&path, "old").unwrap();
+            fs::set_permissions(&path, fs::Permissions::from_mode(old)).unwrap();
+            write_whole(&path, b"new").unwrap();
+            let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
+            assert_eq!(mode, new, "{old:o} replaced");
+        }
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Root's view of a file another user made: its mode is not the new file's. Needs root (to
+    /// give a file away); skipped otherwise.
+    #[cfg(unix)]
+    #[test]
+    fn the_mode_of_a_file_another_user_owns_is_not_carried() {
+        use std::os::unix::fs::PermissionsExt;
+        if effective_uid() != 0 {
+            return;
+        }
+        let dir = folder("not-owned");
+        fs::create_dir_all(&dir).unwrap();
+        write_whole(&dir.join("fresh"), b"x").unwrap();
+        let fresh = fs::metadata(dir.join("fresh")).unwrap().permissions().mode() & 0o7777;
+        let path = dir.join("out.raw");
+        fs::write(&path, "planted").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o6711)).unwrap();
+        std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+        write_whole(&path, b"root's bytes").unwrap();
+        let m = fs::metadata(&path).unwrap();
+        assert_eq!(m.permissions().mode() & 0o7777, fresh, "a new file's mode, not the planted one's");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `/dev/shm` is a shared sticky folder under `/dev`: a link there is another user's as
+    /// much as one in `/tmp`, and is replaced, not followed.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_in_dev_shm_is_replaced_not_followed() {
+        use std::os::unix::fs::symlink;
+        let shm = Path::new("/dev/shm");
+        if !shm.is_dir() {
+            return;
+        }
+        let dir = folder("shm-victim");
+        fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim");
+        fs::write(&victim, "precious").unwrap();
+        let link = shm.join(format!("histopipe-link-{}", std::process::id()));
+        let _ = fs::remove_file(&link);
+        if symlink(&victim, &link).is_err() {
+            return;
+        }
+        write_whole(&link, b"output").unwrap();
+        assert!(fs::symlink_metadata(&link).unwrap().is_file(), "the link is replaced by the file");
+        assert_eq!(fs::read(&victim).unwrap(), b"precious", "the link's target is untouched");
+        fs::remove_file(&link).unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn standard_streams_and_own_links_to_devices_are_written_in_place() {
+        use std::os::unix::fs::symlink;
+        for stream in ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/2"] {
+            if Path::new(stream).exists() {
+                assert!(descriptor_link(Path::new(stream)), "{stream}");
+            }
+        }
+        assert!(!descriptor_link(Path::new("/dev/null")), "a device, not a descriptor's link");
+        let dir = folder("own-device");
+        fs::create_dir_all(&dir).unwrap();
+        let link = dir.join("null");
+        symlink("/dev/null", &link).unwrap();
+        let here = fs::symlink_metadata(&link).unwrap();
+        assert!(written_in_place(&link, Some(&here)), "the runner's own link to a device");
+        // Given to another user (root can), the same link is no longer followed.
+        if effective_uid() != 0 {
+            fs::remove_dir_all(&dir).unwrap();
+            return;
+        }
+        std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+        let here = fs::symlink_metadata(&link).unwrap();
+        assert!(!written_in_place(&link, Some(&here)), "another user's link to a device");
+        write_whole(&link, b"output").unwrap();
+        assert!(fs::symlink_metadata(&link).unwrap().is_file(), "replaced by the file");
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -17,7 +17,7 @@ pub enum ErrorKind {
     Runtime,
     /// A bug: a panic in histopipe or in a library it uses: exit 1.
     Internal,
-    /// The output was closed by its reader: end quietly.
+    /// Standard output was closed by its reader: end quietly.
     BrokenPipe,
 }
 
@@ -91,11 +91,20 @@ impl Error {
         Error { kind: ErrorKind::Input, place, message: message.into() }
     }
 
-    /// An I/O error, at no place yet (see [`Error::at`]).
+    /// An I/O error, at no place yet (see [`Error::at`]). A pipe closed by its reader is a
+    /// failure like any other here (a `-o` file that is a named pipe, a side file): only
+    /// standard output's reader may end the tool quietly ([`Error::writing_stdout`]).
     pub fn io(err: &io::Error) -> Error {
-        let kind =
-            if err.kind() == io::ErrorKind::BrokenPipe { ErrorKind::BrokenPipe } else { ErrorKind::Runtime };
-        Error { kind, place: Place::default(), message: err.to_string() }
+        Error { kind: ErrorKind::Runtime, place: Place::default(), message: err.to_string() }
+    }
+
+    /// The error `err` met writing standard output: its reader going away (`tool | head`) ends
+    /// the tool quietly, as it ends `cat` and ripgrep.
+    pub(crate) fn writing_stdout(err: Error, io_kind: Option<io::ErrorKind>) -> Error {
+        match io_kind {
+            Some(io::ErrorKind::BrokenPipe) => Error { kind: ErrorKind::BrokenPipe, ..err },
+            _ => err,
+        }
     }
 
     /// A panic caught while working at `place`, in the part of the tool `where_`.
@@ -142,7 +151,6 @@ impl From<FrameError> for Error {
     fn from(e: FrameError) -> Self {
         let kind = match e.kind {
             FrameErrorKind::Invalid | FrameErrorKind::TooLarge => ErrorKind::Input,
-            FrameErrorKind::Io(io::ErrorKind::BrokenPipe) => ErrorKind::BrokenPipe,
             FrameErrorKind::Io(_) => ErrorKind::Runtime,
         };
         Error { kind, place: Place::frame(e.frame), message: e.message }

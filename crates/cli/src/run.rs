@@ -193,7 +193,7 @@ fn run<T: Tool>(backends: &mut Option<Arc<Backends>>) -> Result<(), Error> {
     // Both before any thread is made.
     histopipe_ops::parallel::set_threads(invocation.common.threads);
     tune_process_for_streams();
-    if !matches!(invocation.output.target, Target::Stdout) {
+    if !matches!(invocation.output.target, Target::Stdout) || !tool.side_files().is_empty() {
         // The threads inherit the blocked signals.
         signals::remove_temporaries_on_signals();
     }

@@ -1,6 +1,10 @@
-//! A tool stopped by a signal (Ctrl-C's SIGINT, SIGTERM, SIGHUP) while it writes `-o` files
-//! removes their temporary files first, then dies of the signal as it would have, so `make`
-//! interrupted halfway leaves no stray files beside its targets.
+//! A tool stopped by a signal while it writes `-o` files removes their temporary files first, then
+//! dies of the signal as it would have, so `make` interrupted halfway leaves no stray files beside
+//! its targets. Every signal whose default is to end the process is caught so: Ctrl-C's SIGINT,
+//! SIGTERM and SIGHUP, SIGQUIT, a timer's SIGALRM (`timeout -s ALRM`), SIGUSR1 and SIGUSR2, SIGVTALRM and
+//! SIGPROF, and the resource limits' SIGXCPU and SIGXFSZ. A write past `ulimit -f` raises SIGXFSZ on the
+//! writing thread, where it is blocked: the write then fails with EFBIG instead, an error like any
+//! other (one line, exit 1, temporaries removed).
 
 use crate::atomic;
 
@@ -9,7 +13,19 @@ use crate::atomic;
 /// a background job of a script) stays ignored.
 #[cfg(unix)]
 pub(crate) fn remove_temporaries_on_signals() {
-    const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+    const SIGNALS: [libc::c_int; 11] = [
+        libc::SIGINT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGQUIT,
+        libc::SIGALRM,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGXCPU,
+        libc::SIGXFSZ,
+        libc::SIGVTALRM,
+        libc::SIGPROF,
+    ];
     // SAFETY: plain calls on a zeroed sigset_t and sigaction, which are C structs of plain data;
     // the signal thread only waits, removes files and raises.
     unsafe {

@@ -129,14 +129,18 @@ impl<W: FrameOut> PartWriter<W> {
                 Part::Frame(frame) => {
                     let options = WriteOptions { container: self.container };
                     self.out.frame(n, frame, options).map_err(|e| {
-                        let io = matches!(e.kind, FrameErrorKind::Io(_));
-                        let at = if io { self.place_or(place) } else { place.clone() };
-                        Error::from(e).at(at)
+                        let io = match e.kind {
+                            FrameErrorKind::Io(kind) => Some(kind),
+                            _ => None,
+                        };
+                        let at = if io.is_some() { self.place_or(place) } else { place.clone() };
+                        self.failed(Error::from(e).at(at), io)
                     })?;
                 }
-                Part::Encoded(bytes) | Part::Bytes(bytes) => {
-                    self.out.bytes(bytes).map_err(|e| Error::io(&e).at(self.place_or(place)))?
-                }
+                Part::Encoded(bytes) | Part::Bytes(bytes) => self
+                    .out
+                    .bytes(bytes)
+                    .map_err(|e| self.failed(Error::io(&e).at(self.place_or(place)), Some(e.kind())))?,
             }
         }
         Ok(())
@@ -167,7 +171,18 @@ impl<W: FrameOut> PartWriter<W> {
     }
 
     pub(crate) fn flush(&mut self) -> Result<(), Error> {
-        self.out.flush().map_err(|e| Error::io(&e).at(self.place_or(&Place::default())))
+        self.out
+            .flush()
+            .map_err(|e| self.failed(Error::io(&e).at(self.place_or(&Place::default())), Some(e.kind())))
+    }
+
+    /// `err`, met writing this output (`io`: the I/O error's kind, if it was one): on standard
+    /// output a closed pipe ends the tool quietly; on a file (a named pipe) it is a failure.
+    fn failed(&self, err: Error, io: Option<io::ErrorKind>) -> Error {
+        match self.path {
+            None => Error::writing_stdout(err, io),
+            Some(_) => err,
+        }
     }
 
     pub(crate) fn into_inner(self) -> W {
@@ -434,7 +449,8 @@ mod tests {
         send.send(done(1, Written::Early(bytes("1a ")))).unwrap();
         let failed = Error::internal(Place::frame(1), "test", "lost");
         send.send(Done { n: 1, place: Place::frame(1), bytes: 0, result: Err(failed) }).unwrap();
-        send.send(done(2, Written::Parts(bytes("2 ")))).unwrap();
+        // The writer may have stopped at the failure already, and dropped its end.
+        let _ = send.send(done(2, Written::Parts(bytes("2 "))));
         drop(send);
         assert!(writer.join().unwrap().is_err());
         assert_eq!(
