@@ -349,6 +349,41 @@ fn a_named_pipe_output_whose_reader_goes_away_fails_the_run() {
     assert!(dir.join("out/a.pgm").is_file(), "the frame before is written");
 }
 
+/// Outputs that replace inputs not yet read (renumbering a folder in place: the shell sorts 1, 10,
+/// 11, ..., 2, so frame 2's output is written over `2.pgm` before `2.pgm` is read): every input
+/// is read as it was when the tool started.
+#[test]
+fn an_output_never_replaces_an_input_not_yet_read() {
+    let dir = temp_dir("renumber");
+    std::fs::create_dir(dir.join("frames")).unwrap();
+    let mut names: Vec<String> = (1..=40).map(|i| format!("{i}.pgm")).collect();
+    for (i, name) in names.iter().enumerate() {
+        let frame = frame_of(3, 2, 255, &mut || i as u16 + 1);
+        std::fs::write(dir.join("frames").join(name), stream(&[frame])).unwrap();
+    }
+    names.sort();
+    for threads in ["1", "3"] {
+        let out = shell(&dir, &format!("rotate 0 --threads {threads} -o 'frames/{{n}}.pgm' frames/*.pgm"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        // The frame written n-th was the n-th file in the shell's order.
+        let numbered: Vec<u16> = (1..=40)
+            .map(|n| {
+                read_frames(&std::fs::read(dir.join(format!("frames/{n}.pgm"))).unwrap())[0].pixels.get(0)
+            })
+            .collect();
+        let expected: Vec<u16> =
+            names.iter().map(|name| name.trim_end_matches(".pgm").parse().unwrap()).collect();
+        assert_eq!(numbered, expected, "--threads {threads}");
+        // Back to each file holding its own number, for the next round.
+        for n in 1..=40u16 {
+            std::fs::write(dir.join(format!("frames/{n}.pgm")), stream(&[frame_of(3, 2, 255, &mut || n)]))
+                .unwrap();
+        }
+    }
+}
+
 /// Many files through several workers: the same output, in the same order, as one at a time.
 #[test]
 fn a_batch_on_several_workers_is_the_batch_one_at_a_time() {

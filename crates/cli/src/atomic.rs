@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use crate::inputs;
+
 /// The temporary files not yet renamed or removed.
 struct Temporaries {
     /// A few per worker: a list is quick enough.
@@ -116,7 +118,8 @@ impl AtomicFile {
     pub(crate) fn commit(mut self) -> io::Result<()> {
         self.out.flush()?;
         if let Some(temporary) = self.temporary.take() {
-            let renamed = fs::rename(&temporary, &self.path);
+            let renamed =
+                inputs::hold_before_replacing(&self.path).and_then(|()| fs::rename(&temporary, &self.path));
             if renamed.is_err() {
                 let _ = fs::remove_file(&temporary);
             }

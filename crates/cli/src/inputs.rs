@@ -2,11 +2,13 @@
 //! when no file is named. Their frames form one stream, in order, as `cat` would give them, but
 //! each file is read on its own, so a JPEG or TIFF file is exactly its own frames.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Seek};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use histopipe_frame::Unread;
 
@@ -17,10 +19,23 @@ use crate::Error;
 #[derive(Debug, Clone)]
 pub(crate) enum Input {
     Stdin,
-    File(PathBuf),
+    /// A file named on the command line, and what its opening has come to.
+    File(PathBuf, Arc<Mutex<Opening>>),
     /// Bytes in memory, a stand-in for standard input in tests.
     #[cfg(test)]
     Bytes(std::sync::Arc<[u8]>),
+}
+
+/// How far the opening of a named input has come: an output that is about to replace the file
+/// before it is read opens it first ([`hold_before_replacing`]), so it is read as it was when the
+/// tool started (`pad -o 'frames/{n}.pgm' frames/*.pgm` renumbering a folder in place).
+#[derive(Debug, Default)]
+pub(crate) enum Opening {
+    #[default]
+    NotYet,
+    /// Opened ahead of its turn, its bytes kept from an output that replaced its path.
+    Held(File),
+    Opened,
 }
 
 impl Input {
@@ -28,14 +43,18 @@ impl Input {
         if operand == "-" {
             Input::Stdin
         } else {
-            Input::File(operand.into())
+            Input::file(operand.into())
         }
+    }
+
+    pub(crate) fn file(path: PathBuf) -> Input {
+        Input::File(path, Arc::default())
     }
 
     /// The file's path as given: the source of its frames and the place of its errors.
     pub(crate) fn path(&self) -> Option<&Path> {
         match self {
-            Input::File(p) => Some(p),
+            Input::File(p, _) => Some(p),
             _ => None,
         }
     }
@@ -47,18 +66,76 @@ impl Input {
                 let probe = io::stdin().as_fd().try_clone_to_owned().ok().map(File::from);
                 Ok(Opened { stream: Box::new(io::stdin()), unread: probe.map(unread_of) })
             }
-            Input::File(path) => match File::open(path) {
-                Ok(file) => {
-                    let probe = file.try_clone().ok();
-                    Ok(Opened { stream: Box::new(file), unread: probe.map(unread_of) })
+            Input::File(path, opening) => {
+                // Under the lock, so that no output replaces the path between the look and the open.
+                let mut opening = opening.lock().unwrap_or_else(|e| e.into_inner());
+                let file = match std::mem::replace(&mut *opening, Opening::Opened) {
+                    Opening::Held(file) => Ok(file),
+                    _ => File::open(path),
+                };
+                match file {
+                    Ok(file) => {
+                        let probe = file.try_clone().ok();
+                        Ok(Opened { stream: Box::new(file), unread: probe.map(unread_of) })
+                    }
+                    Err(e) => Err(Error::io(&e).at(Place::file(path))),
                 }
-                Err(e) => Err(Error::io(&e).at(Place::file(path))),
-            },
+            }
             #[cfg(test)]
             Input::Bytes(bytes) => {
                 Ok(Opened { stream: Box::new(io::Cursor::new(bytes.clone())), unread: None })
             }
         }
+    }
+}
+
+/// The named inputs by their files' identity (device and inode), as [`Inputs::check`] found
+/// them: what an output must not replace unread.
+type Identity = (u64, u64);
+static NAMED: Mutex<Option<HashMap<Identity, Vec<Arc<Mutex<Opening>>>>>> = Mutex::new(None);
+
+/// Called before an output is renamed onto `path`: if the file there is a named input not yet
+/// opened, opens it now and keeps it for its turn, so the output never replaces an input unread.
+/// Descriptors held so may pass the soft limit on open files: it is raised to the hard one.
+pub(crate) fn hold_before_replacing(path: &Path) -> io::Result<()> {
+    let Some(id) = std::fs::symlink_metadata(path).ok().filter(|m| m.is_file()).map(|m| identity(&m)) else {
+        return Ok(());
+    };
+    let named = NAMED.lock().unwrap_or_else(|e| e.into_inner());
+    for opening in named.as_ref().and_then(|n| n.get(&id)).into_iter().flatten() {
+        let mut opening = opening.lock().unwrap_or_else(|e| e.into_inner());
+        if matches!(*opening, Opening::NotYet) {
+            let file = File::open(path).or_else(|e| {
+                if e.raw_os_error() == Some(libc::EMFILE) && raise_open_files_limit() {
+                    File::open(path)
+                } else {
+                    Err(e)
+                }
+            })?;
+            if file.metadata().map(|m| identity(&m))? == id {
+                *opening = Opening::Held(file);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn identity(m: &std::fs::Metadata) -> Identity {
+    use std::os::unix::fs::MetadataExt;
+    (m.dev(), m.ino())
+}
+
+/// Raises the soft limit on open files to the hard one; whether it was raised.
+fn raise_open_files_limit() -> bool {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit read and write one plain struct, valid for the calls.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 || limit.rlim_cur >= limit.rlim_max {
+            return false;
+        }
+        limit.rlim_cur = limit.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0
     }
 }
 
@@ -84,13 +161,18 @@ impl Inputs {
 
     /// Checks, before anything is read, that every named file is there and is not a folder: a
     /// misspelt name among many fails the command at once, not after the files before it.
+    /// The files are listed by identity, for [`hold_before_replacing`].
     pub(crate) fn check(&self) -> Result<(), Error> {
-        for path in self.0.iter().filter_map(Input::path) {
+        for input in &self.0 {
+            let Input::File(path, opening) = input else { continue };
             match std::fs::metadata(path) {
                 Ok(m) if m.is_dir() => {
                     return Err(Error::usage("is a folder, not an image file").at(Place::file(path)))
                 }
-                Ok(_) => {}
+                Ok(m) => {
+                    let mut named = NAMED.lock().unwrap_or_else(|e| e.into_inner());
+                    named.get_or_insert_default().entry(identity(&m)).or_default().push(opening.clone());
+                }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
                     return Err(Error::usage("no such file").at(Place::file(path)))
                 }
@@ -135,7 +217,7 @@ mod tests {
     fn a_regular_file_says_how_much_of_it_is_unread_and_a_pipe_does_not() {
         let path = std::env::temp_dir().join(format!("histopipe-unread-{}", std::process::id()));
         std::fs::write(&path, vec![7u8; 1000]).unwrap();
-        let Opened { mut stream, unread } = Input::File(path.clone()).open().unwrap();
+        let Opened { mut stream, unread } = Input::file(path.clone()).open().unwrap();
         let mut unread = unread.expect("a regular file");
         assert_eq!(unread(), Some(1000));
         let mut first = [0u8; 300];
@@ -158,7 +240,7 @@ mod tests {
     fn no_operand_or_a_dash_is_standard_input() {
         assert!(matches!(Inputs::new([]).0[..], [Input::Stdin]));
         let inputs = Inputs::new(["a.pgm".into(), "-".into(), "--".into()]);
-        assert!(matches!(&inputs.0[..], [Input::File(a), Input::Stdin, Input::File(b)]
+        assert!(matches!(&inputs.0[..], [Input::File(a, _), Input::Stdin, Input::File(b, _)]
             if a == Path::new("a.pgm") && b == Path::new("--")));
     }
 

@@ -347,7 +347,7 @@ mod tests {
             let path = dir.join(format!("{i}.pgm"));
             let frames = [b"P5 1 1 255\n".as_slice(), &[i], b"P5 1 1 255\n", &[100 + i]].concat();
             std::fs::write(&path, frames).unwrap();
-            inputs.push(Input::File(path));
+            inputs.push(Input::file(path));
         }
         inputs.insert(3, bytes(b"P5 1 1 255\n\x2a"));
         for readers in [1, 3, 16] {
@@ -365,7 +365,7 @@ mod tests {
     fn a_failed_input_ends_the_stream_at_its_frame() {
         let inputs = vec![
             bytes(b"P5 1 1 255\n\x01"),
-            Input::File("/histopipe/no/such/file.pgm".into()),
+            Input::file("/histopipe/no/such/file.pgm".into()),
             bytes(b"P5 1 1 255\n\x02"),
         ];
         let (frames, failed) = all(&mut spawn(inputs, 2));
