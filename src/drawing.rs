@@ -3,9 +3,12 @@
 //! `-o`'s fields, as `--draw '{dir}/{name}'` names the frame's own source), the pen (`--colour`,
 //! `--width`), and the picture written (PNG, or PPM with `--ppm` or `-o x.ppm`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, OutputFormat, PathTemplate, Product};
+use histopipe_cli::{
+    side, Common, Context, Error, Flag, FlagError, Given, OutputFormat, PathTemplate, Product,
+};
+use histopipe_frame::Origin;
 use histopipe_ops::hough::Pen;
 
 /// The widest pen `--width` takes.
@@ -85,9 +88,9 @@ impl Drawing {
         }
         if let Some(template) = self.template.as_ref().filter(|t| !t.has_fields()) {
             let path = PathBuf::from(template.text());
-            let (width, height, rgb) = read_canvas(&path, common.max_pixels)
+            let canvas = Canvas::read(&path, Origin::Named, common.max_pixels)
                 .map_err(|e| Error::usage(draw.message_of(path.display(), e)))?;
-            self.canvas = Some(Canvas { width, height, rgb });
+            self.canvas = Some(canvas);
         }
         Ok(())
     }
@@ -142,9 +145,9 @@ impl Drawing {
             Some(canvas) => (PathBuf::from(template.text()), canvas),
             None => {
                 let path = template.input_of(cx.source(), cx.index)?;
-                let (width, height, rgb) = read_canvas(&path, cx.common.max_pixels)
+                let origin = cx.source().map_or(Origin::Named, |s| s.origin);
+                own = Canvas::read(&path, origin, cx.common.max_pixels)
                     .map_err(|e| cx.invalid(draw.message_of(path.display(), e)))?;
-                own = Canvas { width, height, rgb };
                 (path, &own)
             }
         };
@@ -158,11 +161,25 @@ impl Drawing {
     }
 }
 
-/// The picture at `path` as 8-bit RGB, under the frames' pixel bound.
-fn read_canvas(path: &std::path::Path, max_pixels: u64) -> Result<(usize, usize, Vec<u8>), String> {
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    histopipe_frame::read_rgb8(&bytes, max_pixels).map_err(|e| e.to_string())
+impl Canvas {
+    /// The picture at `path` as 8-bit RGB, read as a side file ([`side::open`]: a regular file
+    /// alone when the name came from the stream, `origin`) of at most the bytes a frame of
+    /// `--max-pixels` may take, and decoded under the frames' pixel and memory bounds. The decoder's
+    /// reason is not told for a file the stream named: it may quote the file's first bytes.
+    fn read(path: &Path, origin: Origin, max_pixels: u64) -> Result<Canvas, String> {
+        let cap = histopipe_frame::read_memory_bound(max_pixels, 0);
+        let bytes = side::read_bytes(path, origin, cap, "a picture under --max-pixels")?;
+        match histopipe_frame::read_rgb8(&bytes, max_pixels) {
+            Ok((width, height, rgb)) => Ok(Canvas { width, height, rgb }),
+            Err(e) if origin == Origin::Named => Err(e),
+            Err(_) => Err(NOT_A_PICTURE.into()),
+        }
+    }
 }
+
+/// Why a picture the stream named was not drawn on, its bytes unquoted.
+const NOT_A_PICTURE: &str = "not a picture that can be read (PNG, JPEG, TIFF, BMP, PPM, PGM or PAM, \
+     within --max-pixels); what it holds is not shown, as its name came from the stream";
 
 /// `--colour R,G,B`, each 0 to 255.
 fn parse_colour(text: &str) -> Result<[u8; 3], FlagError> {

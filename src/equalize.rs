@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use histopipe_cli::{
-    Common, Context, Error, ErrorKind, Flag, FlagError, Given, PathTemplate, Tool, FLOAT_REFUSED,
+    side, Common, Context, Error, ErrorKind, Flag, FlagError, Given, PathTemplate, Tool, FLOAT_REFUSED,
 };
-use histopipe_frame::{Frame, ReadOptions};
+use histopipe_frame::{Frame, Origin, ReadOptions};
 use histopipe_ops::equalize::{self, Remap, TableRule};
 use histopipe_ops::Op;
 
@@ -214,7 +214,8 @@ Example:
             self.mask = Some(Mask::read(path, common)?);
         }
         if let Some(path) = &self.table_path {
-            let text = std::fs::read(path).map_err(|e| usage(TABLE, path, e))?;
+            let text = side::read_bytes(path, Origin::Named, table::MAX_BYTES, table::MAX_WHAT)
+                .map_err(|e| usage(TABLE, path, e))?;
             let text = String::from_utf8(text).map_err(|_| usage(TABLE, path, "not text (UTF-8)"))?;
             self.table = Some(Table::parse(&text).map_err(|e| usage(TABLE, path, e))?);
         }

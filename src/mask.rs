@@ -1,12 +1,10 @@
 //! `--mask FILE`, which `equalize`, `cdf`, `colhist`, `clahe`, `threshold` and `stretch` share:
 //! the image read before any input whose non-zero pixels are the ones a histogram counts.
 
-use std::fs::File;
-use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use histopipe_cli::{Common, Context, Error, Flag};
-use histopipe_frame::{Frame, FrameReader, Pixels, ReadOptions};
+use histopipe_cli::{side, Common, Context, Error, Flag};
+use histopipe_frame::{Frame, Origin, Pixels, ReadOptions};
 
 /// `--mask`: count only the pixels a mask selects.
 pub const MASK: Flag = Flag::with_value(
@@ -62,14 +60,10 @@ pub fn fit<'m>(mask: &'m Option<Mask>, cx: &Context<'_>, frame: &Frame) -> Resul
 }
 
 /// The first frame of the image `path` names, for option `flag` (`--mask`, `equalize --reference`).
+/// It is read as an input is ([`side::first_frame`]): a folder, a device or an image over
+/// `--max-pixels` is refused.
 pub fn first_frame(flag: Flag, path: &Path, options: ReadOptions) -> Result<Frame, Error> {
-    let file = File::open(path).map_err(|e| usage(flag, path, e))?;
-    let mut reader = FrameReader::new(BufReader::new(file), options);
-    match reader.next_frame() {
-        Ok(Some(frame)) => Ok(frame),
-        Ok(None) => Err(usage(flag, path, "no image")),
-        Err(e) => Err(usage(flag, path, e)),
-    }
+    side::first_frame(path, Origin::Named, options).map_err(|e| usage(flag, path, e))
 }
 
 /// A usage error about option `flag`'s file.

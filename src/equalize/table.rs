@@ -15,6 +15,12 @@ pub struct Table {
     columns: Vec<Vec<u16>>,
 }
 
+/// The most bytes a table file may hold: 65,536 rows (levels 0 to 65535, the most a frame has) of
+/// up to 64 bytes, room for `65535,65535,65535,65535` and spaces an edit may leave.
+pub const MAX_BYTES: u64 = 65_536 * 64;
+/// What [`MAX_BYTES`] is the size of, for the message refusing a longer file.
+pub const MAX_WHAT: &str = "a table (65,536 rows of levels)";
+
 /// The header of a table of one mapping, and of one per channel.
 const ONE: &str = "level,mapped";
 const EACH: &str = "level,red,green,blue";

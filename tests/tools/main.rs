@@ -30,6 +30,7 @@ mod readme;
 mod registry;
 mod rotate;
 mod scaling;
+mod side_files;
 mod streams;
 mod stretch;
 mod tables;

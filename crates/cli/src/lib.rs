@@ -23,6 +23,7 @@ mod panic;
 mod progress;
 mod reader;
 mod run;
+pub mod side;
 mod signals;
 mod splice;
 mod stdout;
