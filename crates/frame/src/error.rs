@@ -25,7 +25,12 @@ impl FrameError {
         FrameError { frame, kind: FrameErrorKind::Invalid, message: message.into() }
     }
 
+    /// An I/O error, or an image's source refusing to gather more of it than the reader holds
+    /// ([`read_gather_bound`](crate::read_gather_bound)), which is [`FrameErrorKind::TooLarge`].
     pub fn io(frame: usize, err: &io::Error) -> Self {
+        if err.get_ref().is_some_and(|e| e.is::<crate::budget::GatheredTooMuch>()) {
+            return FrameError { frame, kind: FrameErrorKind::TooLarge, message: err.to_string() };
+        }
         FrameError { frame, kind: FrameErrorKind::Io(err.kind()), message: err.to_string() }
     }
 }

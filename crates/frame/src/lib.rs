@@ -7,7 +7,8 @@
 //! raw frames; colour stays colour unless the reader is asked for gray. [`FrameWriter`] writes
 //! frames back in the container they were read in, or in a [`Container`] asked for (PGM, PPM, PAM,
 //! PNG, JPEG, TIFF, PFM, NPY, raw).
-//! Every byte read is untrusted: reading a frame keeps to [`read_memory_bound`], and each image of
+//! Every byte read is untrusted: reading a frame keeps to [`read_memory_bound`], decoding one
+//! input to [`read_work_bound`], gathering one image to [`read_gather_bound`], and each image of
 //! a stream (a JPEG, PNG, TIFF page, BMP, PFM, NPY or FITS) is a frame of its own.
 //!
 //! The float containers' codecs ([`read_float`], [`decode_float`], [`encode_pfm`], [`encode_npy`],
@@ -31,7 +32,7 @@ mod samples;
 mod source;
 mod write;
 
-pub use budget::read_memory_bound;
+pub use budget::{read_gather_bound, read_memory_bound, read_work_bound, WORK_PER_BYTE};
 pub use decode::{read_rgb8, Rgb8Image};
 pub use encode_jpeg::encode_jpeg;
 pub use error::{FrameError, FrameErrorKind};

@@ -323,7 +323,7 @@ impl<R: BufRead> FrameReader<R> {
 
     /// A PFM, NPY or FITS image, `start` its first bytes already taken from the input.
     fn float_image(&mut self, index: usize, format: FloatFormat, start: &[u8]) -> Result<Frame, FrameError> {
-        let mut src = ReadSource::new(&mut self.input, start);
+        let mut src = ReadSource::new(&mut self.input, start, self.options.max_pixels);
         let limits = float::Limits {
             frame: index,
             max_pixels: self.options.max_pixels,
@@ -389,7 +389,7 @@ impl<R: BufRead> FrameReader<R> {
                 Err(e) => return Err(e.into_frame_error(index)),
             }
         }
-        let mut src = ReadSource::new(&mut self.input, start);
+        let mut src = ReadSource::new(&mut self.input, start, max_pixels);
         let walked = decode::walk(&mut src, kind).map_err(|e| e.into_frame_error(index))?;
         let taken = src.taken();
         let bytes = src.into_bytes();
@@ -654,7 +654,10 @@ fn check_maxval(index: usize, values: impl Iterator<Item = u16>, maxval: u16) ->
 
 #[cfg(test)]
 mod tests {
+    use std::io::Read as _;
+
     use super::*;
+    use crate::budget::{read_gather_bound, read_work_bound};
 
     fn read_all(bytes: &[u8], options: ReadOptions) -> Result<Vec<Frame>, FrameError> {
         let mut r = FrameReader::new(bytes, options);
@@ -804,6 +807,97 @@ mod tests {
         assert!(RawSpec::parse("0x5").is_err());
         assert!(RawSpec::parse("6x5:12").is_err());
         assert!(RawSpec::parse("6 x5").is_err());
+    }
+
+    /// A little-endian TIFF of `pages` pages of 8-bit gray `side` x `side` zeros, every page's
+    /// one strip the same Deflate stream (at most 1032:1), stored once.
+    fn pages_of_one_strip(side: u32, pages: u32) -> Vec<u8> {
+        use tiff::encoder::{colortype::Gray8, Compression, DeflateLevel, TiffEncoder};
+        let mut one = Vec::new();
+        let mut encoder = TiffEncoder::new(io::Cursor::new(&mut one))
+            .unwrap()
+            .with_compression(Compression::Deflate(DeflateLevel::Best));
+        let mut image = encoder.new_image::<Gray8>(side, side).unwrap();
+        image.rows_per_strip(side).unwrap();
+        image.write_data(&vec![0; (side * side) as usize]).unwrap();
+        let mut decoder = tiff::decoder::Decoder::new(io::Cursor::new(&one)).unwrap();
+        let at = decoder.get_tag_u32(tiff::tags::Tag::StripOffsets).unwrap();
+        let count = decoder.get_tag_u32(tiff::tags::Tag::StripByteCounts).unwrap();
+        let strip = &one[at as usize..(at + count) as usize];
+        let mut out = b"II*\0".to_vec();
+        out.extend_from_slice(&(8 + count).to_le_bytes());
+        out.extend_from_slice(strip);
+        for page in 0..pages {
+            let next = if page + 1 < pages { out.len() as u32 + 2 + 8 * 12 + 4 } else { 0 };
+            out.extend_from_slice(&8u16.to_le_bytes());
+            for (tag, kind, value) in
+                [(256, 4, side), (257, 4, side), (258, 3, 8), (259, 3, 8), (262, 3, 1), (273, 4, 8)]
+                    .into_iter()
+                    .chain([(278, 4, side), (279, 4, count)])
+            {
+                out.extend_from_slice(&(tag as u16).to_le_bytes());
+                out.extend_from_slice(&(kind as u16).to_le_bytes());
+                out.extend_from_slice(&1u32.to_le_bytes());
+                out.extend_from_slice(&value.to_le_bytes());
+            }
+            out.extend_from_slice(&next.to_le_bytes());
+        }
+        out
+    }
+
+    #[test]
+    fn tiff_pages_sharing_one_strip_are_decoded_within_the_inputs_work() {
+        let few = pages_of_one_strip(1024, 3);
+        let options = ReadOptions { max_pixels: 1 << 20, ..Default::default() };
+        assert_eq!(read_all(&few, options).unwrap().len(), 3);
+        // 16 pages of 2^20 pixels from 2.6 KB (a 0.9 KB strip and 16 directories): a frame of
+        // --max-pixels and 4096 pixels a byte allow 11.6 M pixels, the first 11 pages.
+        let many = pages_of_one_strip(1024, 16);
+        let allowed = read_work_bound(1 << 20, many.len());
+        let mut r = FrameReader::new(&many[..], options);
+        let mut decoded = 0;
+        let e = loop {
+            match r.next_frame() {
+                Ok(Some(f)) => decoded += f.pixel_count() as u64,
+                Ok(None) => panic!("{decoded} pixels decoded from {} bytes, none refused", many.len()),
+                Err(e) => break e,
+            }
+        };
+        assert!(decoded <= allowed && decoded + (1 << 20) > allowed, "{decoded} of {allowed}");
+        assert_eq!((e.frame as u64, e.kind), (decoded / (1 << 20) + 1, FrameErrorKind::TooLarge));
+        assert!(e.message.starts_with("decoding this 1024x1024 TIFF page is 1048576 pixels of work"), "{e}");
+        assert!(e.message.ends_with("raise --max-pixels to read it)"), "{e}");
+    }
+
+    /// `head`, then 64 MiB of zeros, through a small buffer, as a pipe gives them.
+    fn long(head: &[u8]) -> io::BufReader<io::Chain<&[u8], io::Take<io::Repeat>>> {
+        io::BufReader::with_capacity(1 << 12, head.chain(io::repeat(0).take(64 << 20)))
+    }
+
+    #[test]
+    fn an_image_is_gathered_no_further_than_max_pixels_allow() {
+        let options = ReadOptions { max_pixels: 1 << 10, ..Default::default() };
+        let limit = read_gather_bound(1 << 10);
+        // A TIFF whose first directory is 1.5 GB in; a JPEG whose coded data goes on (64 MiB,
+        // which were gathered whole before the input ended).
+        let tiff = b"II*\0\x00\x2f\x68\x59".to_vec();
+        let jpeg = b"\xff\xd8\xff\xc0\x00\x0b\x08\x00\x10\x00\x10\x01\x01\x11\x00\
+            \xff\xda\x00\x08\x01\x01\x00\x00\x3f\x00";
+        for head in [&tiff[..], &jpeg[..]] {
+            let mut r = FrameReader::new(long(head), options);
+            let e = r.next_frame().unwrap_err();
+            assert_eq!(e.kind, FrameErrorKind::TooLarge, "{e}");
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "frame 1: the image goes on past 1.0 MiB, more than an image of --max-pixels 1024 \
+                     takes (raise --max-pixels to read it)"
+                )
+            );
+            let buffer = r.get_mut().buffer().len();
+            assert!(buffer <= 1 << 12, "{buffer}");
+        }
+        assert_eq!(limit, (1 << 14) + (1 << 20));
     }
 
     /// Mangled headers and rasters are errors, never panics or endless loops.

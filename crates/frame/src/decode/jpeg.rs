@@ -10,8 +10,10 @@
 //!   no extra bits), so a valid image has at least (those blocks) / 8 bytes of coded data. An
 //!   image declaring more blocks than its bytes can hold is refused: decoding it would spend time
 //!   and memory in proportion to a size its input does not have.
-//! - At most [`MAX_SCANS`] scans: each scan of a progressive image is a pass over all its
-//!   coefficients.
+//! - At most [`MAX_SCANS`] scans, and the coefficients they go over in all (each scan passes
+//!   over every block of each component it codes, however few bytes it has: a run of
+//!   end-of-band codes covers 32767 blocks) within the input's [decoding
+//!   work](crate::read_work_bound): one `--max-pixels` frame and 4096 a byte of the JPEG.
 //! - The decoder's peak memory, estimated from the header after libjpeg-turbo's allocations: the
 //!   output, the coefficient buffer of progressive and multi-scan images (2 bytes a
 //!   coefficient), and its row buffers.
@@ -46,6 +48,8 @@ pub(crate) struct JpegWalk {
     /// Bytes of entropy-coded data in all scans, stuffing and restart markers included.
     coded_bytes: u64,
     scans: u32,
+    /// Blocks the scans go over in all, each scan counting every block of each of its components.
+    scan_blocks: u64,
     /// Bytes of the marker segments kept; APP14 segments of them.
     segment_bytes: u64,
     app14: u32,
@@ -120,8 +124,15 @@ pub(crate) fn walk(src: &mut impl Source) -> Result<JpegWalk, WalkError> {
     if !src.want(2)? || src.got()[..2] != [0xff, 0xd8] {
         return Err(WalkError::Invalid("bad JPEG signature".into()));
     }
-    let mut walk =
-        JpegWalk { frame: None, dc_coded: Vec::new(), coded_bytes: 0, scans: 0, segment_bytes: 0, app14: 0 };
+    let mut walk = JpegWalk {
+        frame: None,
+        dc_coded: Vec::new(),
+        coded_bytes: 0,
+        scans: 0,
+        scan_blocks: 0,
+        segment_bytes: 0,
+        app14: 0,
+    };
     let mut pos = 2;
     loop {
         if !src.want(pos + 2)? {
@@ -235,9 +246,10 @@ fn scan_header(walk: &mut JpegWalk, body: &[u8]) -> Result<(), WalkError> {
     let frame = walk.frame.as_ref().ok_or_else(|| bad("a scan before the frame header"))?;
     let spectral_start = body[1 + 2 * n];
     for c in body[1..1 + 2 * n].chunks_exact(2) {
-        if !frame.components.iter().any(|k| k.id == c[0]) {
+        let Some(component) = frame.components.iter().find(|k| k.id == c[0]) else {
             return Err(bad("a component the frame does not have"));
-        }
+        };
+        walk.scan_blocks = walk.scan_blocks.saturating_add(frame.blocks(component));
         if spectral_start == 0 && !walk.dc_coded.contains(&c[0]) {
             walk.dc_coded.push(c[0]);
         }
@@ -303,8 +315,9 @@ fn check_coded_data(walk: &JpegWalk, frame: &FrameHeader, budget: &Budget) -> Re
 /// Checks a JPEG held inside another image (a TIFF strip or tile, `bytes` as its decoder gets
 /// them) before that decoder sees it: its decoder sizes its output by its own header, so the
 /// JPEG must be no larger than the `width` x `height` it stands for (libtiff's rule), whole, and
-/// its coded data able to hold its blocks. The message says what is wrong.
-pub(crate) fn check_nested(bytes: &[u8], width: u64, height: u64, budget: &Budget) -> Result<(), String> {
+/// its coded data able to hold its blocks. The message says what is wrong. Returns the
+/// coefficients its scans go over ([`scan_work`]), for the TIFF's work.
+pub(crate) fn check_nested(bytes: &[u8], width: u64, height: u64, budget: &Budget) -> Result<u64, String> {
     let walk = walk(&mut SliceSource::new(bytes)).map_err(|e| e.into_frame_error(budget.frame).message)?;
     let frame = walk.frame.as_ref().ok_or("a JPEG without a frame header (SOF)")?;
     if frame.width > width || frame.height > height {
@@ -313,7 +326,16 @@ pub(crate) fn check_nested(bytes: &[u8], width: u64, height: u64, budget: &Budge
             frame.width, frame.height
         ));
     }
-    check_coded_data(&walk, frame, budget).map_err(|e| e.message)
+    check_coded_data(&walk, frame, budget).map_err(|e| e.message)?;
+    Ok(scan_work(&walk))
+}
+
+/// The decoding work of a JPEG's scans: the coefficients they go over, 64 a block of each
+/// component of each scan. A baseline image's one scan goes over each coefficient once; each scan
+/// of a progressive image goes over all the blocks of its components again, however few bytes it
+/// has, so it is its scans, not its pixels, that bound its time.
+fn scan_work(walk: &JpegWalk) -> u64 {
+    walk.scan_blocks.saturating_mul(64)
 }
 
 /// The most scans a JPEG may have. Each scan of a progressive image is a pass over the whole
@@ -457,6 +479,8 @@ pub(crate) fn decode(
             format!("bad JPEG: {} scans, more than the {MAX_SCANS} this reader decodes", walk.scans),
         ));
     }
+    let what = format!("this {}x{} JPEG's {} scans", frame.width, frame.height, walk.scans);
+    budget.check_work(&what, scan_work(walk))?;
     let cmyk = frame.components.len() == 4;
     // A one-component JPEG stays gray as colour: a gray frame, not three equal channels.
     let gray = target == Target::Gray || (target == Target::Colour && frame.components.len() == 1);
@@ -642,6 +666,73 @@ mod tests {
         assert_eq!(
             m,
             format!("bad JPEG: {} scans, more than the {MAX_SCANS} this reader decodes", MAX_SCANS + 1)
+        );
+    }
+
+    /// A progressive gray JPEG of `side` x `side` mid-gray (`side` a multiple of 8, at most 1024): a
+    /// DC scan of one bit a block, then for each of `bands` single coefficients a first scan at
+    /// the coarsest bit and 13 refinements, each scan one end-of-band run over every block (two
+    /// bytes). Real encoders split a band so finely for no image; each scan is a pass over every
+    /// block all the same.
+    fn many_scans(side: u16, bands: u8) -> Vec<u8> {
+        let blocks = (side as u32 / 8).pow(2);
+        let mut j = b"\xff\xd8\xff\xdb\x00\x43\x00".to_vec();
+        j.extend_from_slice(&[1; 64]);
+        j.extend_from_slice(b"\xff\xc2\x00\x0b\x08");
+        j.extend_from_slice(&side.to_be_bytes());
+        j.extend_from_slice(&side.to_be_bytes());
+        j.extend_from_slice(b"\x01\x01\x11\x00");
+        // One code each, "0": DC difference category 0; AC end-of-band run EOB14 (2^14 blocks and
+        // 14 more bits of run).
+        for (class, symbol) in [(0x00u8, 0x00u8), (0x10, 0xe0)] {
+            j.extend_from_slice(&[0xff, 0xc4, 0x00, 0x14, class, 1]);
+            j.extend_from_slice(&[0; 15]);
+            j.push(symbol);
+        }
+        let scan = |j: &mut Vec<u8>, ss: u8, se: u8, ah: u8, al: u8| {
+            j.extend_from_slice(&[0xff, 0xda, 0x00, 0x08, 0x01, 0x01, 0x00, ss, se, ah << 4 | al]);
+        };
+        scan(&mut j, 0, 0, 0, 0);
+        j.extend(std::iter::repeat_n(0u8, blocks.div_ceil(8) as usize));
+        // EOB14's code "0", then its 14 bits (blocks - 2^14), then 1s to the byte.
+        let run = (blocks.max(1 << 14) - (1 << 14)) << 1 | 1;
+        for band in 1..=bands {
+            for al in (0..=13u8).rev() {
+                let ah = if al == 13 { 0 } else { al + 1 };
+                scan(&mut j, band, band, ah, al);
+                j.extend_from_slice(&(run as u16).to_be_bytes());
+            }
+        }
+        j.extend_from_slice(b"\xff\xd9");
+        j
+    }
+
+    #[test]
+    fn scans_over_the_inputs_work_are_refused_before_decoding() {
+        // 2 bands: 29 scans over 128x128, decoded as mid-gray (every coefficient 0).
+        let few = many_scans(128, 2);
+        let w = walked(&few).unwrap();
+        assert_eq!((w.scans, w.scan_blocks), (29, 29 * 256));
+        let Canvas::Gray8(pixels) = decoded(&few, Target::Gray).unwrap().canvas else { panic!() };
+        assert!(pixels.len() == 128 * 128 && pixels.iter().all(|&p| p == 128));
+        // 35 bands: 491 scans over 1024x1024 in 9 KB, 515 M coefficients to go over; a frame of
+        // --max-pixels and 4096 a byte allow 37 M.
+        let many = many_scans(1024, 35);
+        let budget = Budget::new(1, 1 << 20, many.len(), 0);
+        let w = walked(&many).unwrap();
+        assert_eq!((w.scans, w.scan_blocks), (491, 491 * (1 << 14)));
+        let e = decode(&many, &w, Target::Gray, &budget).map(drop).unwrap_err();
+        assert_eq!(e.kind, crate::FrameErrorKind::TooLarge);
+        assert_eq!(
+            e.message,
+            format!(
+                "decoding this 1024x1024 JPEG's 491 scans is {} pixels of work, over the {} left of what \
+                 --max-pixels 1048576 and the input's {} bytes allow (1048576 + 4096 a byte; raise \
+                 --max-pixels to read it)",
+                491u64 << 20,
+                (1u64 << 20) + 4096 * many.len() as u64,
+                many.len()
+            )
         );
     }
 

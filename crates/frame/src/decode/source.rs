@@ -14,6 +14,8 @@
 
 use std::io::{self, BufRead};
 
+use crate::budget::{read_gather_bound, GatheredTooMuch};
+
 /// Bytes from the first byte of an image, made available as a walk asks for them.
 pub(crate) trait Source {
     /// The bytes made available so far.
@@ -108,18 +110,29 @@ impl Source for SliceSource<'_> {
     }
 }
 
-/// An image gathered from a reader into a vector, taking from the reader only what was asked.
+/// An image gathered from a reader into a vector, taking from the reader only what was asked,
+/// and never more than [`read_gather_bound`] of `--max-pixels`: asked for more, it fails with
+/// [`GatheredTooMuch`] (which the frame's error says as too large), holding at most that.
 pub(crate) struct ReadSource<'a, R> {
     input: &'a mut R,
     bytes: Vec<u8>,
     /// Bytes read past, left out of `bytes`.
     left_out: usize,
+    max_pixels: u64,
+    /// The most bytes gathered.
+    limit: usize,
 }
 
 impl<'a, R: BufRead> ReadSource<'a, R> {
-    /// Gathers after `start`, the image's first bytes already read.
-    pub fn new(input: &'a mut R, start: &[u8]) -> Self {
-        ReadSource { input, bytes: start.to_vec(), left_out: 0 }
+    /// Gathers after `start`, the image's first bytes already read, for a reader of
+    /// `--max-pixels` `max_pixels`.
+    pub fn new(input: &'a mut R, start: &[u8], max_pixels: u64) -> Self {
+        let limit = usize::try_from(read_gather_bound(max_pixels)).unwrap_or(usize::MAX);
+        ReadSource { input, bytes: start.to_vec(), left_out: 0, max_pixels, limit }
+    }
+
+    fn over_limit(&self) -> io::Error {
+        io::Error::other(GatheredTooMuch { max_pixels: self.max_pixels })
     }
 
     /// The bytes gathered, without the slack of the vector's growth.
@@ -146,6 +159,9 @@ impl<R: BufRead> Source for ReadSource<'_, R> {
     }
 
     fn want(&mut self, n: usize) -> io::Result<bool> {
+        if n > self.limit {
+            return Err(self.over_limit());
+        }
         while self.bytes.len() < n {
             let need = n - self.bytes.len();
             let buf = self.fill()?;
@@ -159,13 +175,17 @@ impl<R: BufRead> Source for ReadSource<'_, R> {
     }
 
     fn peek(&mut self) -> io::Result<&[u8]> {
+        if self.bytes.len() >= self.limit {
+            return Err(self.over_limit());
+        }
         self.fill()
     }
 
     fn take(&mut self, n: usize) {
         // Only ever called for bytes at hand in the reader's buffer (after `fill`).
+        let room = self.limit - self.bytes.len().min(self.limit);
         if let Ok(buf) = self.input.fill_buf() {
-            let n = n.min(buf.len());
+            let n = n.min(buf.len()).min(room);
             self.bytes.extend_from_slice(&buf[..n]);
             self.input.consume(n);
         }
@@ -201,7 +221,7 @@ mod tests {
     fn a_read_source_takes_only_what_was_asked() {
         let data = b"0123456789";
         let mut input = io::BufReader::with_capacity(3, &data[..]);
-        let mut src = ReadSource::new(&mut input, b"ab");
+        let mut src = ReadSource::new(&mut input, b"ab", 1 << 20);
         assert!(src.want(7).unwrap());
         assert_eq!(src.got(), b"ab01234");
         let at_hand = src.peek().unwrap().to_vec();
@@ -214,7 +234,7 @@ mod tests {
         assert!(rest.is_empty());
 
         let mut input = &data[..];
-        let mut src = ReadSource::new(&mut input, b"");
+        let mut src = ReadSource::new(&mut input, b"", 1 << 20);
         assert!(src.want(4).unwrap());
         drop(src);
         assert_eq!(input, b"456789", "bytes not asked for stay in the input");
@@ -234,7 +254,7 @@ mod tests {
     fn bytes_left_out_are_read_past_and_not_kept_whichever_the_source() {
         let data = b"0123456789abcdef";
         let mut input = io::BufReader::with_capacity(3, &data[..]);
-        let mut read = ReadSource::new(&mut input, b"");
+        let mut read = ReadSource::new(&mut input, b"", 1 << 20);
         let mut slice = SliceSource::new(data);
         for src in [&mut read as &mut dyn Source, &mut slice] {
             assert!(src.want(4).unwrap());

@@ -13,7 +13,7 @@
 //! 2048:1 for JPEG; one bit a row for CCITT Group 4), and the page's peak memory must fit the
 //! budget: the frame, one strip or tile of every plane, the decoder's tables.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{Cursor, Read, Seek};
 
 use tiff::decoder::{ChunkType, Decoder, Limits, TiffCodingUnit};
@@ -248,6 +248,8 @@ pub(crate) struct TiffPages {
     setup: Vec<u64>,
     next: usize,
     target: Target,
+    /// Pixels of the pages decoded so far: the input's work spent ([`Budget::after`]).
+    spent: u64,
 }
 
 impl TiffPages {
@@ -262,12 +264,14 @@ impl TiffPages {
         self.next += 1;
         budget.check_memory("this TIFF directory", setup)?;
         let index = budget.frame;
+        let budget = budget.after(self.spent);
         let decoder = &mut self.decoder;
-        guarded(index, "TIFF", || {
+        let picture = guarded(index, "TIFF", || {
             decoder.next_image().map_err(|e| library_error(index, Encoded::Tiff, e))?;
-            decode_page(decoder, self.target, budget, self.len)
-        })
-        .map(|p| Some(p.into_frame()))
+            decode_page(decoder, self.target, &budget, self.len)
+        })?;
+        self.spent = self.spent.saturating_add((picture.width * picture.height) as u64);
+        Ok(Some(picture.into_frame()))
     }
 }
 
@@ -312,7 +316,8 @@ pub(crate) fn decode_first(
     guarded(index, "TIFF", || {
         let mut decoder = open(Cursor::new(copy), walk, len, &held)?;
         let picture = decode_page(&mut decoder, target, &held, len)?;
-        Ok((picture, Some(TiffPages { decoder, len, setup: walk.pages.clone(), next: 1, target })))
+        let spent = (picture.width * picture.height) as u64;
+        Ok((picture, Some(TiffPages { decoder, len, setup: walk.pages.clone(), next: 1, target, spent })))
     })
 }
 
@@ -472,6 +477,9 @@ fn check_size_and_colour<T: AsRef<[u8]>>(
     let index = budget.frame;
     let (width, height) = decoder.dimensions().map_err(tiff_error(index))?;
     let pixels = budget.check_pixels(width as u64, height as u64)? as usize;
+    // Pages may all point at one strip: each is decoded from the input's own bytes, so their
+    // pixels in all count against its work.
+    budget.check_work(&format!("this {width}x{height} TIFF page"), pixels as u64)?;
     let colour = decoder.colortype().map_err(tiff_error(index))?;
     let samples = Samples::of(colour).ok_or_else(|| {
         FrameError::invalid(index, format!("bad TIFF image: colour type {colour:?} is not supported"))
@@ -732,11 +740,14 @@ fn check_jpeg_chunks<T: AsRef<[u8]>>(
         None => None,
     };
     let file = decoder.inner().get_ref().as_ref();
-    let mut seen = HashSet::new();
+    // Each strip or tile's JPEG, checked once however many point at it, and its scans' work.
+    let mut seen = HashMap::new();
     let mut jpeg = Vec::new();
+    let mut work = 0u64;
     for i in 0..chunks.checked as usize {
         let (Some(&at), Some(&count)) = (offsets.get(i), counts.get(i)) else { break };
-        if !seen.insert((at, count)) {
+        if let Some(&w) = seen.get(&(at, count)) {
+            work = work.saturating_add(w);
             continue;
         }
         let Some(data) = usize::try_from(at)
@@ -756,10 +767,13 @@ fn check_jpeg_chunks<T: AsRef<[u8]>>(
             }
             None => data,
         };
-        jpeg::check_nested(data, chunks.width, chunks.height, budget)
+        let w = jpeg::check_nested(data, chunks.width, chunks.height, budget)
             .map_err(|m| FrameError::invalid(index, format!("bad TIFF: strip or tile {i} holds {m}")))?;
+        seen.insert((at, count), w);
+        work = work.saturating_add(w);
     }
-    Ok(())
+    let what = format!("the JPEG scans of this {}x{} TIFF page", chunks.page_width, chunks.page_height);
+    budget.check_work(&what, work)
 }
 
 /// CMYK to RGB as `image` converts it, truncating.

@@ -237,7 +237,7 @@ pub fn read_float<R: BufRead>(
     frame: usize,
     max_pixels: u64,
 ) -> Result<Option<Decoded>, FrameError> {
-    let mut src = ReadSource::new(input, b"");
+    let mut src = ReadSource::new(input, b"", max_pixels);
     match src.want(2) {
         Ok(true) => {}
         Ok(false) if src.got().is_empty() => return Ok(None),
