@@ -192,9 +192,25 @@ fn parse_colour(text: &str) -> Result<[u8; 3], FlagError> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// A file that is no picture: its decoder's reason (which quotes its bytes) is told when the
+    /// user named it, and not when the stream did.
+    #[test]
+    fn a_picture_the_stream_names_is_never_quoted() {
+        let path = std::env::temp_dir().join(format!("histopipe-canvas-{}.pgm", std::process::id()));
+        std::fs::write(&path, "P5 hunter2 1 255\n").unwrap();
+        let max = histopipe_frame::DEFAULT_MAX_PIXELS;
+        let named = Canvas::read(&path, Origin::Named, max).err().unwrap();
+        let streamed = Canvas::read(&path, Origin::Stream, max).err().unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert!(named.contains("hunter2"), "{named}");
+        assert_eq!(streamed, NOT_A_PICTURE);
+    }
+
     #[test]
     fn colours_parse() {
-        assert_eq!(super::parse_colour("0,128,255").unwrap(), [0, 128, 255]);
-        assert!(super::parse_colour("0,256,0").is_err() && super::parse_colour("1,2").is_err());
+        assert_eq!(parse_colour("0,128,255").unwrap(), [0, 128, 255]);
+        assert!(parse_colour("0,256,0").is_err() && parse_colour("1,2").is_err());
     }
 }

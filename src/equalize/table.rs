@@ -183,6 +183,15 @@ impl Drop for FailUnlessSet<'_> {
 mod tests {
     use super::*;
 
+    /// The largest table `--save-table` writes (three mappings of 65,536 levels, each 65535) fits
+    /// the cap with room for spaces, and a longer one would be over 65,536 rows.
+    #[test]
+    fn the_largest_table_fits_the_cap() {
+        let widest = Table::new(vec![vec![65535; 65_536]; 3]).to_csv();
+        assert!((widest.len() as u64) < MAX_BYTES / 2, "{}", widest.len());
+        assert!(Table::parse(&format!("{}65536,0,0,0\n", widest)).unwrap_err().contains("65536 levels"));
+    }
+
     #[test]
     fn csv_round_trips() {
         for table in
