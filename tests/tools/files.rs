@@ -311,6 +311,28 @@ fn a_file_size_limit_is_an_error_that_leaves_no_temporary_file() {
     assert_eq!(names(&dir.join("out")), Vec::<String>::new());
 }
 
+/// A block the system refuses (here under `ulimit -v`) in a tool's own work, past the reader:
+/// one line and exit 1, no temporary file left, rather than Rust's abort.
+#[cfg(unix)]
+#[test]
+fn out_of_memory_is_one_line_and_leaves_no_temporary_file() {
+    let dir = temp_dir("oom");
+    std::fs::write(dir.join("one.pgm"), b"P5 1 1 255\n\x07").unwrap();
+    // 900 MB for the padded frame, in 600 MB of address space.
+    let out =
+        shell(&dir, "mkdir out && ulimit -v 600000 && exec pad --to 30000x30000 -o out/big.pgm one.pgm")
+            .output()
+            .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{:?}: {stderr}", out.status);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("pad: out of memory: the system refused a block of 900000000 bytes"),
+        "{stderr}"
+    );
+    assert_eq!(names(&dir.join("out")), Vec::<String>::new());
+}
+
 /// One file of `-o`'s fields that is a named pipe whose reader goes away is a failure, with one
 /// line naming it: a closed pipe is quiet success only on standard output.
 #[cfg(unix)]

@@ -42,6 +42,16 @@ pub(crate) fn remove_all() {
     }
 }
 
+/// As [`remove_all`], from a thread that may hold the list's lock (a refused allocation while it
+/// was held): the files are removed only if the lock is free.
+pub(crate) fn remove_all_now() {
+    let Ok(mut t) = TEMPORARIES.try_lock() else { return };
+    t.closed = true;
+    for path in t.paths.drain(..) {
+        let _ = fs::remove_file(path);
+    }
+}
+
 /// Writes `bytes` as the whole of the file `path`, atomically as `-o` writes: for a tool's side
 /// files (`--plot`), which must not be left half written either.
 pub fn write_whole(path: &Path, bytes: &[u8]) -> io::Result<()> {

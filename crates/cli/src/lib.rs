@@ -18,6 +18,7 @@ mod error;
 mod flags;
 mod inputs;
 mod luma;
+mod memory;
 mod outputs;
 mod panic;
 mod progress;

@@ -19,6 +19,7 @@ use crate::args::{self, Invocation, Parsed};
 use crate::atomic::{self, AtomicFile};
 use crate::dispatch::{BackendChoice, Backends};
 use crate::error::Place;
+use crate::memory;
 use crate::outputs::{Destinations, Target};
 use crate::panic::{self, catch};
 use crate::progress::Progress;
@@ -206,6 +207,7 @@ fn run<T: Tool>(backends: &mut Option<Arc<Backends>>) -> Result<(), Error> {
 /// The whole of a tool's `main`: runs it, reports an error as one line on stderr, exits. A panic
 /// anywhere, caught or not, ends it with a non-zero status, and no temporary file is left.
 pub fn main<T: Tool>() -> ExitCode {
+    memory::set_tool_name(T::NAME);
     panic::install_hook();
     let mut backends = None;
     let mut result = catch(|| run::<T>(&mut backends))

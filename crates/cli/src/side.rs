@@ -71,7 +71,8 @@ pub fn read_bytes(path: &Path, origin: Origin, cap: u64, what: &str) -> Result<V
         return Err(over());
     }
     let mut bytes = Vec::new();
-    bytes.try_reserve_exact(len as usize).map_err(|_| "out of memory".to_string())?;
+    histopipe_frame::fallibly(|| bytes.try_reserve_exact(len as usize))
+        .map_err(|_| "out of memory".to_string())?;
     file.take(cap.saturating_add(1)).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
     if bytes.len() as u64 > cap {
         return Err(over());

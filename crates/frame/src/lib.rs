@@ -22,6 +22,7 @@ pub mod colour;
 mod decode;
 mod encode_jpeg;
 mod error;
+mod fallible;
 mod float;
 mod frame;
 mod geometry;
@@ -36,6 +37,7 @@ pub use budget::{read_gather_bound, read_memory_bound, read_work_bound, WORK_PER
 pub use decode::{read_rgb8, Rgb8Image};
 pub use encode_jpeg::encode_jpeg;
 pub use error::{FrameError, FrameErrorKind};
+pub use fallible::{fallibly, is_fallible};
 pub use float::{
     decode_float, encode_npy, encode_npy_array, encode_npy_header, encode_pfm, read_float, Decoded,
     FloatFormat, NpyData, NpyShapeError, Raster,

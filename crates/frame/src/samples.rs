@@ -307,7 +307,7 @@ fn try_zeroed<T: Copy>(len: usize) -> Option<Box<[T]>> {
         return Some(Vec::new().into_boxed_slice());
     }
     // SAFETY: the layout's size is not zero.
-    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    let ptr = crate::fallibly(|| unsafe { std::alloc::alloc_zeroed(layout) });
     if ptr.is_null() {
         return None;
     }
@@ -364,8 +364,7 @@ impl<'m, T: Copy + Default + Send + Sync + 'static> Filling<'m, T> {
                 self.full = Some(full);
             } else {
                 let grown = (2 * self.staged.len()).clamp(FIRST_PIECE / size, commit).min(self.len);
-                self.staged
-                    .try_reserve_exact(grown - self.staged.len())
+                crate::fallibly(|| self.staged.try_reserve_exact(grown - self.staged.len()))
                     .map_err(|_| NoMemory(grown * size))?;
                 self.staged.resize(grown, T::default());
             }

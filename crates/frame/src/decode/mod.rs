@@ -498,7 +498,8 @@ pub fn read_rgb8(bytes: &[u8], max_pixels: u64) -> Result<Rgb8Image, String> {
     let ch = frame.channels.count();
     let n = frame.pixel_count();
     let mut rgb = Vec::new();
-    rgb.try_reserve_exact(n.checked_mul(3).ok_or("image too large")?).map_err(|_| "out of memory")?;
+    let bytes = n.checked_mul(3).ok_or("image too large")?;
+    crate::fallibly(|| rgb.try_reserve_exact(bytes)).map_err(|_| "out of memory")?;
     let scale = |i: usize| match &frame.pixels {
         Pixels::F32(v) => float_to(v[i], 255.0) as u8,
         p => ((p.get(i) as u32 * 255 + m / 2) / m) as u8,
