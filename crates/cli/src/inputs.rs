@@ -92,7 +92,8 @@ impl Input {
 /// The named inputs by their files' identity (device and inode), as [`Inputs::check`] found
 /// them: what an output must not replace unread.
 type Identity = (u64, u64);
-static NAMED: Mutex<Option<HashMap<Identity, Vec<Arc<Mutex<Opening>>>>>> = Mutex::new(None);
+type Named = HashMap<Identity, Vec<Arc<Mutex<Opening>>>>;
+static NAMED: Mutex<Option<Named>> = Mutex::new(None);
 
 /// Called before an output is renamed onto `path`: if the file there is a named input not yet
 /// opened, opens it now and keeps it for its turn, so the output never replaces an input unread.
