@@ -134,7 +134,7 @@ fn a_source_named_by_a_stream_never_writes_outside_the_output_folder() {
 fn names_that_leave_the_folder_are_refused_with_one_line() {
     let dir = temp_dir("hostile-refused");
     let cases = [
-        ("../../home/.bashrc", "out/{dir}/{stem}", "gives a {dir} that leaves the folder -o names"),
+        ("../../home/.bashrc", "out/{dir}/{stem}", "gives a {dir} that leaves the folder the pattern names"),
         ("/etc/passwd", "{dir}/{stem}.pgm", "gives a {dir} that is an absolute path"),
         ("d/...pgm", "out/{stem}", "gives a {stem} that is no file name"),
         ("d/a\0b.pgm", "out/{stem}.pgm", "with control characters"),

@@ -26,7 +26,13 @@ const SIDE_FILES: &[(&str, &str, &[&str])] = &[
 /// Runs `name args` on `input`, with a guard against a hang far above any run's time (the test
 /// never waits on it otherwise); expects exit status 2 and one line on stderr, which it returns.
 fn refused(name: &str, args: &[&str], input: &[u8]) -> String {
+    refused_in(Path::new("."), name, args, input)
+}
+
+/// [`refused`], run in the folder `dir`.
+fn refused_in(dir: &Path, name: &str, args: &[&str], input: &[u8]) -> String {
     let out = tool(name)
+        .current_dir(dir)
         .args(["--backend", "cpu"])
         .args(args)
         .write_stdin(input.to_vec())
@@ -91,22 +97,32 @@ fn named_by_stream(name: &str, source: &Path) -> Vec<u8> {
     }
 }
 
-/// `--draw '{dir}/{name}'` where the stream names `/dev/zero`, a FIFO, a folder, or a file that is
-/// no image: refused for that frame in one line, without a hang or the file's bytes; a pipe is
-/// not read either, since a name from a stream leads to a regular file alone.
+/// `--draw '{dir}/{name}'` where the stream names `/dev/zero` (through a link), a FIFO, a folder,
+/// or a file that is no image: refused for that frame in one line, without a hang or the file's
+/// bytes; a pipe is not read either, since a name from a stream leads to a regular file alone.
+/// And as for `-o`, a stream's `{dir}` never leads out of the folder the tool works in: neither
+/// absolute (`/dev/zero`, `/etc/...`) nor climbing (`..`).
 #[test]
 fn drawings_named_by_the_stream_are_regular_files_and_never_quoted() {
     let dir = temp_dir("side-stream");
-    let secret = dir.join("secret.txt");
-    std::fs::write(&secret, "P5 hunter2 1 255\n").unwrap();
-    let mut cases: Vec<(PathBuf, &str)> = hostile(&dir);
-    cases[1].1 = "is a pipe, not a regular file (the stream names regular files alone)";
-    cases.push((secret, "not a picture that can be read"));
+    std::fs::create_dir(dir.join("in")).unwrap();
+    std::fs::write(dir.join("in/secret.txt"), "P5 hunter2 1 255\n").unwrap();
+    std::os::unix::fs::symlink("/dev/zero", dir.join("in/zero")).unwrap();
+    std::fs::create_dir(dir.join("in/folder")).unwrap();
+    fifo(&dir.join("in"), "fifo");
+    let cases = [
+        ("in/zero", "is a device, not a regular file"),
+        ("in/fifo", "is a pipe, not a regular file (the stream names regular files alone)"),
+        ("in/folder", "is a folder"),
+        ("in/secret.txt", "not a picture that can be read"),
+        ("/dev/zero", "gives a {dir} that is an absolute path"),
+        ("../side-stream/in/secret.txt", "gives a {dir} that leaves the folder the pattern names (..)"),
+    ];
     for name in ["hough-lines", "hough-segments"] {
-        for (path, why) in &cases {
-            let e = refused(name, &["--draw", "{dir}/{name}"], &named_by_stream(name, path));
-            assert!(e.contains(&format!("--draw {}", path.display())), "{name} {}: {e}", path.display());
-            assert!(e.contains(why), "{name} {}: {e}", path.display());
+        for (path, why) in cases {
+            let e =
+                refused_in(&dir, name, &["--draw", "{dir}/{name}"], &named_by_stream(name, Path::new(path)));
+            assert!(e.contains(why), "{name} {path}: {e}");
             assert!(!e.contains("hunter2") && !e.contains("P5"), "{name} quotes the file: {e}");
         }
     }

@@ -120,7 +120,7 @@ impl OutputFormat {
             OutputFormat::Pfm => Some(Container::Pfm),
             OutputFormat::Npy => Some(Container::Npy),
             OutputFormat::Pam => Some(Container::Pam),
-            OutputFormat::Png => Some(Container::Png),
+            OutputFormat::Png => Some(Container::Png { compression: None }),
             OutputFormat::Tiff => Some(Container::Tiff),
             OutputFormat::Raw => Some(Container::Raw),
             OutputFormat::Csv | OutputFormat::Tsv => None,
@@ -229,7 +229,7 @@ impl OutputSpec {
                 format!("--png contradicts -o {}: the extension says the format", self.shown()),
             )),
             (Product::Frames, format, png) => {
-                Ok(format.and_then(OutputFormat::container).or(png.then_some(Container::Png)))
+                Ok(format.and_then(OutputFormat::container).or(png.then_some(Container::Png { compression: None })))
             }
             (Product::Table, _, true) => Err(Error::usage("--png does not apply: this tool writes a table")),
             (Product::Drawing, Some(OutputFormat::Ppm), true) => {
@@ -331,11 +331,12 @@ impl PathTemplate {
     }
 
     /// The path of the file to read for frame `n` of the stream (`hough-lines --draw
-    /// '{dir}/{name}'`: the frame's own source): the fields expanded as for an output, except that
-    /// a `{dir}` read from the stream may be absolute or climb out (`..`), since nothing is written
-    /// there.
+    /// '{dir}/{name}'`: the frame's own source): the fields expanded as for an output. A name
+    /// read from a stream is trusted no more for reading than for writing: a `{dir}` from the
+    /// stream is relative and never climbs out (`..`), so a stream cannot point a tool at
+    /// `/etc` or `../../`.
     pub fn input_of(&self, source: Option<&Source>, n: usize) -> Result<PathBuf, Error> {
-        self.expand_for(source, n, Purpose::Read).map_err(|e| e.at(Place::of(source, n)))
+        self.expand(source, n).map_err(|e| e.at(Place::of(source, n)))
     }
 
     /// The field `{spec}` names.
@@ -370,11 +371,6 @@ impl PathTemplate {
     /// named on the command line is the user's own: `{dir}/{stem}-eq.png` writes beside an input
     /// wherever it is.)
     fn expand(&self, source: Option<&Source>, n: usize) -> Result<PathBuf, FieldError> {
-        self.expand_for(source, n, Purpose::Write)
-    }
-
-    /// [`PathTemplate::expand`], or [`PathTemplate::input_of`] (`purpose`).
-    fn expand_for(&self, source: Option<&Source>, n: usize, purpose: Purpose) -> Result<PathBuf, FieldError> {
         let mut path = OsString::new();
         for piece in &self.pieces {
             let FieldSpec { field, width } = match piece {
@@ -427,13 +423,13 @@ impl PathTemplate {
                 }
                 Field::Dir => match file.parent() {
                     Some(p) if !p.as_os_str().is_empty() => {
-                        if source.origin == Origin::Stream && purpose == Purpose::Write {
+                        if source.origin == Origin::Stream {
                             if p.is_absolute() {
                                 return Err(refuse("{dir}", "that is an absolute path"));
                             }
                             if p.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
                             {
-                                return Err(refuse("{dir}", "that leaves the folder -o names (..)"));
+                                return Err(refuse("{dir}", "that leaves the folder the pattern names (..)"));
                             }
                         }
                         path.push(p)
@@ -446,14 +442,6 @@ impl PathTemplate {
         }
         Ok(PathBuf::from(path))
     }
-}
-
-/// What a path made from a template is for: an output, kept inside the folder it names, or a
-/// file to read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Purpose {
-    Write,
-    Read,
 }
 
 /// Why a frame's fields name no file: the command line's fault (exit 2 as a usage error), or the
@@ -590,9 +578,9 @@ mod tests {
     #[test]
     fn an_output_that_does_not_fit_the_tool_is_refused() {
         let frames = |text: &str, png: bool| spec(text).unwrap().container(Product::Frames, png);
-        assert_eq!(frames("a.png", false).unwrap(), Some(Container::Png));
-        assert_eq!(frames("a.png", true).unwrap(), Some(Container::Png));
-        assert_eq!(frames("a", true).unwrap(), Some(Container::Png));
+        assert_eq!(frames("a.png", false).unwrap(), Some(Container::Png { compression: None }));
+        assert_eq!(frames("a.png", true).unwrap(), Some(Container::Png { compression: None }));
+        assert_eq!(frames("a", true).unwrap(), Some(Container::Png { compression: None }));
         assert_eq!(frames("a", false).unwrap(), None, "each frame in the container it came in");
         assert!(frames("a.pgm", true).unwrap_err().message.contains("--png contradicts"));
         assert!(frames("a.csv", false).unwrap_err().message.contains("writes frames"));

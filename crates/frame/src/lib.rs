@@ -21,6 +21,7 @@ mod budget;
 pub mod colour;
 mod decode;
 mod encode_jpeg;
+mod encode_png;
 mod error;
 mod fallible;
 mod float;

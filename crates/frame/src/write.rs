@@ -2,7 +2,6 @@ use std::io::{self, Cursor, Write};
 
 use image::{ExtendedColorType, ImageEncoder};
 
-use crate::png_scale::{PngScale, MAXVAL_KEYWORD};
 use crate::{Channels, Format, Frame, FrameError, Pixels};
 
 /// A container to write frames in, whatever they were read in.
@@ -18,8 +17,9 @@ pub enum Container {
     /// PAM (P7), its TUPLTYPE by the frame's channels.
     Pam,
     /// 8- or 16-bit PNG, gray, gray+alpha, RGB or RGBA, samples scaled to its depth, the maxval
-    /// kept in a text chunk; one frame.
-    Png,
+    /// kept in a text chunk; one frame. `compression`: zlib's level 0 to 9, as OpenCV's
+    /// `IMWRITE_PNG_COMPRESSION`; `None`, OpenCV's default (see `encode_png.rs`).
+    Png { compression: Option<u8> },
     /// TIFF: 8-, 16-bit or 32-bit float, gray, RGB or RGBA; samples unchanged (TIFF records no
     /// maxval); one frame.
     Tiff,
@@ -39,7 +39,7 @@ pub enum Container {
 impl Container {
     /// Whether a file of this container holds one frame only.
     pub fn holds_one_frame(self) -> bool {
-        matches!(self, Container::Png | Container::Tiff | Container::Jpeg { .. } | Container::Npy)
+        matches!(self, Container::Png { .. } | Container::Tiff | Container::Jpeg { .. } | Container::Npy)
     }
 
     /// The container's usual name, for messages.
@@ -49,7 +49,7 @@ impl Container {
             Container::Pnm => "PNM",
             Container::Ppm => "PPM",
             Container::Pam => "PAM",
-            Container::Png => "PNG",
+            Container::Png { .. } => "PNG",
             Container::Tiff => "TIFF",
             Container::Jpeg { .. } => "JPEG",
             Container::Pfm => "PFM",
@@ -78,7 +78,9 @@ enum Written {
     Raw,
     Pfm,
     Npy,
-    Png,
+    Png {
+        compression: Option<u8>,
+    },
     Tiff,
     Jpeg {
         quality: u8,
@@ -135,10 +137,10 @@ impl<W: Write> FrameWriter<W> {
             Some(Container::Ppm) => Written::Netpbm { pam: false, plain: false },
             Some(Container::Pam) if float => return refuse("PAM", ".tif, .pfm or .npy"),
             Some(Container::Pam) => Written::Netpbm { pam: true, plain: false },
-            Some(Container::Png) if float => {
+            Some(Container::Png { .. }) if float => {
                 return refuse("PNG", ".tif, .pfm or .npy, or make it integer with stretch")
             }
-            Some(Container::Png) => Written::Png,
+            Some(Container::Png { compression }) => Written::Png { compression },
             Some(Container::Tiff) if ch == Channels::GrayAlpha => return refuse("TIFF", ".png or .pam"),
             Some(Container::Tiff) => Written::Tiff,
             Some(Container::Jpeg { .. }) if frame.depth() != crate::Depth::U8 => {
@@ -168,7 +170,7 @@ impl<W: Write> FrameWriter<W> {
             FrameError::invalid(index, format!("cannot encode {what}: {e}"))
         };
         match self.written(frame).map_err(|e| FrameError::invalid(index, e))? {
-            Written::Png => self.png(frame).map_err(|e| match e {
+            Written::Png { compression } => self.png(frame, compression).map_err(|e| match e {
                 png::EncodingError::IoError(e) => FrameError::io(index, &e),
                 other => encoding("PNG", &other),
             })?,
@@ -296,35 +298,9 @@ impl<W: Write> FrameWriter<W> {
         }
     }
 
-    /// `frame` as PNG (gray, gray+alpha, RGB or RGBA), its samples scaled to the PNG's depth as
-    /// [`PngScale`] says, with the `sBIT` and `tEXt` chunks that record its maxval when that is
-    /// not the PNG's own.
-    fn png(&mut self, frame: &Frame) -> Result<(), png::EncodingError> {
-        let scale = PngScale::for_maxval(frame.maxval);
-        let mut encoder = png::Encoder::new(&mut self.out, frame.width as u32, frame.height as u32);
-        encoder.set_color(match frame.channels {
-            Channels::Gray => png::ColorType::Grayscale,
-            Channels::GrayAlpha => png::ColorType::GrayscaleAlpha,
-            Channels::Rgb => png::ColorType::Rgb,
-            Channels::RgbAlpha => png::ColorType::Rgba,
-        });
-        encoder.set_depth(if scale.png_max == 255 { png::BitDepth::Eight } else { png::BitDepth::Sixteen });
-        if scale.scales() {
-            encoder.add_text_chunk(MAXVAL_KEYWORD.into(), frame.maxval.to_string())?;
-        }
-        let mut writer = encoder.write_header()?;
-        if let Some(bits) = scale.significant_bits() {
-            let sbit = vec![bits; frame.channels.count()];
-            writer.write_chunk(png::chunk::ChunkType(*b"sBIT"), &sbit)?;
-        }
-        let data: Vec<u8> = match &frame.pixels {
-            Pixels::U8(v) if scale.scales() => v.iter().map(|&s| scale.written(s as u16) as u8).collect(),
-            Pixels::U8(v) => v.to_vec(),
-            Pixels::U16(v) => v.iter().flat_map(|&s| scale.written(s).to_be_bytes()).collect(),
-            Pixels::F32(_) => unreachable!("checked: PNG holds integers"),
-        };
-        writer.write_image_data(&data)?;
-        writer.finish()
+    /// `frame` as PNG (see [`crate::encode_png`]).
+    fn png(&mut self, frame: &Frame, compression: Option<u8>) -> Result<(), png::EncodingError> {
+        crate::encode_png::write_png(&mut self.out, frame, compression)
     }
 }
 
@@ -450,6 +426,7 @@ fn plain_raster(out: &mut Vec<u8>, width: usize, pixels: &Pixels) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::png_scale::PngScale;
     use crate::{Affine, FrameReader, Geometry, ReadOptions, Source};
 
     fn round_trip(frame: &Frame) -> Frame {
@@ -500,7 +477,7 @@ mod tests {
 
     fn png_bytes(frame: &Frame) -> Vec<u8> {
         let mut bytes = Vec::new();
-        FrameWriter::new(&mut bytes, WriteOptions { container: Some(Container::Png) })
+        FrameWriter::new(&mut bytes, WriteOptions { container: Some(Container::Png { compression: None }) })
             .write(1, frame)
             .unwrap();
         bytes
@@ -593,7 +570,7 @@ mod tests {
         let samples: Vec<u16> = (0..600u16).map(|i| i.wrapping_mul(331)).collect();
         let formats = [Format::Pgm, Format::Pam, Format::Raw, Format::PlainPgm, Format::Decoded];
         let containers =
-            [None, Some(Container::Pgm), Some(Container::Pam), Some(Container::Raw), Some(Container::Png)];
+            [None, Some(Container::Pgm), Some(Container::Pam), Some(Container::Raw), Some(Container::Png { compression: None })];
         for kind in ["8-bit", "16-bit", "16-bit lent"] {
             for format in formats {
                 for container in containers {
@@ -624,7 +601,7 @@ mod tests {
                     assert!(given == written, "{case}: not the bytes `write` writes");
                     let binary = match container {
                         None => format != Format::PlainPgm,
-                        Some(c) => c != Container::Png,
+                        Some(c) => !matches!(c, Container::Png { .. }),
                     };
                     assert_eq!(
                         called,
@@ -643,7 +620,7 @@ mod tests {
         for (container, starts) in [
             (Container::Pgm, &b"P5\n"[..]),
             (Container::Pam, b"P7\n"),
-            (Container::Png, b"\x89PNG"),
+            (Container::Png { compression: Some(9) }, b"\x89PNG"),
             (Container::Tiff, b"MM"),
             (Container::Raw, b"\x00\x00\x01\x00"),
         ] {
@@ -728,7 +705,7 @@ mod tests {
                     None,
                     Some(Container::Pnm),
                     Some(Container::Pam),
-                    Some(Container::Png),
+                    Some(Container::Png { compression: None }),
                     Some(Container::Tiff),
                     Some(Container::Pfm),
                     Some(Container::Npy),
@@ -743,7 +720,7 @@ mod tests {
                             let refused = match container {
                                 Some(Container::Pgm) => channels != Channels::Gray || depth == Depth::F32,
                                 Some(Container::Ppm) => channels.has_alpha() || depth == Depth::F32,
-                                Some(Container::Pam | Container::Png) => depth == Depth::F32,
+                                Some(Container::Pam | Container::Png { .. }) => depth == Depth::F32,
                                 Some(Container::Tiff) => channels == Channels::GrayAlpha,
                                 Some(Container::Pfm) => channels.has_alpha(),
                                 _ => false,
