@@ -10,7 +10,7 @@ use histopipe_ops::colhist::{ColHistParams, ColHistSweep, Histograms, MaskedColH
 use histopipe_ops::range::Outside;
 use histopipe_ops::rotate::{Interpolation, RotateBy, RotateParams};
 use histopipe_ops::Fill;
-use histopipe_ops::{parallel, OpError};
+use histopipe_ops::{parallel, Op, OpError};
 use histopipe_plot::{colhist_figure, heatmap_image, ColhistFigure, Counts};
 
 use crate::binning::{classes, parse_range, BinBounds, Colour};
@@ -611,6 +611,8 @@ impl ColHist {
             cx.check_pixels(r.out_width, r.out_height)?;
         }
         let sweep = ColHistSweep { turns: rotations, params: self.params };
+        // The whole sweep's work, though it is counted a group of turns at a time.
+        cx.check_work(&sweep.work(&frame))?;
         let ops = sweep.counts(&frame).map_err(|e| cx.op_error(e))?;
         let bins = ops.first().map_or(0, |op| op.bins as usize);
         // The counts are held whole (and written after): refused beyond --max-pixels counters.

@@ -916,6 +916,14 @@ fn angles_option_errors() {
     }
     let e = run_err("colhist", &["--angles", "0:180:1", "--max-pixels", "1000000"], &camera, 2);
     assert!(e.contains("180 angles x 256 bins x 512 lines, 23592960 counters"), "{e}");
+    // 2 turns of 725x725 (camera.pgm turned by 45 degrees, expanded) and 512x512.
+    let e = run_err("colhist", &["--angles", "45,90", "--expand", "--max-work", "787768"], &camera, 2);
+    assert_eq!(
+        e,
+        "colhist: frame 1: this frame's work would be 787769 steps (2 angles x turned pixels, up to \
+         725x725), over the limit of 787768 (--max-work): raise --max-work to run it\n"
+    );
+    run_ok("colhist", "cpu", &["--angles", "45,90", "--expand", "--max-work", "787769"], &camera);
     let e = run_err("colhist", &["--angles", "0,90", "--fill", "300"], &camera, 2);
     assert!(e.contains("--fill 300"), "{e}");
     let e = run_err("colhist", &["--angles", "0,90", "--segment", "5,5,20"], &camera, 2);

@@ -34,6 +34,22 @@ fn edge_map(name: &str) -> (Vec<u8>, Frame) {
     (bytes, frame)
 }
 
+/// An edge map whose votes (edge pixels x angles, and a read of every pixel) are over --max-work
+/// is refused before any is cast; an empty map of the same size is its pixels' work alone.
+#[test]
+fn votes_over_max_work_are_refused_before_they_start() {
+    let all = Frame::new(100, 100, 255, Pixels::U8(vec![255; 10000].into()));
+    let e = run_err("hough-vote", &["--max-work", "1809999"], &stream(std::slice::from_ref(&all)), 2);
+    assert_eq!(
+        e,
+        "hough-vote: frame 1: this frame's work would be 1810000 steps (10000 edge pixels x 180 angles of \
+         votes), over the limit of 1809999 (--max-work): raise --max-work to run it\n"
+    );
+    run_ok("hough-vote", "cpu", &["--max-work", "1810000"], &stream(&[all]));
+    let none = Frame::new(100, 100, 255, Pixels::U8(vec![0; 10000].into()));
+    run_ok("hough-vote", "cpu", &["--max-work", "10000"], &stream(&[none]));
+}
+
 /// `edges | hough-vote | hough-lines --threshold T` gives cv2.HoughLines's lines, in its order.
 #[test]
 fn pipeline_matches_opencv_on_fixtures() {

@@ -201,6 +201,33 @@ fn hostile_frames_end_soon() {
     }
 }
 
+/// An edge map whose work is over --max-work is refused before any of it is done: each edge
+/// pixel's 180 votes, cast and taken back when a kept segment removes it (as costly as the vote,
+/// on the host whichever backend voted), and the walks' steps. An 88 KB PNG of 8500x8500 edges
+/// (2.8 x 10^10, 34 s of two cores) is over the default; an empty map's work is its pixels.
+#[test]
+fn work_over_max_work_is_refused_before_it_starts() {
+    let all = Frame::new(100, 100, 255, Pixels::U8(vec![255; 10000].into()));
+    // 2 x 10^4 x 180 votes; steps: a walk of 100 for each of the 10^4 x 180 / 50 cells that
+    // could reach the threshold (fewer than the budget's 2^28); 10^4 pixels.
+    let work = HoughSegments::default().work(&all);
+    assert_eq!(work.amount, 2 * 10_000 * 180 + 10_000 * 180 / 50 * 100 + 10_000);
+    let limit = (work.amount - 1).to_string();
+    let e = run_err("hough-segments", &["--max-work", &limit], &stream(std::slice::from_ref(&all)), 2);
+    assert_eq!(
+        e,
+        format!(
+            "hough-segments: frame 1: this frame's work would be {} steps (10000 edge pixels x 180 angles \
+             of votes, twice, and 3600000 steps of walks), over the limit of {limit} (--max-work): raise \
+             --max-work to run it\n",
+            work.amount
+        )
+    );
+    let none = Frame::new(100, 100, 255, Pixels::U8(vec![0; 10000].into()));
+    run_ok("hough-segments", "cpu", &["--max-work", "10000"], &stream(&[none]));
+    run_ok("hough-segments", "cpu", &["--max-work", &work.amount.to_string()], &stream(&[all]));
+}
+
 #[test]
 fn drawing_segments() {
     let (edges, _) = edge_map("chessboard.pgm");

@@ -1,7 +1,10 @@
 //! `radon` against scikit-image's `skimage.transform.radon`, both `circle` modes, several sizes,
 //! angle sets and sample types; the table; the refusals; GPU = CPU through the binaries.
 
+use histopipe_cli::Common;
 use histopipe_frame::{Format, Frame, Pixels};
+use histopipe_ops::radon::RadonParams;
+use histopipe_ops::Op;
 
 use crate::common::*;
 
@@ -205,6 +208,39 @@ fn refusals_are_one_line() {
     // 725 positions x 1800 angles = 1305000 values, over a limit of 300000 (the frame is 262144).
     let e = run_err("radon", &["--max-pixels", "300000", "--angles", "0:180:0.1"], &camera, 2);
     assert!(e.contains("frame 1: the output would be 1800x725, 1305000 pixels"), "{e}");
+}
+
+/// A frame whose work, angles x N^2 reads of its padded square, is over --max-work is refused
+/// before any of it is done, in one line naming the option, whichever backend would do it; the
+/// default admits 4096x4096 at 180 angles and refuses 32768x32768 (a 1 MB PNG of zeros, 40
+/// minutes of reads).
+#[test]
+fn work_over_max_work_is_refused_before_it_starts() {
+    let camera = fixture_bytes("camera.pgm");
+    let mut backends = vec!["cpu", "auto"];
+    let lease = gpu();
+    if lease.is_some() {
+        backends.push("gpu");
+    }
+    // 512x512: N = 725, 2 angles x 725^2 = 1051250 reads.
+    for backend in backends {
+        let args = ["--backend", backend, "--angles", "0,90", "--max-work"];
+        let out = tool("radon").args(args).arg("1051249").write_stdin(camera.clone()).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{backend}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "radon: frame 1: this frame's work would be 1051250 steps (2 angles x 725^2 reads), over the \
+             limit of 1051249 (--max-work): raise --max-work to run it\n",
+            "{backend}"
+        );
+        assert!(out.stdout.is_empty(), "{backend}");
+        let out = tool("radon").args(args).arg("1051250").write_stdin(camera.clone()).output().unwrap();
+        assert!(out.status.success(), "{backend}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let dot = Frame::new(1, 1, 255, Pixels::U8(vec![0].into()));
+    let work = |side| RadonParams::default().for_size(side, side).unwrap().work(&dot).amount;
+    assert_eq!(work(4096), 180 * 5793 * 5793);
+    assert!(work(4096) <= Common::MAX_WORK as u128 && work(32768) > Common::MAX_WORK as u128);
 }
 
 /// CPU and GPU give the same bytes through the binaries: 8-bit, 16-bit and float, both modes.

@@ -17,6 +17,8 @@ pub struct Common {
     pub device: Devices,
     pub raw: Option<RawSpec>,
     pub max_pixels: u64,
+    /// `--max-work`: the most work one frame's operation may do ([`Common::MAX_WORK`]).
+    pub max_work: u64,
     pub png: bool,
     /// `--quality`: JPEG output's quality, 1..=100.
     pub quality: u8,
@@ -72,6 +74,16 @@ pub const COMMON_FLAGS: &[Flag] = &[
     Flag::with_value("--max-pixels", "N", "refuse frames of more than N pixels [default: 1073741824]")
         .group("Input and output"),
     Flag::with_value(
+        "--max-work",
+        "N",
+        "refuse, before any of it is done, a frame whose operation would take more than N steps \
+         of work, counted as the CPU backend does them: radon's angles x N^2 reads of its padded \
+         square, colhist --angles' angles x turned pixels, a Hough vote's edge pixels x angles \
+         (hough-segments: twice, and its walks' steps), other tools' pixels; the same on every \
+         backend [default: 17179869184, 2^34]",
+    )
+    .group("Input and output"),
+    Flag::with_value(
         "--backend",
         "B",
         "auto, cpu or gpu [default: $HISTOPIPE_BACKEND, else auto]; auto opens the GPUs once a stream \
@@ -115,6 +127,15 @@ impl Common {
     /// on H100 and H200 machines), during which the cores are slower.
     pub const GPU_AFTER: Duration = Duration::from_secs(1);
 
+    /// The default of [`Common::max_work`]: 2^34 steps, about 20 s of the CPU backend on two
+    /// cores (radon reads 0.7 x 10^9 a second there) and a fraction of a second on a GPU. It
+    /// admits every realistic job: radon of a 4096x4096 frame at 180 angles (6.0 x 10^9 reads)
+    /// or at 0.5 degrees (1.2 x 10^10), colhist --angles 0:180:1 of a padded 4K frame (6.0 x
+    /// 10^9), hough-segments of a 16384x16384 map with 5% edges (1.3 x 10^10); and refuses
+    /// radon of a 1 MB PNG of 32768x32768 zeros (3.9 x 10^11, 40 minutes) and hough-segments of
+    /// an 88 KB PNG of 8500x8500 edges (2.8 x 10^10, 34 s of two cores).
+    pub const MAX_WORK: u64 = 1 << 34;
+
     pub fn from_env() -> Result<Common, Error> {
         let backend = match std::env::var("HISTOPIPE_BACKEND") {
             Ok(v) if !v.is_empty() => {
@@ -149,6 +170,7 @@ impl Common {
             device: Devices::List(vec![0]),
             raw,
             max_pixels: DEFAULT_MAX_PIXELS,
+            max_work: Common::MAX_WORK,
             png: false,
             quality: 95,
             output: None,
@@ -166,6 +188,7 @@ impl Common {
             "--device" => self.device = Devices::parse(given.text()?)?,
             "--raw" => self.raw = parse_raw(given.text()?)?,
             "--max-pixels" => self.max_pixels = given.parse()?,
+            "--max-work" => self.max_work = given.parse()?,
             "--png" => self.png = true,
             "--quality" => {
                 self.quality = match given.parse::<u8>() {

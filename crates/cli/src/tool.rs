@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
 
 use histopipe_frame::{Channels, Frame, Source};
-use histopipe_ops::{Op, OpError};
+use histopipe_ops::{Op, OpError, Work};
 
 use crate::common::Common;
 use crate::dispatch::Backends;
@@ -156,9 +156,25 @@ impl<'a> Context<'a> {
         self
     }
 
-    /// Runs an operation on the backend chosen for it; errors are placed at this frame.
+    /// Runs an operation on the backend chosen for it, once its work is checked against
+    /// `--max-work` ([`Context::check_work`]); errors are placed at this frame.
     pub fn run<O: Op>(&mut self, op: &O, frame: &Frame) -> Result<O::Output, Error> {
+        self.check_work(&op.work(frame))?;
         self.backends.run(op, frame, self.index).map_err(|e| self.op_error(e))
+    }
+
+    /// Refuses this frame when `work` (an operation's, [`Op::work`], or a tool's whole frame's
+    /// made of several runs) is over `--max-work`, before any of it is done, whichever backend
+    /// would do it.
+    pub fn check_work(&self, work: &Work) -> Result<(), Error> {
+        if work.amount <= self.common.max_work as u128 {
+            return Ok(());
+        }
+        Err(self.invalid(format!(
+            "this frame's work would be {} steps ({}), over the limit of {} (--max-work): raise \
+             --max-work to run it",
+            work.amount, work.what, self.common.max_work
+        )))
     }
 
     /// Runs `op(c)` on each channel `c` of `frame`, as a gray frame of its own ([`Frame::plane`]),

@@ -28,5 +28,5 @@ pub mod stretch;
 pub mod threshold;
 
 pub use histopipe_gpu::{device_count, testing, Gpu, GpuError};
-pub use op::{GpuPart, Op, OpError, OpErrorKind, ParamValue, Piece};
+pub use op::{GpuPart, Op, OpError, OpErrorKind, ParamValue, Piece, Work};
 pub use sample::{Element, Fill, Fills, Sample};

@@ -201,6 +201,29 @@ pub trait Op {
         let _ = frame;
         1.0
     }
+
+    /// The operation's work on `frame`, known before any of it is done, for the caller's bound on
+    /// one frame's work (histopipe-cli's `--max-work`), which refuses a frame over it whichever
+    /// backend would run it. By default the frame's pixels times [`Op::visits_per_pixel`]; an
+    /// operation whose work grows faster than its frame (`radon`: angles x N^2 reads of the padded
+    /// square; a Hough vote: edge pixels x angles) says so, and what it counted.
+    fn work(&self, frame: &Frame) -> Work {
+        let pixels = (frame.width as u128) * (frame.height as u128);
+        let visits = self.visits_per_pixel(frame);
+        Work {
+            amount: (pixels as f64 * visits).ceil() as u128,
+            what: format!("{}x{} pixels x {visits} visits", frame.width, frame.height),
+        }
+    }
+}
+
+/// An operation's work on one frame ([`Op::work`]): a count of its inner steps (sample reads,
+/// votes, steps of a walk), and what was counted, for a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Work {
+    pub amount: u128,
+    /// What was multiplied: `180 angles x 5793^2 reads`.
+    pub what: String,
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use histopipe_gpu::Buffer;
 
 use super::{ColHist, ColHistParams, ColHistPlan};
 use crate::rotate::Rotate;
-use crate::{parallel, with_samples, Gpu, Op, OpError, Sample};
+use crate::{parallel, with_samples, Gpu, Op, OpError, Sample, Work};
 
 /// `colhist` after each turn of one frame.
 #[derive(Debug, Clone)]
@@ -94,6 +94,18 @@ impl ColHistSweep {
 
 impl Op for ColHistSweep {
     type Output = Sweep;
+
+    /// Every pixel of every turned frame, made by its turn and counted.
+    fn work(&self, frame: &Frame) -> Work {
+        let turned: u128 = self.turns.iter().map(|r| (r.out_width * r.out_height) as u128).sum();
+        let channels = frame.channels.count() as u128;
+        let widest = self.turns.iter().map(|r| (r.out_width, r.out_height)).max_by_key(|&(w, h)| w * h);
+        let (w, h) = widest.unwrap_or((0, 0));
+        Work {
+            amount: turned * channels,
+            what: format!("{} angles x turned pixels, up to {w}x{h}", self.turns.len()),
+        }
+    }
 
     /// Turn i's counts are `ops[i].cpu(&turns[i].cpu(frame))`, each written to its own part of the
     /// output: turns are spread over the pool's threads (each turn's operations split further as

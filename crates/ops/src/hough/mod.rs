@@ -51,3 +51,14 @@ pub use vote::{HoughVote, Strategy, AUTO_SHARED_MAX_POINTS, SHARED_COLUMNS};
 /// ([`crate::parallel::parts`]): 0.7 ns a cell on one core (4096x3112's 180 x 14417 in 1.8 ms), so a
 /// part takes 0.2 ms or more.
 const MIN_PART_CELLS: usize = 1 << 18;
+
+/// The edge pixels of an edge map (its non-zero samples; none in a float frame, which the votes
+/// refuse): what a vote's work is in proportion to ([`Op::work`](crate::Op::work)).
+fn edge_pixels(frame: &histopipe_frame::Frame) -> u128 {
+    let count = match &frame.pixels {
+        histopipe_frame::Pixels::U8(v) => v.iter().filter(|&&p| p != 0).count(),
+        histopipe_frame::Pixels::U16(v) => v.iter().filter(|&&p| p != 0).count(),
+        histopipe_frame::Pixels::F32(_) => 0,
+    };
+    count as u128
+}

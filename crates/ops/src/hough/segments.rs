@@ -34,8 +34,8 @@ use histopipe_frame::Frame;
 
 use super::space::vote_column;
 use super::vote::{MAGIC_MAX_RHOS, ROUND_MAGIC, ROUND_MAGIC_BITS};
-use super::{HoughParams, HoughSpace, HoughVote, HoughVotePlan, Strategy};
-use crate::{parallel, with_samples, Gpu, GpuPart, Op, OpError, Sample};
+use super::{edge_pixels, HoughParams, HoughSpace, HoughVote, HoughVotePlan, Strategy};
+use crate::{parallel, with_samples, Gpu, GpuPart, Op, OpError, Sample, Work};
 
 /// Steps walked per frame at most, over all lines: [`WALK_STEPS_PER_PIXEL`] a pixel, and at
 /// least [`WALK_BUDGET`]. A frame whose lines need more is refused rather than cut short.
@@ -816,6 +816,25 @@ fn take_bits(bits: &[u64], i: usize, n: u32) -> u64 {
 
 impl Op for HoughSegments {
     type Output = Vec<Segment>;
+
+    /// Each edge pixel's votes, once voted and once taken back when a kept segment removes it (on
+    /// the host, whichever backend voted: as much as the vote itself), and the walks' steps: at
+    /// most [`walk_budget`], and no more than a walk across the frame for each cell the votes
+    /// could bring to `threshold`.
+    fn work(&self, frame: &Frame) -> Work {
+        let (w, h) = (frame.width, frame.height);
+        let pixels = (w * h) as u128;
+        let Ok(space) = Self::space(frame) else { return Work { amount: pixels, what: "its pixels".into() } };
+        let (edges, thetas) = (edge_pixels(frame), space.thetas as u128);
+        let cells = edges * thetas / self.threshold.max(1) as u128;
+        let steps = (walk_budget(w, h) as u128).min(cells * w.max(h) as u128);
+        Work {
+            amount: 2 * edges * thetas + steps + pixels,
+            what: format!(
+                "{edges} edge pixels x {thetas} angles of votes, twice, and {steps} steps of walks"
+            ),
+        }
+    }
 
     fn cpu(&self, frame: &Frame) -> Result<Vec<Segment>, OpError> {
         let space = Self::space(frame)?;

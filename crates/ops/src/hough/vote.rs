@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use histopipe_frame::{Frame, Pixels, Samples};
 
 use super::space::vote_column;
-use super::{HoughParams, HoughSpace, ANNOTATION, MIN_PART_CELLS};
-use crate::{parallel, with_samples, Gpu, Op, OpError, Sample};
+use super::{edge_pixels, HoughParams, HoughSpace, ANNOTATION, MIN_PART_CELLS};
+use crate::{parallel, with_samples, Gpu, Op, OpError, Sample, Work};
 
 /// How the GPU votes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -244,6 +244,17 @@ fn for_each_edge<T: Sample>(px: &[T], width: usize, height: usize, mut vote: imp
 
 impl Op for HoughVote {
     type Output = Frame;
+
+    /// A vote per edge pixel and angle, after a read of every pixel.
+    fn work(&self, frame: &Frame) -> Work {
+        let pixels = (frame.width * frame.height) as u128;
+        let Ok(space) = self.space(frame) else { return Work { amount: pixels, what: "its pixels".into() } };
+        let edges = edge_pixels(frame);
+        Work {
+            amount: edges * space.thetas as u128 + pixels,
+            what: format!("{edges} edge pixels x {} angles of votes", space.thetas),
+        }
+    }
 
     fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
         let space = self.space(frame)?;

@@ -32,7 +32,7 @@
 use histopipe_frame::{Frame, Pixels};
 
 use crate::angles::Angles;
-use crate::{Gpu, Op, OpError};
+use crate::{Gpu, Op, OpError, Work};
 
 mod cpu;
 pub mod gpu;
@@ -384,5 +384,14 @@ impl Op for Radon {
     /// Every pixel is read (by its four taps) once per angle.
     fn visits_per_pixel(&self, _: &Frame) -> f64 {
         self.trig.len() as f64
+    }
+
+    /// A read of the padded square (its N^2 positions) per angle, zeros included.
+    fn work(&self, _: &Frame) -> Work {
+        let n = self.square.side as u128;
+        Work {
+            amount: self.trig.len() as u128 * n * n,
+            what: format!("{} angles x {n}^2 reads", self.trig.len()),
+        }
     }
 }
