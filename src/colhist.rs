@@ -4,7 +4,7 @@ use histopipe_cli::{
     Common, Context, Error, Flag, FlagError, Given, OutputFormat, PathTemplate, Product, Tool,
     TABLE_KEY_COLUMNS,
 };
-use histopipe_frame::{encode_npy_array, encode_npy_header, Format, Frame, Line, NpyData, Pixels};
+use histopipe_frame::{encode_npy_header, Format, Frame, Line, NpyData, Pixels};
 use histopipe_ops::angles::Angles;
 use histopipe_ops::colhist::{ColHistParams, ColHistSweep, Histograms, MaskedColHist, Sweep};
 use histopipe_ops::range::Outside;
@@ -352,7 +352,7 @@ Example:
                 _ => String::new(),
             };
             let figure = ColhistFigure {
-                counts: Counts { bins: bins.bins, lines: bins.lines, counts: &bins.counts },
+                counts: bins,
                 bin_ranges: &ranges,
                 values,
                 value_name,
@@ -367,8 +367,7 @@ Example:
         }
         match self.output {
             Output::Image => {
-                let bins = first.bins();
-                let mut image = matrix_image(&bins);
+                let mut image = matrix_image(&first.bins());
                 image.source = source;
                 cx.write(image)
             }
@@ -379,8 +378,7 @@ Example:
                          give -o a field for one image each (-o out/{stem}.png), or use --plot with a field",
                     ));
                 }
-                let h = first.bins();
-                let image = heatmap_image(&Counts { bins: h.bins, lines: h.lines, counts: &h.counts });
+                let image = heatmap_image(&first.bins());
                 histopipe_frame::write_rgb8(cx.text(), image.width, image.height, &image.rgb, png)
                     .map_err(|e| cx.invalid(format!("cannot encode the heatmap: {e}")))
             }
@@ -392,15 +390,18 @@ Example:
                     ));
                 }
                 let (rows, lines) = (first.h.bins, first.h.lines);
-                let data: Vec<u64> =
-                    channels.iter().flat_map(|c| c.h.counts.iter().map(|&n| n as u64)).collect();
                 let shape = match first.name {
                     Some(_) => vec![channels.len(), rows, lines],
                     None => vec![rows, lines],
                 };
-                cx.text().extend_from_slice(
-                    &encode_npy_array(&shape, NpyData::U64(&data)).expect("the shape holds the data"),
-                );
+                // The header, then the counts widened to uint64 a piece at a time, each piece
+                // handed to the writer as it is made: never a second copy of the counts.
+                cx.send_bytes(encode_npy_header(&shape, &NpyData::U64(&[])));
+                for c in &channels {
+                    for piece in c.h.counts.chunks(PIECE_COUNTS) {
+                        cx.send_bytes(piece.iter().flat_map(|&n| u64::from(n).to_le_bytes()).collect());
+                    }
+                }
                 Ok(())
             }
             Output::Csv | Output::Tsv => {
@@ -408,7 +409,7 @@ Example:
                 let key = cx.row_key(sep as char);
                 let mut header = cx.starts_output();
                 for c in &channels {
-                    write_table(cx.text(), c, header, key.as_bytes(), sep);
+                    write_table(cx, c, header, key.as_bytes(), sep);
                     header = false;
                 }
                 Ok(())
@@ -434,10 +435,9 @@ struct Counted {
 }
 
 impl Counted {
-    /// The bins' rows alone.
-    fn bins(&self) -> Histograms {
-        let counts = self.h.counts[..self.bins * self.h.lines].to_vec();
-        Histograms { bins: self.bins, lines: self.h.lines, counts }
+    /// The bins' rows alone (not the outside classes'), where they are.
+    fn bins(&self) -> Counts<'_> {
+        Counts { bins: self.bins, lines: self.h.lines, counts: &self.h.counts[..self.bins * self.h.lines] }
     }
 
     /// Row `r`'s first fields: the bin's number and bounds, or an outside class's name and two
@@ -827,7 +827,7 @@ impl Along {
 /// the largest of them (at least 1), so viewers show the matrix stretched to its peak; 8-bit when
 /// the peak is at most 255, as PGM has it. It keeps the frame's source, not its geometry: its
 /// pixels are no place of the original.
-fn matrix_image(h: &Histograms) -> Frame {
+fn matrix_image(h: &Counts) -> Frame {
     let samples: Vec<u16> = h.counts.iter().map(|&c| c.min(65535) as u16).collect();
     let maxval = samples.iter().copied().max().unwrap_or(0).max(1);
     let pixels = if maxval <= 255 {
@@ -843,8 +843,9 @@ fn matrix_image(h: &Histograms) -> Frame {
 /// The table of one channel's counts `c`: the header line if `header`, then one row per bin
 /// (and outside class), each starting with `key` (the frame's number and source, with their
 /// separators) and the channel's name.
-fn write_table(text: &mut Vec<u8>, c: &Counted, header: bool, key: &[u8], sep: u8) {
+fn write_table(cx: &mut Context<'_>, c: &Counted, header: bool, key: &[u8], sep: u8) {
     let h = &c.h;
+    let text = cx.text();
     if header {
         let channel: &[&str] = if c.name.is_some() { &["channel"] } else { &[] };
         for name in TABLE_KEY_COLUMNS.iter().chain(channel).chain(&["bin", "lower", "upper"]) {
@@ -872,23 +873,30 @@ fn write_table(text: &mut Vec<u8>, c: &Counted, header: bool, key: &[u8], sep: u
     let key = &key[..];
     let rows: Vec<&[u32]> = h.counts.chunks_exact(h.lines.max(1)).take(h.bins).collect();
     // A 4K frame's table is a million numbers, more than one core formats in a frame period of a
-    // fast stream: large tables are formatted in bands of bins on the CPU backend's pool, joined in
-    // order.
+    // fast stream: large tables are formatted in bands of bins on the CPU backend's pool, each
+    // band handed to the writer as it is (a band's text at most [`PIECE_COUNTS`] counts, a group
+    // of bands one a thread at a time), so the table is never held whole beside its counts.
     let bands = parallel::threads().min(8).min(h.counts.len() / (1 << 16)).clamp(1, rows.len().max(1));
     if bands == 1 {
         write_rows(text, c, key, 0, &rows, sep);
         return;
     }
-    let per = rows.len().div_ceil(bands);
-    let written = parallel::map_parts(&rows, per, |first, band| {
-        let mut out = Vec::with_capacity(band.len() * (band[0].len() + 3) * 4);
-        write_rows(&mut out, c, key, first, band, sep);
-        out
-    });
-    for band in written {
-        text.extend_from_slice(&band);
+    let per = rows.len().div_ceil(bands).min(PIECE_COUNTS / h.lines.max(1)).max(1);
+    for (g, group) in rows.chunks(per * bands).enumerate() {
+        let written = parallel::map_parts(group, per, |first, band| {
+            let mut out = Vec::new();
+            write_rows(&mut out, c, key, g * per * bands + first, band, sep);
+            out
+        });
+        for band in written {
+            cx.send_bytes(band);
+        }
     }
 }
+
+/// Counts formatted as a table's rows, or widened for `.npy`, in one piece handed to the writer:
+/// 2^20, 2 to 11 MiB of text, 8 MiB of uint64.
+const PIECE_COUNTS: usize = 1 << 20;
 
 /// The table's rows `first..`, one per slice of counts.
 fn write_rows(text: &mut Vec<u8>, c: &Counted, key: &[u8], first: usize, rows: &[&[u32]], sep: u8) {

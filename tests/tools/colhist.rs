@@ -930,6 +930,39 @@ fn angles_option_errors() {
     assert!(e.contains("--segment leaves the frame"), "{e}");
 }
 
+/// A matrix of many counters is held as its 32-bit counts and what of the output is not yet
+/// written, nothing more: `--bins 65536` over 512 columns of a 1 KB 16-bit PGM, as `.npy`, once
+/// held the counts widened to uint64, encoded and copied again (27 bytes a counter, 906 MB);
+/// now at most 12 (the counts, and the output if the writer fell behind). The child's peak
+/// resident set, by Python's getrusage.
+#[test]
+fn many_counters_are_held_as_the_counts_and_the_output() {
+    let dir = temp_dir("colhist-counters");
+    let pgm = dir.join("wide.pgm");
+    let mut bytes = b"P5 512 1 65535\n".to_vec();
+    bytes.extend((0..512u32).flat_map(|x| ((x * 128) as u16).to_be_bytes()));
+    std::fs::write(&pgm, bytes).unwrap();
+    let npy = dir.join("h.npy");
+    let script = r#"
+import resource, subprocess, sys
+p = subprocess.run([sys.argv[1], "--backend", "cpu", "--bins", "65536", "-o", sys.argv[3], sys.argv[2]])
+print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"#;
+    let python = std::env::var("HISTOPIPE_PYTHON").unwrap_or_else(|_| "python3".into());
+    let colhist = assert_cmd::cargo::cargo_bin("colhist");
+    let out = std::process::Command::new(python)
+        .args(["-c", script, colhist.to_str().unwrap(), pgm.to_str().unwrap(), npy.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let fields: Vec<u64> = text.split_whitespace().map(|f| f.parse().unwrap()).collect();
+    assert_eq!(fields[0], 0, "colhist failed: {}", String::from_utf8_lossy(&out.stderr));
+    let counters = 65536 * 512;
+    assert_eq!(std::fs::metadata(&npy).unwrap().len(), 128 + 8 * counters);
+    let peak = fields[1] * 1024;
+    assert!(peak < 16 * counters + (64 << 20), "peak memory {peak} bytes for {counters} counters");
+}
+
 /// The GPU's sweep is the CPU's, and so the loop's: both interpolations, 8- and 16-bit, with a
 /// point.
 #[test]
