@@ -1,8 +1,15 @@
 //! Writing JPEG with libjpeg-turbo's encoder, set up as OpenCV's `imwrite` sets it up.
 
+use std::os::raw::{c_int, c_ulong};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use mozjpeg::{ColorSpace, Compress};
+use mozjpeg_sys::{
+    boolean, jpeg_CreateCompress, jpeg_c_set_int_param, jpeg_compress_struct, jpeg_destroy_compress,
+    jpeg_finish_compress, jpeg_mem_dest, jpeg_set_defaults, jpeg_set_quality, jpeg_start_compress,
+    jpeg_write_scanlines, JCP_FASTEST, JPEG_LIB_VERSION, JSAMPROW, J_COLOR_SPACE, J_INT_PARAM,
+};
+
+use crate::decode::jpeg::{error_manager, LibjpegError};
 
 /// Encodes `width` x `height` pixels of `channels` samples each (1: gray, 3: RGB), row by row, as
 /// a JPEG of `quality` (0 to 100, 0 taken as 1, as libjpeg does).
@@ -10,10 +17,10 @@ use mozjpeg::{ColorSpace, Compress};
 /// The settings are OpenCV's for `cv2.imwrite(path, bgr, [cv2.IMWRITE_JPEG_QUALITY, quality])`:
 /// libjpeg-turbo's defaults (mozjpeg's own extensions off: no trellis quantization, no
 /// progressive scans, no optimized Huffman tables), the standard quantization tables scaled to
-/// `quality`, 4:2:0 chroma subsampling, a JFIF header. From quality 25 up the bytes are OpenCV's
-/// exactly. Below 25 some scaled quantization values pass 255: OpenCV keeps them to 255
-/// (`force_baseline`), the `mozjpeg` crate lets them be up to 32767, so those files differ (and
-/// are extended rather than baseline JPEGs).
+/// `quality` and kept to baseline's 8 bits (`jpeg_set_quality`'s `force_baseline`, as OpenCV
+/// asks: below quality 25 some values would pass 255), 4:2:0 chroma subsampling, a JFIF header:
+/// OpenCV's bytes at every quality. libjpeg's API is called directly, since the `mozjpeg` crate
+/// sets the quality without `force_baseline`.
 pub fn encode_jpeg(
     width: usize,
     height: usize,
@@ -22,8 +29,8 @@ pub fn encode_jpeg(
     quality: u8,
 ) -> Result<Vec<u8>, String> {
     let space = match channels {
-        1 => ColorSpace::JCS_GRAYSCALE,
-        3 => ColorSpace::JCS_RGB,
+        1 => J_COLOR_SPACE::JCS_GRAYSCALE,
+        3 => J_COLOR_SPACE::JCS_RGB,
         _ => return Err(format!("JPEG: {channels} channels, not 1 (gray) or 3 (RGB)")),
     };
     // JPEG_MAX_DIMENSION.
@@ -39,29 +46,64 @@ pub fn encode_jpeg(
     if quality > 100 {
         return Err(format!("JPEG: quality {quality}, over 100"));
     }
-    let encode = || -> std::io::Result<Vec<u8>> {
-        let mut c = Compress::new(space);
-        // libjpeg-turbo's defaults: mozjpeg's profile reset (jpeg_set_defaults after
-        // JINT_COMPRESS_PROFILE = JCP_FASTEST), which also turns Huffman optimization off.
-        c.set_fastest_defaults();
-        c.set_optimize_coding(false);
-        c.set_size(width, height);
-        c.set_quality(quality.max(1) as f32);
-        let mut started = c.start_compress(Vec::new())?;
-        started.write_scanlines(samples)?;
-        started.finish()
-    };
-    // The `mozjpeg` crate's error manager unwinds with libjpeg's message.
-    match catch_unwind(AssertUnwindSafe(encode)) {
-        Ok(result) => result.map_err(|e| format!("JPEG: {e}")),
-        Err(payload) => {
-            let text = payload
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "the encoder failed".into());
-            Err(format!("JPEG: {text}"))
+    let mut err = error_manager();
+    // SAFETY: `jpeg_compress_struct` is a C struct of integers, pointers and optional function
+    // pointers, for which all-zero bytes are valid; `jpeg_CreateCompress` then sets it up.
+    let mut cinfo: jpeg_compress_struct = unsafe { std::mem::zeroed() };
+    cinfo.common.err = &mut err;
+    let mut buffer: *mut u8 = std::ptr::null_mut();
+    let mut size: c_ulong = 0;
+    let stride = width * channels;
+    let encoded = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: libjpeg's compression sequence on a struct made here, whose error manager
+        // unwinds out of any failing call (caught below); the dimensions were checked above, and
+        // every row pointer handed over points at `stride` bytes of `samples`, which outlives
+        // the calls. `jpeg_mem_dest` keeps the output in a buffer libjpeg mallocs, read here
+        // once compression is finished and freed below.
+        unsafe {
+            jpeg_CreateCompress(&mut cinfo, JPEG_LIB_VERSION, std::mem::size_of::<jpeg_compress_struct>());
+            cinfo.in_color_space = space;
+            cinfo.input_components = channels as c_int;
+            // libjpeg-turbo's defaults: mozjpeg's profile reset, which also turns Huffman
+            // optimization off.
+            jpeg_c_set_int_param(&mut cinfo, J_INT_PARAM::JINT_COMPRESS_PROFILE, JCP_FASTEST as c_int);
+            jpeg_set_defaults(&mut cinfo);
+            cinfo.optimize_coding = 0;
+            cinfo.image_width = width as u32;
+            cinfo.image_height = height as u32;
+            jpeg_set_quality(&mut cinfo, c_int::from(quality.max(1)), 1 as boolean);
+            jpeg_mem_dest(&mut cinfo, &mut buffer, &mut size);
+            jpeg_start_compress(&mut cinfo, 1);
+            // Two MCU rows of 4:2:0 at a time, as many as libjpeg takes in one call.
+            let mut rows: [JSAMPROW; 16] = [std::ptr::null(); 16];
+            while (cinfo.next_scanline as usize) < height {
+                let first = cinfo.next_scanline as usize;
+                let n = (height - first).min(rows.len());
+                for (i, row) in rows[..n].iter_mut().enumerate() {
+                    *row = samples[(first + i) * stride..].as_ptr();
+                }
+                if jpeg_write_scanlines(&mut cinfo, rows.as_ptr(), n as u32) == 0 {
+                    return Err("JPEG: the encoder took no rows".to_string());
+                }
+            }
+            jpeg_finish_compress(&mut cinfo);
+            Ok(std::slice::from_raw_parts(buffer, size as usize).to_vec())
         }
+    }));
+    // SAFETY: destroying a struct made by jpeg_CreateCompress (or still zeroed, where libjpeg
+    // frees nothing) is always allowed; `buffer` is null or libjpeg's malloc'd output.
+    unsafe {
+        jpeg_destroy_compress(&mut cinfo);
+        if !buffer.is_null() {
+            libc::free(buffer.cast());
+        }
+    }
+    match encoded {
+        Ok(result) => result,
+        Err(payload) => match payload.downcast::<LibjpegError>() {
+            Ok(e) => Err(format!("JPEG: {}", e.0)),
+            Err(_) => Err("JPEG: the encoder failed".into()),
+        },
     }
 }
 

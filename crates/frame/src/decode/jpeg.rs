@@ -373,7 +373,7 @@ fn decoder_memory(walk: &JpegWalk, frame: &FrameHeader, output: u64) -> u64 {
 }
 
 /// A libjpeg error, carried out of the library by unwinding (its `error_exit` may not return).
-struct LibjpegError(String);
+pub(crate) struct LibjpegError(pub(crate) String);
 
 /// The libjpeg message for the error or warning now in `cinfo`'s error manager.
 fn libjpeg_message(cinfo: &mut jpeg_common_struct) -> String {
@@ -424,7 +424,7 @@ extern "C-unwind" fn emit_message(cinfo: &mut jpeg_common_struct, level: c_int) 
 }
 
 /// An error manager whose errors and data-losing warnings unwind with a [`LibjpegError`].
-fn error_manager() -> ErrorMgr {
+pub(crate) fn error_manager() -> ErrorMgr {
     // SAFETY: `jpeg_error_mgr` is a C struct of integers, pointers and optional function
     // pointers, for which all-zero bytes are valid (null, None); `jpeg_std_error` then fills it.
     let mut err: ErrorMgr = unsafe { std::mem::zeroed() };

@@ -13,7 +13,7 @@
 //! place; a decoder that panics fails its frame instead of the program.
 
 mod bmp;
-mod jpeg;
+pub(crate) mod jpeg;
 mod png;
 pub(crate) mod source;
 mod tiff;
