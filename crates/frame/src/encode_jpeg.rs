@@ -110,6 +110,7 @@ pub fn encode_jpeg(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mozjpeg::ColorSpace;
 
     #[test]
     fn bad_arguments_are_refused() {

@@ -25,8 +25,8 @@ use crate::finding::{Finding, FindingKind, Regressions};
 use crate::input::Input;
 use crate::minimize::minimize;
 use crate::mutate::mutate;
-use crate::seeds::seeds;
-use crate::target::{check, Container, Limits};
+use crate::target::{Container, Limits};
+use crate::targets::check;
 
 /// When a campaign ends.
 #[derive(Debug, Clone, Copy)]
@@ -155,7 +155,7 @@ impl Shared {
         let new_edges = self.seen.grew();
         match result {
             Ok(outcome) => {
-                let new_shape = lock(&self.shapes).insert(outcome.shape());
+                let new_shape = lock(&self.shapes).insert(outcome.shape);
                 if new_edges || new_shape || always_keep {
                     self.keep(input);
                 }
@@ -267,7 +267,7 @@ fn load_corpus(dir: &Path) -> io::Result<Vec<Input>> {
 
 /// Runs a campaign to the end of its budget (or its first finding, or a hang).
 pub fn run(config: &Config) -> Result<Summary, String> {
-    let seeds = seeds()?;
+    let seeds = config.limits.target.seeds()?;
     let saved = match &config.corpus_dir {
         Some(dir) => load_corpus(dir).map_err(|e| format!("corpus {}: {e}", dir.display()))?,
         None => Vec::new(),

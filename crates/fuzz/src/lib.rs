@@ -9,7 +9,8 @@
 //! crate's tests replay.
 //!
 //! This crate is for finding defects in `histopipe-frame`; it fixes none, and no tool depends on it.
-//! Linking it makes its counting allocator (`alloc`) the program's global allocator.
+//! A program that links it and bounds memory invokes [`count_heap!`] once, which makes the C
+//! allocator, under Rust's and libjpeg-turbo's blocks alike, count each thread's heap (`alloc`).
 
 pub mod alloc;
 pub mod campaign;
@@ -23,7 +24,14 @@ pub mod minimize;
 pub mod mutate;
 pub mod panics;
 pub mod seeds;
+#[cfg(feature = "cli")]
+pub mod side;
 pub mod target;
+pub mod targets;
+#[cfg(feature = "cli")]
+pub mod templates;
+pub mod tools;
+pub mod writers;
 
-#[global_allocator]
-static ALLOCATOR: alloc::Counting = alloc::Counting;
+#[cfg(test)]
+count_heap!();

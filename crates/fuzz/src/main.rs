@@ -10,7 +10,12 @@ use histopipe_fuzz::campaign::{self, Budget, Config};
 use histopipe_fuzz::coverage;
 use histopipe_fuzz::finding::Regressions;
 use histopipe_fuzz::input::Input;
-use histopipe_fuzz::target::{check, Limits};
+use histopipe_fuzz::target::{Limits, REALISTIC_MAX_PIXELS};
+use histopipe_fuzz::targets::{check, Target};
+
+// The heap is counted, C's blocks too, except under AddressSanitizer, whose allocator checks them.
+#[cfg(not(feature = "asan"))]
+histopipe_fuzz::count_heap!();
 
 const USAGE: &str = "\
 usage: histopipe-fuzz [OPTIONS]
@@ -18,14 +23,20 @@ usage: histopipe-fuzz [OPTIONS]
 
 Fuzzes histopipe's frame reader: every input is read to its end from a slice and through a pipe
 that gives 1-7 bytes per read, and must not panic, must stay within the allocation bound and the
-time limit, and must give the same frames and error both ways. Each new kind of finding is saved
-to the regressions folder. Exit status: 0 nothing found, 1 something found, 2 bad usage.
+time limit, and must give the same frames and error both ways. Other targets: the frame writers,
+the side-file readers, path templates, and the tools' binaries (docs/fuzzing.md). Each new kind of
+finding is saved to the regressions folder (a folder of the target's name in it, but for the
+reader's). Exit status: 0 nothing found, 1 something found, 2 bad usage.
+
+  --target T         reader (default), writers, side, templates or tools
+  --work-per-byte    judge the reader's time per input byte (CPU time within a budget of
+                     read_work_bound), at --max-pixels 2^26 unless given
 
   --seconds N        run for N seconds (default 60)
   --inputs N         run exactly N inputs instead; with --jobs 1 a run repeats from its --seed
   --jobs N           worker threads (default: one per core)
   --seed S           random seed (default: from the clock; printed at the start)
-  --max-pixels N     the reader's --max-pixels (default 65536)
+  --max-pixels N     the reader's --max-pixels (default 65536; 2^26 with --work-per-byte)
   --time-limit S     seconds an input may take, both reads together (default 2)
   --corpus DIR       keep the corpus in DIR, and start from what is there
   --regressions DIR  where findings go (default: the crate's regressions/ folder)
@@ -58,6 +69,9 @@ fn parse() -> Result<Options, lexopt::Error> {
     };
     let mut replay = Vec::new();
     let mut replaying = false;
+    let mut per_byte = false;
+    let mut max_pixels = None;
+    let mut regressions = None;
     let mut parser = lexopt::Parser::from_env();
     while let Some(arg) = parser.next()? {
         match arg {
@@ -67,10 +81,12 @@ fn parse() -> Result<Options, lexopt::Error> {
             Long("inputs") => config.budget = Budget::Inputs(parser.value()?.parse()?),
             Long("jobs") => config.jobs = parser.value()?.parse()?,
             Long("seed") => config.seed = parser.value()?.parse()?,
-            Long("max-pixels") => config.limits.max_pixels = parser.value()?.parse()?,
+            Long("max-pixels") => max_pixels = Some(parser.value()?.parse()?),
+            Long("target") => config.limits.target = Target::parse(&parser.value()?.string()?)?,
+            Long("work-per-byte") => per_byte = true,
             Long("time-limit") => config.limits.time = Duration::from_secs_f64(parser.value()?.parse()?),
             Long("corpus") => config.corpus_dir = Some(parser.value()?.into()),
-            Long("regressions") => config.regressions = Regressions { dir: parser.value()?.into() },
+            Long("regressions") => regressions = Some(Regressions { dir: parser.value()?.into() }),
             Long("minimize") => config.minimize = Duration::from_secs_f64(parser.value()?.parse()?),
             Long("first") => config.stop_on_finding = true,
             Long("quiet") => config.progress = None,
@@ -83,6 +99,14 @@ fn parse() -> Result<Options, lexopt::Error> {
             _ => return Err(arg.unexpected()),
         }
     }
+    let target = config.limits.target;
+    if per_byte {
+        config.limits = Limits { target, ..Limits::per_byte(max_pixels.unwrap_or(REALISTIC_MAX_PIXELS)) };
+    } else if let Some(max_pixels) = max_pixels {
+        config.limits.max_pixels = max_pixels;
+    }
+    // The given folder is the target's own; the default is the repository's, by target.
+    config.regressions = regressions.unwrap_or_else(|| target.regressions(&Regressions::in_repository()));
     if replaying && replay.is_empty() {
         return Err("--replay needs at least one file".into());
     }
@@ -146,13 +170,24 @@ fn main() -> ExitCode {
         }
     }
     eprintln!(
-        "histopipe-fuzz: seed {}, {} jobs, {}, {} known findings in {}",
+        "histopipe-fuzz: target {}{}, seed {}, {} jobs, {}, {}, {} known findings in {}",
+        config.limits.target.name(),
+        if config.limits.work.is_some() {
+            format!(" (time per byte, --max-pixels {})", config.limits.max_pixels)
+        } else {
+            String::new()
+        },
         config.seed,
         config.jobs,
         if coverage::ENABLED {
             format!("coverage-guided ({} edges)", coverage::edges())
         } else {
             "no coverage (a plain build: outcome feedback only; scripts/fuzz builds with coverage)".into()
+        },
+        if histopipe_fuzz::alloc::counting() {
+            "heap counted (Rust's and C's blocks)"
+        } else {
+            "heap not counted (no alloc checks: a sanitizer's allocator)"
         },
         config.known.len(),
         config.regressions.dir.display()

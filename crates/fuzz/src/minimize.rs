@@ -4,7 +4,8 @@ use std::time::{Duration, Instant};
 
 use crate::finding::Finding;
 use crate::input::Input;
-use crate::target::{check, Limits};
+use crate::target::Limits;
+use crate::targets::check;
 
 /// Removes ever smaller runs of bytes (halves, quarters, ... single bytes) while the input still
 /// gives a finding with the same signature, until nothing more goes or `budget` is spent.

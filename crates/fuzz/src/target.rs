@@ -22,6 +22,7 @@ use crate::digest::Digest;
 use crate::finding::{Finding, FindingKind};
 use crate::input::Input;
 use crate::panics::{guarded, PanicNote};
+use crate::targets::Target;
 
 /// The most heap one read of `input_len` bytes may hold with `--max-pixels max_pixels`: the frame
 /// crate's own contract ([`histopipe_frame::read_memory_bound`]), checked against what the
@@ -33,30 +34,67 @@ pub fn allocation_bound(max_pixels: u64, input_len: usize) -> u64 {
 /// What a check allows.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
+    /// What is fuzzed: the reader, or one of the other targets ([`crate::targets`]).
+    pub target: Target,
     /// `--max-pixels` for the reader.
     pub max_pixels: u64,
     /// Both reads of one input in one mode together.
     pub time: Duration,
+    /// With `Some(rate)`, time is judged per input byte instead: both reads of one input in one
+    /// mode may take `rate` seconds of CPU per pixel of [`histopipe_frame::read_work_bound`]
+    /// (`--max-pixels` and 4096 a byte), twice over and 50 ms besides ([`work_budget`]), and
+    /// `max_pixels` is the same for every input.
+    pub work: Option<f64>,
 }
+
+/// CPU seconds a pixel of the reader's work may take (`--work-per-byte`): 20 ns in an optimised
+/// build, where real images decode at 2 to 10; a debug build is some fifty times slower.
+pub const WORK_RATE: f64 = if cfg!(debug_assertions) { 1e-6 } else { 20e-9 };
+
+/// The `--max-pixels` of `--work-per-byte` runs: 2^26 pixels, an 8192x8192 photograph.
+pub const REALISTIC_MAX_PIXELS: u64 = 1 << 26;
 
 impl Limits {
     /// 2^16 pixels, so a frame at the limit decodes in well under a millisecond; 2 s per input
     /// and mode, twenty times that in a debug build, whose decoders run some fifty times slower.
     pub fn standard() -> Limits {
         let time = if cfg!(debug_assertions) { Duration::from_secs(40) } else { Duration::from_secs(2) };
-        Limits { max_pixels: 1 << 16, time }
+        Limits { target: Target::Reader, max_pixels: 1 << 16, time, work: None }
+    }
+
+    /// Amplification: a realistic `--max-pixels` (2^26), and time judged per input byte at
+    /// [`WORK_RATE`]. The wall-time limit (for the watchdog) is the budget of the longest input.
+    pub fn per_byte(max_pixels: u64) -> Limits {
+        let longest = work_budget(WORK_RATE, max_pixels, crate::mutate::MAX_LEN * 2);
+        Limits { target: Target::Reader, max_pixels, time: longest, work: Some(WORK_RATE) }
     }
 
     /// The `--max-pixels` an input is read with: sixteen times the limit for one input in eight
     /// (by its fingerprint, so a replay reads it the same way). At 2^16 pixels the bound's fixed
     /// 1 MiB hides a decoder that holds up to 20 bytes a pixel; at 2^20 it hides almost nothing.
+    /// Judged per byte, every input is read with the one limit.
     pub fn max_pixels_for(&self, input: &Input) -> u64 {
-        if input.fingerprint() % 8 == 0 {
+        if self.work.is_none() && input.fingerprint() % 8 == 0 {
             self.max_pixels.saturating_mul(16)
         } else {
             self.max_pixels
         }
     }
+}
+
+/// The CPU time both reads of an input of `input_len` bytes may take at `rate` seconds a pixel of
+/// work: twice `rate` times [`histopipe_frame::read_work_bound`], and 50 ms.
+pub fn work_budget(rate: f64, max_pixels: u64, input_len: usize) -> Duration {
+    let work = histopipe_frame::read_work_bound(max_pixels, input_len) as f64;
+    Duration::from_secs_f64(2.0 * rate * work + 0.05)
+}
+
+/// This thread's CPU time so far.
+pub fn thread_cpu() -> Duration {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
 /// The container at the start of a frame, for naming where a defect is.
@@ -188,7 +226,7 @@ impl fmt::Display for Outcome {
 /// decoders list values from the input: `sample format [Unknown(10825), Unknown(25600), ...]`).
 /// So "bad width '3x': 12" and "bad width '9q': 7" are one shape, and the set of shapes stays a
 /// few hundred strong.
-fn message_shape(message: &str) -> Vec<u8> {
+pub(crate) fn message_shape(message: &str) -> Vec<u8> {
     let quote = |c: char| c == '\'' || c == '"';
     let text = match (message.find(quote), message.rfind(quote)) {
         (Some(first), Some(last)) => [&message[..first], &message[last + 1..]].concat(),
@@ -451,6 +489,7 @@ pub fn check_mode(input: &Input, limits: &Limits, mode: Mode) -> Result<Outcome,
     let options = input.options(max_pixels, mode.gray());
     let data = &input.bytes[..];
     let started = Instant::now();
+    let cpu = thread_cpu();
     let position = Cell::new(0);
     let slice =
         guarded(|| read_all(Tracked { data, pos: &position }, options, data, Whereabouts::Slice(&position)))
@@ -464,6 +503,7 @@ pub fn check_mode(input: &Input, limits: &Limits, mode: Mode) -> Result<Outcome,
     })
     .map_err(|note| panic_finding(note, "pipe", mode))?;
     let took = started.elapsed();
+    let cpu = thread_cpu().saturating_sub(cpu);
     let where_ = |index| container(&slice.containers, index).name();
     let suffix = mode.suffix();
     let (read_as, as_gray) = if mode.gray() { ("read as gray: ", "as gray ") } else { ("", "") };
@@ -492,8 +532,26 @@ pub fn check_mode(input: &Input, limits: &Limits, mode: Mode) -> Result<Outcome,
             });
         }
     }
-    if took > limits.time {
-        let slowest = if slice.slowest >= pipe.slowest { &slice } else { &pipe };
+    let slowest = if slice.slowest >= pipe.slowest { &slice } else { &pipe };
+    if let Some(rate) = limits.work {
+        let budget = work_budget(rate, max_pixels, data.len());
+        if cpu > budget {
+            return Err(Finding {
+                kind: FindingKind::Slow,
+                signature: format!("slow per byte in {}{suffix}", slowest.slowest_container.name()),
+                detail: format!(
+                    "{read_as}both reads took {:.2} s of CPU, over the {:.2} s that {} bytes allow \
+                     at --max-pixels {max_pixels} ({:.0} ns a pixel of work); frame {} alone {:.2} s",
+                    cpu.as_secs_f64(),
+                    budget.as_secs_f64(),
+                    data.len(),
+                    rate * 1e9,
+                    slowest.slowest_frame,
+                    slowest.slowest.as_secs_f64()
+                ),
+            });
+        }
+    } else if took > limits.time {
         return Err(Finding {
             kind: FindingKind::Slow,
             signature: format!("slow in {}{suffix}", slowest.slowest_container.name()),

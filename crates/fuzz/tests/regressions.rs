@@ -7,10 +7,60 @@ use histopipe_frame::{FrameErrorKind, FrameReader, ReadOptions};
 use histopipe_fuzz::alloc::HeapMeter;
 use histopipe_fuzz::campaign::{self, Budget, Config};
 use histopipe_fuzz::finding::{Regressions, Saved};
-use histopipe_fuzz::target::{allocation_bound, check, Limits};
+use histopipe_fuzz::input::Input;
+use histopipe_fuzz::target::{allocation_bound, check, check_mode, Limits, Mode};
+use histopipe_fuzz::targets::{self, Target};
+use image::ImageEncoder;
+
+histopipe_fuzz::count_heap!();
 
 fn saved() -> Vec<Saved> {
     Regressions::in_repository().load().expect("crates/fuzz/regressions is readable")
+}
+
+/// The saved findings of a target other than the reader's.
+fn saved_of(target: Target) -> Vec<Saved> {
+    target.regressions(&Regressions::in_repository()).load().expect("its regressions folder is readable")
+}
+
+/// A short fixed-seed campaign of `target`: `inputs` inputs on one worker, nothing new found.
+fn short_campaign(target: Target, limits: Limits, inputs: u64) -> campaign::Summary {
+    let dir = std::env::temp_dir().join(format!("histopipe-fuzz-{}-{}", target.name(), std::process::id()));
+    let known: HashSet<String> = saved_of(target).into_iter().map(|s| s.signature).collect();
+    let config = Config {
+        budget: Budget::Inputs(inputs),
+        jobs: 1,
+        seed: 0x5eed,
+        limits: Limits { target, ..limits },
+        regressions: Regressions { dir: dir.clone() },
+        known,
+        corpus_dir: None,
+        stop_on_finding: false,
+        progress: None,
+        minimize: Duration::from_secs(1),
+    };
+    let summary = campaign::run(&config).expect("the campaign runs");
+    eprintln!(
+        "{}: {} inputs in {:.1} s: corpus {}, outcome shapes {}, {} repeats of saved findings",
+        target.name(),
+        summary.inputs,
+        summary.elapsed.as_secs_f64(),
+        summary.corpus,
+        summary.shapes,
+        summary.repeats
+    );
+    let new: Vec<String> =
+        summary.new.iter().map(|n| format!("{}: {}", n.path.display(), n.finding)).collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        new.is_empty(),
+        "{}: new kinds of finding (copy them to crates/fuzz/regressions/{}):\n{}",
+        target.name(),
+        target.name(),
+        new.join("\n")
+    );
+    assert_eq!(summary.inputs, inputs);
+    summary
 }
 
 /// Every saved input now passes every check: no panic, heap and time within bounds, the same
@@ -85,6 +135,66 @@ fn a_short_campaign_finds_nothing_new() {
     assert_eq!(summary.inputs, inputs);
     assert!(summary.shapes > 100, "only {} outcome shapes: are the mutations working?", summary.shapes);
     assert!(summary.corpus > 150, "the corpus did not grow past the seeds: {}", summary.corpus);
+}
+
+/// The writers, the side-file readers and the path templates, briefly each (the tools' binaries
+/// too, a handful of inputs, when they are built): nothing new found, feedback working.
+#[test]
+fn short_campaigns_of_the_other_targets_find_nothing_new() {
+    let writers = short_campaign(Target::Writers, Limits::standard(), 1_500);
+    assert!(writers.shapes > 20, "writers: only {} outcome shapes", writers.shapes);
+    let side = short_campaign(Target::Side, Limits::standard(), 3_000);
+    assert!(side.shapes > 10, "side: only {} outcome shapes", side.shapes);
+    let templates = short_campaign(Target::Templates, Limits::standard(), 10_000);
+    assert!(templates.shapes > 10, "templates: only {} outcome shapes", templates.shapes);
+    match histopipe_fuzz::tools::Tools::shared() {
+        Ok(_) => {
+            short_campaign(Target::Tools, Limits::standard(), 100);
+        }
+        Err(e) => eprintln!("tools: not run: {e}"),
+    }
+}
+
+/// The reader at a realistic --max-pixels, its time judged per input byte, briefly (2^20 pixels
+/// in a debug build, where decoding is some fifty times slower).
+#[test]
+fn a_short_campaign_per_byte_finds_nothing_new() {
+    let max_pixels = if cfg!(debug_assertions) { 1 << 20 } else { 1 << 26 };
+    short_campaign(Target::Reader, Limits::per_byte(max_pixels), 1_000);
+}
+
+/// The per-byte check fires: at a planted rate of work ten thousand times too fast, a PNG that
+/// decodes 2^22 zero pixels from a few kilobytes is over its budget; at the real rate it is not.
+#[test]
+fn work_over_the_per_byte_budget_is_a_finding() {
+    let side = 2048;
+    let mut png = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut png)
+        .write_image(&vec![0u8; side * side], side as u32, side as u32, image::ExtendedColorType::L8)
+        .unwrap();
+    let input = Input::described(png);
+    let real = Limits::per_byte(1 << 22);
+    assert!(check_mode(&input, &real, Mode::Colour).is_ok());
+    let planted = Limits { work: Some(real.work.unwrap() / 1e4), ..real };
+    let finding = check_mode(&input, &planted, Mode::Colour).unwrap_err();
+    assert_eq!(finding.signature, "slow per byte in png", "{finding}");
+}
+
+/// Every saved finding of the other targets now passes.
+#[test]
+#[ignore = "regressions/templates: two fields that are each '.' for a name from a stream without a \
+            folder ('{dir}{dir}', '.{dir}') make '..': open in crates/cli/src/outputs.rs"]
+fn every_saved_finding_of_the_other_targets_now_passes() {
+    let mut failing = Vec::new();
+    for target in [Target::Writers, Target::Side, Target::Templates, Target::Tools] {
+        let limits = Limits { target, ..Limits::standard() };
+        for s in saved_of(target) {
+            if let Err(f) = targets::check(&s.input, &limits) {
+                failing.push(format!("{}: {f}", s.path.display()));
+            }
+        }
+    }
+    assert!(failing.is_empty(), "saved inputs still fail:\n{}", failing.join("\n"));
 }
 
 /// A FITS of 8-bit samples with BSCALE becomes float32, four bytes a sample from one, and read as
