@@ -24,6 +24,7 @@ mod outputs;
 mod pad;
 mod pipes;
 mod pixels;
+mod png;
 mod progress;
 mod radon;
 mod readme;

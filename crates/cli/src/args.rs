@@ -87,6 +87,7 @@ pub(crate) fn parse<T: Tool>(
     let product = tool.product(output.format)?;
     let container = match output.container(product, common.png)? {
         Some(Container::Jpeg { .. }) => Some(Container::Jpeg { quality: common.quality }),
+        Some(Container::Png { .. }) => Some(Container::Png { compression: common.compression }),
         other => other,
     };
     let inputs = Inputs::new(operands);

@@ -22,6 +22,8 @@ pub struct Common {
     pub png: bool,
     /// `--quality`: JPEG output's quality, 1..=100.
     pub quality: u8,
+    /// `--compression`: PNG output's zlib level, 0..=9; `None`, OpenCV's default.
+    pub compression: Option<u8>,
     /// `-o PATH`, as given.
     pub output: Option<OsString>,
     /// `--threads` (or `HISTOPIPE_THREADS`): frames worked on at once (see [`Common::workers`]),
@@ -69,6 +71,14 @@ pub const COMMON_FLAGS: &[Flag] = &[
         "--quality",
         "Q",
         "JPEG output's quality, 1 to 100 [default: 95, as OpenCV's imwrite]",
+    )
+    .group("Input and output"),
+    Flag::with_value(
+        "--compression",
+        "N",
+        "PNG output's compression, 0 to 9, as OpenCV's IMWRITE_PNG_COMPRESSION: zlib's level N, each \
+         row's filter chosen as libpng chooses it [default: OpenCV's own, for speed: every row \
+         filtered by Sub, zlib's level 1 with its run-length strategy]",
     )
     .group("Input and output"),
     Flag::with_value("--max-pixels", "N", "refuse frames of more than N pixels [default: 1073741824]")
@@ -173,6 +183,7 @@ impl Common {
             max_work: Common::MAX_WORK,
             png: false,
             quality: 95,
+            compression: None,
             output: None,
             threads,
             progress: false,
@@ -190,6 +201,12 @@ impl Common {
             "--max-pixels" => self.max_pixels = given.parse()?,
             "--max-work" => self.max_work = given.parse()?,
             "--png" => self.png = true,
+            "--compression" => {
+                self.compression = match given.parse::<u8>() {
+                    Ok(n @ 0..=9) => Some(n),
+                    _ => return Err("the compression is a whole number from 0 to 9".into()),
+                }
+            }
             "--quality" => {
                 self.quality = match given.parse::<u8>() {
                     Ok(q @ 1..=100) => q,
