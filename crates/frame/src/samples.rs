@@ -485,3 +485,53 @@ mod tests {
         assert_eq!(back.load(Ordering::SeqCst), 2);
     }
 }
+
+/// Sample types whose values are written little-endian: their bytes in memory on a
+/// little-endian machine.
+pub(crate) trait LittleEndian: Copy {
+    const SIZE: usize;
+    fn put_le(self, out: &mut [u8]);
+}
+
+macro_rules! little_endian {
+    ($($t:ty),*) => {$(
+        impl LittleEndian for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            fn put_le(self, out: &mut [u8]) {
+                out.copy_from_slice(&self.to_le_bytes());
+            }
+        }
+    )*};
+}
+little_endian!(u16, u32, u64, f32, f64);
+
+/// `values` as little-endian bytes: borrowed as they are in memory where the machine is
+/// little-endian (a bulk copy for the writer, not a loop over samples), converted elsewhere.
+pub(crate) fn le_bytes<T: LittleEndian>(values: &[T]) -> std::borrow::Cow<'_, [u8]> {
+    if cfg!(target_endian = "little") {
+        // SAFETY: the types above are plain numbers with no padding bytes, so every byte of the
+        // slice is initialized; u8 has alignment 1; the length is the slice's size in bytes.
+        std::borrow::Cow::Borrowed(unsafe {
+            std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+        })
+    } else {
+        let mut out = vec![0u8; values.len() * T::SIZE];
+        out.chunks_exact_mut(T::SIZE).zip(values).for_each(|(o, &v)| v.put_le(o));
+        std::borrow::Cow::Owned(out)
+    }
+}
+
+#[cfg(test)]
+mod le_tests {
+    use super::*;
+
+    #[test]
+    fn little_endian_bytes_are_each_values_to_le_bytes() {
+        let words = [1u16, 0x1234, u16::MAX];
+        let want: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        assert_eq!(&*le_bytes(&words), &want[..]);
+        let floats = [1.5f32, f32::NAN, -0.0];
+        let want: Vec<u8> = floats.iter().flat_map(|f| f.to_le_bytes()).collect();
+        assert_eq!(&*le_bytes(&floats), &want[..]);
+    }
+}

@@ -2,6 +2,7 @@ use std::io::{self, Cursor, Write};
 
 use image::{ExtendedColorType, ImageEncoder};
 
+use crate::samples::le_bytes;
 use crate::{Channels, Format, Frame, FrameError, Pixels};
 
 /// A container to write frames in, whatever they were read in.
@@ -287,14 +288,9 @@ impl<W: Write> FrameWriter<W> {
         let little = how == Written::Raw;
         match &frame.pixels {
             Pixels::U8(v) => self.out.write_all(v),
-            Pixels::U16(v) => write_words(&mut self.out, &mut self.scratch, v, |s| {
-                if little {
-                    s.to_le_bytes()
-                } else {
-                    s.to_be_bytes()
-                }
-            }),
-            Pixels::F32(v) => write_words(&mut self.out, &mut self.scratch, v, |s| s.to_le_bytes()),
+            Pixels::U16(v) if little => self.out.write_all(&le_bytes(v)),
+            Pixels::U16(v) => write_words(&mut self.out, &mut self.scratch, v, u16::to_be_bytes),
+            Pixels::F32(v) => self.out.write_all(&le_bytes(v)),
         }
     }
 
@@ -351,12 +347,14 @@ fn pfm_bytes(frame: &Frame) -> Result<Vec<u8>, String> {
 
 /// `frame` as NPY: shape (height, width) or (height, width, channels), its own sample type.
 fn npy_bytes(frame: &Frame) -> Result<Vec<u8>, String> {
-    let raster = match &frame.pixels {
-        Pixels::U8(v) => crate::Raster::U8(v.to_vec()),
-        Pixels::U16(v) => crate::Raster::U16(v.to_vec()),
-        Pixels::F32(v) => crate::Raster::F32(v.to_vec()),
+    let data = match &frame.pixels {
+        Pixels::U8(v) => crate::NpyData::U8(v),
+        Pixels::U16(v) => crate::NpyData::U16(v),
+        Pixels::F32(v) => crate::NpyData::F32(v),
     };
-    Ok(crate::encode_npy(frame.width, frame.height, frame.channels.count(), &raster))
+    let (h, w, c) = (frame.height, frame.width, frame.channels.count());
+    let shape = if c == 1 { vec![h, w] } else { vec![h, w, c] };
+    crate::encode_npy_array(&shape, data).map_err(|e| e.to_string())
 }
 
 /// `frame` as a TIFF, made in memory (TIFF seeks back while it is written). Samples are written
@@ -569,8 +567,13 @@ mod tests {
         };
         let samples: Vec<u16> = (0..600u16).map(|i| i.wrapping_mul(331)).collect();
         let formats = [Format::Pgm, Format::Pam, Format::Raw, Format::PlainPgm, Format::Decoded];
-        let containers =
-            [None, Some(Container::Pgm), Some(Container::Pam), Some(Container::Raw), Some(Container::Png { compression: None })];
+        let containers = [
+            None,
+            Some(Container::Pgm),
+            Some(Container::Pam),
+            Some(Container::Raw),
+            Some(Container::Png { compression: None }),
+        ];
         for kind in ["8-bit", "16-bit", "16-bit lent"] {
             for format in formats {
                 for container in containers {

@@ -21,6 +21,7 @@
 //! Writing uses format 1.0 as `numpy.save` writes it, byte for byte: little-endian samples, the
 //! header padded with spaces and a newline so that the samples start at a multiple of 64 bytes.
 
+use crate::samples::le_bytes;
 use std::fmt;
 
 use super::{f32_be, f32_le, f64_be, f64_le, samples, shown, want, Declared, Decoded, Limits, Raster};
@@ -338,11 +339,11 @@ impl NpyData<'_> {
     fn write_le(&self, out: &mut Vec<u8>) {
         match self {
             NpyData::U8(v) => out.extend_from_slice(v),
-            NpyData::U16(v) => out.extend(v.iter().flat_map(|x| x.to_le_bytes())),
-            NpyData::F32(v) => out.extend(v.iter().flat_map(|x| x.to_le_bytes())),
-            NpyData::U32(v) => out.extend(v.iter().flat_map(|x| x.to_le_bytes())),
-            NpyData::U64(v) => out.extend(v.iter().flat_map(|x| x.to_le_bytes())),
-            NpyData::F64(v) => out.extend(v.iter().flat_map(|x| x.to_le_bytes())),
+            NpyData::U16(v) => out.extend_from_slice(&le_bytes(v)),
+            NpyData::F32(v) => out.extend_from_slice(&le_bytes(v)),
+            NpyData::U32(v) => out.extend_from_slice(&le_bytes(v)),
+            NpyData::U64(v) => out.extend_from_slice(&le_bytes(v)),
+            NpyData::F64(v) => out.extend_from_slice(&le_bytes(v)),
         }
     }
 }

@@ -162,7 +162,7 @@ pub fn encode_pfm(width: usize, height: usize, channels: usize, samples: &[f32])
     let row = width * channels;
     if row > 0 {
         for r in samples.chunks_exact(row).rev() {
-            out.extend(r.iter().flat_map(|v| v.to_le_bytes()));
+            out.extend_from_slice(&crate::samples::le_bytes(r));
         }
     }
     out
