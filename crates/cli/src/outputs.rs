@@ -228,9 +228,9 @@ impl OutputSpec {
             (Product::Frames, Some(format), true) if format != OutputFormat::Png => Err(Error::usage(
                 format!("--png contradicts -o {}: the extension says the format", self.shown()),
             )),
-            (Product::Frames, format, png) => {
-                Ok(format.and_then(OutputFormat::container).or(png.then_some(Container::Png { compression: None })))
-            }
+            (Product::Frames, format, png) => Ok(format
+                .and_then(OutputFormat::container)
+                .or(png.then_some(Container::Png { compression: None }))),
             (Product::Table, _, true) => Err(Error::usage("--png does not apply: this tool writes a table")),
             (Product::Drawing, Some(OutputFormat::Ppm), true) => {
                 Err(Error::usage("--png contradicts -o with a .ppm file"))
@@ -440,7 +440,34 @@ impl PathTemplate {
                 Field::Number => {}
             }
         }
-        Ok(PathBuf::from(path))
+        let path = PathBuf::from(path);
+        if source.is_some_and(|s| s.origin == Origin::Stream) && self.climbs(&path) {
+            return Err(FieldError::Input(format!(
+                "{} {}: the fields of a source read from the stream make '{}', which leaves the \
+                 folder the pattern names",
+                self.option,
+                self.text,
+                one_line(&path.to_string_lossy())
+            )));
+        }
+        Ok(path)
+    }
+
+    /// Whether `path`, made from this pattern, leaves the folder the pattern's own text names:
+    /// it climbs (`..`) more often than the text does with every field one plain name, or it is
+    /// absolute where the text is not. Each field is checked on its own above; this catches
+    /// fields that make `..` together (`{dir}{dir}` of a name with no folder is `..`).
+    fn climbs(&self, path: &Path) -> bool {
+        let mut plain = OsString::new();
+        for piece in &self.pieces {
+            match piece {
+                Piece::Text(t) => plain.push(t),
+                Piece::Field(_) => plain.push("f"),
+            }
+        }
+        let plain = Path::new(&plain);
+        let ups = |p: &Path| p.components().filter(|c| matches!(c, Component::ParentDir)).count();
+        ups(path) > ups(plain) || (path.has_root() && !plain.has_root())
     }
 }
 
@@ -614,14 +641,38 @@ mod tests {
         assert!(expand("a}.png", s(), 1).unwrap_err().contains("closes no field"));
     }
 
+    /// A name read from a stream is trusted no more for reading (`--draw '{dir}/{name}'`) than
+    /// for writing: its `{dir}` is relative and never climbs, alone or with other fields.
     #[test]
-    fn a_file_to_read_may_be_anywhere_its_stream_says() {
+    fn a_file_to_read_stays_where_an_output_would() {
         let t = PathTemplate::parse("--draw", "{dir}/{name}").unwrap();
-        let far = Source::from_stream("/data/../scans/a.png", 1);
-        assert!(t.expand(Some(&far), 1).is_err(), "an output stays in its folder");
-        assert_eq!(t.input_of(Some(&far), 1).unwrap(), PathBuf::from("/data/../scans/a.png"));
+        let near = Source::from_stream("scans/a.png", 1);
+        assert_eq!(t.input_of(Some(&near), 1).unwrap(), PathBuf::from("scans/a.png"));
+        for far in ["/data/../scans/a.png", "/etc/shadow", "../x/a.png", "x/../../a.png"] {
+            let e = t.input_of(Some(&Source::from_stream(far, 1)), 1).unwrap_err();
+            assert!(e.to_string().contains("gives a {dir} that"), "{far}: {e}");
+        }
         let e = t.input_of(None, 2).unwrap_err();
         assert!(e.to_string().contains("--draw {dir}/{name}: the frame came from standard input"), "{e}");
+    }
+
+    /// Fields that each stay inside can climb together: `{dir}` of a name without a folder is
+    /// `.`, and `{dir}{dir}` is `..`. Refused for a stream's names; the user's own are theirs.
+    #[test]
+    fn fields_that_climb_together_are_refused() {
+        let bare = Source::from_stream("a.pgm", 1);
+        for text in ["out/{dir}{dir}/x.pgm", "{dir}{dir}/{dir}", "{dir}./{stem}.pgm"] {
+            let t = PathTemplate::parse("-o", text).unwrap();
+            let e = t.expand(Some(&bare), 1).map(|p| p.display().to_string());
+            assert!(
+                matches!(&e, Err(FieldError::Input(m)) if m.contains("leaves the folder the pattern names")),
+                "{text}: {e:?}"
+            );
+            let own = Source::new("a.pgm", 1);
+            assert!(t.expand(Some(&own), 1).is_ok(), "{text}: a name the user gave");
+        }
+        let t = PathTemplate::parse("-o", "../out/{dir}/{stem}.png").unwrap();
+        assert_eq!(t.expand(Some(&bare), 1).unwrap(), PathBuf::from("../out/./a.png"), "the text's own ..");
     }
 
     #[test]
