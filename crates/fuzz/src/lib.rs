@@ -1,4 +1,5 @@
-//! histopipe's fuzz harness for the frame reader, on stable Rust.
+//! histopipe's fuzz harness for the frame reader, on stable Rust, and for what else takes hostile
+//! bytes: the frame writers, side files, path templates and the tools' binaries (`targets`).
 //!
 //! Seeds of every container (`seeds`), structure-aware mutations (`mutate`, `fields`), and a target
 //! that reads each input to its end, keeping colour and as gray, each from a slice and through a
@@ -8,7 +9,8 @@
 //! by `scripts/fuzz` (`coverage`), and saves each new kind of finding to `regressions/`, which the
 //! crate's tests replay.
 //!
-//! This crate is for finding defects in `histopipe-frame`; it fixes none, and no tool depends on it.
+//! This crate is for finding defects in `histopipe-frame`, `histopipe-cli`'s side files and
+//! templates, and the tools; it fixes none, and no tool depends on it.
 //! A program that links it and bounds memory invokes [`count_heap!`] once, which makes the C
 //! allocator, under Rust's and libjpeg-turbo's blocks alike, count each thread's heap (`alloc`).
 

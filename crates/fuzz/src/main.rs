@@ -105,6 +105,10 @@ fn parse() -> Result<Options, lexopt::Error> {
     } else if let Some(max_pixels) = max_pixels {
         config.limits.max_pixels = max_pixels;
     }
+    if target == Target::Tools {
+        // The tools' own guard kills a run first; the watchdog is for the harness.
+        config.limits.time = config.limits.time.max(histopipe_fuzz::tools::WALL);
+    }
     // The given folder is the target's own; the default is the repository's, by target.
     config.regressions = regressions.unwrap_or_else(|| target.regressions(&Regressions::in_repository()));
     if replaying && replay.is_empty() {

@@ -6,7 +6,8 @@
 //! stream (`# histopipe-source`) and as named by the user. Parsing and expanding must not panic,
 //! and a name read from a stream must keep docs/formats.md's promise ("A source read from a stream
 //! is untrusted"): the path never leaves the folder the pattern names ([`escape`]) where a plain
-//! name (`f/f.f`) keeps inside it, and holds no control character the template's text does not.
+//! name (`f/f.f`) keeps inside it and the template's text has no `..` of its own, and holds no
+//! control character the template's text does not.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -131,7 +132,9 @@ pub fn check(input: &Input, _limits: &Limits) -> Result<Checked, Finding> {
             .map_err(|note| panic_finding("expanding", note))
     };
     let plain = expand(&Source::from_stream(PLAIN, 1))?;
-    let plain_inside = plain.as_ref().is_ok_and(|p| escape(&text, p).is_none());
+    // A template that climbs itself (`{dir}/..`) is the user's own; one that climbs only when a
+    // field is `.` (`.{dir}`, `{dir}{dir}`) is not.
+    let plain_inside = plain.as_ref().is_ok_and(|p| escape(&text, p).is_none()) && !text.contains("..");
     let mut made = 0;
     for name in std::iter::once(name).chain(HOSTILE.iter().copied()) {
         let path = Path::new(OsStr::from_bytes(name));

@@ -29,6 +29,10 @@ use crate::targets::Checked;
 /// The tools' `--max-pixels`: 512x512, so that a debug build's tools run in well under a second.
 pub const MAX_PIXELS: u64 = 1 << 18;
 
+/// The most wall time a tool's run may take before the guard kills it; the campaign's watchdog
+/// waits five times its time limit, which the tools' target sets to this ([`Limits`]).
+pub const WALL: Duration = Duration::from_secs(60);
+
 /// A tool and its arguments; `FILE` is replaced by the input's file (then a small PGM is the
 /// standard input).
 pub const INVOCATIONS: &[&[&str]] = &[
@@ -130,9 +134,9 @@ impl Tools {
         TOOLS.get_or_init(Tools::find).as_ref().map_err(Clone::clone)
     }
 
-    /// The longest a run may take: four times the CPU budget of the longest input, and 2 s.
+    /// The longest a run may take: four times its CPU budget and 2 s, at most [`WALL`].
     pub fn wall(&self, input_len: usize) -> Duration {
-        cpu_budget(self.debug, input_len) * 4 + Duration::from_secs(2)
+        (cpu_budget(self.debug, input_len) * 4 + Duration::from_secs(2)).min(WALL)
     }
 
     /// The peak resident memory of `tool` on empty input, in bytes.
