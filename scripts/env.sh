@@ -4,6 +4,8 @@
 #     nvidia-cuda-nvrtc, no GPU needed, for compiling the kernels; OpenCV and NumPy, the peers the
 #     tests compare against and the demo puts pictures side by side with; pandas, which the tests
 #     load every table with, as a user would);
+#   - hp_snakemake: Snakemake and its Slurm executor plugin, pinned, into .deps/snakemake, for the
+#     test of the Snakemake workflow (tests/tools/snakemake.rs), which finds them there;
 #   - hp_gpu_driver: whether this machine has a GPU driver (libcuda), the only place NVRTC is used;
 #   - hp_system_packages: as root, with apt-get, man-db and groff (the install test), GNU parallel
 #     and rsync (the many-hosts test).
@@ -20,6 +22,19 @@ hp_python_packages() {
   echo "scripts/env.sh: installing $* into .deps/python" >&2
   python3 -m pip install --quiet --disable-pip-version-check --no-warn-conflicts --root-user-action=ignore --target "$_hp_py" \
     --upgrade "$@" >&2 && touch "$_hp_py/.installed-$name"
+}
+
+# A folder of their own, on no one's PYTHONPATH but the test's: pip's --target puts all 59 of
+# their packages there, which in .deps/python would replace the tests' NumPy and pandas, and
+# packaging with an older one.
+hp_snakemake() {
+  local pins="snakemake==9.27.1 snakemake-executor-plugin-slurm==2.8.0"
+  local to="$_hp_root/.deps/snakemake"
+  [ "$(cat "$to/.installed" 2>/dev/null)" = "$pins" ] && return 0
+  echo "scripts/env.sh: installing $pins into .deps/snakemake" >&2
+  # shellcheck disable=SC2086
+  python3 -m pip install --quiet --disable-pip-version-check --no-warn-conflicts --root-user-action=ignore --target "$to" \
+    --upgrade $pins >&2 && echo "$pins" >"$to/.installed"
 }
 
 hp_gpu_driver() {

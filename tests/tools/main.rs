@@ -32,6 +32,7 @@ mod registry;
 mod rotate;
 mod scaling;
 mod side_files;
+mod snakemake;
 mod streams;
 mod stretch;
 mod tables;

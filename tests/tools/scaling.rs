@@ -13,7 +13,7 @@ use std::process::{Command, Output};
 use crate::common::*;
 
 /// The files of a batch: fixtures, one of them under a name with a space, in list order.
-const BATCH: &[(&str, &str)] = &[
+pub(crate) const BATCH: &[(&str, &str)] = &[
     ("camera.pgm", "camera.pgm"),
     ("moon.pgm", "moon.pgm"),
     ("coins.pgm", "coins.pgm"),
@@ -24,7 +24,7 @@ const BATCH: &[(&str, &str)] = &[
 ];
 
 /// A folder holding `scans/` with the batch's files; returns it and the files' relative paths.
-fn batch_dir(test: &str) -> (TempDir, Vec<String>) {
+pub(crate) fn batch_dir(test: &str) -> (TempDir, Vec<String>) {
     let dir = temp_dir(test);
     copy_fixtures(&dir.join("scans"), BATCH);
     let files = BATCH.iter().map(|(_, name)| format!("scans/{name}")).collect();
@@ -48,7 +48,7 @@ fn bash(dir: &Path, script: &str, env: &[(&str, &str)]) -> Output {
 }
 
 /// What one process over `files` writes: frames by `equalize`, tables by the pipeline, in `out`.
-fn one_process(dir: &Path, files: &[String], out: &str) {
+pub(crate) fn one_process(dir: &Path, files: &[String], out: &str) {
     let quoted: Vec<String> = files.iter().map(|f| format!("'{f}'")).collect();
     let list = quoted.join(" ");
     for script in [
@@ -61,7 +61,7 @@ fn one_process(dir: &Path, files: &[String], out: &str) {
 }
 
 /// The files in `dir` whose names end with `ext`, sorted.
-fn names_ending(dir: &Path, ext: &str) -> Vec<String> {
+pub(crate) fn names_ending(dir: &Path, ext: &str) -> Vec<String> {
     names(dir).into_iter().filter(|n| n.ends_with(ext)).collect()
 }
 
@@ -72,7 +72,7 @@ fn past_frame_column(table: &str) -> Vec<String> {
 
 /// Asserts that `got` holds the outputs of `expected` (a folder made by [`one_process`]) of
 /// extension `ext`: frames byte for byte, tables past their frame column.
-fn assert_same_outputs(got: &Path, expected: &Path, ext: &str, what: &str) {
+pub(crate) fn assert_same_outputs(got: &Path, expected: &Path, ext: &str, what: &str) {
     let expected_names = names_ending(expected, ext);
     assert_eq!(names_ending(got, ext), expected_names, "{what}: not the same files");
     for name in &expected_names {
@@ -93,15 +93,21 @@ fn installed(program: &str, says: &str, package: &str) -> bool {
     if out.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(says)) {
         return true;
     }
-    let why = format!(
+    skip_unless_ci(&format!(
         "{says} is not installed: apt-get install {package} (scripts/env.sh does, as root; \
          moreutils' parallel is another program)"
-    );
+    ));
+    false
+}
+
+/// Records the calling test as skipped, for `why`; or, under CI=true, fails it, so that CI
+/// cannot skip it.
+#[track_caller]
+pub(crate) fn skip_unless_ci(why: &str) {
     if std::env::var("CI").as_deref() == Ok("true") {
         panic!("{why}; CI=true, so this test must run");
     }
-    histopipe_gpu::testing::skip(&why);
-    false
+    histopipe_gpu::testing::skip(why);
 }
 
 /// The indented block after each `<!-- run by tests/tools/scaling.rs -->` line of docs/scaling.md.
