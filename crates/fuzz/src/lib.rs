@@ -35,5 +35,5 @@ pub mod templates;
 pub mod tools;
 pub mod writers;
 
-#[cfg(test)]
+#[cfg(all(test, not(feature = "asan")))]
 count_heap!();

@@ -91,6 +91,7 @@ fn parse() -> Result<Options, lexopt::Error> {
             Long("first") => config.stop_on_finding = true,
             Long("quiet") => config.progress = None,
             Long("replay") => replaying = true,
+            Long("asan-selftest") => asan_selftest(),
             Value(path) if replaying => replay.push(path.into()),
             Short('h') | Long("help") => {
                 print!("{USAGE}");
@@ -115,6 +116,27 @@ fn parse() -> Result<Options, lexopt::Error> {
         return Err("--replay needs at least one file".into());
     }
     Ok(Options { config, replay })
+}
+
+/// Shows that libjpeg-turbo's C is checked by AddressSanitizer (`scripts/fuzz --asan` runs it
+/// before fuzzing): its own instrumented stores go past a block too small for what it fills, and
+/// ASan must stop the program with a heap-buffer-overflow report.
+#[cfg(feature = "asan")]
+fn asan_selftest() -> ! {
+    // SAFETY: none, on purpose: the block is 16 bytes, the error manager libjpeg-turbo fills in
+    // is larger; the program is to be stopped at the first store past it.
+    unsafe {
+        let block = libc::malloc(16).cast::<mozjpeg_sys::jpeg_error_mgr>();
+        mozjpeg_sys::jpeg_std_error(&mut *block);
+    }
+    eprintln!("histopipe-fuzz: --asan-selftest: libjpeg-turbo wrote past a block and nothing stopped it");
+    std::process::exit(1)
+}
+
+#[cfg(not(feature = "asan"))]
+fn asan_selftest() -> ! {
+    eprintln!("histopipe-fuzz: --asan-selftest: this build has no AddressSanitizer (scripts/fuzz --asan)");
+    std::process::exit(2)
 }
 
 /// Checks each saved input once and says what it does.

@@ -12,6 +12,7 @@ use histopipe_fuzz::target::{allocation_bound, check, check_mode, Limits, Mode};
 use histopipe_fuzz::targets::{self, Target};
 use image::ImageEncoder;
 
+#[cfg(not(feature = "asan"))]
 histopipe_fuzz::count_heap!();
 
 fn saved() -> Vec<Saved> {
@@ -149,7 +150,7 @@ fn short_campaigns_of_the_other_targets_find_nothing_new() {
     assert!(templates.shapes > 10, "templates: only {} outcome shapes", templates.shapes);
     match histopipe_fuzz::tools::Tools::shared() {
         Ok(_) => {
-            short_campaign(Target::Tools, Limits::standard(), 100);
+            short_campaign(Target::Tools, Limits::standard(), 200);
         }
         Err(e) => eprintln!("tools: not run: {e}"),
     }
