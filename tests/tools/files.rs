@@ -62,9 +62,17 @@ fn errors_name_the_file_and_its_frame() {
     let (code, out, err) = run_in(&dir, "equalize", &["scans/a.pgm", "scans/b.jpg", "scans/c.pgm"]);
     assert_eq!(code, Some(2));
     assert!(err.starts_with("equalize: scans/b.jpg: frame 1: "), "{err}");
-    assert_eq!(read_frames(&out).len(), 1, "the frames before are written, none after");
+    assert!(err.ends_with("\nequalize: 1 of 3 files failed\n"), "{err}");
+    assert_eq!(read_frames(&out).len(), 2, "the other files' frames are written (batches.rs)");
+    let (code, out, err) =
+        run_in(&dir, "equalize", &["--fail-fast", "scans/a.pgm", "scans/b.jpg", "scans/c.pgm"]);
+    assert_eq!((code, err.lines().count()), (Some(2), 1), "{err}");
+    assert_eq!(read_frames(&out).len(), 1, "with --fail-fast, the frames before are written, none after");
     let (code, _, err) = run_in(&dir, "equalize", &["scans/a.pgm", "scans/nope.pgm"]);
-    assert_eq!((code, err.as_str()), (Some(2), "equalize: scans/nope.pgm: no such file\n"));
+    assert_eq!(
+        (code, err.as_str()),
+        (Some(2), "equalize: scans/nope.pgm: no such file\nequalize: 1 of 2 files failed\n")
+    );
     let (code, out, err) = run_in(&dir, "equalize", &["scans"]);
     assert_eq!((code, out.len()), (Some(2), 0));
     assert!(err.contains("scans: is a folder"), "{err}");
@@ -366,9 +374,14 @@ fn a_named_pipe_output_whose_reader_goes_away_fails_the_run() {
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.starts_with("pad: out/b.pgm: Broken pipe"), "{stderr}");
-    assert!(dir.join("out/a.pgm").is_file(), "the frame before is written");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert!(lines[0].starts_with("pad: out/b.pgm: Broken pipe"), "{stderr}");
+    assert_eq!(lines[1], "pad: 1 of 3 files failed");
+    assert!(
+        dir.join("out/a.pgm").is_file() && dir.join("out/c.pgm").is_file(),
+        "the other files are written"
+    );
 }
 
 /// Outputs that replace inputs not yet read (renumbering a folder in place: the shell sorts 1, 10,

@@ -1,6 +1,7 @@
 //! Integration tests: one test binary, one module per tool, all through the real binaries
 //! (assert_cmd) and, for CPU/GPU parity, through the operations themselves.
 
+mod batches;
 mod cdf;
 mod clahe;
 mod colhist;

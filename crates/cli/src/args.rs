@@ -91,7 +91,7 @@ pub(crate) fn parse<T: Tool>(
         other => other,
     };
     let inputs = Inputs::new(operands);
-    inputs.check()?;
+    inputs.check(common.fail_fast)?;
     Ok(Parsed::Run(Box::new(Invocation { common, inputs, output, container })))
 }
 

@@ -26,6 +26,8 @@ pub struct Common {
     pub compression: Option<u8>,
     /// `-o PATH`, as given.
     pub output: Option<OsString>,
+    /// `--fail-fast`: the first input that fails ends the run.
+    pub fail_fast: bool,
     /// `--threads` (or `HISTOPIPE_THREADS`): frames worked on at once (see [`Common::workers`]),
     /// and the CPU backend's threads each frame's work is split over; `None`: every core the
     /// process may use.
@@ -56,6 +58,13 @@ pub const COMMON_FLAGS: &[Flag] = &[
          e.g. -o out/{stem}.png; folders are made as needed",
     )
     .short('o')
+    .group("Files"),
+    Flag::switch(
+        "--fail-fast",
+        "stop at the first input file that fails; by default every file is read and worked on, each \
+         failure is one line naming the file (a bad frame ends its file), and a last line counts the \
+         files that failed, with a non-zero exit status (2 if all were bad input, else 1)",
+    )
     .group("Files"),
     Flag::with_value(
         "--raw",
@@ -185,6 +194,7 @@ impl Common {
             quality: 95,
             compression: None,
             output: None,
+            fail_fast: false,
             threads,
             progress: false,
             gpu_after,
@@ -214,6 +224,7 @@ impl Common {
                 }
             }
             "--progress" => self.progress = true,
+            "--fail-fast" => self.fail_fast = true,
             "--output" => {
                 if given.os().is_empty() {
                     return Err("the path is empty".into());

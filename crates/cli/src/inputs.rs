@@ -73,12 +73,19 @@ impl Input {
                     Opening::Held(file) => Ok(file),
                     _ => File::open(path),
                 };
+                let place = Place::file(path);
                 match file {
+                    Ok(file) if file.metadata().is_ok_and(|m| m.is_dir()) => {
+                        Err(Error::usage("is a folder, not an image file").at(place))
+                    }
                     Ok(file) => {
                         let probe = file.try_clone().ok();
                         Ok(Opened { stream: Box::new(file), unread: probe.map(unread_of) })
                     }
-                    Err(e) => Err(Error::io(&e).at(Place::file(path))),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                        Err(Error::usage("no such file").at(place))
+                    }
+                    Err(e) => Err(Error::io(&e).at(place)),
                 }
             }
             #[cfg(test)]
@@ -160,13 +167,20 @@ impl Inputs {
         Inputs(inputs)
     }
 
-    /// Checks, before anything is read, that every named file is there and is not a folder: a
-    /// misspelt name among many fails the command at once, not after the files before it.
-    /// The files are listed by identity, for [`hold_before_replacing`].
-    pub(crate) fn check(&self) -> Result<(), Error> {
+    /// Checks, before anything is read, that every named file is there and is not a folder:
+    /// with `--fail-fast` (`strict`), or a single input, a misspelt name fails the command at
+    /// once, not after the files before it; otherwise such a file fails on its turn, as any bad
+    /// file does, and the others are read. The files are listed by identity, for
+    /// [`hold_before_replacing`].
+    pub(crate) fn check(&self, strict: bool) -> Result<(), Error> {
+        let strict = strict || self.0.len() == 1;
         for input in &self.0 {
             let Input::File(path, opening) = input else { continue };
-            match std::fs::metadata(path) {
+            let found = std::fs::metadata(path);
+            if !strict && !found.as_ref().is_ok_and(|m| !m.is_dir()) {
+                continue;
+            }
+            match found {
                 Ok(m) if m.is_dir() => {
                     return Err(Error::usage("is a folder, not an image file").at(Place::file(path)))
                 }
@@ -248,11 +262,11 @@ mod tests {
     #[test]
     fn missing_files_and_folders_are_refused_before_reading() {
         let dir = std::env::temp_dir();
-        let e = Inputs::new([dir.clone().into_os_string()]).check().unwrap_err();
+        let e = Inputs::new([dir.clone().into_os_string()]).check(false).unwrap_err();
         assert_eq!((e.kind, e.place.file.as_deref()), (ErrorKind::Usage, Some(dir.as_path())));
         let missing = dir.join("histopipe-no-such-file.pgm");
-        let e = Inputs::new([missing.clone().into_os_string()]).check().unwrap_err();
+        let e = Inputs::new([missing.clone().into_os_string()]).check(false).unwrap_err();
         assert_eq!(e.to_string(), format!("{}: no such file", missing.display()));
-        assert!(Inputs::new(["-".into()]).check().is_ok());
+        assert!(Inputs::new(["-".into()]).check(false).is_ok());
     }
 }

@@ -176,7 +176,7 @@ impl InputFrames {
     }
 
     /// The next frame of the stream, [`Read::End`] after the last input's last frame, or why
-    /// reading stopped.
+    /// reading an input stopped (the next call goes on with the input after it).
     pub(crate) fn next(&mut self) -> Read {
         loop {
             self.start_readers();
@@ -187,9 +187,16 @@ impl InputFrames {
                 Read::Failed(Error::internal(place, "reader", "it stopped without saying why"))
             });
             self.backlog.take(front.number, &item);
-            if let Read::End = item {
-                self.pending.pop_front();
-                continue;
+            match item {
+                Read::End => {
+                    self.pending.pop_front();
+                    continue;
+                }
+                // The input ends at its failure; the stream may go on with the next one.
+                Read::Failed(_) => {
+                    self.pending.pop_front();
+                }
+                Read::Frame(..) => {}
             }
             return item;
         }

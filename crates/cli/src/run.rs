@@ -29,7 +29,7 @@ use crate::splice::PagePipe;
 use crate::stdout::{self, RawStdout};
 use crate::tool::Tool;
 use crate::workers::{Crew, Job};
-use crate::writer::{spawn_writer, Done, InFlight, Sink};
+use crate::writer::{spawn_writer, Done, Failures, InFlight, KeepGoing, Sink};
 use crate::{Error, ErrorKind};
 
 /// Settings that make streams of large frames cheap; each is best effort. Call it before any
@@ -70,6 +70,8 @@ pub(crate) fn run_frames<T: Tool>(
     backends: &mut Option<Arc<Backends>>,
 ) -> Result<(), Error> {
     let Invocation { common, inputs, output, container } = invocation;
+    let inputs_count = inputs.len();
+    let keep_going = KeepGoing::new(common.fail_fast, inputs_count);
     let workers = common.workers();
     // Every thread first, the GPU after (`Backends::start`): while the driver loads, the
     // loader's lock holds up the making of threads.
@@ -89,7 +91,8 @@ pub(crate) fn run_frames<T: Tool>(
     let in_flight = Arc::new(InFlight::new(workers + 2));
     let (done, finished) = channel();
     let progress = common.progress.then(|| Progress::new(T::NAME));
-    let writer = spawn_writer(sink, container, finished, in_flight.clone(), progress)?;
+    let failures = Failures::new(keep_going, T::NAME, inputs_count);
+    let writer = spawn_writer(sink, container, finished, in_flight.clone(), progress, failures)?;
     let shared = Arc::new(Backends::new(common.backend, common.device.clone(), common.gpu_after, memory));
     *backends = Some(shared.clone());
     let (jobs, queue) = sync_channel::<Job>(workers);
@@ -105,7 +108,8 @@ pub(crate) fn run_frames<T: Tool>(
             }
         }
         shared.start();
-        let stream = Stream { frames: &mut frames, destinations: &mut destinations, backlog: &backlog };
+        let stream =
+            Stream { frames: &mut frames, destinations: &mut destinations, backlog: &backlog, keep_going };
         stream.hand_out(&shared, &in_flight, jobs, done);
     });
     let result = writer.join().unwrap_or_else(|_| {
@@ -121,6 +125,11 @@ pub(crate) fn run_frames<T: Tool>(
 /// own error, earlier in the stream, is the run's.
 fn done_err(done: &Sender<Done>, n: usize, e: Error) {
     let place = e.place.clone();
+    done_err_at(done, n, place, e);
+}
+
+/// [`done_err`] of frame `n`, which came from `place`.
+fn done_err_at(done: &Sender<Done>, n: usize, place: Place, e: Error) {
     let _ = done.send(Done { n, place, bytes: 0, result: Err(e) });
 }
 
@@ -129,6 +138,7 @@ struct Stream<'a> {
     frames: &'a mut InputFrames,
     destinations: &'a mut Destinations,
     backlog: &'a Backlog,
+    keep_going: KeepGoing,
 }
 
 impl Stream<'_> {
@@ -157,7 +167,11 @@ impl Stream<'_> {
                     if e.place.file.is_none() && e.place.frame.is_some() {
                         e.place.frame = Some(n);
                     }
+                    let go_on = self.keep_going.past(&e.place, &e);
                     done_err(&done, n, e);
+                    if go_on {
+                        continue;
+                    }
                     return;
                 }
             };
@@ -170,7 +184,11 @@ impl Stream<'_> {
             let (destination, side_files) = match placed {
                 Ok(placed) => placed,
                 Err(e) => {
-                    done_err(&done, n, e);
+                    let go_on = self.keep_going.past(&Place::of(frame.source.as_ref(), n), &e);
+                    done_err_at(&done, n, Place::of(frame.source.as_ref(), n), e);
+                    if go_on {
+                        continue;
+                    }
                     return;
                 }
             };

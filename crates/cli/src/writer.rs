@@ -19,7 +19,7 @@ use crate::panic::catch;
 use crate::progress::Progress;
 use crate::splice::{self, PagePipe};
 use crate::tool::Part;
-use crate::Error;
+use crate::{Error, ErrorKind};
 
 /// What a worker made of frame `n`.
 pub(crate) struct Done {
@@ -286,22 +286,107 @@ impl Write for StreamOut {
     }
 }
 
+/// How a run takes the failure of one of its input files: by default the others are still read,
+/// worked on and written, as `cp`, `grep` and `mogrify` go on past a bad operand; each failure is
+/// one line on stderr as it comes, in the stream's order, and the run ends with a last line that
+/// counts them and a non-zero status. With `--fail-fast` (or a single input) the first failure
+/// ends the run. A failure that is no one file's (standard input's, writing standard output or
+/// `-o`'s one file, a panic) always ends it.
+pub(crate) struct Failures {
+    keep_going: KeepGoing,
+    /// The tool's name, which prefixes each line.
+    tool: &'static str,
+    inputs: usize,
+    failed: usize,
+    /// Whether every failure so far was bad input (exit 2) rather than the machine's (exit 1).
+    all_input: bool,
+    /// The file whose later frames are dropped: one of its frames failed, which ends its stream.
+    skipping: Option<std::path::PathBuf>,
+}
+
+/// Whether a run goes on past a failed input file (see [`Failures`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeepGoing(bool);
+
+impl KeepGoing {
+    /// Not with `--fail-fast`, nor for a single input.
+    pub(crate) fn new(fail_fast: bool, inputs: usize) -> KeepGoing {
+        KeepGoing(!fail_fast && inputs > 1)
+    }
+
+    /// Whether the run goes on after `e`, a failure of the frame at `place`: it is one input
+    /// file's, and the run keeps going.
+    pub(crate) fn past(self, place: &Place, e: &Error) -> bool {
+        self.0 && place.file.is_some() && !matches!(e.kind, ErrorKind::Internal | ErrorKind::BrokenPipe)
+    }
+}
+
+impl Failures {
+    /// The failures of a run of `inputs` inputs of the tool `tool`.
+    pub(crate) fn new(keep_going: KeepGoing, tool: &'static str, inputs: usize) -> Failures {
+        Failures { keep_going, tool, inputs, failed: 0, all_input: true, skipping: None }
+    }
+
+    /// Takes the failure `e` of the frame at `place`: said, and the run goes on (`Ok`), or the
+    /// run ends with it (`Err`).
+    fn take(&mut self, place: &Place, e: Error) -> Result<(), Error> {
+        if !self.keep_going.past(place, &e) {
+            return Err(e);
+        }
+        if self.skips(place) {
+            // Its file failed already, which ended it.
+            return Ok(());
+        }
+        let file = place.file.clone();
+        // Not eprintln!, which panics when stderr cannot be written (`2>/dev/full`).
+        let _ = writeln!(io::stderr(), "{}: {e}", self.tool);
+        self.failed += 1;
+        self.all_input &= matches!(e.kind, ErrorKind::Input | ErrorKind::Usage);
+        self.skipping = file;
+        Ok(())
+    }
+
+    /// Whether the frame at `place`, the next in the stream, is dropped: a frame before it of
+    /// the same file failed. Asked in the stream's order.
+    fn skips(&mut self, place: &Place) -> bool {
+        if self.skipping.is_some() && self.skipping == place.file {
+            return true;
+        }
+        self.skipping = None;
+        false
+    }
+
+    /// The run's end: the count of failed files, if any failed.
+    fn finish(&self) -> Result<(), Error> {
+        if self.failed == 0 {
+            return Ok(());
+        }
+        let kind = if self.all_input { ErrorKind::Input } else { ErrorKind::Runtime };
+        let message = format!("{} of {} files failed", self.failed, self.inputs);
+        Err(Error { kind, place: Place::default(), message })
+    }
+}
+
 /// Writes to `sink` on a thread of its own what arrives on `done`, in the order of the stream,
 /// until every sender is gone; then puts `-o`'s file in place. The thread's result is the run's:
-/// the first failure in the stream's order (a panic while writing becomes an error naming the
-/// frame), or its own. `progress` is told of each frame put in place.
+/// the failure that ended it, in the stream's order (a panic while writing becomes an error
+/// naming the frame), or its own, or the count of the files that failed ([`Failures`]).
+/// `progress` is told of each frame put in place.
 pub(crate) fn spawn_writer(
     sink: Sink,
     container: Option<Container>,
     done: Receiver<Done>,
     in_flight: Arc<InFlight>,
     progress: Option<Progress>,
+    mut failures: Failures,
 ) -> Result<JoinHandle<Result<(), Error>>, Error> {
     let handle = std::thread::Builder::new()
         .name("histopipe-write".into())
         .spawn(move || {
             let mut at = Place::default();
-            let written = catch(|| write_in_order(sink, container, &done, &in_flight, progress, &mut at));
+            let written = catch(|| {
+                write_in_order(sink, container, &done, &in_flight, progress, &mut failures, &mut at)
+            });
             // Nothing more is written: the frames still at work are not wanted.
             in_flight.close();
             written.unwrap_or_else(|panic| Err(Error::internal(at, "writer", &panic)))
@@ -316,6 +401,7 @@ fn write_in_order(
     done: &Receiver<Done>,
     in_flight: &InFlight,
     mut progress: Option<Progress>,
+    failures: &mut Failures,
     at: &mut Place,
 ) -> Result<(), Error> {
     let (stream, path) = match sink {
@@ -332,13 +418,19 @@ fn write_in_order(
     let mut waiting: BTreeMap<usize, Done> = BTreeMap::new();
     // Early parts of frames after the next one, kept until their turn, in the order they came.
     let mut early: BTreeMap<usize, Vec<(Place, Vec<Part>)>> = BTreeMap::new();
+    // The frame whose first parts are written already: its failure cannot be stepped over, since
+    // its output is in the stream half made.
+    let mut started = 0;
     let mut next = 1;
     for item in done {
         let item = match item.result {
             Ok(Written::Early(parts)) => {
                 if item.n == next {
-                    *at = item.place.clone();
-                    out.write(item.n, parts, &item.place)?;
+                    if !failures.skips(&item.place) {
+                        *at = item.place.clone();
+                        started = item.n;
+                        out.write(item.n, parts, &item.place)?;
+                    }
                 } else {
                     early.entry(item.n).or_default().push((item.place, parts));
                 }
@@ -349,19 +441,27 @@ fn write_in_order(
         waiting.insert(item.n, item);
         loop {
             for (place, parts) in early.remove(&next).unwrap_or_default() {
-                *at = place.clone();
-                out.write(next, parts, &place)?;
+                if !failures.skips(&place) {
+                    *at = place.clone();
+                    started = next;
+                    out.write(next, parts, &place)?;
+                }
             }
             let Some(item) = waiting.remove(&next) else { break };
             *at = item.place.clone();
             let span = histopipe_trace::span("write", item.n);
-            match item.result? {
-                Written::Parts(parts) | Written::Early(parts) => out.write(item.n, parts, &item.place)?,
-                Written::File(Some(file)) => {
+            match item.result {
+                Err(e) if started == item.n => return Err(e),
+                Err(e) => failures.take(&item.place, e)?,
+                Ok(_) if failures.skips(&item.place) => {}
+                Ok(Written::Parts(parts) | Written::Early(parts)) => out.write(item.n, parts, &item.place)?,
+                Ok(Written::File(Some(file))) => {
                     let place = Place::file(file.path());
-                    file.commit().map_err(|e| Error::io(&e).at(place))?;
+                    if let Err(e) = file.commit() {
+                        failures.take(&item.place, Error::io(&e).at(place))?;
+                    }
                 }
-                Written::File(None) => {}
+                Ok(Written::File(None)) => {}
             }
             span.also("write.wait").end_with(out.get_mut().take_waited());
             span.end();
@@ -377,12 +477,15 @@ fn write_in_order(
         return Err(Error::internal(Place::frame(next), "frame loop", &message));
     }
     out.flush()?;
+    if let Some(progress) = progress {
+        progress.finish();
+    }
+    // `-o`'s one file holds the whole stream or nothing: it is not put in place when a file
+    // failed, as a failed run leaves no file.
+    failures.finish()?;
     if let StreamOut::File(file) = out.into_inner() {
         let place = Place::file(file.path());
         file.commit().map_err(|e| Error::io(&e).at(place))?;
-    }
-    if let Some(progress) = progress {
-        progress.finish();
     }
     Ok(())
 }
@@ -407,6 +510,10 @@ mod tests {
         }
     }
 
+    fn fail_fast() -> Failures {
+        Failures::new(KeepGoing::new(true, 1), "test", 1)
+    }
+
     fn done(n: usize, written: Written) -> Done {
         Done { n, place: Place::frame(n), bytes: 0, result: Ok(written) }
     }
@@ -420,8 +527,15 @@ mod tests {
         let sink = Shared::default();
         let (send, receive) = channel();
         let in_flight = Arc::new(InFlight::new(4));
-        let writer =
-            spawn_writer(Sink::Stream(Box::new(sink.clone()), None), None, receive, in_flight, None).unwrap();
+        let writer = spawn_writer(
+            Sink::Stream(Box::new(sink.clone()), None),
+            None,
+            receive,
+            in_flight,
+            None,
+            fail_fast(),
+        )
+        .unwrap();
         // Frame 2 starts before frame 1 is done, and frame 1 writes early too.
         send.send(done(2, Written::Early(bytes("2a ")))).unwrap();
         send.send(done(1, Written::Early(bytes("1a ")))).unwrap();
@@ -444,6 +558,7 @@ mod tests {
             receive,
             Arc::new(InFlight::new(2)),
             None,
+            fail_fast(),
         )
         .unwrap();
         send.send(done(1, Written::Early(bytes("1a ")))).unwrap();
