@@ -391,31 +391,38 @@ fn a_named_pipe_output_whose_reader_goes_away_fails_the_run() {
 fn an_output_never_replaces_an_input_not_yet_read() {
     let dir = temp_dir("renumber");
     std::fs::create_dir(dir.join("frames")).unwrap();
-    let mut names: Vec<String> = (1..=40).map(|i| format!("{i}.pgm")).collect();
-    for (i, name) in names.iter().enumerate() {
-        let frame = frame_of(3, 2, 255, &mut || i as u16 + 1);
-        std::fs::write(dir.join("frames").join(name), stream(&[frame])).unwrap();
-    }
+    let write_all = || {
+        for n in 1..=40u16 {
+            std::fs::write(dir.join(format!("frames/{n}.pgm")), stream(&[frame_of(3, 2, 255, &mut || n)]))
+                .unwrap();
+        }
+    };
+    write_all();
+    // The order the shell's glob gives in the C locale (byte order), named here so the test does
+    // not depend on the locale's collation.
+    let mut names: Vec<String> = (1..=40).map(|i| format!("frames/{i}.pgm")).collect();
     names.sort();
     for threads in ["1", "3"] {
-        let out = shell(&dir, &format!("rotate 0 --threads {threads} -o 'frames/{{n}}.pgm' frames/*.pgm"))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        // The frame written n-th was the n-th file in the shell's order.
+        let args = [
+            &["0", "--threads", threads, "-o", "frames/{n}.pgm"][..],
+            &names.iter().map(String::as_str).collect::<Vec<_>>(),
+        ]
+        .concat();
+        let (code, _, err) = run_in(&dir, "rotate", &args);
+        assert_eq!(code, Some(0), "{err}");
+        // The frame written n-th was the n-th file named.
         let numbered: Vec<u16> = (1..=40)
             .map(|n| {
                 read_frames(&std::fs::read(dir.join(format!("frames/{n}.pgm"))).unwrap())[0].pixels.get(0)
             })
             .collect();
-        let expected: Vec<u16> =
-            names.iter().map(|name| name.trim_end_matches(".pgm").parse().unwrap()).collect();
+        let expected: Vec<u16> = names
+            .iter()
+            .map(|name| name.trim_start_matches("frames/").trim_end_matches(".pgm").parse().unwrap())
+            .collect();
         assert_eq!(numbered, expected, "--threads {threads}");
         // Back to each file holding its own number, for the next round.
-        for n in 1..=40u16 {
-            std::fs::write(dir.join(format!("frames/{n}.pgm")), stream(&[frame_of(3, 2, 255, &mut || n)]))
-                .unwrap();
-        }
+        write_all();
     }
 }
 

@@ -277,11 +277,12 @@ mod tests {
     #[test]
     fn a_block_counts_while_it_lives() {
         let meter = HeapMeter::start();
-        let block = vec![1u8; 100_000];
+        // black_box: an optimized build would otherwise drop a block nothing reads.
+        let block = std::hint::black_box(vec![1u8; 100_000]);
         assert!(meter.peak() >= 100_000, "peak {}", meter.peak());
         drop(block);
         meter.restart_peak();
-        let small = vec![0u64; 10];
+        let small = std::hint::black_box(vec![0u64; 10]);
         assert!(meter.peak() < 100_000, "the restarted peak forgot the freed block: {}", meter.peak());
         drop(small);
     }
@@ -291,8 +292,10 @@ mod tests {
         let meter = HeapMeter::start();
         let mut v: Vec<u8> = Vec::with_capacity(16);
         v.resize(300_000, 7);
+        let v = std::hint::black_box(v);
         assert!(meter.peak() >= 300_000);
         assert!(meter.peak() < 1_000_000);
+        drop(v);
     }
 
     /// What C code allocates counts as Rust's does: the check sees libjpeg-turbo's blocks.
@@ -302,11 +305,13 @@ mod tests {
         let meter = HeapMeter::start();
         // SAFETY: blocks of the C allocator, freed below.
         unsafe {
-            let a = libc::calloc(1000, 1000);
+            // black_box: an optimized build would otherwise drop blocks nothing reads.
+            let a = std::hint::black_box(libc::calloc(1000, 1000));
             let mut b = std::ptr::null_mut();
             assert_eq!(libc::posix_memalign(&mut b, 4096, 500_000), 0);
+            let b = std::hint::black_box(b);
             assert!(meter.peak() >= 1_500_000, "peak {}", meter.peak());
-            let a = libc::realloc(a, 10);
+            let a = std::hint::black_box(libc::realloc(a, 10));
             libc::free(b);
             meter.restart_peak();
             assert!(meter.peak() < 8192, "freed and shrunk blocks no longer count: {}", meter.peak());
@@ -315,7 +320,7 @@ mod tests {
         let aligned = std::alloc::Layout::from_size_align(200_000, 4096).unwrap();
         // SAFETY: a non-zero layout, freed with the same layout.
         unsafe {
-            let p = std::alloc::alloc(aligned);
+            let p = std::hint::black_box(std::alloc::alloc(aligned));
             assert!(meter.peak() >= 200_000);
             std::alloc::dealloc(p, aligned);
         }
