@@ -121,6 +121,21 @@ def timed(cmd, out, expect):
     return took
 
 
+def machine(args):
+    """What the report says of the run: the machine, the commit, the settings."""
+    def run(cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return ""
+    model = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    gpu = run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"]).replace("\n", ", ")
+    commit = os.environ.get("HISTOPIPE_COMMIT") or run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"])
+    return {"cpu": model, "cores": os.cpu_count(), "gpu": gpu or "none", "commit": commit or "?",
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "files": args.files,
+            "size": args.size, "reps": args.reps}
+
+
 def quote(paths):
     return " ".join(paths)
 
@@ -221,6 +236,8 @@ def main():
         print(text)
         if args.out:
             os.makedirs(args.out, exist_ok=True)
+            with open(os.path.join(args.out, "jobs-meta.json"), "w") as f:
+                json.dump(machine(args), f)
             with open(os.path.join(args.out, "jobs.md"), "w") as f:
                 f.write(text)
             with open(os.path.join(args.out, "jobs.jsonl"), "w") as f:

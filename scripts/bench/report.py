@@ -818,6 +818,60 @@ def put_section(md, section, title):
 
 
 
+SECTION_JOBS = "## Jobs: whole commands against a process pool (issue 44)"
+# What each job is held to: the Pool script (at most 0.8 of its time), or cat for the cube (at
+# most 1.5 times), or for a GPU process's start, the driver and context alone (at most 30 ms more).
+TARGET_POOL, TARGET_CAT, TARGET_START_S = 0.8, 1.5, 0.030
+
+
+def jobs_section(dirs):
+    """The jobs stage's section (Markdown lines) from scripts/bench/jobs.py's jobs.jsonl and
+    jobs-meta.json in each of `dirs`, a machine each."""
+    L = [SECTION_JOBS, ""]
+    L.append("Whole commands as a user runs them (`scripts/bench/jobs.py`): process start, files and pipes "
+             "included, each beside what that user would run instead, an OpenCV script over the same files "
+             "in one process and in a `multiprocessing.Pool` of every core, or `cat` writing the same bytes; "
+             "the commands of a job in turn, the median wall time of the runs after a warm-up. The targets: "
+             f"every job at most {TARGET_POOL}x the Pool script's time (the best backend's), the cube at most "
+             f"{TARGET_CAT}x `cat`'s, `--backend gpu` at most `cpu`'s, and a GPU process's start within "
+             f"{TARGET_START_S * 1000:.0f} ms of the driver and context alone (`scripts/bench/cuda_floor.c`).")
+    L.append("")
+    for d in dirs:
+        rows = load_jsonl(os.path.join(d, "jobs.jsonl"))
+        meta = {}
+        if os.path.exists(os.path.join(d, "jobs-meta.json")):
+            with open(os.path.join(d, "jobs-meta.json")) as f:
+                meta = json.load(f)
+        L.append(f"### {meta.get('cores', '?')} cores ({meta.get('cpu', '?')}), GPU: {meta.get('gpu', '?')}")
+        L.append("")
+        L.append(f"{meta.get('files', '?')} files of {meta.get('size', '?')} (the cube: one frame), "
+                 f"median of {meta.get('reps', '?')} runs, commit {meta.get('commit', '?')}, {meta.get('date', '?')}.")
+        L.append("")
+        L.append("| job | command | median s | min-max s | against the peer | target |")
+        L.append("| --- | --- | --- | --- | --- | --- |")
+        for job in dict.fromkeys(r["job"] for r in rows):
+            mine = [r for r in rows if r["job"] == job]
+            ours = [r for r in mine if r["command"].startswith("histopipe")]
+            by = {r["command"]: r for r in mine}
+            best = min(ours, key=lambda r: r["median_s"]) if ours else None
+            for r in mine:
+                verdict = ""
+                if r is best and "start" not in job:
+                    limit = TARGET_CAT if "cat" in r["vs"] else TARGET_POOL
+                    verdict = f"best ≤ {limit}x: " + ("met" if r["ratio"] <= limit else "missed")
+                gpu, cpu = by.get("histopipe --backend gpu"), by.get("histopipe --backend cpu")
+                if r is gpu and cpu and "start" not in job:
+                    verdict = "gpu ≤ cpu: " + ("met" if gpu["median_s"] <= cpu["median_s"] * 1.05 else "missed")
+                if "start" in job and r is gpu:
+                    over = r["median_s"] - by[r["vs"]]["median_s"]
+                    verdict = f"{over * 1000:.0f} ms over the floor: " + ("met" if over <= TARGET_START_S else "missed")
+                name = job.replace("|", "\\|")
+                L.append(f"| {name} | {r['command']} | {r['median_s']} | {r['min_s']}-{r['max_s']} | "
+                         f"{r['ratio']}x {r['vs']} | {verdict} |")
+        L.append("")
+    return L
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--results")
@@ -827,7 +881,13 @@ def main():
     p.add_argument("--issue27", nargs="+", metavar="DIR", help="issue 27's section alone (see above)")
     p.add_argument("--issue28", nargs="+", metavar="DIR", help="issue 28's section alone (see above)")
     p.add_argument("--issue29", nargs="+", metavar="DIR", help="issue 29's section alone (see above)")
+    p.add_argument("--jobs", nargs="+", metavar="DIR",
+                   help="the jobs stage's section alone, a machine per DIR of scripts/bench/jobs.py --out")
     a = p.parse_args()
+    if a.jobs:
+        put_section(a.md, jobs_section(a.jobs), SECTION_JOBS)
+        print(f"report: wrote the jobs section into {a.md}")
+        return
     if a.issue27 or a.issue28 or a.issue29:
         if a.issue27:
             put_issue27(a.md, issue27(a.issue27))
