@@ -3,9 +3,9 @@
 //! batch with a file that fails fails alone; and its Slurm profile plans a job a batch, each with
 //! a GPU, in a dry run on a machine without Slurm.
 //!
-//! Snakemake and its Slurm executor plugin come from PyPI, pinned, into .deps/snakemake
-//! (scripts/env.sh's hp_snakemake); without them the tests say they are skipped, or fail under
-//! CI=true, so that CI always runs them.
+//! Snakemake and its Slurm executor plugin come from PyPI, pinned, into .deps/venv
+//! (scripts/requirements-test.txt, which scripts/test installs), whose Python is $HISTOPIPE_PYTHON;
+//! without them the tests say they are skipped, or fail under CI=true, so that CI always runs them.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -59,21 +59,16 @@ fn snakemake(dir: &Path, args: &[&str]) -> (Output, String) {
     (out, std::fs::read_to_string(&calls).unwrap_or_default())
 }
 
-/// `python3 -m snakemake`, finding .deps/snakemake first.
+/// `python3 -m snakemake`, with the Python of [`python`].
 fn python_snakemake() -> Command {
     let mut cmd = python();
     cmd.args(["-m", "snakemake"]);
     cmd
 }
 
-/// Python ($HISTOPIPE_PYTHON, else python3), finding .deps/snakemake first.
+/// Python: $HISTOPIPE_PYTHON (scripts/env.sh sets it to .deps/venv's), else python3.
 fn python() -> Command {
-    let python = std::env::var("HISTOPIPE_PYTHON").unwrap_or_else(|_| "python3".into());
-    let mut paths = vec![repo().join(".deps/snakemake")];
-    paths.extend(std::env::split_paths(&std::env::var_os("PYTHONPATH").unwrap_or_default()));
-    let mut cmd = Command::new(python);
-    cmd.env("PYTHONPATH", std::env::join_paths(paths).unwrap());
-    cmd
+    Command::new(std::env::var("HISTOPIPE_PYTHON").unwrap_or_else(|_| "python3".into()))
 }
 
 /// Whether Snakemake 9 and its Slurm executor plugin can be imported; if not, a skip or, under
@@ -85,8 +80,8 @@ fn snakemake_installed() -> bool {
         return true;
     }
     skip_unless_ci(
-        "Snakemake 9 with snakemake-executor-plugin-slurm is not installed: scripts/env.sh's \
-         hp_snakemake installs them into .deps/snakemake",
+        "Snakemake 9 with snakemake-executor-plugin-slurm is not installed: scripts/test installs \
+         them into .deps/venv",
     );
     false
 }
