@@ -170,3 +170,40 @@ fn auto_gives_slow_frames_to_the_gpu_once_it_is_open() {
         tally.split(", ").filter_map(|part| part.strip_prefix("GPU 0 ")?.parse::<usize>().ok()).sum();
     assert!(on_gpu >= frames.len() / 2, "the GPU took too few of the slow frames: {tally}");
 }
+
+/// A tool run from `PREFIX/bin` finds its kernels in `PREFIX/share/histopipe/kernels`, the
+/// install's cache that `scripts/install` fills with `histopipe-kernels`, and compiles none: its
+/// user's own cache stays empty, and its output is the CPU's.
+#[test]
+fn kernels_come_from_the_install_s_cache() {
+    use histopipe_gpu::{cache, kernels::SOURCES, nvrtc};
+    let Some(gpu) = gpu() else { return };
+    let dir = temp_dir("installed-kernels");
+    let bin = dir.join("prefix/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(assert_cmd::cargo::cargo_bin("rotate"), bin.join("rotate")).unwrap();
+    let kernels = dir.join("prefix/share/histopipe/kernels");
+    let version = nvrtc::version().unwrap();
+    for source in SOURCES {
+        let cubin = nvrtc::compile(source, gpu.arch()).unwrap();
+        cache::store(&kernels.join(cache::file_name(source, gpu.arch(), version)), &cubin);
+    }
+    let user_cache = dir.join("user-cache");
+    std::fs::create_dir_all(&user_cache).unwrap();
+    let input = fixture_bytes("camera.pgm");
+    let out = std::process::Command::new(bin.join("rotate"))
+        .args(["30", "--bilinear", "--backend", "gpu"])
+        .env("XDG_CACHE_HOME", &user_cache)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(&input)?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(files_under(&user_cache), Vec::<std::path::PathBuf>::new(), "nothing compiled");
+    assert!(out.stdout == run_ok("rotate", "cpu", &["30", "--bilinear"], &input), "the CPU's bytes");
+}

@@ -1,6 +1,9 @@
 //! The on-disk cache of compiled kernels, so only a machine's first run pays for NVRTC.
 //!
-//! Location: `$XDG_CACHE_HOME/histopipe/kernels`, else `~/.cache/histopipe/kernels`. An entry is
+//! Location: `$XDG_CACHE_HOME/histopipe/kernels`, else `~/.cache/histopipe/kernels`, which the
+//! tools fill; and, read only, the install's own, `PREFIX/share/histopipe/kernels` beside the
+//! tools' `PREFIX/bin`, which `scripts/install` fills with `histopipe-kernels` for the common
+//! architectures, so a user's first run after an install pays for no compile either. An entry is
 //! keyed by a SHA-256 of the source and its headers, the compile options, the NVRTC version and
 //! the architecture. A cache that cannot be read or written is skipped, never an error.
 
@@ -19,8 +22,20 @@ pub fn dir() -> Option<PathBuf> {
     Some(base.join("histopipe").join("kernels"))
 }
 
-/// The cache file for `source` compiled for `sm_<arch>` by NVRTC `version`.
+/// The install's own cache, read only: `PREFIX/share/histopipe/kernels` for a tool run from
+/// `PREFIX/bin`.
+pub fn installed_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.parent()?.join("share").join("histopipe").join("kernels"))
+}
+
+/// The cache file for `source` compiled for `sm_<arch>` by NVRTC `version`, in the user's cache.
 pub fn path(source: &Source, arch: i32, version: (i32, i32)) -> Option<PathBuf> {
+    Some(dir()?.join(file_name(source, arch, version)))
+}
+
+/// The name of `source`'s entry for `sm_<arch>` and NVRTC `version`, in any of the caches.
+pub fn file_name(source: &Source, arch: i32, version: (i32, i32)) -> String {
     let mut h = Sha256::new();
     for part in [source.name, source.text] {
         h.update(part.as_bytes());
@@ -40,11 +55,25 @@ pub fn path(source: &Source, arch: i32, version: (i32, i32)) -> Option<PathBuf> 
     let digest = h.finalize();
     let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
     let stem = source.name.trim_end_matches(".cu");
-    Some(dir()?.join(format!("{stem}-sm_{arch}-{hex}.cubin")))
+    format!("{stem}-sm_{arch}-{hex}.cubin")
 }
 
+/// The compiled `source` from the user's cache, else the install's: `None` when neither has it.
+pub fn find(source: &Source, arch: i32, version: (i32, i32)) -> Option<Vec<u8>> {
+    let name = file_name(source, arch, version);
+    [dir(), installed_dir()].into_iter().flatten().find_map(|d| load(&d.join(&name)))
+}
+
+/// The most bytes a cached kernel module is read to (they are tens of kilobytes): a file over
+/// it is no module of ours.
+const LARGEST: u64 = 64 << 20;
+
 pub fn load(path: &PathBuf) -> Option<Vec<u8>> {
-    std::fs::read(path).ok().filter(|b| b.starts_with(b"\x7fELF"))
+    use std::io::Read;
+    let file = std::fs::File::open(path).ok().filter(|f| f.metadata().is_ok_and(|m| m.is_file()))?;
+    let mut bytes = Vec::new();
+    file.take(LARGEST + 1).read_to_end(&mut bytes).ok()?;
+    Some(bytes).filter(|b| b.len() as u64 <= LARGEST && b.starts_with(b"\x7fELF"))
 }
 
 /// Stores `cubin` atomically (write, then rename), ignoring every failure.

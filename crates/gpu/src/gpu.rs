@@ -166,9 +166,7 @@ impl Gpu {
             return Ok(m.clone());
         }
         let path = cache::path(source, self.arch, self.nvrtc_version);
-        let cached = path
-            .as_ref()
-            .and_then(cache::load)
+        let cached = cache::find(source, self.arch, self.nvrtc_version)
             .and_then(|cubin| self.ctx.load_module(Ptx::from_binary(cubin)).ok());
         let module = match cached {
             Some(m) => m,
