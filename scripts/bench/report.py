@@ -833,7 +833,7 @@ def jobs_section(dirs):
              "in one process and in a `multiprocessing.Pool` of every core, or `cat` writing the same bytes; "
              "the commands of a job in turn, the median wall time of the runs after a warm-up. The targets: "
              f"every job at most {TARGET_POOL}x the Pool script's time (the best backend's), the cube at most "
-             f"{TARGET_CAT}x `cat`'s, `--backend gpu` at most `cpu`'s, and a GPU process's start within "
+             f"{TARGET_CAT}x `cat`'s, `--backend gpu` at most `cpu`'s (within 5%, about the runs' spread), and a GPU process's start within "
              f"{TARGET_START_S * 1000:.0f} ms of the driver and context alone (`scripts/bench/cuda_floor.c`).")
     L.append("")
     for d in dirs:
@@ -842,7 +842,8 @@ def jobs_section(dirs):
         if os.path.exists(os.path.join(d, "jobs-meta.json")):
             with open(os.path.join(d, "jobs-meta.json")) as f:
                 meta = json.load(f)
-        L.append(f"### {meta.get('cores', '?')} cores ({meta.get('cpu', '?')}), GPU: {meta.get('gpu', '?')}")
+        L.append(f"### {meta.get('cores', '?')} cores ({meta.get('cpu', '?')}), GPU: {meta.get('gpu', '?')}, "
+                 f"{meta.get('date', '?')}")
         L.append("")
         L.append(f"{meta.get('files', '?')} files of {meta.get('size', '?')} (the cube: one frame), "
                  f"median of {meta.get('reps', '?')} runs, commit {meta.get('commit', '?')}, {meta.get('date', '?')}.")
