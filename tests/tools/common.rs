@@ -416,8 +416,8 @@ fn registry_error(index: usize, line: &str) -> ! {
 }
 
 /// Runs a Python snippet with OpenCV, the peer implementation tests compare against, and returns
-/// what it writes to stdout. The interpreter is `$HISTOPIPE_PYTHON` (scripts/env.sh sets it and
-/// the PYTHONPATH holding cv2 and NumPy), else `python3`.
+/// what it writes to stdout. The interpreter is `$HISTOPIPE_PYTHON` (scripts/env.sh sets it to
+/// the python of .deps/venv, which holds cv2 and NumPy), else `python3`.
 ///
 /// The snippet runs after `import sys, numpy as np, cv2`; `inputs` are written to temporary files
 /// whose paths are `sys.argv[1:]`, and it writes its result bytes with `sys.stdout.buffer.write`.

@@ -1,5 +1,5 @@
 //! OpenCV as the reference: runs `$HISTOPIPE_PYTHON` (default `python3`) with cv2 and NumPy, which
-//! scripts/test installs into .deps/python. A missing cv2 fails the test: CI always has it.
+//! scripts/test installs into .deps/venv. A missing cv2 fails the test: CI always has it.
 #![allow(dead_code)]
 
 use std::io::Write;
@@ -39,7 +39,7 @@ pub fn python(script: &str, input: &str) -> String {
     assert!(
         !stderr.contains("No module named"),
         "OpenCV (cv2) or NumPy cannot be imported by {exe}: run scripts/test, which installs them \
-         into .deps/python and sets PYTHONPATH\n{stderr}"
+         into .deps/venv and sets $HISTOPIPE_PYTHON to its python\n{stderr}"
     );
     assert!(out.status.success(), "python failed:\n{stderr}");
     String::from_utf8(out.stdout).unwrap()

@@ -1,5 +1,5 @@
 //! The conversions against OpenCV itself: `$HISTOPIPE_PYTHON` (default `python3`) with cv2 and
-//! NumPy, which scripts/test installs into .deps/python, as tests/tools/opencv.rs runs them. A
+//! NumPy, which scripts/test installs into .deps/venv, as tests/tools/opencv.rs runs them. A
 //! missing cv2 fails the test. Inputs and cv2's outputs pass as raw files in a temp folder.
 
 use std::io::Write;
@@ -49,7 +49,7 @@ impl Peer {
         assert!(
             !stderr.contains("No module named"),
             "OpenCV (cv2) or NumPy cannot be imported by {exe}: run scripts/test, which installs \
-             them into .deps/python and sets PYTHONPATH\n{stderr}"
+             them into .deps/venv and sets $HISTOPIPE_PYTHON to its python\n{stderr}"
         );
         assert!(out.status.success(), "python failed:\n{stderr}");
     }

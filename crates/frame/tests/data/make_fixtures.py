@@ -1,7 +1,7 @@
 """Makes the fixtures of crates/frame/src/float's tests (see README.md beside this file).
 
 Needs numpy, cv2 (opencv-python-headless) and astropy; run from this folder:
-    PYTHONPATH=.deps/python:/path/to/astropy python3 make_fixtures.py
+    PYTHONPATH=/path/to/astropy .deps/venv/bin/python make_fixtures.py
 """
 import numpy as np
 import cv2
