@@ -27,6 +27,14 @@ impl Temporaries {
     fn forget(&mut self, path: &Path) {
         self.paths.retain(|p| p != path);
     }
+
+    /// Removes every file listed and refuses new ones.
+    fn close(&mut self) {
+        self.closed = true;
+        for path in self.paths.drain(..) {
+            let _ = fs::remove_file(path);
+        }
+    }
 }
 
 fn temporaries() -> std::sync::MutexGuard<'static, Temporaries> {
@@ -35,20 +43,14 @@ fn temporaries() -> std::sync::MutexGuard<'static, Temporaries> {
 
 /// Removes every temporary file not yet renamed, and refuses new ones: the tool is ending.
 pub(crate) fn remove_all() {
-    let mut t = temporaries();
-    t.closed = true;
-    for path in t.paths.drain(..) {
-        let _ = fs::remove_file(path);
-    }
+    temporaries().close();
 }
 
 /// As [`remove_all`], from a thread that may hold the list's lock (a refused allocation while it
 /// was held): the files are removed only if the lock is free.
 pub(crate) fn remove_all_now() {
-    let Ok(mut t) = TEMPORARIES.try_lock() else { return };
-    t.closed = true;
-    for path in t.paths.drain(..) {
-        let _ = fs::remove_file(path);
+    if let Ok(mut t) = TEMPORARIES.try_lock() {
+        t.close();
     }
 }
 

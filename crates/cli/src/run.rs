@@ -184,8 +184,9 @@ impl Stream<'_> {
             let (destination, side_files) = match placed {
                 Ok(placed) => placed,
                 Err(e) => {
-                    let go_on = self.keep_going.past(&Place::of(frame.source.as_ref(), n), &e);
-                    done_err_at(&done, n, Place::of(frame.source.as_ref(), n), e);
+                    let place = Place::of(frame.source.as_ref(), n);
+                    let go_on = self.keep_going.past(&place, &e);
+                    done_err_at(&done, n, place, e);
                     if go_on {
                         continue;
                     }
