@@ -271,6 +271,32 @@ fn distinct_lines_are_scikit_images_peaks() {
     }
 }
 
+/// scikit-image's own `test_hough_line_peaks`: the line (60, 130)-(80, 10) drawn by
+/// `skimage.draw.line` in a 100x150 frame, its peaks over [-90, 90). Two cells tie at 87 votes,
+/// (80°, ρ 81) and (81°, ρ 80), one plateau whose centroid lies halfway: scikit-image rounds it
+/// in its own distance index (ρ + 181) to ρ 81, and so must we (we gave 80).
+#[test]
+fn a_tie_on_a_plateau_goes_as_scikit_images() {
+    let draw = "from skimage.draw import line\n\
+                img = np.zeros((100, 150), np.uint8)\n\
+                rr, cc = line(60, 130, 80, 10)\n\
+                img[rr, cc] = 255\n";
+    let pgm =
+        skimage(&format!("{draw}sys.stdout.buffer.write(cv2.imencode('.pgm', img)[1].tobytes())\n"), &[]);
+    let peer = skimage(
+        &format!(
+            "{draw}from skimage.transform import hough_line, hough_line_peaks\n\
+             h, t, d = hough_line_peaks(*hough_line(img))\n\
+             print(len(d), float(d[0]), round(float(np.degrees(t[0])), 6))\n"
+        ),
+        &[],
+    );
+    assert_eq!(String::from_utf8(peer).unwrap().trim(), "1 81.0 80.0", "scikit-image's own answer");
+    let acc = run_ok("hough-vote", "cpu", &["--theta-min", "-90", "--theta-max", "90"], &pgm);
+    let ours = parse_csv(&run_ok("hough-lines", "cpu", &[], &acc));
+    assert_eq!(ours.iter().map(|l| (l.0, l.2, l.3)).collect::<Vec<_>>(), [(81.0, 80.0, 87)]);
+}
+
 /// A vertical line x = 20 votes equally at 0.5 degrees (rho 20) and 179.5 degrees (rho -20):
 /// OpenCV's lines list both, the distinct lines one (the window wraps with the rho mirrored);
 /// a line a few degrees off at -20 is another line.

@@ -48,6 +48,10 @@ struct Cells<'a> {
     mirror: i64,
     /// Whether the rows span a half-turn, so that row `rows` is row 0 with distances negated.
     wraps: bool,
+    /// The column of distance 0 ([`HoughSpace::rho_offset`]) less scikit-image's,
+    /// ⌈√(W² + H²)⌉ (`hough_line`'s distance k is its index k + that): a plateau's centroid
+    /// column is rounded in scikit-image's index, as `np.round` rounds it there.
+    peer_shift: i64,
 }
 
 impl Cells<'_> {
@@ -81,6 +85,8 @@ impl DistinctLines {
             cols,
             mirror: 2 * space.rho_offset() as i64,
             wraps: (rows as f64 * step - 180.0).abs() < step / 2.0,
+            peer_shift: space.rho_offset() as i64
+                - (space.width as f64).hypot(space.height as f64).ceil() as i64,
         };
         let (dr, dc) = (self.suppression.theta_cells as i64, self.suppression.rho_cells as i64);
         // The largest count of each row's window of columns, for columns -1..cols: a mirrored
@@ -179,7 +185,9 @@ struct Peak {
 
 /// The plateaus of `candidates` (row-major indices, ascending): 8-connected cells of equal
 /// counts, not across the wrap (as scikit-image's `label`), each at its centroid, rows and
-/// columns averaged and rounded half to even (`np.round`).
+/// columns averaged and rounded half to even (`np.round`) in scikit-image's indices: rows
+/// from the first angle, as ours; columns from distance −⌈√(W² + H²)⌉ ([`Cells::peer_shift`]),
+/// so that a tie between two distances goes the way scikit-image's goes on the same edge map.
 fn plateaus(cells: &Cells<'_>, candidates: &[usize]) -> Vec<Peak> {
     let cols = cells.cols;
     let slot: std::collections::HashMap<usize, usize> =
@@ -220,7 +228,9 @@ fn plateaus(cells: &Cells<'_>, candidates: &[usize]) -> Vec<Peak> {
     }
     sums.into_values()
         .map(|(votes, rows, columns, count)| {
-            let (n, c) = ((rows / count).round_ties_even(), (columns / count).round_ties_even());
+            let shift = cells.peer_shift as f64;
+            let n = (rows / count).round_ties_even();
+            let c = (columns / count - shift).round_ties_even() + shift;
             Peak { votes, index: n as usize * cols + c as usize }
         })
         .collect()
@@ -284,5 +294,20 @@ mod tests {
         acc[91 * s.rhos + 31] = 7;
         // rows 90, 90, 90, 91: 90.25 -> 90; columns 30, 31, 32, 31: 31
         assert_eq!(find(&acc, None), [(90, 31, 7)]);
+    }
+
+    #[test]
+    fn a_tie_between_two_distances_is_rounded_in_scikit_images_index() {
+        // 20x10: our offset 30, scikit-image's ⌈√500⌉ = 23; columns 40 and 41 (ρ 10 and 11) are
+        // its indices 33 and 34, whose mean 33.5 rounds to 34: ρ 11 (our own index rounds to 40).
+        let s = space();
+        let mut acc = vec![0u16; s.thetas * s.rhos];
+        acc[90 * s.rhos + 40] = 7;
+        acc[90 * s.rhos + 41] = 7;
+        assert_eq!(find(&acc, None), [(90, 41, 7)]);
+        acc[90 * s.rhos + 40] = 0;
+        acc[90 * s.rhos + 42] = 7;
+        // 41 and 42: indices 34 and 35, 34.5 rounds to 34, column 41.
+        assert_eq!(find(&acc, None), [(90, 41, 7)]);
     }
 }
