@@ -206,6 +206,10 @@ fn fields_make_one_file_per_frame() {
         "{err}"
     );
     assert_eq!(names(&dir.join("dup")), ["a.pgm"], "the frames before are written");
+    // The hint names what the pattern lacks: {i} is there already, and these frames' are both 1.
+    let (code, _, err) = run_in(&dir, "equalize", &["-o", "dup/{stem}-{i}.pgm", "scans/a.pgm", "more/a.pgm"]);
+    assert_eq!(code, Some(2));
+    assert!(err.lines().any(|l| l.ends_with("gives two frames one file (add {dir} or {n})")), "{err}");
     // Frames of standard input have no file name: {n} numbers them, {stem} cannot.
     let two = [fixture_bytes("camera.pgm"), fixture_bytes("moon.pgm")].concat();
     let out = tool("equalize")

@@ -8,7 +8,7 @@ use std::path::{Component, Path, PathBuf};
 use histopipe_frame::{Container, Frame, Origin, Source};
 
 use crate::error::{one_line, Place};
-use crate::taken::{Taken, TakenFiles};
+use crate::taken::{resolved_folder, Taken, TakenFiles};
 use crate::Error;
 
 /// A format an output file's extension names.
@@ -283,6 +283,19 @@ enum Field {
     Number,
 }
 
+impl Field {
+    /// As a path writes it.
+    fn spelled(self) -> &'static str {
+        match self {
+            Field::Stem => "{stem}",
+            Field::Name => "{name}",
+            Field::Dir => "{dir}",
+            Field::Index => "{i}",
+            Field::Number => "{n}",
+        }
+    }
+}
+
 impl PathTemplate {
     /// Parses a path with fields, given to `option`; the error names an unknown or malformed
     /// field.
@@ -323,6 +336,35 @@ impl PathTemplate {
     /// Whether the path has a field: without one it names one file for the whole stream.
     pub fn has_fields(&self) -> bool {
         self.pieces.iter().any(|p| matches!(p, Piece::Field(_)))
+    }
+
+    /// The fields this path lacks that would tell the frame at `second` from the one at `first`
+    /// (`None`: a frame no longer held, known only to be another one): `{i}` two frames of one
+    /// file, `{dir}`, `{stem}` or `{name}` frames of two files where theirs differ, `{n}` any
+    /// two. Two spellings of one file (`a.pgm`, `./a.pgm`) are one file, as for the outputs.
+    fn missing_fields(&self, first: Option<&Place>, second: &Place) -> Vec<&'static str> {
+        let mut telling = Vec::new();
+        if let (Some(Place { file: Some(a), frame: i }), Place { file: Some(b), frame: j }) = (first, second)
+        {
+            let same_folder = resolved_folder(a) == resolved_folder(b);
+            if same_folder && a.file_name() == b.file_name() {
+                if i != j {
+                    telling.push(Field::Index);
+                }
+            } else {
+                if !same_folder {
+                    telling.push(Field::Dir);
+                }
+                if a.file_stem() != b.file_stem() {
+                    telling.push(Field::Stem);
+                } else if a.file_name() != b.file_name() {
+                    telling.push(Field::Name);
+                }
+            }
+        }
+        telling.push(Field::Number);
+        let uses = |f: Field| self.pieces.iter().any(|p| matches!(p, Piece::Field(s) if s.field == f));
+        telling.into_iter().filter(|&f| !uses(f)).map(Field::spelled).collect()
     }
 
     /// The path as given.
@@ -503,7 +545,17 @@ pub(crate) struct Destinations {
     template: Option<PathTemplate>,
     /// The tool's side files ([`crate::Tool::side_files`]).
     side: Vec<PathTemplate>,
-    taken: TakenFiles<Place>,
+    taken: TakenFiles<Claim>,
+}
+
+/// What is recorded with a file given to a frame, for the message should another want it.
+#[derive(Debug, Clone)]
+struct Claim {
+    place: Place,
+    /// The frame's number in the stream.
+    n: usize,
+    /// The option whose path gave it (`-o`, `--plot`).
+    option: &'static str,
 }
 
 impl Destinations {
@@ -522,7 +574,7 @@ impl Destinations {
         let Some(template) = &self.template else { return Ok(Destination::Stream { starts: n == 1 }) };
         let place = Place::of(frame.source.as_ref(), n);
         let path = template.expand(frame.source.as_ref(), n).map_err(|e| e.at(place.clone()))?;
-        claim(&mut self.taken, &path, place, template)?;
+        claim(&mut self.taken, &path, Claim { place, n, option: template.option }, template)?;
         Ok(Destination::File(path))
     }
 
@@ -538,31 +590,53 @@ impl Destinations {
                 continue;
             }
             let path = template.expand(frame.source.as_ref(), n).map_err(|e| e.at(place.clone()))?;
-            claim(&mut self.taken, &path, place.clone(), template)?;
+            let by = Claim { place: place.clone(), n, option: template.option };
+            claim(&mut self.taken, &path, by, template)?;
             paths.push(Some(path));
         }
         Ok(paths)
     }
 }
 
-/// Gives `path` to the frame at `place`, or says which frame has it already.
+/// Gives `path` to the frame `by` names, or says which frame has it already and which fields,
+/// missing from `template`, would tell the two apart.
 fn claim(
-    taken: &mut TakenFiles<Place>,
+    taken: &mut TakenFiles<Claim>,
     path: &Path,
-    place: Place,
+    by: Claim,
     template: &PathTemplate,
 ) -> Result<(), Error> {
-    let Err(first) = taken.take(path, place.clone()) else { return Ok(()) };
+    let Err(first) = taken.take(path, by.clone()) else { return Ok(()) };
     let first = match first {
-        Taken::Recently(first) => first.in_words(),
-        Taken::Earlier => "an earlier frame".into(),
+        Taken::Recently(first) => Some(first.clone()),
+        Taken::Earlier => None,
     };
-    let message = format!(
-        "{} is also the output of {first}: {} {} gives two frames one file (add {{i}} or {{n}})",
-        path.display(),
-        template.option,
-        template.text
-    );
+    let place = by.place.clone();
+    let message = match first {
+        // One frame's two paths (-o's and a side file's, or two side files'): no field helps.
+        Some(first) if first.n == by.n => format!(
+            "{} is also this frame's {} output: {} {} names the same file (give it another name)",
+            path.display(),
+            first.option,
+            template.option,
+            template.text
+        ),
+        first => {
+            let named = first.as_ref().map_or("an earlier frame".into(), |f| f.place.in_words());
+            let missing = template.missing_fields(first.as_ref().map(|f| &f.place), &by.place);
+            let hint = match missing.split_last() {
+                None => String::new(),
+                Some((last, [])) => format!(" (add {last})"),
+                Some((last, rest)) => format!(" (add {} or {last})", rest.join(", ")),
+            };
+            format!(
+                "{} is also the output of {named}: {} {} gives two frames one file{hint}",
+                path.display(),
+                template.option,
+                template.text
+            )
+        }
+    };
     Err(Error::usage(message).at(place))
 }
 
@@ -690,10 +764,55 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "b/x.pgm: frame 1: out/x.png is also the output of frame 1 of a/x.pgm: -o out/{stem}.png \
-             gives two frames one file (add {i} or {n})"
+             gives two frames one file (add {dir} or {n})"
         );
+        let e = d.of(4, &frame("a/x.pgm", 2)).unwrap_err();
+        assert!(e.to_string().ends_with("gives two frames one file (add {i} or {n})"), "{e}");
         let mut s = Destinations::stream(Vec::new());
         assert_eq!(s.of(1, &frame("a", 1)).unwrap(), Destination::Stream { starts: true });
         assert_eq!(s.of(2, &frame("a", 2)).unwrap(), Destination::Stream { starts: false });
+    }
+
+    /// The hint names only fields the path lacks that tell the two frames apart: never `{i}` to a
+    /// path that has it, nor to frames of two files with the same numbers.
+    #[test]
+    fn two_frames_for_one_file_are_told_the_fields_that_part_them() {
+        let hint = |text: &str, first: (&str, usize), second: (&str, usize)| {
+            let Target::Template(t) = spec(text).unwrap().target else { panic!("{text}") };
+            let mut d = Destinations::per_frame(t, Vec::new());
+            let frame = |(path, index): (&str, usize)| {
+                let mut f = Frame::new(1, 1, 255, vec![0u8].into());
+                f.source = Some(Source::new(path, index));
+                f
+            };
+            d.of(1, &frame(first)).unwrap();
+            let e = d.of(2, &frame(second)).unwrap_err().to_string();
+            assert!(e.contains("gives two frames one file"), "{e}");
+            e.rsplit_once(" file").map(|(_, hint)| hint.to_owned()).unwrap()
+        };
+        let (a1, b1, a2) = (("a/x.pgm", 1), ("b/x.pgm", 1), ("a/x.pgm", 2));
+        assert_eq!(hint("out/{stem}-{i}.png", a1, b1), " (add {dir} or {n})");
+        assert_eq!(hint("out/{stem}.png", a1, a2), " (add {i} or {n})");
+        assert_eq!(hint("out/{stem}-{i}.png", a1, ("./a/x.pgm", 1)), " (add {n})", "one file twice");
+        assert_eq!(hint("out/{i}.png", a1, ("b/y.pgm", 1)), " (add {dir}, {stem} or {n})");
+        assert_eq!(hint("out/{stem}.png", ("a/x.png", 1), ("a/x.jpg", 1)), " (add {name} or {n})");
+        assert_eq!(hint("out/{dir}/{stem}.png", a1, a2), " (add {i} or {n})");
+    }
+
+    /// One frame's `-o` path and a side file's path that name one file: no field parts them.
+    #[test]
+    fn one_frame_with_two_outputs_of_one_file_is_told_so() {
+        let Target::Template(t) = spec("out/{stem}.png").unwrap().target else { panic!() };
+        let plot = PathTemplate::parse("--plot", "out/./{stem}.png").unwrap();
+        let mut d = Destinations::per_frame(t, vec![plot]);
+        let mut f = Frame::new(1, 1, 255, vec![0u8].into());
+        f.source = Some(Source::new("a/x.pgm", 1));
+        d.of(1, &f).unwrap();
+        let e = d.side_files(1, &f).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "a/x.pgm: frame 1: out/./x.png is also this frame's -o output: --plot out/./{stem}.png \
+             names the same file (give it another name)"
+        );
     }
 }

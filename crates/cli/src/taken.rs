@@ -119,6 +119,15 @@ impl<P> TakenFiles<P> {
     }
 }
 
+/// The folder `path` lies in, resolved as a file's identity resolves it: two spellings of one
+/// folder give one path.
+pub(crate) fn resolved_folder(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => resolve_folder(p),
+        _ => resolve_folder(Path::new(".")),
+    }
+}
+
 /// `folder` resolved: its longest part that exists, by the file system; the rest lexically.
 fn resolve_folder(folder: &Path) -> PathBuf {
     for existing in folder.ancestors() {
