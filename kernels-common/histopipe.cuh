@@ -11,6 +11,12 @@ typedef long long i64;
 // Every lane of a warp, for the *_sync intrinsics.
 constexpr u32 FULL_MASK = 0xffffffffu;
 
+// The one NaN the tools write (histopipe_ops::CANONICAL_NAN; a test there reads this line): the
+// double arithmetic's NaNs differ from the CPU's in sign and in which of two NaN operands is kept,
+// so a computed float goes through canonical_nan before it is stored: a select, no branch.
+#define HP_CANONICAL_NAN 0x7FC00000u
+__device__ __forceinline__ float canonical_nan(float v) { return isnan(v) ? __uint_as_float(HP_CANONICAL_NAN) : v; }
+
 // Block-wide scans and reductions, shared by every kernel that needs one (histogram.cu's scan of
 // a histogram, clahe.cu's clip and look-up tables, hough.cu's maximum). Integer types only: the
 // order of additions then cannot change a result.

@@ -91,8 +91,10 @@ __device__ __forceinline__ void radon_add(double& sum, float s00, float s01, flo
 __device__ __forceinline__ float radon_value(u64 sum, double scale) {
     return __double2float_rn(__dmul_rn(__ull2double_rn(sum), scale));
 }
+// A NaN sum is the quiet NaN 0x7FC00000 (Tap::value): which NaN the sum holds depends on the
+// order of its NaN operands, which the two backends' compilers choose differently.
 __device__ __forceinline__ float radon_value(double sum, double scale) {
-    return __double2float_rn(__dmul_rn(sum, scale));
+    return canonical_nan(__double2float_rn(__dmul_rn(sum, scale)));
 }
 
 template <typename T> struct RadonSum { typedef u64 type; };

@@ -150,7 +150,7 @@ __device__ __forceinline__ T rotate_finish(double r, u32 maxval) {
 // on the CPU, whatever payload the double arithmetic kept.
 template <>
 __device__ __forceinline__ float rotate_finish<float>(double r, u32) {
-    return isnan(r) ? __uint_as_float(0x7FC00000u) : __double2float_rn(r);
+    return canonical_nan(__double2float_rn(r));
 }
 
 // The map's coefficients and the frame, as every thread needs them.

@@ -29,4 +29,4 @@ pub mod threshold;
 
 pub use histopipe_gpu::{device_count, testing, Gpu, GpuError};
 pub use op::{GpuPart, Op, OpError, OpErrorKind, ParamValue, Piece, Work};
-pub use sample::{Element, Fill, Fills, Sample};
+pub use sample::{canonical_nan, Element, Fill, Fills, Sample, CANONICAL_NAN};

@@ -69,6 +69,24 @@ impl Element for f32 {
     }
 }
 
+/// The bits of the one NaN the tools write: the quiet NaN `0x7FC00000` (sign clear, no payload),
+/// `f32::NAN`'s and NumPy's `float32(nan)`'s. Arithmetic makes others, and which depends on the
+/// machine and on the compiler's order of operands (x86 makes `0xFFC00000` of inf - inf and keeps
+/// the first of two NaN operands, CUDA's double add another), so a value an operation computes
+/// goes through [`canonical_nan`] before it is stored; histopipe.cuh's `canonical_nan` is the
+/// kernels' (a test reads its `HP_CANONICAL_NAN`). Samples an operation only copies keep their bits.
+pub const CANONICAL_NAN: u32 = 0x7FC0_0000;
+
+/// `v`, or the quiet NaN [`CANONICAL_NAN`] when `v` is any NaN: a select, no branch.
+#[inline]
+pub fn canonical_nan(v: f32) -> f32 {
+    if v.is_nan() {
+        f32::from_bits(CANONICAL_NAN)
+    } else {
+        v
+    }
+}
+
 /// The value of pixels that come from outside a frame (`pad`'s border, `rotate`'s corners): an
 /// integer sample, or a float for float frames (any `f32`: NaN and infinities are values too).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -194,6 +212,8 @@ impl std::str::FromStr for Fill {
         }
         let v: f32 =
             s.parse().map_err(|_| "expected a sample value: an integer, a decimal number, nan or inf")?;
+        // `-nan` parses to a NaN with its sign bit set: the fill is the one NaN tools write.
+        let v = canonical_nan(v);
         let written_infinite = s.trim_start_matches(['+', '-']).to_ascii_lowercase().starts_with("inf");
         if v.is_infinite() && !written_infinite {
             return Err("out of the range of 32-bit floats".into());
@@ -227,4 +247,34 @@ macro_rules! with_elements {
             histopipe_frame::Pixels::F32($v) => $body,
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_canonical_nan_is_the_kernels() {
+        let header = histopipe_gpu::kernels::HEADERS.iter().find(|(n, _)| *n == "histopipe.cuh").unwrap().1;
+        let hex = header.lines().find_map(|l| l.strip_prefix("#define HP_CANONICAL_NAN 0x")).unwrap();
+        assert_eq!(u32::from_str_radix(hex.trim_end_matches('u'), 16), Ok(CANONICAL_NAN));
+        assert_eq!(CANONICAL_NAN, f32::NAN.to_bits());
+        for v in [f32::NAN, -f32::NAN, f32::from_bits(0x7FC0_1234), f32::from_bits(0xFFFF_FFFF)] {
+            assert_eq!(canonical_nan(v).to_bits(), CANONICAL_NAN);
+        }
+        for v in [1.5, -0.0, f32::INFINITY, f32::NEG_INFINITY] {
+            assert_eq!(canonical_nan(v).to_bits(), v.to_bits());
+        }
+    }
+
+    /// `-nan` (a NaN with its sign bit set, as Rust parses it) fills with the canonical NaN.
+    #[test]
+    fn a_nan_fill_is_the_canonical_nan() {
+        for text in ["nan", "-nan", "NaN", "-NaN", "+nan"] {
+            let Ok(Fill::Float(v)) = text.parse::<Fill>() else { panic!("{text}") };
+            assert_eq!(v.to_bits(), CANONICAL_NAN, "{text}");
+        }
+        let Ok(Fills(fills)) = "1,-nan".parse::<Fills>() else { panic!() };
+        assert_eq!(fills[1].bits(), CANONICAL_NAN);
+    }
 }

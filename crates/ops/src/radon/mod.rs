@@ -32,7 +32,7 @@
 use histopipe_frame::{Frame, Pixels};
 
 use crate::angles::Angles;
-use crate::{Gpu, Op, OpError, Work};
+use crate::{canonical_nan, Gpu, Op, OpError, Work};
 
 mod cpu;
 pub mod gpu;
@@ -310,8 +310,10 @@ impl Tap for f32 {
         };
         *sum += row;
     }
+    /// A NaN is the quiet NaN [`CANONICAL_NAN`](crate::CANONICAL_NAN): which NaN a sum holds
+    /// depends on which of its NaN operands (the file's, or inf - inf) the compiler put first.
     fn value(sum: f64, scale: f64) -> f32 {
-        (sum * scale) as f32
+        canonical_nan((sum * scale) as f32)
     }
 }
 

@@ -168,6 +168,8 @@ fn float_frame(rng: &mut fastrand::Rng, w: usize, h: usize) -> Frame {
             7 => f32::NAN,
             19 => f32::INFINITY,
             31 => -0.0,
+            // With +inf, a column makes inf - inf, a NaN of the arithmetic's own, beside the file's.
+            43 => f32::NEG_INFINITY,
             _ => rng.f32() * 4.0 - 1.0,
         })
         .collect();
@@ -193,6 +195,37 @@ fn float_frames_match_integer_ones_where_they_hold_the_same_values() {
     let out = params("0", true).for_size(9, 9).unwrap().cpu(&f).unwrap();
     let Pixels::F32(v) = &out.pixels else { panic!() };
     assert!(v.iter().any(|v| v.is_finite()));
+}
+
+/// Every NaN of the output is the quiet NaN 0x7FC00000, whichever NaNs met in the sum. x86 makes
+/// 0xFFF8... of inf + -inf, and of two NaN operands keeps the one the compiler put first; so a
+/// column reading +inf and -inf and a NaN of the file gave 0xFFC00000 at some positions and
+/// 0x7FC00000 at others, and the GPU, whose double add keeps another of the two, the other one
+/// (29 of issue 46's held-out cases). A NaN with its sign bit set in the file is made canonical too.
+#[test]
+fn every_nan_is_the_quiet_nan() {
+    let (inf, nan) = (f32::INFINITY, f32::NAN);
+    // Columns read top to bottom at angle 0: inf - inf before the file's NaN, after it, a NaN with
+    // its sign bit set alone, inf - inf alone.
+    let columns: [[f32; 4]; 4] = [
+        [inf, -inf, nan, 1.0],
+        [nan, inf, -inf, 1.0],
+        [1.0, f32::from_bits(0xFFC0_0000), 2.0, 3.0],
+        [-inf, 2.0, inf, 0.5],
+    ];
+    for column in columns {
+        // Every column of a 4x4 frame the same, so that the circle's crop holds them all.
+        let samples: Vec<f32> = (0..16).map(|i| column[i / 4]).collect();
+        let f = Frame::new(4, 4, 1, Pixels::F32(samples.into()));
+        for (angles, circle) in [("0", false), ("0:180:2", false), ("0:180:4", true)] {
+            let out = params(angles, circle).for_size(4, 4).unwrap().cpu(&f).unwrap();
+            let Pixels::F32(v) = &out.pixels else { panic!() };
+            assert!(v.iter().any(|v| v.is_nan()), "{column:?} {angles}: no NaN");
+            for v in v.iter().filter(|v| v.is_nan()) {
+                assert_eq!(v.to_bits(), 0x7FC0_0000, "{column:?} {angles} circle {circle}");
+            }
+        }
+    }
 }
 
 #[test]

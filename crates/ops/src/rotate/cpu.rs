@@ -10,7 +10,7 @@ use histopipe_frame::Affine;
 #[cfg(target_arch = "x86_64")]
 use super::avx2;
 use super::{Interpolation, Rotate, Turn};
-use crate::{parallel, Element};
+use crate::{canonical_nan, parallel, Element};
 
 /// Exact floor((s + 1) / 2) for a doubled coordinate s: the half-up rounding of s / 2.
 fn halve_rounding_up(s: i64) -> i64 {
@@ -436,11 +436,7 @@ impl Blend for f32 {
         self as f64
     }
     fn finish(v: f64, _maxval: u16) -> f32 {
-        if v.is_nan() {
-            f32::from_bits(0x7FC0_0000)
-        } else {
-            v as f32
-        }
+        canonical_nan(v as f32)
     }
 }
 
