@@ -2,7 +2,7 @@
 //! do: gray and colour decoding byte for byte, through the reader every tool uses, through a
 //! tool, and through `read_rgb8`; encoding byte for byte with `cv2.imwrite`'s settings.
 
-use histopipe_frame::{encode_jpeg, read_rgb8, Pixels, ReadOptions};
+use histopipe_frame::{encode_jpeg, read_rgb8, Channels, Pixels, ReadOptions};
 
 use crate::common::*;
 
@@ -130,4 +130,33 @@ for q in {qualities:?}:
         }
     }
     assert_eq!(at, out.len());
+}
+
+/// A frame with alpha to `.jpg` is refused in one line that says where alpha is kept and how to
+/// drop it, and no file is left (docs/formats.md); OpenCV's `imwrite` would drop it silently.
+/// The same frame without alpha is written.
+#[test]
+fn alpha_to_jpeg_is_refused_saying_how_to_drop_it() {
+    let dir = temp_dir("jpeg-alpha");
+    let out = dir.join("x.jpg");
+    let out = out.to_str().unwrap();
+    let mut rng = rng();
+    for (channels, instead) in
+        [(Channels::RgbAlpha, ".png, .tif or .pam"), (Channels::GrayAlpha, ".png or .pam")]
+    {
+        let input = stream(&[random_colour_frame(&mut rng, 9, 7, channels, 255)]);
+        let e = run_err("pad", &["--border", "1", "-o", out], &input, 2);
+        assert_eq!(
+            e,
+            format!(
+                "pad: frame 1: a JPEG file cannot hold this 8-bit {} frame: write {instead}, or drop the \
+                 alpha first (ImageMagick: -alpha off)\n",
+                channels.name()
+            )
+        );
+        assert!(!dir.join("x.jpg").exists(), "{channels:?}: nothing written");
+    }
+    let rgb = stream(&[random_colour_frame(&mut rng, 9, 7, Channels::Rgb, 255)]);
+    run_ok("pad", "cpu", &["--border", "1", "-o", out], &rgb);
+    assert!(dir.join("x.jpg").exists());
 }

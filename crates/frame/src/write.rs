@@ -24,8 +24,8 @@ pub enum Container {
     /// TIFF: 8-, 16-bit or 32-bit float, gray, RGB or RGBA; samples unchanged (TIFF records no
     /// maxval); one frame.
     Tiff,
-    /// Baseline JPEG of `quality` 1..=100 (OpenCV's default: 95): 8-bit gray or RGB (alpha
-    /// dropped, as OpenCV's `imwrite` drops it); one frame.
+    /// Baseline JPEG of `quality` 1..=100 (OpenCV's default: 95): 8-bit gray or RGB (a frame with
+    /// alpha refused, where OpenCV's `imwrite` drops it silently); one frame.
     Jpeg { quality: u8 },
     /// PFM: 32-bit float, gray or RGB; integer samples as their float values.
     Pfm,
@@ -147,6 +147,17 @@ impl<W: Write> FrameWriter<W> {
             Some(Container::Jpeg { .. }) if frame.depth() != crate::Depth::U8 => {
                 return refuse("JPEG", ".png or .tif (JPEG holds 8-bit samples)")
             }
+            // OpenCV's imwrite drops alpha silently; a tool that loses nothing unsaid refuses, as it
+            // refuses 16-bit samples, and says how to drop it on purpose.
+            Some(Container::Jpeg { .. }) if ch == Channels::GrayAlpha => {
+                return refuse("JPEG", ".png or .pam, or drop the alpha first (ImageMagick: -alpha off)")
+            }
+            Some(Container::Jpeg { .. }) if ch.has_alpha() => {
+                return refuse(
+                    "JPEG",
+                    ".png, .tif or .pam, or drop the alpha first (ImageMagick: -alpha off)",
+                )
+            }
             Some(Container::Jpeg { quality }) => Written::Jpeg { quality },
             Some(Container::Pfm) if ch.has_alpha() => return refuse("PFM", ".tif or .npy"),
             Some(Container::Pfm) => Written::Pfm,
@@ -182,12 +193,7 @@ impl<W: Write> FrameWriter<W> {
             Written::Jpeg { quality } => {
                 let channels = frame.channels.colour_count();
                 let Pixels::U8(v) = &frame.pixels else { unreachable!("checked: 8-bit") };
-                let samples: Vec<u8> = if frame.channels.has_alpha() {
-                    v.chunks_exact(channels + 1).flat_map(|p| p[..channels].to_vec()).collect()
-                } else {
-                    v.to_vec()
-                };
-                let bytes = crate::encode_jpeg(frame.width, frame.height, channels, &samples, quality)
+                let bytes = crate::encode_jpeg(frame.width, frame.height, channels, v, quality)
                     .map_err(|e| encoding("JPEG", &e))?;
                 self.out.write_all(&bytes).map_err(io)?;
             }
@@ -760,10 +766,23 @@ mod tests {
     }
 
     #[test]
-    fn jpeg_takes_8_bit_gray_and_colour_and_drops_alpha() {
+    fn jpeg_takes_8_bit_gray_and_colour_and_refuses_alpha() {
         let mut rng = fastrand::Rng::with_seed(9);
         let jpeg = Some(Container::Jpeg { quality: 100 });
-        for channels in [Channels::Gray, Channels::Rgb, Channels::RgbAlpha] {
+        for (channels, instead) in
+            [(Channels::RgbAlpha, ".png, .tif or .pam"), (Channels::GrayAlpha, ".png or .pam")]
+        {
+            let e = write_in(jpeg, &random_frame(channels, crate::Depth::U8, &mut rng)).unwrap_err();
+            let name = channels.name();
+            assert_eq!(
+                e.message,
+                format!(
+                    "a JPEG file cannot hold this 8-bit {name} frame: write {instead}, or drop the alpha \
+                     first (ImageMagick: -alpha off)"
+                )
+            );
+        }
+        for channels in [Channels::Gray, Channels::Rgb] {
             let mut f = random_frame(channels, crate::Depth::U8, &mut rng);
             // Smooth samples, so quality 100 keeps them within a few levels.
             if let Pixels::U8(v) = &mut f.pixels {
@@ -772,13 +791,8 @@ mod tests {
             let bytes = write_in(jpeg, &f).unwrap();
             assert_eq!(&bytes[..2], &[0xff, 0xd8]);
             let back = FrameReader::new(&bytes[..], ReadOptions::default()).next_frame().unwrap().unwrap();
-            assert_eq!(back.channels, channels.without_alpha());
-            let want = if channels.has_alpha() {
-                Frame::from_planes(Channels::Rgb, &[f.plane(0), f.plane(1), f.plane(2)])
-            } else {
-                f.clone()
-            };
-            let worst = bits(&back.pixels).iter().zip(bits(&want.pixels)).map(|(a, b)| a.abs_diff(b)).max();
+            assert_eq!(back.channels, channels);
+            let worst = bits(&back.pixels).iter().zip(bits(&f.pixels)).map(|(a, b)| a.abs_diff(b)).max();
             assert!(worst.unwrap() <= 8, "{channels:?}: {worst:?}");
         }
         let e = write_in(jpeg, &random_frame(Channels::Gray, crate::Depth::U16, &mut rng)).unwrap_err();
