@@ -35,7 +35,8 @@ A sample above the threshold t becomes maxval, any other 0 (OpenCV's THRESH_BINA
 THRESH_BINARY_INV); the output keeps the input's maxval. otsu is cv2.threshold's THRESH_OTSU and
 triangle its THRESH_TRIANGLE, the same threshold and the same bytes; multiotsu:K gives the K - 1
 thresholds of scikit-image's threshold_multiotsu(image, classes=K) and a label frame 0..K-1
-(maxval K - 1), each sample's label the number of thresholds at or below it (np.digitize).
+(8-bit, maxval 255, the labels themselves in every container: stretch --in 0:K-1 to view them),
+each sample's label the number of thresholds at or below it (np.digitize).
 Colour frames are thresholded by their luma; float frames are refused (stretch converts them).
 With --format csv (or -o x.csv) it writes the thresholds instead, one row each:
 frame,source,method,threshold. With --mask FILE the histogram the thresholds are chosen from

@@ -206,7 +206,7 @@ fn multiotsu_matches_scikit_image_on_fixtures() {
                 assert_eq!(run, want, "{name} {method}");
                 let labels =
                     read_frames(&run_ok("threshold", "cpu", &["--method", &method], &fixture_bytes(name)));
-                assert_eq!(labels[0].maxval, classes - 1);
+                assert_eq!(labels[0].maxval, 255, "labels are numbers, at maxval 255");
             }
             assert_eq!(ours(Method::MultiOtsu(classes), false, frame), want, "{name} {method}");
         }
@@ -239,6 +239,38 @@ fn multiotsu_matches_scikit_image_on_random_and_sixteen_bit_frames() {
         err.contains("--method multiotsu:3: the frame has 1 different values, too few for 3 classes"),
         "{err}"
     );
+}
+
+/// Multi-Otsu's labels are 0..K-1 in every container, as np.digitize gives them and as cv2.imread
+/// and np.load read them back (a PNG of maxval K - 1 held 0, 128, 255); `stretch --in 0:K-1`, as
+/// the manual says, spreads them over the range for viewing.
+#[test]
+fn multiotsu_labels_are_the_labels_in_every_container() {
+    let dir = temp_dir("threshold-labels");
+    let input = fixture("camera.pgm");
+    let outputs = ["l.pgm", "l.png", "l.tif", "l.npy"].map(|name| dir.join(name));
+    for out in &outputs {
+        let args = ["--method", "multiotsu:3", "-o", out.to_str().unwrap(), input.to_str().unwrap()];
+        run_ok("threshold", "cpu", &args, &[]);
+    }
+    let view = dir.join("view.png");
+    let labels = run_ok("threshold", "cpu", &["--method", "multiotsu:3"], &fixture_bytes("camera.pgm"));
+    run_ok("stretch", "cpu", &["--in", "0:2", "-o", view.to_str().unwrap()], &labels);
+    let script = format!(
+        "from skimage.filters import threshold_multiotsu\n\
+         a = cv2.imread({input:?}, cv2.IMREAD_UNCHANGED)\n\
+         want = np.digitize(a, bins=threshold_multiotsu(a, classes=3))\n\
+         for path in {outputs:?}:\n    \
+         got = np.load(path) if path.endswith('.npy') else cv2.imread(path, cv2.IMREAD_UNCHANGED)\n    \
+         assert got.dtype == np.uint8 and np.array_equal(got, want), (path, np.unique(got))\n\
+         view = cv2.imread({view:?}, cv2.IMREAD_UNCHANGED)\n\
+         assert np.array_equal(view, np.array([0, 128, 255], np.uint8)[want]), np.unique(view)\n\
+         print(' '.join(str(v) for v in np.unique(want)))\n",
+        input = input.to_str().unwrap(),
+        outputs = outputs.iter().map(|p| p.to_str().unwrap()).collect::<Vec<_>>(),
+        view = view.to_str().unwrap(),
+    );
+    assert_eq!(String::from_utf8(skimage(&script, &[])).unwrap().trim(), "0 1 2");
 }
 
 #[test]

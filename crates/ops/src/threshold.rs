@@ -20,7 +20,8 @@
 //!
 //! The binary map is OpenCV's `THRESH_BINARY`: a sample above the threshold becomes maxval, any
 //! other 0 (`THRESH_BINARY_INV` inverted); multi-Otsu's K - 1 thresholds give labels 0..K-1 as
-//! `np.digitize(image, thresholds)`: the number of thresholds at or below the sample.
+//! `np.digitize(image, thresholds)`: the number of thresholds at or below the sample, an 8-bit
+//! frame of maxval 255 ([`LABEL_MAXVAL`]).
 
 use histopipe_frame::{Frame, Pixels};
 use histopipe_gpu::cudarc::driver::CudaSlice;
@@ -420,13 +421,18 @@ fn bits<T>() -> u32 {
     8 * std::mem::size_of::<T>() as u32
 }
 
-/// The frame's output: the mapped samples as a frame of the input's maxval, or for labels of K
-/// classes an 8-bit frame of maxval K - 1.
+/// The maxval of a label frame. Labels are numbers, not intensities: at maxval 255 every container
+/// holds them as they are (a PNG of maxval K - 1 would scale them to 0, 128, 255 for viewing),
+/// so `cv2.imread` of any output gives `np.digitize`'s 0..K-1.
+pub const LABEL_MAXVAL: u16 = 255;
+
+/// The frame's output: the mapped samples as a frame of the input's maxval, or for labels an
+/// 8-bit frame of maxval [`LABEL_MAXVAL`].
 fn output_frame<T: Sample>(method: Method, frame: &Frame, mapped: Vec<T>) -> Frame {
     match method.labels() {
-        Some(k) => {
+        Some(_) => {
             let labels: Vec<u8> = mapped.into_iter().map(|v| Into::<u32>::into(v) as u8).collect();
-            frame.derive(frame.width, frame.height, k - 1, Pixels::U8(labels.into()))
+            frame.derive(frame.width, frame.height, LABEL_MAXVAL, Pixels::U8(labels.into()))
         }
         None => frame.derive(frame.width, frame.height, frame.maxval, T::into_pixels(mapped)),
     }
