@@ -2,7 +2,7 @@
 //! angle sets and sample types; the table; the refusals; GPU = CPU through the binaries.
 
 use histopipe_cli::Common;
-use histopipe_frame::{Format, Frame, Pixels};
+use histopipe_frame::{encode_npy_array, Format, Frame, NpyData, Pixels};
 use histopipe_ops::radon::RadonParams;
 use histopipe_ops::Op;
 
@@ -137,6 +137,46 @@ fn matches_scikit_image_on_16_bit_and_float_frames() {
         worst = worst.max(check_against_skimage(&float, &[("0:180:3", false), (LIST, true)]));
     }
     eprintln!("worst relative difference (16-bit, float): {worst:e}");
+}
+
+/// A NumPy bool array is 0 and 1, as scikit-image's `img_as_float` takes it (True is 1.0): a lone
+/// True pixel's sinogram peaks near 1.17, not 1/255 of that (issue 46, 4).
+#[test]
+fn boolean_npy_is_zero_and_one() {
+    let mut rng = rng();
+    let mut lone = vec![0u8; 9 * 7];
+    lone[3 * 9 + 4] = 1;
+    let sparse: Vec<u8> = (0..20 * 13).map(|_| (rng.u8(..) < 40) as u8).collect();
+    for ((w, h), bools) in [((9, 7), lone), ((20, 13), sparse)] {
+        // NumPy's bool array: one byte a sample, 0 or 1, descr '|b1' (the same length as '|u1').
+        let u1 = encode_npy_array(&[h, w], NpyData::U8(&bools)).unwrap();
+        let at = u1.windows(4).position(|x| x == b"|u1'").unwrap();
+        let npy = [&u1[..at], b"|b1", &u1[at + 3..]].concat();
+        for (angles, circle) in [("0:180:2", false), ("0:180:4", true)] {
+            let script = format!(
+                "import warnings\nfrom skimage.transform import radon\nwarnings.simplefilter('ignore')\n\
+                 img = np.load(sys.argv[1])\nassert img.dtype == bool\n\
+                 s = radon(img, theta=np.arange({}), circle={})\n\
+                 sys.stdout.buffer.write(s.astype(np.float64).tobytes())\n",
+                angles.replace(':', ", "),
+                if circle { "True" } else { "False" }
+            );
+            let theirs: Vec<f64> = skimage(&script, &[&npy])
+                .chunks_exact(8)
+                .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+                .collect();
+            let args = radon_args(angles, circle);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = read_frames(&run_ok("radon", "cpu", &args, &npy)).remove(0);
+            let Pixels::F32(ours) = &out.pixels else { panic!("not a float frame") };
+            assert_eq!(ours.len(), theirs.len(), "{w}x{h} {angles}");
+            let largest = theirs.iter().fold(0f64, |m, v| m.max(v.abs()));
+            assert!(largest > 0.5, "{w}x{h} {angles}: scikit-image's largest {largest}");
+            for (a, b) in ours.iter().zip(&theirs) {
+                assert!((*a as f64 - b).abs() <= 1e-3 * largest, "{w}x{h} {angles}: {a} against {b}");
+            }
+        }
+    }
 }
 
 /// The table holds the frame's values, an angle's positions in order, shortest round-trip floats.

@@ -337,10 +337,11 @@ impl<R: BufRead> FrameReader<R> {
         let channels = Channels::of_count(decoded.channels).ok_or_else(|| {
             FrameError::invalid(index, format!("{} channels are not supported", decoded.channels))
         })?;
-        let (maxval, pixels) = match decoded.raster {
-            Raster::U8(v) => (255, Pixels::U8(v.into())),
-            Raster::U16(v) => (65535, Pixels::U16(v.into())),
-            Raster::F32(v) => (1, Pixels::F32(v.into())),
+        let maxval = decoded.maxval;
+        let pixels = match decoded.raster {
+            Raster::U8(v) => Pixels::U8(v.into()),
+            Raster::U16(v) => Pixels::U16(v.into()),
+            Raster::F32(v) => Pixels::F32(v.into()),
         };
         let mut frame = Frame::with_channels(decoded.width, decoded.height, channels, maxval, pixels);
         frame.format = match format {

@@ -295,7 +295,12 @@ pub(crate) fn decode(bytes: &[u8], walk: &FitsWalk, frame: usize) -> Result<Deco
             }
         })),
     };
-    Ok(Decoded { width: walk.width, height: walk.height, channels: c, raster })
+    let maxval = match raster {
+        Raster::U8(_) => 255,
+        Raster::U16(_) => 65535,
+        Raster::F32(_) => 1,
+    };
+    Ok(Decoded { width: walk.width, height: walk.height, channels: c, raster, maxval })
 }
 
 #[cfg(test)]

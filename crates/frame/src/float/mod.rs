@@ -58,6 +58,9 @@ pub struct Decoded {
     /// 1 (gray) to 4.
     pub channels: usize,
     pub raster: Raster,
+    /// The samples' maxval: 255 for 8-bit ones, 65535 for 16-bit ones, 1 for NumPy's bool (0 and
+    /// 1, as NumPy and scikit-image take False and True) and for floats (where it means nothing).
+    pub maxval: u16,
 }
 
 /// The containers read here, told apart by their first two bytes.

@@ -16,7 +16,8 @@
 //! - `<f4` and `>f4` as float32, bit for bit;
 //! - `<f8` and `>f8` as float32 rounded to nearest, ties to even (as NumPy's `astype(np.float32)`):
 //!   magnitudes past float32's range become infinities, NaN stays NaN (its payload narrowed);
-//! - `|b1` (bool) as 8-bit samples, 0 for False and 1 for True (any byte but 0 is True).
+//! - `|b1` (bool) as 8-bit samples of maxval 1, 0 for False and 1 for True (any byte but 0 is
+//!   True): black and white, as NumPy's 0 and 1 and scikit-image's 0.0 and 1.0.
 //!
 //! Writing uses format 1.0 as `numpy.save` writes it, byte for byte: little-endian samples, the
 //! header padded with spaces and a newline so that the samples start at a multiple of 64 bytes.
@@ -299,7 +300,12 @@ pub(crate) fn decode(bytes: &[u8], walk: &NpyWalk, frame: usize) -> Result<Decod
         Descr::F64 { big: false } => Raster::F32(samples(data, 8, |b| f64_le(b) as f32)),
         Descr::F64 { big: true } => Raster::F32(samples(data, 8, |b| f64_be(b) as f32)),
     };
-    Ok(Decoded { width: walk.width, height: walk.height, channels: walk.channels, raster })
+    let maxval = match walk.descr {
+        Descr::U8 => 255,
+        Descr::U16 { .. } => 65535,
+        Descr::Bool | Descr::F32 { .. } | Descr::F64 { .. } => 1,
+    };
+    Ok(Decoded { width: walk.width, height: walk.height, channels: walk.channels, raster, maxval })
 }
 
 /// The samples of an array to write with [`encode_npy_array`], in C order (last index fastest).
@@ -503,7 +509,7 @@ mod tests {
         assert_eq!(format!("{:?}", d.raster), format!("{:?}", Raster::F32(want.to_vec())));
         assert_eq!(want[1], f32::INFINITY);
         let (d, _) = decode_float(include_bytes!("../../tests/data/numpy_b1_2x3.npy"), 1, 100).unwrap();
-        assert_eq!(d.raster, Raster::U8(vec![1, 0, 1, 0, 0, 1]));
+        assert_eq!((d.raster, d.maxval), (Raster::U8(vec![1, 0, 1, 0, 0, 1]), 1));
         let (d, _) = decode_float(include_bytes!("../../tests/data/numpy_u2_be_1x3x1.npy"), 1, 100).unwrap();
         assert_eq!((d.width, d.height, d.channels), (3, 1, 1));
         assert_eq!(d.raster, Raster::U16(vec![1, 256, 65535]));

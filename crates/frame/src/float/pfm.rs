@@ -139,7 +139,8 @@ pub(crate) fn decode(bytes: &[u8], walk: &PfmWalk, frame: usize) -> Result<Decod
     for r in data.chunks_exact(row).rev() {
         out.extend(samples(r, 4, read));
     }
-    Ok(Decoded { width: walk.width, height: walk.height, channels: walk.channels, raster: Raster::F32(out) })
+    let (width, height, channels) = (walk.width, walk.height, walk.channels);
+    Ok(Decoded { width, height, channels, raster: Raster::F32(out), maxval: 1 })
 }
 
 /// A PFM of `width` x `height` pixels of `channels` (1: `Pf`, 3: `PF`) float samples given

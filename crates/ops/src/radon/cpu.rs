@@ -12,12 +12,13 @@ const RUN: usize = 256;
 const MIN_SPLIT: usize = 1 << 17;
 
 impl Radon {
-    /// The output values, position-major (row x, column angle), from the frame's samples. Each
-    /// value is made by one thread, the same whichever: the thread count changes nothing.
-    pub(super) fn cpu_values<T: Tap>(&self, samples: &[T], frame_width: usize) -> Vec<f32> {
+    /// The output values, position-major (row x, column angle), from the frame's samples, each
+    /// divided by `unit` ([`Radon::unit`]). Each value is made by one thread, the same whichever:
+    /// the thread count changes nothing.
+    pub(super) fn cpu_values<T: Tap>(&self, samples: &[T], frame_width: usize, unit: f64) -> Vec<f32> {
         let bordered = self.square.bordered(samples, frame_width);
         let (angles, n) = self.out_size();
-        let scale = Radon::scale(T::UNIT);
+        let scale = Radon::scale(unit);
         let runs = n.div_ceil(RUN);
         let pieces: Vec<usize> = (0..angles * runs).collect();
         // Rows visited are at most n a position: about angles n^2 / 2 taps in all.

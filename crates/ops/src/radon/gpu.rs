@@ -12,22 +12,37 @@ use crate::{Element, Gpu, OpError};
 const BLOCK: u32 = 128;
 
 impl Radon {
-    pub(super) fn gpu_values<T: Tap + Element>(&self, gpu: &Gpu, samples: &[T]) -> Result<Vec<f32>, OpError> {
+    /// The output values, as [`Radon::cpu_values`]'s, on the GPU.
+    pub(super) fn gpu_values<T: Tap + Element>(
+        &self,
+        gpu: &Gpu,
+        samples: &[T],
+        unit: f64,
+    ) -> Result<Vec<f32>, OpError> {
         let (angles, n) = self.out_size();
         let src = gpu.upload::<T>("radon.in", samples)?;
         let mut dst = gpu.buffer::<f32>("radon.out", angles * n)?;
-        self.plan::<T>(gpu)?.queue(&src, &mut dst)?;
+        self.plan_with_unit::<T>(gpu, unit)?.queue(&src, &mut dst)?;
         Ok(gpu.download_vec(&dst, angles * n)?)
     }
 
-    /// The device plan of this transform: the bordered copy's buffer and the angles' table,
-    /// uploaded here.
+    /// The device plan of this transform for samples divided by their type's unit ([`Tap::UNIT`]):
+    /// the bordered copy's buffer and the angles' table, uploaded here.
     pub fn plan<'g, T: Tap + Element>(&self, gpu: &'g Gpu) -> Result<RadonPlan<'g, T>, OpError> {
+        self.plan_with_unit(gpu, T::UNIT)
+    }
+
+    /// [`Radon::plan`] for samples divided by `unit` ([`Radon::unit`]).
+    fn plan_with_unit<'g, T: Tap + Element>(
+        &self,
+        gpu: &'g Gpu,
+        unit: f64,
+    ) -> Result<RadonPlan<'g, T>, OpError> {
         let s = &self.square;
         let bordered = gpu.buffer::<T>("radon.bordered", (s.width + 2) * (s.height + 2))?;
         let table: Vec<i64> = self.trig.iter().flat_map(|t| [t.cos, t.sin]).collect();
         let trig = gpu.upload::<i64>("radon.trig", &table)?;
-        Ok(RadonPlan { gpu, radon: self.clone(), bordered, trig })
+        Ok(RadonPlan { gpu, radon: self.clone(), bordered, trig, scale: Radon::scale(unit) })
     }
 }
 
@@ -38,6 +53,8 @@ pub struct RadonPlan<'g, T: Element> {
     radon: Radon,
     bordered: Buffer<'g, T>,
     trig: Buffer<'g, i64>,
+    /// [`Radon::scale`] of the samples' unit.
+    scale: f64,
 }
 
 impl<T: Tap + Element> RadonPlan<'_, T> {
@@ -67,7 +84,7 @@ impl<T: Tap + Element> RadonPlan<'_, T> {
         }?;
         let (a, nn) = (angles as u32, n as u32);
         let (center, pad_x, pad_y) = (s.center as u32, s.pad_x as u32, s.pad_y as u32);
-        let scale = Radon::scale(T::UNIT);
+        let scale = self.scale;
         let cfg = LaunchConfig {
             grid_dim: (nn.div_ceil(BLOCK), a.min(65535), 1),
             block_dim: (BLOCK, 1, 1),

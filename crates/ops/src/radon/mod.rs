@@ -18,7 +18,8 @@
 //! - Integer frames: each row's bilinear value is an exact integer (sample x weight x weight), each
 //!   position's sum an exact `u64`, so the order of the additions cannot change it; the one
 //!   rounding is `sum as f64 * scale` to `f32`, with `scale` = 1 / (unit 2^24) and unit 255 for
-//!   8-bit frames, 65535 for 16-bit ones (scikit-image's `img_as_float`).
+//!   8-bit frames, 65535 for 16-bit ones (scikit-image's `img_as_float`), 1 for frames of maxval 1
+//!   (NumPy's bool arrays, 0 and 1: `img_as_float` makes True 1.0) ([`Radon::unit`]).
 //! - Float frames: the same taps and weights, the blend and the sum in `f64` in one order (rows
 //!   top to bottom), no fused multiply-add; a tap of weight 0 is not read (so a NaN beside an
 //!   exact pixel does not spread, as it does not in scikit-image).
@@ -201,8 +202,19 @@ impl Radon {
         (lo as usize, hi.max(lo) as usize)
     }
 
+    /// The unit a sample of `frame` is divided by ([`Tap::UNIT`] of its type), but 1 for a frame of
+    /// maxval 1: a NumPy bool array's False and True, which scikit-image's `img_as_float` makes
+    /// 0.0 and 1.0 (not the 1/255 of a `uint8` 1).
+    pub fn unit<T: Tap>(frame: &Frame) -> f64 {
+        if frame.maxval == 1 {
+            1.0
+        } else {
+            T::UNIT
+        }
+    }
+
     /// The scale from a sum to the output value: 1 / (unit 2^(2 WEIGHT_BITS)), unit 255 for 8-bit
-    /// samples, 65535 for 16-bit ones and 1 for floats.
+    /// samples, 65535 for 16-bit ones and 1 for floats and booleans ([`Radon::unit`]).
     pub fn scale(unit: f64) -> f64 {
         1.0 / (unit * (ONE as f64 * ONE as f64))
     }
@@ -250,7 +262,7 @@ fn ceil_div(a: i64, b: i64) -> i64 {
 pub trait Tap: Copy + Default + Send + Sync {
     type Sum: Copy + Default + Send;
     /// scikit-image's `img_as_float` unit of the type: 255 for 8-bit samples, 65535 for 16-bit
-    /// ones (whatever the frame's maxval), 1 for floats.
+    /// ones (whatever the frame's maxval, but 1: [`Radon::unit`]), 1 for floats.
     const UNIT: f64;
     /// Adds the blend of the taps (top left, top right, bottom left, bottom right) with column
     /// weight `wu` and row weight `wv` (of [`ONE`]) to `sum`.
@@ -366,9 +378,9 @@ impl Op for Radon {
     fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
         self.check(frame)?;
         let values = match &frame.pixels {
-            Pixels::U8(v) => self.cpu_values(v, self.width),
-            Pixels::U16(v) => self.cpu_values(v, self.width),
-            Pixels::F32(v) => self.cpu_values(v, self.width),
+            Pixels::U8(v) => self.cpu_values(v, self.width, Radon::unit::<u8>(frame)),
+            Pixels::U16(v) => self.cpu_values(v, self.width, Radon::unit::<u16>(frame)),
+            Pixels::F32(v) => self.cpu_values(v, self.width, Radon::unit::<f32>(frame)),
         };
         Ok(self.output(frame, values))
     }
@@ -376,9 +388,9 @@ impl Op for Radon {
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
         self.check(frame)?;
         let values = match &frame.pixels {
-            Pixels::U8(v) => self.gpu_values(gpu, v)?,
-            Pixels::U16(v) => self.gpu_values(gpu, v)?,
-            Pixels::F32(v) => self.gpu_values(gpu, v)?,
+            Pixels::U8(v) => self.gpu_values(gpu, v, Radon::unit::<u8>(frame))?,
+            Pixels::U16(v) => self.gpu_values(gpu, v, Radon::unit::<u16>(frame))?,
+            Pixels::F32(v) => self.gpu_values(gpu, v, Radon::unit::<f32>(frame))?,
         };
         Ok(self.output(frame, values))
     }

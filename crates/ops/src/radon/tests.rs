@@ -228,6 +228,31 @@ fn every_nan_is_the_quiet_nan() {
     }
 }
 
+/// A frame of maxval 1 (a NumPy bool array) is 0 and 1, as scikit-image takes booleans: the same
+/// bits as the float frame of its values, where an 8-bit frame of other maxval is divided by 255.
+#[test]
+fn frames_of_maxval_1_are_0_and_1() {
+    let mut rng = fastrand::Rng::with_seed(46);
+    let (w, h) = (17, 12);
+    let bits = parallel::testing::frame(&mut rng, w, h, 1);
+    let Pixels::U8(v) = &bits.pixels else { panic!() };
+    let floats = Frame::new(w, h, 1, Pixels::F32(v.iter().map(|&b| b as f32).collect()));
+    let bytes = Frame::new(w, h, 2, bits.pixels.clone());
+    for circle in [false, true] {
+        let r = params("0:180:7", circle).for_size(w, h).unwrap();
+        let values = |f: &Frame| match r.cpu(f).unwrap().pixels {
+            Pixels::F32(v) => v.to_vec(),
+            _ => unreachable!(),
+        };
+        let (ones, float, of_255) = (values(&bits), values(&floats), values(&bytes));
+        assert!(ones.iter().map(|v| v.to_bits()).eq(float.iter().map(|v| v.to_bits())), "circle {circle}");
+        // Each rounded once from the same exact sum: within two f32 roundings (2^-24 each) of each other.
+        for (a, b) in ones.iter().zip(&of_255) {
+            assert!((*a as f64 / 255.0 - *b as f64).abs() <= *b as f64 * 2.5e-7, "circle {circle}: {a} {b}");
+        }
+    }
+}
+
 #[test]
 fn constants_match_the_kernels() {
     let text = histopipe_gpu::kernels::RADON.text;
@@ -250,7 +275,7 @@ fn circle_warning_follows_scikit_image() {
     assert!(outside_circle(&f));
 }
 
-/// GPU = CPU, bit for bit: 8-bit, 16-bit and float (NaN, infinities, -0), both modes, odd and thin
+/// GPU = CPU, bit for bit: 8-bit, 16-bit, float (NaN, infinities, -0) and 0/1, both modes, odd and thin
 /// sizes, angles of every quadrant.
 #[test]
 fn gpu_matches_cpu() {
@@ -263,6 +288,8 @@ fn gpu_matches_cpu() {
             parallel::testing::frame(&mut rng, w, h, 255),
             parallel::testing::frame(&mut rng, w, h, 65535),
             float_frame(&mut rng, w, h),
+            // Booleans: divided by 1, not 255 (Radon::unit).
+            parallel::testing::frame(&mut rng, w, h, 1),
         ];
         for circle in [false, true] {
             let angles = if i % 2 == 0 { "0:180:1" } else { "-91,0,0.1,45,90,179.9,270,1000" };
