@@ -13,6 +13,7 @@ mod equalize;
 mod failures;
 mod files;
 mod flags;
+mod floats;
 mod frames;
 mod harness;
 mod hough;

@@ -91,8 +91,8 @@ pub trait Tool: Default + Sync {
 
 /// Why a frame of float samples is refused by a tool that takes integer ones.
 pub const FLOAT_REFUSED: &str = "32-bit float samples, and this tool takes integer ones: make them integers \
-     first with stretch (stretch --depth 16 -o x.png, or --depth 8); pad, rotate, cdf and colhist take \
-     float frames as they are";
+     first with stretch (stretch --depth 16 -o x.png, or --depth 8); pad, rotate, radon, cdf and colhist \
+     take float frames as they are";
 
 /// What a frame's work left to write, in order.
 pub(crate) enum Part {
