@@ -9,14 +9,20 @@ is made from too, so they list the options it takes.
 The table has a line per operand and option, its fields separated by tabs: whose it is (tool or
 common), its group, its short name, its long name (both empty for an operand), its value's name
 (empty for a switch), the words its value may be (separated by spaces), its help. A value named
-FILE, PATH, DIR or IMAGE completes file names; one with words offers those words. Other words on
-the command line (input files) complete as file names.
+FILE, PATH, DIR or IMAGE completes file names; one with words offers those words. A word NAME:P
+(P in capitals: threshold's multiotsu:K) is a value with a parameter after the colon: it is
+offered as NAME:, with no space after it, so the parameter is typed next (bash: compopt -o
+nospace; zsh: compadd -S ''; fish adds no space after a colon of itself). Other words on the
+command line (input files) complete as file names.
 """
 
 import re
 import sys
 
 FILE_ARGUMENTS = ("FILE", "PATH", "DIR", "IMAGE")
+
+# A word of a value that takes a parameter: multiotsu:K, offered as multiotsu:.
+PARAMETER = re.compile(r"^([^:\s]+:)[A-Z]+$")
 
 
 class Option:
@@ -35,7 +41,14 @@ class Option:
         return [n for n in self.names if not n.startswith("--")]
 
     def choices(self):
-        return self.words
+        """The words offered: NAME: for a word NAME:P, whose parameter the user types after it."""
+        return [m.group(1) if (m := PARAMETER.match(w)) else w for w in self.words]
+
+    def whole_choices(self):
+        return [w for w in self.choices() if not w.endswith(":")]
+
+    def parameter_choices(self):
+        return [w for w in self.choices() if w.endswith(":")]
 
     def takes_file(self):
         return bool(self.argument) and self.argument.startswith(FILE_ARGUMENTS)
@@ -71,6 +84,9 @@ def bash(tool, options):
         names = "|".join(o.names)
         if o.choices():
             reply = f'COMPREPLY=($(compgen -W "{" ".join(o.choices())}" -- "$cur"))'
+            if o.parameter_choices():
+                # The parameter follows the colon at once.
+                reply += '; if [[ ${#COMPREPLY[@]} == 1 && $COMPREPLY == *: ]]; then compopt -o nospace; fi'
         elif o.takes_file():
             reply = 'COMPREPLY=($(compgen -f -- "$cur"))'
         else:
@@ -103,6 +119,12 @@ def zsh(tool, options):
         desc = zsh_quote(o.summary())
         if o.argument:
             action = "_files" if o.takes_file() else (f"({' '.join(o.choices())})" if o.choices() else " ")
+            if o.parameter_choices():
+                # Two compadds: the words with a parameter get no space after their colon, which
+                # _arguments would take for the end of the action unless escaped.
+                whole = " ".join(map(zsh_quote, o.whole_choices()))
+                with_parameter = " ".join(map(zsh_quote, o.parameter_choices()))
+                action = f'{{compadd -- {whole}; compadd -S "" -- {with_parameter}}}'
             tail = f":{zsh_quote(o.argument)}:{action}"
         else:
             tail = ""

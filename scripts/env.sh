@@ -5,8 +5,8 @@
 #     virtual environment, .deps/venv, which it makes first; pip sees what is there and installs
 #     only what is missing, and a set already installed is not handed to pip again;
 #   - hp_gpu_driver: whether this machine has a GPU driver (libcuda), the only place NVRTC is used;
-#   - hp_system_packages: as root, with apt-get, man-db and groff (the install test), GNU parallel
-#     and rsync (the many-hosts test);
+#   - hp_system_packages: as root, with apt-get, man-db and groff (the install test), zsh and fish
+#     (the completions test), GNU parallel and rsync (the many-hosts test);
 #   - hp_watched LOG COMMAND...: runs a long step, its output shown and kept in LOG, with a line
 #     whenever it has printed nothing for 20 s.
 # The tests and the demo find that Python through $HISTOPIPE_PYTHON, and NVRTC on LD_LIBRARY_PATH.
@@ -92,6 +92,11 @@ hp_system_packages() {
     wanted+=(man-db groff-base)
     hp_say "man-db and groff-base are needed: the install test reads the installed manual pages" \
       "with man -l (tests/tools/install.rs)"
+  fi
+  if ! command -v zsh >/dev/null || ! command -v fish >/dev/null; then
+    wanted+=(zsh fish)
+    hp_say "zsh and fish are wanted: the completions test runs their completions of every option's" \
+      "values (tests/tools/install.rs; skipped without them, saying so)"
   fi
   if ! command -v nasm >/dev/null; then
     wanted+=(nasm)

@@ -23,6 +23,10 @@ pub struct Threshold {
 /// The columns after the frame and its source.
 const COLUMNS: [&str; 2] = ["method", "threshold"];
 
+/// The methods `--method` takes, as its help spells them (a capital after the colon: a parameter):
+/// what completions offer, and what its error lists.
+pub const METHOD_NAMES: &[&str] = &["otsu", "triangle", "multiotsu:K", "value:V", "percentile:P"];
+
 /// Most classes of `multiotsu:K` (labels are 8-bit; the search bounds the rest).
 const MAX_CLASSES: u16 = 256;
 
@@ -51,6 +55,7 @@ Usage: threshold [OPTIONS] [FILE...]";
              percentile:P (the smallest level present whose cumulative count reaches P% of the pixels, \
              P 0..100 with up to 6 decimals: numpy's percentile, method inverted_cdf) [default: otsu]",
         )
+        .one_of(METHOD_NAMES)
         .param("method"),
         Flag::switch("--invert", "samples at or below the threshold become maxval, the others 0"),
         Flag::with_value(
@@ -134,10 +139,8 @@ fn parse_method(text: &str) -> Result<Method, FlagError> {
         }
         "percentile" => Method::Percentile(parse_percent(needs("percentile:P")?)?),
         _ => {
-            return Err(format!(
-                "unknown method '{text}' (otsu, triangle, multiotsu:K, value:V or percentile:P)"
-            )
-            .into())
+            let (last, rest) = METHOD_NAMES.split_last().expect("methods");
+            return Err(format!("unknown method '{text}' ({} or {last})", rest.join(", ")).into());
         }
     })
 }
@@ -192,5 +195,21 @@ mod tests {
         ] {
             assert!(parse_method(bad).is_err(), "{bad}");
         }
+    }
+
+    /// Every method completions offer is one the parser takes, and no other: a word with a
+    /// parameter (`multiotsu:K`) is taken with one (the parser's errors then concern the
+    /// parameter, not the name).
+    #[test]
+    fn the_methods_listed_are_the_methods_parsed() {
+        for name in METHOD_NAMES {
+            let example = match name.split_once(':') {
+                None => name.to_string(),
+                Some((prefix, _)) => format!("{prefix}:3"),
+            };
+            assert!(parse_method(&example).is_ok(), "{example}");
+        }
+        let Err(FlagError::Value(e)) = parse_method("mean") else { panic!("mean is no method") };
+        assert_eq!(e, "unknown method 'mean' (otsu, triangle, multiotsu:K, value:V or percentile:P)");
     }
 }

@@ -182,8 +182,20 @@ fn every_defined_option_is_taken_and_named_in_its_errors() {
                 assert!(out.status.success(), "{name} {}: {}", d.long, String::from_utf8_lossy(&out.stderr));
                 continue;
             };
-            // Every word completions offer is a value the option takes.
+            // Every word completions offer is a value the option takes; a word with a parameter
+            // (`multiotsu:K`, offered as `multiotsu:`) a name it knows, whose error is the
+            // parameter's.
             for word in &d.words {
+                if let Some((prefix, _)) =
+                    word.split_once(':').filter(|(_, p)| p.chars().all(|c| c.is_ascii_uppercase()))
+                {
+                    let e = run_err(name, &[&d.long, &format!("{prefix}:")], b"", 2);
+                    assert!(
+                        e.starts_with(&format!("{name}: {}: {prefix} takes", d.long)),
+                        "{name} {word}: {e}"
+                    );
+                    continue;
+                }
                 let out = tool(name).args([d.long.as_str(), word, "--help"]).output().unwrap();
                 assert!(
                     out.status.success(),

@@ -5,7 +5,8 @@
 //!
 //! `man` is required (CI installs man-db); HISTOPIPE_SKIP_MAN=1 skips the man pages' reading,
 //! saying so, on a machine without it. zsh and fish completions are checked for syntax where
-//! those shells are installed.
+//! those shells are installed, and every option's words are completed by bash, zsh (driven on a
+//! pseudo-terminal) and fish, a shell that is not installed skipped, saying so (CI installs them).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -169,4 +170,175 @@ fn install_then_uninstall() {
     assert!(
         !again.status.success() && String::from_utf8_lossy(&again.stderr).contains("nothing to uninstall")
     );
+}
+
+/// Drives an interactive zsh on a pseudo-terminal (zpty): `zsh -f DRIVER FPATH OUT LINE` loads
+/// the completions in FPATH, types LINE and a tab, and writes each match offered as MATCH|SUFFIX
+/// (the text put after it: a space, or nothing), then END, to OUT. `compadd` is wrapped to see
+/// the matches and their suffix; the completion system's end hook writes END.
+const ZSH_DRIVER: &str = r#"zmodload zsh/zpty
+dir=$1 out=$2 line=$3
+rm -f $out
+zpty z zsh -f -i
+zpty -w z "fpath=(${(q)dir} \$fpath); autoload -Uz compinit; compinit -u -D; out=${(q)out}"
+zpty -w z 'compadd() {
+  local -a hits; local suffix=" "
+  builtin compadd -A hits "$@"
+  (( ${@[(I)-S]} )) && suffix=${@[${@[(i)-S]}+1]}
+  local h; for h in $hits; do print -r -- "$h|$suffix" >> $out; done
+  builtin compadd "$@"
+}'
+zpty -w z '_hp_done() { print -r -- END >> $out }; comppostfuncs=(_hp_done); bindkey "^I" complete-word'
+zpty -w -n z "$line"$'\t'
+# Until zsh has completed: a bound on a hung shell, not a measure of anything.
+for i in {1..600}; do
+  [[ -f $out ]] && grep -q '^END$' $out && break
+  sleep 0.1
+done
+zpty -d z
+cat $out
+"#;
+
+/// A shell's completions of every tool, made as scripts/install makes them.
+struct Completions {
+    shell: &'static str,
+    dir: PathBuf,
+}
+
+impl Completions {
+    /// `shell`'s completion files for every tool, in a folder of `dir`; `None` (said) where the
+    /// shell is not installed.
+    fn make(shell: &'static str, dir: &Path) -> Option<Completions> {
+        if Command::new(shell).arg("--version").output().is_err() {
+            histopipe_gpu::testing::skip(&format!(
+                "{shell} completions: {shell} is not installed (scripts/env.sh installs it as root)"
+            ));
+            return None;
+        }
+        let dir = dir.join(shell);
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in tools() {
+            let flags = tool(name).arg("--help-flags").output().unwrap().stdout;
+            let script = repo().join("scripts/completions.py");
+            let out = assert_cmd::Command::new("python3")
+                .args([script.to_str().unwrap(), name, shell])
+                .write_stdin(flags)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "completions.py {name} {shell}");
+            let file = match shell {
+                "zsh" => format!("_{name}"),
+                _ => format!("{name}.{shell}"),
+            };
+            std::fs::write(dir.join(file), out.stdout).unwrap();
+        }
+        Some(Completions { shell, dir })
+    }
+
+    /// What the shell offers for the last of `words` (`["threshold", "--method", "mul"]`): each
+    /// match, and whether a space goes after it (bash says so only of the one match left; fish
+    /// puts none after a colon of itself).
+    fn offers(&self, words: &[&str]) -> Vec<(String, bool)> {
+        let name = words[0];
+        let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+        let out = match self.shell {
+            "bash" => {
+                let line = format!(
+                    "compopt() {{ [[ $* == '-o nospace' ]] && nospace=1; return 0; }}; source '{}'; \
+                     COMP_WORDS=({}); COMP_CWORD={}; nospace=0; _histopipe_{}; \
+                     for w in \"${{COMPREPLY[@]}}\"; do echo \"$w|$nospace\"; done",
+                    self.dir.join(format!("{name}.bash")).display(),
+                    quoted.join(" "),
+                    words.len() - 1,
+                    name.replace('-', "_")
+                );
+                run(Command::new("bash").arg("-c").arg(line)).stdout
+            }
+            "zsh" => {
+                let driver = self.dir.join("drive.zsh");
+                std::fs::write(&driver, ZSH_DRIVER).unwrap();
+                let line = words.join(" ");
+                let out = self.dir.join("offered");
+                run(Command::new("zsh").arg("-f").arg(&driver).arg(&self.dir).arg(&out).arg(line)).stdout
+            }
+            _ => {
+                let line = format!(
+                    "source '{}'; complete -C '{}'",
+                    self.dir.join(format!("{name}.fish")).display(),
+                    words.join(" ")
+                );
+                run(Command::new("fish").arg("-c").arg(line)).stdout
+            }
+        };
+        let text = String::from_utf8(out).unwrap();
+        let mut offered = Vec::new();
+        for line in text.lines().filter(|l| !l.is_empty() && *l != "END") {
+            let (word, space) = match self.shell {
+                "bash" => line.rsplit_once('|').map(|(w, n)| (w, n == "0")).unwrap(),
+                "zsh" => line.rsplit_once('|').map(|(w, s)| (w, s == " ")).unwrap(),
+                _ => {
+                    let word = line.split('\t').next().unwrap();
+                    (word, !word.ends_with(':'))
+                }
+            };
+            offered.push((word.to_owned(), space));
+        }
+        if self.shell == "zsh" {
+            assert!(text.lines().any(|l| l == "END"), "zsh did not complete {words:?}: {text}");
+        }
+        offered.sort();
+        offered
+    }
+}
+
+/// Every option with a fixed set of values completes them, in bash, zsh and fish: each word its
+/// definition lists, a word with a parameter (`multiotsu:K`) as its name and colon with no space
+/// after it, so that the parameter is typed next; the others with a space. The options every tool
+/// shares are checked on one tool; each tool's own on it.
+#[test]
+fn every_fixed_set_of_values_completes_in_bash_zsh_and_fish() {
+    let dir = temp_dir("completions");
+    let expected = |words: &[String], typed: &str| -> Vec<(String, bool)> {
+        let mut offered: Vec<(String, bool)> = words
+            .iter()
+            .map(|w| match w.split_once(':') {
+                Some((name, p)) if !p.is_empty() && p.chars().all(|c| c.is_ascii_uppercase()) => {
+                    (format!("{name}:"), false)
+                }
+                _ => (w.clone(), true),
+            })
+            .filter(|(w, _)| w.starts_with(typed))
+            .collect();
+        offered.sort();
+        offered
+    };
+    let threshold = defined("threshold");
+    let method = threshold.iter().find(|d| d.long == "--method").expect("threshold --method");
+    assert!(method.words.contains(&"multiotsu:K".to_owned()), "threshold --method lists its methods");
+    for shell in ["bash", "zsh", "fish"] {
+        let Some(completions) = Completions::make(shell, &dir) else { continue };
+        for name in tools() {
+            for d in defined(name).iter().filter(|d| !d.words.is_empty() && (d.own || name == "threshold")) {
+                let all = completions.offers(&[name, &d.long, ""]);
+                let want = expected(&d.words, "");
+                if shell != "bash" {
+                    assert_eq!(all, want, "{shell}: {name} {} <tab>", d.long);
+                    continue;
+                }
+                // bash sets `nospace` for the one match left: each word is typed to its end.
+                let words = |v: &[(String, bool)]| v.iter().map(|(w, _)| w.clone()).collect::<Vec<_>>();
+                assert_eq!(words(&all), words(&want), "{shell}: {name} {} <tab>", d.long);
+                for (word, _) in &want {
+                    let typed = word.trim_end_matches(':');
+                    let want = expected(&d.words, typed);
+                    if want.len() == 1 {
+                        let got = completions.offers(&[name, &d.long, typed]);
+                        assert_eq!(got, want, "{shell}: {name} {} {typed}<tab>", d.long);
+                    }
+                }
+            }
+        }
+        let got = completions.offers(&["threshold", "--method", "mul"]);
+        assert_eq!(got, [("multiotsu:".to_owned(), false)], "{shell}: threshold --method mul<tab>");
+    }
 }

@@ -46,6 +46,10 @@ pub const COMMON_OPERANDS: &[Operand] = &[Operand {
     group: "Files",
 }];
 
+/// The levels `--compression` takes, zlib's 0 to 9, at their positions: parsed and completed
+/// from this one list.
+const COMPRESSION_LEVELS: &[&str] = &["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+
 /// The options every tool takes: their one definition ([`Common::accept`] takes each).
 pub const COMMON_FLAGS: &[Flag] = &[
     Flag::with_value(
@@ -89,6 +93,7 @@ pub const COMMON_FLAGS: &[Flag] = &[
          row's filter chosen as libpng chooses it [default: OpenCV's own, for speed: every row \
          filtered by Sub, zlib's level 1 with its run-length strategy]",
     )
+    .one_of(COMPRESSION_LEVELS)
     .group("Input and output"),
     Flag::with_value("--max-pixels", "N", "refuse frames of more than N pixels [default: 1073741824]")
         .group("Input and output"),
@@ -212,10 +217,10 @@ impl Common {
             "--max-work" => self.max_work = given.parse()?,
             "--png" => self.png = true,
             "--compression" => {
-                self.compression = match given.parse::<u8>() {
-                    Ok(n @ 0..=9) => Some(n),
-                    _ => return Err("the compression is a whole number from 0 to 9".into()),
-                }
+                let text = given.text()?;
+                let level = COMPRESSION_LEVELS.iter().position(|&l| l == text);
+                let level = level.ok_or("the compression is a whole number from 0 to 9")?;
+                self.compression = Some(level as u8);
             }
             "--quality" => {
                 self.quality = match given.parse::<u8>() {

@@ -25,7 +25,9 @@ pub struct Flag {
     /// The name its value goes by (`N`, `FILE`; FILE, PATH, DIR and IMAGE complete as file names),
     /// `None` for a switch.
     pub value: Option<&'static str>,
-    /// The words its value may be, where it is one of a few: what completions offer.
+    /// The words its value may be, where it is one of a few: what completions offer. A word
+    /// `NAME:P` (P in capitals: `multiotsu:K`) stands for a value that takes a parameter after
+    /// the colon: completions offer `NAME:` and leave the cursor after it.
     pub values: &'static [&'static str],
     /// One paragraph: what it does, then `[default: ...]`.
     pub help: &'static str,
