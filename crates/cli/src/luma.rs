@@ -46,11 +46,15 @@ pub(crate) fn merge(y: &Frame, chroma: &Chroma, original: &Frame) -> Frame {
     match (&y.pixels, &chroma.cr, &chroma.cb, &mut pixels) {
         (Pixels::U8(y), Pixels::U8(cr), Pixels::U8(cb), Pixels::U8(out)) => {
             colour::from_ycrcb_u8(y, cr, cb, out, n);
-            clamp_colour(out, n, maxval as u8);
+            if maxval < u8::MAX.into() {
+                clamp_colour(out, n, maxval as u8);
+            }
         }
         (Pixels::U16(y), Pixels::U16(cr), Pixels::U16(cb), Pixels::U16(out)) => {
             colour::from_ycrcb_u16(y, cr, cb, out, n);
-            clamp_colour(out, n, maxval);
+            if maxval < u16::MAX {
+                clamp_colour(out, n, maxval);
+            }
         }
         _ => panic!("an operation on the luma changed its sample width"),
     }

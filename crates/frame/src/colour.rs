@@ -25,6 +25,27 @@
 #[cfg(test)]
 mod opencv;
 
+/// Runs `$body` compiled for AVX2 where the CPU has it (in `$name`, a function made for it with
+/// the arguments named: the compiler vectorizes its blocks 8 lanes of 32 bits wide), else as the
+/// build targets (SSE2 on x86-64: 4 lanes). Both compile the same integer arithmetic, so give the
+/// same samples.
+macro_rules! widest {
+    ($name:ident($($arg:ident: $ty:ty),*) => $body:expr) => {{
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[target_feature(enable = "avx2")]
+            fn $name($($arg: $ty),*) {
+                $body
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2.
+                return unsafe { $name($($arg),*) };
+            }
+        }
+        $body
+    }};
+}
+
 /// Rec.601 luma in 1/2^15 (OpenCV's `RY15`, `GY15`, `BY15`: 0.299, 0.587, 0.114, summing to 2^15).
 const GRAY_R: u32 = 9798;
 const GRAY_G: u32 = 19235;
@@ -68,22 +89,23 @@ fn check(samples: usize, channels: usize, pixels: usize) {
 /// ```
 pub fn gray_u8(rgb: &[u8], channels: usize, out: &mut [u8]) {
     check(rgb.len(), channels, out.len());
-    // The sum is at most 255 · 2^15 + 2^14, so the shifted value fits a u8.
-    let gray = |p: &[u8]| gray_fixed(p[0].into(), p[1].into(), p[2].into()) as u8;
-    match channels {
-        3 => out.iter_mut().zip(rgb.chunks_exact(3)).for_each(|(o, p)| *o = gray(p)),
-        _ => out.iter_mut().zip(rgb.chunks_exact(4)).for_each(|(o, p)| *o = gray(p)),
-    }
+    widest!(gray_u8_avx2(rgb: &[u8], channels: usize, out: &mut [u8]) => gray(rgb, channels, out, |v| v as u8));
 }
 
 /// Gray as `cv2.cvtColor(img, COLOR_BGR2GRAY)` on `CV_16U`: the formula of [`gray_u8`].
 pub fn gray_u16(rgb: &[u16], channels: usize, out: &mut [u16]) {
     check(rgb.len(), channels, out.len());
-    // At most 65535 · 2^15 + 2^14 < 2^32, and the result at most 65535.
-    let gray = |p: &[u16]| gray_fixed(p[0].into(), p[1].into(), p[2].into()) as u16;
+    widest!(gray_u16_avx2(rgb: &[u16], channels: usize, out: &mut [u16]) => gray(rgb, channels, out, |v| v as u16));
+}
+
+/// The gray of every pixel, a [`BLOCK`] at a time. The sum is at most 65535 · 2^15 + 2^14 < 2^32,
+/// and the result at most the sample's largest value, so `narrow` loses nothing.
+#[inline(always)]
+fn gray<T: Copy + Into<u32>>(rgb: &[T], channels: usize, out: &mut [T], narrow: impl Fn(u32) -> T) {
+    let convert = |[r, g, b]: [u32; 3]| narrow(gray_fixed(r, g, b));
     match channels {
-        3 => out.iter_mut().zip(rgb.chunks_exact(3)).for_each(|(o, p)| *o = gray(p)),
-        _ => out.iter_mut().zip(rgb.chunks_exact(4)).for_each(|(o, p)| *o = gray(p)),
+        3 => blocks::<T, u32, T, 3, 1>(rgb, [out], |p| [convert(p)]),
+        _ => blocks::<T, u32, T, 4, 1>(rgb, [out], |p| [convert(p)]),
     }
 }
 
@@ -134,26 +156,31 @@ fn fma_f32(a: f32, b: f32, c: f32) -> f32 {
 /// YCrCb as `cv2.cvtColor(img, COLOR_BGR2YCrCb)` on `CV_8U`, into three planes (see the module's
 /// formulas, d = 128).
 pub fn to_ycrcb_u8(rgb: &[u8], channels: usize, y: &mut [u8], cr: &mut [u8], cb: &mut [u8]) {
-    to_ycrcb(rgb, channels, [y, cr, cb], 128, u8::MAX.into(), |v| v as u8);
+    widest!(to_ycrcb_u8_avx2(rgb: &[u8], channels: usize, y: &mut [u8], cr: &mut [u8], cb: &mut [u8]) =>
+        to_ycrcb(rgb, channels, [y, cr, cb], 128, u8::MAX.into(), |v| v as u8));
 }
 
 /// YCrCb as `cv2.cvtColor(img, COLOR_BGR2YCrCb)` on `CV_16U` (d = 32768).
 pub fn to_ycrcb_u16(rgb: &[u16], channels: usize, y: &mut [u16], cr: &mut [u16], cb: &mut [u16]) {
-    to_ycrcb(rgb, channels, [y, cr, cb], 32768, u16::MAX.into(), |v| v as u16);
+    widest!(to_ycrcb_u16_avx2(rgb: &[u16], channels: usize, y: &mut [u16], cr: &mut [u16], cb: &mut [u16]) =>
+        to_ycrcb(rgb, channels, [y, cr, cb], 32768, u16::MAX.into(), |v| v as u16));
 }
 
 /// R,G,B as `cv2.cvtColor(img, COLOR_YCrCb2BGR)` on `CV_8U` (d = 128). Only R, G and B are
 /// written: a 4-channel pixel keeps its alpha (OpenCV's `dstCn=4` would set it to 255).
 pub fn from_ycrcb_u8(y: &[u8], cr: &[u8], cb: &[u8], out_rgb: &mut [u8], channels: usize) {
-    from_ycrcb(y, cr, cb, out_rgb, channels, 128, u8::MAX.into(), |v| v as u8);
+    widest!(from_ycrcb_u8_avx2(y: &[u8], cr: &[u8], cb: &[u8], out_rgb: &mut [u8], channels: usize) =>
+        from_ycrcb([y, cr, cb], out_rgb, channels, 128, u8::MAX.into(), |v| v as u8));
 }
 
 /// R,G,B as `cv2.cvtColor(img, COLOR_YCrCb2BGR)` on `CV_16U` (d = 32768); alpha is kept.
 pub fn from_ycrcb_u16(y: &[u16], cr: &[u16], cb: &[u16], out_rgb: &mut [u16], channels: usize) {
-    from_ycrcb(y, cr, cb, out_rgb, channels, 32768, u16::MAX.into(), |v| v as u16);
+    widest!(from_ycrcb_u16_avx2(y: &[u16], cr: &[u16], cb: &[u16], out_rgb: &mut [u16], channels: usize) =>
+        from_ycrcb([y, cr, cb], out_rgb, channels, 32768, u16::MAX.into(), |v| v as u16));
 }
 
 /// Every intermediate fits an i32: |R − Y| · 11682 + 2^29 + 2^13 < 2^31 for 16-bit samples.
+#[inline(always)]
 fn to_ycrcb<T: Copy + Into<i32>>(
     rgb: &[T],
     channels: usize,
@@ -165,25 +192,23 @@ fn to_ycrcb<T: Copy + Into<i32>>(
     check(rgb.len(), channels, y.len());
     assert!(cr.len() == y.len() && cb.len() == y.len(), "Y, Cr and Cb planes of one size");
     let delta = half << YCC_SHIFT;
-    let convert = |p: &[T], oy: &mut T, ocr: &mut T, ocb: &mut T| {
-        let (r, g, b) = (p[0].into(), p[1].into(), p[2].into());
+    let convert = |[r, g, b]: [i32; 3]| {
         let luma = descale14(r * Y_R + g * Y_G + b * Y_B);
-        *oy = narrow(luma);
-        *ocr = narrow(descale14((r - luma) * CR_OF_R + delta).clamp(0, max));
-        *ocb = narrow(descale14((b - luma) * CB_OF_B + delta).clamp(0, max));
+        [
+            narrow(luma),
+            narrow(descale14((r - luma) * CR_OF_R + delta).clamp(0, max)),
+            narrow(descale14((b - luma) * CB_OF_B + delta).clamp(0, max)),
+        ]
     };
-    let planes = y.iter_mut().zip(cr.iter_mut()).zip(cb.iter_mut());
     match channels {
-        3 => planes.zip(rgb.chunks_exact(3)).for_each(|(((y, r), b), p)| convert(p, y, r, b)),
-        _ => planes.zip(rgb.chunks_exact(4)).for_each(|(((y, r), b), p)| convert(p, y, r, b)),
+        3 => blocks::<T, i32, T, 3, 3>(rgb, [y, cr, cb], convert),
+        _ => blocks::<T, i32, T, 4, 3>(rgb, [y, cr, cb], convert),
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn from_ycrcb<T: Copy + Into<i32>>(
-    y: &[T],
-    cr: &[T],
-    cb: &[T],
+    [y, cr, cb]: [&[T]; 3],
     out: &mut [T],
     channels: usize,
     half: i32,
@@ -192,16 +217,83 @@ fn from_ycrcb<T: Copy + Into<i32>>(
 ) {
     check(out.len(), channels, y.len());
     assert!(cr.len() == y.len() && cb.len() == y.len(), "Y, Cr and Cb planes of one size");
-    let convert = |p: &mut [T], y: T, cr: T, cb: T| {
-        let (y, cr, cb) = (y.into(), cr.into() - half, cb.into() - half);
-        p[0] = narrow((y + descale14(cr * R_OF_CR)).clamp(0, max));
-        p[1] = narrow((y + descale14(cb * G_OF_CB + cr * G_OF_CR)).clamp(0, max));
-        p[2] = narrow((y + descale14(cb * B_OF_CB)).clamp(0, max));
+    let convert = |[y, cr, cb]: [i32; 3]| {
+        let (cr, cb) = (cr - half, cb - half);
+        [
+            narrow((y + descale14(cr * R_OF_CR)).clamp(0, max)),
+            narrow((y + descale14(cb * G_OF_CB + cr * G_OF_CR)).clamp(0, max)),
+            narrow((y + descale14(cb * B_OF_CB)).clamp(0, max)),
+        ]
     };
-    let planes = y.iter().zip(cr).zip(cb);
     match channels {
-        3 => planes.zip(out.chunks_exact_mut(3)).for_each(|(((&y, &r), &b), p)| convert(p, y, r, b)),
-        _ => planes.zip(out.chunks_exact_mut(4)).for_each(|(((&y, &r), &b), p)| convert(p, y, r, b)),
+        3 => planes_to_pixels::<T, 3>([y, cr, cb], out, convert),
+        _ => planes_to_pixels::<T, 4>([y, cr, cb], out, convert),
+    }
+}
+
+/// Pixels converted at a time: each block's samples are gathered into arrays of this length,
+/// converted lane by lane and scattered, so the compiler keeps them in vector registers; the
+/// conversions are integer arithmetic, so every width gives the same samples.
+const BLOCK: usize = 16;
+
+/// Converts each `N`-sample pixel of `pixels` (its first three samples) to `M` samples, the
+/// `m`th into `planes[m]`: a [`BLOCK`] at a time, the rest one by one.
+#[inline(always)]
+fn blocks<T, U, V, const N: usize, const M: usize>(
+    pixels: &[T],
+    mut planes: [&mut [V]; M],
+    convert: impl Fn([U; 3]) -> [V; M],
+) where
+    T: Copy + Into<U>,
+    V: Copy,
+{
+    let count = planes[0].len();
+    let whole = count / BLOCK * BLOCK;
+    let of = |p: &[T]| [p[0].into(), p[1].into(), p[2].into()];
+    for start in (0..whole).step_by(BLOCK) {
+        let block = &pixels[start * N..(start + BLOCK) * N];
+        let mut outs = planes
+            .each_mut()
+            .map(|o| -> &mut [V; BLOCK] { (&mut o[start..start + BLOCK]).try_into().expect("a block") });
+        for (i, p) in block.chunks_exact(N).enumerate() {
+            for (plane, v) in outs.iter_mut().zip(convert(of(p))) {
+                plane[i] = v;
+            }
+        }
+    }
+    for (i, p) in pixels[..count * N].chunks_exact(N).enumerate().skip(whole) {
+        for (plane, v) in planes.iter_mut().zip(convert(of(p))) {
+            plane[i] = v;
+        }
+    }
+}
+
+/// Converts three planes' samples, one of each a pixel, to the first three samples of each
+/// `N`-sample pixel of `pixels` (a fourth is left as it is): a [`BLOCK`] at a time, the rest one
+/// by one.
+#[inline(always)]
+fn planes_to_pixels<T: Copy + Into<i32>, const N: usize>(
+    planes: [&[T]; 3],
+    pixels: &mut [T],
+    convert: impl Fn([i32; 3]) -> [T; 3],
+) {
+    let count = planes[0].len();
+    let whole = count / BLOCK * BLOCK;
+    let write = |p: &mut [T], [a, b, c]: [T; 3]| {
+        p[0] = a;
+        p[1] = b;
+        p[2] = c;
+    };
+    for start in (0..whole).step_by(BLOCK) {
+        let block = &mut pixels[start * N..(start + BLOCK) * N];
+        let ins =
+            planes.map(|plane| -> &[T; BLOCK] { plane[start..start + BLOCK].try_into().expect("a block") });
+        for (i, p) in block.chunks_exact_mut(N).enumerate() {
+            write(p, convert([ins[0][i].into(), ins[1][i].into(), ins[2][i].into()]));
+        }
+    }
+    for (i, p) in pixels[..count * N].chunks_exact_mut(N).enumerate().skip(whole) {
+        write(p, convert([planes[0][i].into(), planes[1][i].into(), planes[2][i].into()]));
     }
 }
 
@@ -291,6 +383,46 @@ mod tests {
         // Y = (1868 · 65535 + 8192) >> 14 = 7472; Cb = ((65535 − 7472) · 9241 + 2^29 + 2^13) >> 14
         // = 65517; Cr = (−7472 · 11682 + 2^29 + 2^13) >> 14 = 27440.
         assert_eq!((y, cr, cb), ([7472], [27440], [65517]));
+    }
+
+    /// The bodies as the build targets them (SSE2 on x86-64) give the samples that the public
+    /// functions give (AVX2 where the CPU has it, which the tests against cv2 check), for every
+    /// length around a block's and both pixel widths.
+    #[test]
+    fn every_vector_width_gives_the_same_samples() {
+        let mut rng = fastrand::Rng::with_seed(44);
+        for len in (0..3 * BLOCK + 2).chain([4096 + 7]) {
+            for n in [3, 4] {
+                let rgb8: Vec<u8> = (0..len * n).map(|_| rng.u8(..)).collect();
+                let rgb16: Vec<u16> = (0..len * n).map(|_| [0, 65535, rng.u16(..)][rng.usize(..3)]).collect();
+                let mut wide = [vec![0u8; len], vec![0u8; len], vec![0u8; len]];
+                let mut plain = wide.clone();
+                let [y, cr, cb] = &mut wide;
+                to_ycrcb_u8(&rgb8, n, y, cr, cb);
+                let [y, cr, cb] = &mut plain;
+                to_ycrcb(&rgb8, n, [y, cr, cb], 128, 255, |v| v as u8);
+                assert_eq!(wide, plain, "YCrCb of {len} 8-bit pixels of {n}");
+                let (mut back_wide, mut back_plain) = (rgb8.clone(), rgb8.clone());
+                from_ycrcb_u8(&wide[0], &wide[2], &wide[1], &mut back_wide, n);
+                from_ycrcb([&wide[0], &wide[2], &wide[1]], &mut back_plain, n, 128, 255, |v| v as u8);
+                assert_eq!(back_wide, back_plain, "RGB of {len} 8-bit pixels of {n}");
+                let (mut gray_wide, mut gray_plain) = (vec![0u16; len], vec![0u16; len]);
+                gray_u16(&rgb16, n, &mut gray_wide);
+                gray(&rgb16, n, &mut gray_plain, |v| v as u16);
+                assert_eq!(gray_wide, gray_plain, "gray of {len} 16-bit pixels of {n}");
+                let mut wide = [vec![0u16; len], vec![0u16; len], vec![0u16; len]];
+                let mut plain = wide.clone();
+                let [y, cr, cb] = &mut wide;
+                to_ycrcb_u16(&rgb16, n, y, cr, cb);
+                let [y, cr, cb] = &mut plain;
+                to_ycrcb(&rgb16, n, [y, cr, cb], 32768, 65535, |v| v as u16);
+                assert_eq!(wide, plain, "YCrCb of {len} 16-bit pixels of {n}");
+                let (mut back_wide, mut back_plain) = (rgb16.clone(), rgb16.clone());
+                from_ycrcb_u16(&wide[1], &wide[0], &wide[2], &mut back_wide, n);
+                from_ycrcb([&wide[1], &wide[0], &wide[2]], &mut back_plain, n, 32768, 65535, |v| v as u16);
+                assert_eq!(back_wide, back_plain, "RGB of {len} 16-bit pixels of {n}");
+            }
+        }
     }
 
     #[test]
