@@ -194,6 +194,45 @@ fn random_and_flat_frames_match_opencv() {
     assert_eq!(ours(Method::Triangle, false, &flat).thresholds, [76]);
 }
 
+/// docs/threshold.md's table of the peers, measured: on each fixture and flat frame of it, ours is
+/// OpenCV's threshold for Otsu and triangle, and scikit-image's threshold_otsu and
+/// threshold_triangle differ from it as the row says (triangle by one level on the fixtures,
+/// both on flat frames), with the pixels whose binary frames differ (scikit-image's `image > t`).
+#[test]
+fn the_manuals_table_of_peers_is_measured() {
+    let names =
+        ["text", "coins", "camera", "moon", "page", "brick", "chessboard", "clock_motion", "microaneurysms"];
+    let mut rows: Vec<(String, Frame)> =
+        names.iter().map(|n| (format!("`{n}.pgm`"), fixture_frame(&format!("{n}.pgm")))).collect();
+    for v in [77, 1, 0] {
+        rows.push((format!("flat {v}"), frame_of(8, 8, 255, &mut || v)));
+    }
+    let frames: Vec<Frame> = rows.iter().map(|(_, f)| f.clone()).collect();
+    let peer = "def peer(a, mv):\n    \
+                from skimage.filters import threshold_otsu, threshold_triangle\n    \
+                co = cv2.threshold(a, 0, mv, cv2.THRESH_BINARY + cv2.THRESH_OTSU)[0]\n    \
+                ct = cv2.threshold(a, 0, mv, cv2.THRESH_BINARY + cv2.THRESH_TRIANGLE)[0]\n    \
+                so, st = threshold_otsu(a), threshold_triangle(a)\n    \
+                apart = lambda c, s: np.count_nonzero((a > c) != (a > s))\n    \
+                return [co, so, apart(co, so), ct, st, apart(ct, st)], np.zeros(0, np.uint8)";
+    let manual = std::fs::read_to_string(repo().join("docs/threshold.md")).unwrap();
+    for ((label, frame), measured) in rows.iter().zip(peers(peer, &frames)) {
+        let [opencv_otsu, skimage_otsu, otsu_apart, opencv_triangle, skimage_triangle, triangle_apart] =
+            measured.thresholds[..]
+        else {
+            panic!("{label}: {measured:?}")
+        };
+        assert_eq!(ours(Method::Otsu, false, frame).thresholds, [opencv_otsu], "{label}: otsu is OpenCV's");
+        assert_eq!(ours(Method::Triangle, false, frame).thresholds, [opencv_triangle], "{label}: triangle");
+        let row = format!(
+            "| {label} | {} | {opencv_otsu} | {skimage_otsu} | {otsu_apart} | {opencv_triangle} | \
+             {skimage_triangle} | {triangle_apart} |",
+            frame.width * frame.height
+        );
+        assert!(manual.lines().any(|l| l == row), "docs/threshold.md lacks the row, as measured:\n{row}");
+    }
+}
+
 #[test]
 fn multiotsu_matches_scikit_image_on_fixtures() {
     let (names, frames): (Vec<&str>, Vec<Frame>) = fixtures().into_iter().unzip();
