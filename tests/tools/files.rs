@@ -114,7 +114,13 @@ fn output_files_are_written_whole_or_not_at_all() {
     let (code, _, err) = run_in(&dir, "equalize", &["-o", "both.png", "a.pgm", "b.pgm"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("b.pgm: frame 1: both.png is a PNG file, which holds one frame"), "{err}");
+    assert!(err.contains("give -o a field for one file per frame, as in out/{stem}-{i}.png"), "{err}");
     assert!(!dir.join("both.png").exists());
+    // From standard input, whose frames have no file name for {stem}: {n}.
+    let two = [fixture_bytes("camera.pgm"), fixture_bytes("moon.pgm")].concat();
+    let out = tool("equalize").current_dir(&dir).args(["-o", "both.png"]).write_stdin(two).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("frame 2: both.png is a PNG file") && err.contains("as in out/{n}.png"), "{err}");
     assert_eq!(names(&dir), ["a.pgm", "b.pgm", "bad.pgm", "out.pgm", "x"]);
 }
 

@@ -149,10 +149,13 @@ impl<W: FrameOut> PartWriter<W> {
     fn count_frame(&mut self, place: &Place) -> Result<(), Error> {
         let one = self.container.filter(|c| c.holds_one_frame());
         if let (Some(container), 1..) = (one, self.frames) {
+            // The example's fields are ones this frame has: a frame of standard input has no
+            // file name for {stem}.
+            let fields = if place.file.is_some() { "{stem}-{i}" } else { "{n}" };
             let message = match &self.path {
                 Some(path) => format!(
                     "{} is a {} file, which holds one frame, and the stream has more: give -o a field for \
-                     one file per frame, as in out/{{stem}}-{{i}}.{}",
+                     one file per frame, as in out/{fields}.{}",
                     path.display(),
                     container.name(),
                     container.name().to_ascii_lowercase()
