@@ -83,15 +83,19 @@ def bash(tool, options):
             continue
         names = "|".join(o.names)
         if o.choices():
-            reply = f'COMPREPLY=($(compgen -W "{" ".join(o.choices())}" -- "$cur"))'
+            # Words, not file names: not quoted (multiotsu\:), nor given a / by a folder's name.
+            # (compopt works only in a completion bash runs: called otherwise, it says nothing.)
+            reply = f'COMPREPLY=($(compgen -W "{" ".join(o.choices())}" -- "$cur")); compopt +o filenames 2>/dev/null'
             if o.parameter_choices():
                 # The parameter follows the colon at once.
-                reply += '; if [[ ${#COMPREPLY[@]} == 1 && $COMPREPLY == *: ]]; then compopt -o nospace; fi'
+                reply += (
+                    '; if [[ ${#COMPREPLY[@]} == 1 && $COMPREPLY == *: ]]; then compopt -o nospace 2>/dev/null; fi'
+                )
         elif o.takes_file():
             reply = 'COMPREPLY=($(compgen -f -- "$cur"))'
         else:
             reply = "COMPREPLY=()"
-        cases.append(f"        {names}) {reply}; return ;;")
+        cases.append(f"        {names}) {reply}; return 0 ;;")
     words = " ".join(n for o in options for n in o.long + o.short)
     return f"""# bash completion for {tool} (histopipe), made from `{tool} --help-flags` by scripts/completions.py
 {fn}() {{

@@ -176,7 +176,7 @@ fn install_then_uninstall() {
 /// the completions in FPATH, types LINE and a tab, and writes each match offered as MATCH|SUFFIX
 /// (the text put after it: a space, or nothing), then END, to OUT. `compadd` is wrapped to see
 /// the matches and their suffix; the completion system's end hook writes END.
-const ZSH_DRIVER: &str = r#"zmodload zsh/zpty
+const ZSH_LIST_DRIVER: &str = r#"zmodload zsh/zpty
 dir=$1 out=$2 line=$3
 rm -f $out
 zpty z zsh -f -i
@@ -197,6 +197,42 @@ for i in {1..600}; do
 done
 zpty -d z
 cat $out
+"#;
+
+/// Types lines into an interactive shell on a pseudo-terminal, as a user would, and prints the
+/// command line each became after a tab: `python3 DRIVER SHELL SETUP OUT LINE...`. SETUP (run
+/// first) loads the completions and binds control-T to writing the command line to OUT; each
+/// LINE is typed with a tab and control-T, OUT read once written, and the line killed (control-U).
+const LINE_DRIVER: &str = r#"import os, pty, select, sys, time
+shell, setup, out, lines = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+argv = {"bash": ["bash", "--norc", "--noprofile", "-i"], "zsh": ["zsh", "-f", "-i"],
+        "fish": ["fish", "--no-config", "-i"]}[shell]
+pid, fd = pty.fork()
+if pid == 0:
+    os.environ["TERM"] = "xterm"
+    os.execvp(argv[0], argv)
+def written():
+    return os.path.exists(out) and open(out).read().endswith("\n")
+def pump(until):
+    # A bound on a hung shell, not a measure of anything.
+    end = time.monotonic() + 60
+    while not until():
+        if time.monotonic() > end:
+            os.kill(pid, 9)
+            sys.exit(f"{shell} wrote no command line")
+        if select.select([fd], [], [], 0.05)[0]:
+            try:
+                os.read(fd, 65536)
+            except OSError:
+                pass
+os.write(fd, (setup + "\r").encode())
+for line in lines:
+    os.write(fd, (line + "\t\x14").encode())
+    pump(written)
+    sys.stdout.write(open(out).read())
+    os.remove(out)
+    os.write(fd, b"\x15")
+os.kill(pid, 9)
 "#;
 
 /// A shell's completions of every tool, made as scripts/install makes them.
@@ -226,119 +262,130 @@ impl Completions {
                 .output()
                 .unwrap();
             assert!(out.status.success(), "completions.py {name} {shell}");
-            let file = match shell {
-                "zsh" => format!("_{name}"),
-                _ => format!("{name}.{shell}"),
-            };
-            std::fs::write(dir.join(file), out.stdout).unwrap();
+            std::fs::write(dir.join(Completions::file(shell, name)), out.stdout).unwrap();
         }
+        std::fs::write(dir.join("list.zsh"), ZSH_LIST_DRIVER).unwrap();
+        std::fs::write(dir.join("lines.py"), LINE_DRIVER).unwrap();
         Some(Completions { shell, dir })
     }
 
-    /// What the shell offers for the last of `words` (`["threshold", "--method", "mul"]`): each
-    /// match, and whether a space goes after it (bash says so only of the one match left; fish
-    /// puts none after a colon of itself).
-    fn offers(&self, words: &[&str]) -> Vec<(String, bool)> {
+    /// Where scripts/install puts `tool`'s completions for `shell`, by name.
+    fn file(shell: &str, tool: &str) -> String {
+        match shell {
+            "zsh" => format!("_{tool}"),
+            _ => format!("{tool}.{shell}"),
+        }
+    }
+
+    /// The words offered for the last of `words` (`["threshold", "--method", ""]`), sorted.
+    fn offers(&self, words: &[&str]) -> Vec<String> {
         let name = words[0];
-        let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+        let file = self.dir.join(Completions::file(self.shell, name));
         let out = match self.shell {
             "bash" => {
+                let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
                 let line = format!(
-                    "compopt() {{ [[ $* == '-o nospace' ]] && nospace=1; return 0; }}; source '{}'; \
-                     COMP_WORDS=({}); COMP_CWORD={}; nospace=0; _histopipe_{}; \
-                     for w in \"${{COMPREPLY[@]}}\"; do echo \"$w|$nospace\"; done",
-                    self.dir.join(format!("{name}.bash")).display(),
+                    "source '{}'; COMP_WORDS=({}); COMP_CWORD={}; _histopipe_{}; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+                    file.display(),
                     quoted.join(" "),
                     words.len() - 1,
                     name.replace('-', "_")
                 );
-                run(Command::new("bash").arg("-c").arg(line)).stdout
+                // compopt, which only a completion the shell runs may call, says so on stderr.
+                Command::new("bash").arg("-c").arg(line).output().unwrap().stdout
             }
             "zsh" => {
-                let driver = self.dir.join("drive.zsh");
-                std::fs::write(&driver, ZSH_DRIVER).unwrap();
-                let line = words.join(" ");
                 let out = self.dir.join("offered");
-                run(Command::new("zsh").arg("-f").arg(&driver).arg(&self.dir).arg(&out).arg(line)).stdout
+                let driver = self.dir.join("list.zsh");
+                let mut zsh = Command::new("zsh");
+                run(zsh.arg("-f").arg(driver).arg(&self.dir).arg(&out).arg(words.join(" "))).stdout
             }
             _ => {
-                let line = format!(
-                    "source '{}'; complete -C '{}'",
-                    self.dir.join(format!("{name}.fish")).display(),
-                    words.join(" ")
-                );
+                let line = format!("source '{}'; complete -C '{}'", file.display(), words.join(" "));
                 run(Command::new("fish").arg("-c").arg(line)).stdout
             }
         };
         let text = String::from_utf8(out).unwrap();
-        let mut offered = Vec::new();
-        for line in text.lines().filter(|l| !l.is_empty() && *l != "END") {
-            let (word, space) = match self.shell {
-                "bash" => line.rsplit_once('|').map(|(w, n)| (w, n == "0")).unwrap(),
-                "zsh" => line.rsplit_once('|').map(|(w, s)| (w, s == " ")).unwrap(),
-                _ => {
-                    let word = line.split('\t').next().unwrap();
-                    (word, !word.ends_with(':'))
-                }
-            };
-            offered.push((word.to_owned(), space));
-        }
         if self.shell == "zsh" {
             assert!(text.lines().any(|l| l == "END"), "zsh did not complete {words:?}: {text}");
         }
+        let word = |l: &str| l.split(['|', '\t']).next().unwrap().to_owned();
+        let mut offered: Vec<String> =
+            text.lines().filter(|l| !l.is_empty() && *l != "END").map(word).collect();
         offered.sort();
         offered
+    }
+
+    /// The command lines `lines` of `tool` become after a tab, typed into the interactive shell.
+    fn complete(&self, tool: &str, lines: &[String]) -> Vec<String> {
+        let file = self.dir.join(Completions::file(self.shell, tool));
+        let out = self.dir.join("line");
+        let (file, out) = (file.to_str().unwrap(), out.to_str().unwrap());
+        let setup = match self.shell {
+            "bash" => {
+                format!("source '{file}'; bind -x '\"\\C-t\": printf \"%s\\n\" \"$READLINE_LINE\" > {out}'")
+            }
+            "zsh" => format!(
+                "fpath=({} $fpath); autoload -Uz compinit; compinit -u -D; bindkey '^I' complete-word; \
+                 hp_line() {{ print -r -- \"$BUFFER\" > {out} }}; zle -N hp_line; bindkey '^T' hp_line",
+                self.dir.display()
+            ),
+            _ => format!("source '{file}'; function {tool}; end; bind \\ct 'commandline > {out}'"),
+        };
+        let driver = self.dir.join("lines.py");
+        // In the folder above, where a folder is named as a word.
+        let mut python = Command::new("python3");
+        python.current_dir(self.dir.parent().unwrap());
+        let typed = run(python.arg(driver).args([self.shell, &setup, out]).args(lines)).stdout;
+        String::from_utf8(typed).unwrap().lines().map(str::to_owned).collect()
     }
 }
 
 /// Every option with a fixed set of values completes them, in bash, zsh and fish: each word its
-/// definition lists, a word with a parameter (`multiotsu:K`) as its name and colon with no space
-/// after it, so that the parameter is typed next; the others with a space. The options every tool
-/// shares are checked on one tool; each tool's own on it.
+/// definition lists is offered, and typing each word's start and a tab gives the word with a space
+/// after it, as the shell shows it to the user; a word with a parameter (`multiotsu:K`) gives its
+/// name and colon with no space after it (nor bash's file-name quoting, `multiotsu\:`), so that
+/// the parameter is typed next. The options every tool shares are checked on one tool; each
+/// tool's own on it.
 #[test]
 fn every_fixed_set_of_values_completes_in_bash_zsh_and_fish() {
     let dir = temp_dir("completions");
-    let expected = |words: &[String], typed: &str| -> Vec<(String, bool)> {
-        let mut offered: Vec<(String, bool)> = words
-            .iter()
-            .map(|w| match w.split_once(':') {
-                Some((name, p)) if !p.is_empty() && p.chars().all(|c| c.is_ascii_uppercase()) => {
-                    (format!("{name}:"), false)
-                }
-                _ => (w.clone(), true),
-            })
-            .filter(|(w, _)| w.starts_with(typed))
-            .collect();
-        offered.sort();
-        offered
+    // A word as offered, and the text a tab puts after it.
+    let offered = |word: &str| match word.split_once(':') {
+        Some((name, p)) if !p.is_empty() && p.chars().all(|c| c.is_ascii_uppercase()) => {
+            (format!("{name}:"), "")
+        }
+        _ => (word.to_owned(), " "),
     };
     let threshold = defined("threshold");
     let method = threshold.iter().find(|d| d.long == "--method").expect("threshold --method");
     assert!(method.words.contains(&"multiotsu:K".to_owned()), "threshold --method lists its methods");
+    // A folder named as a word: a completion of words is not one of file names (no `otsu/`).
+    std::fs::create_dir_all(dir.join("otsu")).unwrap();
     for shell in ["bash", "zsh", "fish"] {
         let Some(completions) = Completions::make(shell, &dir) else { continue };
         for name in tools() {
+            let mut typed = Vec::new();
+            let mut want = Vec::new();
             for d in defined(name).iter().filter(|d| !d.words.is_empty() && (d.own || name == "threshold")) {
-                let all = completions.offers(&[name, &d.long, ""]);
-                let want = expected(&d.words, "");
-                if shell != "bash" {
-                    assert_eq!(all, want, "{shell}: {name} {} <tab>", d.long);
-                    continue;
-                }
-                // bash sets `nospace` for the one match left: each word is typed to its end.
-                let words = |v: &[(String, bool)]| v.iter().map(|(w, _)| w.clone()).collect::<Vec<_>>();
-                assert_eq!(words(&all), words(&want), "{shell}: {name} {} <tab>", d.long);
-                for (word, _) in &want {
-                    let typed = word.trim_end_matches(':');
-                    let want = expected(&d.words, typed);
-                    if want.len() == 1 {
-                        let got = completions.offers(&[name, &d.long, typed]);
-                        assert_eq!(got, want, "{shell}: {name} {} {typed}<tab>", d.long);
+                let mut all: Vec<String> = d.words.iter().map(|w| offered(w).0).collect();
+                all.sort();
+                assert_eq!(completions.offers(&[name, &d.long, ""]), all, "{shell}: {name} {} <tab>", d.long);
+                for word in &d.words {
+                    let (word, space) = offered(word);
+                    let start = word.trim_end_matches(':');
+                    // Only a start no other word shares completes at once.
+                    if all.iter().filter(|w| w.starts_with(start)).count() == 1 {
+                        typed.push(format!("{name} {} {start}", d.long));
+                        want.push(format!("{name} {} {word}{space}", d.long));
                     }
                 }
             }
+            if !typed.is_empty() {
+                assert_eq!(completions.complete(name, &typed), want, "{shell}: {name}, typed {typed:?}");
+            }
         }
-        let got = completions.offers(&["threshold", "--method", "mul"]);
-        assert_eq!(got, [("multiotsu:".to_owned(), false)], "{shell}: threshold --method mul<tab>");
+        let got = completions.complete("threshold", &["threshold --method mul".to_owned()]);
+        assert_eq!(got, ["threshold --method multiotsu:"], "{shell}: threshold --method mul<tab>");
     }
 }
