@@ -34,10 +34,13 @@ maxLineGap=G), but deterministic: the same segments on every run and on both bac
 
 The edge map's Hough accumulator (as hough-vote's, 1 pixel by 1 degree) gives the candidate
 lines: its local maxima with at least THRESHOLD votes, strongest first. Each still with
-THRESHOLD votes is walked across the frame (a band of 3 pixels across the line); the runs of
-its edge pixels, split at more than G steps without one, that span at least L pixels along x
-or y are the segments. The pixels of each segment kept are removed, and their votes taken
-back, for the lines after it; then the new local maxima are walked, until none is left.
+THRESHOLD votes is walked across the frame (a band of 3 pixels across the line); its runs of
+edge pixels, split where more than G pixels of the line have none, are followed along their
+own pixels (the least-squares line, refitted until they settle), and each is the line between
+its end pixels, split again where that line has a longer gap. Those that span at least L
+pixels along x or y are the segments. The pixels of each segment kept are removed, and their
+votes taken back, for the lines after it; then the new local maxima are walked, until none is
+left.
 See docs/hough-segments.md.
 
 Output: CSV (or TSV, by -o's extension) with a header line once per output, one line per
@@ -55,8 +58,12 @@ Usage: hough-segments [OPTIONS] [FILE...]";
             "keep segments spanning at least L pixels along x or y [default: 50]",
         )
         .param("min_length"),
-        Flag::with_value("--max-gap", "G", "bridge at most G steps without an edge pixel [default: 10]")
-            .param("max_gap"),
+        Flag::with_value(
+            "--max-gap",
+            "G",
+            "bridge at most G pixels of a line without an edge pixel [default: 10]",
+        )
+        .param("max_gap"),
         DRAW,
         drawing::COLOUR,
         drawing::WIDTH,

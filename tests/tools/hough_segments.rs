@@ -110,6 +110,165 @@ fn drawn_segments_are_found_at_their_ends() {
     }
 }
 
+/// Whether two strokes keep clear of each other, so that each is one segment with its own ends:
+/// apart by 14 pixels or more (more than the default --max-gap, 10, and the band either side),
+/// or crossing at 30 degrees or more (the first one kept takes a hole of a few pixels out of
+/// the other, which --max-gap bridges) 15 pixels or more from every end.
+fn clear(a: Ends, b: Ends) -> bool {
+    let f = |(x0, y0, x1, y1): Ends| ((x0 as f64, y0 as f64), (x1 as f64, y1 as f64));
+    let (p, q) = (f(a), f(b));
+    let d = |a: (f64, f64), b: (f64, f64)| (a.0 - b.0, a.1 - b.1);
+    let cross = |u: (f64, f64), v: (f64, f64)| u.0 * v.1 - u.1 * v.0;
+    let to_segment = |pt: (f64, f64), (s, e): ((f64, f64), (f64, f64))| {
+        let (v, w) = (d(e, s), d(pt, s));
+        let t = ((w.0 * v.0 + w.1 * v.1) / (v.0 * v.0 + v.1 * v.1)).clamp(0.0, 1.0);
+        (w.0 - t * v.0).hypot(w.1 - t * v.1)
+    };
+    let (u, v) = (d(p.1, p.0), d(q.1, q.0));
+    let denom = cross(u, v);
+    if denom != 0.0 {
+        let t = cross(d(q.0, p.0), v) / denom;
+        let s = cross(d(q.0, p.0), u) / denom;
+        if (0.0..=1.0).contains(&t) && (0.0..=1.0).contains(&s) {
+            let at = (p.0 .0 + t * u.0, p.0 .1 + t * u.1);
+            let sin = (denom / (u.0.hypot(u.1) * v.0.hypot(v.1))).abs();
+            let far = [p.0, p.1, q.0, q.1].iter().all(|&e| (e.0 - at.0).hypot(e.1 - at.1) >= 15.0);
+            return sin >= 0.5 && far;
+        }
+    }
+    [to_segment(p.0, q), to_segment(p.1, q), to_segment(q.0, p), to_segment(q.1, p)]
+        .iter()
+        .all(|&x| x >= 14.0)
+}
+
+/// Fresh drawings: one to four 1-pixel segments at random angles, lengths (120 pixels or more
+/// along x or y: a shorter one may not put the default threshold's 50 votes in one cell of the
+/// 1-degree accumulator) and positions in frames of random sizes, clear of each other. Each is found
+/// once, with both ends within 2 pixels of its true ones, and nothing else is found. (The walk
+/// alone, on the accumulator's whole-degree line, stopped up to 31 pixels short of a long
+/// segment's end, and found leftovers of it as segments of their own.)
+#[test]
+fn drawn_segments_at_random_are_found_at_their_ends() {
+    let mut rng = rng();
+    for _ in 0..24 {
+        let (w, h) = (rng.i64(200..700), rng.i64(160..520));
+        let want = rng.usize(1..=4);
+        let mut strokes: Vec<Ends> = Vec::new();
+        for _ in 0..1000 {
+            if strokes.len() == want {
+                break;
+            }
+            let angle = rng.f64() * std::f64::consts::PI;
+            let length = 120.0 + rng.f64() * (w.max(h) - 120) as f64;
+            let (x0, y0) = (rng.i64(0..w), rng.i64(0..h));
+            let (x1, y1) =
+                (x0 + (length * angle.cos()).round() as i64, y0 + (length * angle.sin()).round() as i64);
+            let ends = (x0, y0, x1, y1);
+            let inside = (0..w).contains(&x1) && (0..h).contains(&y1);
+            if inside
+                && (x1 - x0).abs().max((y1 - y0).abs()) >= 120
+                && strokes.iter().all(|&s| clear(s, ends))
+            {
+                strokes.push(ends);
+            }
+        }
+        let lines: Vec<_> = strokes.iter().map(|&ends| Stroke { ends, dash: None }).collect();
+        let frame = drawn(w as usize, h as usize, &lines);
+        let found = parse_csv(&run_ok("hough-segments", "cpu", &[], &stream(&[frame])));
+        let what = format!("{w}x{h}, drawn {strokes:?}, found {found:?}");
+        assert_eq!(found.len(), strokes.len(), "{what}");
+        for &truth in &strokes {
+            assert_eq!(found.iter().filter(|f| ends_match(f, truth)).count(), 1, "{truth:?}: {what}");
+        }
+    }
+}
+
+/// The longest stretch of `s`, in pixels along it, with no edge pixel of `edges` within 1.6
+/// pixels of it: at each whole coordinate of its major axis from end to end, the point of the
+/// segment there, and the run of such points with none near. (The walk's band holds the
+/// pixels 1 either side of the rounded point: within 1.5 pixels.)
+fn longest_empty_stretch(edges: &Frame, s: &Segment) -> f64 {
+    let Pixels::U8(px) = &edges.pixels else { panic!("8-bit edges") };
+    let (w, h) = (edges.width as i64, edges.height as i64);
+    let (x0, y0, x1, y1) = (s.x0 as f64, s.y0 as f64, s.x1 as f64, s.y1 as f64);
+    let n = (x1 - x0).abs().max((y1 - y0).abs());
+    if n == 0.0 {
+        return 0.0;
+    }
+    let step = (x1 - x0).hypot(y1 - y0) / n;
+    let near = |x: f64, y: f64| {
+        let (cx, cy) = (x.round() as i64, y.round() as i64);
+        (cy - 2..=cy + 2).any(|py| {
+            (cx - 2..=cx + 2).any(|px_| {
+                (0..w).contains(&px_)
+                    && (0..h).contains(&py)
+                    && px[(py * w + px_) as usize] != 0
+                    && (px_ as f64 - x).hypot(py as f64 - y) <= 1.6
+            })
+        })
+    };
+    let (mut run, mut worst) = (0u32, 0u32);
+    for k in 0..=n as u32 {
+        let t = f64::from(k) / n;
+        if near(x0 + t * (x1 - x0), y0 + t * (y1 - y0)) {
+            run = 0;
+        } else {
+            run += 1;
+            worst = worst.max(run);
+        }
+    }
+    f64::from(worst) * step
+}
+
+/// A random star field: `stars` small rings (the Canny edges of a star or a distant galaxy)
+/// of radius 1 to 4 pixels in a `w x h` edge map.
+fn star_field(rng: &mut fastrand::Rng, w: usize, h: usize, stars: usize) -> Frame {
+    let mut px = vec![0u8; w * h];
+    for _ in 0..stars {
+        let (cx, cy, r) = (rng.f64() * w as f64, rng.f64() * h as f64, 1.0 + rng.f64() * 3.0);
+        for k in 0..64 {
+            let a = k as f64 * std::f64::consts::TAU / 64.0;
+            let (x, y) = ((cx + r * a.cos()).round(), (cy + r * a.sin()).round());
+            if x >= 0.0 && y >= 0.0 && (x as usize) < w && (y as usize) < h {
+                px[y as usize * w + x as usize] = 255;
+            }
+        }
+    }
+    Frame::new(w, h, 255, Pixels::U8(px.into()))
+}
+
+/// No segment bridges empty space longer than --max-gap pixels, at any angle: on the Hubble deep
+/// field's Canny edges (where 121 segments joined unrelated stars across up to 14 pixels of
+/// nothing: 10 steps of a diagonal walk) and on fresh random star fields, with the defaults and
+/// with --max-gap 5.
+#[test]
+fn star_fields_are_not_bridged_over_max_gap() {
+    let mut rng = rng();
+    let (hubble, hubble_frame) = edge_map("hubble_deep_field.jpg");
+    let mut maps = vec![(hubble, hubble_frame)];
+    for _ in 0..4 {
+        let (w, h) = (rng.usize(300..700), rng.usize(300..600));
+        let stars = w * h / rng.usize(150..600);
+        let frame = star_field(&mut rng, w, h, stars);
+        maps.push((stream(std::slice::from_ref(&frame)), frame));
+    }
+    for (bytes, frame) in &maps {
+        for gap in [10u32, 5] {
+            let args = ["--max-gap".to_string(), gap.to_string()];
+            let found = parse_csv(&run_ok("hough-segments", "cpu", &[&args[0], &args[1]], bytes));
+            for s in &found {
+                let empty = longest_empty_stretch(frame, s);
+                assert!(
+                    empty <= f64::from(gap) + 1e-9,
+                    "{}x{} --max-gap {gap}: {s:?} bridges {empty:.1} px",
+                    frame.width,
+                    frame.height
+                );
+            }
+        }
+    }
+}
+
 /// Each of our segments against cv2.HoughLinesP's on the fixtures' edge maps: the share of our
 /// segments' pixels within 2 pixels of OpenCV's, and the reverse. (OpenCV's pixel order comes
 /// from a generator with a fixed seed, so its output does not change from run to run.)

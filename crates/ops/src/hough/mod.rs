@@ -32,6 +32,7 @@ mod distinct;
 mod draw;
 mod gpu;
 mod lines;
+mod refine;
 mod segments;
 mod space;
 #[cfg(test)]

@@ -10,14 +10,20 @@
 //!    and a smaller index; rows wrap across 0/180 degrees with the distance mirrored), not walked
 //!    in an earlier round, strongest first, equal votes in row-major order; a round that keeps
 //!    no segment ends the search (no votes changed, so no new candidates);
-//! 2. a candidate whose votes, less those taken back (4.), are now under `threshold` is skipped;
+//! 2. a candidate whose votes, less those taken back (5.), are now under `threshold` is skipped;
 //! 3. the others' line x cos θ + y sin θ = ρ is walked across the frame along its major axis with
 //!    OpenCV's 16-bit fixed-point step; at each step the pixel on the line, else the one before it
 //!    across, else the one after it (a band of three) is the step's edge pixel, if one is;
-//! 4. the steps with an edge pixel make segments, split where more than `max_gap` steps in a row
-//!    have none; a segment whose ends differ by at least `min_length` along x or along y
-//!    (OpenCV's test) is kept, and every edge pixel of the band over its steps is removed from
-//!    the edge map and its votes taken back from the accumulator (as OpenCV's walk does).
+//! 4. the steps with an edge pixel make runs, split where more empty steps follow each other
+//!    than span `max_gap` pixels of the line (√(1 + slope²) pixels a step); each run that spans
+//!    at least the least of `min_length` and [`REFINE_SPAN`] steps (less 2) is refined
+//!    ([`super::refine`]): the line fitted to its pixels by least squares is walked out from
+//!    them with the same band and gaps, in rounds, to its first and last pixels on that line;
+//! 5. the segment is then the line through those two pixels, walked from one to the other: where
+//!    it has a longer gap, each of its runs is walked between its own first and last pixels in
+//!    turn. A segment whose ends differ by at least `min_length` along x or along y (OpenCV's
+//!    test) is kept, and every edge pixel of the band over its steps is removed from the edge
+//!    map and its votes taken back from the accumulator (as OpenCV's walk does).
 //!
 //! At most [`walk_budget`] steps are walked (a frame whose lines need more is refused, naming
 //! `threshold`) and [`MAX_SEGMENTS`] segments kept per frame, so an all-edge or a noisy frame
@@ -32,6 +38,7 @@
 
 use histopipe_frame::Frame;
 
+use super::refine::{between, refine, Between, Pixel, REFINE_SPAN};
 use super::space::vote_column;
 use super::vote::{MAGIC_MAX_RHOS, ROUND_MAGIC, ROUND_MAGIC_BITS};
 use super::{edge_pixels, HoughParams, HoughSpace, HoughVote, HoughVotePlan, Strategy};
@@ -105,12 +112,13 @@ impl Segment {
 }
 
 /// A line's walk: `steps` positions along the major axis from `first`, the minor coordinate in
-/// fixed point (`minor + t · slope`, pixel = value >> [`SHIFT`]).
-struct Walk {
+/// fixed point (`minor + k · slope` at step k, pixel = value >> [`SHIFT`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Walk {
     /// x is the major axis.
-    x_major: bool,
-    first: i64,
-    steps: i64,
+    pub(super) x_major: bool,
+    pub(super) first: i64,
+    pub(super) steps: i64,
     minor: i64,
     slope: i64,
 }
@@ -122,11 +130,18 @@ impl Walk {
         let (c, s) = (theta.cos(), theta.sin());
         let x_major = s.abs() >= c.abs();
         // Along the major axis t, the minor one is (ρ − t a) / b.
-        let (a, b, major, minor_len) = if x_major { (c, s, width, height) } else { (s, c, height, width) };
+        let (a, b) = if x_major { (c, s) } else { (s, c) };
+        Walk::along(x_major, rho / b, -a / b, width, height)
+    }
+
+    /// The walk of the line whose minor coordinate is `at_0 + t · slope` at major coordinate t
+    /// (|slope| ≤ 1) over a `width x height` frame, limited to the steps whose band can touch it.
+    pub(super) fn along(x_major: bool, at_0: f64, slope: f64, width: usize, height: usize) -> Walk {
+        let (major, minor_len) = if x_major { (width, height) } else { (height, width) };
         let one = (1i64 << SHIFT) as f64;
         // + 1/2: the pixel is the minor coordinate rounded, OpenCV's `(1 << (shift - 1))`.
-        let minor = ((rho / b + 0.5) * one).round() as i64;
-        let slope = (-a / b * one).round() as i64;
+        let minor = ((at_0 + 0.5) * one).round() as i64;
+        let slope = (slope * one).round() as i64;
         // Steps where the minor pixel is within [-1, minor_len]: the band reaches the frame.
         let (lo, hi) = (-(2i64 << SHIFT), (minor_len as i64 + 2) << SHIFT);
         let (mut first, mut last) = (0i64, major as i64 - 1);
@@ -145,9 +160,43 @@ impl Walk {
         Walk { x_major, first, steps, minor: minor + first * slope, slope }
     }
 
+    /// The walk over a `width x height` frame of the line through pixels `p` and `q` (not the
+    /// same), along the axis on which they lie further apart, the minor coordinate exact at
+    /// `p` (and within 2⁻¹⁶ a step of exact elsewhere); its steps of `p` and `q`, in order.
+    pub(super) fn through(p: (i64, i64), q: (i64, i64), width: usize, height: usize) -> (Walk, i64, i64) {
+        let x_major = p.0.abs_diff(q.0) >= p.1.abs_diff(q.1);
+        let tm = |(x, y): (i64, i64)| if x_major { (x, y) } else { (y, x) };
+        let ((t0, m0), (t1, m1)) = (tm(p), tm(q));
+        let slope = (m1 - m0) as f64 / (t1 - t0) as f64;
+        let mut walk = Walk::along(x_major, m0 as f64 - slope * t0 as f64, slope, width, height);
+        walk.minor = (m0 << SHIFT) + (1 << (SHIFT - 1)) + (walk.first - t0) * walk.slope;
+        let (k0, k1) = (t0 - walk.first, t1 - walk.first);
+        (walk, k0.min(k1), k0.max(k1))
+    }
+
+    /// The part of the walk of `steps` steps from step `k`.
+    pub(super) fn part(&self, k: i64, steps: i64) -> Walk {
+        Walk { first: self.first + k, steps, minor: self.minor + k * self.slope, ..*self }
+    }
+
+    /// The most steps in a row without an edge pixel that a segment bridges: those whose
+    /// length along the line, √(1 + slope²) pixels a step, is at most `max_gap` pixels.
+    pub(super) fn gap_steps(&self, max_gap: u32) -> i64 {
+        let slope = self.slope as f64 / (1i64 << SHIFT) as f64;
+        (f64::from(max_gap) / slope.hypot(1.0)).floor() as i64
+    }
+
+    /// The index in [`BAND`] of step `k`'s first edge pixel, if it has one.
+    pub(super) fn band_edge(&self, edges: &EdgeBits, k: i64) -> Option<usize> {
+        BAND.iter().position(|&across| {
+            let (x, y) = self.pixel(k, across);
+            edges.get(x, y)
+        })
+    }
+
     /// The pixel of step `k` (0-based from `first`) at `across` pixels from the line.
     #[inline(always)]
-    fn pixel(&self, k: i64, across: i64) -> (i64, i64) {
+    pub(super) fn pixel(&self, k: i64, across: i64) -> (i64, i64) {
         let t = self.first + k;
         let m = ((self.minor + k * self.slope) >> SHIFT) + across;
         if self.x_major {
@@ -158,7 +207,7 @@ impl Walk {
     }
 
     /// Appends to `hits` the steps with an edge pixel in `edges`, in order, each as a [`Hit`].
-    fn hits(&self, edges: &EdgeBits, hits: &mut Vec<Hit>) {
+    pub(super) fn hits(&self, edges: &EdgeBits, hits: &mut Vec<Hit>) {
         if self.slope.unsigned_abs() <= (1 << SHIFT) / 8 {
             self.hits_by_runs(edges, hits);
         } else {
@@ -321,26 +370,26 @@ fn is_peak(space: &HoughSpace, acc: &[u32], i: usize) -> bool {
 
 /// A step of a walk with an edge pixel: the step (below 2^30: frames' sides are, see
 /// [`HoughSegments::segments`]) and the index of its pixel in [`BAND`].
-#[derive(Clone, Copy, Default)]
-struct Hit(u32);
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub(super) struct Hit(u32);
 
 impl Hit {
     #[inline(always)]
-    fn new(step: i64, band: usize) -> Hit {
+    pub(super) fn new(step: i64, band: usize) -> Hit {
         Hit((step as u32) << 2 | band as u32)
     }
 
-    fn step(self) -> i64 {
+    pub(super) fn step(self) -> i64 {
         i64::from(self.0 >> 2)
     }
 
-    fn band(self) -> usize {
+    pub(super) fn band(self) -> usize {
         (self.0 & 3) as usize
     }
 }
 
 /// The band's order at a step: on the line, then before it, then after it.
-const BAND: [i64; 3] = [0, -1, 1];
+pub(super) const BAND: [i64; 3] = [0, -1, 1];
 
 /// The walks of a part of a batch, walked ahead ([`HoughSegments::walk_ahead`]): every walk's
 /// steps with an edge pixel one after another in one vector, each walk's range of it (`None`:
@@ -486,7 +535,7 @@ impl HoughSegments {
                 let start = ahead.hits.len();
                 if walk.steps as u64 <= budget {
                     walk.hits(edges, &mut ahead.hits);
-                    if !self.may_keep(&ahead.hits[start..]) {
+                    if !self.may_keep(walk, &ahead.hits[start..]) {
                         ahead.hits.truncate(start);
                         ahead.walks.push(None);
                         continue;
@@ -498,23 +547,21 @@ impl HoughSegments {
         })
     }
 
-    /// Whether a segment may be kept from `hits`, a walk's steps with an edge pixel, now or once
-    /// edge pixels are removed: removals only take steps away (runs split, never join), and
-    /// move a step's pixel at most one across, so a run of steps s0..s1 gives ends at most
-    /// s1 − s0 apart along the major axis and s1 − s0 + 2 along the minor one (the line moves at
-    /// most a pixel across a step).
-    fn may_keep(&self, hits: &[Hit]) -> bool {
-        let mut start = 0;
-        for j in 1..=hits.len() {
-            if j < hits.len() && hits[j].step() - hits[j - 1].step() - 1 <= i64::from(self.max_gap) {
-                continue;
-            }
-            if hits[j - 1].step() - hits[start].step() + 2 >= i64::from(self.min_length) {
-                return true;
-            }
-            start = j;
-        }
-        false
+    /// Whether a segment may be kept from `hits`, `walk`'s steps with an edge pixel, now or
+    /// once edge pixels are removed: removals only take steps away (runs split, never join), so
+    /// a run that is refined ([`refine`]) spans, now, at least [`HoughSegments::span_to_refine`]
+    /// steps less 2 (its ends may move a pixel across).
+    fn may_keep(&self, walk: &Walk, hits: &[Hit]) -> bool {
+        let gap = walk.gap_steps(self.max_gap);
+        let least = i64::from(self.span_to_refine());
+        hits.chunk_by(|a, b| b.step() - a.step() - 1 <= gap)
+            .any(|run| run[run.len() - 1].step() - run[0].step() + 2 >= least)
+    }
+
+    /// The span of a candidate's run, in steps of its walk along x or y, from which it is
+    /// refined: the least of `min_length` and [`REFINE_SPAN`].
+    fn span_to_refine(&self) -> u32 {
+        self.min_length.min(REFINE_SPAN)
     }
 
     /// The walk of accumulator cell `i`'s line.
@@ -524,10 +571,13 @@ impl HoughSegments {
         Walk::new(rho, space.theta_degrees(row).to_radians(), space.width, space.height)
     }
 
-    /// Makes `walk`'s segments from its steps with an edge pixel, `hits`: pushes each one kept
-    /// into `found` and removes the edge pixels of its band from `edges`, each into `taken`.
-    /// Whether `found` is full ([`MAX_SEGMENTS`]).
-    #[allow(clippy::too_many_arguments)]
+    /// Makes `walk`'s segments from its steps with an edge pixel, `hits`: each run that spans
+    /// [`HoughSegments::span_to_refine`] steps (less 2) is refined on the edges as they are
+    /// ([`refine`]), then walked between its ends ([`between`]), and where that walk has longer
+    /// gaps each of its runs between its own ends, in order; each segment whose ends differ by
+    /// `min_length` along x or y is pushed into `found`, and the edge pixels of its line's band
+    /// over its steps are removed from `edges`, each into `taken`. Whether `found` is full
+    /// ([`MAX_SEGMENTS`]).
     fn keep(
         &self,
         walk: &Walk,
@@ -536,34 +586,82 @@ impl HoughSegments {
         found: &mut Vec<Segment>,
         taken: &mut Vec<(u32, u32)>,
     ) -> bool {
-        let mut start = 0;
-        for j in 1..=hits.len() {
-            if j < hits.len() && hits[j].step() - hits[j - 1].step() - 1 <= i64::from(self.max_gap) {
+        let gap = walk.gap_steps(self.max_gap);
+        let least = i64::from(self.span_to_refine());
+        for run in hits.chunk_by(|a, b| b.step() - a.step() - 1 <= gap) {
+            if run[run.len() - 1].step() - run[0].step() + 2 < least {
                 continue;
             }
-            let (first, last) = (hits[start], hits[j - 1]);
-            let votes = (j - start) as u32;
-            start = j;
-            let (x0, y0) = walk.pixel(first.step(), BAND[first.band()]);
-            let (x1, y1) = walk.pixel(last.step(), BAND[last.band()]);
-            let s = Segment { x0: x0 as u32, y0: y0 as u32, x1: x1 as u32, y1: y1 as u32, votes };
-            if s.x0.abs_diff(s.x1).max(s.y0.abs_diff(s.y1)) < self.min_length {
-                continue;
-            }
-            for k in first.step()..=last.step() {
-                for across in BAND {
-                    let (x, y) = walk.pixel(k, across);
-                    if edges.take(x, y) {
-                        taken.push((x as u32, y as u32));
-                    }
+            let Some(ends) = refine(walk, run, edges, self.max_gap) else { continue };
+            // Each pair is walked once, or split into pairs no further apart: at most as many
+            // walks as the run has pixels.
+            let mut pending = vec![ends];
+            let mut walks = run.len();
+            while let Some((p, q)) = pending.pop() {
+                if p.0.abs_diff(q.0).max(p.1.abs_diff(q.1)) + 2 < u64::from(self.min_length) || walks == 0 {
+                    continue;
                 }
-            }
-            found.push(s);
-            if found.len() == MAX_SEGMENTS {
-                return true;
+                walks -= 1;
+                let (line, hits) = if p == q {
+                    // One pixel, a segment when min_length is 0: its band is itself.
+                    (Walk::through(p, (p.0 + 1, p.1), edges.w, edges.h).0, vec![])
+                } else {
+                    match between(p, q, edges, self.max_gap) {
+                        Between::Segment(line, hits) => (line, hits),
+                        Between::Runs(runs) => {
+                            // Last first: popped in the walk's order.
+                            pending.extend(runs.into_iter().rev());
+                            continue;
+                        }
+                    }
+                };
+                if self.keep_segment(p, q, &line, &hits, edges, found, taken) {
+                    return true;
+                }
             }
         }
         false
+    }
+
+    /// Keeps the segment from `p` to `q` (in `line`'s order) with `hits`, steps of `line`, if
+    /// its ends differ by `min_length` along x or y: pushes it into `found` and removes the
+    /// edge pixels of the band over its steps from `edges`, each into `taken` (for one pixel,
+    /// `hits` empty, that pixel). Whether `found` is full ([`MAX_SEGMENTS`]).
+    #[allow(clippy::too_many_arguments)]
+    fn keep_segment(
+        &self,
+        p: Pixel,
+        q: Pixel,
+        line: &Walk,
+        hits: &[Hit],
+        edges: &mut EdgeBits,
+        found: &mut Vec<Segment>,
+        taken: &mut Vec<(u32, u32)>,
+    ) -> bool {
+        let votes = hits.len().max(1) as u32;
+        let s = Segment { x0: p.0 as u32, y0: p.1 as u32, x1: q.0 as u32, y1: q.1 as u32, votes };
+        if s.x0.abs_diff(s.x1).max(s.y0.abs_diff(s.y1)) < self.min_length || !edges.get(p.0, p.1) {
+            return false;
+        }
+        let steps = match (hits.first(), hits.last()) {
+            (Some(first), Some(last)) => first.step()..=last.step(),
+            _ => {
+                edges.take(p.0, p.1);
+                taken.push((p.0 as u32, p.1 as u32));
+                found.push(s);
+                return found.len() == MAX_SEGMENTS;
+            }
+        };
+        for k in steps {
+            for across in BAND {
+                let (x, y) = line.pixel(k, across);
+                if edges.take(x, y) {
+                    taken.push((x as u32, y as u32));
+                }
+            }
+        }
+        found.push(s);
+        found.len() == MAX_SEGMENTS
     }
 }
 
@@ -679,9 +777,9 @@ impl TakeBack {
 /// The edge map as one bit a pixel, in two layouts: row-major (bit y w + x) and column-major
 /// (bit x h + y). A walk reads the one along which its band, or its run, is contiguous; the bits
 /// of a 4096 x 4096 frame (2 MiB a layout) stay in the caches where bytes would not.
-struct EdgeBits {
-    w: usize,
-    h: usize,
+pub(super) struct EdgeBits {
+    pub(super) w: usize,
+    pub(super) h: usize,
     rows: Vec<u64>,
     cols: Vec<u64>,
     /// Each tile's Chebyshev distance in tiles to the nearest tile with an edge when the map was
@@ -732,7 +830,7 @@ impl EdgeBits {
     }
 
     /// Whether (x, y) is in the frame and an edge.
-    fn get(&self, x: i64, y: i64) -> bool {
+    pub(super) fn get(&self, x: i64, y: i64) -> bool {
         inside(x, y, self.w, self.h) && take_bits(&self.rows, y as usize * self.w + x as usize, 1) != 0
     }
 
@@ -917,16 +1015,14 @@ mod tests {
         assert!(text.contains("threshold 12") && text.contains("more than 1000 steps"), "{text}");
     }
 
-    /// The rules of the module's documentation followed as written, one line at a time on the
-    /// samples themselves: no batches, bit maps, runs or tiles.
+    /// The rules of the module's documentation followed as written, one line at a time: each
+    /// candidate's whole walk, step by step, on the edge map as it is, then its segments made
+    /// and their votes taken back at once; no batches, bit runs or tiles.
     fn walking_each_line(p: &HoughSegments, f: &Frame) -> Vec<Segment> {
         let space = HoughSegments::space(f).unwrap();
         let mut acc = HoughVote::votes_cpu(&space, f).unwrap();
-        let (w, h) = (f.width, f.height);
         let Pixels::U8(px) = &f.pixels else { unreachable!() };
-        let mut edge: Vec<bool> = px.iter().map(|&v| v != 0).collect();
-        let is_edge =
-            |edge: &[bool], (x, y): (i64, i64)| inside(x, y, w, h) && edge[y as usize * w + x as usize];
+        let mut edges = EdgeBits::new(&px[..], f.width, f.height);
         let take_back = TakeBack::new(&space);
         let (threshold, mut walked, mut found) = (p.threshold.max(1), vec![false; acc.len()], Vec::new());
         loop {
@@ -941,28 +1037,15 @@ mod tests {
                 }
                 walked[i] = true;
                 let walk = HoughSegments::walk(&space, i);
-                let hits: Vec<(i64, (i64, i64))> = (0..walk.steps)
-                    .filter_map(|k| {
-                        BAND.iter().map(|&a| walk.pixel(k, a)).find(|&q| is_edge(&edge, q)).map(|q| (k, q))
-                    })
+                let hits: Vec<Hit> = (0..walk.steps)
+                    .filter_map(|k| walk.band_edge(&edges, k).map(|b| Hit::new(k, b)))
                     .collect();
-                for run in hits.chunk_by(|a, b| b.0 - a.0 - 1 <= i64::from(p.max_gap)) {
-                    let ((k0, (x0, y0)), (k1, (x1, y1))) = (run[0], run[run.len() - 1]);
-                    if x0.abs_diff(x1).max(y0.abs_diff(y1)) < u64::from(p.min_length) {
-                        continue;
+                let mut taken = Vec::new();
+                p.keep(&walk, &hits, &mut edges, &mut found, &mut taken);
+                for (x, y) in taken {
+                    for n in 0..space.thetas {
+                        acc[n * space.rhos + take_back.column(n, x, y)] -= 1;
                     }
-                    for q in (k0..=k1).flat_map(|k| BAND.map(|a| walk.pixel(k, a))) {
-                        if is_edge(&edge, q) {
-                            edge[q.1 as usize * w + q.0 as usize] = false;
-                            for n in 0..space.thetas {
-                                let cell =
-                                    &mut acc[n * space.rhos + take_back.column(n, q.0 as u32, q.1 as u32)];
-                                *cell -= 1;
-                            }
-                        }
-                    }
-                    let votes = run.len() as u32;
-                    found.push(Segment { x0: x0 as u32, y0: y0 as u32, x1: x1 as u32, y1: y1 as u32, votes });
                 }
             }
             if found.len() == kept {
