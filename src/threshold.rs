@@ -37,7 +37,8 @@ threshold: each frame to a binary frame by a global threshold chosen from its ow
 
 A sample above the threshold t becomes maxval, any other 0 (OpenCV's THRESH_BINARY; --invert:
 THRESH_BINARY_INV); the output keeps the input's maxval. otsu is cv2.threshold's THRESH_OTSU and
-triangle its THRESH_TRIANGLE, the same threshold and the same bytes; multiotsu:K gives the K - 1
+triangle its THRESH_TRIANGLE, the same threshold and the same bytes (scikit-image's differ on flat
+frames, and its triangle by about a level: docs/threshold.md); multiotsu:K gives the K - 1
 thresholds of scikit-image's threshold_multiotsu(image, classes=K) and a label frame 0..K-1
 (8-bit, maxval 255, the labels themselves in every container: stretch --in 0:K-1 to view them),
 each sample's label the number of thresholds at or below it (np.digitize).
