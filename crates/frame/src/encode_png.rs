@@ -140,13 +140,23 @@ impl<'f> Rows<'f> {
         match &self.frame.pixels {
             Pixels::U8(v) if !scale.scales() => &v[at],
             Pixels::U8(v) => {
-                self.buffer.clear();
-                self.buffer.extend(v[at].iter().map(|&s| scale.written(s as u16) as u8));
+                self.buffer.resize(self.samples, 0);
+                for (out, &s) in self.buffer.iter_mut().zip(&v[at]) {
+                    *out = scale.written(s as u16) as u8;
+                }
                 &self.buffer
             }
+            // Two bytes a sample in place (a loop the compiler vectorizes), the division of a
+            // scaled maxval only where it scales: an `extend` over each sample's bytes took 8% of
+            // a float-to-16-bit `stretch` to PNG.
             Pixels::U16(v) => {
-                self.buffer.clear();
-                self.buffer.extend(v[at].iter().flat_map(|&s| scale.written(s).to_be_bytes()));
+                self.buffer.resize(2 * self.samples, 0);
+                let pairs = self.buffer.chunks_exact_mut(2).zip(&v[at]);
+                if scale.scales() {
+                    pairs.for_each(|(out, &s)| out.copy_from_slice(&scale.written(s).to_be_bytes()));
+                } else {
+                    pairs.for_each(|(out, &s)| out.copy_from_slice(&s.to_be_bytes()));
+                }
                 &self.buffer
             }
             Pixels::F32(_) => unreachable!("checked: PNG holds integers"),

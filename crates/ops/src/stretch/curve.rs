@@ -104,6 +104,7 @@ impl Curve {
 
     /// t of `x` (not NaN): (x - lo) / (hi - lo) clamped to [0, 1]; for lo = hi, 0 at or below lo
     /// and 1 above.
+    #[inline(always)]
     pub fn t(&self, x: f64) -> f64 {
         if self.hi > self.lo {
             let t = (x - self.lo) / (self.hi - self.lo);
@@ -129,6 +130,7 @@ impl Curve {
     }
 
     /// f(t) before the division by [`Curve::norm`] (log, asinh), or f(t) itself.
+    #[inline(always)]
     fn numerator(&self, t: f64) -> f64 {
         match self.scale {
             Scale::Linear => t,
@@ -142,6 +144,7 @@ impl Curve {
     }
 
     /// f(t) of the scale, with `norm` = [`Curve::norm`].
+    #[inline(always)]
     fn f(&self, t: f64, norm: f64) -> f64 {
         match self.scale {
             Scale::Linear | Scale::Sqrt => self.numerator(t),
@@ -155,6 +158,7 @@ impl Curve {
     }
 
     /// [`Curve::level`], with `norm` = [`Curve::norm`] computed once.
+    #[inline(always)]
     pub(crate) fn level_with(&self, v: f64, norm: f64) -> u16 {
         if v.is_nan() {
             return 0;

