@@ -641,10 +641,13 @@ impl ColHist {
         self.sweep_header(cx, bins, &lines);
         if self.along.is_none() && !colour_turns {
             // The turns a group at a time, each group's output handed to the writer while the
-            // next is counted: a long cube is written as it is made (groups of about 16 MiB of
-            // counts, and at least one turn).
+            // next is counted: a long cube is written as it is made. Groups of about 16 MiB of
+            // counts, or a turn a thread where that is more (a turn is one thread's task: with
+            // 3 turns a group, 16 cores made a 4K cube of 37 turns in 0.21 s), in groups of
+            // equal size.
             let per_turn = bins * lines.iter().max().copied().unwrap_or(0) * 4;
-            let group = ((16 << 20) / per_turn.max(1)).max(1);
+            let most = ((16 << 20) / per_turn.max(1)).max(parallel::threads()).max(1);
+            let group = sweep.turns.len().div_ceil(sweep.turns.len().div_ceil(most)).max(1);
             let mut first = 0;
             for turns_of_group in sweep.turns.chunks(group) {
                 let part = ColHistSweep { turns: turns_of_group.to_vec(), params: self.params };
