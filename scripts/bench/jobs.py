@@ -5,6 +5,7 @@ the same files in one process and in a multiprocessing.Pool of every core, and `
 same bytes where the job is output-bound.
 
     scripts/bench/jobs.py [--files N] [--size WxH] [--reps R] [--backends cpu,gpu,auto] [--out DIR]
+                          [--only JOB,...] [--pool-only]
 
 The tools are taken from PATH; Python needs NumPy and OpenCV. Inputs are made from the photos in
 tests/fixtures/ (each file its own crop and scale, so no two are alike). Each command runs REPS
@@ -148,6 +149,8 @@ def main():
     ap.add_argument("--backends", default="cpu,gpu,auto")
     ap.add_argument("--out")
     ap.add_argument("--only", default="", help="comma-separated job names")
+    ap.add_argument("--pool-only", action="store_true",
+                    help="leave out the one-process OpenCV scripts (the slowest commands by far)")
     args = ap.parse_args()
     width, height = map(int, args.size.split("x"))
     backends = [b for b in args.backends.split(",") if b]
@@ -211,6 +214,8 @@ def main():
                 # The bytes cat writes: ours, made once beforehand.
                 first = next(iter(ours.values()))[0]
                 subprocess.run(["bash", "-c", first.replace(f"{out}/cube.npy", f"{work}/cube.npy")], check=True)
+            if args.pool_only:
+                theirs = [t for t in theirs if "one process" not in t[0]]
             commands = [(f"histopipe --backend {b}", c, e) for b, (c, e) in ours.items()] + theirs
             times = {name: [] for name, _, _ in commands}
             for name, cmd, expect in commands:  # one warm-up each (page cache, kernel cache)
