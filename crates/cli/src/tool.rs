@@ -14,7 +14,7 @@ use crate::error::Place;
 use crate::flags::{Flag, FlagError, Given};
 use crate::luma;
 use crate::outputs::{OutputFormat, PathTemplate, Product};
-use crate::writer::{Done, Written};
+use crate::writer::{Done, Part, Written};
 use crate::Error;
 
 /// One histopipe tool: its options, what it writes, and what it does with each frame. Frames are
@@ -93,16 +93,6 @@ pub trait Tool: Default + Sync {
 pub const FLOAT_REFUSED: &str = "32-bit float samples, and this tool takes integer ones: make them integers \
      first with stretch (stretch --depth 16 -o x.png, or --depth 8); pad, rotate, radon, cdf and colhist \
      take float frames as they are";
-
-/// What a frame's work left to write, in order.
-pub(crate) enum Part {
-    /// A frame, written in the output's container.
-    Frame(Frame),
-    /// A frame already encoded (PNG, TIFF), on a worker rather than on the writer.
-    Encoded(Vec<u8>),
-    /// Bytes written as they are: text, or a picture a tool encoded itself.
-    Bytes(Vec<u8>),
-}
 
 /// The first columns of every table a tool writes (see [`Context::row_key`]).
 pub const TABLE_KEY_COLUMNS: [&str; 2] = ["frame", "source"];

@@ -13,8 +13,8 @@ use crate::dispatch::Backends;
 use crate::error::Place;
 use crate::outputs::Destination;
 use crate::panic::catch;
-use crate::tool::{Context, Part, Tool, FLOAT_REFUSED};
-use crate::writer::{Done, InFlight, PartWriter, Written};
+use crate::tool::{Context, Tool, FLOAT_REFUSED};
+use crate::writer::{Done, InFlight, Part, PartWriter, Written};
 use crate::{Common, Error};
 
 /// Frame `n` of the stream, and where its output goes.

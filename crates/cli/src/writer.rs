@@ -18,8 +18,17 @@ use crate::error::Place;
 use crate::panic::catch;
 use crate::progress::Progress;
 use crate::splice::{self, PagePipe};
-use crate::tool::Part;
 use crate::{Error, ErrorKind};
+
+/// What a frame's work left to write, in order.
+pub(crate) enum Part {
+    /// A frame, written in the output's container.
+    Frame(Frame),
+    /// A frame already encoded (PNG, TIFF), on a worker rather than on the writer.
+    Encoded(Vec<u8>),
+    /// Bytes written as they are: text, or a picture a tool encoded itself.
+    Bytes(Vec<u8>),
+}
 
 /// What a worker made of frame `n`.
 pub(crate) struct Done {
