@@ -4,10 +4,10 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::figure::{
-    render, whole_number, Figure, FigureFormat, PixelRect, PlotError, RasterPlacement, FONT,
-};
+use crate::error::PlotError;
+use crate::figure::{render, whole_number, Figure, FigureFormat, RasterPlacement, FONT};
 use crate::heatmap::RgbImage;
+use crate::rect::PixelRect;
 
 /// What `cdf --plot` draws: one frame's distribution.
 #[derive(Debug, Clone)]

@@ -5,10 +5,10 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::colour::{viridis, LogColour};
-use crate::figure::{
-    place_raster, render, whole_number, Figure, FigureFormat, PixelRect, PlotError, RasterPlacement, FONT,
-};
+use crate::error::PlotError;
+use crate::figure::{place_raster, render, whole_number, Figure, FigureFormat, RasterPlacement, FONT};
 use crate::heatmap::{raster, Counts, RgbImage};
+use crate::rect::PixelRect;
 
 /// What `colhist --plot` draws: one frame's matrix.
 #[derive(Debug, Clone)]

@@ -1,16 +1,16 @@
 //! Figures as files: their format, where `--plot` puts them, the bundled font, and drawing on
 //! either backend.
 
-use std::fmt;
 use std::path::Path;
 use std::sync::OnceLock;
 
 use plotters::coord::Shift;
-use plotters::drawing::DrawingAreaErrorKind;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
+use crate::error::PlotError;
 use crate::heatmap::RgbImage;
+use crate::rect::PixelRect;
 use crate::svg;
 
 /// The size of every figure, in pixels (SVG user units): 4 : 2.5, as a notebook's figure.
@@ -20,24 +20,6 @@ pub(crate) const SIZE: (u32, u32) = (960, 600);
 pub(crate) const FONT: &str = "sans-serif";
 
 static FONT_FILE: &[u8] = include_bytes!("../fonts/DejaVuSans-subset.ttf");
-
-/// Why a figure could not be made.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlotError(pub String);
-
-impl fmt::Display for PlotError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for PlotError {}
-
-impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for PlotError {
-    fn from(e: DrawingAreaErrorKind<E>) -> PlotError {
-        PlotError(format!("cannot draw the figure: {e}"))
-    }
-}
 
 /// The file formats a figure is written in, by the name's extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,22 +113,6 @@ pub(crate) fn render(format: FigureFormat, figure: &impl Figure) -> Result<Vec<u
             }
             Ok(text.into_bytes())
         }
-    }
-}
-
-/// A rectangle of a figure, in pixels: `x..x + width`, `y..y + height`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct PixelRect {
-    pub x: i32,
-    pub y: i32,
-    pub width: u32,
-    pub height: u32,
-}
-
-impl PixelRect {
-    /// The rectangle of a drawing area's pixel range.
-    pub fn of_range((xs, ys): (std::ops::Range<i32>, std::ops::Range<i32>)) -> PixelRect {
-        PixelRect { x: xs.start, y: ys.start, width: xs.len() as u32, height: ys.len() as u32 }
     }
 }
 

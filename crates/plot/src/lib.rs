@@ -13,12 +13,15 @@
 mod cdf;
 mod colhist;
 mod colour;
+mod error;
 mod figure;
 mod heatmap;
+mod rect;
 mod svg;
 
 pub use cdf::{cdf_figure, CdfFigure};
 pub use colhist::{colhist_figure, ColhistFigure};
 pub use colour::{viridis, LogColour};
-pub use figure::{FigureFormat, PlotError};
+pub use error::PlotError;
+pub use figure::FigureFormat;
 pub use heatmap::{heatmap_image, Counts, RgbImage};

@@ -6,8 +6,9 @@
 
 use plotters::style::RGBColor;
 
-use crate::figure::{PixelRect, PlotError};
+use crate::error::PlotError;
 use crate::heatmap::RgbImage;
+use crate::rect::PixelRect;
 
 /// The placeholder's colour.
 pub(crate) const PLACEHOLDER: RGBColor = RGBColor(1, 2, 3);
