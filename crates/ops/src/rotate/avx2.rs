@@ -7,7 +7,7 @@ use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 use std::ops::Range;
 
-use super::cpu::{bilinear_point, blend_at, nearest_at, Blend, RowMap};
+use super::row_map::RowMap;
 use crate::{Element, Sample};
 
 /// A row's map on four lanes, and the constants the loops need.
@@ -70,7 +70,9 @@ fn first_lanes(x0: usize) -> __m256d {
     _mm256_add_pd(_mm256_set1_pd(x0 as i64 as f64), _mm256_setr_pd(0.0, 1.0, 2.0, 3.0))
 }
 
-/// Writes the nearest samples of the pixels `xs` of `row` to `out`: `Kernel::nearest`.
+/// Writes the nearest samples of the pixels `xs` of `row` to `out`, four at a time, as
+/// `Kernel::nearest` does: all but the last `xs.len() % 4`, left to the caller. Returns how many
+/// it wrote.
 ///
 /// # Safety
 /// The CPU has AVX2; `input` holds the `w`-wide frame, of fewer than 2^52 pixels, and `xs`
@@ -82,7 +84,7 @@ pub(super) unsafe fn nearest<T: Element>(
     row: &RowMap,
     xs: Range<usize>,
     out: &mut [MaybeUninit<T>],
-) {
+) -> usize {
     let lanes = Lanes::new(row, w);
     let half = _mm256_set1_pd(0.5);
     let mut fx = first_lanes(xs.start);
@@ -112,28 +114,25 @@ pub(super) unsafe fn nearest<T: Element>(
             }
         }
     }
-    let tail = &mut out[whole..xs.len()];
-    let first = xs.end - tail.len();
-    for (slot, x) in tail.iter_mut().zip(first..) {
-        slot.write(nearest_at(input, w, row, x));
-    }
+    whole
 }
 
-/// Writes the bilinear samples of the pixels `xs` of `row` to `out`, at most `maxval`:
-/// `Kernel::bilinear`.
+/// Writes the bilinear samples of the pixels `xs` of `row` to `out`, at most `maxval`, four at a
+/// time, as `Kernel::bilinear` does: all but the last `xs.len() % 4`, left to the caller. Returns
+/// how many it wrote.
 ///
 /// # Safety
 /// The CPU has AVX2; `input` holds the `w`-wide frame, of fewer than 2^52 pixels, and `xs`
 /// lies in the row's bilinear run (0 <= s < W - 1, resp. H - 1, for both coordinates).
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn bilinear<T: Sample + Blend>(
+pub(super) unsafe fn bilinear<T: Sample>(
     input: &[T],
     w: usize,
     row: &RowMap,
     maxval: u16,
     xs: Range<usize>,
     out: &mut [MaybeUninit<T>],
-) {
+) -> usize {
     let lanes = Lanes::new(row, w);
     let (one, half) = (_mm256_set1_pd(1.0), _mm256_set1_pd(0.5));
     let top_of = _mm_set1_epi32(maxval as i32);
@@ -190,12 +189,7 @@ pub(super) unsafe fn bilinear<T: Sample + Blend>(
             store(quad, _mm_min_epi32(_mm256_cvttpd_epi32(v), top_of));
         }
     }
-    let tail = &mut out[whole..xs.len()];
-    let first = xs.start + whole;
-    for (slot, x) in tail.iter_mut().zip(first..) {
-        let (i, tx, ty) = bilinear_point(w, row, x);
-        slot.write(blend_at(input, w, i, tx, ty, maxval));
-    }
+    whole
 }
 
 /// Quads per group, each made in passes (see `nearest` and `bilinear`).

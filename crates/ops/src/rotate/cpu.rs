@@ -5,10 +5,9 @@
 use std::mem::MaybeUninit;
 use std::ops::Range;
 
-use histopipe_frame::Affine;
-
 #[cfg(target_arch = "x86_64")]
 use super::avx2;
+use super::row_map::{RowMap, TILE_W};
 use super::{Interpolation, Rotate, Turn};
 use crate::{canonical_nan, parallel, Element};
 
@@ -194,10 +193,8 @@ const MIN_PART: usize = 1 << 11;
 /// Parts per thread at most (see [`MIN_PART`]).
 const PARTS_PER_THREAD: usize = 16;
 
-/// Output rows per tile of a general turn (see `Rotate::affine`).
+/// Output rows per tile of a general turn (see `Rotate::affine`; its columns: [`TILE_W`]).
 const TILE_H: usize = 64;
-/// Output columns per tile of a general turn.
-const TILE_W: usize = 64;
 
 /// An output row of a general turn: its map, and where it is evaluated how. Outside `nearest`
 /// the output is the fill value; inside `inner` (within `nearest`) a kernel evaluates it (for
@@ -206,41 +203,6 @@ pub(super) struct Row {
     pub(super) map: RowMap,
     pub(super) nearest: Range<usize>,
     pub(super) inner: Range<usize>,
-}
-
-/// One output row's part of the map: `new_to_old().apply(x, y)` for its `y`, with the products
-/// `b y` and `e y` computed once.
-pub(super) struct RowMap {
-    pub(super) a: f64,
-    pub(super) c: f64,
-    pub(super) d: f64,
-    pub(super) f: f64,
-    pub(super) by: f64,
-    pub(super) ey: f64,
-    /// About how far, in input samples, the source of the pixel [`TILE_W`] to the right is from
-    /// a pixel's: where the next tile will read, for prefetching only (rounded, and never read).
-    pub(super) next_tile: isize,
-}
-
-impl RowMap {
-    /// The map of row `y` of a turn into a `w`-wide input.
-    fn new(m: &Affine, y: usize, w: usize) -> RowMap {
-        let fy = y as f64;
-        let step = |v: f64| (v * TILE_W as f64).round() as isize;
-        let next_tile = step(m.a).wrapping_add(step(m.d).wrapping_mul(w as isize));
-        RowMap { a: m.a, c: m.c, d: m.d, f: m.f, by: m.b * fy, ey: m.e * fy, next_tile }
-    }
-
-    /// `(a x + b y) + c`, as `Affine::apply` evaluates it.
-    fn sx(&self, x: usize) -> f64 {
-        // Through i64: exact below 2^53, and one instruction where usize to f64 is a sequence.
-        self.a * x as i64 as f64 + self.by + self.c
-    }
-
-    /// `(d x + e y) + f`, as `Affine::apply` evaluates it.
-    fn sy(&self, x: usize) -> f64 {
-        self.d * x as i64 as f64 + self.ey + self.f
-    }
 }
 
 /// Asks for the cache lines of the `n` samples from `at` (any address: a prefetch never faults,
@@ -292,15 +254,19 @@ impl Kernel {
         xs: Range<usize>,
         out: &mut [MaybeUninit<T>],
     ) {
+        // The pixels the AVX2 kernel wrote, four at a time; the rest are written one by one.
         #[cfg(target_arch = "x86_64")]
-        if self == Kernel::Avx2 {
+        let done = if self == Kernel::Avx2 {
             // SAFETY: the CPU has AVX2 (`detect`); `xs` is in the run (the caller's condition), and
             // `cpu_samples_with` picks this kernel only for frames of fewer than 2^52 pixels whose
             // input holds them all.
-            unsafe { avx2::nearest(input, w, row, xs, out) };
-            return;
-        }
-        for (slot, x) in out.iter_mut().zip(xs) {
+            unsafe { avx2::nearest(input, w, row, xs.clone(), out) }
+        } else {
+            0
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let done = 0;
+        for (slot, x) in out[done..].iter_mut().zip(xs.start + done..xs.end) {
             slot.write(nearest_at(input, w, row, x));
         }
     }
@@ -318,11 +284,17 @@ impl Kernel {
         xs: Range<usize>,
         out: &mut [MaybeUninit<T>],
     ) {
+        // As in `nearest`: the pixels an AVX2 kernel wrote, and the rest.
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: as in `nearest`, with the bilinear run.
-        if self == Kernel::Avx2 && unsafe { T::avx2_bilinear(input, w, row, maxval, xs.clone(), out) } {
-            return;
-        }
+        let done = if self == Kernel::Avx2 {
+            // SAFETY: as in `nearest`, with the bilinear run.
+            unsafe { T::avx2_bilinear(input, w, row, maxval, xs.clone(), out) }
+        } else {
+            0
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let done = 0;
+        let (xs, out) = (xs.start + done..xs.end, &mut out[done..]);
         // In chunks, two passes: the coordinates (short, independent chains), then the gathers
         // and blends. One pass per pixel makes a chain so long (conversions, a load, more
         // conversions) that the out-of-order window holds only three or four pixels.
@@ -341,7 +313,7 @@ impl Kernel {
 
 /// The nearest sample of pixel `x` of `row`, which must be in the row's nearest run.
 #[inline(always)]
-pub(super) fn nearest_at<T: Element>(input: &[T], w: usize, row: &RowMap, x: usize) -> T {
+fn nearest_at<T: Element>(input: &[T], w: usize, row: &RowMap, x: usize) -> T {
     // SAFETY: in the run, 0 <= s + 0.5 < W (resp. H) <= 2^32.
     let (nx, ny) = unsafe { (to_index(row.sx(x) + 0.5), to_index(row.sy(x) + 0.5)) };
     input[ny * w + nx]
@@ -350,7 +322,7 @@ pub(super) fn nearest_at<T: Element>(input: &[T], w: usize, row: &RowMap, x: usi
 /// The top-left tap's index and the weights `(tx, ty)` of pixel `x` of `row`, which must be in
 /// the row's bilinear run: `floor(s)` and `s - floor(s)` for both coordinates.
 #[inline(always)]
-pub(super) fn bilinear_point(w: usize, row: &RowMap, x: usize) -> (usize, f64, f64) {
+fn bilinear_point(w: usize, row: &RowMap, x: usize) -> (usize, f64, f64) {
     let (sx, sy) = (row.sx(x), row.sy(x));
     // SAFETY: in the run, 0 <= s < W - 1 (resp. H - 1) < 2^32.
     let (ix, iy) = unsafe { (to_index(sx), to_index(sy)) };
@@ -364,7 +336,7 @@ const CHUNK: usize = 64;
 /// `ty` in 0..1, made a sample by [`Blend::finish`]: the end of [`sample_at`] when all four taps
 /// are inside.
 #[inline(always)]
-pub(super) fn blend_at<T: Blend>(input: &[T], w: usize, i: usize, tx: f64, ty: f64, maxval: u16) -> T {
+fn blend_at<T: Blend>(input: &[T], w: usize, i: usize, tx: f64, ty: f64, maxval: u16) -> T {
     let (r0, r1) = (&input[i..i + 2], &input[i + w..i + w + 2]);
     let (p00, p10, p01, p11) = (r0[0].tap(), r0[1].tap(), r1[0].tap(), r1[1].tap());
     let top = (1.0 - tx) * p00 + tx * p10;
@@ -382,8 +354,8 @@ pub(super) trait Blend: Element {
     /// a NaN blend is the quiet NaN `0x7FC00000` (so that both backends give the same bits,
     /// whatever NaN payloads their arithmetic keeps).
     fn finish(v: f64, maxval: u16) -> Self;
-    /// Writes the bilinear run `xs` of `row` with AVX2 where this type has such a kernel
-    /// (`avx2::bilinear`), returning whether it did.
+    /// Writes the first pixels of the bilinear run `xs` of `row` with AVX2 where this type has
+    /// such a kernel (`avx2::bilinear`), returning how many it wrote (none without one).
     ///
     /// # Safety
     /// As `avx2::bilinear`'s.
@@ -395,8 +367,8 @@ pub(super) trait Blend: Element {
         _maxval: u16,
         _xs: Range<usize>,
         _out: &mut [MaybeUninit<Self>],
-    ) -> bool {
-        false
+    ) -> usize {
+        0
     }
 }
 
@@ -420,10 +392,9 @@ macro_rules! integer_blend {
                 maxval: u16,
                 xs: Range<usize>,
                 out: &mut [MaybeUninit<$t>],
-            ) -> bool {
+            ) -> usize {
                 // SAFETY: the caller's contract, avx2::bilinear's.
-                unsafe { avx2::bilinear(input, w, row, maxval, xs, out) };
-                true
+                unsafe { avx2::bilinear(input, w, row, maxval, xs, out) }
             }
         }
     };

@@ -24,7 +24,8 @@
 //!
 //! The operation's parts: [`turn`] (what a turn is, and which one the options ask for), `cpu`
 //! (the reference: quarter turns as permutations, general turns row by row with `avx2`'s
-//! kernels where the CPU has them), [`gpu`] (the device plan).
+//! kernels where the CPU has them), `row_map` (an output row's map, which `cpu` and `avx2` both
+//! evaluate), [`gpu`] (the device plan).
 
 use histopipe_frame::{Affine, Frame, Geometry, Pixels};
 
@@ -34,6 +35,7 @@ use crate::{with_elements, Element, Fill, Gpu, Op, OpError};
 mod avx2;
 mod cpu;
 pub mod gpu;
+mod row_map;
 #[cfg(test)]
 mod tests;
 pub mod turn;
