@@ -177,10 +177,13 @@ def convert(markdown, name, section, version, options=()):
                 left, _, right = joined.partition(" — ")
                 out.append(f"{inline(left)} \\- {inline(right)}" if right else inline(joined))
             elif heading and heading.lower() == "synopsis":
-                # Each form of the command on a line of its own.
+                # Each form of the command on a line of its own. A line of code that does not
+                # start with the command's name goes on with the form above it (a long form,
+                # wrapped in the manual): man fills them as one.
                 out.append(".PP")
                 for n, t in enumerate(para):
-                    out += ([".br"] if n else []) + [line(inline(t))]
+                    goes_on = t.startswith("`") and not t.startswith(f"`{name} ")
+                    out += ([".br"] if n and not goes_on else []) + [line(inline(t))]
             else:
                 out += [".PP", line(inline(" ".join(para)))]
     at = out.index('.SH "ERRORS"') if '.SH "ERRORS"' in out else len(out)

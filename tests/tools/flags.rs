@@ -1,6 +1,7 @@
 //! One definition per option (`histopipe_cli::Flag`): each tool's option table (`--help-flags`,
 //! which scripts/install makes the man pages and completions from; tests/tools/install.rs checks
-//! those), its `--help` and its parser agree on exactly the options defined.
+//! those), its `--help`, its parser and its manual's Synopsis (docs/TOOL.md, written by hand: its
+//! forms and alternatives are more than the definitions say) agree on exactly the options defined.
 
 use histopipe_cli::{Flag, Tool, COMMON_FLAGS};
 
@@ -216,4 +217,124 @@ fn every_defined_option_is_taken_and_named_in_its_errors() {
         let e = run_err(name, &["--no-such-option"], b"", 2);
         assert!(e.contains("unknown option '--no-such-option'"), "{e}");
     }
+}
+
+/// The forms of the command in `tool`'s manual's Synopsis (docs/TOOL.md), each as its words: a
+/// form starts on a line that is a code span beginning with the tool's name; the code-span lines
+/// under it go on with it (a long form wrapped); other lines are prose about them.
+fn synopsis_forms(name: &str) -> Vec<Vec<String>> {
+    let manual = std::fs::read_to_string(repo().join(format!("docs/{name}.md"))).unwrap();
+    let section = manual.split("\n## Synopsis\n").nth(1).unwrap_or_default();
+    let section = section.split("\n## ").next().unwrap();
+    let mut forms: Vec<Vec<String>> = Vec::new();
+    for line in section.lines() {
+        let Some(code) = line.strip_prefix('`').and_then(|l| l.strip_suffix('`')) else { continue };
+        let words = code.split_whitespace().map(str::to_owned);
+        match forms.last_mut() {
+            Some(form) if !code.starts_with(&format!("{name} ")) => form.extend(words),
+            _ => forms.push(words.collect()),
+        }
+    }
+    forms
+}
+
+/// An option as a Synopsis names it: `-o` or `--bins`, and the value it shows, if any
+/// (`--bins N`: `N`; `--format csv|tsv`: `csv|tsv`).
+#[derive(Debug)]
+struct Named {
+    option: String,
+    value: Option<String>,
+}
+
+/// The options a form of the command names, in order: each word that starts with a dash, out of
+/// its brackets, with the word after it as its value unless that is another option, a bracket or
+/// a `|` between alternatives (`[--line X0,Y0,X1,Y1 | --segment X0,Y0,X1,Y1]`).
+fn named_options(form: &[String]) -> Vec<Named> {
+    let unbracketed = |w: &str| {
+        // A closing bracket that closes an opening one of the word's own is the word's.
+        let mut w = w.to_owned();
+        while w.ends_with(']') && w.matches(']').count() > w.matches('[').count() {
+            w.pop();
+        }
+        w
+    };
+    let mut named = Vec::new();
+    for (i, word) in form.iter().enumerate() {
+        let word = word.trim_start_matches('[');
+        if !word.starts_with('-') || word == "-" || word == "--" {
+            continue;
+        }
+        let option = word.trim_end_matches(']');
+        let value = form
+            .get(i + 1)
+            .filter(|next| option == word && !next.starts_with(['[', '-', '|']))
+            .map(|next| unbracketed(next));
+        named.push(Named { option: option.to_owned(), value });
+    }
+    named
+}
+
+/// Each manual's Synopsis names every option the tool defines of its own, and no option it does
+/// not take; it shows a value for exactly the options that take one, and where it lists an
+/// option's values as words (`--format csv|tsv`), each is a word the option takes, and its forms
+/// together list them all (a form may list those it takes: colhist --angles writes no images).
+#[test]
+fn every_manuals_synopsis_names_exactly_the_defined_options() {
+    let mut wrong = Vec::new();
+    for name in tools() {
+        let forms = synopsis_forms(name);
+        if forms.is_empty() {
+            wrong.push(format!("docs/{name}.md: no form in its Synopsis (a line `{name} ...`)"));
+        }
+        let table = defined(name);
+        let named: Vec<Named> = forms.iter().flat_map(|f| named_options(f)).collect();
+        let is = |d: &Defined, n: &Named| n.option == d.long || d.short.as_ref() == Some(&n.option);
+        for n in &named {
+            let Some(d) = table.iter().find(|d| is(d, n)) else {
+                wrong.push(format!(
+                    "docs/{name}.md: the Synopsis names {}, which {name} does not take",
+                    n.option
+                ));
+                continue;
+            };
+            if n.value.is_some() != d.value.is_some() {
+                let shown = n.value.as_deref().map_or("no value".to_owned(), |v| format!("the value {v}"));
+                wrong.push(format!(
+                    "docs/{name}.md: the Synopsis gives {} {shown}, defined as {}",
+                    n.option,
+                    d.synopsis()
+                ));
+            }
+        }
+        for d in &table {
+            if d.own && !named.iter().any(|n| is(d, n)) {
+                wrong.push(format!("docs/{name}.md: the Synopsis lacks {}", d.synopsis()));
+            }
+            let lists = named.iter().filter(|n| is(d, n)).filter_map(|n| n.value.as_deref());
+            let mut listed: Vec<&str> =
+                lists.filter(|v| v.contains('|')).flat_map(|v| v.split('|')).collect();
+            if listed.is_empty() {
+                continue;
+            }
+            for word in listed.iter().filter(|w| !d.words.contains(&w.to_string())) {
+                wrong.push(format!(
+                    "docs/{name}.md: the Synopsis lists {} {word}, not a value it takes",
+                    d.long
+                ));
+            }
+            listed.sort();
+            listed.dedup();
+            let mut words: Vec<&str> = d.words.iter().map(String::as_str).collect();
+            words.sort();
+            if listed != words {
+                wrong.push(format!(
+                    "docs/{name}.md: the Synopsis lists {} {}, where it takes {}",
+                    d.long,
+                    listed.join("|"),
+                    words.join("|")
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
