@@ -2,7 +2,7 @@ use std::io::Write;
 
 use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool};
 use histopipe_frame::{Frame, Pixels};
-use histopipe_ops::hough::{draw_lines, DistinctLines, HoughLines as Peaks, HoughSpace, Suppression};
+use histopipe_ops::hough::{draw_lines, paired, DistinctLines, HoughLines as Peaks, HoughSpace, Suppression};
 
 use crate::drawing::{self, Drawing};
 /// Distinct lines kept without `--top` or `--threshold`: a handful of lines is what a first look
@@ -37,8 +37,11 @@ impl Tool for HoughLines {
     const HELP: &'static str = "\
 hough-lines: the lines of a Hough accumulator written by hough-vote.
 
-Without options: the distinct lines, at most 20, with more than half the votes of the
-accumulator's strongest cell. Distinct lines are the peaks after non-maximum suppression, as
+Without options: the distinct lines, at most 20, of the accumulator's paired counts (each cell
+at least as strong as both its neighbours in distance given the larger one's votes too, so that
+a line between two distances counts all its votes and the pixel grid's 45 and 135 degrees stop
+winning in texture), with more than half the most paired votes of a cell; votes are the paired
+counts. Distinct lines are the peaks after non-maximum suppression, as
 scikit-image's hough_line_peaks: a cell that is the largest of its window of +-R distance and
 +-A angle steps (--min-distance R,A, default 9,10), a plateau of such cells taken at its
 centroid, then strongest first each one unless it lies in the window of one kept before; the
@@ -112,13 +115,16 @@ Example:
         let suppression = self.min_distance.unwrap_or_default();
         let lines = match (self.threshold, self.top) {
             (Some(threshold), top) if !self.distinct => cx.run(&Peaks { threshold, top }, &frame)?,
-            (Some(threshold), top) => cx.run(&DistinctLines { threshold, suppression, top }, &frame)?,
+            (Some(threshold), top) => {
+                cx.run(&DistinctLines { threshold, suppression, top, pairs: false }, &frame)?
+            }
             (None, Some(top)) => {
-                cx.run(&DistinctLines { threshold: 0, suppression, top: Some(top) }, &frame)?
+                cx.run(&DistinctLines { threshold: 0, suppression, top: Some(top), pairs: false }, &frame)?
             }
             (None, None) => {
-                let threshold = most_votes(&frame) / 2;
-                cx.run(&DistinctLines { threshold, suppression, top: Some(DEFAULT_TOP) }, &frame)?
+                let threshold = most_paired_votes(&frame) / 2;
+                let lines = DistinctLines { threshold, suppression, top: Some(DEFAULT_TOP), pairs: true };
+                cx.run(&lines, &frame)?
             }
         };
         if self.drawing.is_on() {
@@ -147,14 +153,15 @@ fn parse_min_distance(text: &str) -> Result<Suppression, FlagError> {
     Ok(Suppression { rho_cells, theta_cells })
 }
 
-/// The votes of the accumulator's strongest cell.
-fn most_votes(frame: &Frame) -> u32 {
-    match &frame.pixels {
-        Pixels::U8(v) => v.iter().copied().max().unwrap_or(0).into(),
-        Pixels::U16(v) => v.iter().copied().max().unwrap_or(0).into(),
+/// The most votes of a cell of the accumulator's [`paired`] counts.
+fn most_paired_votes(frame: &Frame) -> u32 {
+    let counts: Vec<u16> = match &frame.pixels {
+        Pixels::U8(v) => v.iter().map(|&c| c.into()).collect(),
+        Pixels::U16(v) => v.to_vec(),
         // Refused before a tool sees it (Tool::FLOAT).
-        Pixels::F32(_) => 0,
-    }
+        Pixels::F32(_) => Vec::new(),
+    };
+    paired(&counts, frame.width).into_iter().max().unwrap_or(0).into()
 }
 
 /// Degrees with at most 10 decimals, trailing zeros dropped: the grid θ_min + n θ_step computed in

@@ -37,6 +37,30 @@ pub struct DistinctLines {
     pub threshold: u32,
     pub suppression: Suppression,
     pub top: Option<usize>,
+    /// Look for the lines in the accumulator's [`paired`] counts rather than its own.
+    pub pairs: bool,
+}
+
+/// The accumulator's counts (`cols` a row) with each cell that has at least as many votes as
+/// both its neighbours in distance given the larger neighbour's votes too (saturated at 65535);
+/// the other cells keep their own. A line whose distance falls between two columns then counts
+/// all its votes, and the pixel grid's lines stop winning: at 45° a column of 1 pixel's width
+/// holds one or two diagonals of pixels (of √2 / 2 pixel's pitch), so in texture the columns
+/// of two hold √2 times the votes of a column at another angle, where two columns of 45° (three
+/// diagonals) hold 1.06 times two columns' at another angle (2.12 / 2).
+pub fn paired(counts: &[u16], cols: usize) -> Vec<u16> {
+    let mut out = counts.to_vec();
+    for (row, out) in counts.chunks_exact(cols.max(1)).zip(out.chunks_exact_mut(cols.max(1))) {
+        for (c, slot) in out.iter_mut().enumerate() {
+            let left = if c > 0 { row[c - 1] } else { 0 };
+            let right = row.get(c + 1).copied().unwrap_or(0);
+            let side = left.max(right);
+            if row[c] >= side {
+                *slot = row[c].saturating_add(side);
+            }
+        }
+    }
+    out
 }
 
 /// The accumulator's cells and how its rows wrap.
@@ -241,7 +265,11 @@ impl Op for DistinctLines {
 
     fn cpu(&self, frame: &Frame) -> Result<Vec<Line>, OpError> {
         let space = HoughSpace::of_frame(frame)?;
-        Ok(self.find(&space, &HoughLines::counts(frame)))
+        let counts = HoughLines::counts(frame);
+        if self.pairs {
+            return Ok(self.find(&space, &paired(&counts, space.rhos)));
+        }
+        Ok(self.find(&space, &counts))
     }
 
     /// The same host code: the accumulator is already on the host.
@@ -260,7 +288,7 @@ mod tests {
     }
 
     fn find(acc: &[u16], top: Option<usize>) -> Vec<(usize, usize, u32)> {
-        let op = DistinctLines { threshold: 0, suppression: Suppression::default(), top };
+        let op = DistinctLines { threshold: 0, suppression: Suppression::default(), top, pairs: false };
         op.find(&space(), acc).iter().map(|l| (l.row, l.column, l.votes)).collect()
     }
 
@@ -309,5 +337,13 @@ mod tests {
         acc[90 * s.rhos + 42] = 7;
         // 41 and 42: indices 34 and 35, 34.5 rounds to 34, column 41.
         assert_eq!(find(&acc, None), [(90, 41, 7)]);
+    }
+
+    #[test]
+    fn pairs_give_a_peak_its_larger_neighbour_in_distance() {
+        let counts = [3u16, 9, 5, 5, 0, 7, 7, 65535, 2];
+        assert_eq!(paired(&counts, 9), [3, 14, 5, 10, 0, 14, 7, 65535, 2]);
+        // Rows do not reach into each other.
+        assert_eq!(paired(&[1, 0, 0, 4], 2), [1, 0, 0, 4]);
     }
 }

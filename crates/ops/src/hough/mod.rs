@@ -40,7 +40,7 @@ mod tests;
 mod vote;
 
 pub use annotation::ANNOTATION;
-pub use distinct::{DistinctLines, Suppression};
+pub use distinct::{paired, DistinctLines, Suppression};
 pub use draw::{draw_lines, draw_segments, Pen};
 pub use gpu::{HoughLinesPlan, HoughVotePlan};
 pub use lines::{HoughLines, Line};
