@@ -1,19 +1,17 @@
-use std::io::Write;
-
 use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool};
 use histopipe_frame::{Channels, Frame};
 use histopipe_ops::deskew::{self, Deskew as DeskewOp, DeskewParams, SkewAngle};
 use histopipe_ops::{Fill, Fills};
+
+use crate::table_output::{self, TableOutput};
 
 /// `deskew`: each frame's skew, and the frame turned upright.
 #[derive(Default)]
 pub struct Deskew {
     params: DeskewParams,
     fill: Option<Fills>,
-    /// `--format`, if given.
-    format: Option<OutputFormat>,
-    /// The table's format, when the output is the angles: csv or tsv.
-    table: Option<OutputFormat>,
+    /// `--format`: the angles as a table, or the frames turned upright.
+    output: TableOutput,
 }
 
 /// The columns after the frame and its source.
@@ -58,12 +56,7 @@ Usage: deskew [OPTIONS] [FILE...]";
              [default: each channel's most common value]",
         )
         .param("fill"),
-        Flag::with_value(
-            "--format",
-            "F",
-            "csv or tsv: the angles as a table [default: -o's extension, else frames]",
-        )
-        .one_of(&["csv", "tsv"]),
+        table_output::format_flag("csv or tsv: the angles as a table [default: -o's extension, else frames]"),
     ];
     const HELP_END: &'static str = "\
 Example:
@@ -84,8 +77,7 @@ Example:
             "--max-angle" => self.params.max_angle = degrees(given)?,
             "--precision" => self.params.precision = degrees(given)?,
             "--fill" => self.fill = Some(given.parse()?),
-            "--format" => self.format = Some(OutputFormat::table_named(given.text()?)?),
-            _ => return Ok(false),
+            _ => return self.output.option(given),
         }
         Ok(true)
     }
@@ -95,8 +87,7 @@ Example:
     }
 
     fn product(&mut self, format: Option<OutputFormat>) -> Result<Product, Error> {
-        self.table = OutputFormat::table_or_frames(self.format, format)?;
-        Ok(if self.table.is_some() { Product::Table } else { Product::Frames })
+        self.output.product(format)
     }
 
     fn reads_gray(&self) -> bool {
@@ -106,15 +97,13 @@ Example:
     }
 
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
-        let Some(format) = self.table else {
+        let Some(mut rows) = self.output.rows(cx, &COLUMNS) else {
             return self.turn(cx, frame);
         };
         let luma = cx.luma(&frame)?;
         let skew = cx.run(&SkewAngle { params: self.params }, &luma)?;
-        let sep = if format == OutputFormat::Tsv { '\t' } else { ',' };
-        let mut text = cx.table_header(&COLUMNS, sep);
-        text.push_str(&format!("{}{}\n", cx.row_key(sep), angle_text(skew.angle)));
-        cx.text().write_all(text.as_bytes()).map_err(|e| Error::io(&e))
+        rows.push(&[&angle_text(skew.angle)]);
+        rows.write(cx)
     }
 }
 

@@ -19,4 +19,5 @@ mod plot;
 pub mod radon;
 pub mod rotate;
 pub mod stretch;
+mod table_output;
 pub mod threshold;

@@ -1,18 +1,16 @@
-use std::io::Write;
-
 use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool};
 use histopipe_frame::{Format, Frame, Pixels};
 use histopipe_ops::angles::Angles;
 use histopipe_ops::radon::{outside_circle, RadonParams};
 
+use crate::table_output::{self, TableOutput};
+
 /// `radon`: the Radon transform (sinogram) of each frame, as scikit-image's `radon`.
 #[derive(Default)]
 pub struct Radon {
     params: RadonParams,
-    /// `--format`, if given.
-    format: Option<OutputFormat>,
-    /// What is written: a frame (`None`), or a table as CSV or TSV.
-    table: Option<OutputFormat>,
+    /// `--format`: the values as a table, or the sinogram as a frame.
+    output: TableOutput,
 }
 
 /// The columns after the frame and its source.
@@ -51,13 +49,10 @@ Usage: radon [OPTIONS] [FILE...]";
              a frame not 0 outside its inscribed circle gets one warning line on stderr, as \
              scikit-image warns",
         ),
-        Flag::with_value(
-            "--format",
-            "F",
+        table_output::format_flag(
             "csv or tsv: the values as a table [default: -o's extension; a frame (PFM on stdout, NPY \
              for NPY input) without one]",
-        )
-        .one_of(&["csv", "tsv"]),
+        ),
     ];
     const HELP_END: &'static str = "\
 Example:
@@ -71,8 +66,7 @@ Example:
         match given.flag.long {
             "--angles" => self.params.angles = given.parse::<Angles>()?,
             "--circle" => self.params.circle = true,
-            "--format" => self.format = Some(OutputFormat::table_named(given.text()?)?),
-            _ => return Ok(false),
+            _ => return self.output.option(given),
         }
         Ok(true)
     }
@@ -85,8 +79,7 @@ Example:
     }
 
     fn product(&mut self, format: Option<OutputFormat>) -> Result<Product, Error> {
-        self.table = OutputFormat::table_or_frames(self.format, format)?;
-        Ok(if self.table.is_some() { Product::Table } else { Product::Frames })
+        self.output.product(format)
     }
 
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
@@ -101,21 +94,17 @@ Example:
             );
         }
         let mut out = cx.run(&radon, &frame)?;
-        let Some(table) = self.table else {
+        let Some(mut rows) = self.output.rows(cx, &COLUMNS) else {
             // Between tools a float frame goes as PFM, unless it came as NPY.
             out.format = if frame.format == Format::Npy { Format::Npy } else { Format::Pfm };
             return cx.write(out);
         };
         let Pixels::F32(values) = &out.pixels else { unreachable!("radon makes float frames") };
-        let sep = if table == OutputFormat::Tsv { '\t' } else { ',' };
-        let key = cx.row_key(sep);
-        let mut text = cx.table_header(&COLUMNS, sep);
         for (k, angle) in self.params.angles.iter().enumerate() {
             for x in 0..n {
-                let value = values[x * angles + k];
-                text.push_str(&format!("{key}{angle}{sep}{x}{sep}{value}\n"));
+                rows.push(&[&angle, &x, &values[x * angles + k]]);
             }
         }
-        cx.text().write_all(text.as_bytes()).map_err(|e| Error::io(&e))
+        rows.write(cx)
     }
 }

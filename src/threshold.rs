@@ -1,20 +1,17 @@
-use std::io::Write;
-
 use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool};
 use histopipe_frame::Frame;
 use histopipe_ops::threshold::{Levels, Method, Percent, Threshold as ThresholdOp, HUNDRED_PERCENT};
 
 use crate::mask::{self, Mask, MASK};
+use crate::table_output::{self, TableOutput};
 
 /// `threshold`: each frame to a binary frame (or labels) by a threshold chosen from its histogram.
 #[derive(Default)]
 pub struct Threshold {
     method: Option<Method>,
     invert: bool,
-    /// `--format`, if given.
-    format: Option<OutputFormat>,
-    /// The table's format, when the output is the thresholds: csv or tsv.
-    table: Option<OutputFormat>,
+    /// `--format`: the thresholds as a table, or the thresholded frames.
+    output: TableOutput,
     mask_path: Option<std::path::PathBuf>,
     /// `--mask`, read in [`Tool::check`].
     mask: Option<Mask>,
@@ -59,12 +56,9 @@ Usage: threshold [OPTIONS] [FILE...]";
         .one_of(METHOD_NAMES)
         .param("method"),
         Flag::switch("--invert", "samples at or below the threshold become maxval, the others 0"),
-        Flag::with_value(
-            "--format",
-            "F",
+        table_output::format_flag(
             "csv or tsv: the thresholds as a table [default: -o's extension, else frames]",
-        )
-        .one_of(&["csv", "tsv"]),
+        ),
         MASK,
     ];
     const HELP_END: &'static str = "\
@@ -78,8 +72,7 @@ Example:
             "--method" => self.method = Some(parse_method(given.text()?)?),
             "--invert" => self.invert = true,
             "--mask" => self.mask_path = Some(given.os().into()),
-            "--format" => self.format = Some(OutputFormat::table_named(given.text()?)?),
-            _ => return Ok(false),
+            _ => return self.output.option(given),
         }
         Ok(true)
     }
@@ -92,25 +85,20 @@ Example:
     }
 
     fn product(&mut self, format: Option<OutputFormat>) -> Result<Product, Error> {
-        self.table = OutputFormat::table_or_frames(self.format, format)?;
-        Ok(if self.table.is_some() { Product::Table } else { Product::Frames })
+        self.output.product(format)
     }
 
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let method = self.method.unwrap_or(Method::Otsu);
         let mask = mask::fit(&self.mask, cx, &frame)?;
-        let Some(format) = self.table else {
+        let Some(mut rows) = self.output.rows(cx, &COLUMNS) else {
             let out = cx.run(&ThresholdOp { method, invert: self.invert, mask }, &frame)?;
             return cx.write(out.frame);
         };
-        let thresholds = cx.run(&Levels { method, mask }, &frame)?;
-        let sep = if format == OutputFormat::Tsv { '\t' } else { ',' };
-        let mut text = cx.table_header(&COLUMNS, sep);
-        let key = cx.row_key(sep);
-        for t in thresholds {
-            text.push_str(&format!("{key}{method}{sep}{t}\n"));
+        for t in cx.run(&Levels { method, mask }, &frame)? {
+            rows.push(&[&method, &t]);
         }
-        cx.text().write_all(text.as_bytes()).map_err(|e| Error::io(&e))
+        rows.write(cx)
     }
 }
 

@@ -86,30 +86,6 @@ impl OutputFormat {
         }
     }
 
-    /// `--format csv|tsv` of a tool that writes frames unless asked for a table.
-    pub fn table_named(text: &str) -> Result<OutputFormat, String> {
-        match text {
-            "csv" => Ok(OutputFormat::Csv),
-            "tsv" => Ok(OutputFormat::Tsv),
-            f => Err(format!("unknown format '{f}' (csv or tsv)")),
-        }
-    }
-
-    /// For a tool that writes frames unless asked for a table (its `--format csv|tsv`, or `-o`
-    /// with a `.csv` or `.tsv` file): the table's format, `None` for frames; an error when the
-    /// option and `-o`'s extension differ.
-    pub fn table_or_frames(
-        option: Option<OutputFormat>,
-        extension: Option<OutputFormat>,
-    ) -> Result<Option<OutputFormat>, Error> {
-        match (option, extension) {
-            (Some(o), Some(e)) if o != e => {
-                Err(Error::usage(format!("--format {} contradicts -o's extension .{}", o.name(), e.name())))
-            }
-            (o, e) => Ok(o.or(e).filter(|f| matches!(f, OutputFormat::Csv | OutputFormat::Tsv))),
-        }
-    }
-
     /// The container frames are written in, for the formats of frames.
     pub fn container(self) -> Option<Container> {
         match self {
