@@ -57,6 +57,12 @@ pub const WALK_BUDGET: u64 = 1 << 28;
 /// 15.
 pub const WALK_STEPS_PER_PIXEL: u64 = 32;
 
+/// Walks between a pair of ends ([`between`]) at most for one run of a candidate's walk: a run
+/// that a straight line between its ends splits into more pieces than this is no segment worth
+/// the time (each piece walked is at most the run long; with [`super::refine`]'s rounds a run
+/// costs at most 20 walks of its span).
+const PAIR_WALKS: usize = 16;
+
 /// Segments kept per frame at most.
 pub const MAX_SEGMENTS: usize = 1 << 16;
 
@@ -595,10 +601,10 @@ impl HoughSegments {
                 continue;
             }
             let Some(ends) = refine(walk, run, edges, self.max_gap) else { continue };
-            // Each pair is walked once, or split into pairs no further apart: at most as many
-            // walks as the run has pixels.
+            // Each pair is walked once, or split into pairs no further apart; at most
+            // [`PAIR_WALKS`] a run, so that a run costs a bounded multiple of its steps.
             let mut pending = vec![ends];
-            let mut walks = run.len();
+            let mut walks = PAIR_WALKS;
             while let Some((p, q)) = pending.pop() {
                 if p.0.abs_diff(q.0).max(p.1.abs_diff(q.1)) + 2 < u64::from(self.min_length) || walks == 0 {
                     continue;
