@@ -5,23 +5,22 @@ use histopipe_cli::{Context, Error, FlagError, Given};
 use histopipe_frame::{Channels, Frame, Pixels};
 use histopipe_ops::range::{FloatClasses, FloatRange, IntRange, Layout};
 
-/// `--colour`: which channels get a histogram.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Colour {
-    /// Colour read as gray (a JPEG's luma, else OpenCV's BGR2GRAY): one histogram, no channel column.
-    #[default]
-    Luma,
-    /// One histogram per channel, alpha included, with a `channel` column.
-    Each,
+histopipe_cli::words! {
+    /// `--colour`: which channels get a histogram.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub enum Colour {
+        /// Colour read as gray (a JPEG's luma, else OpenCV's BGR2GRAY): one histogram, no channel
+        /// column.
+        #[default]
+        Luma = "luma",
+        /// One histogram per channel, alpha included, with a `channel` column.
+        Each = "each",
+    }
 }
 
 impl Colour {
     pub fn parse(given: &Given) -> Result<Colour, FlagError> {
-        match given.text()? {
-            "luma" => Ok(Colour::Luma),
-            "each" => Ok(Colour::Each),
-            v => Err(format!("unknown value '{v}' (luma or each)").into()),
-        }
+        Ok(Colour::parse_word(given.text()?, "value")?)
     }
 
     /// The frame's channels to count, each as a gray frame with its name (`None` under `luma`).

@@ -47,6 +47,16 @@ struct Channel {
     outside: Option<[u64; 5]>,
 }
 
+histopipe_cli::words! {
+    /// What `--format` writes: the table as text, or its counts as a NumPy array.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum CdfFormat {
+        Csv = "csv",
+        Tsv = "tsv",
+        Npy = "npy",
+    }
+}
+
 impl Tool for Cdf {
     const NAME: &'static str = "cdf";
     const HELP: &'static str = "\
@@ -89,9 +99,9 @@ Usage: cdf [OPTIONS] [FILE...]";
              per channel (red, green, blue, alpha; gray for gray frames), in a channel column \
              [default: luma]",
         )
-        .one_of(&["luma", "each"]),
+        .one_of(Colour::NAMES),
         Flag::with_value("--format", "F", "csv, tsv or npy [default: -o's extension, else csv]")
-            .one_of(&["csv", "tsv", "npy"]),
+            .one_of(CdfFormat::NAMES),
         Flag::with_value(
             "--plot",
             "FILE",
@@ -121,11 +131,10 @@ Example:
             "--range" => self.range = Some(parse_range(given)?),
             "--colour" => self.colour = Colour::parse(given)?,
             "--format" => {
-                self.format = Some(match given.text()? {
-                    "csv" => OutputFormat::Csv,
-                    "tsv" => OutputFormat::Tsv,
-                    "npy" => OutputFormat::Npy,
-                    f => return Err(format!("unknown format '{f}' (csv, tsv or npy)").into()),
+                self.format = Some(match CdfFormat::parse_word(given.text()?, "format")? {
+                    CdfFormat::Csv => OutputFormat::Csv,
+                    CdfFormat::Tsv => OutputFormat::Tsv,
+                    CdfFormat::Npy => OutputFormat::Npy,
                 });
             }
             "--plot" => self.plot = Some(plot_target(given)?),

@@ -27,28 +27,25 @@ pub const COLOUR: Flag = Flag::with_value(
      colour channel on its own) or gray (read as gray, written gray); alpha is carried, never \
      equalized [default: luma]",
 )
-.one_of(&["luma", "each", "gray"]);
+.one_of(Colour::NAMES);
 
-/// What `--colour` says to do with a colour frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Colour {
-    /// The operation on Y of YCrCb, R, G, B made again from it and the frame's Cr, Cb.
-    #[default]
-    Luma,
-    /// The operation on R, G and B, each on its own.
-    Each,
-    /// Colour read as gray (OpenCV's BGR2GRAY, a JPEG's own luma), a gray frame written.
-    Gray,
+histopipe_cli::words! {
+    /// What `--colour` says to do with a colour frame.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub enum Colour {
+        /// The operation on Y of YCrCb, R, G, B made again from it and the frame's Cr, Cb.
+        #[default]
+        Luma = "luma",
+        /// The operation on R, G and B, each on its own.
+        Each = "each",
+        /// Colour read as gray (OpenCV's BGR2GRAY, a JPEG's own luma), a gray frame written.
+        Gray = "gray",
+    }
 }
 
 impl Colour {
     pub fn parse(text: &str) -> Result<Colour, String> {
-        match text {
-            "luma" => Ok(Colour::Luma),
-            "each" => Ok(Colour::Each),
-            "gray" => Ok(Colour::Gray),
-            _ => Err(format!("unknown mode '{text}' (luma, each or gray)")),
-        }
+        Colour::parse_word(text, "mode")
     }
 
     /// Runs `op` on `frame` as this mode says; gray frames (all of them with `gray`) are the

@@ -30,6 +30,38 @@ impl Default for Stretch {
     }
 }
 
+histopipe_cli::words! {
+    /// `--depth`: the output's bits a sample.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Depth {
+        Eight = "8",
+        Sixteen = "16",
+    }
+}
+
+impl Depth {
+    fn maxval(self) -> u16 {
+        match self {
+            Depth::Eight => 255,
+            Depth::Sixteen => 65535,
+        }
+    }
+}
+
+histopipe_cli::words! {
+    /// `--colour`: one range for all colour samples, or one a channel.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Ranges {
+        Shared = "shared",
+        Each = "each",
+    }
+}
+
+/// What a handler's error says of `text` that is none of `words`: `bad value 'x': a or b`.
+fn not_one_of(text: &str, words: &[&str]) -> FlagError {
+    FlagError::Value(format!("bad value '{text}': {}", histopipe_cli::either(words)))
+}
+
 /// ImageJ's "Enhance Contrast" default: 0.35 % of the samples saturated.
 const DEFAULT_SATURATE: f64 = 0.35;
 
@@ -72,7 +104,7 @@ Usage: stretch [OPTIONS] [FILE...]";
             "BITS",
             "the output's depth, 8 (maxval 255) or 16 (maxval 65535) [default: the input's maxval; 16 for float input]",
         )
-        .one_of(&["8", "16"]),
+        .one_of(Depth::NAMES),
         Flag::with_value(
             "--scale",
             "S",
@@ -84,7 +116,7 @@ Usage: stretch [OPTIONS] [FILE...]";
             "HOW",
             "shared (one range from all colour samples) or each (a range per channel) [default: shared]",
         )
-        .one_of(&["shared", "each"]),
+        .one_of(Ranges::NAMES),
         MASK,
     ];
     const HELP_END: &'static str = "\
@@ -103,20 +135,16 @@ Example:
             }
             "--in" => self.range = Some(parse_range(given.text()?)?),
             "--depth" => {
-                self.depth = Some(match given.text()? {
-                    "8" => 255,
-                    "16" => 65535,
-                    other => return Err(FlagError::Value(format!("bad value '{other}': 8 or 16"))),
-                })
+                let text = given.text()?;
+                let depth = Depth::from_word(text).ok_or_else(|| not_one_of(text, Depth::NAMES))?;
+                self.depth = Some(depth.maxval());
             }
             "--scale" => self.scale = Scale::parse(given.text()?)?,
             "--mask" => self.mask_path = Some(given.os().into()),
             "--colour" => {
-                self.each = match given.text()? {
-                    "shared" => false,
-                    "each" => true,
-                    other => return Err(FlagError::Value(format!("bad value '{other}': shared or each"))),
-                }
+                let text = given.text()?;
+                let ranges = Ranges::from_word(text).ok_or_else(|| not_one_of(text, Ranges::NAMES))?;
+                self.each = ranges == Ranges::Each;
             }
             _ => return Ok(false),
         }

@@ -1,7 +1,7 @@
 //! Frames or a table, written once for the tools that write frames unless asked for a table of
 //! what they measured: `threshold` (its thresholds), `radon` (the sinogram's values) and `deskew`
-//! (the angles). The group owns `--format csv|tsv` (its words, [`TABLE_FORMATS`], for the parser,
-//! the help and the completions), the decision between frames and a table (`--format`, or `-o`
+//! (the angles). The group owns `--format csv|tsv` (its words, [`TableFormat`], for the parser,
+//! the completions and the error), the decision between frames and a table (`--format`, or `-o`
 //! with a `.csv` or `.tsv` file; the two must agree), and each frame's rows: the header once per
 //! output, then the frame's key columns ([`TABLE_KEY_COLUMNS`]) and the tool's own on each row.
 //! It has nothing to check before any input is read: the decision waits for `-o`'s extension.
@@ -13,23 +13,53 @@ use std::io::Write as _;
 
 use histopipe_cli::{Context, Error, Flag, FlagError, Given, OutputFormat, Product};
 
-/// The words `--format` takes, each a table's format: what completions offer, and what its error
-/// lists.
-pub(crate) const TABLE_FORMATS: &[&str] = &["csv", "tsv"];
+histopipe_cli::words! {
+    /// The tables `--format` takes: what completions offer, and what its error lists.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(crate) enum TableFormat {
+        Csv = "csv",
+        Tsv = "tsv",
+    }
+}
+
+impl TableFormat {
+    /// The table `format` (`-o`'s extension, or `--format`'s) is, if it is one.
+    fn of(format: OutputFormat) -> Option<TableFormat> {
+        match format {
+            OutputFormat::Csv => Some(TableFormat::Csv),
+            OutputFormat::Tsv => Some(TableFormat::Tsv),
+            _ => None,
+        }
+    }
+
+    fn format(self) -> OutputFormat {
+        match self {
+            TableFormat::Csv => OutputFormat::Csv,
+            TableFormat::Tsv => OutputFormat::Tsv,
+        }
+    }
+
+    /// The separator of the columns.
+    fn sep(self) -> char {
+        match self {
+            TableFormat::Csv => ',',
+            TableFormat::Tsv => '\t',
+        }
+    }
+}
 
 /// `--format`, with the tool's `help` (which says what the table holds, and the default).
 pub(crate) const fn format_flag(help: &'static str) -> Flag {
-    Flag::with_value("--format", "F", help).one_of(TABLE_FORMATS)
+    Flag::with_value("--format", "F", help).one_of(TableFormat::NAMES)
 }
 
 /// What `--format` and `-o` ask for: frames, or a table.
 #[derive(Default)]
 pub(crate) struct TableOutput {
     /// `--format`, if given.
-    option: Option<OutputFormat>,
-    /// The separator of the table's columns (`,` for CSV, a tab for TSV), once
-    /// [`TableOutput::product`] has decided on a table; `None`: frames.
-    sep: Option<char>,
+    option: Option<TableFormat>,
+    /// The table, once [`TableOutput::product`] has decided on one; `None`: frames.
+    table: Option<TableFormat>,
 }
 
 impl TableOutput {
@@ -38,7 +68,7 @@ impl TableOutput {
         if !given.is("--format") {
             return Ok(false);
         }
-        self.option = Some(parse_format(given.text()?)?);
+        self.option = Some(TableFormat::parse_word(given.text()?, "format")?);
         Ok(true)
     }
 
@@ -46,21 +76,17 @@ impl TableOutput {
     /// or the extension is CSV or TSV, frames otherwise; `--format` and an extension that differ
     /// are refused.
     pub(crate) fn product(&mut self, extension: Option<OutputFormat>) -> Result<Product, Error> {
-        let Some(chosen) = self.option.or(extension) else { return Ok(Product::Frames) };
+        let option = self.option.map(TableFormat::format);
+        let Some(chosen) = option.or(extension) else { return Ok(Product::Frames) };
         // The default is never used: one of the two is given. The contradiction is refused.
-        let chosen = OutputFormat::agreed(self.option, extension, chosen)?;
-        self.sep = match chosen {
-            OutputFormat::Csv => Some(','),
-            OutputFormat::Tsv => Some('\t'),
-            _ => None,
-        };
-        Ok(if self.sep.is_some() { Product::Table } else { Product::Frames })
+        self.table = TableFormat::of(OutputFormat::agreed(option, extension, chosen)?);
+        Ok(if self.table.is_some() { Product::Table } else { Product::Frames })
     }
 
     /// This frame's rows, to be filled and written, where the output is a table; `None` where it
     /// is frames. `columns`: the tool's own, after the key columns.
     pub(crate) fn rows(&self, cx: &Context<'_>, columns: &[&str]) -> Option<Rows> {
-        let sep = self.sep?;
+        let sep = self.table?.sep();
         Some(Rows { text: cx.table_header(columns, sep), key: cx.row_key(sep), sep })
     }
 }
@@ -93,29 +119,19 @@ impl Rows {
     }
 }
 
-/// `--format`'s value: one of [`TABLE_FORMATS`].
-fn parse_format(text: &str) -> Result<OutputFormat, FlagError> {
-    match OutputFormat::from_extension(text) {
-        Some(format) if TABLE_FORMATS.contains(&text) => Ok(format),
-        _ => {
-            let (last, rest) = TABLE_FORMATS.split_last().expect("formats");
-            Err(format!("unknown format '{text}' ({} or {last})", rest.join(", ")).into())
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Every word completions offer is one the parser takes, and the error lists them.
+    /// Every word completions offer is one the parser takes, the table of its extension, and
+    /// the error lists them.
     #[test]
     fn the_formats_listed_are_the_formats_parsed() {
-        for name in TABLE_FORMATS {
-            assert_eq!(parse_format(name).unwrap().name(), *name);
+        for name in TableFormat::NAMES {
+            assert_eq!(TableFormat::parse_word(name, "format").unwrap().format().name(), *name);
         }
         for bad in ["CSV", "npy", "png", ""] {
-            let Err(FlagError::Value(e)) = parse_format(bad) else { panic!("{bad} is no table format") };
+            let e = TableFormat::parse_word(bad, "format").unwrap_err();
             assert_eq!(e, format!("unknown format '{bad}' (csv or tsv)"));
         }
     }
@@ -125,15 +141,16 @@ mod tests {
     fn the_output_is_a_table_where_either_names_one() {
         use OutputFormat::{Csv, Png, Tsv};
         let product = |option, extension| {
-            let mut t = TableOutput { option, sep: None };
-            t.product(extension).map(|p| (p, t.sep))
+            let mut t = TableOutput { option, table: None };
+            t.product(extension).map(|p| (p, t.table))
         };
+        let (csv, tsv) = (Some(TableFormat::Csv), Some(TableFormat::Tsv));
         assert_eq!(product(None, None).unwrap(), (Product::Frames, None));
         assert_eq!(product(None, Some(Png)).unwrap(), (Product::Frames, None));
-        assert_eq!(product(None, Some(Tsv)).unwrap(), (Product::Table, Some('\t')));
-        assert_eq!(product(Some(Csv), None).unwrap(), (Product::Table, Some(',')));
-        assert_eq!(product(Some(Csv), Some(Csv)).unwrap(), (Product::Table, Some(',')));
-        let e = product(Some(Csv), Some(Png)).unwrap_err();
+        assert_eq!(product(None, Some(Tsv)).unwrap(), (Product::Table, tsv));
+        assert_eq!(product(csv, None).unwrap(), (Product::Table, csv));
+        assert_eq!(product(csv, Some(Csv)).unwrap(), (Product::Table, csv));
+        let e = product(csv, Some(Png)).unwrap_err();
         assert_eq!(e.message, "--format csv contradicts -o's extension .png");
     }
 }

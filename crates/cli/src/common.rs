@@ -115,7 +115,7 @@ pub const COMMON_FLAGS: &[Flag] = &[
          as radon's), then gives each frame to a GPU or to the CPU, whichever is done first; the \
          output is the same on all",
     )
-    .one_of(&["auto", "cpu", "gpu"])
+    .one_of(BackendChoice::NAMES)
     .group("Backend"),
     Flag::with_value(
         "--device",

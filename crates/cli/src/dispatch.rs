@@ -31,24 +31,21 @@ use histopipe_frame::{Frame, SampleMemory};
 use histopipe_ops::parallel::FrameWork;
 use histopipe_ops::{Gpu, GpuError, GpuPart, Op, OpError};
 
-/// Which backend a tool was asked to use (`--backend`, or `HISTOPIPE_BACKEND`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackendChoice {
-    /// Each frame where it is done first, among the CPU and the GPUs once a stream is long
-    /// enough to open them.
-    Auto,
-    Cpu,
-    Gpu,
+crate::words! {
+    /// Which backend a tool was asked to use (`--backend`, or `HISTOPIPE_BACKEND`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum BackendChoice {
+        /// Each frame where it is done first, among the CPU and the GPUs once a stream is long
+        /// enough to open them.
+        Auto = "auto",
+        Cpu = "cpu",
+        Gpu = "gpu",
+    }
 }
 
 impl BackendChoice {
     pub fn parse(text: &str) -> Result<BackendChoice, String> {
-        match text {
-            "auto" => Ok(BackendChoice::Auto),
-            "cpu" => Ok(BackendChoice::Cpu),
-            "gpu" => Ok(BackendChoice::Gpu),
-            _ => Err(format!("unknown backend '{text}' (auto, cpu or gpu)")),
-        }
+        BackendChoice::parse_word(text, "backend")
     }
 }
 

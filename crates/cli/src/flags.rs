@@ -6,7 +6,10 @@
 //! any error about its value ([`Given`], [`FlagError`]), so that no handler writes `--x:` itself.
 //! An operation's error about one of its parameters names the option that sets it
 //! ([`Flag::param`], [`op_message`]); a tool's own message about one option's value is made by
-//! [`Flag::message`]. All of them say the option as [`about`] does, the one place that does.
+//! [`Flag::message`]. All of them say the option as [`about`] does, the one place that does. A
+//! value that is one of a few words is an enum declared with [`words!`](crate::words!): its
+//! words, written once beside its variants, are the flag's list ([`Flag::one_of`]) and its
+//! handler's parser.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt::Display;
@@ -25,9 +28,10 @@ pub struct Flag {
     /// The name its value goes by (`N`, `FILE`; FILE, PATH, DIR and IMAGE complete as file names),
     /// `None` for a switch.
     pub value: Option<&'static str>,
-    /// The words its value may be, where it is one of a few: what completions offer. A word
-    /// `NAME:P` (P in capitals: `multiotsu:K`) stands for a value that takes a parameter after
-    /// the colon: completions offer `NAME:` and leave the cursor after it.
+    /// The words its value may be, where it is one of a few (an enum's `NAMES`,
+    /// [`words!`](crate::words!)): what completions offer. A word `NAME:P` (P in capitals:
+    /// `multiotsu:K`) stands for a value that takes a parameter after the colon: completions
+    /// offer `NAME:` and leave the cursor after it.
     pub values: &'static [&'static str],
     /// One paragraph: what it does, then `[default: ...]`.
     pub help: &'static str,
@@ -94,6 +98,66 @@ impl Flag {
     fn named(&self, arg: &str) -> bool {
         arg == self.long
             || self.short.is_some_and(|c| arg.strip_prefix('-') == Some(c.encode_utf8(&mut [0; 4])))
+    }
+}
+
+/// An enum whose variants are the words an option takes, each word written once beside its
+/// variant (as clap's `ValueEnum` and ripgrep's lists of choices keep them): the type gets
+/// `NAMES`, the words in the variants' order, for [`Flag::one_of`] (completions offer them, the
+/// manual lists them), `from_word` and `parse_word` for the handler (whose error lists the same
+/// words, [`either`]), so that no handler restates the list.
+///
+/// ```
+/// histopipe_cli::words! {
+///     /// `--colour`: which channels.
+///     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///     pub enum Colour { Luma = "luma", Each = "each" }
+/// }
+/// assert_eq!(Colour::NAMES, ["luma", "each"]);
+/// assert_eq!(Colour::from_word("each"), Some(Colour::Each));
+/// assert_eq!(Colour::parse_word("hue", "value").unwrap_err(), "unknown value 'hue' (luma or each)");
+/// ```
+#[macro_export]
+macro_rules! words {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $($(#[$vmeta:meta])* $variant:ident = $word:literal),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        $vis enum $name {
+            $($(#[$vmeta])* $variant),+
+        }
+
+        #[allow(dead_code)] // not every list's handler uses both parsers
+        impl $name {
+            /// The words, in the variants' order.
+            pub const NAMES: &'static [&'static str] = &[$($word),+];
+
+            /// The variant the word `text` names, if one does.
+            pub fn from_word(text: &str) -> Option<$name> {
+                match text {
+                    $($word => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+
+            /// The variant `text` names, or `unknown WHAT 'text' (a, b or c)`.
+            pub fn parse_word(text: &str, what: &str) -> Result<$name, String> {
+                Self::from_word(text)
+                    .ok_or_else(|| format!("unknown {what} '{text}' ({})", $crate::either(Self::NAMES)))
+            }
+        }
+    };
+}
+
+/// `words` as a sentence lists the choices: `a, b or c`.
+pub fn either(words: &[&str]) -> String {
+    match words.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        Some((last, _)) => (*last).to_owned(),
+        None => String::new(),
     }
 }
 
@@ -353,6 +417,13 @@ mod tests {
         assert_eq!(PAD[1].message("bad value 'x'"), "--fill: bad value 'x'");
         assert_eq!(PAD[0].message_of("2x2", "too small"), "--to 2x2: too small");
         assert_eq!(PAD[0].sentence_of("2x2", "is too small"), "--to 2x2 is too small");
+    }
+
+    #[test]
+    fn choices_are_listed_as_a_sentence() {
+        assert_eq!(either(&["a", "b", "c"]), "a, b or c");
+        assert_eq!(either(&["csv", "tsv"]), "csv or tsv");
+        assert_eq!(either(&["x"]), "x");
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub use atomic::write_whole;
 pub use common::{Common, COMMON_FLAGS, COMMON_OPERANDS};
 pub use dispatch::{BackendChoice, Devices};
 pub use error::{Error, ErrorKind, Place};
-pub use flags::{Flag, FlagError, Given, Operand};
+pub use flags::{either, Flag, FlagError, Given, Operand};
 pub use lexopt;
 pub use outputs::{OutputFormat, PathTemplate, Product};
 pub use run::main;
