@@ -374,6 +374,17 @@ fn is_peak(space: &HoughSpace, acc: &[u32], i: usize) -> bool {
     true
 }
 
+/// The cells of `live` that are peaks of `acc` ([`is_peak`]), each as its sort key (missing
+/// votes, then index), in `live`'s order: in parts on the pool's threads, joined in order.
+fn peaks_among(space: &HoughSpace, acc: &[u32], live: &[usize]) -> Vec<u64> {
+    let part = live.len().div_ceil(parallel::parts(live.len(), MIN_PART_PEAKS));
+    let key = |&i: &usize| (u64::from(u32::MAX - acc[i]) << 32) | i as u64;
+    let peaks = parallel::map_parts(live, part, |_, cells| {
+        cells.iter().filter(|&&i| is_peak(space, acc, i)).map(key).collect::<Vec<u64>>()
+    });
+    peaks.concat()
+}
+
 /// A step of a walk with an edge pixel: the step (below 2^30: frames' sides are, see
 /// [`HoughSegments::segments`]) and the index of its pixel in [`BAND`].
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
@@ -455,13 +466,7 @@ impl HoughSegments {
         loop {
             take_back.flush(&mut acc);
             live.retain(|&i| !walked[i] && acc[i] >= threshold);
-            // The peaks among the live cells, in parts on the pool's threads, joined in order.
-            let part = live.len().div_ceil(parallel::parts(live.len(), MIN_PART_PEAKS));
-            let key = |&i: &usize| (u64::from(u32::MAX - acc[i]) << 32) | i as u64;
-            let peaks = parallel::map_parts(&live, part, |_, cells| {
-                cells.iter().filter(|&&i| is_peak(space, &acc, i)).map(key).collect::<Vec<u64>>()
-            });
-            let mut peaks = peaks.concat();
+            let mut peaks = peaks_among(space, &acc, &live);
             if peaks.is_empty() {
                 break;
             }
