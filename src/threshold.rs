@@ -1,4 +1,4 @@
-use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool};
+use histopipe_cli::{either, Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool};
 use histopipe_frame::Frame;
 use histopipe_ops::threshold::{Levels, Method, Percent, Threshold as ThresholdOp, HUNDRED_PERCENT};
 
@@ -20,9 +20,26 @@ pub struct Threshold {
 /// The columns after the frame and its source.
 const COLUMNS: [&str; 2] = ["method", "threshold"];
 
-/// The methods `--method` takes, as its help spells them (a capital after the colon: a parameter):
-/// what completions offer, and what its error lists.
-pub const METHOD_NAMES: &[&str] = &["otsu", "triangle", "multiotsu:K", "value:V", "percentile:P"];
+histopipe_cli::words! {
+    /// The methods `--method` takes, as its help spells them (a capital after the colon: a
+    /// parameter): what completions offer, what the parser takes and what its error lists.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum MethodWord {
+        Otsu = "otsu",
+        Triangle = "triangle",
+        MultiOtsu = "multiotsu:K",
+        Value = "value:V",
+        Percentile = "percentile:P",
+    }
+}
+
+impl MethodWord {
+    /// The method whose name (its word before the colon) is `name`, and its word.
+    fn named(name: &str) -> Option<(MethodWord, &'static str)> {
+        let found = MethodWord::ALL.iter().zip(MethodWord::NAMES);
+        found.map(|(m, w)| (*m, *w)).find(|(_, w)| w.split(':').next() == Some(name))
+    }
+}
 
 /// Most classes of `multiotsu:K` (labels are 8-bit; the search bounds the rest).
 const MAX_CLASSES: u16 = 256;
@@ -53,7 +70,7 @@ Usage: threshold [OPTIONS] [FILE...]";
              percentile:P (the smallest level present whose cumulative count reaches P% of the pixels, \
              P 0..100 with up to 6 decimals: numpy's percentile, method inverted_cdf) [default: otsu]",
         )
-        .one_of(METHOD_NAMES)
+        .one_of(MethodWord::NAMES)
         .param("method"),
         Flag::switch("--invert", "samples at or below the threshold become maxval, the others 0"),
         table_output::format_flag(
@@ -108,29 +125,29 @@ fn parse_method(text: &str) -> Result<Method, FlagError> {
         Some((name, arg)) => (name, Some(arg)),
         None => (text, None),
     };
-    let needs = |form: &str| arg.ok_or_else(|| FlagError::from(format!("{name} takes a value: {form}")));
-    Ok(match name {
-        "otsu" | "triangle" if arg.is_some() => return Err(format!("{name} takes no value").into()),
-        "otsu" => Method::Otsu,
-        "triangle" => Method::Triangle,
-        "multiotsu" => {
-            let k: u16 = needs("multiotsu:K")?
+    let Some((word, form)) = MethodWord::named(name) else {
+        return Err(format!("unknown method '{text}' ({})", either(MethodWord::NAMES)).into());
+    };
+    let needs = || arg.ok_or_else(|| FlagError::from(format!("{name} takes a value: {form}")));
+    Ok(match word {
+        MethodWord::Otsu | MethodWord::Triangle if arg.is_some() => {
+            return Err(format!("{name} takes no value").into())
+        }
+        MethodWord::Otsu => Method::Otsu,
+        MethodWord::Triangle => Method::Triangle,
+        MethodWord::MultiOtsu => {
+            let k: u16 = needs()?
                 .parse()
                 .ok()
                 .filter(|k| (2..=MAX_CLASSES).contains(k))
                 .ok_or_else(|| format!("multiotsu takes 2 to {MAX_CLASSES} classes"))?;
             Method::MultiOtsu(k)
         }
-        "value" => {
-            let v: u16 =
-                needs("value:V")?.parse().map_err(|_| "value takes a level, 0 to 65535".to_owned())?;
+        MethodWord::Value => {
+            let v: u16 = needs()?.parse().map_err(|_| "value takes a level, 0 to 65535".to_owned())?;
             Method::Value(v)
         }
-        "percentile" => Method::Percentile(parse_percent(needs("percentile:P")?)?),
-        _ => {
-            let (last, rest) = METHOD_NAMES.split_last().expect("methods");
-            return Err(format!("unknown method '{text}' ({} or {last})", rest.join(", ")).into());
-        }
+        MethodWord::Percentile => Method::Percentile(parse_percent(needs()?)?),
     })
 }
 
@@ -191,7 +208,7 @@ mod tests {
     /// parameter, not the name).
     #[test]
     fn the_methods_listed_are_the_methods_parsed() {
-        for name in METHOD_NAMES {
+        for name in MethodWord::NAMES {
             let example = match name.split_once(':') {
                 None => name.to_string(),
                 Some((prefix, _)) => format!("{prefix}:3"),

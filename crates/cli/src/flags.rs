@@ -104,7 +104,7 @@ impl Flag {
 /// An enum whose variants are the words an option takes, each word written once beside its
 /// variant (as clap's `ValueEnum` and ripgrep's lists of choices keep them): the type gets
 /// `NAMES`, the words in the variants' order, for [`Flag::one_of`] (completions offer them, the
-/// manual lists them), `from_word` and `parse_word` for the handler (whose error lists the same
+/// manual lists them), `ALL`, the variants in that order, `from_word` and `parse_word` for the handler (whose error lists the same
 /// words, [`either`]), so that no handler restates the list.
 ///
 /// ```
@@ -114,6 +114,7 @@ impl Flag {
 ///     pub enum Colour { Luma = "luma", Each = "each" }
 /// }
 /// assert_eq!(Colour::NAMES, ["luma", "each"]);
+/// assert_eq!(Colour::ALL, [Colour::Luma, Colour::Each]);
 /// assert_eq!(Colour::from_word("each"), Some(Colour::Each));
 /// assert_eq!(Colour::parse_word("hue", "value").unwrap_err(), "unknown value 'hue' (luma or each)");
 /// ```
@@ -134,6 +135,9 @@ macro_rules! words {
         impl $name {
             /// The words, in the variants' order.
             pub const NAMES: &'static [&'static str] = &[$($word),+];
+
+            /// The variants, in the words' order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
 
             /// The variant the word `text` names, if one does.
             pub fn from_word(text: &str) -> Option<$name> {
