@@ -104,8 +104,9 @@ impl Flag {
 /// An enum whose variants are the words an option takes, each word written once beside its
 /// variant (as clap's `ValueEnum` and ripgrep's lists of choices keep them): the type gets
 /// `NAMES`, the words in the variants' order, for [`Flag::one_of`] (completions offer them, the
-/// manual lists them), `ALL`, the variants in that order, `from_word` and `parse_word` for the handler (whose error lists the same
-/// words, [`either`]), so that no handler restates the list.
+/// manual lists them), `ALL`, the variants in that order, and `from_word` and `parse_word` for
+/// the handler (whose error lists the same words, [`either`]), so that no handler restates the
+/// list.
 ///
 /// ```
 /// histopipe_cli::words! {
