@@ -22,15 +22,21 @@
 //! other 0 (`THRESH_BINARY_INV` inverted); multi-Otsu's K - 1 thresholds give labels 0..K-1 as
 //! `np.digitize(image, thresholds)`: the number of thresholds at or below the sample, an 8-bit
 //! frame of maxval 255 ([`LABEL_MAXVAL`]).
+//!
+//! The operation's parts: this module (the methods' choice of thresholds, the table, the ops and
+//! their parameters), `cpu` (the histogram and the map on the host), [`gpu`] (the device
+//! plan, [`ThresholdPlan`]).
 
 use histopipe_frame::{Frame, Pixels};
-use histopipe_gpu::cudarc::driver::CudaSlice;
-use histopipe_gpu::Buffer;
 
-use crate::bins::Bins;
-use crate::equalize;
-use crate::histogram::{self, DistributionPlan};
 use crate::{with_samples, Gpu, Op, OpError, Sample};
+
+mod cpu;
+pub mod gpu;
+#[cfg(test)]
+mod tests;
+
+pub use gpu::ThresholdPlan;
 
 /// How the thresholds are chosen from a frame's histogram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -438,107 +444,6 @@ fn output_frame<T: Sample>(method: Method, frame: &Frame, mapped: Vec<T>) -> Fra
     }
 }
 
-/// The device plan of `threshold`: the histogram ([`DistributionPlan`], counts only), its download
-/// and the host's choice, the table's upload, and the map of every sample through it. The one
-/// GPU sequence of `Op::gpu` and the benchmark.
-pub struct ThresholdPlan<'g, T: Sample> {
-    gpu: &'g Gpu,
-    method: Method,
-    invert: bool,
-    /// The op's mask, on the device.
-    mask: Option<Buffer<'g, u8>>,
-    distribution: DistributionPlan<'g>,
-    n: usize,
-    _sample: std::marker::PhantomData<T>,
-}
-
-impl<'g, T: Sample> ThresholdPlan<'g, T> {
-    /// The plan for frames of `n` samples of at most `maxval`.
-    pub fn new(gpu: &'g Gpu, op: Threshold, maxval: u16, n: usize) -> Result<ThresholdPlan<'g, T>, OpError> {
-        let bins = Bins::new(None, maxval)?;
-        let mask = match op.mask {
-            Some(mask) => Some(gpu.upload("threshold.mask", mask)?),
-            None => None,
-        };
-        Ok(ThresholdPlan {
-            gpu,
-            method: op.method,
-            invert: op.invert,
-            mask,
-            distribution: DistributionPlan::new(gpu, bins)?,
-            n,
-            _sample: std::marker::PhantomData,
-        })
-    }
-
-    /// The thresholds of `src`: its histogram on the device, then the choice on the host (waits for
-    /// the stream).
-    pub fn thresholds(&mut self, src: &CudaSlice<T>) -> Result<Vec<i32>, OpError> {
-        match &self.mask {
-            Some(mask) => self.distribution.queue_masked(src, mask, self.n)?,
-            None => self.distribution.queue_counts(src, self.n)?,
-        }
-        choose(self.method, &self.distribution.download_counts()?, bits::<T>())
-    }
-
-    /// The whole operation on `src` into `dst`: the thresholds ([`ThresholdPlan::thresholds`]),
-    /// then the table and the map queued; returns the thresholds.
-    pub fn queue(&mut self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<Vec<i32>, OpError> {
-        let thresholds = self.thresholds(src)?;
-        let levels = self.distribution.bins().levels();
-        let lut =
-            self.gpu.upload("threshold.lut", &table::<T>(self.method, &thresholds, levels, self.invert))?;
-        equalize::queue_map(self.gpu, src, self.n, &lut, levels, dst)?;
-        Ok(thresholds)
-    }
-}
-
-impl Threshold<'_> {
-    fn cpu_samples<T: Sample>(&self, frame: &Frame, samples: &[T]) -> Result<Thresholded, OpError> {
-        let thresholds = Levels { method: self.method, mask: self.mask }.cpu_counts(samples, frame.maxval)?;
-        let levels = frame.maxval as usize + 1;
-        let lut = table::<T>(self.method, &thresholds, levels, self.invert);
-        let mapped = match (T::bytes(samples), T::bytes(&lut)) {
-            (Some(bytes), Some(lut)) => {
-                equalize::map_bytes(bytes, lut).into_iter().map(|b| T::from_u16(b as u16)).collect()
-            }
-            _ => equalize::map(samples, &lut),
-        };
-        Ok(Thresholded { thresholds, frame: output_frame(self.method, frame, mapped) })
-    }
-
-    fn gpu_samples<T: Sample>(
-        &self,
-        gpu: &Gpu,
-        frame: &Frame,
-        samples: &[T],
-    ) -> Result<Thresholded, OpError> {
-        let n = samples.len();
-        let src = gpu.upload("threshold.in", samples)?;
-        let mut dst = gpu.buffer::<T>("threshold.out", n)?;
-        let thresholds = ThresholdPlan::<T>::new(gpu, *self, frame.maxval, n)?.queue(&src, &mut dst)?;
-        let mapped = gpu.download_samples(&dst, n)?.into_vec();
-        Ok(Thresholded { thresholds, frame: output_frame(self.method, frame, mapped) })
-    }
-}
-
-impl Levels<'_> {
-    fn cpu_counts<T: Sample>(&self, samples: &[T], maxval: u16) -> Result<Vec<i32>, OpError> {
-        let bins = Bins::new(None, maxval)?;
-        let counts = match self.mask {
-            Some(mask) => histogram::count_masked(samples, mask, bins),
-            None => histogram::count(samples, bins),
-        };
-        choose(self.method, &counts, bits::<T>())
-    }
-
-    fn gpu_samples<T: Sample>(&self, gpu: &Gpu, samples: &[T], maxval: u16) -> Result<Vec<i32>, OpError> {
-        let src = gpu.upload("threshold.in", samples)?;
-        let op = Threshold { method: self.method, invert: false, mask: self.mask };
-        ThresholdPlan::<T>::new(gpu, op, maxval, samples.len())?.thresholds(&src)
-    }
-}
-
 impl Op for Levels<'_> {
     type Output = Vec<i32>;
 
@@ -564,89 +469,5 @@ impl Op for Threshold<'_> {
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Thresholded, OpError> {
         check_mask(self.mask, frame)?;
         with_samples!(&frame.pixels, v => self.gpu_samples(gpu, frame, v))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn counts(samples: &[u16], levels: usize) -> Vec<u64> {
-        let mut c = vec![0u64; levels];
-        for &s in samples {
-            c[s as usize] += 1;
-        }
-        c
-    }
-
-    #[test]
-    fn otsu_of_a_flat_frame_is_zero_as_opencv_says() {
-        assert_eq!(choose(Method::Otsu, &counts(&[77; 12], 256), 8).unwrap(), [0]);
-        assert_eq!(choose(Method::Otsu, &counts(&[0; 3], 256), 8).unwrap(), [0]);
-        assert_eq!(choose(Method::Otsu, &[], 8).unwrap(), [0]);
-    }
-
-    #[test]
-    fn otsu_splits_two_values_at_the_lower() {
-        let c = counts(&[10, 10, 200, 200, 200], 256);
-        assert_eq!(choose(Method::Otsu, &c, 8).unwrap(), [10]);
-        let c = counts(&[1000, 3000, 3000], 4096);
-        assert_eq!(choose(Method::Otsu, &c, 16).unwrap(), [1000]);
-    }
-
-    #[test]
-    fn triangle_of_flat_frames_as_opencv() {
-        // cv2.threshold(np.full((4, 4), v, np.uint8), 0, 255, THRESH_BINARY + THRESH_TRIANGLE).
-        assert_eq!(choose(Method::Triangle, &counts(&[77; 16], 256), 8).unwrap(), [76]);
-        assert_eq!(choose(Method::Triangle, &counts(&[0; 16], 256), 8).unwrap(), [1]);
-        assert!(choose(Method::Triangle, &counts(&[7; 4], 300), 16).is_err());
-        // Nothing below the line: -1, every sample maxval.
-        assert_eq!(
-            choose(Method::Triangle, &counts(&[0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 256), 8)
-                .unwrap(),
-            [-1]
-        );
-    }
-
-    #[test]
-    fn percentiles_are_inverted_cdf() {
-        let c = counts(&[3, 5, 5, 9], 256);
-        let at = |m: u32| choose(Method::Percentile(Percent { millionths: m }), &c, 8).unwrap()[0];
-        assert_eq!(at(0), 3); // the smallest sample, not level 0
-        assert_eq!(at(25_000_000), 3); // 1 of 4 reaches 25%
-        assert_eq!(at(25_000_001), 5);
-        assert_eq!(at(75_000_000), 5);
-        assert_eq!(at(75_000_001), 9);
-        assert_eq!(at(HUNDRED_PERCENT), 9);
-    }
-
-    #[test]
-    fn multi_otsu_with_as_many_values_as_classes_splits_between_them() {
-        let c = counts(&[4, 4, 9, 20, 20, 20], 256);
-        assert_eq!(choose(Method::MultiOtsu(3), &c, 8).unwrap(), [4, 9]);
-        assert!(choose(Method::MultiOtsu(4), &c, 8).is_err());
-    }
-
-    #[test]
-    fn tables_map_above_the_threshold_to_maxval() {
-        assert_eq!(table::<u8>(Method::Otsu, &[1], 4, false), [0, 0, 3, 3]);
-        assert_eq!(table::<u8>(Method::Otsu, &[1], 4, true), [3, 3, 0, 0]);
-        assert_eq!(table::<u16>(Method::Value(0), &[0], 3, false), [0, 2, 2]);
-        assert_eq!(table::<u8>(Method::MultiOtsu(3), &[1, 3], 5, false), [0, 1, 1, 2, 2]);
-        assert_eq!(table::<u8>(Method::MultiOtsu(3), &[1, 3], 5, true), [2, 1, 1, 0, 0]);
-    }
-
-    #[test]
-    fn methods_display_as_spelt() {
-        assert_eq!(Method::Percentile(Percent { millionths: 12_500_000 }).to_string(), "percentile:12.5");
-        assert_eq!(Method::Percentile(Percent { millionths: 50_000_000 }).to_string(), "percentile:50");
-        assert_eq!(Method::MultiOtsu(4).to_string(), "multiotsu:4");
-    }
-
-    #[test]
-    fn search_sizes_saturate() {
-        assert_eq!(choose_count(255, 2), 255 * 254 / 2);
-        assert_eq!(choose_count(65535, 1), 65535);
-        assert!(choose_count(65535, 3) > MAX_COMBINATIONS);
     }
 }

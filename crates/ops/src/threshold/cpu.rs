@@ -1,0 +1,40 @@
+//! `threshold` on the CPU: the histogram counted and the frame mapped through the table on the
+//! host.
+
+use histopipe_frame::Frame;
+
+use super::{bits, choose, output_frame, table, Levels, Threshold, Thresholded};
+use crate::bins::Bins;
+use crate::equalize;
+use crate::histogram;
+use crate::{OpError, Sample};
+
+impl Threshold<'_> {
+    pub(super) fn cpu_samples<T: Sample>(
+        &self,
+        frame: &Frame,
+        samples: &[T],
+    ) -> Result<Thresholded, OpError> {
+        let thresholds = Levels { method: self.method, mask: self.mask }.cpu_counts(samples, frame.maxval)?;
+        let levels = frame.maxval as usize + 1;
+        let lut = table::<T>(self.method, &thresholds, levels, self.invert);
+        let mapped = match (T::bytes(samples), T::bytes(&lut)) {
+            (Some(bytes), Some(lut)) => {
+                equalize::map_bytes(bytes, lut).into_iter().map(|b| T::from_u16(b as u16)).collect()
+            }
+            _ => equalize::map(samples, &lut),
+        };
+        Ok(Thresholded { thresholds, frame: output_frame(self.method, frame, mapped) })
+    }
+}
+
+impl Levels<'_> {
+    pub(super) fn cpu_counts<T: Sample>(&self, samples: &[T], maxval: u16) -> Result<Vec<i32>, OpError> {
+        let bins = Bins::new(None, maxval)?;
+        let counts = match self.mask {
+            Some(mask) => histogram::count_masked(samples, mask, bins),
+            None => histogram::count(samples, bins),
+        };
+        choose(self.method, &counts, bits::<T>())
+    }
+}
