@@ -38,6 +38,7 @@ mod space;
 #[cfg(test)]
 mod tests;
 mod vote;
+mod walk;
 
 pub use annotation::ANNOTATION;
 pub use distinct::{paired, DistinctLines, Suppression};

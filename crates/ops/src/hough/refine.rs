@@ -7,7 +7,7 @@
 //! segment is the line through its two end pixels, walked between them, so that what it
 //! bridges is measured on the segment itself.
 
-use super::segments::{EdgeBits, Hit, Walk, BAND};
+use super::walk::{EdgeBits, Hit, Walk, BAND};
 
 /// Fits at most: a run's pixels settle in two or three (an edge's pixels are its own), and
 /// the last round's run is kept whether or not it settled.
