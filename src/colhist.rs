@@ -1,16 +1,16 @@
-use std::ops::Range;
-
 use histopipe_cli::{
     Common, Context, Error, Flag, FlagError, Given, OutputFormat, PathTemplate, Product, Tool,
     TABLE_KEY_COLUMNS,
 };
 use histopipe_frame::{encode_npy_header, Format, Frame, Line, NpyData, Pixels};
 use histopipe_ops::angles::Angles;
-use histopipe_ops::colhist::{ColHistParams, ColHistSweep, Histograms, MaskedColHist, Sweep};
+use histopipe_ops::colhist::{
+    Along, ColHistParams, ColHistSweep, Histograms, MaskedColHist, Sweep, Through, TurnByTurn,
+};
 use histopipe_ops::range::Outside;
 use histopipe_ops::rotate::{Interpolation, RotateBy, RotateParams};
 use histopipe_ops::Fill;
-use histopipe_ops::{parallel, Op, OpError};
+use histopipe_ops::{parallel, Op};
 use histopipe_plot::{colhist_figure, heatmap_image, ColhistFigure, Counts};
 
 use crate::binning::{classes, parse_range, BinBounds, Colour};
@@ -33,14 +33,6 @@ enum Output {
     Npy,
 }
 
-/// `--line` or `--segment`: two points of the original, and which of the two options gave them.
-#[derive(Debug, Clone, Copy)]
-struct Along {
-    points: Line,
-    /// `--segment`: only the rows between the points; `--line`: the whole column.
-    segment: bool,
-}
-
 /// What `--line` or `--segment` gave: two points (`X0,Y0,X1,Y1`), or with `--angles` one point
 /// and the line through it in each direction (`--line X,Y`), or the part of it within a
 /// half-length of the point (`--segment X,Y,R`).
@@ -57,13 +49,6 @@ struct Turns {
     interpolation: Interpolation,
     fill: Fill,
     expand: bool,
-}
-
-/// The pixels `--line` or `--segment` picks in a frame: rows `rows` of column `x`.
-#[derive(Debug, Clone)]
-struct Column {
-    x: usize,
-    rows: Range<usize>,
 }
 
 /// `colhist`: a histogram of every column (or row) of each frame.
@@ -87,10 +72,6 @@ pub struct ColHist {
     mask_path: Option<std::path::PathBuf>,
     mask: Option<Mask>,
 }
-
-/// A distance in pixels under which the two ends of `--line` (`--segment`) count as in one column:
-/// far below a pixel, far above the rounding of the geometry's composed maps.
-const VERTICAL_TOLERANCE: f64 = 1e-6;
 
 impl Tool for ColHist {
     const NAME: &'static str = "colhist";
@@ -139,7 +120,8 @@ Usage: colhist [OPTIONS] [FILE...]";
             "only the column this line of the original image lies on, all of it; the line must be \
              vertical in the frame (rotate --line first). With --angles, one point X,Y: in each \
              direction, the turned frame's column through it",
-        ),
+        )
+        .param("line"),
         Flag::with_value(
             "--segment",
             "X0,Y0,X1,Y1",
@@ -147,7 +129,8 @@ Usage: colhist [OPTIONS] [FILE...]";
              the one nearest (X1,Y1), both included (halves rounded up); both must be in the frame \
              (rotate --segment first). With --angles, X,Y,R: in each direction, the pixels of the \
              column through (X,Y) within R pixels of it",
-        ),
+        )
+        .param("segment"),
         Flag::with_value(
             "--angles",
             "SPEC",
@@ -478,9 +461,9 @@ impl ColHist {
         // The matrix of counts, as large as the image it may become, is refused before it is made.
         cx.check_pixels(if op.rows { frame.height } else { frame.width }, op.bins as usize)?;
         let column = match &self.along {
-            Some((Points::Two(points), segment)) => {
-                Some(Along { points: *points, segment: *segment }.column(cx, &frame)?)
-            }
+            Some((Points::Two(points), segment)) => Some(
+                Along { points: *points, segment: *segment }.column(&frame).map_err(|e| cx.op_error(e))?,
+            ),
             Some((Points::Through { .. }, _)) => unreachable!("refused without --angles"),
             None => None,
         };
@@ -529,6 +512,23 @@ fn option_of(segment: bool) -> &'static str {
     } else {
         "--line"
     }
+}
+
+/// Refuses a sweep whose counts, `bins` x `lines` a turn and held whole, are over --max-pixels
+/// counters.
+fn check_counters(cx: &Context<'_>, bins: usize, lines: &[usize]) -> Result<(), Error> {
+    let counters = lines.iter().fold(0u128, |n, &l| n + (bins * l) as u128);
+    if counters > cx.common.max_pixels as u128 {
+        let widest = lines.iter().max().copied().unwrap_or(0);
+        return Err(cx.invalid(format!(
+            "the counts would be {} angles x {bins} bins x {widest} lines, {counters} counters ({} bytes), \
+             over the limit of {} (--max-pixels): give fewer angles or bins",
+            lines.len(),
+            counters * 4,
+            cx.common.max_pixels
+        )));
+    }
+    Ok(())
 }
 
 impl ColHist {
@@ -595,22 +595,7 @@ impl ColHist {
         }
         let colour_turns = frame.channels.is_colour() && turns.interpolation == Interpolation::Bilinear;
         let frame = if colour_turns { frame } else { histopipe_frame::colour::gray_frame(&frame) };
-        let by = |a: f64| RotateParams {
-            by: RotateBy::Degrees(a),
-            interpolation: turns.interpolation,
-            fill: turns.fill,
-            expand: turns.expand,
-        };
-        let rotations = turns
-            .angles
-            .iter()
-            .map(|a| by(a).for_frame(&frame))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| cx.op_error(e))?;
-        for r in &rotations {
-            cx.check_pixels(r.out_width, r.out_height)?;
-        }
-        let sweep = ColHistSweep { turns: rotations, params: self.params };
+        let sweep = self.sweep_of(cx, turns, &frame)?;
         // The whole sweep's work, though it is counted a group of turns at a time.
         cx.check_work(&sweep.work(&frame))?;
         let ops = sweep.counts(&frame).map_err(|e| cx.op_error(e))?;
@@ -620,17 +605,7 @@ impl ColHist {
             Some(_) => vec![1; ops.len()],
             None => sweep.turns.iter().zip(&ops).map(|(r, op)| op.lines(r.out_width, r.out_height)).collect(),
         };
-        let counters = lines.iter().fold(0u128, |n, &l| n + (bins * l) as u128);
-        if counters > cx.common.max_pixels as u128 {
-            let widest = lines.iter().max().copied().unwrap_or(0);
-            return Err(cx.invalid(format!(
-                "the counts would be {} angles x {bins} bins x {widest} lines, {counters} counters ({} bytes), \
-                 over the limit of {} (--max-pixels): give fewer angles or bins",
-                lines.len(),
-                counters * 4,
-                cx.common.max_pixels
-            )));
-        }
+        check_counters(cx, bins, &lines)?;
         if self.output == Output::Npy && !cx.starts_output() {
             return Err(cx.invalid(
                 "an .npy file holds one frame's cube, and this output would get more than one: \
@@ -657,35 +632,35 @@ impl ColHist {
             }
             return Ok(());
         }
-        let counted = {
-            // One turn at a time: the turned frame, made gray, counted as colhist counts it.
-            {
-                let mut counts = Vec::with_capacity(counters as usize);
-                for (r, op) in sweep.turns.iter().zip(&ops) {
-                    let turned = cx.run_each_channel(&frame, |_| *r)?;
-                    let turned = histopipe_frame::colour::gray_frame(&turned);
-                    let h = match self.along {
-                        Some((Points::Through { point, half }, segment)) => {
-                            let g = turned.geometry_or_identity();
-                            let points = Line::vertical_through(point, &g, half)
-                                .map_err(|e| cx.op_error(OpError::invalid(e)))?;
-                            let c = Along { points, segment }.column(cx, &turned)?;
-                            match op.column(&turned, c.x, c.rows, None) {
-                                (_, pixels) if pixels.height == 0 => {
-                                    Histograms { bins, lines: 1, counts: vec![0; bins] }
-                                }
-                                (one, pixels) => cx.run(&one, &pixels)?,
-                            }
-                        }
-                        _ => cx.run(op, &turned)?,
-                    };
-                    counts.extend_from_slice(&h.counts);
-                }
-                Sweep { bins, lines, counts }
-            }
+        // A turn at a time (colour turned bilinearly, or one column of each turn): see TurnByTurn.
+        let through = match self.along {
+            Some((Points::Through { point, half }, segment)) => Some(Through { point, half, segment }),
+            _ => None,
         };
+        let counted = cx.run(&TurnByTurn { sweep, through }, &frame)?;
         self.sweep_rows(cx, turns, &counted, 0, &labels);
         Ok(())
+    }
+
+    /// The sweep of `frame`: a turn per angle, made as `rotate` makes it, each turned frame
+    /// refused beyond --max-pixels.
+    fn sweep_of(&self, cx: &Context<'_>, turns: &Turns, frame: &Frame) -> Result<ColHistSweep, Error> {
+        let by = |a: f64| RotateParams {
+            by: RotateBy::Degrees(a),
+            interpolation: turns.interpolation,
+            fill: turns.fill,
+            expand: turns.expand,
+        };
+        let rotations = turns
+            .angles
+            .iter()
+            .map(|a| by(a).for_frame(frame))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| cx.op_error(e))?;
+        for r in &rotations {
+            cx.check_pixels(r.out_width, r.out_height)?;
+        }
+        Ok(ColHistSweep { turns: rotations, params: self.params })
     }
 
     /// Each bin's number and bounds, as every turn's rows give them.
@@ -779,50 +754,6 @@ impl ColHist {
                 cx.send_bytes(text);
             }
         }
-    }
-}
-
-impl Along {
-    fn option(&self) -> &'static str {
-        option_of(self.segment)
-    }
-
-    /// The pixels of `frame` these points pick: the column the line lies on, which must be
-    /// vertical in the frame, and for a segment the rows from the one nearest one end to the one
-    /// nearest the other (floor(y + 0.5), as the column's x), which must be rows of the frame.
-    fn column(&self, cx: &Context<'_>, frame: &Frame) -> Result<Column, Error> {
-        let option = self.option();
-        let ((x0, y0), (x1, y1)) = self
-            .points
-            .in_frame(&frame.geometry_or_identity())
-            .map_err(|e| cx.op_error(OpError::invalid(e)))?;
-        if (x1 - x0).abs() > VERTICAL_TOLERANCE * (1.0 + (y1 - y0).abs()) {
-            return Err(cx.invalid(format!(
-                "{option} is not vertical in this frame (its ends are at x = {x0:.3} and x = {x1:.3}): \
-                 turn it with rotate {option} first"
-            )));
-        }
-        let x = ((x0 + x1) / 2.0 + 0.5).floor();
-        if !(x >= 0.0 && x < frame.width as f64) {
-            return Err(cx.invalid(format!(
-                "{option} lies at x = {x:.0}, outside the {}-pixel-wide frame",
-                frame.width
-            )));
-        }
-        let rows = if self.segment {
-            let (top, bottom) = ((y0.min(y1) + 0.5).floor(), (y0.max(y1) + 0.5).floor());
-            if !(top >= 0.0 && bottom < frame.height as f64) {
-                return Err(cx.invalid(format!(
-                    "--segment leaves the frame: its ends are at rows {top:.0} and {bottom:.0} of a \
-                     {}-row frame",
-                    frame.height
-                )));
-            }
-            top as usize..bottom as usize + 1
-        } else {
-            0..frame.height
-        };
-        Ok(Column { x: x as usize, rows })
     }
 }
 

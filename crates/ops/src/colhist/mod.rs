@@ -17,7 +17,7 @@
 //! reference: lines split over the pool's threads, counted in strips of columns or row by row),
 //! `strips` (its fast path for 8-bit columns, in cache-sized strips, groups and bands), [`gpu`]
 //! (the device plan and its kernels' launch shapes), [`sweep`] (the counts after each of many turns
-//! of one frame, `colhist --angles`).
+//! of one frame, `colhist --angles`), `along` (the one column `--line` or `--segment` picks).
 
 use std::ops::Range;
 
@@ -26,6 +26,7 @@ use histopipe_frame::{Frame, Geometry, Pixels};
 use crate::bins::Bins;
 use crate::{with_samples, Gpu, Op, OpError};
 
+mod along;
 mod cpu;
 pub mod gpu;
 mod strips;
@@ -33,8 +34,9 @@ pub mod sweep;
 #[cfg(test)]
 mod tests;
 
+pub use along::{Along, Column};
 pub use gpu::ColHistPlan;
-pub use sweep::{ColHistSweep, ColHistSweepPlan, Sweep};
+pub use sweep::{ColHistSweep, ColHistSweepPlan, Sweep, Through, TurnByTurn};
 
 /// The default number of bins: one per value for 8-bit frames, 256 for 16-bit ones.
 pub fn default_bins(maxval: u16) -> u32 {

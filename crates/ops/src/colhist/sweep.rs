@@ -7,12 +7,17 @@
 //! operations themselves, turn after turn: the CPU on the pool's threads, a turn per task, the
 //! GPU on one stream into a scratch frame and one output buffer. So the counts are the loop's,
 //! bit for bit, whatever the backend and the thread count.
+//!
+//! [`TurnByTurn`] is the sweep one turn at a time, for what that one pass does not do: a colour
+//! frame turned bilinearly, made gray after each turn, and one column of each turned frame
+//! (`colhist --angles` with `--line X,Y` or `--segment X,Y,R`).
 
-use histopipe_frame::Frame;
+use histopipe_frame::colour::gray_frame;
+use histopipe_frame::{Channels, Frame, Line};
 use histopipe_gpu::cudarc::driver::CudaSlice;
 use histopipe_gpu::Buffer;
 
-use super::{ColHist, ColHistParams, ColHistPlan};
+use super::{Along, ColHist, ColHistParams, ColHistPlan, Histograms};
 use crate::rotate::Rotate;
 use crate::{parallel, with_samples, Gpu, Op, OpError, Sample, Work};
 
@@ -222,5 +227,110 @@ impl<T: Sample> ColHistSweepPlan<'_, T> {
             at += n;
         }
         Ok(())
+    }
+}
+
+/// `colhist --angles` a turn at a time: each turn's operations run one after the other on the
+/// backend this op is run on (each splitting its work as it does alone), the counts the same as
+/// [`ColHistSweep`]'s loop of `rotate` then `colhist`. For what its one pass does not do:
+/// - a colour frame turned bilinearly: each channel turned as `rotate` turns it, then made gray
+///   as `colhist` reads `rotate`'s output (OpenCV's BGR2GRAY, alpha dropped); bilinear blends
+///   each channel, so gray before the turns would not give the same samples;
+/// - [`Through`]: one column of each turned frame.
+#[derive(Debug, Clone)]
+pub struct TurnByTurn {
+    pub sweep: ColHistSweep,
+    pub through: Option<Through>,
+}
+
+/// With `--angles`, `--line X,Y` (`--segment X,Y,R`): in each turned frame, the column through
+/// `point` of the original in each direction (within `half` pixels of it).
+#[derive(Debug, Clone, Copy)]
+pub struct Through {
+    pub point: (f64, f64),
+    pub half: f64,
+    pub segment: bool,
+}
+
+/// The backend a [`TurnByTurn`] runs its turns' operations on: the one it is run on.
+#[derive(Clone, Copy)]
+enum On<'g> {
+    Cpu,
+    Gpu(&'g Gpu),
+}
+
+impl On<'_> {
+    fn run<O: Op>(self, op: &O, frame: &Frame) -> Result<O::Output, OpError> {
+        match self {
+            On::Cpu => op.cpu(frame),
+            On::Gpu(gpu) => op.gpu(gpu, frame),
+        }
+    }
+
+    /// `r` of each channel of `frame`, turned as a gray frame of its own ([`Frame::plane`]) and
+    /// put back together, as `rotate` turns colour; a gray frame turned as it is.
+    fn turn(self, r: &Rotate, frame: &Frame) -> Result<Frame, OpError> {
+        if frame.channels == Channels::Gray {
+            return self.run(r, frame);
+        }
+        let planes = (0..frame.channels.count())
+            .map(|c| self.run(r, &frame.plane(c)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Frame::from_planes(frame.channels, &planes))
+    }
+}
+
+impl Through {
+    /// The counts of `op` (`bins` bins) of the column of `turned` through the point: a line of
+    /// `turned`'s original, vertical in it, which [`Along::column`] picks; no rows, no counts.
+    fn count(&self, on: On<'_>, op: &ColHist, turned: &Frame, bins: usize) -> Result<Histograms, OpError> {
+        let g = turned.geometry_or_identity();
+        let points = Line::vertical_through(self.point, &g, self.half).map_err(OpError::invalid)?;
+        let c = Along { points, segment: self.segment }.column(turned)?;
+        match op.column(turned, c.x, c.rows, None) {
+            (_, pixels) if pixels.height == 0 => Ok(Histograms { bins, lines: 1, counts: vec![0; bins] }),
+            (one, pixels) => on.run(&one, &pixels),
+        }
+    }
+}
+
+impl TurnByTurn {
+    /// One turn at a time: the turned frame, made gray, counted as colhist counts it.
+    fn counts(&self, on: On<'_>, frame: &Frame) -> Result<Sweep, OpError> {
+        let ops = self.sweep.counts(frame)?;
+        let bins = ops.first().map_or(0, |op| op.bins as usize);
+        let lines: Vec<usize> = match self.through {
+            Some(_) => vec![1; ops.len()],
+            None => {
+                self.sweep.turns.iter().zip(&ops).map(|(r, op)| op.lines(r.out_width, r.out_height)).collect()
+            }
+        };
+        let mut counts = Vec::with_capacity(lines.iter().map(|l| bins * l).sum());
+        for (r, op) in self.sweep.turns.iter().zip(&ops) {
+            let turned = gray_frame(&on.turn(r, frame)?);
+            let h = match &self.through {
+                Some(through) => through.count(on, op, &turned, bins)?,
+                None => on.run(op, &turned)?,
+            };
+            counts.extend_from_slice(&h.counts);
+        }
+        Ok(Sweep { bins, lines, counts })
+    }
+}
+
+impl Op for TurnByTurn {
+    type Output = Sweep;
+
+    /// [`ColHistSweep`]'s: every pixel of every turned frame, made by its turn and counted.
+    fn work(&self, frame: &Frame) -> Work {
+        self.sweep.work(frame)
+    }
+
+    fn cpu(&self, frame: &Frame) -> Result<Sweep, OpError> {
+        self.counts(On::Cpu, frame)
+    }
+
+    fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Sweep, OpError> {
+        self.counts(On::Gpu(gpu), frame)
     }
 }
