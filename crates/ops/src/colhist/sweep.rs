@@ -30,7 +30,7 @@ pub struct ColHistSweep {
 }
 
 /// The counts of a sweep: turn i's `bins x lines[i]` matrix (bin-major, as
-/// [`Histograms`](super::Histograms)) at `offsets()[i]` of `counts`, turn after turn.
+/// [`Histograms`]) at `offsets()[i]` of `counts`, turn after turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sweep {
     pub bins: usize,

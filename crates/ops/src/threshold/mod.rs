@@ -1,7 +1,7 @@
 //! `threshold`: a global threshold chosen from each frame's histogram, and the frame mapped through
-//! it. Three steps: the histogram (one bin per level, [`histogram`], on the CPU or the GPU), the
-//! thresholds chosen from it by host code both backends share ([`choose`]), and every sample
-//! through a look-up table ([`table`]; equalize's map, on the CPU or the GPU).
+//! it. Three steps: the histogram (one bin per level, [`histogram`](crate::histogram), on the CPU
+//! or the GPU), the thresholds chosen from it by host code both backends share ([`choose`]), and
+//! every sample through a look-up table ([`table`]; equalize's map, on the CPU or the GPU).
 //!
 //! - [`Method::Otsu`]: OpenCV's `THRESH_OTSU` (`getThreshVal_Otsu` in imgproc/src/thresh.cpp), its
 //!   double-precision scan over all 256 (8-bit) or 65536 (16-bit) levels, operation for operation:
