@@ -22,6 +22,7 @@ pub mod digest;
 pub mod fields;
 pub mod finding;
 pub mod input;
+pub mod kind;
 pub mod minimize;
 pub mod mutate;
 pub mod panics;

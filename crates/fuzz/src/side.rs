@@ -22,9 +22,9 @@ use crate::alloc::HeapMeter;
 use crate::digest::Digest;
 use crate::finding::{Finding, FindingKind};
 use crate::input::Input;
+use crate::kind::Checked;
 use crate::panics::{guarded, PanicNote};
 use crate::target::{allocation_bound, message_shape, Limits};
-use crate::targets::Checked;
 
 /// `equalize --table`'s cap: 65,536 rows of 64 bytes.
 pub const TABLE_CAP: u64 = 65_536 * 64;

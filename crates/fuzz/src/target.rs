@@ -21,8 +21,8 @@ use histopipe_frame::{Frame, FrameErrorKind, FrameReader, Pixels, ReadOptions};
 use crate::digest::Digest;
 use crate::finding::{Finding, FindingKind};
 use crate::input::Input;
+use crate::kind::Target;
 use crate::panics::{guarded, PanicNote};
-use crate::targets::Target;
 
 /// The most heap one read of `input_len` bytes may hold with `--max-pixels max_pixels`: the frame
 /// crate's own contract ([`histopipe_frame::read_memory_bound`]), checked against what the

@@ -4,46 +4,14 @@
 //! gives an outcome (for feedback) or a finding; each has its own seeds and its own folder of
 //! saved findings.
 
-use std::fmt;
+pub use crate::kind::{Checked, Target};
 
 use crate::finding::{Finding, Regressions};
 use crate::input::Input;
 use crate::seeds::Seed;
 use crate::target::Limits;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
-    Reader,
-    Writers,
-    Side,
-    Templates,
-    Tools,
-}
-
 impl Target {
-    pub const ALL: [Target; 5] =
-        [Target::Reader, Target::Writers, Target::Side, Target::Templates, Target::Tools];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Target::Reader => "reader",
-            Target::Writers => "writers",
-            Target::Side => "side",
-            Target::Templates => "templates",
-            Target::Tools => "tools",
-        }
-    }
-
-    pub fn parse(text: &str) -> Result<Target, String> {
-        let target = Target::ALL.into_iter().find(|t| t.name() == text).ok_or_else(|| {
-            format!("unknown target '{text}' (there are reader, writers, side, templates, tools)")
-        })?;
-        if matches!(target, Target::Side | Target::Templates) && !cfg!(feature = "cli") {
-            return Err(format!("the {text} target is not built in (the cli feature)"));
-        }
-        Ok(target)
-    }
-
     /// Where this target's findings are saved: the reader's in the regressions folder itself (as
     /// they always were), the others' in a folder of its name inside it.
     pub fn regressions(self, root: &Regressions) -> Regressions {
@@ -65,21 +33,6 @@ impl Target {
             }
             _ => crate::seeds::seeds(),
         }
-    }
-}
-
-/// What an input gave, when it gave no finding.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Checked {
-    /// The kind of outcome, for feedback: a new shape joins the corpus.
-    pub shape: u64,
-    /// The outcome in words, for `--replay`.
-    pub text: String,
-}
-
-impl fmt::Display for Checked {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
     }
 }
 

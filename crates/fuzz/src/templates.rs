@@ -19,10 +19,10 @@ use histopipe_frame::Source;
 use crate::digest::Digest;
 use crate::finding::{Finding, FindingKind};
 use crate::input::Input;
+use crate::kind::Checked;
 use crate::panics::guarded;
 use crate::seeds::Seed;
 use crate::target::Limits;
-use crate::targets::Checked;
 
 /// Names a stream may give: climbing, absolute, dots, control characters, long, empty.
 pub const HOSTILE: &[&[u8]] = &[

@@ -23,8 +23,8 @@ use histopipe_frame::{read_memory_bound, read_work_bound};
 use crate::digest::Digest;
 use crate::finding::{Finding, FindingKind};
 use crate::input::Input;
+use crate::kind::Checked;
 use crate::target::Limits;
-use crate::targets::Checked;
 
 /// The tools' `--max-pixels`: 512x512, so that a debug build's tools run in well under a second.
 pub const MAX_PIXELS: u64 = 1 << 18;

@@ -15,9 +15,9 @@ use crate::alloc::HeapMeter;
 use crate::digest::Digest;
 use crate::finding::{Finding, FindingKind};
 use crate::input::Input;
+use crate::kind::Checked;
 use crate::panics::guarded;
 use crate::target::{allocation_bound, Limits};
-use crate::targets::Checked;
 
 /// Frames of one input written back; the rest are left to the reader's target.
 const FRAMES: usize = 4;
