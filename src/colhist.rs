@@ -110,7 +110,7 @@ Usage: colhist [OPTIONS] [FILE...]";
              per channel (red, green, blue, alpha; gray for gray frames), in a channel column; text \
              and npy output only [default: luma]",
         )
-        .one_of(&["luma", "each"]),
+        .one_of(Colour::NAMES),
         Flag::switch("--rows", "a histogram of every row instead (a bins x height matrix)"),
         Flag::switch("--count-padding", "count every pixel, padding included (--mask still applies)"),
         MASK,
