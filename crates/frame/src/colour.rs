@@ -33,8 +33,11 @@ macro_rules! widest {
     ($name:ident($($arg:ident: $ty:ty),*) => $body:expr) => {{
         #[cfg(target_arch = "x86_64")]
         {
+            /// # Safety
+            /// The CPU has AVX2 (an `unsafe fn`: safe functions with target features need Rust
+            /// 1.86, and the workspace builds with 1.85).
             #[target_feature(enable = "avx2")]
-            fn $name($($arg: $ty),*) {
+            unsafe fn $name($($arg: $ty),*) {
                 $body
             }
             if std::arch::is_x86_feature_detected!("avx2") {

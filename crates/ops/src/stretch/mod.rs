@@ -75,8 +75,11 @@ fn float_levels(curve: Curve, norm: f64, src: &[f32], out: &mut [MaybeUninit<u16
     }
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
+        /// # Safety
+        /// The CPU has AVX2 (an `unsafe fn`: safe functions with target features need Rust 1.86,
+        /// and the workspace builds with 1.85).
         #[target_feature(enable = "avx2")]
-        fn wide(curve: Curve, norm: f64, src: &[f32], out: &mut [MaybeUninit<u16>]) {
+        unsafe fn wide(curve: Curve, norm: f64, src: &[f32], out: &mut [MaybeUninit<u16>]) {
             by_scale(curve, norm, src, out)
         }
         // SAFETY: the CPU has AVX2.
