@@ -3,21 +3,39 @@
 //! `histopipe-ops`, the GPU runtime in `histopipe-gpu`, the shared plumbing in `histopipe-cli`.
 
 mod binning;
-pub mod cdf;
-pub mod clahe;
-pub mod colhist;
-pub mod deskew;
 mod drawing;
-pub mod edges;
-pub mod equalize;
-pub mod hough_lines;
-pub mod hough_segments;
-pub mod hough_vote;
 mod mask;
-pub mod pad;
 mod plot;
-pub mod radon;
-pub mod rotate;
-pub mod stretch;
 mod table_output;
-pub mod threshold;
+
+/// Declares each tool's module and lists it in [`TOOLS`].
+macro_rules! tools {
+    ($($module:ident::$tool:ident),* $(,)?) => {
+        $(pub mod $module;)*
+
+        /// Every tool: its name (its module's, `_` for `-`) and its options
+        /// ([`histopipe_cli::Tool::FLAGS`]), in the order of the modules; tests/tools/flags.rs
+        /// checks each tool's option table against them, and tools.toml holds the same tools.
+        pub const TOOLS: &[(&str, &[histopipe_cli::Flag])] =
+            &[$((stringify!($module), <$module::$tool as histopipe_cli::Tool>::FLAGS)),*];
+    };
+}
+
+// A tool's module, and its type (a histopipe_cli::Tool): a new tool is a line here.
+tools! {
+    cdf::Cdf,
+    clahe::Clahe,
+    colhist::ColHist,
+    deskew::Deskew,
+    edges::Edges,
+    equalize::Equalize,
+    hough_lines::HoughLines,
+    hough_segments::HoughSegments,
+    hough_vote::HoughVote,
+    iradon::Iradon,
+    pad::Pad,
+    radon::Radon,
+    rotate::Rotate,
+    stretch::Stretch,
+    threshold::Threshold,
+}

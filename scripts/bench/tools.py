@@ -37,83 +37,73 @@ def registry_tools():
     return r.stdout.split()
 
 
-# What each filter of the registry is run with, and the OpenCV one-liner doing the same work (argv[1]
-# the input PGM, argv[2] the output file). The Hough parameters are OpenCV's HoughLines(img, 1, pi/180, T).
-CANNY = "--low 50 --high 150"
+def registry_field(tool, field):
+    """A tool's FIELD in tools.toml, one value a line (read by scripts/registry)."""
+    r = subprocess.run([os.path.join(ROOT, "scripts", "registry"), tool, field], check=True, capture_output=True, text=True)
+    return r.stdout.splitlines()
+
+
+def registry_spec(name):
+    """What a tool of the registry is run with (its `bench` arguments in tools.toml), what it
+    reads (`input`: frame, edges or accumulator), and its OpenCV one-liner (OPENCV) or None."""
+    return {"args": " ".join(registry_field(name, "bench")).split(),
+            "input": (registry_field(name, "input") or ["frame"])[0],
+            "opencv": None, **OPENCV.get(name, {})}
+
+
+# The OpenCV one-liner doing the same work as a tool of the registry (argv[1] the input PGM, argv[2]
+# the output file; `opencv_input`: what it reads, where not what the tool reads); a tool without
+# one is timed alone. The work is that of the tool's arguments in tools.toml (`bench`): rotate by
+# 30 degrees, stretch to 8 bits, Canny's thresholds 50 and 150, OpenCV's HoughLines(img, 1,
+# pi/180, 200).
 STRETCH = ("import cv2,sys,numpy as n;i=cv2.imread(sys.argv[1],0);N=i.size;k=min(int(N*.35/200),(N-1)//2);"
            "p=n.partition(i.ravel(),[k,N-1-k]);l,h=float(p[k]),float(p[N-1-k]);"
            "cv2.imwrite(sys.argv[2]+'.pgm',n.rint(n.clip((i-l)/max(h-l,1e-9),0,1)*255).astype(n.uint8))")
+CANNY = "--low 50 --high 150"
 HOUGH_T = 200
-TOOLS = {
+OPENCV = {
     "pad": {
-        "args": [],
-        "input": "frame",
         "opencv": "import cv2,sys,math;i=cv2.imread(sys.argv[1],0);h,w=i.shape;d=math.isqrt(w*w+h*h-1)+1;"
         "l,t=(d-w)//2,(d-h)//2;cv2.imwrite(sys.argv[2]+'.pgm',cv2.copyMakeBorder(i,t,d-h-t,l,d-w-l,cv2.BORDER_CONSTANT,value=0))",
     },
     "rotate": {
-        "args": ["30"],
-        "input": "frame",
         "opencv": "import cv2,sys;i=cv2.imread(sys.argv[1],0);h,w=i.shape;"
         "m=cv2.getRotationMatrix2D(((w-1)/2,(h-1)/2),30,1);cv2.imwrite(sys.argv[2]+'.pgm',cv2.warpAffine(i,m,(w,h),flags=cv2.INTER_NEAREST))",
     },
     "colhist": {
-        "args": [],
-        "input": "frame",
         "opencv": "import cv2,sys,numpy as n;i=cv2.imread(sys.argv[1],0);h,w=i.shape;"
         "c=n.bincount((i.astype(n.int64)*w+n.arange(w)).ravel(),minlength=256*w).reshape(256,w);"
         "n.savetxt(sys.argv[2],c,fmt='%d',delimiter=',')",
     },
     "cdf": {
-        "args": [],
-        "input": "frame",
         "opencv": "import cv2,sys,numpy as n;i=cv2.imread(sys.argv[1],0);c=cv2.calcHist([i],[0],None,[256],[0,256]).ravel();"
         "s=n.cumsum(c);n.savetxt(sys.argv[2],n.c_[n.arange(256),c,s,s/s[-1]],delimiter=',')",
     },
-    # OpenCV has no Radon transform: scikit-image's radon is the peer (VARIANTS, skimage_peers.py).
-    "radon": {"args": [], "input": "frame", "opencv": None},
+    # radon: OpenCV has no Radon transform: scikit-image's radon is the peer (VARIANTS, skimage_peers.py).
     "equalize": {
-        "args": [],
-        "input": "frame",
         "opencv": "import cv2,sys;cv2.imwrite(sys.argv[2]+'.pgm',cv2.equalizeHist(cv2.imread(sys.argv[1],0)))",
     },
     # NumPy's stretch, ImageJ's default 0.35 % saturated: the order statistics the tool's cuts
     # are (np.partition), then the map; the same output (cpu_peers.py's stretch).
-    "stretch": {
-        "args": ["--depth", "8"],
-        "input": "frame",
-        "opencv": STRETCH,
-    },
+    "stretch": {"opencv": STRETCH},
     "edges": {
-        "args": CANNY.split(),
-        "input": "frame",
         "opencv": "import cv2,sys;cv2.imwrite(sys.argv[2]+'.pgm',cv2.Canny(cv2.imread(sys.argv[1],0),50,150))",
     },
     "clahe": {
-        "args": [],
-        "input": "frame",
         "opencv": "import cv2,sys;cv2.imwrite(sys.argv[2]+'.pgm',cv2.createCLAHE().apply(cv2.imread(sys.argv[1],0)))",
     },
     "threshold": {
-        "args": [],
-        "input": "frame",
         "opencv": "import cv2,sys;i=cv2.imread(sys.argv[1],0);"
         "cv2.imwrite(sys.argv[2]+'.pgm',cv2.threshold(i,0,255,cv2.THRESH_BINARY+cv2.THRESH_OTSU)[1])",
     },
-    # ImageMagick's -deskew is the peer (scripts/bench/deskew_peer.sh); OpenCV has none.
-    "deskew": {"args": [], "input": "frame", "opencv": None},
-    "hough-vote": {"args": [], "input": "edges", "opencv": None},
+    # deskew: ImageMagick's -deskew is the peer (scripts/bench/deskew_peer.sh); OpenCV has none.
     "hough-segments": {
-        "args": [],
-        "input": "edges",
         "opencv": "import cv2,sys,numpy as n;l=cv2.HoughLinesP(cv2.imread(sys.argv[1],0),1,n.pi/180,50,"
         "minLineLength=50,maxLineGap=10);"
         "n.savetxt(sys.argv[2],l.reshape(-1,4) if l is not None else n.zeros((0,4)),delimiter=',')",
         "opencv_input": "edges",
     },
     "hough-lines": {
-        "args": ["--threshold", str(HOUGH_T)],
-        "input": "accumulator",
         # OpenCV has no separate accumulator: its one-liner votes and selects (hough-vote + hough-lines).
         "opencv": "import cv2,sys,numpy as n;l=cv2.HoughLines(cv2.imread(sys.argv[1],0),1,n.pi/180,%d);"
         "n.savetxt(sys.argv[2],l.reshape(-1,2) if l is not None else n.zeros((0,2)),delimiter=',')" % HOUGH_T,
@@ -125,7 +115,7 @@ TOOLS = {
 # its peers' one-liners (argv[1] the input PGM, argv[2] the output file, argv[3] the reference PGM):
 # OpenCV and NumPy (`opencv-python`), scikit-image (`skimage-python`, where its wheels are).
 VARIANTS = {
-    "threshold": {"args": [], "opencv-python": TOOLS["threshold"]["opencv"]},
+    "threshold": {"args": [], "opencv-python": OPENCV["threshold"]["opencv"]},
     "threshold --method multiotsu:3": {
         "args": ["--method", "multiotsu:3"],
         "skimage-python": "import cv2,sys,numpy as n;from skimage.filters import threshold_multiotsu as t;"
@@ -160,14 +150,10 @@ def have(tool):
     return shutil.which(tool) is not None
 
 
-def specified(names):
-    """The tools of `names` that have an entry in TOOLS; the others are said on stderr (and fail
-    tests/tools/registry.rs)."""
+def specs(names):
+    """Each tool of `names`, with what it is run with (registry_spec)."""
     for name in names:
-        if name in TOOLS:
-            yield name
-        else:
-            print(f"tools.py: {name} has no entry in TOOLS: not timed", file=sys.stderr)
+        yield name, registry_spec(name)
 
 
 def write_pgm(path, w, h, data):
@@ -202,8 +188,7 @@ def tools(args):
     work = args.work
     os.makedirs(work, exist_ok=True)
     sink = os.path.join(work, "out.tmp")
-    for name in specified(registry_tools() if args.only is None else args.only):
-        spec = TOOLS[name]
+    for name, spec in specs(registry_tools() if args.only is None else args.only):
         present = have(name)
         for w, h in args.sizes:
             for content in args.content:
@@ -403,14 +388,14 @@ def streams(args):
     rawopt = f"--raw {w}x{h}"
     for source in ("raw", "pgm"):
         measure("cat", "cat", source, "cat")
-    for name in specified(registry_tools() if args.only is None else args.only):
-        if TOOLS[name]["input"] == "accumulator":
+    for name, spec in specs(registry_tools() if args.only is None else args.only):
+        if spec["input"] == "accumulator":
             continue  # an accumulator stream: timed in the Hough pipeline
         if not have(name):
             out({**base, "name": name, "status": "missing"})
             continue
-        source = "edges" if TOOLS[name]["input"] == "edges" else "raw"
-        cmd = " ".join([name, *TOOLS[name]["args"], rawopt])
+        source = "edges" if spec["input"] == "edges" else "raw"
+        cmd = " ".join([name, *spec["args"], rawopt])
         for backend in args.backends:
             measure(name, cmd, source, backend)
     for name, pipeline in PIPELINES.items():

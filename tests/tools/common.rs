@@ -366,47 +366,143 @@ pub struct Tool {
     pub peers: Vec<&'static str>,
     /// Whether it has GPU kernels.
     pub gpu: bool,
+    /// Whether it takes float frames as they are.
+    pub float: bool,
+    /// What it reads: `frame`, `edges` or `accumulator`.
+    pub input: &'static str,
+    /// The extension of what it writes: `pgm` or `csv`.
+    pub writes: &'static str,
+    /// Its arguments in the whole-tool benchmark.
+    pub bench: &'static str,
     /// Its tests' module in tests/tools/ (its name where tools.toml names none).
     pub tests: &'static str,
+    /// Its runs under compute-sanitizer, `INPUTS|NAME|ARGS`.
+    pub sanitize: Vec<&'static str>,
 }
 
-/// Every tool, in the registry's order, read from tools.toml in the subset of TOML it keeps to
-/// (`[TOOL]`, then `key = "string"`, `key = ["a", "b"]` or `key = true`, a line each), as
-/// scripts/registry reads it; a line outside that subset, or an unknown key, fails the test.
+impl Tool {
+    /// A tool named `name` with every field at its default.
+    pub fn new(name: &'static str) -> Tool {
+        Tool {
+            name,
+            ops: Vec::new(),
+            peers: Vec::new(),
+            gpu: false,
+            float: false,
+            input: "frame",
+            writes: "pgm",
+            bench: "",
+            tests: name,
+            sanitize: Vec::new(),
+        }
+    }
+
+    /// The tools that make its input from a frame, in order.
+    pub fn before(&self) -> &'static [&'static str] {
+        match self.input {
+            "edges" => &["edges"],
+            "accumulator" => &["edges", "hough-vote"],
+            _ => &[],
+        }
+    }
+}
+
+/// Every tool, in the registry's order, read from tools.toml in the subset of TOML its header
+/// gives, as scripts/registry reads it; a line outside that subset, an unknown key or a value
+/// that is not one of the key's fails the test.
 pub fn registry() -> &'static [Tool] {
     static TOOLS: OnceLock<Vec<Tool>> = OnceLock::new();
     TOOLS.get_or_init(|| parse_registry(include_str!("../../tools.toml")))
 }
 
-fn parse_registry(text: &'static str) -> Vec<Tool> {
+/// The strings of a list's text (`"a", "b"`), or None if it holds anything else.
+fn strings(mut text: &'static str) -> Option<Vec<&'static str>> {
+    let mut values = Vec::new();
+    loop {
+        text = text.trim_start_matches([' ', ',']);
+        if text.is_empty() {
+            return Some(values);
+        }
+        let (value, rest) = text.strip_prefix('"')?.split_once('"')?;
+        if value.contains('\\') {
+            return None;
+        }
+        values.push(value);
+        text = rest;
+    }
+}
+
+pub fn parse_registry(text: &'static str) -> Vec<Tool> {
     let mut tools: Vec<Tool> = Vec::new();
+    // The key of the list of one string a line being read, and where it opened.
+    let mut open: Option<(&str, usize)> = None;
     for (i, line) in text.lines().enumerate() {
-        let line = line.split(" #").next().unwrap().trim();
+        let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
+        if let Some((key, _)) = open {
+            if line == "]" {
+                open = None;
+                continue;
+            }
+            let value = strings(line).filter(|v| v.len() == 1);
+            let value = value.unwrap_or_else(|| registry_error(i, line));
+            let tool = tools.last_mut().unwrap();
+            match key {
+                "ops" => tool.ops.extend(value),
+                "peers" => tool.peers.extend(value),
+                "sanitize" => tool.sanitize.extend(value),
+                _ => registry_error(i, line),
+            }
+            continue;
+        }
         if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            tools.push(Tool { name, ops: Vec::new(), peers: Vec::new(), gpu: false, tests: name });
+            tools.push(Tool::new(name));
             continue;
         }
         let (Some(tool), Some((key, value))) = (tools.last_mut(), line.split_once('=')) else {
             registry_error(i, line)
         };
-        let value = value.trim();
-        let list = || -> Vec<&'static str> {
-            let items = value.strip_prefix('[').and_then(|v| v.strip_suffix(']'));
-            let items = items.unwrap_or_else(|| registry_error(i, line));
-            items.split(',').map(|s| s.trim().trim_matches('"')).filter(|s| !s.is_empty()).collect()
+        let (key, value) = (key.trim(), value.trim());
+        if value == "[" {
+            open = Some((key, i));
+            continue;
+        }
+        let list = || {
+            let items = value.strip_prefix('[').and_then(|v| v.strip_suffix(']')).and_then(strings);
+            items.unwrap_or_else(|| registry_error(i, line))
         };
-        match key.trim() {
+        let string = || match strings(value).as_deref() {
+            Some(&[one]) if value.starts_with('"') && value.ends_with('"') => one,
+            _ => registry_error(i, line),
+        };
+        let flag = || match value {
+            "true" => true,
+            "false" => false,
+            _ => registry_error(i, line),
+        };
+        match key {
             "ops" => tool.ops = list(),
             "peers" => tool.peers = list(),
-            "gpu" if value == "true" || value == "false" => tool.gpu = value == "true",
-            "tests" if value.len() > 2 && value.starts_with('"') && value.ends_with('"') => {
-                tool.tests = &value[1..value.len() - 1]
-            }
+            "sanitize" => tool.sanitize = list(),
+            "gpu" => tool.gpu = flag(),
+            "float" => tool.float = flag(),
+            "tests" => tool.tests = string(),
+            "bench" => tool.bench = string(),
+            "input" => match string() {
+                v @ ("frame" | "edges" | "accumulator") => tool.input = v,
+                _ => registry_error(i, line),
+            },
+            "writes" => match string() {
+                v @ ("pgm" | "csv") => tool.writes = v,
+                _ => registry_error(i, line),
+            },
             _ => registry_error(i, line),
         }
+    }
+    if let Some((key, i)) = open {
+        panic!("tools.toml:{}: the list {key} has no closing ]", i + 1);
     }
     tools
 }

@@ -66,28 +66,16 @@ fn longs(flags: &[Flag]) -> Vec<String> {
 
 #[test]
 fn the_option_table_is_the_definitions() {
-    let tools: [(&str, &[Flag]); 14] = [
-        ("pad", histopipe::pad::Pad::FLAGS),
-        ("rotate", histopipe::rotate::Rotate::FLAGS),
-        ("colhist", histopipe::colhist::ColHist::FLAGS),
-        ("cdf", histopipe::cdf::Cdf::FLAGS),
-        ("radon", histopipe::radon::Radon::FLAGS),
-        ("equalize", histopipe::equalize::Equalize::FLAGS),
-        ("edges", histopipe::edges::Edges::FLAGS),
-        ("hough-vote", histopipe::hough_vote::HoughVote::FLAGS),
-        ("hough-lines", histopipe::hough_lines::HoughLines::FLAGS),
-        ("hough-segments", histopipe::hough_segments::HoughSegments::FLAGS),
-        ("clahe", histopipe::clahe::Clahe::FLAGS),
-        ("stretch", histopipe::stretch::Stretch::FLAGS),
-        ("threshold", histopipe::threshold::Threshold::FLAGS),
-        ("deskew", histopipe::deskew::Deskew::FLAGS),
-    ];
-    let mut named: Vec<&str> = tools.iter().map(|(name, _)| *name).collect();
+    // Every tool of histopipe's TOOLS (src/lib.rs), its name's `_` as `-`.
+    let tools: Vec<(String, &[Flag])> =
+        histopipe::TOOLS.iter().map(|&(module, flags)| (module.replace('_', "-"), flags)).collect();
+    let mut named: Vec<&str> = tools.iter().map(|(name, _)| name.as_str()).collect();
     let mut registered = crate::common::tools();
     named.sort();
     registered.sort();
     assert_eq!(named, registered, "every tool of tools.toml, and no other, is checked here");
     for (name, flags) in tools {
+        let name = name.as_str();
         let table = defined(name);
         let own: Vec<String> = table.iter().filter(|d| d.own).map(|d| d.long.clone()).collect();
         let common: Vec<String> = table.iter().filter(|d| !d.own).map(|d| d.long.clone()).collect();

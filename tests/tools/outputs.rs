@@ -50,24 +50,6 @@ fn with_source(source: &str) -> Vec<u8> {
         .concat()
 }
 
-/// Each tool, the tools that make its input from a frame, and the extension of what it writes.
-const TOOLS: &[(&str, &[&str], &str)] = &[
-    ("pad", &[], "pgm"),
-    ("rotate", &[], "pgm"),
-    ("colhist", &[], "csv"),
-    ("cdf", &[], "csv"),
-    ("radon", &[], "csv"),
-    ("equalize", &[], "pgm"),
-    ("stretch", &[], "pgm"),
-    ("clahe", &[], "pgm"),
-    ("edges", &[], "pgm"),
-    ("hough-vote", &["edges"], "pgm"),
-    ("hough-lines", &["edges", "hough-vote"], "csv"),
-    ("hough-segments", &["edges"], "csv"),
-    ("threshold", &[], "pgm"),
-    ("deskew", &[], "pgm"),
-];
-
 #[test]
 fn a_source_named_by_a_stream_never_writes_outside_the_output_folder() {
     let dir = temp_dir("hostile-sources");
@@ -84,9 +66,10 @@ fn a_source_named_by_a_stream_never_writes_outside_the_output_folder() {
         "a\nb.pgm",
         "a\u{1b}b.pgm",
     ];
-    let listed: Vec<&str> = TOOLS.iter().map(|t| t.0).collect();
-    assert_eq!(listed, tools(), "TOOLS here and tools.toml, in its order");
-    for &(name, before, ext) in TOOLS {
+    // Every tool of tools.toml: the tools that make its input from a frame (its `input`), and the
+    // extension of what it writes (`writes`).
+    for t in registry() {
+        let (name, before, ext) = (t.name, t.before(), t.writes);
         for source in sources {
             let mut input = with_source(source);
             for stage in before {

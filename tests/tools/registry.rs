@@ -33,22 +33,31 @@ fn bench_entries(source: &str) -> Vec<&str> {
         .collect()
 }
 
-/// The tools scripts/bench/tools.py times (the keys of its `TOOLS`).
-fn bench_tools(source: &str) -> Vec<&str> {
-    between(source, "TOOLS = {", "}")
+/// The tools scripts/bench/tools.py has an OpenCV one-liner for (the keys of its `OPENCV`).
+fn opencv_tools(source: &str) -> Vec<&str> {
+    between(source, "OPENCV = {", "}")
         .into_iter()
         .filter(|l| l.starts_with("    \"") && l.contains("\": "))
         .filter_map(|l| quoted(l).first().copied())
         .collect()
 }
 
-/// The tools scripts/sanitize runs: the first field of each line of its runs (`echo "TOOL|...`).
-fn sanitized(source: &str) -> BTreeSet<&str> {
-    between(source, "runs=$work/runs", "} >\"$runs\"")
-        .into_iter()
-        .filter_map(|l| l.trim().strip_prefix("echo \"")?.split_once('|'))
-        .map(|(t, _)| t)
-        .collect()
+/// The inputs scripts/sanitize makes (each file it names as `"$in/NAME"`).
+fn sanitize_inputs(source: &str) -> BTreeSet<&str> {
+    source.split("\"$in/").skip(1).filter_map(|s| s.split('"').next()).collect()
+}
+
+/// What is wrong with a `sanitize` entry of tools.toml (`INPUTS|NAME|ARGS`), if anything.
+fn sanitize_entry_wrong(entry: &str, inputs: &BTreeSet<&str>) -> Option<String> {
+    let fields: Vec<&str> = entry.split('|').collect();
+    let [on, _, _] = fields[..] else {
+        return Some(format!("sanitize run {entry:?} is not INPUTS|NAME|ARGS"));
+    };
+    let unknown: Vec<&str> = on.split_whitespace().filter(|i| !inputs.contains(i)).collect();
+    if on.trim().is_empty() || !unknown.is_empty() {
+        return Some(format!("sanitize run {entry:?}: inputs {unknown:?} are none scripts/sanitize makes"));
+    }
+    None
 }
 
 /// What the peers can time: cpu_peers.py's `OPS`, skimage_peers.py's `OPS` (scikit-image, for the
@@ -78,12 +87,14 @@ fn missing_parts(registry: &[Tool], root: &Path) -> Vec<String> {
     let readme = text("README.md");
     let rows = readme_rows(&readme);
     let main = text("tests/tools/main.rs");
+    let lib = text("src/lib.rs");
+    let declared = between(&lib, "tools! {", "}");
     let bench = text("crates/bench/src/registry.rs");
     let entries = bench_entries(&bench);
     let tools_py = text("scripts/bench/tools.py");
-    let timed = bench_tools(&tools_py);
+    let opencv = opencv_tools(&tools_py);
     let sanitize = text("scripts/sanitize");
-    let runs = sanitized(&sanitize);
+    let inputs = sanitize_inputs(&sanitize);
     let peers = peer_ops(
         &text("scripts/bench/cpu_peers.py"),
         &text("scripts/bench/skimage_peers.py"),
@@ -111,11 +122,12 @@ fn missing_parts(registry: &[Tool], root: &Path) -> Vec<String> {
         if !text(&module).contains(&format!("\"{name}\"")) {
             lacks(format!("no tests: {module} does not run \"{name}\""));
         }
+        let rust_module = name.replace('-', "_");
+        if !declared.iter().any(|l| l.trim().starts_with(&format!("{rust_module}::"))) {
+            lacks(format!("no `{rust_module}::TYPE,` in src/lib.rs's tools! (its module and type)"));
+        }
         if !main.lines().any(|l| l.trim() == format!("mod {};", t.tests)) {
             lacks(format!("no `mod {};` in tests/tools/main.rs", t.tests));
-        }
-        if !timed.contains(&name) {
-            lacks("no benchmark entry in scripts/bench/tools.py's TOOLS".into());
         }
         if t.ops.is_empty() {
             lacks("no ops (histopipe-bench entries) in tools.toml".into());
@@ -132,8 +144,16 @@ fn missing_parts(registry: &[Tool], root: &Path) -> Vec<String> {
                 ));
             }
         }
-        if t.gpu && !runs.contains(name) {
-            lacks("GPU kernels but no runs in scripts/sanitize".into());
+        let huge = |entry: &&str| {
+            entry.split('|').next().unwrap_or("").split_whitespace().all(|i| i.starts_with("huge"))
+        };
+        if t.gpu && t.sanitize.iter().filter(|e| !huge(e)).count() == 0 {
+            lacks("GPU kernels but no sanitize runs (but on huge inputs) in tools.toml".into());
+        }
+        for entry in &t.sanitize {
+            if let Some(wrong) = sanitize_entry_wrong(entry, &inputs) {
+                lacks(wrong);
+            }
         }
     }
     let bins =
@@ -154,14 +174,9 @@ fn missing_parts(registry: &[Tool], root: &Path) -> Vec<String> {
             missing.push(format!("histopipe-bench's entry {entry}: in no tool's ops in tools.toml"));
         }
     }
-    for tool in timed {
+    for tool in opencv {
         if !names.contains(tool) {
-            missing.push(format!("scripts/bench/tools.py: {tool} is not a tool of tools.toml"));
-        }
-    }
-    for tool in runs {
-        if !names.contains(tool) {
-            missing.push(format!("scripts/sanitize: runs {tool}, not a tool of tools.toml"));
+            missing.push(format!("scripts/bench/tools.py: OPENCV's {tool} is not a tool of tools.toml"));
         }
     }
     missing
@@ -181,8 +196,19 @@ fn scripts_read_the_registry_as_the_tests_do() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8(out.stdout).unwrap().lines().collect::<Vec<_>>(), tools());
     for t in registry() {
-        for (field, values) in [("ops", t.ops.clone()), ("peers", t.peers.clone()), ("tests", vec![t.tests])]
-        {
+        let flag = |b: bool| vec![if b { "true" } else { "false" }];
+        // (gpu is compared below, with `tools --gpu`.)
+        let given = |v: &'static str, default: &str| if v == default { vec![] } else { vec![v] };
+        for (field, values) in [
+            ("ops", t.ops.clone()),
+            ("peers", t.peers.clone()),
+            ("tests", vec![t.tests]),
+            ("float", if t.float { flag(true) } else { vec![] }),
+            ("input", given(t.input, "frame")),
+            ("writes", given(t.writes, "pgm")),
+            ("bench", given(t.bench, "")),
+            ("sanitize", t.sanitize.clone()),
+        ] {
             let out =
                 std::process::Command::new(repo().join("scripts/registry")).args([t.name, field]).output();
             let out = String::from_utf8(out.unwrap().stdout).unwrap();
@@ -201,8 +227,14 @@ fn scripts_read_the_registry_as_the_tests_do() {
 #[test]
 fn a_tool_with_a_missing_part_is_named_with_what_it_lacks() {
     // A new tool in the registry, with none of its parts yet.
-    let tools =
-        [Tool { name: "sharpen", ops: vec!["sharpen"], peers: vec!["sharpen"], gpu: true, tests: "sharpen" }];
+    let mut sharpen = Tool::new("sharpen");
+    sharpen.ops = vec!["sharpen"];
+    sharpen.peers = vec!["sharpen"];
+    sharpen.gpu = true;
+    sharpen.sanitize = vec!["huge||"];
+    let mut blur = Tool::new("blur");
+    blur.sanitize = vec!["photos marble|x|", "photos"];
+    let tools = [sharpen, blur];
     let missing = missing_parts(&tools, &repo());
     for part in [
         "sharpen: no binary, src/bin/sharpen.rs",
@@ -210,17 +242,67 @@ fn a_tool_with_a_missing_part_is_named_with_what_it_lacks() {
         "sharpen: no row in the README's table linking [docs/sharpen.md](docs/sharpen.md)",
         "sharpen: no tests: tests/tools/sharpen.rs does not run \"sharpen\"",
         "sharpen: no `mod sharpen;` in tests/tools/main.rs",
-        "sharpen: no benchmark entry in scripts/bench/tools.py's TOOLS",
+        "sharpen: no `sharpen::TYPE,` in src/lib.rs's tools! (its module and type)",
         "sharpen: op sharpen is no entry of histopipe-bench (crates/bench/src/registry.rs)",
         "sharpen: peer op sharpen is in none of cpu_peers.py's OPS, skimage_peers.py's OPS and peers.cu's ops",
-        "sharpen: GPU kernels but no runs in scripts/sanitize",
+        "sharpen: GPU kernels but no sanitize runs (but on huge inputs) in tools.toml",
+        "blur: sanitize run \"photos marble|x|\": inputs [\"marble\"] are none scripts/sanitize makes",
+        "blur: sanitize run \"photos\" is not INPUTS|NAME|ARGS",
         // And the house's tools that this registry of one does not hold.
         "src/bin/pad.rs: not a tool of tools.toml",
         "README: the table's `pad` is not a tool of tools.toml",
         "histopipe-bench's entry pad: in no tool's ops in tools.toml",
-        "scripts/bench/tools.py: pad is not a tool of tools.toml",
-        "scripts/sanitize: runs pad, not a tool of tools.toml",
+        "scripts/bench/tools.py: OPENCV's pad is not a tool of tools.toml",
     ] {
         assert!(missing.iter().any(|m| m == part), "not said: {part}\nsaid:\n{}", missing.join("\n"));
+    }
+}
+
+/// `float = true` in tools.toml is what each tool does with a frame of float samples: those with
+/// it take one (run with their benchmark arguments), the others refuse it with
+/// histopipe_cli::FLOAT_REFUSED, which names exactly those with it (made from tools.toml by
+/// crates/cli/build.rs).
+#[test]
+fn the_float_tools_are_those_of_the_registry() {
+    let dem = fixture_bytes("dem.npy");
+    let mut taking = Vec::new();
+    for t in registry() {
+        let args: Vec<&str> = t.bench.split_whitespace().collect();
+        let out =
+            tool(t.name).args(["--backend", "cpu"]).args(&args).write_stdin(dem.clone()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if t.float {
+            assert!(out.status.success(), "{} (float = true) refused a float frame: {stderr}", t.name);
+            taking.push(t.name);
+        } else {
+            assert!(!out.status.success(), "{} took a float frame: float = true in tools.toml", t.name);
+            let line = format!("{}: frame 1: {}", t.name, histopipe_cli::FLOAT_REFUSED);
+            assert_eq!(stderr.trim_end(), line, "{}", t.name);
+        }
+    }
+    let listed = taking.iter().filter(|&&t| t != "stretch").copied().collect::<Vec<_>>();
+    let (last, rest) = listed.split_last().unwrap();
+    let sentence = format!("{} and {last} take float frames as they are", rest.join(", "));
+    assert!(histopipe_cli::FLOAT_REFUSED.ends_with(&sentence), "{}", histopipe_cli::FLOAT_REFUSED);
+    assert!(histopipe_cli::FLOAT_REFUSED.contains("first with stretch"));
+}
+
+/// A list of one string a line reads as a list on one line; a line outside the subset fails.
+#[test]
+fn the_registry_reads_lists_of_one_string_a_line() {
+    let tools = parse_registry(
+        "# a comment\n[a-b]\nops = [\"x\", \"y, z\"]\nsanitize = [\n  \"p q|n|--k 1,2\",\n  \"r||\"\n]\nfloat = true\n",
+    );
+    assert_eq!(tools.len(), 1);
+    assert_eq!((tools[0].name, tools[0].float, tools[0].input), ("a-b", true, "frame"));
+    assert_eq!(tools[0].ops, ["x", "y, z"]);
+    assert_eq!(tools[0].sanitize, ["p q|n|--k 1,2", "r||"]);
+    for bad in [
+        "[a]\nops = [\n  \"x\", \"y\",\n]\n",
+        "[a]\nops = [\n\"x\"\n",
+        "[a]\ninput = \"cube\"\n",
+        "[a]\ngpu = yes\n",
+    ] {
+        assert!(std::panic::catch_unwind(|| parse_registry(bad)).is_err(), "read: {bad:?}");
     }
 }

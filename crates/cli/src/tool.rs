@@ -89,10 +89,9 @@ pub trait Tool: Default + Sync {
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error>;
 }
 
-/// Why a frame of float samples is refused by a tool that takes integer ones.
-pub const FLOAT_REFUSED: &str = "32-bit float samples, and this tool takes integer ones: make them integers \
-     first with stretch (stretch --depth 16 -o x.png, or --depth 8); pad, rotate, radon, cdf and colhist \
-     take float frames as they are";
+/// Why a frame of float samples is refused by a tool that takes integer ones; it names the tools
+/// that take them, those with `float = true` in tools.toml (written by build.rs).
+pub const FLOAT_REFUSED: &str = include!(concat!(env!("OUT_DIR"), "/float_refused.rs"));
 
 /// The first columns of every table a tool writes (see [`Context::row_key`]).
 pub const TABLE_KEY_COLUMNS: [&str; 2] = ["frame", "source"];
