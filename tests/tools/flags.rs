@@ -207,6 +207,69 @@ fn every_defined_option_is_taken_and_named_in_its_errors() {
     }
 }
 
+/// The operands `tool` takes (`FILE...`), from its option table.
+fn operands(tool_name: &str) -> Vec<String> {
+    let out = tool(tool_name).arg("--help-flags").output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.lines()
+        .map(|l| l.split('\t').collect::<Vec<_>>())
+        .filter(|f| f.len() == 7 && f[3].is_empty())
+        .map(|f| f[4].to_owned())
+        .collect()
+}
+
+/// The forms of `tool`'s `--help` (its `Usage:` lines), each as its words.
+fn usage_forms(name: &str) -> Vec<Vec<String>> {
+    let out = tool(name).arg("--help").output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    let mut lines = help.lines().skip_while(|l| !l.starts_with("Usage: "));
+    let first = lines.next().map(|l| l["Usage: ".len()..].to_owned());
+    let more =
+        lines.map_while(|l| l.strip_prefix("       ").filter(|l| l.starts_with(name)).map(str::to_owned));
+    first.into_iter().chain(more).map(|l| l.split_whitespace().map(str::to_owned).collect()).collect()
+}
+
+/// Every form of each manual's Synopsis ends with `[common options]` and the operands the tool
+/// takes (`[FILE...]`), as the man page and `--help` say (the common options are listed in the
+/// man page and `--help`); and each form of `--help`'s `Usage:` is one of the Synopsis: its words
+/// before `[OPTIONS]` begin a form there (`rotate ANGLE`, `rotate --line X0,Y0,X1,Y1`).
+#[test]
+fn every_synopsis_form_ends_with_the_common_options_and_operands_and_holds_the_usage() {
+    let mut wrong = Vec::new();
+    for name in tools() {
+        let forms = synopsis_forms(name);
+        let operands: Vec<String> = operands(name).iter().map(|o| format!("[{o}]")).collect();
+        let tail: Vec<String> =
+            ["[common", "options]"].iter().map(|w| w.to_string()).chain(operands).collect();
+        for form in &forms {
+            if !form.ends_with(&tail) {
+                wrong.push(format!(
+                    "docs/{name}.md: the Synopsis form `{}` does not end with `{}`",
+                    form.join(" "),
+                    tail.join(" ")
+                ));
+            }
+        }
+        let usage = usage_forms(name);
+        if usage.is_empty() {
+            wrong.push(format!("{name} --help: no Usage line"));
+        }
+        for u in usage {
+            let Some(lead) = u.iter().position(|w| w == "[OPTIONS]").map(|i| &u[..i]) else {
+                wrong.push(format!("{name} --help: the Usage form `{}` has no [OPTIONS]", u.join(" ")));
+                continue;
+            };
+            if !forms.iter().any(|f| f.starts_with(lead)) {
+                wrong.push(format!(
+                    "docs/{name}.md: no Synopsis form begins `{}`, as --help's Usage",
+                    lead.join(" ")
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 /// The forms of the command in `tool`'s manual's Synopsis (docs/TOOL.md), each as its words: a
 /// form starts on a line that is a code span beginning with the tool's name; the code-span lines
 /// under it go on with it (a long form wrapped); other lines are prose about them.
