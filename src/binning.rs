@@ -3,6 +3,7 @@
 
 use histopipe_cli::{Context, Error, FlagError, Given};
 use histopipe_frame::{Channels, Frame, Pixels};
+use histopipe_ops::mask::Mask;
 use histopipe_ops::range::{FloatClasses, FloatRange, IntRange, Layout};
 
 histopipe_cli::words! {
@@ -90,10 +91,10 @@ pub fn classes(
     plane: &Frame,
     range: Option<(f64, f64)>,
     bins: Option<usize>,
-    mask: Option<&[u8]>,
+    mask: Option<Mask<'_>>,
 ) -> Result<Option<Classes>, Error> {
     if let Pixels::F32(v) = &plane.pixels {
-        let r = match mask {
+        let r = match mask.map(|m| m.inside()) {
             Some(mask) if range.is_none() => {
                 let inside: Vec<f32> = v.iter().zip(mask).filter(|(_, &m)| m != 0).map(|(&s, _)| s).collect();
                 FloatRange::new(range, bins, &inside)

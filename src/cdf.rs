@@ -6,12 +6,13 @@ use histopipe_cli::{
     TABLE_KEY_COLUMNS,
 };
 use histopipe_frame::{encode_npy_array, Frame, NpyData};
-use histopipe_ops::histogram::{Distribution, Histogram, MaskedHistogram};
+use histopipe_ops::histogram::{Distribution, Histogram};
+use histopipe_ops::mask::{Mask, Masked};
 use histopipe_ops::range::Outside;
 use histopipe_plot::{cdf_figure, CdfFigure};
 
 use crate::binning::{classes, parse_range, BinBounds, Colour};
-use crate::mask::{self, Mask, MASK};
+use crate::mask::{Masking, MASK};
 use crate::plot::{plot_target, write_figure, Plot};
 
 /// `cdf`: each frame's histogram and cumulative distribution as a table.
@@ -30,9 +31,7 @@ pub struct Cdf {
     /// 2 with them (see [`Tool::frame`]).
     kinds: AtomicU8,
     plot: Option<Plot>,
-    mask_path: Option<std::path::PathBuf>,
-    /// `--mask`, read in [`Tool::check`].
-    mask: Option<Mask>,
+    mask: Masking,
 }
 
 /// The columns after the frame and its source (and the channel).
@@ -138,8 +137,7 @@ Example:
                 });
             }
             "--plot" => self.plot = Some(plot_target(given)?),
-            "--mask" => self.mask_path = Some(given.os().into()),
-            _ => return Ok(false),
+            _ => return self.mask.option(given),
         }
         Ok(true)
     }
@@ -149,10 +147,7 @@ Example:
             return Err(Error::usage("--plot draws one histogram: it cannot be combined with --colour each"));
         }
         self.one_output = common.output.as_ref().is_none_or(|o| !o.to_string_lossy().contains('{'));
-        if let Some(path) = &self.mask_path {
-            self.mask = Some(Mask::read(path, common)?);
-        }
-        Ok(())
+        self.mask.check(common)
     }
 
     fn product(&mut self, format: Option<OutputFormat>) -> Result<Product, Error> {
@@ -171,7 +166,7 @@ Example:
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let (width, height, maxval, float) =
             (frame.width, frame.height, frame.maxval, !frame.depth().is_integer());
-        let mask = mask::fit(&self.mask, cx, &frame)?;
+        let mask = self.mask.fit(cx, &frame)?;
         let mut channels = Vec::new();
         for (name, plane) in self.colour.planes(frame) {
             channels.push(self.channel(cx, name, &plane, mask)?);
@@ -244,10 +239,10 @@ impl Cdf {
         cx: &mut Context<'_>,
         name: Option<&'static str>,
         plane: &Frame,
-        mask: Option<&[u8]>,
+        mask: Option<Mask<'_>>,
     ) -> Result<Channel, Error> {
         let count = |cx: &mut Context<'_>, bins: Option<usize>, frame: &Frame| match mask {
-            Some(mask) => cx.run(&MaskedHistogram { bins, mask }, frame),
+            Some(mask) => cx.run(&Masked { op: Histogram { bins }, mask }, frame),
             None => cx.run(&Histogram { bins }, frame),
         };
         match classes(cx, plane, self.range, self.bins, mask)? {

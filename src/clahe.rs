@@ -1,9 +1,10 @@
 use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, Tool};
 use histopipe_frame::Frame;
-use histopipe_ops::clahe::{self, MaskedClahe, TileGrid};
+use histopipe_ops::clahe::{self, TileGrid};
+use histopipe_ops::mask::Masked;
 
 use crate::equalize::{Colour, COLOUR};
-use crate::mask::{self, Mask, MASK};
+use crate::mask::{Masking, MASK};
 
 /// `--clip` and `--tiles`, defined apart from [`Clahe::FLAGS`] so that [`Clahe::check`]'s
 /// messages name them from their definitions ([`Flag::message`]).
@@ -21,9 +22,7 @@ const TILES: Flag =
 pub struct Clahe {
     op: clahe::Clahe,
     colour: Colour,
-    /// `--mask`'s file, read in [`Tool::check`] into `mask`.
-    mask_path: Option<std::path::PathBuf>,
-    mask: Option<Mask>,
+    mask: Masking,
 }
 
 impl Tool for Clahe {
@@ -61,8 +60,7 @@ Example:
             "--clip" => self.op.clip = given.parse()?,
             "--tiles" => self.op.tiles = given.parse::<TileGrid>()?,
             "--colour" => self.colour = Colour::parse(given.text()?)?,
-            "--mask" => self.mask_path = Some(given.os().into()),
-            _ => return Ok(false),
+            _ => return self.mask.option(given),
         }
         Ok(true)
     }
@@ -83,10 +81,7 @@ Example:
             );
             return Err(Error::usage(TILES.message_of(format!("{x}x{y}"), why)));
         }
-        if let Some(path) = &self.mask_path {
-            self.mask = Some(Mask::read(path, common)?);
-        }
-        Ok(())
+        self.mask.check(common)
     }
 
     fn reads_gray(&self) -> bool {
@@ -94,8 +89,8 @@ Example:
     }
 
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
-        let out = match mask::fit(&self.mask, cx, &frame)? {
-            Some(mask) => self.colour.run(cx, &frame, &MaskedClahe { op: self.op, mask })?,
+        let out = match self.mask.fit(cx, &frame)? {
+            Some(mask) => self.colour.run(cx, &frame, &Masked { op: self.op, mask })?,
             None => self.colour.run(cx, &frame, &self.op)?,
         };
         cx.write(out)

@@ -4,9 +4,8 @@ use histopipe_cli::{
 };
 use histopipe_frame::{encode_npy_header, Format, Frame, Line, NpyData, Pixels};
 use histopipe_ops::angles::Angles;
-use histopipe_ops::colhist::{
-    Along, ColHistParams, ColHistSweep, Histograms, MaskedColHist, Sweep, Through, TurnByTurn,
-};
+use histopipe_ops::colhist::{Along, ColHistParams, ColHistSweep, Histograms, Sweep, Through, TurnByTurn};
+use histopipe_ops::mask::{Mask, Masked};
 use histopipe_ops::range::Outside;
 use histopipe_ops::rotate::{Interpolation, RotateBy, RotateParams};
 use histopipe_ops::Fill;
@@ -14,7 +13,7 @@ use histopipe_ops::{parallel, Op};
 use histopipe_plot::{colhist_figure, heatmap_image, ColhistFigure, Counts};
 
 use crate::binning::{classes, parse_range, BinBounds, Colour};
-use crate::mask::{self, Mask, MASK};
+use crate::mask::{Masking, MASK};
 use crate::plot::{plot_target, write_figure, Plot};
 
 /// What `colhist` writes.
@@ -68,9 +67,7 @@ pub struct ColHist {
     format: Option<OutputFormat>,
     output: Output,
     plot: Option<Plot>,
-    /// `--mask`'s file, read in [`Tool::check`] into `mask`.
-    mask_path: Option<std::path::PathBuf>,
-    mask: Option<Mask>,
+    mask: Masking,
 }
 
 impl Tool for ColHist {
@@ -232,8 +229,7 @@ Example:
                 });
             }
             "--plot" => self.plot = Some(plot_target(given)?),
-            "--mask" => self.mask_path = Some(given.os().into()),
-            _ => return Ok(false),
+            _ => return self.mask.option(given),
         }
         Ok(true)
     }
@@ -249,10 +245,7 @@ Example:
                 option_of(*segment)
             )));
         }
-        if let Some(path) = &self.mask_path {
-            self.mask = Some(Mask::read(path, common)?);
-        }
-        Ok(())
+        self.mask.check(common)
     }
 
     fn product(&mut self, format: Option<OutputFormat>) -> Result<Product, Error> {
@@ -313,7 +306,7 @@ Example:
         }
         let (width, height, maxval, source) = (frame.width, frame.height, frame.maxval, frame.source.clone());
         let float = !frame.depth().is_integer();
-        let mask = mask::fit(&self.mask, cx, &frame)?;
+        let mask = self.mask.fit(cx, &frame)?;
         let mut channels = Vec::new();
         for (name, plane) in self.colour.planes(frame) {
             channels.push(self.channel(cx, name, plane, mask)?);
@@ -443,7 +436,7 @@ impl ColHist {
         cx: &mut Context<'_>,
         name: Option<&'static str>,
         plane: Frame,
-        mask: Option<&[u8]>,
+        mask: Option<Mask<'_>>,
     ) -> Result<Counted, Error> {
         let int_default = self.range.map(|(lo, hi)| (hi - lo + 1.0).min(256.0) as usize);
         let bins = match plane.depth().is_integer() {
@@ -469,10 +462,10 @@ impl ColHist {
         };
         let h = match (&column, mask) {
             (None, None) => cx.run(&op, &frame)?,
-            (None, Some(mask)) => cx.run(&MaskedColHist { op: &op, mask }, &frame)?,
+            (None, Some(mask)) => cx.run(&Masked { op: &op, mask }, &frame)?,
             // Only the column's pixels (the mask's, if given) go to the backend, as a frame of one
             // column.
-            (Some(c), _) => match op.column(&frame, c.x, c.rows.clone(), mask) {
+            (Some(c), _) => match op.column(&frame, c.x, c.rows.clone(), inside(cx, mask, &frame)?) {
                 (_, pixels) if pixels.height == 0 => {
                     Histograms { bins: op.bins as usize, lines: 1, counts: vec![0; op.bins as usize] }
                 }
@@ -571,7 +564,7 @@ impl ColHist {
         let refused = [
             (self.range.is_some(), "--range"),
             (self.colour == Colour::Each, "--colour each"),
-            (self.mask_path.is_some(), "--mask"),
+            (self.mask.is_given(), "--mask"),
             (self.plot.is_some(), "--plot"),
         ];
         if let Some((_, name)) = refused.iter().find(|(given, _)| *given) {
@@ -897,6 +890,11 @@ fn le_bytes(counts: &[u32]) -> Vec<u8> {
         to.copy_from_slice(&c.to_le_bytes());
     }
     out
+}
+
+/// The bytes of `mask` for `frame` (the index frame of a plane the mask was fitted to).
+fn inside<'m>(cx: &Context<'_>, mask: Option<Mask<'m>>, frame: &Frame) -> Result<Option<&'m [u8]>, Error> {
+    mask.map(|m| m.fit(frame)).transpose().map_err(|e| cx.op_error(e))
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use histopipe_frame::{Frame, Origin, ReadOptions};
 use histopipe_ops::equalize::{self, Remap, TableRule};
 use histopipe_ops::Op;
 
-use crate::mask::{self, first_frame, usage, Mask, MASK};
+use crate::mask::{first_frame, usage, Masking, MASK};
 use reference::Reference;
 use table::{FailUnlessSet, FirstTable, Table};
 
@@ -111,12 +111,11 @@ const SAVE_TABLE: Flag = Flag::with_value(
 pub struct Equalize {
     colour: Colour,
     reference_path: Option<PathBuf>,
-    mask_path: Option<PathBuf>,
+    mask: Masking,
     table_path: Option<PathBuf>,
     save_table: Option<PathTemplate>,
     /// Read in [`Tool::check`], before any frame.
     reference: Option<Reference>,
-    mask: Option<Mask>,
     table: Option<Table>,
     /// With `--save-table`: the first frame's table, for the frames after it.
     first: FirstTable,
@@ -170,7 +169,6 @@ Example:
         match given.flag.long {
             "--colour" => self.colour = Colour::parse(given.text()?)?,
             "--reference" => self.reference_path = Some(PathBuf::from(given.os())),
-            "--mask" => self.mask_path = Some(PathBuf::from(given.os())),
             "--table" => self.table_path = Some(PathBuf::from(given.os())),
             "--save-table" => {
                 if given.os().is_empty() {
@@ -182,7 +180,7 @@ Example:
                 }
                 self.save_table = Some(template);
             }
-            _ => return Ok(false),
+            _ => return self.mask.option(given),
         }
         Ok(true)
     }
@@ -191,7 +189,7 @@ Example:
         if self.table_path.is_some() {
             for (given, flag) in [
                 (self.reference_path.is_some(), REFERENCE),
-                (self.mask_path.is_some(), MASK),
+                (self.mask.is_given(), MASK),
                 (self.save_table.is_some(), SAVE_TABLE),
             ] {
                 if given {
@@ -207,9 +205,7 @@ Example:
             let frame = first_frame(REFERENCE, path, options)?;
             self.reference = Some(Reference::of(&frame).map_err(|e| usage(REFERENCE, path, e))?);
         }
-        if let Some(path) = &self.mask_path {
-            self.mask = Some(Mask::read(path, common)?);
-        }
+        self.mask.check(common)?;
         if let Some(path) = &self.table_path {
             let text = side::read_bytes(path, Origin::Named, table::MAX_BYTES, table::MAX_WHAT)
                 .map_err(|e| usage(TABLE, path, e))?;
@@ -239,7 +235,7 @@ Example:
                 return Err(cx.invalid("the first frame made no table (--save-table) to map this one by"));
             };
             self.map_by(cx, &frame, &table)?
-        } else if self.reference.is_none() && self.mask.is_none() && first.is_none() {
+        } else if self.reference.is_none() && !self.mask.is_given() && first.is_none() {
             self.colour.run(cx, &frame, &equalize::Equalize)?
         } else {
             self.remap(cx, &frame, first.is_some())?
@@ -260,7 +256,7 @@ impl Equalize {
     /// equalized, or matched to the reference. `save`: the first frame with `--save-table`, whose
     /// tables are written and handed to the frames after it.
     fn remap(&self, cx: &mut Context<'_>, frame: &Frame, save: bool) -> Result<Frame, Error> {
-        let mask = mask::fit(&self.mask, cx, frame)?;
+        let mask = self.mask.fit(cx, frame)?;
         let planes = self.colour.planes(frame);
         let kept: [Mutex<Option<Vec<u16>>>; 3] = Default::default();
         let out = self.colour.run_with(cx, frame, |c| Remap {

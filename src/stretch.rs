@@ -2,7 +2,7 @@ use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, Tool};
 use histopipe_frame::Frame;
 use histopipe_ops::stretch::{cuts, Curve, Scale, Stretch as Map, SCALE_NAMES};
 
-use crate::mask::{self, Mask, MASK};
+use crate::mask::{Masking, MASK};
 
 /// `stretch`: contrast stretch and depth conversion of each frame.
 pub struct Stretch {
@@ -11,9 +11,7 @@ pub struct Stretch {
     depth: Option<u16>,
     scale: Scale,
     each: bool,
-    mask_path: Option<std::path::PathBuf>,
-    /// `--mask`, read in [`Tool::check`].
-    mask: Option<Mask>,
+    mask: Masking,
 }
 
 impl Default for Stretch {
@@ -24,8 +22,7 @@ impl Default for Stretch {
             depth: None,
             scale: Scale::Linear,
             each: false,
-            mask_path: None,
-            mask: None,
+            mask: Masking::default(),
         }
     }
 }
@@ -140,13 +137,12 @@ Example:
                 self.depth = Some(depth.maxval());
             }
             "--scale" => self.scale = Scale::parse(given.text()?)?,
-            "--mask" => self.mask_path = Some(given.os().into()),
             "--colour" => {
                 let text = given.text()?;
                 let ranges = Ranges::from_word(text).ok_or_else(|| not_one_of(text, Ranges::NAMES))?;
                 self.each = ranges == Ranges::Each;
             }
-            _ => return Ok(false),
+            _ => return self.mask.option(given),
         }
         Ok(true)
     }
@@ -155,15 +151,12 @@ Example:
         if self.saturate.is_some() && self.range.is_some() {
             return Err(Error::usage("--saturate and --in cannot be combined: one gives the input range"));
         }
-        if self.mask_path.is_some() && self.range.is_some() {
+        if self.mask.is_given() && self.range.is_some() {
             return Err(Error::usage(
                 "--mask chooses the samples --saturate cuts from, and --in gives the range: give one of the two",
             ));
         }
-        if let Some(path) = &self.mask_path {
-            self.mask = Some(Mask::read(path, common)?);
-        }
-        Ok(())
+        self.mask.check(common)
     }
 
     fn reads_gray(&self) -> bool {
@@ -176,7 +169,7 @@ Example:
         let integer = frame.depth().is_integer();
         let maxout = self.depth.unwrap_or(if integer { frame.maxval } else { 65535 });
         let colours: Vec<usize> = (0..frame.channels.colour_count()).collect();
-        let mask = mask::fit(&self.mask, cx, &frame)?;
+        let mask = self.mask.fit(cx, &frame)?;
         let curve_of = |channels: &[usize]| -> Result<Curve, Error> {
             let (lo, hi) = match self.range {
                 Some(range) => range,

@@ -2,7 +2,7 @@ use histopipe_cli::{either, Common, Context, Error, Flag, FlagError, Given, Outp
 use histopipe_frame::Frame;
 use histopipe_ops::threshold::{Levels, Method, Percent, Threshold as ThresholdOp, HUNDRED_PERCENT};
 
-use crate::mask::{self, Mask, MASK};
+use crate::mask::{Masking, MASK};
 use crate::table_output::{self, TableOutput};
 
 /// `threshold`: each frame to a binary frame (or labels) by a threshold chosen from its histogram.
@@ -12,9 +12,7 @@ pub struct Threshold {
     invert: bool,
     /// `--format`: the thresholds as a table, or the thresholded frames.
     output: TableOutput,
-    mask_path: Option<std::path::PathBuf>,
-    /// `--mask`, read in [`Tool::check`].
-    mask: Option<Mask>,
+    mask: Masking,
 }
 
 /// The columns after the frame and its source.
@@ -88,17 +86,13 @@ Example:
         match given.flag.long {
             "--method" => self.method = Some(parse_method(given.text()?)?),
             "--invert" => self.invert = true,
-            "--mask" => self.mask_path = Some(given.os().into()),
-            _ => return self.output.option(given),
+            _ => return Ok(self.mask.option(given)? || self.output.option(given)?),
         }
         Ok(true)
     }
 
     fn check(&mut self, common: &Common) -> Result<(), Error> {
-        if let Some(path) = &self.mask_path {
-            self.mask = Some(Mask::read(path, common)?);
-        }
-        Ok(())
+        self.mask.check(common)
     }
 
     fn product(&mut self, format: Option<OutputFormat>) -> Result<Product, Error> {
@@ -107,7 +101,7 @@ Example:
 
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let method = self.method.unwrap_or(Method::Otsu);
-        let mask = mask::fit(&self.mask, cx, &frame)?;
+        let mask = self.mask.fit(cx, &frame)?;
         let Some(mut rows) = self.output.rows(cx, &COLUMNS) else {
             let out = cx.run(&ThresholdOp { method, invert: self.invert, mask }, &frame)?;
             return cx.write(out.frame);

@@ -1,5 +1,6 @@
 use histopipe_frame::{Channels, Frame, Geometry, Pixels};
-use histopipe_ops::colhist::{ColHistParams, MaskedColHist};
+use histopipe_ops::colhist::ColHistParams;
+use histopipe_ops::mask::{Mask, Masked};
 use histopipe_ops::Op;
 
 use crate::common::*;
@@ -411,7 +412,7 @@ fn gpu_matches_cpu_on_random_frames() {
                 "{w}x{h} maxval {maxval} bins {} rows {rows}: GPU counts differ",
                 op.bins
             );
-            let masked = MaskedColHist { op: &op, mask: &mask };
+            let masked = Masked { op: &op, mask: Mask::of_frame(&mask, &frame).unwrap() };
             assert!(
                 masked.cpu(&frame).unwrap() == masked.gpu(&gpu, &frame).unwrap(),
                 "{w}x{h} maxval {maxval} bins {} rows {rows}: GPU counts differ under a mask",

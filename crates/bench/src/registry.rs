@@ -50,6 +50,7 @@ use histopipe_ops::histogram::{self, DistributionPlan, Histogram};
 use histopipe_ops::hough::{
     HoughLines, HoughLinesPlan, HoughParams, HoughSegments, HoughSpace, HoughVote, HoughVotePlan, Strategy,
 };
+use histopipe_ops::mask::Mask;
 use histopipe_ops::pad::{PadParams, PadSize};
 use histopipe_ops::radon::{Radon, RadonParams};
 use histopipe_ops::rotate::{Interpolation, Rotate, Turn};
@@ -608,7 +609,8 @@ fn equalize_mask<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError
 fn equalize_mask_cpu(input: &Input) -> Result<CpuRun, BenchError> {
     let mask = disc_mask(input.width, input.height);
     cpu_run(move |frame| {
-        black_box(Remap { rule: TableRule::Equalize, mask: Some(&mask), keep: None }.cpu(frame)?);
+        let mask = Some(Mask::of_frame(&mask, frame)?);
+        black_box(Remap { rule: TableRule::Equalize, mask, keep: None }.cpu(frame)?);
         Ok(())
     })
 }

@@ -21,6 +21,7 @@ use histopipe_gpu::{kernels, launch, Buffer};
 
 use crate::bins::Bins;
 use crate::histogram::{self, check_len, Distribution, DistributionPlan};
+use crate::mask::{self, Mask};
 use crate::{lut, matching, parallel, with_samples, Element, Gpu, Op, OpError, Sample};
 
 /// The equalization operation (it has no parameters).
@@ -258,14 +259,14 @@ pub enum TableRule<'a> {
 
 /// The variants of [`Equalize`] that need the table on the host: a table made there from the
 /// frame's histogram (the histogram op's, [`Histogram`](crate::histogram::Histogram) or, with a
-/// mask, [`MaskedHistogram`](crate::histogram::MaskedHistogram), on the backend that runs the
+/// mask, [`Masked`](crate::mask::Masked)`<Histogram>`, on the backend that runs the
 /// op) by `rule`, or a given one; then every sample, masked or not, through it (the map of
 /// [`Equalize`]). Both backends make the same table from the same counts, so give the same frames.
 #[derive(Debug, Clone, Copy)]
 pub struct Remap<'a> {
     pub rule: TableRule<'a>,
-    /// One byte a pixel, non-zero where the pixel is counted; `None`: every pixel.
-    pub mask: Option<&'a [u8]>,
+    /// The pixels counted; `None`: every pixel.
+    pub mask: Option<Mask<'a>>,
     /// Where the table made is left too (one entry per level, as [`TableRule::Given`] takes it).
     pub keep: Option<&'a Mutex<Option<Vec<u16>>>>,
 }
@@ -276,17 +277,10 @@ impl<'a> Remap<'a> {
         Remap { rule, mask: None, keep: None }
     }
 
-    /// Refuses a mask of another pixel count than the frame's, and a given table of other levels.
-    fn check(&self, frame: &Frame) -> Result<(), OpError> {
-        if let Some(mask) = self.mask {
-            if mask.len() != frame.pixels.len() {
-                return Err(OpError::invalid(format!(
-                    "a mask of {} pixels for a frame of {}",
-                    mask.len(),
-                    frame.pixels.len()
-                )));
-            }
-        }
+    /// The mask's bytes for `frame` (refused for another size: [`Mask::fit_samples`]); refuses a
+    /// given table of other levels.
+    fn check(&self, frame: &Frame) -> Result<Option<&'a [u8]>, OpError> {
+        let mask = mask::fit_samples(self.mask, frame)?;
         if let TableRule::Given(t) = self.rule {
             let maxval = frame.maxval;
             if t.len() != maxval as usize + 1 {
@@ -301,7 +295,7 @@ impl<'a> Remap<'a> {
                 )));
             }
         }
-        Ok(())
+        Ok(mask)
     }
 
     /// The table for a frame of `maxval`, from the histogram `counts` gives (one bin per level)
@@ -327,17 +321,23 @@ impl<'a> Remap<'a> {
         Ok(out)
     }
 
-    fn cpu_counts<T: Sample>(&self, samples: &[T], bins: Bins) -> Vec<u64> {
-        match self.mask {
+    fn cpu_counts<T: Sample>(samples: &[T], mask: Option<&[u8]>, bins: Bins) -> Vec<u64> {
+        match mask {
             Some(mask) => histogram::count_masked(samples, mask, bins),
             None => histogram::count(samples, bins),
         }
     }
 
-    fn gpu_samples<T: Sample>(&self, gpu: &Gpu, samples: &[T], maxval: u16) -> Result<Samples<T>, OpError> {
+    fn gpu_samples<T: Sample>(
+        &self,
+        gpu: &Gpu,
+        samples: &[T],
+        mask: Option<&[u8]>,
+        maxval: u16,
+    ) -> Result<Samples<T>, OpError> {
         let n = samples.len();
         let src = gpu.upload("equalize.in", samples)?;
-        let mask = self.mask.map(|m| gpu.upload("histogram.mask", m)).transpose()?;
+        let mask = mask.map(|m| gpu.upload("histogram.mask", m)).transpose()?;
         let mut dst = gpu.buffer::<T>("equalize.out", n)?;
         RemapPlan::new(gpu, *self, maxval, n)?.queue(&src, mask.as_deref(), &mut dst)?;
         Ok(gpu.download_samples(&dst, n)?)
@@ -403,15 +403,15 @@ impl Op for Remap<'_> {
     type Output = Frame;
 
     fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
-        self.check(frame)?;
+        let mask = self.check(frame)?;
         let maxval = frame.maxval;
         let pixels = match &frame.pixels {
             Pixels::U8(v) => {
-                let lut = self.table_for::<u8>(maxval, |bins| Ok(self.cpu_counts(v, bins)))?;
+                let lut = self.table_for::<u8>(maxval, |bins| Ok(Remap::cpu_counts(v, mask, bins)))?;
                 Pixels::U8(map_bytes(v, &lut).into())
             }
             Pixels::U16(v) => {
-                let lut = self.table_for::<u16>(maxval, |bins| Ok(self.cpu_counts(v, bins)))?;
+                let lut = self.table_for::<u16>(maxval, |bins| Ok(Remap::cpu_counts(v, mask, bins)))?;
                 Pixels::U16(map(v, &lut).into())
             }
             Pixels::F32(_) => return Err(OpError::needs_integers()),
@@ -420,9 +420,8 @@ impl Op for Remap<'_> {
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
-        self.check(frame)?;
-        let pixels =
-            with_samples!(&frame.pixels, v => Element::into_pixels(self.gpu_samples(gpu, v, frame.maxval)?));
+        let mask = self.check(frame)?;
+        let pixels = with_samples!(&frame.pixels, v => Element::into_pixels(self.gpu_samples(gpu, v, mask, frame.maxval)?));
         Ok(frame.derive(frame.width, frame.height, frame.maxval, pixels))
     }
 }
@@ -459,7 +458,8 @@ mod tests {
             let f = parallel::testing::frame(&mut rng, 37, 23, maxval);
             let all = vec![1u8; f.pixels.len()];
             let kept = Mutex::new(None);
-            let op = Remap { rule: TableRule::Equalize, mask: Some(&all), keep: Some(&kept) };
+            let mask = Some(Mask::of_frame(&all, &f).unwrap());
+            let op = Remap { rule: TableRule::Equalize, mask, keep: Some(&kept) };
             let out = op.cpu(&f).unwrap();
             assert_eq!(out, Equalize.cpu(&f).unwrap(), "maxval {maxval}");
             let table = kept.lock().unwrap().take().unwrap();
@@ -478,7 +478,7 @@ mod tests {
         // No pixel counted: unchanged, by both rules.
         let none = [0u8; 3];
         for rule in [TableRule::Equalize, TableRule::Match(&[1, 1])] {
-            let op = Remap { rule, mask: Some(&none), keep: None };
+            let op = Remap { rule, mask: Some(Mask::of_frame(&none, &f).unwrap()), keep: None };
             assert_eq!(op.cpu(&f).unwrap().pixels, f.pixels, "{rule:?}");
         }
     }

@@ -16,6 +16,7 @@ pub mod equalize;
 pub mod histogram;
 pub mod hough;
 mod lut;
+pub mod mask;
 pub mod matching;
 mod op;
 pub mod pad;

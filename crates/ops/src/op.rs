@@ -148,15 +148,6 @@ impl fmt::Display for OpError {
 
 impl std::error::Error for OpError {}
 
-/// Refuses a mask (one byte a pixel, `--mask`'s samples) of another pixel count than the frame's
-/// `pixels`: the one check of every masked operation.
-pub fn check_mask(mask: &[u8], pixels: usize) -> Result<(), OpError> {
-    if mask.len() == pixels {
-        return Ok(());
-    }
-    Err(OpError::invalid(format!("a mask of {} pixels for a frame of {pixels}", mask.len())))
-}
-
 /// What [`Op::gpu_parts`] gives once the GPU's part is queued: the output, or the host's work
 /// still to do on the GPU's results.
 pub enum GpuPart<'a, T> {

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use histopipe_frame::{Channels, Frame, Pixels};
 use histopipe_ops::bins::Bins;
 use histopipe_ops::equalize::{Remap, TableRule};
-use histopipe_ops::histogram::{Histogram, MaskedHistogram, SHARED_MAX_BINS};
+use histopipe_ops::histogram::{Histogram, SHARED_MAX_BINS};
+use histopipe_ops::mask::{Mask, Masked};
 use histopipe_ops::Op;
 
 use crate::common::*;
@@ -499,7 +500,7 @@ fn gpu_matches_cpu_for_masked_histograms_and_tables() {
                 if Bins::new(bins, frame.maxval).is_err() {
                     continue;
                 }
-                let h = MaskedHistogram { bins, mask };
+                let h = Masked { op: Histogram { bins }, mask: Mask::of_frame(mask, frame).unwrap() };
                 assert_eq!(
                     h.cpu(frame).unwrap(),
                     h.gpu(&gpu, frame).unwrap(),
@@ -511,7 +512,7 @@ fn gpu_matches_cpu_for_masked_histograms_and_tables() {
                 TableRule::Match(&reference_counts[0]),
                 TableRule::Match(&reference_counts[1]),
             ] {
-                let op = Remap { rule, mask: Some(&mask[..]), keep: None };
+                let op = Remap { rule, mask: Some(Mask::of_frame(mask, frame).unwrap()), keep: None };
                 assert_eq!(
                     op.cpu(frame).unwrap(),
                     op.gpu(&gpu, frame).unwrap(),
@@ -548,7 +549,7 @@ fn gpu_matches_cpu_for_masked_histograms_of_large_frames() {
                 if Bins::new(bins, frame.maxval).is_err() {
                     continue;
                 }
-                let h = MaskedHistogram { bins, mask };
+                let h = Masked { op: Histogram { bins }, mask: Mask::of_frame(mask, &frame).unwrap() };
                 assert_eq!(
                     h.cpu(&frame).unwrap(),
                     h.gpu(&gpu, &frame).unwrap(),

@@ -79,7 +79,7 @@ impl<'g, T: Sample> ClahePlan<'g, T> {
 
     /// [`ClahePlan::queue`] counting only the pixels whose byte in `mask` (one a pixel) is
     /// non-zero, each tile clipped at OpenCV's clip limit `clip` of its counted pixels
-    /// ([`MaskedClahe`](super::MaskedClahe)).
+    /// ([`Masked`](crate::mask::Masked)`<Clahe>`).
     pub fn queue_masked(
         &mut self,
         src: &CudaSlice<T>,

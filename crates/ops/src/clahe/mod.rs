@@ -22,7 +22,7 @@
 //! The output's maxval is 255 for 8-bit frames and 65535 for 16-bit ones: OpenCV's tables span
 //! 0..B - 1 whatever the input's range.
 //!
-//! [`MaskedClahe`] (`clahe --mask`) counts in each tile only the pixels whose mask byte is
+//! [`Masked`]`<Clahe>` (`clahe --mask`) counts in each tile only the pixels whose mask byte is
 //! non-zero (the mask extended as the frame is), and takes a tile's clip limit and scale from its
 //! N counted pixels where 2. and 3. take its area: limit = max(trunc(clip * N / B), 1), scale =
 //! f32(B - 1) / f32(N) ([`Tiling::masked_tile`]); a tile of no counted pixel gets the identity
@@ -36,6 +36,7 @@ use std::str::FromStr;
 
 use histopipe_frame::Frame;
 
+use crate::mask::Masked;
 use crate::{with_samples, Element, Gpu, Op, OpError, Sample};
 
 mod cpu;
@@ -327,33 +328,18 @@ impl Clahe {
     }
 }
 
-/// [`Clahe`] whose tiles count only the pixels a mask selects: `mask` holds one byte a pixel of
-/// the frame, row by row, non-zero where the pixel is counted; every pixel is mapped. A tile's
-/// clip limit and scale come from its counted pixels ([`Tiling::masked_tile`]), a tile of none
-/// maps as the identity. A mask of another pixel count is refused.
-#[derive(Debug, Clone, Copy)]
-pub struct MaskedClahe<'m> {
-    pub op: Clahe,
-    pub mask: &'m [u8],
-}
-
-impl MaskedClahe<'_> {
-    fn check(&self, frame: &Frame) -> Result<(), OpError> {
-        crate::op::check_mask(self.mask, frame.pixel_count())
-    }
-}
-
-impl Op for MaskedClahe<'_> {
+/// [`Clahe`] whose tiles count only the pixels a mask of the frame's size selects; every pixel is
+/// mapped. A tile's clip limit and scale come from its counted pixels ([`Tiling::masked_tile`]),
+/// a tile of none maps as the identity.
+impl Op for Masked<'_, Clahe> {
     type Output = Frame;
 
     fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
-        self.check(frame)?;
-        self.op.cpu_masked(frame, Some(self.mask))
+        self.op.cpu_masked(frame, Some(self.mask.fit(frame)?))
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
-        self.check(frame)?;
-        self.op.gpu_masked(gpu, frame, Some(self.mask))
+        self.op.gpu_masked(gpu, frame, Some(self.mask.fit(frame)?))
     }
 }
 

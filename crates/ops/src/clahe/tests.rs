@@ -2,6 +2,7 @@
 //! rounding, and the masked tiles.
 
 use super::*;
+use crate::mask::{Mask, Masked};
 use histopipe_frame::Pixels;
 
 use crate::parallel;
@@ -123,6 +124,11 @@ fn constant_frames_map_to_one_value_and_keep_the_range_maxval() {
     assert_eq!(Clahe::default().cpu(&frame).unwrap().maxval, 65535);
 }
 
+/// `op` under `mask`, of `f`'s size.
+fn masked<'m>(op: Clahe, mask: &'m [u8], f: &Frame) -> Masked<'m, Clahe> {
+    Masked { op, mask: Mask::of_frame(mask, f).unwrap() }
+}
+
 /// Under a mask: one of every pixel is CLAHE without one; one of none maps every pixel to
 /// itself (identity tables); and the values of the pixels left out change no other pixel's
 /// output. 8- and 16-bit, grids that divide the frame or extend it, with and without clipping.
@@ -138,13 +144,13 @@ fn a_masks_pixels_alone_make_the_tables() {
                 let what = format!("{w}x{h} maxval {maxval} clip {clip} {gx}x{gy}");
                 let all = vec![1u8; n];
                 let plain = op.cpu(&f).unwrap();
-                assert!(MaskedClahe { op, mask: &all }.cpu(&f).unwrap() == plain, "{what}: every pixel");
+                assert!(masked(op, &all, &f).cpu(&f).unwrap() == plain, "{what}: every pixel");
                 let none = vec![0u8; n];
-                let same = MaskedClahe { op, mask: &none }.cpu(&f).unwrap();
+                let same = masked(op, &none, &f).cpu(&f).unwrap();
                 let top = if maxval <= 255 { 255 } else { 65535 };
                 assert_eq!((same.pixels.clone(), same.maxval), (f.pixels.clone(), top), "{what}: no pixel");
                 let mask: Vec<u8> = (0..n).map(|_| rng.u8(..) % 3).collect();
-                let masked = MaskedClahe { op, mask: &mask }.cpu(&f).unwrap();
+                let with_mask = masked(op, &mask, &f).cpu(&f).unwrap();
                 let mut other = f.clone();
                 let changed: Vec<usize> = (0..n).filter(|&i| mask[i] == 0 && rng.bool()).collect();
                 other.pixels = match &f.pixels {
@@ -160,19 +166,19 @@ fn a_masks_pixels_alone_make_the_tables() {
                     }
                     Pixels::F32(_) => unreachable!(),
                 };
-                let moved = MaskedClahe { op, mask: &mask }.cpu(&other).unwrap();
+                let moved = masked(op, &mask, &f).cpu(&other).unwrap();
                 for i in (0..n).filter(|i| !changed.contains(i)) {
-                    assert_eq!(masked.pixels.get(i), moved.pixels.get(i), "{what}: pixel {i}");
+                    assert_eq!(with_mask.pixels.get(i), moved.pixels.get(i), "{what}: pixel {i}");
                 }
                 parallel::testing::same_on_each_pool(&what, || {
-                    MaskedClahe { op, mask: &mask }.cpu(&f).map_err(|e| e.to_string())
+                    masked(op, &mask, &f).cpu(&f).map_err(|e| e.to_string())
                 });
             }
         }
     }
     let f = Frame::new(2, 2, 255, Pixels::U8(vec![0; 4].into()));
-    let e = MaskedClahe { op: Clahe::default(), mask: &[1; 3] }.cpu(&f).unwrap_err();
-    assert_eq!(e.to_string(), "a mask of 3 pixels for a frame of 4");
+    let e = Masked { op: Clahe::default(), mask: Mask::new(&[1; 3], 3, 1).unwrap() }.cpu(&f).unwrap_err();
+    assert_eq!(e.to_string(), "a mask of 3x1 pixels for a frame of 2x2");
 }
 
 /// A tile's limit and scale under a mask: OpenCV's rules with its counted pixels for its

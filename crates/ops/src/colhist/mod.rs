@@ -6,8 +6,8 @@
 //! centre the frame's geometry maps into the original ([`Geometry::is_original`]), unless the
 //! padding is asked for too or the frame has no geometry. The GPU evaluates that test with the
 //! same `f64` operations in the same order, so both backends count the same pixels.
-//! [`MaskedColHist`] counts, of those, only the pixels whose byte in a mask of the frame's size is
-//! non-zero (`colhist --mask`): both backends read the same byte per pixel.
+//! [`Masked`]`<&ColHist>` counts, of those, only the pixels whose byte in a mask of the frame's
+//! size is non-zero (`colhist --mask`): both backends read the same byte per pixel.
 //!
 //! On the GPU each block keeps the histograms of a tile of lines (columns, or rows) in shared
 //! memory with shared atomics, then adds its non-zero counts to the global matrix; with too many
@@ -24,6 +24,7 @@ use std::ops::Range;
 use histopipe_frame::{Frame, Geometry, Pixels};
 
 use crate::bins::Bins;
+use crate::mask::Masked;
 use crate::{with_samples, Gpu, Op, OpError};
 
 mod along;
@@ -131,8 +132,8 @@ impl ColHist {
     /// histogram is column x's of this op over those rows only, on either backend, from the same
     /// kernels (`colhist --line` and `--segment`). A pixel is kept when the mask's
     /// [`Geometry::is_original`] accepts it (every pixel without a mask) and its byte in `pixels`
-    /// (a mask of the frame's size, as [`MaskedColHist`]'s) is non-zero, if given: the tests that
-    /// both backends evaluate, so the counts are those of the whole frame's column x. Keeps the
+    /// (a mask of the frame's size, as [`Masked`]`<&ColHist>`'s) is non-zero, if given: the tests
+    /// that both backends evaluate, so the counts are those of the whole frame's column x. Keeps the
     /// rows' order; the frame has no rows when none is kept.
     ///
     /// Panics if `x` is not a column of the frame, `rows` goes past its last row, or `pixels` is
@@ -180,34 +181,19 @@ impl Op for ColHist {
     }
 }
 
-/// [`ColHist`] counting only the pixels a mask selects: `mask` holds one byte a pixel of the
-/// frame, row by row, non-zero where the pixel is counted (and the op's own geometry test passes
-/// too). A mask of another pixel count is refused.
-#[derive(Debug, Clone, Copy)]
-pub struct MaskedColHist<'m> {
-    pub op: &'m ColHist,
-    pub mask: &'m [u8],
-}
-
-impl MaskedColHist<'_> {
-    fn check(&self, frame: &Frame) -> Result<(), OpError> {
-        crate::op::check_mask(self.mask, frame.pixel_count())
-    }
-}
-
-impl Op for MaskedColHist<'_> {
+/// [`ColHist`] counting only the pixels a mask of the frame's size selects (of those the op's own
+/// geometry test passes).
+impl Op for Masked<'_, &ColHist> {
     type Output = Histograms;
 
     fn cpu(&self, frame: &Frame) -> Result<Histograms, OpError> {
-        self.check(frame)?;
-        let (op, mask) = (self.op, Some(self.mask));
+        let (op, mask) = (self.op, Some(self.mask.fit(frame)?));
         let counts = with_samples!(&frame.pixels, v => op.cpu_counts(frame.width, frame.height, v, mask));
         Ok(op.histograms(frame, counts))
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Histograms, OpError> {
-        self.check(frame)?;
-        let (op, mask) = (self.op, Some(self.mask));
+        let (op, mask) = (self.op, Some(self.mask.fit(frame)?));
         let counts =
             with_samples!(&frame.pixels, v => op.gpu_counts(gpu, frame.width, frame.height, v, mask)?);
         Ok(op.histograms(frame, counts))

@@ -1,4 +1,5 @@
 use super::*;
+use crate::mask::{Mask, Masked};
 use crate::parallel;
 use histopipe_frame::{Affine, Pixels};
 
@@ -260,7 +261,7 @@ fn a_masks_pixels_alone_count() {
                     };
                     per_pixel().unwrap();
                     let what = format!("{w}x{h} maxval {maxval} {bins:?} rows {rows}");
-                    let masked = MaskedColHist { op: &op, mask: &mask };
+                    let masked = Masked { op: &op, mask: Mask::of_frame(&mask, &f).unwrap() };
                     assert!(masked.cpu(&f).unwrap().counts == expected, "{what}");
                     parallel::testing::same_on_each_pool(&what, || masked.cpu(&f).unwrap());
                     if rows {
@@ -283,15 +284,16 @@ fn a_mask_of_the_frames_size_and_no_other() {
     let mut f = Frame::new(3, 2, 3, Pixels::U8(vec![0, 1, 3, 0, 3, 3].into()));
     let op = ColHistParams::default().for_frame(&f).unwrap();
     let mask = [1, 0, 9, 0, 1, 1];
-    let got = MaskedColHist { op: &op, mask: &mask }.cpu(&f).unwrap();
+    let masked = |op| Masked { op, mask: Mask::new(&mask, 3, 2).unwrap() };
+    let got = masked(&op).cpu(&f).unwrap();
     assert_eq!(got.counts, vec![1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2]);
     // Column 0 is padding: the geometry's test and the mask's both apply.
     f.geometry = Some(Geometry::identity(2, 2).then(&Affine::translation(-1.0, 0.0)));
     let op = ColHistParams::default().for_frame(&f).unwrap();
-    let got = MaskedColHist { op: &op, mask: &mask }.cpu(&f).unwrap();
+    let got = masked(&op).cpu(&f).unwrap();
     assert_eq!(got.counts, vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2]);
-    let e = MaskedColHist { op: &op, mask: &[1; 5] }.cpu(&f).unwrap_err();
-    assert_eq!(e.to_string(), "a mask of 5 pixels for a frame of 6");
+    let e = Masked { op: &op, mask: Mask::new(&[1; 6], 2, 3).unwrap() }.cpu(&f).unwrap_err();
+    assert_eq!(e.to_string(), "a mask of 2x3 pixels for a frame of 3x2");
 }
 
 /// The turns of a sweep of `f` by `angles`, as `rotate` builds them (one fill, both sizes).
@@ -424,7 +426,7 @@ fn both_column_kernels_on_the_gpu_are_the_cpus() {
             assert!(got == cpu.counts, "{w}x{h} maxval {maxval} k {} parts {} round {round}", p.k, p.parts);
         }
         let mask: Vec<u8> = (0..w * h).map(|_| rng.u8(..) & 1).collect();
-        let masked = MaskedColHist { op: &op, mask: &mask };
+        let masked = Masked { op: &op, mask: Mask::of_frame(&mask, &f).unwrap() };
         assert!(masked.cpu(&f).unwrap() == masked.gpu(&gpu, &f).unwrap(), "{w}x{h} under a mask");
     }
     let sms = gpu

@@ -11,6 +11,7 @@
 use histopipe_frame::Frame;
 
 use crate::bins::Bins;
+use crate::mask::Masked;
 use crate::{with_samples, Gpu, Op, OpError};
 
 mod cpu;
@@ -64,33 +65,27 @@ pub struct Histogram {
     pub bins: Option<usize>,
 }
 
-/// The histogram of the pixels a mask selects: `mask` holds one byte a pixel, non-zero where the
-/// pixel is counted (a frame of another pixel count is refused). Bins as [`Histogram`]'s.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MaskedHistogram<'m> {
-    pub bins: Option<usize>,
-    pub mask: &'m [u8],
-}
-
-impl MaskedHistogram<'_> {
-    fn bins_for(&self, frame: &Frame) -> Result<Bins, OpError> {
-        crate::op::check_mask(self.mask, frame.pixels.len())?;
-        Bins::new(self.bins, frame.maxval)
+/// The histogram of the pixels a mask selects (of a gray frame: one byte a sample); bins as
+/// [`Histogram`]'s.
+impl Masked<'_, Histogram> {
+    fn bins_for(&self, frame: &Frame) -> Result<(Bins, &[u8]), OpError> {
+        let mask = self.mask.fit_samples(frame)?;
+        Ok((self.op.bins_for(frame)?, mask))
     }
 }
 
-impl Op for MaskedHistogram<'_> {
+impl Op for Masked<'_, Histogram> {
     type Output = Distribution;
 
     fn cpu(&self, frame: &Frame) -> Result<Distribution, OpError> {
-        let bins = self.bins_for(frame)?;
-        let counts = with_samples!(&frame.pixels, v => count_masked(v, self.mask, bins));
+        let (bins, mask) = self.bins_for(frame)?;
+        let counts = with_samples!(&frame.pixels, v => count_masked(v, mask, bins));
         Ok(Distribution::from_counts(bins, counts))
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Distribution, OpError> {
-        let bins = self.bins_for(frame)?;
-        let mask = gpu.upload("histogram.mask", self.mask)?;
+        let (bins, mask) = self.bins_for(frame)?;
+        let mask = gpu.upload("histogram.mask", mask)?;
         let mut plan = DistributionPlan::new(gpu, bins)?;
         with_samples!(&frame.pixels, v => {
             let src = gpu.upload("histogram.in", v)?;

@@ -3,6 +3,7 @@
 
 use super::gpu::{histogram_blocks, FUSED_SCAN_MAX_BINS, HISTOGRAM_MAX_BLOCKS, HISTOGRAM_THREADS};
 use super::*;
+use crate::mask::{Mask, Masked};
 use histopipe_frame::Pixels;
 
 use crate::Sample;
@@ -71,23 +72,23 @@ fn masked_counts_are_those_of_the_selected_samples() {
             let mask: Vec<u8> = (0..f.pixels.len()).map(|_| rng.u8(..) % 3).collect();
             let selected: Vec<u16> =
                 (0..f.pixels.len()).filter(|&i| mask[i] != 0).map(|i| f.pixels.get(i)).collect();
-            let masked = MaskedHistogram { bins, mask: &mask }.cpu(&f).unwrap();
+            let masked = Masked { op: Histogram { bins }, mask: Mask::of_frame(&mask, &f).unwrap() };
+            let counted = masked.cpu(&f).unwrap();
             let pixels = if maxval <= 255 {
                 Pixels::U8(selected.iter().map(|&v| v as u8).collect())
             } else {
                 Pixels::U16(selected.into())
             };
             let alone = Frame::new(pixels.len(), 1, maxval, pixels);
-            assert_eq!(masked, Histogram { bins }.cpu(&alone).unwrap(), "{w}x{h} maxval {maxval}");
+            assert_eq!(counted, Histogram { bins }.cpu(&alone).unwrap(), "{w}x{h} maxval {maxval}");
             let what = format!("{w}x{h} maxval {maxval} {bins:?}");
-            crate::parallel::testing::same_on_each_pool(&what, || {
-                MaskedHistogram { bins, mask: &mask }.cpu(&f).unwrap()
-            });
+            crate::parallel::testing::same_on_each_pool(&what, || masked.cpu(&f).unwrap());
         }
     }
     let f = Frame::new(2, 1, 255, Pixels::U8(vec![1, 2].into()));
-    let e = MaskedHistogram { bins: None, mask: &[1] }.cpu(&f).unwrap_err();
-    assert_eq!(e.to_string(), "a mask of 1 pixels for a frame of 2");
+    let e =
+        Masked { op: Histogram { bins: None }, mask: Mask::new(&[1], 1, 1).unwrap() }.cpu(&f).unwrap_err();
+    assert_eq!(e.to_string(), "a mask of 1x1 pixels for a frame of 2x1");
 }
 
 /// One plan queued frame after frame, as the benchmark and a stream of frames queue it, with

@@ -11,6 +11,7 @@ use histopipe_frame::{Frame, Pixels};
 
 use crate::bins::Bins;
 use crate::histogram;
+use crate::mask::Mask;
 use crate::OpError;
 
 /// k: the samples saturated at each end, floor(n percent / 200), at most (n - 1) / 2.
@@ -95,19 +96,17 @@ pub fn of_floats<I: Iterator<Item = f32> + Clone>(values: I, percent: f64) -> Op
 }
 
 /// The range (lo, hi) of `--saturate percent` over the samples of `frame`'s channels
-/// `channels` (a pixel's channel c is its sample c) of the pixels `mask` selects (one byte a
-/// pixel, non-zero where counted; `None`: every pixel), as the module says; `None` where there is
+/// `channels` (a pixel's channel c is its sample c) of the pixels `mask` (of the frame's size)
+/// selects (`None`: every pixel), as the module says; `None` where there is
 /// no sample to count (an empty frame or mask, or no finite float).
 pub fn of_frame(
     frame: &Frame,
     channels: &[usize],
     percent: f64,
-    mask: Option<&[u8]>,
+    mask: Option<Mask<'_>>,
 ) -> Result<Option<(f64, f64)>, OpError> {
     let count = frame.channels.count();
-    if let Some(mask) = mask {
-        crate::op::check_mask(mask, frame.pixel_count())?;
-    }
+    let mask = mask.map(|m| m.fit(frame)).transpose()?;
     let every = (0..count).all(|c| channels.contains(&c));
     let wanted =
         |i: usize| (every || channels.contains(&(i % count))) && mask.is_none_or(|m| m[i / count] != 0);

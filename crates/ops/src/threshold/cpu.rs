@@ -14,8 +14,10 @@ impl Threshold<'_> {
         &self,
         frame: &Frame,
         samples: &[T],
+        mask: Option<&[u8]>,
     ) -> Result<Thresholded, OpError> {
-        let thresholds = Levels { method: self.method, mask: self.mask }.cpu_counts(samples, frame.maxval)?;
+        let levels = Levels { method: self.method, mask: self.mask };
+        let thresholds = levels.cpu_counts(samples, mask, frame.maxval)?;
         let levels = frame.maxval as usize + 1;
         let lut = table::<T>(self.method, &thresholds, levels, self.invert);
         let mapped = match (T::bytes(samples), T::bytes(&lut)) {
@@ -29,9 +31,16 @@ impl Threshold<'_> {
 }
 
 impl Levels<'_> {
-    pub(super) fn cpu_counts<T: Sample>(&self, samples: &[T], maxval: u16) -> Result<Vec<i32>, OpError> {
+    /// The thresholds of `samples`, counting those whose byte in `mask` (the op's, fitted to the
+    /// frame) is non-zero.
+    pub(super) fn cpu_counts<T: Sample>(
+        &self,
+        samples: &[T],
+        mask: Option<&[u8]>,
+        maxval: u16,
+    ) -> Result<Vec<i32>, OpError> {
         let bins = Bins::new(None, maxval)?;
-        let counts = match self.mask {
+        let counts = match mask {
             Some(mask) => histogram::count_masked(samples, mask, bins),
             None => histogram::count(samples, bins),
         };

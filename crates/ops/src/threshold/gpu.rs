@@ -26,11 +26,12 @@ pub struct ThresholdPlan<'g, T: Sample> {
 }
 
 impl<'g, T: Sample> ThresholdPlan<'g, T> {
-    /// The plan for frames of `n` samples of at most `maxval`.
+    /// The plan for frames of `n` samples of at most `maxval` (and of the size of `op`'s mask,
+    /// if it has one).
     pub fn new(gpu: &'g Gpu, op: Threshold, maxval: u16, n: usize) -> Result<ThresholdPlan<'g, T>, OpError> {
         let bins = Bins::new(None, maxval)?;
         let mask = match op.mask {
-            Some(mask) => Some(gpu.upload("threshold.mask", mask)?),
+            Some(mask) => Some(gpu.upload("threshold.mask", mask.inside())?),
             None => None,
         };
         Ok(ThresholdPlan {

@@ -29,6 +29,7 @@
 
 use histopipe_frame::{Frame, Pixels};
 
+use crate::mask::{self, Mask};
 use crate::{with_samples, Gpu, Op, OpError, Sample};
 
 mod cpu;
@@ -397,9 +398,8 @@ pub fn table<T: Sample>(method: Method, thresholds: &[i32], levels: usize, inver
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Levels<'m> {
     pub method: Method,
-    /// One byte a pixel, non-zero where the pixel is counted in the histogram the thresholds are
-    /// chosen from; `None`: every pixel.
-    pub mask: Option<&'m [u8]>,
+    /// The pixels counted in the histogram the thresholds are chosen from; `None`: every pixel.
+    pub mask: Option<Mask<'m>>,
 }
 
 /// The thresholds, and the frame mapped through them (every pixel, masked or not).
@@ -408,12 +408,7 @@ pub struct Threshold<'m> {
     pub method: Method,
     pub invert: bool,
     /// As [`Levels::mask`].
-    pub mask: Option<&'m [u8]>,
-}
-
-/// Refuses a mask of another pixel count than the frame's.
-fn check_mask(mask: Option<&[u8]>, frame: &Frame) -> Result<(), OpError> {
-    mask.map_or(Ok(()), |mask| crate::op::check_mask(mask, frame.pixels.len()))
+    pub mask: Option<Mask<'m>>,
 }
 
 /// What [`Threshold`] gives: the thresholds chosen, and the binary (or label) frame.
@@ -448,12 +443,12 @@ impl Op for Levels<'_> {
     type Output = Vec<i32>;
 
     fn cpu(&self, frame: &Frame) -> Result<Vec<i32>, OpError> {
-        check_mask(self.mask, frame)?;
-        with_samples!(&frame.pixels, v => self.cpu_counts(v, frame.maxval))
+        let mask = mask::fit_samples(self.mask, frame)?;
+        with_samples!(&frame.pixels, v => self.cpu_counts(v, mask, frame.maxval))
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Vec<i32>, OpError> {
-        check_mask(self.mask, frame)?;
+        mask::fit_samples(self.mask, frame)?;
         with_samples!(&frame.pixels, v => self.gpu_samples(gpu, v, frame.maxval))
     }
 }
@@ -462,12 +457,12 @@ impl Op for Threshold<'_> {
     type Output = Thresholded;
 
     fn cpu(&self, frame: &Frame) -> Result<Thresholded, OpError> {
-        check_mask(self.mask, frame)?;
-        with_samples!(&frame.pixels, v => self.cpu_samples(frame, v))
+        let mask = mask::fit_samples(self.mask, frame)?;
+        with_samples!(&frame.pixels, v => self.cpu_samples(frame, v, mask))
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Thresholded, OpError> {
-        check_mask(self.mask, frame)?;
+        mask::fit_samples(self.mask, frame)?;
         with_samples!(&frame.pixels, v => self.gpu_samples(gpu, frame, v))
     }
 }
