@@ -20,6 +20,7 @@ mod hough;
 mod hough_segments;
 mod huge;
 mod install;
+mod iradon;
 mod jpeg;
 mod opencv;
 mod outputs;

@@ -15,6 +15,7 @@ pub mod edges;
 pub mod equalize;
 pub mod histogram;
 pub mod hough;
+pub mod iradon;
 mod lut;
 pub mod mask;
 pub mod matching;

@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    histopipe_cli::main::<histopipe::iradon::Iradon>()
+}
