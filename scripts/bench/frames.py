@@ -1,6 +1,6 @@
 """The benchmark's inputs made in Python, byte for byte as `histopipe-bench gen` writes them
-(crates/bench/src/inputs.rs), for a machine that has no histopipe-bench (scripts/bench/issue27
---skimage runs with Python and wheels only); and the mask and reference of the `equalize` entries
+(crates/bench/src/inputs.rs), for a machine that has no histopipe-bench (scripts/bench/run
+--stage thresholds --skimage runs with Python and wheels only); and the mask and reference of the `equalize` entries
 (crates/bench/src/registry.rs: disc_mask, reference_counts). NumPy only.
 
 - real: the fixture scaled by nearest neighbour, source pixel (x * fw // w, y * fh // h);

@@ -1,27 +1,36 @@
 #!/usr/bin/env python3
-"""Writes docs/BENCHMARKS.md and the plot from one benchmark run's JSON lines.
+"""Writes docs/BENCHMARKS.md (and its plot) from the measurements kept in docs/bench-data/.
 
-    report.py --results DIR --md docs/BENCHMARKS.md --plot DIR/benchmarks.png [--command "..."]
-    report.py --issue27 DIR [DIR...] --md docs/BENCHMARKS.md
-    report.py --issue28 DIR [DIR...] --md docs/BENCHMARKS.md
-        issue 28's section alone (scripts/bench/issue28's JSON lines: kernels-28.jsonl, tools-28.jsonl,
-        skimage-28.jsonl, meta-28.json), put in the kept block as --issue27 puts its own.
-    report.py --issue29 DIR [DIR...] --md docs/BENCHMARKS.md
-        issue 29's section alone (scripts/bench/issue29's JSON lines: kernels-29.jsonl,
-        segments-29.jsonl, tools-29.jsonl, meta-29.json), put in the kept block as --issue27 puts its own.
-        issue 27's section alone (scripts/bench/issue27's JSON lines: kernels-27.jsonl,
-        skimage-27.jsonl, tools-27*.jsonl, meta-27.json, in one folder or several), put in the
-        report's kept block (replacing the one there): the rest of the report is left as it is.
+    report.py                       the whole file again, from docs/bench-data/ alone
+    report.py --results DIR [--plot P] [--command C]
+                                    the main run's sections (kernels, agreement, whole tools,
+                                    streams, issue 6's and 13's targets) from DIR (scripts/bench/run
+                                    calls this with its $OUT), the others from docs/bench-data/
+    report.py --jobs DIR [DIR...]   the jobs section from these runs of scripts/bench/jobs.py --out
+                                    (a machine each, in this order; keep them in
+                                    docs/bench-data/jobs/, where `report.py` alone finds them)
+    report.py --stage NAME DIR [DIR...]
+                                    a stage of scripts/bench/run (thresholds, directions,
+                                    segments): its JSON lines in the DIRs are copied into
+                                    docs/bench-data/NAME/, and its section made from them
 
-DIR holds kernels.jsonl (histopipe-bench, peers, cpu_peers.py, kornia-peer, and the agreement of
-kornia-rs's outputs with OpenCV's), tools.jsonl, streams.jsonl and meta.json (GPU, driver, versions);
-a run without kornia-rs gives the same report less its columns. Standard library only; matplotlib
-for a PNG plot when it can be imported, else a self-written SVG (the plot's suffix follows).
+Every form writes the whole file (--md, default docs/BENCHMARKS.md): its sections are SECTIONS,
+in order, each with the one command that measures it again. The main run's data: kernels.jsonl
+(histopipe-bench, peers, cpu_peers.py, kornia-peer, and the agreement of kornia-rs's outputs with
+OpenCV's), tools.jsonl, streams.jsonl, meta.json (GPU, driver, versions; `rows`: which commits
+measured which rows, where the run was split over calls) and before.jsonl; a run without
+kornia-rs gives the same report less its columns. The sections measured by hand or whose JSON
+lines were not kept are their text in docs/bench-data/sections/NAME.md. Standard library only;
+with --plot, matplotlib for a PNG plot when it can be imported, else a self-written SVG (the
+plot's suffix follows); without, docs/benchmarks.svg.
 """
 import argparse
+import glob
 import json
 import math
 import os
+import re
+import shutil
 from collections import defaultdict
 
 # Our op -> the peers' op it is compared with (same work on the same input).
@@ -68,25 +77,6 @@ CPU_ALL_FROM = 2560 * 1707
 # commit ad49319, one core of the 16-core H100 host; content not given, so both are held to it).
 BEFORE_SPLIT_MS = {"rotate.nearest": 21.7, "rotate.bilinear": 29.5, "colhist": 9.74, "cdf": 7.95,
                    "equalize": 10.8, "edges": 57.3, "pad": 2.13, "hough": 136.0}
-
-
-# Sections of the report that other scripts measure (scripts/bench/batch, scripts/bench/gpus), put
-# in by hand between these lines: a new report keeps them, after its targets.
-KEPT_BEGIN = "<!-- kept by report.py: measured by other scripts -->"
-KEPT_END = "<!-- end of what report.py keeps -->"
-
-
-def kept_sections(path):
-    """The lines between KEPT_BEGIN and KEPT_END of the report at `path`, both included; none
-    when it has no such block."""
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        lines = f.read().split("\n")
-    if KEPT_BEGIN not in lines or KEPT_END not in lines:
-        return []
-    begin, end = lines.index(KEPT_BEGIN), lines.index(KEPT_END)
-    return lines[begin:end + 1] + [""] if begin < end else []
 
 
 def load_jsonl(path):
@@ -491,29 +481,36 @@ FLOOR_27, FLOOR_FROM_27 = 1.5, 3932 * 4000
 SECTION_27 = "## Issue 27: thresholds, stretch, matching, masks"
 
 
-def issue_results(dirs, issue):
-    """The JSON lines (`*ISSUE*.jsonl`) and the merged `meta-ISSUE.json` of an issue's script in `dirs`."""
+def stage_files(d, stage):
+    """The files of a stage of scripts/bench/run in the folder `d`: its JSON lines
+    (`*-STAGE.jsonl`, `*-STAGE-*.jsonl`) and its `meta-STAGE.json`."""
+    return [n for n in sorted(os.listdir(d)) if n == f"meta-{stage}.json"
+            or (n.endswith(".jsonl") and (f"-{stage}." in n or f"-{stage}-" in n))]
+
+
+def stage_results(dirs, stage):
+    """The JSON lines and the merged `meta-STAGE.json` of a stage of scripts/bench/run in `dirs`."""
     rows, meta = [], {}
     for d in dirs:
-        for name in sorted(os.listdir(d)):
-            if name.endswith(".jsonl") and issue in name:
+        for name in stage_files(d, stage):
+            if name.endswith(".jsonl"):
                 rows += load_jsonl(os.path.join(d, name))
-        if os.path.exists(os.path.join(d, f"meta-{issue}.json")):
-            with open(os.path.join(d, f"meta-{issue}.json")) as f:
-                meta.update(json.load(f))
+            else:
+                with open(os.path.join(d, name)) as f:
+                    meta.update(json.load(f))
     return rows, meta
 
 
-def issue27(dirs):
+def thresholds_section(dirs):
     """Issue 27's section (Markdown lines) from the JSON lines in `dirs`."""
-    rows, meta = issue_results(dirs, "27")
+    rows, meta = stage_results(dirs, "thresholds")
     k = Kernels(rows)
     devices = [r for r in rows if r.get("suite") == "device"]
     tools = [t for t in rows if t.get("suite") == "tool"]
     L = [SECTION_27, ""]
-    L.append(f"Measured by `{meta.get('command', 'scripts/bench/issue27')}` (and `--skimage`, the same inputs) "
+    L.append(f"Measured by `{meta.get('command', 'scripts/bench/run --stage thresholds')}` (and `--skimage`, the same inputs) "
              f"on {meta.get('gpu', '?')}, {meta.get('cpu', '?')} ({meta.get('threads', '?')} threads), commit "
-             f"{meta.get('commit', '?')}, {meta.get('date', '?')}; the report by `scripts/bench/report.py --issue27`.")
+             f"{meta.get('commit', '?')}, {meta.get('date', '?')}.")
     for extras in dict.fromkeys(", ".join(f"{a} {b}" for a, b in d.items() if a != "suite") for d in devices):
         L.append(f"- {extras}")
     L.append("")
@@ -561,21 +558,19 @@ def issue27(dirs):
     return L
 
 
-def put_issue27(md, section):
-    put_section(md, section, SECTION_27)
 
 SECTION_28 = "## Issue 28: every direction at once (radon, colhist --angles, deskew)"
 
 
-def issue28(dirs):
-    """Issue 28's section (Markdown lines) from scripts/bench/issue28's JSON lines in `dirs`."""
-    rows, meta = issue_results(dirs, "28")
+def directions_section(dirs):
+    """Issue 28's section (Markdown lines) from the directions stage's JSON lines in `dirs`."""
+    rows, meta = stage_results(dirs, "directions")
     k = Kernels(rows)
     tools = {r["name"]: r for r in rows if "name" in r}
     L = [SECTION_28, ""]
-    L.append(f"Measured by `scripts/bench/issue28` (and `--skimage`, the same inputs) on {meta.get('gpu', '?')}, "
+    L.append(f"Measured by `{meta.get('command', 'scripts/bench/run --stage directions')}` (and `--skimage`, the same inputs) on {meta.get('gpu', '?')}, "
              f"{meta.get('cpu', '?')} ({meta.get('threads', '?')} threads), commit {meta.get('commit', '?')}, "
-             f"{meta.get('date', '?')}; the report by `scripts/bench/report.py --issue28`.")
+             f"{meta.get('date', '?')}.")
     L.append("")
     L.append("Kernels: GPU in process with CUDA events (median after warm-up), the frame already on the device; "
              "CPU: our CPU backend on all threads (host clock). Whole commands: process wall time, median of "
@@ -664,15 +659,15 @@ def issue28(dirs):
 
 
 SECTION_29 = "## Issue 29: straight lines people can use (hough-segments)"
-# The benchmark's contents; any other content of issue 29's lines is a photo (scripts/bench/issue29).
+# The benchmark's contents; any other content of the segments stage's lines is a photo.
 CONTENTS_29 = ("real", "random")
 BACKENDS_29 = ["histopipe-cpu", "histopipe-gpu", "histopipe-auto", "opencv-python"]
 MAX_SEGMENTS_29 = 1 << 16  # hough-segments keeps at most this many a frame (crates/ops/src/hough/segments.rs)
 
 
-def issue29(dirs):
-    """Issue 29's section (Markdown lines) from scripts/bench/issue29's JSON lines in `dirs`."""
-    rows, meta = issue_results(dirs, "29")
+def segments_section(dirs):
+    """Issue 29's section (Markdown lines) from the segments stage's JSON lines in `dirs`."""
+    rows, meta = stage_results(dirs, "segments")
     k = Kernels(rows)
     op = "hough-segments"
     not_run = {(r["impl"], r["width"], r["height"], r["content"]) for r in rows if r.get("suite") == "not-run"}
@@ -685,10 +680,9 @@ def issue29(dirs):
     cuda = bool(k.get(op, "opencv-cuda"))
     max_lines = meta.get("npp_max_lines")
     L = [SECTION_29, ""]
-    L.append(f"Measured by `{meta.get('command', 'scripts/bench/issue29')}` on {meta.get('gpu', '?')}, "
+    L.append(f"Measured by `{meta.get('command', 'scripts/bench/run --stage segments')}` on {meta.get('gpu', '?')}, "
              f"{meta.get('cpu', '?')} ({meta.get('threads', '?')} threads), commit {meta.get('commit', '?')}, "
-             f"{meta.get('date', '?')}, OpenCV {meta.get('opencv', '?')}; the report by "
-             f"`scripts/bench/report.py --issue29`.")
+             f"{meta.get('date', '?')}, OpenCV {meta.get('opencv', '?')}.")
     L.append("")
     L.append("Every implementation ran on the same edge maps: OpenCV's Canny (50/150) of the benchmark's frames "
              "(`real`: camera.pgm scaled up by nearest neighbour; `random`: uniform bytes, about 37% edges) and "
@@ -799,25 +793,6 @@ def issue29(dirs):
     return L
 
 
-def put_section(md, section, title):
-    """`section` into the report's kept block, in place of the one titled `title` (or before its end)."""
-    with open(md) as f:
-        lines = f.read().split("\n")
-    if KEPT_BEGIN not in lines:
-        at = lines.index("## Kernels (median ms)") if "## Kernels (median ms)" in lines else len(lines)
-        lines[at:at] = [KEPT_BEGIN, KEPT_END, ""]
-    end = lines.index(KEPT_END)
-    if title in lines:
-        start = lines.index(title)
-        stop = next((i for i in range(start + 1, end) if lines[i].startswith("## ")), end)
-        lines[start:stop] = section
-    else:
-        lines[end:end] = section
-    with open(md, "w") as f:
-        f.write("\n".join(lines))
-
-
-
 SECTION_JOBS = "## Jobs: whole commands against a process pool (issue 44)"
 # What each job is held to: the Pool script (at most 0.8 of its time), or cat for the cube (at
 # most 1.5 times), or for a GPU process's start, the driver and context alone (at most 30 ms more).
@@ -836,9 +811,8 @@ def jobs_section(dirs):
              f"{TARGET_CAT}x `cat`'s, `--backend gpu` at most `cpu`'s (within 5%, about the runs' spread), and a GPU process's start within "
              f"{TARGET_START_S * 1000:.0f} ms of the driver and context alone (`scripts/bench/cuda_floor.c`).")
     L.append("")
-    L.append("Reproduce: `scripts/bench/jobs.py --pool-only --out DIR` on each machine (the tools on PATH), "
-             "then `scripts/bench/report.py --jobs DIR...`; the runs below are kept in "
-             "docs/bench-data/jobs/, and earlier runs of this stage in this file's git history.")
+    L.append("The runs below are kept in docs/bench-data/jobs/, a folder a machine (`--out DIR` of "
+             "`scripts/bench/jobs.py`), and earlier runs of this stage in this file's git history.")
     L.append("")
     for d in dirs:
         rows = load_jsonl(os.path.join(d, "jobs.jsonl"))
@@ -878,53 +852,254 @@ def jobs_section(dirs):
     return L
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA = os.path.join(ROOT, "docs", "bench-data")
+# What a section's text is when its data is not kept: docs/bench-data/sections/NAME.md.
+TEXTS = os.path.join(DATA, "sections")
+
+
+class Main:
+    """The main run's results (scripts/bench/run without --stage): a folder of kernels.jsonl,
+    tools.jsonl, streams.jsonl, meta.json and before.jsonl."""
+
+    def __init__(self, results, plot_name):
+        rows = load_jsonl(os.path.join(results, "kernels.jsonl"))
+        self.kern = Kernels(rows)
+        self.devices = [r for r in rows if r.get("suite") == "device"]
+        self.agreement = [r for r in rows if r.get("suite") == "agreement"]
+        self.tools = [t for t in load_jsonl(os.path.join(results, "tools.jsonl")) if t.get("suite") == "tool"]
+        self.streams = [s for s in load_jsonl(os.path.join(results, "streams.jsonl")) if s.get("suite") == "stream"]
+        self.before = load_jsonl(os.path.join(results, "before.jsonl"))
+        self.meta = {}
+        if os.path.exists(os.path.join(results, "meta.json")):
+            with open(os.path.join(results, "meta.json")) as f:
+                self.meta = json.load(f)
+        self.kornia = next((d.get("kornia_imgproc") for d in self.devices if "kornia_imgproc" in d), None)
+        self.plot_name = plot_name
+
+
+def machine(m, _):
+    meta = m.meta
+    L = [f"- GPU: {meta.get('gpu', '?')}; driver {meta.get('driver', '?')}; CUDA {meta.get('cuda', '?')}"]
+    # One line per distinct program and device (the peers run once per size and operation).
+    for extras in dict.fromkeys(", ".join(f"{k} {v}" for k, v in d.items() if k != "suite") for d in m.devices):
+        L.append(f"- {extras}")
+    L.append(f"- CPU: {meta.get('cpu', '?')}, {meta.get('threads', '?')} threads; commit {meta.get('commit', '?')}; "
+             f"{meta.get('date', '')}" + (" (which rows at which commit: the last section)" if meta.get("rows") else ""))
+    return L
+
+
+def method(m, _):
+    return [
+        "- Kernels: in process, 8-bit frames, CUDA events between back-to-back runs queued behind a "
+        "spin kernel (so host launch gaps are not counted), after warm-up; median (and min/p90 in the "
+        "JSON) of runs fitted to a time budget. Runs rotate among input/output sets totalling ≥ 256 MiB "
+        "(at most 256 sets), so inputs come from device memory, not L2. `copy` is a device-to-device "
+        "copy timed in the same run (`copy_bytes`: the frame's bytes, or the output's when larger); "
+        "GB/s counts bytes read + written. `real` is tests/fixtures/camera.pgm scaled up by nearest "
+        "neighbour, `random` uniform bytes; the peers read the same raw files.",
+        "- Peers: CUB `DeviceHistogram::HistogramEven` and NPP (`_Ctx` calls on the same stream) from "
+        "`scripts/bench/peers.cu`, timed the same way; NPP `equalize` is HistogramEven + a 256-thread "
+        "LUT kernel (OpenCV's formula) + LUTPalette. OpenCV from `scripts/bench/cpu_peers.py` on all "
+        "threads (`opencv-all`) and one (`opencv-1`), host clock, next to our CPU backend on all threads "
+        "(`histopipe-cpu`) and one (`histopipe-cpu-1`). kornia-rs, the Rust peer "
+        f"(`kornia-imgproc` {m.kornia or '0.2, not in this run'}; `kornia-peer` from `scripts/bench/kornia/`, built "
+        "by `scripts/bench/build-peers`), the same way on all threads (`kornia-all`) and one (`kornia-1`, "
+        "rayon's pool): `compute_histogram`, `equalize_hist`, `warp_affine` (nearest: it takes `f32` "
+        "frames only, so the `u8`→`f32`→`u8` conversions are timed with it), `warp_affine_u8` "
+        "(bilinear), `spatial_padding`, `canny`, `clahe`; it has no Hough transform. Every CPU peer call "
+        "allocates its output. `kornia-cuda`: the same calls on device images (its `cuda` feature), "
+        "frame uploaded and output allocated once, host clock up to the stream's synchronisation "
+        "(launch overhead included, as for `opencv-cuda`); nearest rotation on an `f32` frame already "
+        "on the device (no device cast in kornia), no pad (no CUDA padding). How far each kornia-rs "
+        "output is from OpenCV's: the Agreement section. "
+        "Hough entries (ours and peers) use "
+        "OpenCV's Canny edge map of the frame (Canny 50/150). Every GPU line in the JSON has "
+        "`queue_us`, the host time to queue one run: at or above the median, that call is bound by "
+        "its launches (or synchronizes inside).",
+        "- Whole tools: wall time of one process per frame (PGM file in, file out); empty cache = a "
+        "fresh `XDG_CACHE_HOME`; OpenCV one-liners include the interpreter's start and imports.",
+        "- Streams: `cat F | FILTER | wc -c` against `cat F | cat | wc -c` (`wc -c` reads its pipe as "
+        "`cat > /dev/null` would, and counts the output bytes), each the best of 3 runs (all runs in the note); "
+        "`cat` is timed at the start and at the end, and its best on the same host is the reference (a run split over "
+        "calls may run on several machines; the edge maps' stream, raw frames of the same size, is held to the raw "
+        "stream's `cat`). A filter's time includes "
+        "its process start and, for the GPU, the driver's start-up (about 0.2 s of a 300-frame stream's 1 s). "
+        "`first frame s` is the same pipeline on the stream's first frame alone (best of 3: start-up and one frame), "
+        "and `steady frames/s` what the other frames add: (N - 1) / (stream time - first frame time).",
+    ]
+
+
+def targets_13_section(m, _):
+    return ["The CPU backend against OpenCV on the same machine, and the GPU targets of issue 13 not in the "
+            "rows above (edges against NPP, the histograms against CUB and rotate bilinear against NPP are "
+            "issue 6's rows, unchanged).", ""] + targets_13(m.kern, m.streams, m.before)
+
+
+def kernels_section(m, _):
+    return [f"![time against frame size]({m.plot_name})", ""] + kernel_tables(m.kern)[:-1]
+
+
+def agreement_section(m, _):
+    return ["A peer's output against OpenCV's on the same input (`cpu_peers.py agree`); for rotate, also "
+            "2 pixels and more inside the turned frame's edge, where only the arithmetic can differ, "
+            "not how the border is sampled.", ""] + agreement_table(m.agreement)
+
+
+def rows_section(m, _):
+    """Which commits measured which rows of the main run, where it was split over calls."""
+    return [m.meta["rows"]] if m.meta.get("rows") else None
+
+
+def text_of(name):
+    """A section whose data is not kept: its text in docs/bench-data/sections/NAME.md."""
+    def make(_, __):
+        path = os.path.join(TEXTS, f"{name}.md")
+        if not os.path.exists(path):
+            return None
+        with open(path) as f:
+            return f.read().strip("\n").split("\n")
+    return make
+
+
+def stage(name, builder):
+    """A stage of scripts/bench/run: made from its JSON lines in docs/bench-data/NAME/ where they
+    are kept, else its text (text_of)."""
+    def make(m, jobs):
+        d = os.path.join(DATA, name)
+        if os.path.isdir(d) and stage_files(d, name):
+            return builder([d])[2:]
+        return text_of(name)(m, jobs)
+    return make
+
+
+def jobs_part(_, jobs):
+    return jobs_section(jobs)[2:] if jobs else None
+
+
+ON_DEVICE = "on the GPU machine at the repository root, after `. .carry/on-device`"
+# The report's sections, in order: the title, how to measure it again (Markdown: one command, on the
+# GPU machine at the repository root after `. .carry/on-device`; None: nothing to measure), and how
+# its lines are made from the data (None: the section is left out). scripts/bench/run writes the
+# report from its $OUT; the main run's results are kept in docs/bench-data/ (kernels.jsonl,
+# tools.jsonl, streams.jsonl, meta.json, copied from $OUT), a stage's in docs/bench-data/STAGE/
+# (`run --stage` copies them there through `report.py --stage`).
+SECTIONS = [
+    ("Machine", None, machine),
+    ("Method", None, method),
+    ("Targets (issue 6)", "`scripts/bench/run`", lambda m, _: targets(m.kern, m.tools, m.streams)),
+    ("Targets (issue 13)", "`HISTOPIPE_BEFORE=BENCH scripts/bench/run` (BENCH: histopipe-bench built at ad49319)",
+     targets_13_section),
+    ("Batches (issue 11: one process against one process per file)", "`scripts/bench/batch` (its header says "
+     "what it runs)", text_of("batches")),
+    ("Several GPUs (issue 15)", "`scripts/bench/gpus` (its header says what it runs)", text_of("gpus")),
+    (SECTION_27[3:], "`scripts/bench/run --stage thresholds`, and for scikit-image's side `scripts/bench/run "
+     "--stage thresholds --skimage` (no `.carry`: Python and the wheels of scripts/bench/skimage-wheels)",
+     stage("thresholds", thresholds_section)),
+    (SECTION_28[3:], "`scripts/bench/run --stage directions`, and for scikit-image's side `scripts/bench/run "
+     "--stage directions --skimage`", stage("directions", directions_section)),
+    (SECTION_29[3:], "`scripts/bench/run --stage segments`", stage("segments", segments_section)),
+    ("Issue 30: every kernel ahead of its peer", "by hand, `histopipe-bench kernels --no-cpu --only OP` of the "
+     "binary before and the binary after in turn, beside scripts/bench/peers.cu's peer (`scripts/bench/run "
+     "--only OP --no-tools --no-streams` times both)", text_of("kernels-30")),
+    (SECTION_JOBS[3:], "`scripts/bench/run --stage jobs` on each machine, its $OUT/jobs kept as "
+     "docs/bench-data/jobs/MACHINE, then `scripts/bench/report.py --jobs docs/bench-data/jobs/MACHINE...`",
+     jobs_part),
+    ("Kernels (median ms)", "`scripts/bench/run --no-tools --no-streams`", kernels_section),
+    ("Agreement with OpenCV", "`scripts/bench/run --no-tools --no-streams`, with kornia-peer on PATH "
+     "(scripts/bench/build-peers)", agreement_section),
+    ("Whole tools (process wall time, ms)", "`scripts/bench/run --no-kernels --no-streams`",
+     lambda m, _: tool_table(m.tools)),
+    ("Streams", "`scripts/bench/run --no-kernels --no-tools`", lambda m, _: stream_table(m.streams)),
+    ("Which commits measured which rows", None, rows_section),
+]
+
+
+def anchor(title):
+    """The link to a heading, as GitHub makes it."""
+    return "#" + re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+
+
+def report(m, jobs):
+    """The whole report (its lines) from the main run `m` and the jobs runs `jobs`."""
+    parts = [(title, command, make(m, jobs)) for title, command, make in SECTIONS]
+    parts = [p for p in parts if p[2] is not None]
+    L = ["# Benchmarks", ""]
+    L.append("Generated by `scripts/bench/report.py` from the measurements kept in docs/bench-data/; do not edit "
+             "by hand: `scripts/bench/report.py` writes this whole file again. Each section says the one command "
+             f"that measures it again ({ON_DEVICE}); what it writes to its `$OUT` is kept in docs/bench-data/: "
+             "the main run's JSON lines copied there, a stage's by `scripts/bench/report.py --stage NAME OUT`, "
+             "the jobs' as docs/bench-data/jobs/MACHINE.")
+    L.append("")
+    L += [f"- [{title}]({anchor(title)})" for title, _, _ in parts]
+    L.append("")
+    for title, command, lines in parts:
+        L += [f"## {title}", ""]
+        if command:
+            L += [f"Reproduce: {command}.", ""]
+        L += lines + [""]
+    return L
+
+
+def jobs_dirs():
+    """The jobs runs kept in docs/bench-data/jobs/, the machine with most cores first."""
+    found = []
+    for d in sorted(glob.glob(os.path.join(DATA, "jobs", "*", "jobs.jsonl"))):
+        d = os.path.dirname(d)
+        meta = {}
+        if os.path.exists(os.path.join(d, "jobs-meta.json")):
+            with open(os.path.join(d, "jobs-meta.json")) as f:
+                meta = json.load(f)
+        found.append((-int(meta.get("cores") or 0), d))
+    return [d for _, d in sorted(found)]
+
+
+STAGES = {"thresholds": thresholds_section, "directions": directions_section, "segments": segments_section}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--results")
-    p.add_argument("--md", default="docs/BENCHMARKS.md")
-    p.add_argument("--plot", help="the plot's path without suffix: .png with matplotlib, else .svg")
-    p.add_argument("--command", default="scripts/bench/run")
-    p.add_argument("--issue27", nargs="+", metavar="DIR", help="issue 27's section alone (see above)")
-    p.add_argument("--issue28", nargs="+", metavar="DIR", help="issue 28's section alone (see above)")
-    p.add_argument("--issue29", nargs="+", metavar="DIR", help="issue 29's section alone (see above)")
+    p.add_argument("--results", default=DATA, help="the main run's results (default docs/bench-data)")
+    p.add_argument("--md", default=os.path.join(ROOT, "docs", "BENCHMARKS.md"))
+    p.add_argument("--plot", help="the plot's path without suffix: .png with matplotlib, else .svg "
+                   "(default: docs/benchmarks.svg, always the SVG)")
+    p.add_argument("--command", help="the command of the main run, where meta.json has none")
     p.add_argument("--jobs", nargs="+", metavar="DIR",
-                   help="the jobs stage's section alone, a machine per DIR of scripts/bench/jobs.py --out")
+                   help="the jobs section from these runs of scripts/bench/jobs.py --out, a machine each")
+    p.add_argument("--stage", nargs="+", metavar=("NAME", "DIR"),
+                   help="a stage's JSON lines in DIR... copied into docs/bench-data/NAME/ (see above)")
     a = p.parse_args()
-    if a.jobs:
-        put_section(a.md, jobs_section(a.jobs), SECTION_JOBS)
-        print(f"report: wrote the jobs section into {a.md}")
-        return
-    if a.issue27 or a.issue28 or a.issue29:
-        if a.issue27:
-            put_issue27(a.md, issue27(a.issue27))
-        if a.issue28:
-            put_section(a.md, issue28(a.issue28), SECTION_28)
-        if a.issue29:
-            put_section(a.md, issue29(a.issue29), SECTION_29)
-        done = [n for n, d in (("27", a.issue27), ("28", a.issue28), ("29", a.issue29)) if d]
-        print(f"report: wrote issue {' and '.join(done)}'s section into {a.md}")
-        return
-    if not a.results or not a.plot:
-        p.error("--results and --plot are required (or --issue27, --issue28, --issue29)")
-    kern = Kernels(load_jsonl(os.path.join(a.results, "kernels.jsonl")))
-    tools = [t for t in load_jsonl(os.path.join(a.results, "tools.jsonl")) if t.get("suite") == "tool"]
-    streams = [s for s in load_jsonl(os.path.join(a.results, "streams.jsonl")) if s.get("suite") == "stream"]
-    meta = {}
-    if os.path.exists(os.path.join(a.results, "meta.json")):
-        with open(os.path.join(a.results, "meta.json")) as f:
-            meta = json.load(f)
-    devices = [r for r in load_jsonl(os.path.join(a.results, "kernels.jsonl")) if r.get("suite") == "device"]
-    agreement = [r for r in load_jsonl(os.path.join(a.results, "kernels.jsonl")) if r.get("suite") == "agreement"]
-    kornia = next((d.get("kornia_imgproc") for d in devices if "kornia_imgproc" in d), None)
+    if a.stage:
+        name, dirs = a.stage[0], a.stage[1:]
+        if name not in STAGES or not dirs:
+            p.error(f"--stage NAME DIR...: NAME one of {', '.join(STAGES)}")
+        files = [(d, n) for d in dirs for n in stage_files(d, name)]
+        if not files:
+            p.error(f"no JSON lines of the {name} stage (*-{name}.jsonl, meta-{name}.json) in {' '.join(dirs)}")
+        kept = os.path.join(DATA, name)
+        os.makedirs(kept, exist_ok=True)
+        # A file of the same name already kept is replaced (a stage measured again); others stay
+        # (the --skimage call's beside the first's). Two DIRs' files of one name (a run split
+        # over calls) are both kept.
+        given = set()
+        for i, (d, n) in enumerate(files):
+            target = n if n not in given else f"{i}-{n}"
+            given.add(n)
+            shutil.copyfile(os.path.join(d, n), os.path.join(kept, target))
+        print(f"report: the {name} stage's {len(files)} files copied into {kept}")
 
-    data = series(kern)
-    plot = a.plot
-    try:
-        plot_matplotlib(data, plot + ".png")
-        plot += ".png"
-    except ImportError:
-        plot_svg(data, plot + ".svg")
-        plot += ".svg"
+    if a.plot:
+        data = series(Kernels(load_jsonl(os.path.join(a.results, "kernels.jsonl"))))
+        plot = a.plot
+        try:
+            plot_matplotlib(data, plot + ".png")
+            plot += ".png"
+        except ImportError:
+            plot_svg(data, plot + ".svg")
+            plot += ".svg"
+    else:
+        plot = os.path.join(os.path.dirname(os.path.abspath(a.md)), "benchmarks.svg")
+        plot_svg(series(Kernels(load_jsonl(os.path.join(a.results, "kernels.jsonl")))), plot)
     plot_name = os.path.basename(plot)
     md_dir = os.path.dirname(os.path.abspath(a.md))
     os.makedirs(md_dir, exist_ok=True)
@@ -934,91 +1109,12 @@ def main():
         with open(plot, "rb") as src, open(plot_in_docs, "wb") as dst:
             dst.write(src.read())
 
-    L = ["# Benchmarks", ""]
-    L.append("Generated by `scripts/bench/report.py` from one run of `scripts/bench/run`; do not edit by hand.")
-    L.append("")
-    L.append(f"- GPU: {meta.get('gpu', '?')}; driver {meta.get('driver', '?')}; CUDA {meta.get('cuda', '?')}")
-    # One line per distinct program and device (the peers run once per size and operation).
-    for extras in dict.fromkeys(", ".join(f"{k} {v}" for k, v in d.items() if k != "suite") for d in devices):
-        L.append(f"- {extras}")
-    L.append(f"- CPU: {meta.get('cpu', '?')}, {meta.get('threads', '?')} threads; commit {meta.get('commit', '?')}; {meta.get('date', '')}")
-    L.append(f"- Reproduce (repository root, GPU machine, after `. .carry/on-device`): `{a.command}`")
-    L.append("")
-    L.append("## Method")
-    L.append("")
-    L.append("- Kernels: in process, 8-bit frames, CUDA events between back-to-back runs queued behind a "
-             "spin kernel (so host launch gaps are not counted), after warm-up; median (and min/p90 in the "
-             "JSON) of runs fitted to a time budget. Runs rotate among input/output sets totalling ≥ 256 MiB "
-             "(at most 256 sets), so inputs come from device memory, not L2. `copy` is a device-to-device "
-             "copy timed in the same run (`copy_bytes`: the frame's bytes, or the output's when larger); "
-             "GB/s counts bytes read + written. `real` is tests/fixtures/camera.pgm scaled up by nearest "
-             "neighbour, `random` uniform bytes; the peers read the same raw files.")
-    L.append("- Peers: CUB `DeviceHistogram::HistogramEven` and NPP (`_Ctx` calls on the same stream) from "
-             "`scripts/bench/peers.cu`, timed the same way; NPP `equalize` is HistogramEven + a 256-thread "
-             "LUT kernel (OpenCV's formula) + LUTPalette. OpenCV from `scripts/bench/cpu_peers.py` on all "
-             "threads (`opencv-all`) and one (`opencv-1`), host clock, next to our CPU backend on all threads "
-             "(`histopipe-cpu`) and one (`histopipe-cpu-1`). kornia-rs, the Rust peer "
-             f"(`kornia-imgproc` {kornia or '0.2, not in this run'}; `kornia-peer` from `scripts/bench/kornia/`, built "
-             "by `scripts/bench/build-peers`), the same way on all threads (`kornia-all`) and one (`kornia-1`, "
-             "rayon's pool): `compute_histogram`, `equalize_hist`, `warp_affine` (nearest: it takes `f32` "
-             "frames only, so the `u8`→`f32`→`u8` conversions are timed with it), `warp_affine_u8` "
-             "(bilinear), `spatial_padding`, `canny`, `clahe`; it has no Hough transform. Every CPU peer call "
-             "allocates its output. `kornia-cuda`: the same calls on device images (its `cuda` feature), "
-             "frame uploaded and output allocated once, host clock up to the stream's synchronisation "
-             "(launch overhead included, as for `opencv-cuda`); nearest rotation on an `f32` frame already "
-             "on the device (no device cast in kornia), no pad (no CUDA padding). How far each kornia-rs "
-             "output is from OpenCV's: the Agreement section. "
-             "Hough entries (ours and peers) use "
-             "OpenCV's Canny edge map of the frame (Canny 50/150). Every GPU line in the JSON has "
-             "`queue_us`, the host time to queue one run: at or above the median, that call is bound by "
-             "its launches (or synchronizes inside).")
-    L.append("- Whole tools: wall time of one process per frame (PGM file in, file out); empty cache = a "
-             "fresh `XDG_CACHE_HOME`; OpenCV one-liners include the interpreter's start and imports.")
-    L.append("- Streams: `cat F | FILTER | wc -c` against `cat F | cat | wc -c` (`wc -c` reads its pipe as "
-             "`cat > /dev/null` would, and counts the output bytes), each the best of 3 runs (all runs in the note); "
-             "`cat` is timed at the start and at the end, and its best on the same host is the reference (a run split over "
-             "calls may run on several machines; the edge maps' stream, raw frames of the same size, is held to the raw "
-             "stream's `cat`). A filter's time includes "
-             "its process start and, for the GPU, the driver's start-up (about 0.2 s of a 300-frame stream's 1 s). "
-             "`first frame s` is the same pipeline on the stream's first frame alone (best of 3: start-up and one frame), "
-             "and `steady frames/s` what the other frames add: (N - 1) / (stream time - first frame time).")
-    L.append("")
-    L.append("## Targets (issue 6)")
-    L.append("")
-    L += targets(kern, tools, streams)
-    L.append("")
-    L.append("## Targets (issue 13)")
-    L.append("")
-    L.append("The CPU backend against OpenCV on the same machine, and the GPU targets of issue 13 not in the "
-             "rows above (edges against NPP, the histograms against CUB and rotate bilinear against NPP are "
-             "issue 6's rows, unchanged).")
-    L.append("")
-    L += targets_13(kern, streams, load_jsonl(os.path.join(a.results, "before.jsonl")))
-    L.append("")
-    L += kept_sections(a.md)
-    L.append("## Kernels (median ms)")
-    L.append("")
-    L.append(f"![time against frame size]({plot_name})")
-    L.append("")
-    L += kernel_tables(kern)
-    L.append("## Agreement with OpenCV")
-    L.append("")
-    L.append("A peer's output against OpenCV's on the same input (`cpu_peers.py agree`); for rotate, also "
-             "2 pixels and more inside the turned frame's edge, where only the arithmetic can differ, "
-             "not how the border is sampled.")
-    L.append("")
-    L += agreement_table(agreement)
-    L.append("")
-    L.append("## Whole tools (process wall time, ms)")
-    L.append("")
-    L += tool_table(tools)
-    L.append("")
-    L.append("## Streams")
-    L.append("")
-    L += stream_table(streams)
-    L.append("")
+    m = Main(a.results, plot_name)
+    if a.command and not m.meta.get("command"):
+        m.meta["command"] = a.command
+    lines = report(m, a.jobs or jobs_dirs())
     with open(a.md, "w") as f:
-        f.write("\n".join(L))
+        f.write("\n".join(lines))
     print(f"report: wrote {a.md} and {plot}")
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """scikit-image, the peer of `equalize --reference` and `threshold --method multiotsu:3`, on the
 inputs histopipe-bench writes; a script of its own because scikit-image (and scipy) reach the GPU
-machine as wheels in a call of their own (scripts/bench/skimage-wheels, scripts/bench/issue27
---skimage).
+machine as wheels in a call of their own (scripts/bench/skimage-wheels, scripts/bench/run
+--stage thresholds --skimage).
 
     skimage_peers.py gen --dir D --sizes WxH,... [--content real,random] [--fixture F]
         writes D/<content>-<W>x<H>.u8 and the reference, byte for byte as `histopipe-bench gen`

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Issue 29's speed part on the GPU machine, at the repository root (hough-segments):
+"""The segments stage of the benchmark (issue 29: hough-segments), on the GPU machine at the
+repository root; run by scripts/bench/run:
 
-    . .carry/on-device && scripts/bench/issue29 [--quick] [--sizes WxH,...] [--no-kernels | --no-tools]
+    . .carry/on-device && scripts/bench/run --stage segments [--quick] [--sizes WxH,...] [--no-kernels | --no-tools]
 
 Inputs: histopipe-bench's frames (real: camera.pgm scaled up; random) of the benchmark's sizes and
 their OpenCV Canny (50/150) edge maps (scripts/bench/cpu_peers.py edges), and real photos
@@ -13,7 +14,7 @@ OpenCV with their cv2.Canny(50, 150) edge maps. Then:
   cv2.HoughLinesP(edges, 1, pi/180, 50, minLineLength=50, maxLineGap=10) on all threads
   (cpu_peers.py), NPP's FilterHoughLine at threshold 50 (scripts/bench/peers.cu, built here with
   nvcc as scripts/bench/run does; a line detector: NPP has no segment detector), and OpenCV's CUDA
-  HoughSegmentDetector where this cv2 has its CUDA module (it says so in meta-29.json otherwise).
+  HoughSegmentDetector where this cv2 has its CUDA module (it says so in meta-segments.json otherwise).
   HoughLinesP (and the segment counts) on random edge maps of more than --random-max-pixels are
   not run (seconds a call): recorded as such.
 - the segments each finds on each edge map (ours on both backends, OpenCV's, NPP's lines).
@@ -23,9 +24,9 @@ OpenCV with their cv2.Canny(50, 150) edge maps. Then:
   HoughLinesP, the CSV written by np.savetxt), with the segments each wrote.
 
 A step that fails is logged and the next runs. JSON lines into $OUT (default ./bench-out):
-kernels-29.jsonl, segments-29.jsonl, tools-29.jsonl, meta-29.json, log-29.txt;
-`scripts/bench/report.py --issue29 DIR... --md docs/BENCHMARKS.md` turns them into the BENCHMARKS
-section (several DIRs: a run split over two calls with --no-tools and --no-kernels).
+kernels-segments.jsonl, counts-segments.jsonl, tools-segments.jsonl, meta-segments.json,
+log-segments.txt; `scripts/bench/report.py --stage segments DIR...` keeps them in
+docs/bench-data/segments/ and writes the BENCHMARKS section from them (several DIRs: a run split over two calls with --no-tools and --no-kernels).
 """
 import argparse
 import json
@@ -41,7 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FIX = os.path.join(ROOT, "tests", "fixtures")
 BENCH = os.path.join(ROOT, "scripts", "bench")
 sys.path.insert(0, BENCH)
-INPUTS = os.environ.get("INPUTS", "/tmp/histopipe-issue29-inputs")
+INPUTS = os.environ.get("INPUTS", "/tmp/histopipe-segments-inputs")
 SIZES = "640x651,2560x1707,4096x3112,7680x4320"
 QUICK_SIZES = "640x651,4096x3112"
 # hough-segments' defaults, and HoughLinesP's parameters (the same).
@@ -60,7 +61,7 @@ PEER_PHOTO = ("import cv2,sys,numpy as n;l=cv2.HoughLinesP(cv2.Canny(cv2.imread(
 def log(out, *words):
     line = "[%s] %s" % (time.strftime("%H:%M:%S"), " ".join(str(w) for w in words))
     print(line, file=sys.stderr, flush=True)
-    with open(os.path.join(out, "log-29.txt"), "a") as f:
+    with open(os.path.join(out, "log-segments.txt"), "a") as f:
         f.write(line + "\n")
 
 
@@ -116,7 +117,7 @@ def run_lines(out, cmd, jsonl, content=None):
                 row["content"] = content
             f.write(json.dumps(row) + "\n")
     if r.stderr.strip():
-        with open(os.path.join(out, "log-29.txt"), "a") as f:
+        with open(os.path.join(out, "log-segments.txt"), "a") as f:
             f.write(r.stderr if r.stderr.endswith("\n") else r.stderr + "\n")
     if r.returncode != 0:
         raise RuntimeError("%s: exit %d: %s" % (" ".join(cmd[:3]), r.returncode, r.stderr.strip()[-300:]))
@@ -188,7 +189,7 @@ def opencv_cuda():
 
 
 def kernels(args):
-    out, kern = args.out, os.path.join(args.out, "kernels-29.jsonl")
+    out, kern = args.out, os.path.join(args.out, "kernels-segments.jsonl")
     open(kern, "w").close()
     quick = ["--quick"] if args.quick else []
     cases = edge_inputs(args)
@@ -312,7 +313,7 @@ def segments(args, cases):
     edge map; NPP's lines are in its kernel lines."""
     import cv2
     import numpy as np
-    path = os.path.join(args.out, "segments-29.jsonl")
+    path = os.path.join(args.out, "counts-segments.jsonl")
     open(path, "w").close()
     csv = os.path.join(args.work, "segs.csv")
     for folder, w, h, content, label in cases:
@@ -356,7 +357,7 @@ def wall(cmd, runs):
 
 def whole_commands(args):
     from tools import TOOLS
-    out, tools = args.out, os.path.join(args.out, "tools-29.jsonl")
+    out, tools = args.out, os.path.join(args.out, "tools-segments.jsonl")
     open(tools, "w").close()
     runs = args.runs or (3 if args.quick else 7)
     segs = os.path.join(args.work, "segs.csv")
@@ -420,8 +421,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     os.chdir(ROOT)
     if not shutil.which("histopipe-bench"):
-        sys.exit("scripts/bench/issue29: histopipe-bench is not on PATH: run '. .carry/on-device' first")
-    cmd = "scripts/bench/issue29" + "".join(" " + a for a in sys.argv[1:])
+        sys.exit("scripts/bench/run --stage segments: histopipe-bench is not on PATH: run '. .carry/on-device' first")
+    cmd = "scripts/bench/run --stage segments" + "".join(" " + a for a in sys.argv[1:])
     log(args.out, cmd, "sizes", sizes_text(args.sizes))
     meta = {
         "gpu": sh("nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1"),
@@ -442,9 +443,9 @@ def main():
     except ImportError as e:
         meta["opencv"] = "absent (%s)" % e
     meta["nvcc"] = sh("nvcc --version | sed -n 's/.*release \\([0-9.]*\\).*/\\1/p'")
-    with open(os.path.join(args.out, "meta-29.json"), "w") as f:
+    with open(os.path.join(args.out, "meta-segments.json"), "w") as f:
         json.dump(meta, f, indent=1)
-    args.work = tempfile.mkdtemp(prefix="histopipe-29.")
+    args.work = tempfile.mkdtemp(prefix="histopipe-segments.")
     try:
         step(args.out, "inputs", make_inputs, args.out, args.sizes)
         if not args.no_kernels:

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Issue 28's speed part on the GPU machine, at the repository root (every direction at once):
+"""The directions stage of the benchmark (issue 28: every direction at once), on the GPU machine at
+the repository root; run by scripts/bench/run:
 
-    . .carry/on-device && scripts/bench/issue28 [--quick]            (1: ours, cat, the loop, ImageMagick)
-    scripts/bench/issue28 --skimage [--quick]                        (2: scikit-image's radon)
+    . .carry/on-device && scripts/bench/run --stage directions [--quick]   (1: ours, cat, the loop, ImageMagick)
+    scripts/bench/run --stage directions --skimage [--quick]               (2: scikit-image's radon)
 
 1 makes the inputs (a 3840x2160 photo, a 1024x1024 photo, an A4 page at 300 dpi turned by 3.1
   degrees, and 100 such pages turned by known random angles), times histopipe-bench's kernels of
@@ -16,9 +17,10 @@
   when scikit-image is not importable): scikit-image's radon on the same inputs (made again byte
   for byte), in process and as a whole script.
 
-JSON lines into $OUT (default ./bench-out): kernels-28.jsonl, tools-28.jsonl, meta-28.json (1);
-skimage-28.jsonl (2); log-28.txt. `scripts/bench/report.py --issue28 DIR... --md docs/BENCHMARKS.md`
-turns them into the BENCHMARKS section.
+JSON lines into $OUT (default ./bench-out): kernels-directions.jsonl, tools-directions.jsonl,
+meta-directions.json (1); skimage-directions.jsonl (2); log-directions.txt.
+`scripts/bench/report.py --stage directions DIR...` keeps them in docs/bench-data/directions/ and
+writes the BENCHMARKS section from them (scripts/bench/run does so in $OUT's copy).
 """
 import argparse
 import glob
@@ -33,7 +35,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIX = os.path.join(ROOT, "tests", "fixtures")
-INPUTS = os.environ.get("INPUTS", "/tmp/histopipe-issue28-inputs")
+INPUTS = os.environ.get("INPUTS", "/tmp/histopipe-directions-inputs")
 PAGE_ANGLE = 3.1
 PAGES = 100
 IM_PAGES = 20  # ImageMagick takes seconds a page: its accuracy and time on the first 20
@@ -42,7 +44,7 @@ IM_PAGES = 20  # ImageMagick takes seconds a page: its accuracy and time on the 
 def log(out, *words):
     line = "[%s] %s" % (time.strftime("%H:%M:%S"), " ".join(str(w) for w in words))
     print(line, file=sys.stderr, flush=True)
-    with open(os.path.join(out, "log-28.txt"), "a") as f:
+    with open(os.path.join(out, "log-directions.txt"), "a") as f:
         f.write(line + "\n")
 
 
@@ -130,8 +132,8 @@ def emit(path, **row):
 def ours(args):
     out = args.out
     runs = 3 if args.quick else 7
-    tools = os.path.join(out, "tools-28.jsonl")
-    kern = os.path.join(out, "kernels-28.jsonl")
+    tools = os.path.join(out, "tools-directions.jsonl")
+    kern = os.path.join(out, "kernels-directions.jsonl")
     for p in (tools, kern):
         open(p, "w").close()
     meta = {
@@ -144,10 +146,10 @@ def ours(args):
                                                                          capture_output=True, text=True).stdout.strip(),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
-    json.dump(meta, open(os.path.join(out, "meta-28.json"), "w"), indent=1)
+    json.dump(meta, open(os.path.join(out, "meta-directions.json"), "w"), indent=1)
     log(out, "inputs")
     make_inputs(args.quick)
-    work = tempfile.mkdtemp(prefix="histopipe-28.")
+    work = tempfile.mkdtemp(prefix="histopipe-directions.")
     try:
         log(out, "kernels: histopipe-bench")
         gen = os.path.join(work, "bench-inputs")
@@ -266,7 +268,7 @@ def skimage(args):
     import skimage
     from skimage.transform import radon
     make_inputs(args.quick)
-    path = os.path.join(out, "skimage-28.jsonl")
+    path = os.path.join(out, "skimage-directions.jsonl")
     open(path, "w").close()
     for name, theta in (("photo1k.pgm", np.arange(0, 180, 1.0)), ("photo4k.pgm", np.arange(0, 180, 1.0)),
                         ("photo1k.pgm", np.arange(0, 180, 0.1))):
