@@ -59,7 +59,7 @@ Usage: iradon [OPTIONS] [FILE...]";
     const HELP_END: &'static str = "\
 Example:
   radon photo.png | iradon -o back.pfm
-  radon --angles 0:180:0.5 --circle scan.pgm | iradon --angles 0:180:0.5 --circle --filter hann -o back.tif
+  radon --angles 0:180:0.5 --circle scan.pgm | iradon --circle --filter hann -o back.tif
   iradon --angles=-45,0,45,90 --size 256 sinogram.npy";
 
     const FLOAT: bool = true;
