@@ -70,6 +70,30 @@ pub struct ColHist {
     mask: Masking,
 }
 
+histopipe_cli::words! {
+    /// `--format`'s words: the tables, the matrix image, the heatmap and the array.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum ColHistFormat {
+        Csv = "csv",
+        Tsv = "tsv",
+        Pgm = "pgm",
+        Png = "png",
+        Npy = "npy",
+    }
+}
+
+impl ColHistFormat {
+    fn format(self) -> OutputFormat {
+        match self {
+            ColHistFormat::Csv => OutputFormat::Csv,
+            ColHistFormat::Tsv => OutputFormat::Tsv,
+            ColHistFormat::Pgm => OutputFormat::Pgm,
+            ColHistFormat::Png => OutputFormat::Png,
+            ColHistFormat::Npy => OutputFormat::Npy,
+        }
+    }
+}
+
 impl Tool for ColHist {
     const NAME: &'static str = "colhist";
     const HELP: &'static str = "\
@@ -148,7 +172,7 @@ Usage: colhist [OPTIONS] [FILE...]";
              look at, bin 0 at the bottom, counts on a log scale through viridis, one image per output \
              file; npy (or -o x.npy): the table's counts as a uint64 array, one frame a file",
         )
-        .one_of(&["csv", "tsv", "pgm", "png", "npy"]),
+        .one_of(ColHistFormat::NAMES),
         Flag::with_value(
             "--plot",
             "FILE",
@@ -219,14 +243,7 @@ Example:
             "--fill" => self.fill = Some(given.parse()?),
             "--expand" => self.expand = true,
             "--format" => {
-                self.format = Some(match given.text()? {
-                    "csv" => OutputFormat::Csv,
-                    "tsv" => OutputFormat::Tsv,
-                    "pgm" => OutputFormat::Pgm,
-                    "png" => OutputFormat::Png,
-                    "npy" => OutputFormat::Npy,
-                    v => return Err(format!("unknown format '{v}' (csv, tsv, pgm, png or npy)").into()),
-                });
+                self.format = Some(ColHistFormat::parse_word(given.text()?, "format")?.format());
             }
             "--plot" => self.plot = Some(plot_target(given)?),
             _ => return self.mask.option(given),
@@ -900,6 +917,16 @@ fn inside<'m>(cx: &Context<'_>, mask: Option<Mask<'m>>, frame: &Frame) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each word `--format` takes is the output format of that name.
+    #[test]
+    fn the_formats_are_named_by_their_words() {
+        for (f, word) in ColHistFormat::ALL.iter().zip(ColHistFormat::NAMES) {
+            assert_eq!(f.format().name(), *word);
+        }
+        let e = ColHistFormat::parse_word("jpg", "format").unwrap_err();
+        assert_eq!(e, "unknown format 'jpg' (csv, tsv, pgm, png or npy)");
+    }
 
     #[test]
     fn numbers_in_decimal() {

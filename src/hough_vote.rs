@@ -13,6 +13,27 @@ impl Default for HoughVote {
     }
 }
 
+histopipe_cli::words! {
+    /// `--strategy`'s words: what completions offer, what the parser takes and what its error
+    /// lists.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum StrategyWord {
+        Global = "global",
+        Shared = "shared",
+        Auto = "auto",
+    }
+}
+
+impl StrategyWord {
+    fn strategy(self) -> Strategy {
+        match self {
+            StrategyWord::Global => Strategy::Global,
+            StrategyWord::Shared => Strategy::Shared,
+            StrategyWord::Auto => Strategy::Auto,
+        }
+    }
+}
+
 impl Tool for HoughVote {
     const NAME: &'static str = "hough-vote";
     const HELP: &'static str = "\
@@ -43,7 +64,7 @@ Usage: hough-vote [OPTIONS] [FILE...]";
             "GPU voting: global (atomics in global memory), shared (one block per angle, counts in \
              shared memory) or auto [default: auto]; same output",
         )
-        .one_of(&["global", "shared", "auto"]),
+        .one_of(StrategyWord::NAMES),
     ];
     const HELP_END: &'static str = "\
 Example:
@@ -56,7 +77,9 @@ Example:
             "--theta-max" => p.theta_max = given.parse()?,
             "--theta-step" => p.theta_step = given.parse()?,
             "--rho-step" => p.rho_step = given.parse()?,
-            "--strategy" => self.vote.strategy = Strategy::parse(given.text()?)?,
+            "--strategy" => {
+                self.vote.strategy = StrategyWord::parse_word(given.text()?, "strategy")?.strategy()
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -73,5 +96,19 @@ Example:
         // Its pixels are no place of the edge map, but it still comes from the edge map's file.
         out.source = frame.source;
         cx.write(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words of `--strategy` name the three strategies, each once.
+    #[test]
+    fn each_strategy_has_one_word() {
+        let strategies: Vec<Strategy> = StrategyWord::ALL.iter().map(|w| w.strategy()).collect();
+        assert_eq!(strategies, [Strategy::Global, Strategy::Shared, Strategy::Auto]);
+        let e = StrategyWord::parse_word("fast", "strategy").unwrap_err();
+        assert_eq!(e, "unknown strategy 'fast' (global, shared or auto)");
     }
 }

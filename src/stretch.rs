@@ -1,6 +1,6 @@
 use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, Tool};
 use histopipe_frame::Frame;
-use histopipe_ops::stretch::{cuts, Curve, Scale, Stretch as Map, SCALE_NAMES};
+use histopipe_ops::stretch::{cuts, Curve, Scale, Stretch as Map};
 
 use crate::mask::{Masking, MASK};
 
@@ -41,6 +41,28 @@ impl Depth {
         match self {
             Depth::Eight => 255,
             Depth::Sixteen => 65535,
+        }
+    }
+}
+
+histopipe_cli::words! {
+    /// `--scale`'s words, one a display scale.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum ScaleWord {
+        Linear = "linear",
+        Log = "log",
+        Sqrt = "sqrt",
+        Asinh = "asinh",
+    }
+}
+
+impl ScaleWord {
+    fn scale(self) -> Scale {
+        match self {
+            ScaleWord::Linear => Scale::Linear,
+            ScaleWord::Log => Scale::Log,
+            ScaleWord::Sqrt => Scale::Sqrt,
+            ScaleWord::Asinh => Scale::Asinh,
         }
     }
 }
@@ -107,7 +129,7 @@ Usage: stretch [OPTIONS] [FILE...]";
             "S",
             "linear, log (ln(1 + 1000 t) / ln 1001), sqrt, or asinh (asinh(10 t) / asinh 10) [default: linear]",
         )
-        .one_of(SCALE_NAMES),
+        .one_of(ScaleWord::NAMES),
         Flag::with_value(
             "--colour",
             "HOW",
@@ -136,7 +158,7 @@ Example:
                 let depth = Depth::from_word(text).ok_or_else(|| not_one_of(text, Depth::NAMES))?;
                 self.depth = Some(depth.maxval());
             }
-            "--scale" => self.scale = Scale::parse(given.text()?)?,
+            "--scale" => self.scale = ScaleWord::parse_word(given.text()?, "scale")?.scale(),
             "--colour" => {
                 let text = given.text()?;
                 let ranges = Ranges::from_word(text).ok_or_else(|| not_one_of(text, Ranges::NAMES))?;
@@ -200,5 +222,19 @@ Example:
             cx.run_each_channel(&frame, |c| Map { curve: curves.get(c).copied().unwrap_or(alpha) })?
         };
         cx.write(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words of `--scale` name the four scales, each once.
+    #[test]
+    fn each_scale_has_one_word() {
+        let scales: Vec<Scale> = ScaleWord::ALL.iter().map(|w| w.scale()).collect();
+        assert_eq!(scales, [Scale::Linear, Scale::Log, Scale::Sqrt, Scale::Asinh]);
+        let e = ScaleWord::parse_word("gamma", "scale").unwrap_err();
+        assert_eq!(e, "unknown scale 'gamma' (linear, log, sqrt or asinh)");
     }
 }

@@ -20,20 +20,7 @@ pub enum Scale {
     Asinh,
 }
 
-/// The words `--scale` takes, in the order of [`Scale::code`].
-pub const SCALE_NAMES: &[&str] = &["linear", "log", "sqrt", "asinh"];
-
 impl Scale {
-    pub fn parse(text: &str) -> Result<Scale, String> {
-        match text {
-            "linear" => Ok(Scale::Linear),
-            "log" => Ok(Scale::Log),
-            "sqrt" => Ok(Scale::Sqrt),
-            "asinh" => Ok(Scale::Asinh),
-            _ => Err(format!("unknown scale '{text}' (linear, log, sqrt or asinh)")),
-        }
-    }
-
     /// The scale's number in the kernel (`curve_level` in stretch.cu).
     pub(crate) fn code(self) -> u32 {
         self as u32

@@ -16,7 +16,7 @@ mod curve;
 pub mod cuts;
 mod gpu;
 
-pub use curve::{ln, Curve, Scale, ASINH_B, LOG_A, SCALE_NAMES};
+pub use curve::{ln, Curve, Scale, ASINH_B, LOG_A};
 pub use gpu::{queue_curve, LutPlan};
 
 use std::mem::MaybeUninit;
