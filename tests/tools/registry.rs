@@ -306,3 +306,37 @@ fn the_registry_reads_lists_of_one_string_a_line() {
         assert!(std::panic::catch_unwind(|| parse_registry(bad)).is_err(), "read: {bad:?}");
     }
 }
+
+/// `scripts/sanitize --list` runs exactly the `sanitize` entries of tools.toml, each on each of
+/// its inputs, named and with its arguments as the header of tools.toml says; without --huge, none
+/// on the huge inputs.
+#[test]
+fn sanitize_lists_the_runs_of_the_registry() {
+    let list = |huge: bool| {
+        let mut cmd = std::process::Command::new(repo().join("scripts/sanitize"));
+        cmd.arg("--list").args(huge.then_some("--huge"));
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap().lines().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let mut expected = Vec::new();
+    for t in registry() {
+        for entry in &t.sanitize {
+            let [inputs, name, args] = entry.splitn(3, '|').collect::<Vec<_>>()[..] else {
+                panic!("{}: {entry:?}", t.name)
+            };
+            for input in inputs.split_whitespace() {
+                let case = [input.replace('-', " "), name.to_owned()].join(" ");
+                let args = args.replace("{in}", "$in").replace("{input}", input).replace("{work}", "$work");
+                expected.push(format!("{}|{}|{input}|{args}", t.name, case.trim_end()));
+            }
+        }
+    }
+    assert!(expected.len() > 100, "{} runs", expected.len());
+    assert_eq!(list(true), expected);
+    let small: Vec<String> = expected
+        .into_iter()
+        .filter(|r| r.split('|').nth(2).is_some_and(|i| !i.starts_with("huge")))
+        .collect();
+    assert_eq!(list(false), small);
+}
