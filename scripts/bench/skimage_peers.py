@@ -18,6 +18,9 @@ machine as wheels in a call of their own (scripts/bench/skimage-wheels, scripts/
         radon               radon(img, np.arange(180), circle=False): the sinogram of 180 angles
                             (float64, as scikit-image returns it; ours is float32), padded to the
                             diagonal as `radon` by default, the work of histopipe-bench's radon
+        iradon              iradon(sinogram, np.arange(180), circle=False) of that sinogram as
+                            float32 (as `radon` writes it; made before the timing): the ramp
+                            filter, floor(N / sqrt 2) square, the work of histopipe-bench's iradon
         NumPy and scikit-image run these on one thread.
 """
 import argparse
@@ -30,13 +33,13 @@ import numpy as np
 import frames
 from cpu_peers import load, parse_sizes, time_cpu
 
-OPS = ["equalize.reference", "threshold.multiotsu", "radon"]
+OPS = ["equalize.reference", "threshold.multiotsu", "radon", "iradon"]
 
 
 def cases(img, ref, ops):
     from skimage.exposure import match_histograms
     from skimage.filters import threshold_multiotsu
-    from skimage.transform import radon
+    from skimage.transform import iradon, radon
 
     if "equalize.reference" in ops:
         yield "equalize.reference", lambda: match_histograms(img, ref)
@@ -44,6 +47,9 @@ def cases(img, ref, ops):
         yield "threshold.multiotsu", lambda: np.digitize(img, threshold_multiotsu(img, classes=3))
     if "radon" in ops:
         yield "radon", lambda: radon(img, np.arange(180), circle=False)
+    if "iradon" in ops:
+        sinogram = radon(img, np.arange(180), circle=False).astype(np.float32)
+        yield "iradon", lambda: iradon(sinogram, np.arange(180), circle=False)
 
 
 def kernels(args):

@@ -161,6 +161,33 @@ fn round_trip_through_radon() {
     }
 }
 
+/// The CPU's rows (the angles outermost) are the per-pixel definition, bit for bit, with NaN,
+/// infinities and sizes other than the default.
+#[test]
+fn rows_are_the_pixels_definition() {
+    let mut rng = fastrand::Rng::with_seed(11);
+    for (positions, angles) in [(1, 1), (7, 3), (30, 12), (41, 17)] {
+        let mut v = values(&sinogram(&mut rng, positions, angles)).to_vec();
+        if v.len() > 20 {
+            (v[3], v[10], v[11]) = (f32::INFINITY, f32::NEG_INFINITY, -0.0);
+        }
+        let frame = Frame::new(angles, positions, 1, Pixels::F32(v.clone().into()));
+        for circle in [false, true] {
+            for size in [None, Some(positions + 5), Some(2)] {
+                let p = IradonParams { size, circle, filter: Filter::Hann, angles: None };
+                let Ok(r) = p.for_size(positions, angles) else { continue };
+                let filtered = r.filtered(&v.iter().map(|&x| x as f64).collect::<Vec<f64>>());
+                let got = r.cpu(&frame).unwrap();
+                let want: Vec<u32> = (0..r.side * r.side)
+                    .map(|k| r.pixel(&filtered, k / r.side, k % r.side).to_bits())
+                    .collect();
+                let got: Vec<u32> = values(&got).iter().map(|x| x.to_bits()).collect();
+                assert_eq!(got, want, "{positions}x{angles} circle {circle} size {size:?}");
+            }
+        }
+    }
+}
+
 #[test]
 fn the_thread_count_changes_nothing() {
     let mut rng = fastrand::Rng::with_seed(48);
