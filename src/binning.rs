@@ -1,7 +1,10 @@
-//! What the histogram tools (`cdf`, `colhist`) share: `--colour`, `--range`, and how a frame's
-//! channels are binned (crates/ops/src/range.rs).
+//! What the histogram tools (`cdf`, `colhist`) share: `--colour`, the `--bins` and `--range`
+//! group ([`Binning`]), and how a frame's channels are binned (crates/ops/src/range.rs).
 
-use histopipe_cli::{Context, Error, FlagError, Given};
+use std::fmt::Display;
+use std::str::FromStr;
+
+use histopipe_cli::{Context, Error, Flag, FlagError, Given};
 use histopipe_frame::{Channels, Frame, Pixels};
 use histopipe_ops::mask::Mask;
 use histopipe_ops::range::{FloatClasses, FloatRange, IntRange, Layout};
@@ -36,8 +39,59 @@ impl Colour {
     }
 }
 
+/// `--bins`, with the tool's `help` (what its default is).
+pub const fn bins_flag(help: &'static str) -> Flag {
+    Flag::with_value("--bins", "N", help).param("bins")
+}
+
+/// `--range`, with the tool's `help` (where the samples outside it go).
+pub const fn range_flag(help: &'static str) -> Flag {
+    Flag::with_value("--range", "LO:HI", help).param("range")
+}
+
+/// `--bins N` and `--range LO:HI`, the group `cdf` and `colhist` hold: N, at least 1, of the
+/// tool's number type `N` (its largest is the tool's limit: `usize` for cdf, `u32` for colhist),
+/// and the range ([`parse_range`]). Nothing is checked before any input: the bins a frame may
+/// have depend on its maxval, which the operations check ([`classes`], the ops' `Bins`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Binning<N> {
+    bins: Option<N>,
+    range: Option<(f64, f64)>,
+}
+
+impl<N: FromStr + Default + PartialEq + Copy> Binning<N>
+where
+    N::Err: Display,
+{
+    /// Takes `--bins` or `--range`; `Ok(false)` for another option.
+    pub fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
+        match given.flag.long {
+            "--bins" => {
+                let n: N = given.parse()?;
+                if n == N::default() {
+                    return Err("must be at least 1".into());
+                }
+                self.bins = Some(n);
+            }
+            "--range" => self.range = Some(parse_range(given)?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// `--bins`, if given.
+    pub fn bins(&self) -> Option<N> {
+        self.bins
+    }
+
+    /// `--range`, if given.
+    pub fn range(&self) -> Option<(f64, f64)> {
+        self.range
+    }
+}
+
 /// `--range LO:HI`'s two numbers.
-pub fn parse_range(given: &Given) -> Result<(f64, f64), FlagError> {
+fn parse_range(given: &Given) -> Result<(f64, f64), FlagError> {
     let text = given.text()?;
     let (lo, hi) = text.split_once(':').ok_or("give LO:HI, as in 0:255 or -1.5:2")?;
     let number = |s: &str| s.trim().parse::<f64>().ok().filter(|v| v.is_finite());

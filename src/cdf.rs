@@ -11,15 +11,14 @@ use histopipe_ops::mask::{Mask, Masked};
 use histopipe_ops::range::Outside;
 use histopipe_plot::{cdf_figure, CdfFigure};
 
-use crate::binning::{classes, parse_range, BinBounds, Colour};
+use crate::binning::{bins_flag, classes, range_flag, BinBounds, Binning, Colour};
 use crate::mask::{Masking, MASK};
 use crate::plot::{plot_target, write_figure, Plot};
 
 /// `cdf`: each frame's histogram and cumulative distribution as a table.
 #[derive(Default)]
 pub struct Cdf {
-    bins: Option<usize>,
-    range: Option<(f64, f64)>,
+    binning: Binning<usize>,
     colour: Colour,
     /// `--format`, if given.
     format: Option<OutputFormat>,
@@ -77,20 +76,14 @@ float frame's default range is theirs): numpy.histogram(a[mask > 0], ...). See d
 
 Usage: cdf [OPTIONS] [FILE...]";
     const FLAGS: &'static [Flag] = &[
-        Flag::with_value(
-            "--bins",
-            "N",
+        bins_flag(
             "N equal-width bins, 1..L for L levels of the range [default: one per level, maxval + 1; \
              256 for float frames]",
-        )
-        .param("bins"),
-        Flag::with_value(
-            "--range",
-            "LO:HI",
+        ),
+        range_flag(
             "bin LO..HI only, counting the samples outside in the below and above columns [default: \
              0:maxval; float frames: the finite samples' least to greatest]",
-        )
-        .param("range"),
+        ),
         Flag::with_value(
             "--colour",
             "C",
@@ -120,14 +113,6 @@ Example:
 
     fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
         match given.flag.long {
-            "--bins" => {
-                let n: usize = given.parse()?;
-                if n == 0 {
-                    return Err("must be at least 1".into());
-                }
-                self.bins = Some(n);
-            }
-            "--range" => self.range = Some(parse_range(given)?),
             "--colour" => self.colour = Colour::parse(given)?,
             "--format" => {
                 self.format = Some(match CdfFormat::parse_word(given.text()?, "format")? {
@@ -137,7 +122,7 @@ Example:
                 });
             }
             "--plot" => self.plot = Some(plot_target(given)?),
-            _ => return self.mask.option(given),
+            _ => return Ok(self.binning.option(given)? || self.mask.option(given)?),
         }
         Ok(true)
     }
@@ -245,9 +230,9 @@ impl Cdf {
             Some(mask) => cx.run(&Masked { op: Histogram { bins }, mask }, frame),
             None => cx.run(&Histogram { bins }, frame),
         };
-        match classes(cx, plane, self.range, self.bins, mask)? {
+        match classes(cx, plane, self.binning.range(), self.binning.bins(), mask)? {
             None => {
-                let dist = count(cx, self.bins, plane)?;
+                let dist = count(cx, self.binning.bins(), plane)?;
                 let bounds = (0..dist.counts.len())
                     .map(|b| dist.bins.range(b))
                     .map(|(l, h)| (l as f64, h as f64))

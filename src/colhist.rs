@@ -12,7 +12,8 @@ use histopipe_ops::Fill;
 use histopipe_ops::{parallel, Op};
 use histopipe_plot::{colhist_figure, heatmap_image, ColhistFigure, Counts};
 
-use crate::binning::{classes, parse_range, BinBounds, Colour};
+use crate::binning::{bins_flag, classes, range_flag, BinBounds, Binning, Colour};
+use crate::fill::{fill_flag, Filling};
 use crate::mask::{Masking, MASK};
 use crate::plot::{plot_target, write_figure, Plot};
 
@@ -53,15 +54,16 @@ struct Turns {
 /// `colhist`: a histogram of every column (or row) of each frame.
 #[derive(Default)]
 pub struct ColHist {
+    /// `--rows` and `--count-padding`; its bins are `binning`'s, set in [`Tool::check`].
     params: ColHistParams,
-    range: Option<(f64, f64)>,
+    binning: Binning<u32>,
     colour: Colour,
     along: Option<(Points, bool)>,
     /// `--angles` and the options of its turns; `Some` once `--angles` is given.
     turns: Option<Turns>,
     /// `--bilinear`, `--fill`, `--expand`: taken only with `--angles`.
     interpolation: Interpolation,
-    fill: Option<Fill>,
+    fill: Filling<Fill>,
     expand: bool,
     /// `--format`, if given: csv, tsv, pgm for the matrix image, png for the heatmap.
     format: Option<OutputFormat>,
@@ -111,19 +113,11 @@ np.bincount(img[:, x][mask[:, x] > 0]) per column. See docs/colhist.md.
 
 Usage: colhist [OPTIONS] [FILE...]";
     const FLAGS: &'static [Flag] = &[
-        Flag::with_value(
-            "--bins",
-            "N",
-            "N bins, 1..=maxval+1 [default: one per value for 8-bit frames, 256 for 16-bit]",
-        )
-        .param("bins"),
-        Flag::with_value(
-            "--range",
-            "LO:HI",
+        bins_flag("N bins, 1..=maxval+1 [default: one per value for 8-bit frames, 256 for 16-bit]"),
+        range_flag(
             "bin LO..HI only, counting the samples outside in rows below and above [default: 0:maxval; \
              float frames: the finite samples' least to greatest]",
-        )
-        .param("range"),
+        ),
         Flag::with_value(
             "--colour",
             "C",
@@ -160,8 +154,7 @@ Usage: colhist [OPTIONS] [FILE...]";
              gets an angle column, -o x.npy a uint32 array (angles, bins, columns)",
         ),
         Flag::switch("--bilinear", "with --angles: turn as rotate --bilinear does"),
-        Flag::with_value("--fill", "V", "with --angles: rotate's --fill, one value 0..maxval [default: 0]")
-            .param("fill"),
+        fill_flag("V", "with --angles: rotate's --fill, one value 0..maxval [default: 0]"),
         Flag::switch("--expand", "with --angles: turn as rotate --expand does (text output only)"),
         Flag::with_value(
             "--format",
@@ -204,15 +197,7 @@ Example:
 
     fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
         match given.flag.long {
-            "--bins" => {
-                let n: u32 = given.parse()?;
-                if n == 0 {
-                    return Err("must be at least 1".into());
-                }
-                self.params.bins = Some(n);
-            }
             "--rows" => self.params.rows = true,
-            "--range" => self.range = Some(parse_range(given)?),
             "--colour" => self.colour = Colour::parse(given)?,
             "--count-padding" => self.params.count_padding = true,
             "--line" | "--segment" => {
@@ -240,18 +225,18 @@ Example:
                 self.turns = Some(Turns { angles, ..Turns::default() });
             }
             "--bilinear" => self.interpolation = Interpolation::Bilinear,
-            "--fill" => self.fill = Some(given.parse()?),
             "--expand" => self.expand = true,
             "--format" => {
                 self.format = Some(ColHistFormat::parse_word(given.text()?, "format")?.format());
             }
             "--plot" => self.plot = Some(plot_target(given)?),
-            _ => return self.mask.option(given),
+            _ => return Ok(self.binning.option(given)? || self.mask.option(given)? || self.fill.option(given)?),
         }
         Ok(true)
     }
 
     fn check(&mut self, common: &Common) -> Result<(), Error> {
+        self.params.bins = self.binning.bins();
         self.check_turns()?;
         if self.plot.is_some() && self.colour == Colour::Each {
             return Err(Error::usage("--plot draws one histogram: it cannot be combined with --colour each"));
@@ -455,12 +440,12 @@ impl ColHist {
         plane: Frame,
         mask: Option<Mask<'_>>,
     ) -> Result<Counted, Error> {
-        let int_default = self.range.map(|(lo, hi)| (hi - lo + 1.0).min(256.0) as usize);
+        let int_default = self.binning.range().map(|(lo, hi)| (hi - lo + 1.0).min(256.0) as usize);
         let bins = match plane.depth().is_integer() {
             true => self.params.bins.map(|b| b as usize).or(int_default),
             false => self.params.bins.map(|b| b as usize),
         };
-        let (frame, params, layout, bounds) = match classes(cx, &plane, self.range, bins, mask)? {
+        let (frame, params, layout, bounds) = match classes(cx, &plane, self.binning.range(), bins, mask)? {
             None => (plane, self.params, None, None),
             Some(c) => {
                 let params = ColHistParams { bins: Some(c.layout.classes() as u32), ..self.params };
@@ -548,7 +533,7 @@ impl ColHist {
         let Some(turns) = &mut self.turns else {
             let rotate = [
                 (self.interpolation == Interpolation::Bilinear, "--bilinear"),
-                (self.fill.is_some(), "--fill"),
+                (self.fill.value().is_some(), "--fill"),
                 (self.expand, "--expand"),
             ];
             if let Some((_, name)) = rotate.iter().find(|(given, _)| *given) {
@@ -565,7 +550,7 @@ impl ColHist {
             return Ok(());
         };
         turns.interpolation = self.interpolation;
-        turns.fill = self.fill.unwrap_or_default();
+        turns.fill = self.fill.value().copied().unwrap_or_default();
         turns.expand = self.expand;
         if let Some((Points::Two(_), segment)) = self.along {
             return Err(Error::usage(format!(
@@ -579,7 +564,7 @@ impl ColHist {
             )));
         }
         let refused = [
-            (self.range.is_some(), "--range"),
+            (self.binning.range().is_some(), "--range"),
             (self.colour == Colour::Each, "--colour each"),
             (self.mask.is_given(), "--mask"),
             (self.plot.is_some(), "--plot"),

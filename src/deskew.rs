@@ -3,13 +3,14 @@ use histopipe_frame::{Channels, Frame};
 use histopipe_ops::deskew::{self, Deskew as DeskewOp, DeskewParams, SkewAngle};
 use histopipe_ops::{Fill, Fills};
 
+use crate::fill::{fill_flag, Filling};
 use crate::table_output::{self, TableOutput};
 
 /// `deskew`: each frame's skew, and the frame turned upright.
 #[derive(Default)]
 pub struct Deskew {
     params: DeskewParams,
-    fill: Option<Fills>,
+    fill: Filling<Fills>,
     /// `--format`: the angles as a table, or the frames turned upright.
     output: TableOutput,
 }
@@ -49,13 +50,11 @@ Usage: deskew [OPTIONS] [FILE...]";
             "the step of the search's last level, degrees, 0.001 to 1 [default: 0.02]",
         )
         .param("precision"),
-        Flag::with_value(
-            "--fill",
+        fill_flag(
             "V[,V...]",
             "the value of pixels from outside the page once turned, 0..maxval, or one per channel \
              [default: each channel's most common value]",
-        )
-        .param("fill"),
+        ),
         table_output::format_flag("csv or tsv: the angles as a table [default: -o's extension, else frames]"),
     ];
     const HELP_END: &'static str = "\
@@ -76,8 +75,7 @@ Example:
         match given.flag.long {
             "--max-angle" => self.params.max_angle = degrees(given)?,
             "--precision" => self.params.precision = degrees(given)?,
-            "--fill" => self.fill = Some(given.parse()?),
-            _ => return self.output.option(given),
+            _ => return Ok(self.fill.option(given)? || self.output.option(given)?),
         }
         Ok(true)
     }
@@ -111,10 +109,7 @@ impl Deskew {
     /// The frame turned upright: a gray frame by the one operation (one upload on the GPU); a
     /// frame of several channels measured on its luma, then each channel turned alike.
     fn turn(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
-        let fills = match &self.fill {
-            Some(f) => Some(f.per_channel("fill", frame.channels.count()).map_err(|e| cx.op_error(e))?),
-            None => None,
-        };
+        let fills = self.fill.per_channel(cx, &frame)?;
         if frame.channels == Channels::Gray {
             let op = DeskewOp { params: self.params, fill: fills.map(|f| f[0]) };
             let out = cx.run(&op, &frame)?;

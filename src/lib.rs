@@ -4,6 +4,7 @@
 
 mod binning;
 mod drawing;
+mod fill;
 mod mask;
 mod plot;
 mod table_output;

@@ -3,13 +3,15 @@ use histopipe_frame::Frame;
 use histopipe_ops::pad::{PadParams, PadSize};
 use histopipe_ops::Fills;
 
+use crate::fill::{fill_flag, Filling};
+
 /// `pad`: pad each frame to its diagonal (or a given size), so a rotation crops nothing.
 #[derive(Default)]
 pub struct Pad {
     to: Option<(usize, usize)>,
     /// left, top, right, bottom
     sides: [Option<usize>; 4],
-    fill: Fills,
+    fill: Filling<Fills>,
     size: Option<PadSize>,
 }
 
@@ -40,13 +42,11 @@ Usage: pad [OPTIONS] [FILE...]";
         Flag::with_value("--right", "N", "pad N pixels on the right (others 0, or --border's N)"),
         Flag::with_value("--top", "N", "pad N pixels at the top (others 0, or --border's N)"),
         Flag::with_value("--bottom", "N", "pad N pixels at the bottom (others 0, or --border's N)"),
-        Flag::with_value(
-            "--fill",
+        fill_flag(
             "V[,V...]",
             "the border's value, 0..maxval, or any float (nan, inf too) for float frames; or one value per \
              channel (R,G,B[,A] or gray,alpha) [default: 0]",
-        )
-        .param("fill"),
+        ),
     ];
     const HELP_END: &'static str = "\
 Example:
@@ -66,8 +66,7 @@ Example:
             "--top" => self.sides[1] = Some(given.parse()?),
             "--right" => self.sides[2] = Some(given.parse()?),
             "--bottom" => self.sides[3] = Some(given.parse()?),
-            "--fill" => self.fill = given.parse()?,
-            _ => return Ok(false),
+            _ => return self.fill.option(given),
         }
         Ok(true)
     }
@@ -96,7 +95,7 @@ Example:
     /// Each channel padded alike, with its own fill.
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let size = self.size.unwrap_or(PadSize::Diagonal);
-        let fills = self.fill.per_channel("fill", frame.channels.count()).map_err(|e| cx.op_error(e))?;
+        let fills = self.fill.per_channel_or_zero(cx, &frame)?;
         let mut pads = Vec::with_capacity(fills.len());
         for fill in fills {
             pads.push(PadParams { size, fill }.for_frame_of(&frame).map_err(|e| cx.op_error(e))?);

@@ -8,13 +8,15 @@ use histopipe_frame::{Frame, Line};
 use histopipe_ops::rotate::{Interpolation, RotateBy, RotateParams};
 use histopipe_ops::{Fill, Fills};
 
+use crate::fill::{fill_flag, Filling};
+
 /// `rotate`: turn each frame about its centre, or so that a line of the original is vertical.
 #[derive(Default)]
 pub struct Rotate {
     angle: Option<f64>,
     line: Option<Line>,
     interpolation: Interpolation,
-    fill: Fills,
+    fill: Filling<Fills>,
     expand: bool,
 }
 
@@ -82,13 +84,11 @@ Usage: rotate ANGLE [OPTIONS] [FILE...]
              pixels between the two points)",
         ),
         Flag::switch("--bilinear", "interpolate between the four nearest input pixels (rounded half up)"),
-        Flag::with_value(
-            "--fill",
+        fill_flag(
             "V[,V...]",
             "the value of pixels from outside the input, 0..maxval, or any float (nan, inf too) for float \
              frames; or one value per channel (R,G,B[,A] or gray,alpha) [default: 0]",
-        )
-        .param("fill"),
+        ),
         Flag::switch(
             "--expand",
             "make the output the bounding box of the turned frame (quarter turns: an exact transpose or \
@@ -106,9 +106,8 @@ Example:
             // The same turn: --segment names the line by the two ends colhist --segment takes.
             "--line" | "--segment" => self.line = Some(given.parse()?),
             "--bilinear" => self.interpolation = Interpolation::Bilinear,
-            "--fill" => self.fill = given.parse()?,
             "--expand" => self.expand = true,
-            _ => return Ok(false),
+            _ => return self.fill.option(given),
         }
         Ok(true)
     }
@@ -146,7 +145,7 @@ Example:
 
     /// Each channel turned alike, with its own fill.
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
-        let fills = self.fill.per_channel("fill", frame.channels.count()).map_err(|e| cx.op_error(e))?;
+        let fills = self.fill.per_channel_or_zero(cx, &frame)?;
         let mut turns = Vec::with_capacity(fills.len());
         for fill in fills {
             turns.push(self.params(fill)?.for_frame(&frame).map_err(|e| cx.op_error(e))?);
