@@ -1,6 +1,6 @@
 use histopipe_cli::{Context, Error, Flag, FlagError, Given, Tool};
 use histopipe_frame::{Format, Frame};
-use histopipe_ops::angles::Angles;
+use histopipe_ops::angles::{self, Angles};
 use histopipe_ops::iradon::{Filter, IradonParams, FILTER_NAMES};
 
 /// `iradon`: filtered back-projection of each sinogram, as scikit-image's `iradon`.
@@ -32,8 +32,9 @@ Usage: iradon [OPTIONS] [FILE...]";
             "--angles",
             "A:B:STEP",
             "the sinogram's angles in degrees, one a column, as radon takes them: numpy's \
-             arange(A, B, STEP) (B excluded), or a list A,B,C [default: scikit-image's, the columns \
-             evenly spaced over [0, 180): radon's default 0:180:1 for 180 columns]",
+             arange(A, B, STEP) (B excluded), or a list A,B,C [default: those radon recorded in an NPY \
+             sinogram, else scikit-image's, the columns evenly spaced over [0, 180): radon's \
+             default 0:180:1 for 180 columns]",
         )
         .param("angles"),
         Flag::with_value(
@@ -87,7 +88,13 @@ Example:
     }
 
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
-        let iradon = self.params.for_size(frame.height, frame.width).map_err(|e| cx.op_error(e))?;
+        let recorded = match (&self.params.angles, frame.annotation(angles::ANNOTATION)) {
+            (None, Some(text)) => Some(recorded_angles(cx, text, frame.width)?),
+            _ => None,
+        };
+        let params =
+            IradonParams { angles: recorded.or_else(|| self.params.angles.clone()), ..self.params.clone() };
+        let iradon = params.for_size(frame.height, frame.width).map_err(|e| cx.op_error(e))?;
         let (w, h) = iradon.out_size();
         cx.check_pixels(w, h)?;
         let mut out = cx.run(&iradon, &frame)?;
@@ -95,4 +102,16 @@ Example:
         out.format = if frame.format == Format::Npy { Format::Npy } else { Format::Pfm };
         cx.write(out)
     }
+}
+
+/// The angles radon recorded in the sinogram (`# histopipe-angles` in an NPY header), one a column.
+fn recorded_angles(cx: &Context<'_>, text: &str, columns: usize) -> Result<Angles, Error> {
+    let bad = |why: String| {
+        cx.invalid(format!("the sinogram's '# histopipe-angles' comment: {why}: give --angles"))
+    };
+    let list = text.parse::<Angles>().map_err(bad)?;
+    if list.len() != columns {
+        return Err(bad(format!("{} angles for {columns} columns", list.len())));
+    }
+    Ok(list)
 }

@@ -1,6 +1,6 @@
 use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool};
 use histopipe_frame::{Format, Frame, Pixels};
-use histopipe_ops::angles::Angles;
+use histopipe_ops::angles::{self, Angles};
 use histopipe_ops::radon::{outside_circle, RadonParams};
 
 use crate::table_output::{self, TableOutput};
@@ -94,6 +94,11 @@ Example:
             );
         }
         let mut out = cx.run(&radon, &frame)?;
+        // The columns' angles, for iradon: written where the container has room (an NPY
+        // header's comment; PFM and TIFF have none), the samples' bytes unchanged.
+        if let Some(list) = self.params.angles.annotation() {
+            out.set_annotation(angles::ANNOTATION, &list);
+        }
         let Some(mut rows) = self.output.rows(cx, &COLUMNS) else {
             // Between tools a float frame goes as PFM, unless it came as NPY.
             out.format = if frame.format == Format::Npy { Format::Npy } else { Format::Pfm };

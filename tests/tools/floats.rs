@@ -47,6 +47,11 @@ const RUNS: &[(&str, Writes, &[&[&str]])] = &[
         Writes::Frames,
         &[&["--angles", "0:180:2"], &["--circle", "--angles", "0:180:4"], &["--angles=-30,0,45.5,90,1000"]],
     ),
+    (
+        "iradon",
+        Writes::Frames,
+        &[&["--size", "9"], &["--circle", "--filter", "hann"], &["--size", "20", "--filter", "none"]],
+    ),
     ("stretch", Writes::Frames, &[&[], &["--depth", "16", "--scale", "asinh"], &["--saturate", "2"]]),
     ("colhist", Writes::Table, &[&[], &["--rows", "--bins", "16"], &["--range", "-1:2"]]),
     ("cdf", Writes::Table, &[&[], &["--bins", "7"], &["--range", "-1:2"]]),

@@ -225,6 +225,47 @@ fn the_pipe_from_radon_needs_no_angles() {
     assert!(same_bits(&read_frames(&out.stdout).remove(0), &explicit));
 }
 
+/// radon records its angles in an NPY sinogram's header (a comment after the dict, which np.load
+/// skips); iradon reads them, so that `radon -o s.npy` then `iradon s.npy` needs no --angles; a
+/// given --angles wins; a record that does not fit the columns is refused in one line. PFM has no
+/// room for it: the pipe's PFM falls back to scikit-image's default angles.
+#[test]
+fn angles_recorded_in_npy_are_read_back() {
+    let dir = temp_dir("iradon-recorded");
+    let npy = dir.join("s.npy");
+    let angles = "-30,0,45,90,200,359.5,1000";
+    run_ok(
+        "radon",
+        "cpu",
+        &[&format!("--angles={angles}"), "-o", npy.to_str().unwrap()],
+        &fixture_bytes("coins.pgm"),
+    );
+    let bytes = std::fs::read(&npy).unwrap();
+    let header = String::from_utf8_lossy(&bytes[..128]).into_owned();
+    assert!(header.contains(&format!("}} # histopipe-angles {angles}")), "{header}");
+    // np.load reads it, as the same array as the PFM's.
+    let loaded =
+        skimage("a = np.load(sys.argv[1])\nsys.stdout.buffer.write(a.astype('<f4').tobytes())", &[&bytes]);
+    let sinogram = read_frames(&bytes).remove(0);
+    assert_eq!(loaded, raw_f32(&sinogram));
+    let recorded = tool("iradon").args(["--backend", "cpu"]).arg(&npy).output().unwrap();
+    assert!(recorded.status.success(), "{}", String::from_utf8_lossy(&recorded.stderr));
+    let recorded = read_frames(&recorded.stdout).remove(0);
+    let given = ours(&sinogram, "cpu", &Case::new(Some(angles), "ramp", false, None).args());
+    assert!(same_bits(&recorded, &given), "the recorded angles are the given ones");
+    check_against_skimage(&sinogram, &[Case::new(Some(angles), "ramp", false, None)]);
+    let other = tool("iradon").args(["--backend", "cpu", "--angles", "0:7"]).arg(&npy).output().unwrap();
+    let other = read_frames(&other.stdout).remove(0);
+    assert!(!same_bits(&other, &given), "--angles wins over the record");
+    // A record of 3 angles on 7 columns.
+    let at = bytes.windows(angles.len()).position(|w| w == angles.as_bytes()).unwrap();
+    let three = format!("{:<1$}", "0,1,2", angles.len());
+    let wrong = [&bytes[..at], three.as_bytes(), &bytes[at + angles.len()..]].concat();
+    let e = run_err("iradon", &[], &wrong, 2);
+    assert!(e.contains("'# histopipe-angles' comment: 3 angles for 7 columns: give --angles"), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+}
+
 /// NaN and infinities in a sinogram give NaN (the quiet NaN) where they reach, not a failure;
 /// the whole reconstruction, as scikit-image's, since the FFT spreads a NaN over its column.
 #[test]

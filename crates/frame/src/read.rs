@@ -331,6 +331,7 @@ impl<R: BufRead> FrameReader<R> {
             gray: self.options.gray,
         };
         let walked = float::walk(&mut src, format, &limits)?;
+        let annotations = walked.annotations();
         let bytes = src.into_bytes();
         let decoded = float::decode(&bytes, &walked, index)?;
         drop(bytes);
@@ -349,6 +350,7 @@ impl<R: BufRead> FrameReader<R> {
             FloatFormat::Npy => Format::Npy,
             FloatFormat::Fits => Format::Decoded,
         };
+        frame.annotations = annotations;
         if self.options.gray && channels != Channels::Gray {
             frame = colour::gray_frame(&frame);
         }

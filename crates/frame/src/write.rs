@@ -351,7 +351,8 @@ fn pfm_bytes(frame: &Frame) -> Result<Vec<u8>, String> {
     Ok(crate::encode_pfm(frame.width, frame.height, frame.channels.count(), samples))
 }
 
-/// `frame` as NPY: shape (height, width) or (height, width, channels), its own sample type.
+/// `frame` as NPY: shape (height, width) or (height, width, channels), its own sample type, its
+/// annotations as comments after the header's dict (as netpbm's header comments).
 fn npy_bytes(frame: &Frame) -> Result<Vec<u8>, String> {
     let data = match &frame.pixels {
         Pixels::U8(v) => crate::NpyData::U8(v),
@@ -360,7 +361,7 @@ fn npy_bytes(frame: &Frame) -> Result<Vec<u8>, String> {
     };
     let (h, w, c) = (frame.height, frame.width, frame.channels.count());
     let shape = if c == 1 { vec![h, w] } else { vec![h, w, c] };
-    crate::encode_npy_array(&shape, data).map_err(|e| e.to_string())
+    crate::float::encode_npy_array_noted(&shape, data, &frame.annotations).map_err(|e| e.to_string())
 }
 
 /// `frame` as a TIFF, made in memory (TIFF seeks back while it is written). Samples are written

@@ -49,6 +49,21 @@ impl Angles {
     }
 }
 
+/// The annotation key (`# histopipe-angles A,B,C` in an NPY header) of the angles of a frame's
+/// columns: `radon` writes it, `iradon` reads it.
+pub const ANNOTATION: &str = "angles";
+
+/// The longest list written as an annotation: np.load refuses an NPY header over 10000 bytes.
+const MAX_ANNOTATION: usize = 3000;
+
+impl Angles {
+    /// The angles as an annotation's value (the list, [`Angles`]'s `Display`), if it is at most
+    /// 3000 characters long (0:180:1, 180 whole degrees, takes 609).
+    pub fn annotation(&self) -> Option<String> {
+        Some(self.to_string()).filter(|text| text.len() <= MAX_ANNOTATION)
+    }
+}
+
 impl Default for Angles {
     /// `0:180:1`: every whole degree of a half turn (scikit-image's `radon` default).
     fn default() -> Angles {

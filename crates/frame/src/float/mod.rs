@@ -24,6 +24,7 @@ use crate::budget::Budget;
 use crate::decode::source::{ReadSource, SliceSource, Source};
 use crate::{FrameError, FrameErrorKind};
 
+pub(crate) use npy::encode_npy_array_noted;
 pub use npy::{encode_npy, encode_npy_array, encode_npy_header, NpyData, NpyShapeError};
 pub use pfm::encode_pfm;
 
@@ -218,6 +219,16 @@ pub(crate) fn walk(
         FloatFormat::Npy => Walked::Npy(npy::walk(src, limits)?),
         FloatFormat::Fits => Walked::Fits(fits::walk(src, limits)?),
     })
+}
+
+impl Walked {
+    /// The image's `histopipe-*` annotations (an NPY header's comments; PFM and FITS have none).
+    pub(crate) fn annotations(&self) -> Vec<crate::Annotation> {
+        match self {
+            Walked::Npy(w) => w.annotations.clone(),
+            Walked::Pfm(_) | Walked::Fits(_) => Vec::new(),
+        }
+    }
 }
 
 /// Decodes the walked image in `bytes` (exactly the bytes its walk gathered).

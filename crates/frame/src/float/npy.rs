@@ -27,7 +27,7 @@ use std::fmt;
 
 use super::{f32_be, f32_le, f64_be, f64_le, samples, shown, want, Declared, Decoded, Limits, Raster};
 use crate::decode::source::Source;
-use crate::FrameError;
+use crate::{Annotation, FrameError};
 
 /// The longest header read.
 const MAX_HEADER: usize = 64 << 10;
@@ -83,6 +83,8 @@ pub(crate) struct NpyWalk {
     channels: usize,
     descr: Descr,
     data_at: usize,
+    /// The header's `# histopipe-*` comments.
+    pub(crate) annotations: Vec<Annotation>,
 }
 
 /// The dict of a header, as read.
@@ -91,6 +93,8 @@ struct Header {
     descr: String,
     fortran_order: bool,
     shape: Vec<u64>,
+    /// The `# histopipe-KEY VALUE` comments after the dict ([`encode_npy_header_noted`]).
+    annotations: Vec<Annotation>,
 }
 
 /// A strict reader of the header's Python literal.
@@ -209,12 +213,24 @@ fn parse_header(text: &[u8]) -> Result<Header, String> {
             break;
         }
     }
+    // After the dict, Python comments (as ast.literal_eval, which np.load uses, skips them): the
+    // `histopipe-*` ones are annotations.
+    let mut annotations = Vec::new();
     p.space();
-    if p.at < text.len() {
-        return Err(format!("\"{}\" after the dict", shown(&text[p.at..])));
+    while p.at < text.len() {
+        if text[p.at] != b'#' {
+            return Err(format!("\"{}\" after the dict", shown(&text[p.at..])));
+        }
+        let end = text[p.at..].iter().position(|&b| b == b'\n').map_or(text.len(), |k| p.at + k);
+        let line = String::from_utf8_lossy(&text[p.at..end]);
+        annotations.extend(line.split('#').filter_map(Annotation::parse_comment));
+        p.at = end;
+        p.space();
     }
     match (descr, fortran_order, shape) {
-        (Some(descr), Some(fortran_order), Some(shape)) => Ok(Header { descr, fortran_order, shape }),
+        (Some(descr), Some(fortran_order), Some(shape)) => {
+            Ok(Header { descr, fortran_order, shape, annotations })
+        }
         _ => Err("it lacks one of descr, fortran_order and shape".into()),
     }
 }
@@ -281,6 +297,7 @@ pub(crate) fn walk(src: &mut impl Source, limits: &Limits) -> Result<NpyWalk, Fr
         channels: channels as usize,
         descr,
         data_at,
+        annotations: header.annotations,
     })
 }
 
@@ -382,11 +399,20 @@ impl std::error::Error for NpyShapeError {}
 /// assert!(encode_npy_array(&[4], NpyData::F64(&[1.0])).is_err());
 /// ```
 pub fn encode_npy_array(shape: &[usize], data: NpyData) -> Result<Vec<u8>, NpyShapeError> {
+    encode_npy_array_noted(shape, data, &[])
+}
+
+/// [`encode_npy_array`] with `annotations` in its header ([`encode_npy_header_noted`]).
+pub(crate) fn encode_npy_array_noted(
+    shape: &[usize],
+    data: NpyData,
+    annotations: &[Annotation],
+) -> Result<Vec<u8>, NpyShapeError> {
     let size = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
     if size != Some(data.len()) {
         return Err(NpyShapeError { shape: shape.to_vec(), values: data.len() });
     }
-    let mut out = encode_npy_header(shape, &data);
+    let mut out = encode_npy_header_noted(shape, &data, annotations);
     out.reserve_exact(data.len() * 8);
     data.write_le(&mut out);
     Ok(out)
@@ -406,13 +432,34 @@ pub fn encode_npy_array(shape: &[usize], data: NpyData) -> Result<Vec<u8>, NpySh
 /// assert_eq!(header.len() % 64, 0);
 /// ```
 pub fn encode_npy_header(shape: &[usize], data: &NpyData) -> Vec<u8> {
+    encode_npy_header_noted(shape, data, &[])
+}
+
+/// The longest header written with annotations: np.load refuses one over 10000 bytes (its
+/// `max_header_size`); annotations that would make it longer are left out.
+const MAX_NOTED_HEADER: usize = 4096;
+
+/// [`encode_npy_header`] with `annotations` after the dict, on its line, each a Python comment
+/// `# histopipe-KEY VALUE` (np.load's `ast.literal_eval` skips them; this crate's reader takes
+/// them back): those whose value holds no `#`, while the header stays under 4096 bytes.
+pub(crate) fn encode_npy_header_noted(
+    shape: &[usize],
+    data: &NpyData,
+    annotations: &[Annotation],
+) -> Vec<u8> {
     // Python's repr of a tuple: a one-element tuple keeps its comma.
     let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
     let tuple = match dims.len() {
         1 => format!("({},)", dims[0]),
         _ => format!("({})", dims.join(", ")),
     };
-    let dict = format!("{{'descr': '{}', 'fortran_order': False, 'shape': {tuple}, }}", data.descr());
+    let mut dict = format!("{{'descr': '{}', 'fortran_order': False, 'shape': {tuple}, }}", data.descr());
+    for a in annotations.iter().filter(|a| !a.value.contains('#')) {
+        let note = format!(" # histopipe-{} {}", a.key, a.value);
+        if PREFIX_V1 + dict.len() + note.len() + 65 <= MAX_NOTED_HEADER {
+            dict.push_str(&note);
+        }
+    }
     // numpy's `_wrap_header`: padded so that the samples start at a multiple of 64, a full 64 when
     // the dict and its newline already end there. A header over format 1.0's 65535 bytes needs
     // over 6000 dimensions; such a shape is no array this crate writes.
@@ -545,6 +592,40 @@ mod tests {
         v3.extend(header.bytes());
         v3.push(9);
         assert_eq!(decode_float(&v3, 1, 100).unwrap().0.raster, Raster::U8(vec![9]));
+    }
+
+    /// Annotations go after the dict as Python comments (np.load skips them: tests/tools/iradon.rs
+    /// loads radon's) and come back; other comments are skipped; a value holding `#`, or one that
+    /// would make the header over 4096 bytes, is left out; text that is no comment is refused.
+    #[test]
+    fn annotations_are_comments_after_the_dict() {
+        let notes = [
+            Annotation { key: "angles".into(), value: "0,1.5,-3".into() },
+            Annotation { key: "x-1".into(), value: String::new() },
+            Annotation { key: "hash".into(), value: "a#b".into() },
+            Annotation { key: "long".into(), value: "9".repeat(5000) },
+        ];
+        let noted = encode_npy_array_noted(&[1, 2], NpyData::U8(&[7, 8]), &notes).unwrap();
+        let header = String::from_utf8_lossy(&noted[10..noted.len() - 2]).into_owned();
+        assert!(
+            header.starts_with("{'descr': '|u1', 'fortran_order': False, 'shape': (1, 2), } # histopipe-angles 0,1.5,-3 # histopipe-x-1 "),
+            "{header}"
+        );
+        assert!(!header.contains("hash") && !header.contains("long"), "{header}");
+        assert_eq!((noted.len() - 2) % 64, 0);
+        let mut src = crate::decode::source::SliceSource::new(&noted);
+        let limits = Limits { frame: 1, max_pixels: 100, copied: true, gray: false };
+        let walked = walk(&mut src, &limits).unwrap();
+        assert_eq!(walked.annotations, notes[..2].to_vec());
+        assert_eq!(decode_float(&noted, 1, 100).unwrap().0.raster, Raster::U8(vec![7, 8]));
+        let other =
+            npy("{'descr':'|u1','fortran_order':False,'shape':(1,1)} # made by hand\n# histopipe-k v", &[1]);
+        let mut src = crate::decode::source::SliceSource::new(&other);
+        let walked = walk(&mut src, &limits).unwrap();
+        assert_eq!(walked.annotations, vec![Annotation { key: "k".into(), value: "v".into() }]);
+        let junk = npy("{'descr':'|u1','fortran_order':False,'shape':(1,1)} # ok\n x", &[1]);
+        let e = error(&junk);
+        assert!(e.contains("\"x\" after the dict"), "{e}");
     }
 
     #[test]
