@@ -1,43 +1,13 @@
-//! What the histogram tools (`cdf`, `colhist`) share: `--colour`, the `--bins` and `--range`
-//! group ([`Binning`]), and how a frame's channels are binned (crates/ops/src/range.rs).
+//! What the histogram tools (`cdf`, `colhist`) share: the `--bins` and `--range` group
+//! ([`Binning`]), and how a frame's channels are binned (crates/ops/src/range.rs).
 
 use std::fmt::Display;
 use std::str::FromStr;
 
 use histopipe_cli::{Context, Error, Flag, FlagError, Given};
-use histopipe_frame::{Channels, Frame, Pixels};
+use histopipe_frame::{Frame, Pixels};
 use histopipe_ops::mask::Mask;
 use histopipe_ops::range::{FloatClasses, FloatRange, IntRange, Layout};
-
-histopipe_cli::words! {
-    /// `--colour`: which channels get a histogram.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-    pub enum Colour {
-        /// Colour read as gray (a JPEG's luma, else OpenCV's BGR2GRAY): one histogram, no channel
-        /// column.
-        #[default]
-        Luma = "luma",
-        /// One histogram per channel, alpha included, with a `channel` column.
-        Each = "each",
-    }
-}
-
-impl Colour {
-    pub fn parse(given: &Given) -> Result<Colour, FlagError> {
-        Ok(Colour::parse_word(given.text()?, "value")?)
-    }
-
-    /// The frame's channels to count, each as a gray frame with its name (`None` under `luma`).
-    pub fn planes(self, frame: Frame) -> Vec<(Option<&'static str>, Frame)> {
-        match (self, frame.channels) {
-            (Colour::Luma, _) => vec![(None, frame)],
-            (Colour::Each, Channels::Gray) => vec![(Some("gray"), frame)],
-            (Colour::Each, ch) => {
-                (0..ch.count()).map(|c| (Some(ch.channel_name(c)), frame.plane(c))).collect()
-            }
-        }
-    }
-}
 
 /// `--bins`, with the tool's `help` (what its default is).
 pub const fn bins_flag(help: &'static str) -> Flag {

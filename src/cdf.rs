@@ -11,7 +11,8 @@ use histopipe_ops::mask::{Mask, Masked};
 use histopipe_ops::range::Outside;
 use histopipe_plot::{cdf_figure, CdfFigure};
 
-use crate::binning::{bins_flag, classes, range_flag, BinBounds, Binning, Colour};
+use crate::binning::{bins_flag, classes, range_flag, BinBounds, Binning};
+use crate::colour::{Colour, COUNTING};
 use crate::mask::{Masking, MASK};
 use crate::plot::{plot_target, write_figure, Plot};
 
@@ -84,14 +85,11 @@ Usage: cdf [OPTIONS] [FILE...]";
             "bin LO..HI only, counting the samples outside in the below and above columns [default: \
              0:maxval; float frames: the finite samples' least to greatest]",
         ),
-        Flag::with_value(
-            "--colour",
-            "C",
+        COUNTING.flag(
             "luma: colour read as gray (a JPEG's own luma, else OpenCV's BGR2GRAY); each: a histogram \
              per channel (red, green, blue, alpha; gray for gray frames), in a channel column \
              [default: luma]",
-        )
-        .one_of(Colour::NAMES),
+        ),
         Flag::with_value("--format", "F", "csv, tsv or npy [default: -o's extension, else csv]")
             .one_of(CdfFormat::NAMES),
         Flag::with_value(
@@ -113,7 +111,7 @@ Example:
 
     fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
         match given.flag.long {
-            "--colour" => self.colour = Colour::parse(given)?,
+            "--colour" => self.colour = COUNTING.parse(given)?,
             "--format" => {
                 self.format = Some(match CdfFormat::parse_word(given.text()?, "format")? {
                     CdfFormat::Csv => OutputFormat::Csv,
@@ -153,7 +151,7 @@ Example:
             (frame.width, frame.height, frame.maxval, !frame.depth().is_integer());
         let mask = self.mask.fit(cx, &frame)?;
         let mut channels = Vec::new();
-        for (name, plane) in self.colour.planes(frame) {
+        for (name, plane) in self.colour.counted(frame) {
             channels.push(self.channel(cx, name, &plane, mask)?);
         }
         let outside = channels[0].outside.is_some();

@@ -3,7 +3,8 @@ use histopipe_frame::Frame;
 use histopipe_ops::clahe::{self, TileGrid};
 use histopipe_ops::mask::Masked;
 
-use crate::equalize::{Colour, COLOUR};
+use crate::colour::{Colour, MAPPING};
+use crate::equalize::COLOUR;
 use crate::mask::{Masking, MASK};
 
 /// `--clip` and `--tiles`, defined apart from [`Clahe::FLAGS`] so that [`Clahe::check`]'s
@@ -59,7 +60,7 @@ Example:
         match given.flag.long {
             "--clip" => self.op.clip = given.parse()?,
             "--tiles" => self.op.tiles = given.parse::<TileGrid>()?,
-            "--colour" => self.colour = Colour::parse(given.text()?)?,
+            "--colour" => self.colour = MAPPING.parse(given)?,
             _ => return self.mask.option(given),
         }
         Ok(true)

@@ -12,7 +12,8 @@ use histopipe_ops::Fill;
 use histopipe_ops::{parallel, Op};
 use histopipe_plot::{colhist_figure, heatmap_image, ColhistFigure, Counts};
 
-use crate::binning::{bins_flag, classes, range_flag, BinBounds, Binning, Colour};
+use crate::binning::{bins_flag, classes, range_flag, BinBounds, Binning};
+use crate::colour::{Colour, COUNTING};
 use crate::fill::{fill_flag, Filling};
 use crate::mask::{Masking, MASK};
 use crate::plot::{plot_target, write_figure, Plot};
@@ -118,14 +119,11 @@ Usage: colhist [OPTIONS] [FILE...]";
             "bin LO..HI only, counting the samples outside in rows below and above [default: 0:maxval; \
              float frames: the finite samples' least to greatest]",
         ),
-        Flag::with_value(
-            "--colour",
-            "C",
+        COUNTING.flag(
             "luma: colour read as gray (a JPEG's own luma, else OpenCV's BGR2GRAY); each: a histogram \
              per channel (red, green, blue, alpha; gray for gray frames), in a channel column; text \
              and npy output only [default: luma]",
-        )
-        .one_of(Colour::NAMES),
+        ),
         Flag::switch("--rows", "a histogram of every row instead (a bins x height matrix)"),
         Flag::switch("--count-padding", "count every pixel, padding included (--mask still applies)"),
         MASK,
@@ -198,7 +196,7 @@ Example:
     fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
         match given.flag.long {
             "--rows" => self.params.rows = true,
-            "--colour" => self.colour = Colour::parse(given)?,
+            "--colour" => self.colour = COUNTING.parse(given)?,
             "--count-padding" => self.params.count_padding = true,
             "--line" | "--segment" => {
                 let segment = given.is("--segment");
@@ -310,7 +308,7 @@ Example:
         let float = !frame.depth().is_integer();
         let mask = self.mask.fit(cx, &frame)?;
         let mut channels = Vec::new();
-        for (name, plane) in self.colour.planes(frame) {
+        for (name, plane) in self.colour.counted(frame) {
             channels.push(self.channel(cx, name, plane, mask)?);
         }
         let first = &channels[0];

@@ -1,7 +1,9 @@
 //! `--draw` of the Hough tools (`hough-lines`, `hough-segments`), written once: the picture each
 //! frame's lines or segments are drawn on (one file, read before any input, or one a frame through
-//! `-o`'s fields, as `--draw '{dir}/{name}'` names the frame's own source), the pen (`--colour`,
-//! `--width`), and the picture written (PNG, or PPM with `--ppm` or `-o x.ppm`).
+//! `-o`'s fields, as `--draw '{dir}/{name}'` names the frame's own source), the pen
+//! (`--draw-colour`, `--width`), and the picture written (PNG, or PPM with `--ppm` or `-o x.ppm`).
+//! The pen's colour is `--draw-colour`, not `--colour`, which names a mode of the colour channels
+//! in every other tool (src/colour.rs); `--colour R,G,B`, its name before, is still taken.
 
 use std::path::{Path, PathBuf};
 
@@ -14,10 +16,14 @@ use histopipe_ops::hough::Pen;
 /// The widest pen `--width` takes.
 const MAX_WIDTH: usize = 100;
 
-/// `--colour`, `--width` and `--ppm`: the drawing's options beside each tool's own `--draw` (whose
-/// help names what it draws).
-pub(crate) const COLOUR: Flag =
-    Flag::with_value("--colour", "R,G,B", "with --draw: the colour drawn, 0 to 255 each [default: 255,0,0]");
+/// `--draw-colour`, `--width` and `--ppm`: the drawing's options beside each tool's own `--draw`
+/// (whose help names what it draws).
+pub(crate) const COLOUR: Flag = Flag::with_value(
+    "--draw-colour",
+    "R,G,B",
+    "with --draw: the colour drawn, 0 to 255 each [default: 255,0,0]",
+)
+.alias("--colour");
 pub(crate) const WIDTH: Flag = Flag::with_value(
     "--width",
     "W",
@@ -38,7 +44,7 @@ pub(crate) struct Drawing {
     /// `--draw IMAGE`, as given.
     template: Option<PathTemplate>,
     pen: Pen,
-    /// Whether `--colour` or `--width` was given.
+    /// Whether `--draw-colour` or `--width` was given.
     pen_given: bool,
     ppm: bool,
     /// The image of `--draw` without fields, read before any input.
@@ -51,7 +57,7 @@ impl Drawing {
         self.template.is_some()
     }
 
-    /// Takes `--draw`, `--colour`, `--width` or `--ppm`; `Ok(false)` for another option.
+    /// Takes `--draw`, `--draw-colour`, `--width` or `--ppm`; `Ok(false)` for another option.
     pub(crate) fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
         match given.flag.long {
             "--draw" => {
@@ -59,7 +65,7 @@ impl Drawing {
                 self.template =
                     Some(PathTemplate::parse(given.flag.long, text).map_err(FlagError::AfterValue)?);
             }
-            "--colour" => {
+            "--draw-colour" => {
                 self.pen.rgb = parse_colour(given.text()?)?;
                 self.pen_given = true;
             }
@@ -84,7 +90,7 @@ impl Drawing {
             return Err(Error::usage("--ppm only goes with --draw IMAGE"));
         }
         if self.pen_given && !self.is_on() {
-            return Err(Error::usage("--colour and --width only go with --draw IMAGE"));
+            return Err(Error::usage("--draw-colour and --width only go with --draw IMAGE"));
         }
         if let Some(template) = self.template.as_ref().filter(|t| !t.has_fields()) {
             let path = PathBuf::from(template.text());
@@ -181,7 +187,7 @@ impl Canvas {
 const NOT_A_PICTURE: &str = "not a picture that can be read (PNG, JPEG, TIFF, BMP, PPM, PGM or PAM, \
      within --max-pixels); what it holds is not shown, as its name came from the stream";
 
-/// `--colour R,G,B`, each 0 to 255.
+/// `--draw-colour R,G,B`, each 0 to 255.
 fn parse_colour(text: &str) -> Result<[u8; 3], FlagError> {
     let bad = || FlagError::Value(format!("bad value '{text}': give R,G,B, three numbers from 0 to 255"));
     let parts: Vec<&str> = text.split(',').collect();

@@ -13,76 +13,18 @@ use histopipe_cli::{
 };
 use histopipe_frame::{Frame, Origin, ReadOptions};
 use histopipe_ops::equalize::{self, Remap, TableRule};
-use histopipe_ops::Op;
 
+use crate::colour::{Colour, MAPPING};
 use crate::mask::{first_frame, usage, Masking, MASK};
 use reference::Reference;
 use table::{FailUnlessSet, FirstTable, Table};
 
 /// `--colour`, which `equalize` and `clahe` share: how a colour frame is equalized.
-pub const COLOUR: Flag = Flag::with_value(
-    "--colour",
-    "MODE",
+pub const COLOUR: Flag = MAPPING.flag(
     "colour frames: luma (the Y of YCrCb alone, converted back as OpenCV converts), each (every \
      colour channel on its own) or gray (read as gray, written gray); alpha is carried, never \
      equalized [default: luma]",
-)
-.one_of(Colour::NAMES);
-
-histopipe_cli::words! {
-    /// What `--colour` says to do with a colour frame.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-    pub enum Colour {
-        /// The operation on Y of YCrCb, R, G, B made again from it and the frame's Cr, Cb.
-        #[default]
-        Luma = "luma",
-        /// The operation on R, G and B, each on its own.
-        Each = "each",
-        /// Colour read as gray (OpenCV's BGR2GRAY, a JPEG's own luma), a gray frame written.
-        Gray = "gray",
-    }
-}
-
-impl Colour {
-    pub fn parse(text: &str) -> Result<Colour, String> {
-        Colour::parse_word(text, "mode")
-    }
-
-    /// Runs `op` on `frame` as this mode says; gray frames (all of them with `gray`) are the
-    /// operation's alone in every mode, and alpha is carried past it.
-    pub fn run<O: Op<Output = Frame> + Clone>(
-        self,
-        cx: &mut Context<'_>,
-        frame: &Frame,
-        op: &O,
-    ) -> Result<Frame, Error> {
-        self.run_with(cx, frame, |_| op.clone())
-    }
-
-    /// [`Colour::run`] with `op(c)` on plane c: the one plane (c = 0) in `luma` and `gray`, and of
-    /// gray frames; R, G and B (c = 0, 1, 2) of colour frames in `each`.
-    pub fn run_with<O: Op<Output = Frame>>(
-        self,
-        cx: &mut Context<'_>,
-        frame: &Frame,
-        op: impl Fn(usize) -> O,
-    ) -> Result<Frame, Error> {
-        match self {
-            Colour::Luma | Colour::Gray => cx.run_on_luma(frame, &op(0)),
-            Colour::Each => cx.run_each_colour_channel(frame, op),
-        }
-    }
-
-    /// How many planes of `frame` this mode maps, each by its own table: R, G and B of a colour
-    /// frame in `each`, one otherwise.
-    fn planes(self, frame: &Frame) -> usize {
-        if self == Colour::Each && frame.channels.is_colour() {
-            3
-        } else {
-            1
-        }
-    }
-}
+);
 
 /// `--reference`: match each frame's histogram to an image's.
 const REFERENCE: Flag = Flag::with_value(
@@ -167,7 +109,7 @@ Example:
 
     fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
         match given.flag.long {
-            "--colour" => self.colour = Colour::parse(given.text()?)?,
+            "--colour" => self.colour = MAPPING.parse(given)?,
             "--reference" => self.reference_path = Some(PathBuf::from(given.os())),
             "--table" => self.table_path = Some(PathBuf::from(given.os())),
             "--save-table" => {
@@ -248,7 +190,7 @@ Example:
 impl Equalize {
     /// The frame mapped by `table` (`--table`, or the first frame's).
     fn map_by(&self, cx: &mut Context<'_>, frame: &Frame, table: &Table) -> Result<Frame, Error> {
-        table.check_planes(self.colour.planes(frame)).map_err(|e| cx.invalid(e))?;
+        table.check_planes(self.colour.mapped_planes(frame)).map_err(|e| cx.invalid(e))?;
         self.colour.run_with(cx, frame, |c| Remap::new(TableRule::Given(table.column(c))))
     }
 
@@ -257,7 +199,7 @@ impl Equalize {
     /// tables are written and handed to the frames after it.
     fn remap(&self, cx: &mut Context<'_>, frame: &Frame, save: bool) -> Result<Frame, Error> {
         let mask = self.mask.fit(cx, frame)?;
-        let planes = self.colour.planes(frame);
+        let planes = self.colour.mapped_planes(frame);
         let kept: [Mutex<Option<Vec<u16>>>; 3] = Default::default();
         let out = self.colour.run_with(cx, frame, |c| Remap {
             rule: match &self.reference {

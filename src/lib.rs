@@ -3,6 +3,7 @@
 //! `histopipe-ops`, the GPU runtime in `histopipe-gpu`, the shared plumbing in `histopipe-cli`.
 
 mod binning;
+mod colour;
 mod drawing;
 mod fill;
 mod mask;

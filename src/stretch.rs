@@ -2,6 +2,7 @@ use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, Tool};
 use histopipe_frame::Frame;
 use histopipe_ops::stretch::{cuts, Curve, Scale, Stretch as Map};
 
+use crate::colour::{Colour, RANGES};
 use crate::mask::{Masking, MASK};
 
 /// `stretch`: contrast stretch and depth conversion of each frame.
@@ -67,15 +68,6 @@ impl ScaleWord {
     }
 }
 
-histopipe_cli::words! {
-    /// `--colour`: one range for all colour samples, or one a channel.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    enum Ranges {
-        Shared = "shared",
-        Each = "each",
-    }
-}
-
 /// What a handler's error says of `text` that is none of `words`: `bad value 'x': a or b`.
 fn not_one_of(text: &str, words: &[&str]) -> FlagError {
     FlagError::Value(format!("bad value '{text}': {}", histopipe_cli::either(words)))
@@ -130,12 +122,7 @@ Usage: stretch [OPTIONS] [FILE...]";
             "linear, log (ln(1 + 1000 t) / ln 1001), sqrt, or asinh (asinh(10 t) / asinh 10) [default: linear]",
         )
         .one_of(ScaleWord::NAMES),
-        Flag::with_value(
-            "--colour",
-            "HOW",
-            "shared (one range from all colour samples) or each (a range per channel) [default: shared]",
-        )
-        .one_of(Ranges::NAMES),
+        RANGES.flag("shared (one range from all colour samples) or each (a range per channel) [default: shared]"),
         MASK,
     ];
     const HELP_END: &'static str = "\
@@ -159,11 +146,7 @@ Example:
                 self.depth = Some(depth.maxval());
             }
             "--scale" => self.scale = ScaleWord::parse_word(given.text()?, "scale")?.scale(),
-            "--colour" => {
-                let text = given.text()?;
-                let ranges = Ranges::from_word(text).ok_or_else(|| not_one_of(text, Ranges::NAMES))?;
-                self.each = ranges == Ranges::Each;
-            }
+            "--colour" => self.each = RANGES.parse(given)? == Colour::Each,
             _ => return self.mask.option(given),
         }
         Ok(true)

@@ -416,7 +416,7 @@ fn drawing_each_frame_on_its_source() {
     let acc = run_ok("hough-vote", "cpu", &[], &edges);
     let out = dir.join("out").join("{stem}.png");
     let own = dir.join("{name}");
-    let args = ["--top", "2", "--colour", "0,255,0", "--width", "3", "--draw", own.to_str().unwrap()];
+    let args = ["--top", "2", "--draw-colour", "0,255,0", "--width", "3", "--draw", own.to_str().unwrap()];
     run_ok("hough-lines", "cpu", &[&args[..], &["-o", out.to_str().unwrap()]].concat(), &acc);
     for name in ["chessboard", "brick"] {
         let drawn = image::open(dir.join("out").join(format!("{name}.png"))).unwrap().to_rgb8();
@@ -430,7 +430,7 @@ fn drawing_each_frame_on_its_source() {
         assert!(kept + green == gray.len(), "{name}: only the lines changed");
     }
     let e = run_err("hough-lines", &["--width", "2"], &acc, 2);
-    assert!(e.contains("--colour and --width only go with --draw"), "{e}");
+    assert!(e.contains("--draw-colour and --width only go with --draw"), "{e}");
     let e = run_err("hough-lines", &["--threshold", "9", "--min-distance", "3,3"], &acc, 2);
     assert!(e.contains("add --distinct"), "{e}");
     let e = run_err("hough-lines", &["--draw", "{nope}.png"], &acc, 2);

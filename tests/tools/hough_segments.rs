@@ -471,6 +471,7 @@ fn drawing_each_edge_map_on_its_source() {
     let edges = run_ok("edges", "cpu", &files, &[]);
     let out = dir.join("out").join("{stem}.png");
     let own = dir.join("{name}");
+    // --colour, the pen's old name, still taken.
     let args = ["--colour", "0,0,255", "--width", "2", "--draw", own.to_str().unwrap()];
     run_ok("hough-segments", "cpu", &[&args[..], &["-o", out.to_str().unwrap()]].concat(), &edges);
     for name in ["chessboard", "page"] {
@@ -484,5 +485,5 @@ fn drawing_each_edge_map_on_its_source() {
         assert_eq!(kept + blue, gray.len(), "{name}: only the segments changed");
     }
     let e = run_err("hough-segments", &["--width", "2"], &edges, 2);
-    assert!(e.contains("--colour and --width only go with --draw"), "{e}");
+    assert!(e.contains("--draw-colour and --width only go with --draw"), "{e}");
 }

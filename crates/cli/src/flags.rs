@@ -40,12 +40,15 @@ pub struct Flag {
     /// The parameter of histopipe-ops this option sets (`theta_step`), if it sets one: an
     /// operation's error about that parameter names this option.
     pub param: Option<&'static str>,
+    /// An old long name the parser still takes for this option (`--colour` for `--draw-colour`),
+    /// hidden: help, manuals and completions say the long name alone.
+    pub alias: Option<&'static str>,
 }
 
 impl Flag {
     /// An option without a value.
     pub const fn switch(long: &'static str, help: &'static str) -> Flag {
-        Flag { long, short: None, value: None, values: &[], help, group: "Options", param: None }
+        Flag { long, short: None, value: None, values: &[], help, group: "Options", param: None, alias: None }
     }
 
     /// An option with a value, named `value` in the help.
@@ -64,6 +67,11 @@ impl Flag {
 
     pub const fn group(self, group: &'static str) -> Flag {
         Flag { group, ..self }
+    }
+
+    /// The parser takes `long` (an old name, dashes included) for this option too, unlisted.
+    pub const fn alias(self, long: &'static str) -> Flag {
+        Flag { alias: Some(long), ..self }
     }
 
     /// The option sets the operations' parameter `name` (`rho_step`, `size` for `--to`): their
@@ -97,6 +105,7 @@ impl Flag {
     /// Whether the command line's `arg` (`-o`, `--output`) names this option.
     fn named(&self, arg: &str) -> bool {
         arg == self.long
+            || self.alias == Some(arg)
             || self.short.is_some_and(|c| arg.strip_prefix('-') == Some(c.encode_utf8(&mut [0; 4])))
     }
 }
@@ -104,7 +113,8 @@ impl Flag {
 /// An enum whose variants are the words an option takes, each word written once beside its
 /// variant (as clap's `ValueEnum` and ripgrep's lists of choices keep them): the type gets
 /// `NAMES`, the words in the variants' order, for [`Flag::one_of`] (completions offer them, the
-/// manual lists them), `ALL`, the variants in that order, and `from_word` and `parse_word` for
+/// manual lists them), `ALL`, the variants in that order, `word` (a variant's, in const
+/// context too), and `from_word` and `parse_word` for
 /// the handler (whose error lists the same words, [`either`]), so that no handler restates the
 /// list.
 ///
@@ -117,6 +127,7 @@ impl Flag {
 /// assert_eq!(Colour::NAMES, ["luma", "each"]);
 /// assert_eq!(Colour::ALL, [Colour::Luma, Colour::Each]);
 /// assert_eq!(Colour::from_word("each"), Some(Colour::Each));
+/// assert_eq!(Colour::Each.word(), "each");
 /// assert_eq!(Colour::parse_word("hue", "value").unwrap_err(), "unknown value 'hue' (luma or each)");
 /// ```
 #[macro_export]
@@ -139,6 +150,13 @@ macro_rules! words {
 
             /// The variants, in the words' order.
             pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The word of this variant.
+            pub const fn word(self) -> &'static str {
+                match self {
+                    $($name::$variant => $word,)+
+                }
+            }
 
             /// The variant the word `text` names, if one does.
             pub fn from_word(text: &str) -> Option<$name> {
@@ -366,7 +384,7 @@ mod tests {
             "--rows",
             "a histogram of every row instead (a bins x height matrix), and a long enough text to wrap",
         ),
-        Flag::with_value("--segment", "X0,Y0,X1,Y1", "only that column's pixels"),
+        Flag::with_value("--segment", "X0,Y0,X1,Y1", "only that column's pixels").alias("--column"),
         Flag::with_value("--format", "F", "csv or tsv").one_of(&["csv", "tsv"]),
     ];
 
@@ -390,6 +408,10 @@ mod tests {
         assert_eq!(find(FLAGS, "--rows"), Some(&FLAGS[1]));
         assert_eq!(find(FLAGS, "--row"), None);
         assert_eq!(find(FLAGS, "-r"), None);
+        // An old name is taken, and said nowhere.
+        assert_eq!(find(FLAGS, "--column"), Some(&FLAGS[2]));
+        assert!(!help_text(&[], FLAGS).contains("--column"));
+        assert!(!flags_table(FLAGS, &[], &[]).contains("\tcolumn\t"));
     }
 
     #[test]
