@@ -158,6 +158,28 @@ fn shepp_logan_round_trip_matches_scikit_image() {
     eprintln!("worst relative difference (phantom): {worst:e}");
 }
 
+/// scikit-image's test_iradon_center: the sinogram of one point at the rotation axis (a spike at
+/// row S0 div 2 of every column) comes back with its peak at the centre (n div 2, n div 2), for
+/// odd and even sizes, as scikit-image's reconstruction of it.
+#[test]
+fn a_point_on_the_axis_comes_back_at_the_centre() {
+    for (positions, angles) in [(15, 20), (16, 20), (17, 45)] {
+        let mut v = vec![0f32; positions * angles];
+        v[(positions / 2) * angles..][..angles].fill(1.0);
+        let mut s = Frame::new(angles, positions, 1, Pixels::F32(v.into()));
+        s.format = Format::Pfm;
+        for circle in [false, true] {
+            let case = Case::new(None, "ramp", circle, None);
+            check_against_skimage(&s, std::slice::from_ref(&case));
+            let out = ours(&s, "cpu", &case.args());
+            let Pixels::F32(v) = &out.pixels else { panic!() };
+            let peak = (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap();
+            let n = out.width;
+            assert_eq!((peak / n, peak % n), (n / 2, n / 2), "{positions}x{angles} circle {circle}");
+        }
+    }
+}
+
 /// A photo's sinogram (camera.pgm, a frame that is not 0 outside its circle) and back.
 #[test]
 fn a_photo_matches_scikit_image() {
