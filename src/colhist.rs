@@ -228,7 +228,11 @@ Example:
                 self.format = Some(ColHistFormat::parse_word(given.text()?, "format")?.format());
             }
             "--plot" => self.plot = Some(plot_target(given)?),
-            _ => return Ok(self.binning.option(given)? || self.mask.option(given)? || self.fill.option(given)?),
+            _ => {
+                return Ok(self.binning.option(given)?
+                    || self.mask.option(given)?
+                    || self.fill.option(given)?)
+            }
         }
         Ok(true)
     }
@@ -609,13 +613,9 @@ impl ColHist {
         self.sweep_header(cx, bins, &lines);
         if self.along.is_none() && !colour_turns {
             // The turns a group at a time, each group's output handed to the writer while the
-            // next is counted: a long cube is written as it is made. Groups of about 16 MiB of
-            // counts, or a turn a thread where that is more (a turn is one thread's task: with
-            // 3 turns a group, 16 cores made a 4K cube of 37 turns in 0.21 s), in groups of
-            // equal size.
+            // next is counted: a long cube is written as it is made.
             let per_turn = bins * lines.iter().max().copied().unwrap_or(0) * 4;
-            let most = ((16 << 20) / per_turn.max(1)).max(parallel::threads()).max(1);
-            let group = sweep.turns.len().div_ceil(sweep.turns.len().div_ceil(most)).max(1);
+            let group = sweep.turns_per_group(&frame, per_turn);
             let mut first = 0;
             for turns_of_group in sweep.turns.chunks(group) {
                 let part = ColHistSweep { turns: turns_of_group.to_vec(), params: self.params };

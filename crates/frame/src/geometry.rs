@@ -105,12 +105,29 @@ impl Geometry {
     /// tests therefore changes value at most once along the row, its passing pixels are a prefix
     /// or a suffix of it, and the pixels passing all four are their intersection.
     pub fn row_span(&self, y: usize, width: usize) -> Option<Range<usize>> {
+        self.bounded().then(|| self.span_from(y, width, &mut [None; 4]))
+    }
+
+    /// [`Geometry::row_span`] of each row of `rows`, the same ranges: each row's searches start
+    /// where the row before's tests flipped (a test flips at most once along a row, so any
+    /// search finds the same place), a few evaluations where a search of the whole row takes
+    /// log2(width) for each test.
+    pub fn row_spans(&self, rows: Range<usize>, width: usize) -> Option<Vec<Range<usize>>> {
+        let mut flips = [None; 4];
+        self.bounded().then(|| rows.map(|y| self.span_from(y, width, &mut flips)).collect())
+    }
+
+    /// Whether the map's coefficients are bounded as [`Geometry::row_span`] needs.
+    fn bounded(&self) -> bool {
         let m = &self.to_original;
-        if ![m.a, m.b, m.c, m.d, m.e, m.f].iter().all(|v| v.abs() < 1e280) {
-            return None;
-        }
+        [m.a, m.b, m.c, m.d, m.e, m.f].iter().all(|v| v.abs() < 1e280)
+    }
+
+    /// Row y's span (see [`Geometry::row_span`]), each test's flip searched for from `flips[k]`,
+    /// where test k flipped along the row before (if it did), and left there for the next.
+    fn span_from(&self, y: usize, width: usize, flips: &mut [Option<usize>; 4]) -> Range<usize> {
         let (mut lo, mut hi) = (0, width);
-        for k in 0..4 {
+        for (k, near) in flips.iter_mut().enumerate() {
             if width == 0 || lo >= hi {
                 break;
             }
@@ -118,27 +135,19 @@ impl Geometry {
             let first = test(0);
             if first == test(width - 1) {
                 if !first {
-                    return Some(0..0);
+                    return 0..0;
                 }
                 continue;
             }
-            // The first x where the test flips: test(a) == first != test(b).
-            let (mut a, mut b) = (0, width - 1);
-            while b - a > 1 {
-                let mid = a + (b - a) / 2;
-                if test(mid) == first {
-                    a = mid;
-                } else {
-                    b = mid;
-                }
-            }
+            let b = flip(|x| test(x) == first, width, *near);
+            *near = Some(b);
             if first {
                 hi = hi.min(b);
             } else {
                 lo = lo.max(b);
             }
         }
-        Some(lo..hi.max(lo))
+        lo..hi.max(lo)
     }
 
     /// Parses the text after `#` of a header comment; `None` if it is not a geometry comment.
@@ -163,6 +172,47 @@ impl Geometry {
         let [a, b, c, d, e, f] = m;
         Some(Ok(Geometry { to_original: Affine { a, b, c, d, e, f }, original_width: w, original_height: h }))
     }
+}
+
+/// The first x in 1..width where `same(x)` is false, given `same(0)` and not `same(width - 1)`,
+/// `same` being true on a prefix of 0..width: bracketed from `near` outward in doubling steps,
+/// then halved.
+fn flip(same: impl Fn(usize) -> bool, width: usize, near: Option<usize>) -> usize {
+    // same(a) and not same(b), throughout.
+    let (mut a, mut b) = (0, width - 1);
+    if let Some(g) = near.filter(|&g| a < g && g < b) {
+        let mut step = 1;
+        if same(g) {
+            a = g;
+            while a + step < b {
+                if !same(a + step) {
+                    b = a + step;
+                    break;
+                }
+                a += step;
+                step *= 2;
+            }
+        } else {
+            b = g;
+            while a + step < b {
+                if same(b - step) {
+                    a = b - step;
+                    break;
+                }
+                b -= step;
+                step *= 2;
+            }
+        }
+    }
+    while b - a > 1 {
+        let mid = a + (b - a) / 2;
+        if same(mid) {
+            a = mid;
+        } else {
+            b = mid;
+        }
+    }
+    b
 }
 
 /// A point (x, y) in pixel coordinates.
@@ -272,8 +322,10 @@ mod tests {
                 original_width: 1 + (next() * 90.0) as usize,
                 original_height: 60,
             };
-            for y in 0..h {
+            let spans = g.row_spans(0..h, w).unwrap();
+            for (y, near) in spans.into_iter().enumerate() {
                 let span = g.row_span(y, w).unwrap();
+                assert_eq!(near, span, "{g:?} row {y}");
                 for x in 0..w {
                     assert_eq!(span.contains(&x), g.is_original(x as f64, y as f64), "{g:?} at ({x}, {y})");
                 }
@@ -282,6 +334,7 @@ mod tests {
         let huge =
             Geometry { to_original: Affine { a: 1e300, ..Affine::IDENTITY }, ..Geometry::identity(4, 4) };
         assert_eq!(huge.row_span(0, 4), None);
+        assert_eq!(huge.row_spans(0..4, 4), None);
     }
 
     #[test]

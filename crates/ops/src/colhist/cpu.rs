@@ -26,7 +26,11 @@ const ROW_COPY_MAX_BINS: usize = 1024;
 
 /// Splits `counts` (`bins x lines`, bin-major) by the consecutive line ranges `parts`: for each
 /// part, its piece of every bin's line, so that the parts can be counted at once.
-fn split_lines<'a, T>(counts: &'a mut [T], lines: usize, parts: &[Range<usize>]) -> Vec<Vec<&'a mut [T]>> {
+pub(super) fn split_lines<'a, T>(
+    counts: &'a mut [T],
+    lines: usize,
+    parts: &[Range<usize>],
+) -> Vec<Vec<&'a mut [T]>> {
     let mut pieces: Vec<Vec<&mut [T]>> = parts.iter().map(|_| Vec::new()).collect();
     for mut line in counts.chunks_exact_mut(lines.max(1)) {
         for (part, piece) in parts.iter().zip(&mut pieces) {
@@ -73,7 +77,7 @@ impl ColHist {
         }
         let spans = match &self.mask {
             None => Some(vec![0..w; h]),
-            Some(g) => (0..h).map(|y| g.row_span(y, w)).collect::<Option<Vec<_>>>(),
+            Some(g) => g.row_spans(0..h, w),
         };
         let Some(spans) = spans else {
             let mut counts = vec![0u32; bins * lines];

@@ -29,6 +29,7 @@ use crate::{with_samples, Gpu, Op, OpError};
 
 mod along;
 mod cpu;
+mod fused;
 pub mod gpu;
 mod strips;
 pub mod sweep;

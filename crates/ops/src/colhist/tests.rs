@@ -352,6 +352,40 @@ fn a_sweep_is_the_loop_of_rotate_then_colhist() {
     }
 }
 
+/// The 8-bit sweep counted without its turned frames (`fused`) gives the loop's counts, on
+/// fresh random frames each run (the seed is in the message): wider than a strip of columns and
+/// taller than a band of rows, any maxval, both interpolations, with and without a padded
+/// original's geometry, any bins, `expand`.
+#[test]
+fn an_8_bit_sweep_counted_in_strips_is_the_loop() {
+    let seed = fastrand::u64(..);
+    let mut rng = fastrand::Rng::with_seed(seed);
+    for _ in 0..12 {
+        let (w, h) = (rng.usize(1..700), rng.usize(1..400));
+        let maxval = if rng.bool() { 255 } else { rng.u16(3..=255) }; // the fill, 3, is a sample
+        let mut f = parallel::testing::frame(&mut rng, w, h, maxval);
+        if rng.bool() {
+            let (ow, oh) = (rng.usize(1..=w), rng.usize(1..=h));
+            let (dx, dy) = (rng.usize(0..=w - ow) as f64, rng.usize(0..=h - oh) as f64);
+            f.geometry = Some(Geometry::identity(ow, oh).then(&Affine::translation(-dx, -dy)));
+        }
+        let angles: Vec<f64> = (0..4).map(|_| rng.f64() * 720.0 - 360.0).collect();
+        let (bilinear, expand) = (rng.bool(), rng.bool());
+        let bins = [None, Some(1), Some(7), Some(maxval as u32 + 1)][rng.usize(0..4)];
+        let params = ColHistParams { bins, rows: false, count_padding: rng.u8(0..4) == 0 };
+        let what = format!(
+            "seed {seed}: {w}x{h} maxval {maxval} bilinear {bilinear} expand {expand} {params:?} {angles:?}"
+        );
+        let sweep = sweep_of(&f, &angles, bilinear, expand, params);
+        let got = sweep.cpu(&f).unwrap();
+        for (i, r) in sweep.turns.iter().enumerate() {
+            let turned = r.cpu(&f).unwrap();
+            let expected = params.for_frame(&turned).unwrap().cpu(&turned).unwrap();
+            assert!(got.turn(i) == &expected.counts[..], "{what}, angle {}", angles[i]);
+        }
+    }
+}
+
 /// The GPU's sweep is the CPU's, bit for bit: both interpolations, 8- and 16-bit, several bin
 /// counts (the pairs kernel and the tiled one), rows, padding, `expand`'s changing sizes.
 #[test]

@@ -49,25 +49,39 @@ impl Rotate {
 
     /// Writes the output rows `rows` of the quarter turn `q` to `out` (those rows' samples).
     fn quarter<T: Element>(&self, input: &[T], q: u8, rows: Range<usize>, out: &mut [MaybeUninit<T>]) {
+        let ow = self.out_width;
+        for (y, line) in rows.zip(out.chunks_exact_mut(ow)) {
+            self.quarter_span(input, q, y, 0..ow, line);
+        }
+    }
+
+    /// Writes the pixels `xs` of output row `y` of the quarter turn `q` to `out` (as long as `xs`).
+    fn quarter_span<T: Element>(
+        &self,
+        input: &[T],
+        q: u8,
+        y: usize,
+        xs: Range<usize>,
+        out: &mut [MaybeUninit<T>],
+    ) {
         let (w, h) = (self.width, self.height);
         let (ow, oh) = (self.out_width as i64, self.out_height as i64);
         let fill = T::from_fill(self.fill);
         let (w2, h2) = (w as i64 - 1, h as i64 - 1);
-        for (y, line) in (rows.start as i64..).zip(out.chunks_exact_mut(ow as usize)) {
-            for (x, slot) in (0..).zip(line) {
-                // Doubled offsets from the output's centre keep half-pixel centres in integers;
-                // they are the input's offsets from its own centre, turned.
-                let (dx, dy) = (2 * x - (ow - 1), 2 * y - (oh - 1));
-                let (sx2, sy2) = match q & 3 {
-                    0 => (dx, dy),
-                    1 => (-dy, dx),
-                    2 => (-dx, -dy),
-                    _ => (dy, -dx),
-                };
-                let (sx, sy) = (halve_rounding_up(sx2 + w2), halve_rounding_up(sy2 + h2));
-                let inside = sx >= 0 && sy >= 0 && sx < w as i64 && sy < h as i64;
-                slot.write(if inside { input[sy as usize * w + sx as usize] } else { fill });
-            }
+        let y = y as i64;
+        for (x, slot) in (xs.start as i64..).zip(out) {
+            // Doubled offsets from the output's centre keep half-pixel centres in integers;
+            // they are the input's offsets from its own centre, turned.
+            let (dx, dy) = (2 * x - (ow - 1), 2 * y - (oh - 1));
+            let (sx2, sy2) = match q & 3 {
+                0 => (dx, dy),
+                1 => (-dy, dx),
+                2 => (-dx, -dy),
+                _ => (dy, -dx),
+            };
+            let (sx, sy) = (halve_rounding_up(sx2 + w2), halve_rounding_up(sy2 + h2));
+            let inside = sx >= 0 && sy >= 0 && sx < w as i64 && sy < h as i64;
+            slot.write(if inside { input[sy as usize * w + sx as usize] } else { fill });
         }
     }
 
@@ -195,6 +209,61 @@ const PARTS_PER_THREAD: usize = 16;
 
 /// Output rows per tile of a general turn (see `Rotate::affine`; its columns: [`TILE_W`]).
 const TILE_H: usize = 64;
+
+/// A turn of one frame, read a span of an output row at a time without the turned frame being
+/// made: every sample exactly the turned frame's (`Rotate::quarter_span`'s, or
+/// `Rotate::affine_span`'s with the same rows and kernel). `colhist --angles` counts each turned
+/// frame's columns this way as it reads them.
+pub(crate) struct TurnedRows<'a, T> {
+    turn: &'a Rotate,
+    input: &'a [T],
+    kernel: Kernel,
+    /// The first row's number.
+    first: usize,
+    /// A general turn's rows; none for a quarter turn.
+    rows: Vec<Row>,
+}
+
+impl Rotate {
+    /// The rows `rows` of this turn of the 8-bit `input` (the frame it was made for).
+    pub(crate) fn turned_rows<'a>(&'a self, input: &'a [u8], rows: Range<usize>) -> TurnedRows<'a, u8> {
+        // As `cpu_samples_with`: the SIMD kernels only where their indices are exact.
+        let fits = (self.width as u64).saturating_mul(self.height as u64) < 1 << 52
+            && input.len() >= self.width * self.height;
+        let kernel = if fits { Kernel::detect() } else { Kernel::Scalar };
+        let first = rows.start;
+        if let Turn::Quarter(_) = self.turn {
+            return TurnedRows { turn: self, input, kernel, first, rows: Vec::new() };
+        }
+        // Read a strip of columns down its rows, not tile by tile: the kernels ask ahead for the
+        // input that the same pixels read [`ROWS_AHEAD`] rows down (see `RowMap::next_tile`).
+        let m = self.new_to_old();
+        let step = |v: f64| (v * ROWS_AHEAD as f64).round() as isize;
+        let below = step(m.b).wrapping_add(step(m.e).wrapping_mul(self.width as isize));
+        let row = |y| {
+            let mut row = self.row(y);
+            row.map.next_tile = below;
+            row
+        };
+        TurnedRows { turn: self, input, kernel, first, rows: rows.map(row).collect() }
+    }
+}
+
+/// How far down a strip [`TurnedRows`] asks for input ahead of its reads: 16 rows of a 64-pixel
+/// strip are about 1 us of a core's work, a few times the wait for memory.
+const ROWS_AHEAD: usize = 16;
+
+impl TurnedRows<'_, u8> {
+    /// Writes the samples `xs` of output row `y` (one of these rows) to `out` (as long as `xs`).
+    pub(crate) fn span(&self, y: usize, xs: Range<usize>, out: &mut [MaybeUninit<u8>]) {
+        match self.turn.turn {
+            Turn::Quarter(q) => self.turn.quarter_span(self.input, q, y, xs, out),
+            Turn::Angle { .. } => {
+                self.turn.affine_span(self.input, &self.rows[y - self.first], xs, self.kernel, out)
+            }
+        }
+    }
+}
 
 /// An output row of a general turn: its map, and where it is evaluated how. Outside `nearest`
 /// the output is the fill value; inside `inner` (within `nearest`) a kernel evaluates it (for

@@ -40,6 +40,7 @@ mod row_map;
 mod tests;
 pub mod turn;
 
+pub(crate) use cpu::TurnedRows;
 pub use gpu::RotatePlan;
 pub use turn::{RotateBy, RotateParams, Turn};
 
