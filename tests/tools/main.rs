@@ -2,6 +2,7 @@
 //! (assert_cmd) and, for CPU/GPU parity, through the operations themselves.
 
 mod batches;
+mod benchmarks;
 mod cdf;
 mod clahe;
 mod colhist;
