@@ -1,12 +1,14 @@
 //! `--colour MODE`: how a tool treats a colour frame's channels, one word list and one meaning
 //! for every tool that takes it ([`Colour`]); each tool takes the modes that make sense for it:
 //!
-//! | mode     | meaning                                                      | tools                      |
-//! |----------|--------------------------------------------------------------|----------------------------|
-//! | `luma`   | the frame's luma alone (the Y of YCrCb, OpenCV's BGR2GRAY)  | cdf, colhist, equalize, clahe (their default) |
-//! | `each`   | every channel on its own                                     | cdf, colhist, equalize, clahe, stretch |
-//! | `gray`   | read as gray, written gray                                   | equalize, clahe            |
-//! | `shared` | one computation over all colour samples, used for each channel | stretch (its default)   |
+//! | mode     | meaning                                         | tools                          |
+//! |----------|-------------------------------------------------|--------------------------------|
+//! | `luma`   | the frame's luma alone (Y of YCrCb, BGR2GRAY)   | cdf, colhist, equalize, clahe  |
+//! | `each`   | every channel on its own                        | the same, and stretch          |
+//! | `gray`   | read as gray, written gray                      | equalize, clahe                |
+//! | `shared` | one computation over all colour samples         | stretch                        |
+//!
+//! `luma` is the default of the first four tools, `shared` stretch's.
 //!
 //! A tool that measures (cdf, colhist) reads colour as gray under `luma` (one histogram) and
 //! counts every channel, alpha included, under `each`; a tool that maps (equalize, clahe) maps
