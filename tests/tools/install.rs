@@ -137,7 +137,10 @@ fn install_then_uninstall() {
         assert!(page.starts_with("HISTOPIPE-FORMATS(7)") && page.contains("\nGEOMETRY METADATA\n"));
     }
     if let Some(page) = man(&prefix.join("share/man/man7/histopipe-options.7")) {
-        assert!(page.starts_with("HISTOPIPE-OPTIONS(7)") && page.contains("--mask FILE"), "the options' page");
+        assert!(
+            page.starts_with("HISTOPIPE-OPTIONS(7)") && page.contains("--mask FILE"),
+            "the options' page"
+        );
     }
 
     // Completions list the options --help lists, and offer a list option's values.
