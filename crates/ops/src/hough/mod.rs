@@ -57,9 +57,16 @@ const MIN_PART_CELLS: usize = 1 << 18;
 /// The edge pixels of an edge map (its non-zero samples; none in a float frame, which the votes
 /// refuse): what a vote's work is in proportion to ([`Op::work`](crate::Op::work)).
 fn edge_pixels(frame: &histopipe_frame::Frame) -> u128 {
+    // Counted in chunks whose counts fit the samples' own width, which the compiler makes a
+    // compare and a subtraction per vector (`filter().count()` took 6% of hough-segments' time
+    // on a 4K edge map).
     let count = match &frame.pixels {
-        histopipe_frame::Pixels::U8(v) => v.iter().filter(|&&p| p != 0).count(),
-        histopipe_frame::Pixels::U16(v) => v.iter().filter(|&&p| p != 0).count(),
+        histopipe_frame::Pixels::U8(v) => {
+            v.chunks(255).map(|c| c.iter().map(|&p| u8::from(p != 0)).sum::<u8>() as usize).sum()
+        }
+        histopipe_frame::Pixels::U16(v) => {
+            v.chunks(65535).map(|c| c.iter().map(|&p| u16::from(p != 0)).sum::<u16>() as usize).sum()
+        }
         histopipe_frame::Pixels::F32(_) => 0,
     };
     count as u128
