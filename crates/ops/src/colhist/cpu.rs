@@ -60,7 +60,7 @@ impl ColHist {
     /// writing its lines' counts of every bin: a line's counts are made by one thread, the same
     /// way whatever the split, and nothing is merged.
     ///
-    /// With `mask` (one byte a pixel, [`MaskedColHist`](super::MaskedColHist)'s) a pixel of the
+    /// With `mask` (one byte a pixel, [`Masked`](crate::mask::Masked)`<&ColHist>`'s) a pixel of the
     /// spans adds 1 where its byte is non-zero and 0 elsewhere, without a branch, in
     /// [`ColHist::cpu_counts_any`]'s loops (the 8-bit strips count every pixel of a span).
     pub(super) fn cpu_counts<T: Sample>(
