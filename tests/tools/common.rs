@@ -304,6 +304,28 @@ pub fn hard_frames(
     [random, flat, two_valued, skewed]
 }
 
+/// A fixture's Canny edge map, as `edges` writes it with its defaults: the stream and its frame.
+pub fn edge_map(name: &str) -> (Vec<u8>, Frame) {
+    let bytes = run_ok("edges", "cpu", &[], &fixture_bytes(name));
+    let frame = read_frames(&bytes).remove(0);
+    (bytes, frame)
+}
+
+/// Edge maps for the Hough tools' GPU tests: the Canny edges of four fixtures (page, brick,
+/// chessboard, camera), a `w x h` map for each of `random` whose pixels are edges (255) at
+/// `density`, and a 90x70 16-bit map, a tenth of it edges of random strength.
+pub fn gpu_edge_maps(rng: &mut fastrand::Rng, random: &[(usize, usize, f64)]) -> Vec<Frame> {
+    let mut maps: Vec<Frame> =
+        ["page.pgm", "brick.pgm", "chessboard.pgm", "camera.pgm"].iter().map(|n| edge_map(n).1).collect();
+    for &(w, h, density) in random {
+        let px = (0..w * h).map(|_| if rng.f64() < density { 255 } else { 0 }).collect();
+        maps.push(Frame::new(w, h, 255, Pixels::U8(px)));
+    }
+    let px16 = (0..90 * 70).map(|_| if rng.f64() < 0.1 { rng.u16(1..) } else { 0 }).collect();
+    maps.push(Frame::new(90, 70, 65535, Pixels::U16(px16)));
+    maps
+}
+
 /// A fresh random generator, its seed printed so a failure can be replayed (HISTOPIPE_SEED=...).
 pub fn rng() -> fastrand::Rng {
     let seed = std::env::var("HISTOPIPE_SEED")

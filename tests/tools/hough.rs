@@ -28,12 +28,6 @@ fn assert_same_lines(ours: &[(f32, f32, f64, u32)], cv: &[CvLine], what: &str) {
     }
 }
 
-fn edge_map(name: &str) -> (Vec<u8>, Frame) {
-    let bytes = run_ok("edges", "cpu", &[], &fixture_bytes(name));
-    let frame = read_frames(&bytes).remove(0);
-    (bytes, frame)
-}
-
 /// An edge map whose votes (edge pixels x angles, and a read of every pixel) are over --max-work
 /// is refused before any is cast; an empty map of the same size is its pixels' work alone.
 #[test]
@@ -487,23 +481,6 @@ fn errors() {
     assert!(e.contains("frame 1: a cell has 70000 votes, more than a 16-bit accumulator holds"), "{e}");
 }
 
-/// Edge maps for the GPU: the fixtures' Canny edges, sparse and dense random maps, a 16-bit map
-/// and one wider than a shared-memory block's 12288 distances.
-fn gpu_edge_maps(rng: &mut fastrand::Rng) -> Vec<Frame> {
-    let mut maps: Vec<Frame> = ["page.pgm", "brick.pgm", "chessboard.pgm", "camera.pgm"]
-        .iter()
-        .map(|n| read_frames(&run_ok("edges", "cpu", &[], &fixture_bytes(n))).remove(0))
-        .collect();
-    for (w, h, density) in [(1, 1, 1.0), (37, 1, 0.5), (300, 200, 0.02), (300, 200, 0.6), (5000, 1300, 0.01)]
-    {
-        let px = (0..w * h).map(|_| if rng.f64() < density { 255 } else { 0 }).collect();
-        maps.push(Frame::new(w, h, 255, Pixels::U8(px)));
-    }
-    let px16 = (0..90 * 70).map(|_| if rng.f64() < 0.1 { rng.u16(1..) } else { 0 }).collect();
-    maps.push(Frame::new(90, 70, 65535, Pixels::U16(px16)));
-    maps
-}
-
 /// Both GPU strategies give the CPU's accumulator exactly, and the GPU's lines are the CPU's.
 #[test]
 fn gpu_matches_cpu() {
@@ -514,7 +491,10 @@ fn gpu_matches_cpu() {
         HoughParams { theta_min: -90.0, theta_max: 90.0, theta_step: 0.5, rho_step: 0.7 },
         HoughParams { theta_min: 0.0, theta_max: 360.0, theta_step: 7.0, rho_step: 3.0 },
     ];
-    for map in gpu_edge_maps(&mut rng) {
+    // The random maps: sparse and dense, and one wider than a shared-memory block's 12288
+    // distances.
+    let random = [(1, 1, 1.0), (37, 1, 0.5), (300, 200, 0.02), (300, 200, 0.6), (5000, 1300, 0.01)];
+    for map in gpu_edge_maps(&mut rng, &random) {
         for p in params {
             let cpu = HoughVote { params: p, strategy: Strategy::Auto }.cpu(&map).unwrap();
             for strategy in [Strategy::Global, Strategy::Shared, Strategy::Auto] {

@@ -21,12 +21,6 @@ fn parse_csv(bytes: &[u8]) -> Vec<Segment> {
         .collect()
 }
 
-fn edge_map(name: &str) -> (Vec<u8>, Frame) {
-    let bytes = run_ok("edges", "cpu", &[], &fixture_bytes(name));
-    let frame = read_frames(&bytes).remove(0);
-    (bytes, frame)
-}
-
 /// A drawn segment's ends, x0, y0, x1, y1.
 type Ends = (i64, i64, i64, i64);
 
@@ -420,11 +414,9 @@ fn errors() {
     assert!(e.contains("as .csv or .tsv"), "{e}");
 }
 
-/// Edge maps for the GPU: the fixtures' Canny edges, drawn segments, random maps sparse and
-/// dense, a 16-bit one.
-fn gpu_edge_maps(rng: &mut fastrand::Rng) -> Vec<Frame> {
-    let mut maps: Vec<Frame> =
-        ["page.pgm", "brick.pgm", "chessboard.pgm", "camera.pgm"].iter().map(|n| edge_map(n).1).collect();
+/// Edge maps for the GPU: [`gpu_edge_maps`], sparse and dense, and drawn segments.
+fn segment_edge_maps(rng: &mut fastrand::Rng) -> Vec<Frame> {
+    let mut maps = gpu_edge_maps(rng, &[(1, 1, 1.0), (37, 1, 0.5), (300, 200, 0.02), (300, 200, 0.6)]);
     maps.push(drawn(
         300,
         240,
@@ -433,12 +425,6 @@ fn gpu_edge_maps(rng: &mut fastrand::Rng) -> Vec<Frame> {
             Stroke { ends: (40, 40, 200, 200), dash: Some((20, 8)) },
         ],
     ));
-    for (w, h, density) in [(1, 1, 1.0), (37, 1, 0.5), (300, 200, 0.02), (300, 200, 0.6)] {
-        let px = (0..w * h).map(|_| if rng.f64() < density { 255 } else { 0 }).collect();
-        maps.push(Frame::new(w, h, 255, Pixels::U8(px)));
-    }
-    let px16 = (0..90 * 70).map(|_| if rng.f64() < 0.1 { rng.u16(1..) } else { 0 }).collect();
-    maps.push(Frame::new(90, 70, 65535, Pixels::U16(px16)));
     maps
 }
 
@@ -447,7 +433,7 @@ fn gpu_edge_maps(rng: &mut fastrand::Rng) -> Vec<Frame> {
 fn gpu_matches_cpu() {
     let Some(gpu) = gpu() else { return };
     let mut rng = rng();
-    for map in gpu_edge_maps(&mut rng) {
+    for map in segment_edge_maps(&mut rng) {
         for p in [HoughSegments::default(), HoughSegments { threshold: 10, min_length: 5, max_gap: 2 }] {
             let cpu: Vec<Segment> = p.cpu(&map).unwrap();
             assert_eq!(cpu, p.gpu(&gpu, &map).unwrap(), "{}x{} {p:?}", map.width, map.height);
