@@ -279,27 +279,24 @@ fn add_integers(sum: &mut u64, [s00, s01, s10, s11]: [u32; 4], wu: u32, wv: u32)
     *sum += top as u64 * (ONE - wv) as u64 + bottom as u64 * wv as u64;
 }
 
-impl Tap for u8 {
-    type Sum = u64;
-    const UNIT: f64 = 255.0;
-    fn add(sum: &mut u64, taps: [u8; 4], wu: u32, wv: u32) {
-        add_integers(sum, taps.map(u32::from), wu, wv)
-    }
-    fn value(sum: u64, scale: f64) -> f32 {
-        (sum as f64 * scale) as f32
-    }
+/// [`Tap`] for an integer sample type of `unit`: [`add_integers`] into a `u64`.
+macro_rules! integer_tap {
+    ($t:ty, $unit:expr) => {
+        impl Tap for $t {
+            type Sum = u64;
+            const UNIT: f64 = $unit;
+            fn add(sum: &mut u64, taps: [$t; 4], wu: u32, wv: u32) {
+                add_integers(sum, taps.map(u32::from), wu, wv)
+            }
+            fn value(sum: u64, scale: f64) -> f32 {
+                (sum as f64 * scale) as f32
+            }
+        }
+    };
 }
 
-impl Tap for u16 {
-    type Sum = u64;
-    const UNIT: f64 = 65535.0;
-    fn add(sum: &mut u64, taps: [u16; 4], wu: u32, wv: u32) {
-        add_integers(sum, taps.map(u32::from), wu, wv)
-    }
-    fn value(sum: u64, scale: f64) -> f32 {
-        (sum as f64 * scale) as f32
-    }
-}
+integer_tap!(u8, 255.0);
+integer_tap!(u16, 65535.0);
 
 impl Tap for f32 {
     type Sum = f64;
