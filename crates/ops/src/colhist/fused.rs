@@ -27,10 +27,10 @@ const ROW_BAND: usize = 256;
 type Band<'a> = (TurnedRows<'a, u8>, Vec<Range<usize>>, usize);
 
 /// Turn `r` of the 8-bit frame `input`, counted as `op` counts the turned frame, into `out`
-/// (zeroed, `op.bins x r.out_width`, bin-major). Returns false, having written nothing, where
-/// this path does not apply: rows instead of columns, more than 256 bins, or a
-/// geometry whose data pixels in a row are not one span, or over 65535 rows (the caller makes
-/// the turn whole).
+/// (`op.bins x r.out_width`, bin-major; zeroed, and each bin that holds a value overwritten).
+/// Returns false, having written nothing, where this path does not apply: rows instead of
+/// columns, more than 256 bins, a geometry whose data pixels in a row are not one span, or
+/// over 65535 rows (the caller makes the turn whole).
 pub(super) fn turn_counts(r: &Rotate, op: &ColHist, input: &[u8], out: &mut [u32]) -> bool {
     let (w, h) = (r.out_width, r.out_height);
     // A column's count fits 16 bits: at most h.
@@ -94,11 +94,17 @@ fn count_strip(bands: &[Band<'_>], xs: Range<usize>, bins: &[u8; 256], out: &mut
         }
     }
     // A bin's counts at a time: each a run of the matrix's row (a column at a time, each count
-    // went to a different row, hundreds of pages apart).
+    // went to a different row, hundreds of pages apart). Stored by the bin's first value (the
+    // values of a bin are consecutive), added by the others: the output is written before it
+    // is ever read, so its fresh pages are never first mapped to the zero page and then copied
+    // on write, each copy a TLB shootdown on every core the process runs on (on the 16-core GPU
+    // host, 2 threads took 2.8 times as long as 1 with `+=` alone).
     let counts = &counts[..xs.len()];
     for (v, &b) in bins.iter().enumerate() {
+        let first = v == 0 || bins[v - 1] != b;
         for (slot, column) in out[b as usize].iter_mut().zip(counts) {
-            *slot += column[v] as u32;
+            let n = column[v] as u32;
+            *slot = if first { n } else { *slot + n };
         }
     }
 }
