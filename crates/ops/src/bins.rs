@@ -19,18 +19,21 @@ pub struct Bins {
 impl Bins {
     /// `count` bins for samples 0..=maxval, or `None` for one bin per level.
     pub fn new(count: Option<usize>, maxval: u16) -> Result<Bins, OpError> {
-        let levels = maxval as u32 + 1;
+        Bins::of_levels(count, maxval as u32 + 1, || format!("a frame with maxval {maxval}"))
+    }
+
+    /// `count` bins for `levels` values, or `None` for one bin per value; a count refused names
+    /// what holds the values (`whose()`: "a frame with maxval 255", say).
+    pub(crate) fn of_levels(
+        count: Option<usize>,
+        levels: u32,
+        whose: impl FnOnce() -> String,
+    ) -> Result<Bins, OpError> {
         let count = match count {
             None => levels,
             // More bins than values would leave some bins holding no value at all.
             Some(n) if n >= 1 && n <= levels as usize => n as u32,
-            Some(n) => {
-                return Err(OpError::param(
-                    "bins",
-                    n,
-                    format!("a frame with maxval {maxval} has 1 to {levels} bins"),
-                ))
-            }
+            Some(n) => return Err(OpError::param("bins", n, format!("{} has 1 to {levels} bins", whose()))),
         };
         Ok(Bins { count, levels })
     }

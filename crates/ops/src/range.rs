@@ -108,18 +108,8 @@ impl IntRange {
         }
         let (lo, hi) = (lo as u32, hi as u32);
         let levels = hi - lo + 1;
-        let count = match count {
-            None => levels,
-            Some(n) if n >= 1 && n <= levels as usize => n as u32,
-            Some(n) => {
-                return Err(OpError::param(
-                    "bins",
-                    n,
-                    format!("a range of {levels} levels has 1 to {levels} bins"),
-                ))
-            }
-        };
-        Ok(IntRange { lo, hi, bins: Bins { count, levels } })
+        let bins = Bins::of_levels(count, levels, || format!("a range of {levels} levels"))?;
+        Ok(IntRange { lo, hi, bins })
     }
 
     pub fn count(&self) -> usize {
