@@ -16,7 +16,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use histopipe_cli::side;
-use histopipe_frame::{read_gather_bound, read_rgb8, FrameReader, Origin, ReadOptions};
+use histopipe_frame::{read_gather_bound, read_rgb8, Frame, FrameReader, Origin, ReadOptions};
 
 use crate::alloc::HeapMeter;
 use crate::digest::Digest;
@@ -88,18 +88,22 @@ fn capped(path: &Path, bytes: &[u8], cap: u64, d: &mut Digest) -> Result<Option<
     }
 }
 
+/// A first frame's size, maxval, channels and samples, as one word: what a side file's first frame
+/// and the stream reader's must agree on.
+fn frame_digest(frame: &Frame) -> u64 {
+    let mut d = Digest::new();
+    d.word(frame.width as u64);
+    d.word(frame.height as u64);
+    d.word(frame.maxval as u64);
+    d.word(frame.channels.count() as u64);
+    d.word(crate::writers::samples_digest(frame));
+    d.finish()
+}
+
 /// The first frame of `source` as a digest, or its error.
 fn first<R: BufRead>(source: R, options: ReadOptions) -> Result<u64, String> {
     match FrameReader::new(source, options).next_frame() {
-        Ok(Some(frame)) => {
-            let mut d = Digest::new();
-            d.word(frame.width as u64);
-            d.word(frame.height as u64);
-            d.word(frame.maxval as u64);
-            d.word(frame.channels.count() as u64);
-            d.word(crate::writers::samples_digest(&frame));
-            Ok(d.finish())
-        }
+        Ok(Some(frame)) => Ok(frame_digest(&frame)),
         Ok(None) => Err("no image".into()),
         Err(e) => Err(e.message),
     }
@@ -115,18 +119,8 @@ fn check_file(path: &Path, input: &Input, limits: &Limits) -> Result<Checked, Fi
         let what = "side::first_frame";
         let options = ReadOptions { raw: None, max_pixels, gray };
         let meter = HeapMeter::start();
-        let frame = guarded(|| {
-            side::first_frame(path, Origin::Stream, options).map(|f| {
-                let mut d = Digest::new();
-                d.word(f.width as u64);
-                d.word(f.height as u64);
-                d.word(f.maxval as u64);
-                d.word(f.channels.count() as u64);
-                d.word(crate::writers::samples_digest(&f));
-                d.finish()
-            })
-        })
-        .map_err(|note| panic_finding(what, note))?;
+        let frame = guarded(|| side::first_frame(path, Origin::Stream, options).map(|f| frame_digest(&f)))
+            .map_err(|note| panic_finding(what, note))?;
         over(
             what,
             meter.peak(),
