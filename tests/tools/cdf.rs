@@ -1,4 +1,3 @@
-use histopipe_frame::Channels;
 use histopipe_ops::histogram::Histogram;
 use histopipe_ops::Op;
 
@@ -222,17 +221,7 @@ fn float_bins_match_numpy_histogram() {
             let mut all = args.to_vec();
             all.push(tif.to_str().unwrap());
             run_to("cdf", "cpu", &all, &out);
-            let range = match args.iter().position(|a| *a == "--range") {
-                Some(i) => format!("({})", args[i + 1].replace(':', ",")),
-                None => "None".into(),
-            };
-            let script = format!(
-                "import pandas as pd\n\
-                 tif, csv = sys.stdin.read().split('\\t')\n\
-                 a = cv2.imread(tif, cv2.IMREAD_UNCHANGED).astype(np.float64)\n\
-                 fin = a[np.isfinite(a)]\n\
-                 r = {range} or (fin.min(), fin.max())\n\
-                 df = pd.read_csv(csv, float_precision='round_trip')\n\
+            let check = "df = pd.read_csv(csv, float_precision='round_trip')\n\
                  h, e = np.histogram(fin, bins=len(df), range=r)\n\
                  assert (df['count'].to_numpy() == h).all()\n\
                  assert np.array_equal(df.lower.to_numpy(), e[:-1]) and np.array_equal(df.upper.to_numpy(), e[1:])\n\
@@ -240,10 +229,8 @@ fn float_bins_match_numpy_histogram() {
                  assert row.nans == np.isnan(a).sum() and row.pos_inf == np.isposinf(a).sum()\n\
                  assert row.neg_inf == np.isneginf(a).sum()\n\
                  assert row.below == (fin < r[0]).sum() and row.above == (fin > r[1]).sum()\n\
-                 print('ok')\n"
-            );
-            let input = format!("{}\t{}", tif.display(), out.display());
-            assert_eq!(crate::opencv::python(&script, &input).trim(), "ok", "{args:?}");
+                 print('ok')\n";
+            crate::opencv::check_float_table(&tif, &out, args, check);
         }
     }
     let text = String::from_utf8(run_ok(
@@ -331,24 +318,15 @@ fn counts_of(out: &[u8], channel: bool) -> Vec<u64> {
 /// one mask; the GPU the CPU's.
 #[test]
 fn mask_counts_the_masked_pixels_as_numpy() {
-    let dir = temp_dir("cdf-mask");
-    let mut rng = rng();
-    let (w, h) = (61, 47);
-    let mask = random_mask(&mut rng, w, h);
-    let path = mask_file(&dir, "mask.pgm", w, h, &mask);
-    let m = path.to_str().unwrap();
-    let gray = random_frame(&mut rng, w, h, 255);
-    let deep = random_frame(&mut rng, w, h, 4000);
-    let floats: Vec<f32> = (0..w * h).map(|i| (i as f32 * 0.37).sin() * 50.0 + (i % 13) as f32).collect();
-    let tiff = crate::common::float_tiff(&floats, w, h);
-    let colour = random_colour_frame(&mut rng, w, h, Channels::Rgb, 255);
+    let inputs = MaskInputs::new("cdf-mask", &mut rng(), 61, 47);
+    let MaskInputs { path: m, gray, deep, tiff, colour, .. } = &inputs;
     let cases: Vec<(Vec<&str>, Vec<u8>, bool)> = vec![
-        (vec![], stream(std::slice::from_ref(&gray)), false),
-        (vec!["--bins", "16"], stream(std::slice::from_ref(&gray)), false),
-        (vec!["--range", "100:3099", "--bins", "30"], stream(std::slice::from_ref(&deep)), false),
+        (vec![], stream(std::slice::from_ref(gray)), false),
+        (vec!["--bins", "16"], stream(std::slice::from_ref(gray)), false),
+        (vec!["--range", "100:3099", "--bins", "30"], stream(std::slice::from_ref(deep)), false),
         (vec!["--bins", "20"], tiff.clone(), false),
         (vec!["--bins", "7", "--range", "-20:40"], tiff.clone(), false),
-        (vec!["--colour", "each"], stream(std::slice::from_ref(&colour)), true),
+        (vec!["--colour", "each"], stream(std::slice::from_ref(colour)), true),
     ];
     let got: Vec<Vec<u64>> = cases
         .iter()
@@ -362,10 +340,6 @@ fn mask_counts_the_masked_pixels_as_numpy() {
             counts_of(&out, *channel)
         })
         .collect();
-    let floats_bytes: Vec<u8> = floats.iter().flat_map(|v| v.to_le_bytes()).collect();
-    let deep_bytes: Vec<u8> = (0..w * h).flat_map(|i| deep.pixels.get(i).to_le_bytes()).collect();
-    let colour_bytes: Vec<u8> = (0..3 * w * h).map(|i| colour.pixels.get(i) as u8).collect();
-    let gray_bytes: Vec<u8> = (0..w * h).map(|i| gray.pixels.get(i) as u8).collect();
     let script = "m = np.fromfile(sys.argv[1], np.uint8) != 0\n\
                   g = np.fromfile(sys.argv[2], np.uint8)[m]\n\
                   d = np.fromfile(sys.argv[3], '<u2')[m]\n\
@@ -376,7 +350,8 @@ fn mask_counts_the_masked_pixels_as_numpy() {
                   np.histogram(f, 7, (-20, 40))[0],\n       \
                   np.concatenate([np.bincount(c[:, k], minlength=256) for k in range(3)])]\n\
                   print('\\n'.join(' '.join(map(str, o)) for o in out))\n";
-    let want = opencv(script, &[&mask, &gray_bytes, &deep_bytes, &floats_bytes, &colour_bytes]);
+    let raw = inputs.raw();
+    let want = opencv(script, &raw.iter().map(Vec::as_slice).collect::<Vec<_>>());
     let want: Vec<Vec<u64>> = String::from_utf8(want)
         .unwrap()
         .lines()

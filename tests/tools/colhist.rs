@@ -1,4 +1,4 @@
-use histopipe_frame::{Channels, Frame, Geometry, Pixels};
+use histopipe_frame::{Frame, Geometry, Pixels};
 use histopipe_ops::colhist::ColHistParams;
 use histopipe_ops::mask::{Mask, Masked};
 use histopipe_ops::Op;
@@ -583,18 +583,9 @@ fn channels_ranges_and_floats_match_numpy() {
     {
         let out = dir.join(format!("f{k}.csv"));
         run_to("colhist", "cpu", &[&a[..], &[tif.to_str().unwrap()]].concat(), &out);
-        let range = match a.iter().position(|x| *x == "--range") {
-            Some(i) => format!("({})", a[i + 1].replace(':', ",")),
-            None => "None".into(),
-        };
         let axis = if a.contains(&"--rows") { 1 } else { 0 };
-        let script = format!(
-            "import pandas as pd\n\
-             tif, csv = sys.stdin.read().split('\\t')\n\
-             a = cv2.imread(tif, cv2.IMREAD_UNCHANGED).astype(np.float64)\n\
-             fin = a[np.isfinite(a)]\n\
-             r = {range} or (fin.min(), fin.max())\n\
-             df = pd.read_csv(csv, keep_default_na=False, float_precision='round_trip')\n\
+        let check = format!(
+            "df = pd.read_csv(csv, keep_default_na=False, float_precision='round_trip')\n\
              n = len(df) - 5\n\
              m = df.iloc[:, 5:].to_numpy().astype(np.int64)\n\
              lines = a.T if {axis} == 0 else a\n\
@@ -607,8 +598,7 @@ fn channels_ranges_and_floats_match_numpy() {
              assert (m[n] == f(fa < r[0])).all() and (m[n + 1] == f(fa > r[1])).all()\n\
              print('ok')\n"
         );
-        let input = format!("{}\t{}", tif.display(), out.display());
-        assert_eq!(crate::opencv::python(&script, &input).trim(), "ok", "{a:?}");
+        crate::opencv::check_float_table(&tif, &out, a, &check);
     }
 }
 
@@ -618,28 +608,19 @@ fn channels_ranges_and_floats_match_numpy() {
 /// under the one mask); the GPU the CPU's.
 #[test]
 fn mask_counts_the_masked_pixels_as_numpy() {
-    let dir = temp_dir("colhist-mask");
-    let mut rng = rng();
     let (w, h) = (61, 47);
-    let mask = random_mask(&mut rng, w, h);
-    let path = mask_file(&dir, "mask.pgm", w, h, &mask);
-    let m = path.to_str().unwrap();
-    let gray = random_frame(&mut rng, w, h, 255);
-    let deep = random_frame(&mut rng, w, h, 4000);
-    let floats: Vec<f32> = (0..w * h).map(|i| (i as f32 * 0.37).sin() * 50.0 + (i % 13) as f32).collect();
-    let tiff = float_tiff(&floats, w, h);
-    let colour = random_colour_frame(&mut rng, w, h, Channels::Rgb, 255);
-    let (gray_stream, deep_stream) =
-        (stream(std::slice::from_ref(&gray)), stream(std::slice::from_ref(&deep)));
-    let colour_stream = stream(std::slice::from_ref(&colour));
+    let inputs = MaskInputs::new("colhist-mask", &mut rng(), w, h);
+    let MaskInputs { path: m, gray, deep, tiff, colour, .. } = &inputs;
+    let (gray_stream, deep_stream) = (stream(std::slice::from_ref(gray)), stream(std::slice::from_ref(deep)));
+    let colour_stream = stream(std::slice::from_ref(colour));
     let cases: [(&[&str], &[u8]); 8] = [
         (&[], &gray_stream),
         (&["--rows"], &gray_stream),
         (&["--bins", "30"], &deep_stream),
         (&["--line", "20,0,20,46"], &gray_stream),
         (&["--segment", "20,30,20,5"], &gray_stream),
-        (&["--bins", "20"], &tiff),
-        (&["--bins", "7", "--range", "-20:40"], &tiff),
+        (&["--bins", "20"], tiff),
+        (&["--bins", "7", "--range", "-20:40"], tiff),
         (&["--colour", "each"], &colour_stream),
     ];
     let npys: Vec<Vec<u8>> = cases
@@ -654,10 +635,6 @@ fn mask_counts_the_masked_pixels_as_numpy() {
             out
         })
         .collect();
-    let floats_bytes: Vec<u8> = floats.iter().flat_map(|v| v.to_le_bytes()).collect();
-    let deep_bytes: Vec<u8> = (0..w * h).flat_map(|i| deep.pixels.get(i).to_le_bytes()).collect();
-    let colour_bytes: Vec<u8> = (0..3 * w * h).map(|i| colour.pixels.get(i) as u8).collect();
-    let gray_bytes: Vec<u8> = (0..w * h).map(|i| gray.pixels.get(i) as u8).collect();
     let script = format!(
         r#"h, w = {h}, {w}
 m = np.fromfile(sys.argv[1], np.uint8).reshape(h, w) != 0
@@ -685,9 +662,9 @@ assert (got[6][7] == (m & (f < -20)).sum(0)).all() and (got[6][8] == (m & (f > 4
 print('ok')
 "#
     );
-    let mut inputs: Vec<&[u8]> = vec![&mask, &gray_bytes, &deep_bytes, &floats_bytes, &colour_bytes];
-    inputs.extend(npys.iter().map(|n| &n[..]));
-    assert_eq!(String::from_utf8(opencv(&script, &inputs)).unwrap().trim(), "ok");
+    let raw = inputs.raw();
+    let files: Vec<&[u8]> = raw.iter().chain(&npys).map(Vec::as_slice).collect();
+    assert_eq!(String::from_utf8(opencv(&script, &files)).unwrap().trim(), "ok");
 }
 
 /// `--mask` on a padded frame has the padded frame's size: the padding stays out unless

@@ -656,6 +656,47 @@ pub fn random_mask(rng: &mut fastrand::Rng, w: usize, h: usize) -> Vec<u8> {
     (0..w * h).map(|i| if i / w % 7 == 3 || rng.bool() { 0 } else { rng.u8(1..) }).collect()
 }
 
+/// The inputs of a `--mask` test against NumPy: a random `w x h` mask written to `mask.pgm` in a
+/// temp folder, and frames of its size: 8-bit gray, 16-bit gray of maxval 4000, float (written
+/// as a TIFF) and 8-bit RGB.
+pub struct MaskInputs {
+    /// The folder the mask file is in (removed when dropped).
+    pub dir: TempDir,
+    pub mask: Vec<u8>,
+    /// The mask file's path, for `--mask`.
+    pub path: String,
+    pub gray: Frame,
+    pub deep: Frame,
+    pub floats: Vec<f32>,
+    pub tiff: Vec<u8>,
+    pub colour: Frame,
+}
+
+impl MaskInputs {
+    pub fn new(test: &str, rng: &mut fastrand::Rng, w: usize, h: usize) -> MaskInputs {
+        let dir = temp_dir(test);
+        let mask = random_mask(rng, w, h);
+        let path = mask_file(&dir, "mask.pgm", w, h, &mask).to_str().unwrap().to_owned();
+        let gray = random_frame(rng, w, h, 255);
+        let deep = random_frame(rng, w, h, 4000);
+        let floats: Vec<f32> = (0..w * h).map(|i| (i as f32 * 0.37).sin() * 50.0 + (i % 13) as f32).collect();
+        let tiff = float_tiff(&floats, w, h);
+        let colour = random_colour_frame(rng, w, h, Channels::Rgb, 255);
+        MaskInputs { dir, mask, path, gray, deep, floats, tiff, colour }
+    }
+
+    /// The samples as a NumPy script reads them from `sys.argv[1..=5]`: the mask's bytes, gray's,
+    /// deep's (`<u2`), the floats (`<f4`) and colour's (interleaved).
+    pub fn raw(&self) -> Vec<Vec<u8>> {
+        let n = self.mask.len();
+        let deep = (0..n).flat_map(|i| self.deep.pixels.get(i).to_le_bytes()).collect();
+        let floats = self.floats.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let colour = (0..3 * n).map(|i| self.colour.pixels.get(i) as u8).collect();
+        let gray = (0..n).map(|i| self.gray.pixels.get(i) as u8).collect();
+        vec![self.mask.clone(), gray, deep, floats, colour]
+    }
+}
+
 /// `tool --mask` (a 3x2 mask) on moon.pgm (512x512) is refused in one line that names the mask.
 pub fn assert_mask_size_refused(tool: &str, args: &[&str]) {
     let dir = temp_dir(&format!("{tool}-mask-size"));

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -43,6 +43,27 @@ pub fn python(script: &str, input: &str) -> String {
     );
     assert!(out.status.success(), "python failed:\n{stderr}");
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// Checks a tool's CSV table `csv` of the float TIFF `tif`, written with `args`, by `check`, a
+/// Python snippet (pandas as pd, NumPy, cv2) that prints ok: it runs with `a` the TIFF's samples
+/// (float64), `fin` the finite ones, `r` the range the tool bins (`--range LO:HI` of `args`,
+/// else the finite samples' extremes) and `csv` the table's path.
+pub fn check_float_table(tif: &Path, csv: &Path, args: &[&str], check: &str) {
+    let range = match args.iter().position(|a| *a == "--range") {
+        Some(i) => format!("({})", args[i + 1].replace(':', ",")),
+        None => "None".into(),
+    };
+    let script = format!(
+        "import pandas as pd\n\
+         tif, csv = sys.stdin.read().split('\\t')\n\
+         a = cv2.imread(tif, cv2.IMREAD_UNCHANGED).astype(np.float64)\n\
+         fin = a[np.isfinite(a)]\n\
+         r = {range} or (fin.min(), fin.max())\n\
+         {check}"
+    );
+    let input = format!("{}\t{}", tif.display(), csv.display());
+    assert_eq!(python(&script, &input).trim(), "ok", "{args:?}");
 }
 
 /// Writes an 8-bit frame's samples, headerless, to a temp file; returns its path.
