@@ -265,6 +265,17 @@ pub fn hard_colour_frames(rng: &mut fastrand::Rng, channels: Channels, maxval: u
     frames
 }
 
+/// Colour frames for the GPU tests of the `--colour` modes: astronaut.png, rocket.jpg, every third
+/// of [`hard_colour_frames`] in 8-bit RGBA and 16-bit RGB, and a 300x200 gray and alpha frame of
+/// maxval 4000.
+pub fn gpu_colour_frames(rng: &mut fastrand::Rng) -> Vec<Frame> {
+    let mut frames = vec![fixture_frame("astronaut.png"), fixture_frame("rocket.jpg")];
+    frames.extend(hard_colour_frames(rng, Channels::RgbAlpha, 255).into_iter().step_by(3));
+    frames.extend(hard_colour_frames(rng, Channels::Rgb, 65535).into_iter().step_by(3));
+    frames.push(random_colour_frame(rng, 300, 200, Channels::GrayAlpha, 4000));
+    frames
+}
+
 /// A PGM frame of `f()`'s samples, row by row (8-bit for maxval <= 255).
 pub fn frame_of(width: usize, height: usize, maxval: u16, f: &mut dyn FnMut() -> u16) -> Frame {
     let n = width * height;

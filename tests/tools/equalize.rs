@@ -408,10 +408,7 @@ fn bad_colour_modes_are_refused() {
 fn gpu_matches_cpu_on_colour_frames() {
     let Some(_gpu) = gpu() else { return };
     let mut rng = rng();
-    let mut frames = vec![fixture_frame("astronaut.png"), fixture_frame("rocket.jpg")];
-    frames.extend(hard_colour_frames(&mut rng, Channels::RgbAlpha, 255).into_iter().step_by(3));
-    frames.extend(hard_colour_frames(&mut rng, Channels::Rgb, 65535).into_iter().step_by(3));
-    frames.push(random_colour_frame(&mut rng, 300, 200, Channels::GrayAlpha, 4000));
+    let frames = gpu_colour_frames(&mut rng);
     let input = stream(&frames);
     for mode in ["luma", "each"] {
         let args = ["--colour", mode];
