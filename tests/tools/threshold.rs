@@ -66,18 +66,15 @@ fn peers(function: &str, frames: &[Frame]) -> Vec<Peer> {
         .collect()
 }
 
-const OTSU: &str = "def peer(a, mv):\n    \
-                    t, out = cv2.threshold(a, 0, mv, cv2.THRESH_BINARY + cv2.THRESH_OTSU)\n    \
-                    return [t], out";
-const OTSU_INV: &str = "def peer(a, mv):\n    \
-                        t, out = cv2.threshold(a, 0, mv, cv2.THRESH_BINARY_INV + cv2.THRESH_OTSU)\n    \
-                        return [t], out";
-const TRIANGLE: &str = "def peer(a, mv):\n    \
-                        t, out = cv2.threshold(a, 0, mv, cv2.THRESH_BINARY + cv2.THRESH_TRIANGLE)\n    \
-                        return [t], out";
-const TRIANGLE_INV: &str = "def peer(a, mv):\n    \
-                            t, out = cv2.threshold(a, 0, mv, cv2.THRESH_BINARY_INV + cv2.THRESH_TRIANGLE)\n    \
-                            return [t], out";
+/// cv2.threshold's `method` ("OTSU" or "TRIANGLE") as a [`peers`] function, binary or inverted.
+fn cv2_threshold(method: &str, invert: bool) -> String {
+    let binary = if invert { "THRESH_BINARY_INV" } else { "THRESH_BINARY" };
+    format!(
+        "def peer(a, mv):\n    \
+         t, out = cv2.threshold(a, 0, mv, cv2.{binary} + cv2.THRESH_{method})\n    \
+         return [t], out"
+    )
+}
 
 fn multiotsu(classes: u16) -> String {
     format!(
@@ -129,13 +126,8 @@ fn fixtures() -> Vec<(&'static str, Frame)> {
 #[test]
 fn otsu_and_triangle_match_opencv_on_every_fixture() {
     let (names, frames): (Vec<&str>, Vec<Frame>) = fixtures().into_iter().unzip();
-    for (method, invert, peer) in [
-        ("otsu", false, OTSU),
-        ("otsu", true, OTSU_INV),
-        ("triangle", false, TRIANGLE),
-        ("triangle", true, TRIANGLE_INV),
-    ] {
-        let expected = peers(peer, &frames);
+    for (method, invert) in [("otsu", false), ("otsu", true), ("triangle", false), ("triangle", true)] {
+        let expected = peers(&cv2_threshold(&method.to_uppercase(), invert), &frames);
         for (name, want) in names.iter().zip(expected) {
             let mut args = vec!["--method", method];
             if invert {
@@ -154,14 +146,14 @@ fn sixteen_bit_otsu_matches_opencv() {
         let (w, h) = (rng.usize(1..200), rng.usize(1..200));
         frames.extend(hard_frames(&mut rng, w, h, maxval, 250));
     }
-    let expected = peers(OTSU, &frames);
+    let expected = peers(&cv2_threshold("OTSU", false), &frames);
     let dem = tool_run(&[], &fixture_bytes("dem16.pgm"));
     assert_eq!(dem, expected[0], "dem16.pgm");
     for (frame, want) in frames.iter().zip(&expected) {
         let what = format!("{}x{} maxval {}", frame.width, frame.height, frame.maxval);
         assert_eq!(&ours(Method::Otsu, false, frame), want, "{what}");
     }
-    let inverted = peers(OTSU_INV, &frames);
+    let inverted = peers(&cv2_threshold("OTSU", true), &frames);
     for (frame, want) in frames.iter().zip(&inverted) {
         assert_eq!(&ours(Method::Otsu, true, frame), want, "{}x{} inverted", frame.width, frame.height);
     }
@@ -183,8 +175,8 @@ fn random_and_flat_frames_match_opencv() {
     }
     // The peak at level 1 and level 0 under the line: OpenCV's triangle gives -1.
     frames.push(row(255, &[0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]));
-    for (method, peer) in [(Method::Otsu, OTSU), (Method::Triangle, TRIANGLE)] {
-        for (frame, want) in frames.iter().zip(peers(peer, &frames)) {
+    for (method, peer) in [(Method::Otsu, "OTSU"), (Method::Triangle, "TRIANGLE")] {
+        for (frame, want) in frames.iter().zip(peers(&cv2_threshold(peer, false), &frames)) {
             let what = format!("{method} {}x{} maxval {}", frame.width, frame.height, frame.maxval);
             assert_eq!(ours(method, false, frame), want, "{what}");
         }
