@@ -2,9 +2,7 @@
 //! scripts/test installs into .deps/venv. A missing cv2 fails the test: CI always has it.
 #![allow(dead_code)]
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use histopipe_frame::{Frame, Pixels};
@@ -20,29 +18,11 @@ pub fn temp_path(name: &str) -> PathBuf {
 }
 
 /// Runs a Python script with cv2 and numpy imported, `input` on its stdin; returns its stdout.
-/// Inputs that hold paths separate their fields with tabs: a temp folder may have spaces.
+/// Inputs that hold paths separate their fields with tabs: a temp folder may have spaces. The
+/// script runs through [`opencv`], `input` passed as its file and read back as `sys.stdin`.
 pub fn python(script: &str, input: &str) -> String {
-    let exe = std::env::var("HISTOPIPE_PYTHON").unwrap_or_else(|_| "python3".into());
-    let full = format!("import sys\nimport numpy as np\nimport cv2\n{script}");
-    let mut child = Command::new(&exe)
-        .args(["-c", &full])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!("cannot run {exe} ({e}): run scripts/test, which sets up Python and OpenCV")
-        });
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !stderr.contains("No module named"),
-        "OpenCV (cv2) or NumPy cannot be imported by {exe}: run scripts/test, which installs them \
-         into .deps/venv and sets $HISTOPIPE_PYTHON to its python\n{stderr}"
-    );
-    assert!(out.status.success(), "python failed:\n{stderr}");
-    String::from_utf8(out.stdout).unwrap()
+    let script = format!("import io\nsys.stdin = io.StringIO(open(sys.argv[1]).read())\n{script}");
+    String::from_utf8(opencv(&script, &[input.as_bytes()])).unwrap()
 }
 
 /// Checks a tool's CSV table `csv` of the float TIFF `tif`, written with `args`, by `check`, a
