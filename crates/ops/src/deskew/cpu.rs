@@ -120,16 +120,24 @@ pub(super) fn ink_rows<T: Sample>(samples: &[T], frame: &Frame, rule: InkRule) -
     })
 }
 
+/// The profile of the ink `lists` at projection `p`.
+pub(super) fn profile(lists: &[InkRows], p: &Projection) -> Vec<u32> {
+    let mut profile = vec![0u32; p.bins];
+    for list in lists {
+        list.count(p, &mut profile);
+    }
+    profile
+}
+
+/// How many pixels the ink `lists` hold.
+pub(super) fn ink_count(lists: &[InkRows]) -> u64 {
+    lists.iter().map(|l| l.xs.len() as u64).sum()
+}
+
 /// The score of every angle of `angles` over the ink `lists` of a `width x height` frame.
 pub(super) fn scores(lists: &[InkRows], ink: u64, angles: &[f64], width: usize, height: usize) -> Vec<u64> {
     let projections: Vec<Projection> = angles.iter().map(|&a| Projection::new(a, width, height)).collect();
-    let score = |p: &Projection| {
-        let mut profile = vec![0u32; p.bins];
-        for list in lists {
-            list.count(p, &mut profile);
-        }
-        super::score(&profile)
-    };
+    let score = |p: &Projection| super::score(&profile(lists, p));
     let work = (ink as usize).saturating_mul(angles.len());
     if parallel::parts(work, MIN_COUNT_SPLIT) == 1 {
         return projections.iter().map(score).collect();
@@ -149,7 +157,7 @@ pub(super) fn measure<T: Sample>(
     let counts = histogram::count(samples, Bins::new(None, frame.maxval)?);
     let rule = InkRule::of_histogram(&counts, bits::<T>(), frame.maxval)?;
     let lists = ink_rows(samples, frame, rule);
-    let ink = lists.iter().map(|l| l.xs.len() as u64).sum();
+    let ink = ink_count(&lists);
     let (w, h) = (frame.width, frame.height);
     let skew = search(*params, rule, ink, |angles| Ok(scores(&lists, ink, angles, w, h)))?;
     Ok((skew, counts))

@@ -47,10 +47,12 @@ pub use drawn::drawn_page_with;
 mod cpu;
 mod drawn;
 pub mod gpu;
+mod orient;
 #[cfg(test)]
 mod tests;
 
 pub use gpu::DeskewPlan;
+pub use orient::{above_below, orientation, peakiness, Orientation};
 
 /// The fraction bits of the fixed-point cosines and sines (`FRAC_BITS` in deskew.cu).
 pub const FRAC_BITS: u32 = 24;
@@ -240,6 +242,25 @@ pub struct Skew {
     pub rule: InkRule,
     /// How many pixels are ink.
     pub ink: u64,
+    /// How far the first level's best score stands above its median, (best - median) / best, in
+    /// [0, 1]: 0 without ink or for a flat score ([`confidence`]).
+    pub confidence: f64,
+}
+
+/// The confidence of a search whose first level scored `scores`: (s_best - s_median) / s_best,
+/// s_median the lower median (the element (n - 1) / 2 of the sorted scores); 0 where s_best is 0.
+/// Text lines make one angle's profile much peakier than the others' (about 1 - the share of the
+/// text's height its lines fill); a photo or a blank page scores about alike at every angle.
+pub fn confidence(scores: &[u64]) -> f64 {
+    let mut sorted = scores.to_vec();
+    sorted.sort_unstable();
+    let (Some(&best), Some(&median)) = (sorted.last(), sorted.get(sorted.len().saturating_sub(1) / 2)) else {
+        return 0.0;
+    };
+    if best == 0 {
+        return 0.0;
+    }
+    (best - median) as f64 / best as f64
 }
 
 /// The better of two scored angles: the larger score, then the smaller |angle|, then the
@@ -292,15 +313,17 @@ pub fn search(
     mut scores: impl FnMut(&[f64]) -> Result<Vec<u64>, OpError>,
 ) -> Result<Skew, OpError> {
     if ink == 0 {
-        return Ok(Skew { angle: 0.0, score: 0, rule, ink });
+        return Ok(Skew { angle: 0.0, score: 0, rule, ink, confidence: 0.0 });
     }
     let mut schedule = params.schedule();
     let mut best = (0.0, 0u64);
+    let mut first = None;
     while let Some(level) = schedule.next(best.0) {
         let level_scores = scores(&level.angles)?;
         if level.angles.is_empty() || level_scores.len() != level.angles.len() {
             return Err(OpError::invalid("deskew: a level of the search without its scores"));
         }
+        first.get_or_insert_with(|| confidence(&level_scores));
         let i = if level.last {
             peak_centre(&level.angles, &level_scores)
         } else {
@@ -308,7 +331,7 @@ pub fn search(
         };
         best = (level.angles[i], level_scores[i]);
     }
-    Ok(Skew { angle: best.0, score: best.1, rule, ink })
+    Ok(Skew { angle: best.0, score: best.1, rule, ink, confidence: first.unwrap_or(0.0) })
 }
 
 /// Refuses frames whose coordinates or counts would not fit the arithmetic: at most u32::MAX

@@ -275,3 +275,77 @@ fn gpu_equals_cpu() {
         assert_eq!(c, g, "{what} at 45 degrees, 0.001");
     }
 }
+
+#[test]
+fn the_confidence_is_the_best_score_over_the_median() {
+    assert_eq!(confidence(&[]), 0.0);
+    assert_eq!(confidence(&[0, 0, 0]), 0.0);
+    assert_eq!(confidence(&[5; 7]), 0.0);
+    // Sorted 1, 2, 4, 8: the lower median 2, (8 - 2) / 8.
+    assert_eq!(confidence(&[8, 1, 4, 2]), 0.75);
+    assert_eq!(confidence(&[10, 40, 30]), 0.25);
+    // A drawn page of text-like lines stands far above; a page of noise and a blank one do not.
+    let (w, h) = (400, 300);
+    let page = skew_of(&gray(w, h, drawn_page(w, h, 2.0, 8)));
+    assert!(page.confidence > 0.5, "{}", page.confidence);
+    let mut rng = fastrand::Rng::with_seed(3);
+    let noise = skew_of(&gray(w, h, (0..w * h).map(|_| rng.u8(100..160)).collect()));
+    assert!(noise.confidence < 0.1, "{}", noise.confidence);
+    assert_eq!(skew_of(&gray(w, h, vec![200; w * h])).confidence, 0.0);
+}
+
+#[test]
+fn above_and_below_the_cores_swap_when_the_profile_is_reversed() {
+    // Two lines: cores of 4 bins at 40, a little ink above each (ascenders), less below.
+    let line = [0, 0, 6, 6, 40, 40, 40, 40, 2, 0, 0, 0];
+    let profile: Vec<u32> = line.iter().chain(&line).copied().collect();
+    let (before, after) = above_below(&profile);
+    assert_eq!((before, after), (24, 4));
+    let reversed: Vec<u32> = profile.iter().rev().copied().collect();
+    assert_eq!(above_below(&reversed), (after, before));
+    // One core: its own length either side.
+    assert_eq!(above_below(&[1, 1, 1, 9, 9, 2, 2, 2]), (2, 4));
+    assert_eq!(above_below(&[]), (0, 0));
+    assert_eq!(above_below(&[0, 0]), (0, 0));
+    let mut rng = fastrand::Rng::with_seed(9);
+    for _ in 0..50 {
+        let p: Vec<u32> = (0..rng.usize(1..60)).map(|_| rng.u32(0..20)).collect();
+        let (b, a) = above_below(&p);
+        let r: Vec<u32> = p.iter().rev().copied().collect();
+        assert_eq!(above_below(&r), (a, b), "{p:?}");
+    }
+}
+
+#[test]
+fn peakiness_is_one_for_even_ink_and_more_for_lines() {
+    assert_eq!(peakiness(&[]), 0.0);
+    assert_eq!(peakiness(&[7; 50]), 1.0);
+    // Five lines of 5 bins every 20: Σc² 2500, N 250, the extent bins 0 to 84.
+    let lines: Vec<u32> = (0..100).map(|b| if b % 20 < 5 { 10 } else { 0 }).collect();
+    assert_eq!(peakiness(&lines), 2500.0 * 85.0 / 62500.0);
+}
+
+/// The page turned by `quarters` quarter turns counter-clockwise.
+fn quarter_turned(page: &Frame, quarters: u8) -> Frame {
+    let turned = Orientation { quarters: (4 - quarters) % 4, peakiness: [0.0; 2], before: 0, after: 0 };
+    turned.upright(page.width, page.height, page.maxval).cpu(page).unwrap()
+}
+
+#[test]
+fn lines_down_are_found_and_the_turn_upright_is_exact() {
+    let (w, h) = (420, 300);
+    let page = gray(w, h, drawn_page(w, h, 1.5, 12));
+    let params = DeskewParams::default();
+    for q in 0..4u8 {
+        let turned = quarter_turned(&page, q);
+        let found = orientation(&params, &turned).unwrap();
+        // Blocks have no ascenders: which way up is a guess, across or down is not.
+        assert_eq!(found.quarters % 2, q % 2, "turned {q}: {found:?}");
+        let upright = found.upright(turned.width, turned.height, 255).cpu(&turned).unwrap();
+        assert_eq!((upright.width, upright.height), (w, h));
+        let back = if (found.quarters + 4 - q) % 4 == 0 { page.clone() } else { quarter_turned(&page, 2) };
+        assert_eq!(upright.pixels, back.pixels, "turned {q}");
+    }
+    let blank = orientation(&params, &gray(30, 20, vec![9; 600])).unwrap();
+    assert_eq!(blank.quarters, 0);
+}
