@@ -116,6 +116,21 @@ impl Walk {
         }
     }
 
+    /// The first step from step `from` on whose band may hold an edge ([`Walk::skip`] passes
+    /// over the others): the step, its minor coordinate and its major one; `None` past the walk's
+    /// end. The walk of both [`Walk::hits`] strategies.
+    #[inline(always)]
+    fn next_step(&self, edges: &EdgeBits, mut from: i64) -> Option<(i64, i64, usize)> {
+        while from < self.steps {
+            let m = (self.minor + from * self.slope) >> SHIFT;
+            match self.skip(edges, from, m) {
+                Some(skip) => from += skip,
+                None => return Some((from, m, (self.first + from) as usize)),
+            }
+        }
+        None
+    }
+
     /// The steps from step `k`, on minor coordinate `m`, whose bands hold no edge for certain
     /// ([`EdgeBits::no_edge_for`]), if any: none where the step's pixel is outside the frame.
     #[inline(always)]
@@ -136,14 +151,8 @@ impl Walk {
         let (bits, major_len, minor_len) =
             if self.x_major { (&edges.rows, edges.w, edges.h) } else { (&edges.cols, edges.h, edges.w) };
         let one = 1i64 << SHIFT;
-        let mut k = 0;
-        while k < self.steps {
-            let m = (self.minor + k * self.slope) >> SHIFT;
-            if let Some(skip) = self.skip(edges, k, m) {
-                k += skip;
-                continue;
-            }
-            let t = (self.first + k) as usize;
+        let mut from = 0;
+        while let Some((k, m, t)) = self.next_step(edges, from) {
             // The first step past this minor coordinate.
             let next = match self.slope {
                 0 => self.steps,
@@ -175,7 +184,7 @@ impl Walk {
                 hits.push(Hit::new(k + i64::from(j), band));
                 any &= any - 1;
             }
-            k = end;
+            from = end;
         }
     }
 
@@ -189,14 +198,8 @@ impl Walk {
         // edges, which are as good as random.
         let mut n = hits.len();
         hits.resize(n + self.steps as usize, Hit::default());
-        let mut k = 0;
-        while k < self.steps {
-            let m = (self.minor + k * self.slope) >> SHIFT;
-            if let Some(skip) = self.skip(edges, k, m) {
-                k += skip;
-                continue;
-            }
-            let t = (self.first + k) as usize;
+        let mut from = 0;
+        while let Some((k, m, t)) = self.next_step(edges, from) {
             let band = if m >= 1 && m + 1 < minor_len as i64 {
                 take_bits(bits, t * minor_len + m as usize - 1, 3)
             } else {
@@ -210,7 +213,7 @@ impl Walk {
             };
             hits[n] = Hit::new(k, usize::from(FIRST[band as usize]));
             n += usize::from(band != 0);
-            k += 1;
+            from = k + 1;
         }
         hits.truncate(n);
     }
