@@ -129,8 +129,10 @@ impl Op for ColHistSweep {
     }
 
     /// Turn i's counts are `ops[i].cpu(&turns[i].cpu(frame))`, each written to its own part of the
-    /// output: turns are spread over the pool's threads (each turn's operations split further as
-    /// they do alone), so the counts do not depend on the threads.
+    /// output: an 8-bit frame's turns counted as they are read, strips of every turn at once on
+    /// the pool's threads (`fused`); others made and counted, turns spread over the pool's threads
+    /// (each turn's operations split further as they do alone). The counts do not depend on the
+    /// threads.
     fn cpu(&self, frame: &Frame) -> Result<Sweep, OpError> {
         let ops = self.check(frame)?;
         let lines: Vec<usize> =
@@ -145,22 +147,26 @@ impl Op for ColHistSweep {
             parts.push(part);
             rest = tail;
         }
+        let work = self.turns.iter().zip(&ops).zip(parts).map(|((r, op), out)| (r, op, out));
+        // An 8-bit frame's turns counted without being made (`fused`), all at once; the rest
+        // made and counted.
+        let (fused, made): (Vec<_>, Vec<_>) = match &frame.pixels {
+            Pixels::U8(_) => work.partition(|(r, op, _)| fused::applies(r, op)),
+            _ => (Vec::new(), work.collect()),
+        };
+        if let Pixels::U8(bytes) = &frame.pixels {
+            fused::count(bytes, fused);
+        }
         let one = |(r, op, out): (&Rotate, &ColHist, &mut [u32])| -> Result<(), OpError> {
-            if let Pixels::U8(bytes) = &frame.pixels {
-                if fused::turn_counts(r, op, bytes, out) {
-                    return Ok(());
-                }
-            }
             let turned = r.cpu(frame)?;
             out.copy_from_slice(&op.cpu(&turned)?.counts);
             Ok(())
         };
-        let work = self.turns.iter().zip(&ops).zip(parts).map(|((r, op), out)| (r, op, out));
-        if parallel::threads() > 1 && self.turns.len() > 1 {
+        if parallel::threads() > 1 && made.len() > 1 {
             use rayon::prelude::*;
-            work.collect::<Vec<_>>().into_par_iter().try_for_each(one)?;
+            made.into_par_iter().try_for_each(one)?;
         } else {
-            { work }.try_for_each(one)?;
+            made.into_iter().try_for_each(one)?;
         }
         Ok(self.sweep(&ops, counts))
     }
