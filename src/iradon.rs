@@ -17,8 +17,8 @@ skimage.transform.iradon(sinogram, theta, output_size, filter_name, interpolatio
 circle): the same shape, values within 0.1% of its largest.
 
 The sinogram is a frame of positions down and one column per angle, as radon writes it (its
-samples taken as they are, scikit-image's preserve_range). Each column is padded with zeros (with
---circle first to ceil(sqrt(2) S), S its positions), then to P = max(64, the power of two at or
+samples taken as they are, scikit-image's preserve_range). Each column is padded with zeros (first,
+with --circle, to ceil(sqrt(2) S), S its positions), then to P = max(64, the power of two at or
 above twice that), filtered in the Fourier domain by --filter, and its first values kept; output
 pixel (i, j) of the n x n frame, r = n div 2, is pi / (2 angles) times the sum over the angles t of
 the filtered column read linearly (0 outside) at (j - r) cos t - (i - r) sin t from its centre.

@@ -50,6 +50,7 @@ use histopipe_ops::histogram::{self, DistributionPlan, Histogram};
 use histopipe_ops::hough::{
     HoughLines, HoughLinesPlan, HoughParams, HoughSegments, HoughSpace, HoughVote, HoughVotePlan, Strategy,
 };
+use histopipe_ops::iradon::{Iradon, IradonParams};
 use histopipe_ops::mask::Mask;
 use histopipe_ops::pad::{PadParams, PadSize};
 use histopipe_ops::radon::{Radon, RadonParams};
@@ -109,6 +110,7 @@ pub fn all() -> Vec<Entry> {
         Entry::frame("cdf", cdf).with_cpu(cdf_cpu),
         Entry::frame("radon", radon).with_cpu(radon_cpu),
         Entry::frame("radon.fine", radon_fine).with_cpu(radon_fine_cpu),
+        Entry::frame("iradon", iradon).with_cpu(iradon_cpu),
         Entry::frame("equalize.histogram", equalize_histogram).with_cpu(equalize_histogram_cpu),
         Entry::frame("equalize.scan", equalize_scan).with_cpu(equalize_scan_cpu),
         Entry::frame("equalize.map", equalize_map).with_cpu(equalize_map_cpu),
@@ -320,6 +322,40 @@ fn radon_cpu(input: &Input) -> Result<CpuRun, BenchError> {
     let op = radon_op(input)?;
     cpu_run(move |frame| {
         black_box(op.cpu(frame)?);
+        Ok(())
+    })
+}
+
+/// `iradon` of the frame's sinogram (`radon` with scikit-image's default angles, 0:180:1, made
+/// once on the host): scikit-image's ramp filter and default size, floor(N / sqrt 2) for the
+/// N positions (512 x 512 from a 512 x 512 frame's 725 x 180 sinogram). GPU: the one launch of
+/// the back-projection, as `IradonPlan` queues it, from the filtered sinogram uploaded once (the
+/// filter is the host's, for either backend: its time is in the CPU run and the whole-tool
+/// benchmark). CPU: the whole op, filter and back-projection. Memory floor: the filtered
+/// sinogram read once and the output written once (the work is 180 reads a pixel).
+fn iradon_sinogram(input: &Input) -> Result<(Iradon, Frame), BenchError> {
+    let frame = Frame::new(input.width, input.height, 255, Pixels::U8(input.pixels.clone().into()));
+    let sinogram = RadonParams::default().for_size(input.width, input.height)?.cpu(&frame)?;
+    let op = IradonParams::default().for_size(sinogram.height, sinogram.width)?;
+    Ok((op, sinogram))
+}
+
+fn iradon<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    let (op, sinogram) = iradon_sinogram(input)?;
+    let Pixels::F32(samples) = &sinogram.pixels else { unreachable!("radon makes float frames") };
+    let filtered = op.filtered(&samples.iter().map(|&s| s as f64).collect::<Vec<f64>>());
+    let (w, h) = op.out_size();
+    let src = gpu.upload::<f64>("bench.iradon.filtered", &filtered)?;
+    let mut dst = gpu.buffer::<f32>("bench.iradon.out", w * h)?;
+    let mut plan = op.plan(gpu)?;
+    let bytes = 8 * filtered.len() + 4 * w * h;
+    Ok(Case::new(4 * w * h, bytes, 1, move |_, _| Ok(plan.queue(&src, &mut dst)?)))
+}
+
+fn iradon_cpu(input: &Input) -> Result<CpuRun, BenchError> {
+    let (op, sinogram) = iradon_sinogram(input)?;
+    cpu_run(move |_| {
+        black_box(op.cpu(&sinogram)?);
         Ok(())
     })
 }
