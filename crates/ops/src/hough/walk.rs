@@ -418,36 +418,45 @@ fn column_bits(rows: &[u64], w: usize, h: usize, words: usize) -> Vec<u64> {
         return cols;
     }
     let starts: Vec<usize> = (0..w).step_by(64).collect();
-    let parts = parallel::map_parts(&starts, 1, |_, x0| {
-        let (x0, x1) = (x0[0], (x0[0] + 64).min(w));
-        let first = x0 * h / 64;
-        let mut bits = vec![0u64; (x1 * h).div_ceil(64) - first + 1];
-        let mut block = [0u64; 64];
-        for y0 in (0..h).step_by(64) {
-            let y1 = (y0 + 64).min(h);
-            for (word, y) in block.iter_mut().zip(y0..y1) {
-                *word = take_bits(rows, y * w + x0, (x1 - x0) as u32);
-            }
-            block[y1 - y0..].fill(0);
-            transpose_64(&mut block);
-            for (x, &column) in (x0..x1).zip(&block) {
-                // Column x's bits of rows y0..y1 (the rest zero), at its place in the buffer.
-                let at = x * h + y0 - first * 64;
-                let (word, off) = (at / 64, at % 64);
-                bits[word] |= column << off;
-                if off > 0 {
-                    bits[word + 1] |= column >> (64 - off);
-                }
-            }
-        }
-        (first, bits)
+    // As many parts as the pool's share of threads allows (one, with as many frames under way as
+    // threads: `parallel::parts`).
+    let per_part = starts.len().div_ceil(parallel::parts(w * h, MIN_PART_WORDS * 64));
+    let parts = parallel::map_parts(&starts, per_part, |_, starts| {
+        starts.iter().map(|&x0| column_block(rows, w, h, x0)).collect::<Vec<_>>()
     });
-    for (first, bits) in parts {
+    for (first, bits) in parts.into_iter().flatten() {
         for (slot, b) in cols[first..].iter_mut().zip(bits) {
             *slot |= b;
         }
     }
     cols
+}
+
+/// The column-major bits of columns `x0..x0 + 64` (or to the last), from the word where they
+/// start: that word's index, and the words.
+fn column_block(rows: &[u64], w: usize, h: usize, x0: usize) -> (usize, Vec<u64>) {
+    let x1 = (x0 + 64).min(w);
+    let first = x0 * h / 64;
+    let mut bits = vec![0u64; (x1 * h).div_ceil(64) - first + 1];
+    let mut block = [0u64; 64];
+    for y0 in (0..h).step_by(64) {
+        let y1 = (y0 + 64).min(h);
+        for (word, y) in block.iter_mut().zip(y0..y1) {
+            *word = take_bits(rows, y * w + x0, (x1 - x0) as u32);
+        }
+        block[y1 - y0..].fill(0);
+        transpose_64(&mut block);
+        for (x, &column) in (x0..x1).zip(&block) {
+            // Column x's bits of rows y0..y1 (the rest zero), at its place in the buffer.
+            let at = x * h + y0 - first * 64;
+            let (word, off) = (at / 64, at % 64);
+            bits[word] |= column << off;
+            if off > 0 {
+                bits[word + 1] |= column >> (64 - off);
+            }
+        }
+    }
+    (first, bits)
 }
 
 /// Transposes the 64 x 64 bit matrix `m` (bit j of word i is element (i, j)): in six rounds,
