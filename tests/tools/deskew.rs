@@ -1,6 +1,8 @@
 //! `deskew` on real scans turned by known angles with our own `pad` and `rotate --bilinear`: the
 //! angle found against the angle turned; the angles-only table, colour, 16-bit, blank pages,
-//! errors; and the GPU against the CPU.
+//! errors; `--orient` on text drawn by OpenCV in random quarter turns and on page.pgm turned; the
+//! confidence of text, blank pages and photos, and `--min-confidence`; and the GPU against the
+//! CPU.
 
 use histopipe_frame::{Channels, Frame, Pixels};
 use histopipe_ops::deskew::{Deskew, DeskewParams, SkewAngle};

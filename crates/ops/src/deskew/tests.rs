@@ -1,5 +1,6 @@
 //! `deskew`'s tests: the schedule, the projection's arithmetic, drawn pages of known skew, the
-//! split, and the GPU against the CPU.
+//! split, the confidence, the orientation's rules and pages in each quarter turn, and the GPU
+//! against the CPU.
 
 use histopipe_frame::{Frame, Pixels};
 
@@ -348,4 +349,47 @@ fn lines_down_are_found_and_the_turn_upright_is_exact() {
     }
     let blank = orientation(&params, &gray(30, 20, vec![9; 600])).unwrap();
     assert_eq!(blank.quarters, 0);
+}
+
+/// A `w x h` page of lines of blocks 10 pixels high (the x-height) with stems on top of one block
+/// in three (ascenders, 6 pixels) and under one in ten (descenders, 6 pixels), ink 20 on 235.
+fn page_with_ascenders(w: usize, h: usize, seed: u64) -> Frame {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut page = vec![235u8; w * h];
+    let mut fill = |x0: usize, x1: usize, y0: usize, y1: usize| {
+        for y in y0..y1.min(h) {
+            for x in x0..x1.min(w) {
+                page[y * w + x] = 20;
+            }
+        }
+    };
+    let mut top = 20;
+    while top + 30 < h {
+        let mut x = 20 + rng.usize(0..10);
+        while x + 40 < w {
+            let len = rng.usize(4..14);
+            fill(x, x + len, top + 6, top + 16);
+            match rng.usize(0..30) {
+                0..=9 => fill(x, x + 2, top, top + 6),
+                10..=12 => fill(x + len - 2, x + len, top + 16, top + 22),
+                _ => {}
+            }
+            x += len + rng.usize(2..6);
+        }
+        top += 34;
+    }
+    gray(w, h, page)
+}
+
+#[test]
+fn ascenders_tell_the_top_in_every_quarter_turn() {
+    let params = DeskewParams::default();
+    for seed in 0..3 {
+        let page = page_with_ascenders(360 + 40 * seed as usize, 300, seed);
+        for q in 0..4u8 {
+            let found = orientation(&params, &quarter_turned(&page, q)).unwrap();
+            assert_eq!(found.quarters, q, "seed {seed}, turned {q}: {found:?}");
+            assert!(found.before > 2 * found.after || found.after > 2 * found.before, "{found:?}");
+        }
+    }
 }
