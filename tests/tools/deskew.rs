@@ -358,3 +358,28 @@ fn gpu_equals_cpu_with_orient() {
         assert_eq!(run_ok("deskew", "gpu", args, &input), run_ok("deskew", "cpu", args, &input), "{args:?}");
     }
 }
+
+/// A real scan with a picture on it: page.pgm above a strip of paper (200) holding a 256-pixel
+/// wide crop of a photo, 76 or 128 rows of it; in each quarter turn (`rotate --expand`) its
+/// orientation is found.
+#[test]
+fn orient_finds_the_quarter_turn_of_a_scan_with_a_picture() {
+    let page = fixture_frame("page.pgm");
+    let (w, h) = (page.width, page.height);
+    for (photo, rows) in [("camera.pgm", 76), ("coins.pgm", 128), ("brick.pgm", 128)] {
+        let picture = fixture_frame(photo);
+        let mut samples: Vec<u8> = (0..w * h).map(|i| page.pixels.get(i) as u8).collect();
+        for y in 0..rows {
+            samples.extend((0..w).map(|x| match x {
+                64..320 => picture.pixels.get((100 + y) * picture.width + 36 + x) as u8,
+                _ => 200,
+            }));
+        }
+        let scan = stream(&[Frame::new(w, h + rows, 255, Pixels::U8(samples.into()))]);
+        for q in [0, 90, 180, 270] {
+            let turned = run_ok("rotate", "cpu", &["--expand", &q.to_string()], &scan);
+            let csv = run_ok("deskew", "cpu", &["--orient", "--format", "csv"], &turned);
+            assert_eq!(column(&csv, "orientation"), [q as f64], "page.pgm over {photo} turned {q}");
+        }
+    }
+}
