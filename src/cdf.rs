@@ -14,7 +14,7 @@ use histopipe_plot::{cdf_figure, CdfFigure};
 use crate::binning::{bins_flag, classes, range_flag, BinBounds, Binning};
 use crate::colour::{Colour, COUNTING};
 use crate::mask::{Masking, MASK};
-use crate::plot::{plot_target, write_figure, Plot};
+use crate::plot::{write_figure, Plotting};
 
 /// `cdf`: each frame's histogram and cumulative distribution as a table.
 #[derive(Default)]
@@ -30,7 +30,7 @@ pub struct Cdf {
     /// Which kinds of table the frames of one output have made: 1 without the outside columns,
     /// 2 with them (see [`Tool::frame`]).
     kinds: AtomicU8,
-    plot: Option<Plot>,
+    plot: Plotting,
     mask: Masking,
 }
 
@@ -92,9 +92,7 @@ Usage: cdf [OPTIONS] [FILE...]";
         ),
         Flag::with_value("--format", "F", "csv, tsv or npy [default: -o's extension, else csv]")
             .one_of(CdfFormat::NAMES),
-        Flag::with_value(
-            "--plot",
-            "FILE",
+        Plotting::flag(
             "also draw the figure, the histogram as bars and the CDF as a curve on a second axis, over \
              the range, to FILE (.svg or .png); FILE takes -o's fields ({stem}, {name}, {dir}, {i}, {n}) \
              for one figure per frame, else the first frame's only; not with --colour each",
@@ -119,16 +117,15 @@ Example:
                     CdfFormat::Npy => OutputFormat::Npy,
                 });
             }
-            "--plot" => self.plot = Some(plot_target(given)?),
-            _ => return Ok(self.binning.option(given)? || self.mask.option(given)?),
+            _ => {
+                return Ok(self.binning.option(given)? || self.mask.option(given)? || self.plot.option(given)?)
+            }
         }
         Ok(true)
     }
 
     fn check(&mut self, common: &Common) -> Result<(), Error> {
-        if self.plot.is_some() && self.colour == Colour::Each {
-            return Err(Error::usage("--plot draws one histogram: it cannot be combined with --colour each"));
-        }
+        self.plot.check(self.colour == Colour::Each)?;
         self.one_output = common.output.as_ref().is_none_or(|o| !o.to_string_lossy().contains('{'));
         self.mask.check(common)
     }
@@ -139,7 +136,7 @@ Example:
     }
 
     fn side_files(&self) -> Vec<PathTemplate> {
-        self.plot.iter().map(|p| p.template.clone()).collect()
+        self.plot.side_files()
     }
 
     fn reads_gray(&self) -> bool {
@@ -167,7 +164,7 @@ Example:
                 ));
             }
         }
-        if let (Some(plot), Some(path)) = (&self.plot, cx.side_file(0)) {
+        if let Some((plot, path)) = self.plot.target(cx) {
             let c = &channels[0];
             let (values, bins) = c.bounds.drawn();
             let figure = CdfFigure {
@@ -191,7 +188,7 @@ Example:
                     ),
                 },
             };
-            write_figure(cx, path, cdf_figure(plot.format, &figure))?;
+            write_figure(cx, &path, cdf_figure(plot.format, &figure))?;
         }
         match self.written {
             Some(OutputFormat::Npy) => {

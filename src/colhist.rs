@@ -16,7 +16,7 @@ use crate::binning::{bins_flag, classes, range_flag, BinBounds, Binning};
 use crate::colour::{Colour, COUNTING};
 use crate::fill::{fill_flag, Filling};
 use crate::mask::{Masking, MASK};
-use crate::plot::{plot_target, write_figure, Plot};
+use crate::plot::{write_figure, Plotting};
 
 /// What `colhist` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -69,7 +69,7 @@ pub struct ColHist {
     /// `--format`, if given: csv, tsv, pgm for the matrix image, png for the heatmap.
     format: Option<OutputFormat>,
     output: Output,
-    plot: Option<Plot>,
+    plot: Plotting,
     mask: Masking,
 }
 
@@ -164,9 +164,7 @@ Usage: colhist [OPTIONS] [FILE...]";
              file; npy (or -o x.npy): the table's counts as a uint64 array, one frame a file",
         )
         .one_of(ColHistFormat::NAMES),
-        Flag::with_value(
-            "--plot",
-            "FILE",
+        Plotting::flag(
             "also draw the figure, the heatmap with axes and a colour bar, to FILE (.svg or .png); FILE \
              takes -o's fields ({stem}, {name}, {dir}, {i}, {n}) for one figure per frame, else the \
              first frame's only",
@@ -227,11 +225,11 @@ Example:
             "--format" => {
                 self.format = Some(ColHistFormat::parse_word(given.text()?, "format")?.format());
             }
-            "--plot" => self.plot = Some(plot_target(given)?),
             _ => {
                 return Ok(self.binning.option(given)?
                     || self.mask.option(given)?
-                    || self.fill.option(given)?)
+                    || self.fill.option(given)?
+                    || self.plot.option(given)?)
             }
         }
         Ok(true)
@@ -240,9 +238,7 @@ Example:
     fn check(&mut self, common: &Common) -> Result<(), Error> {
         self.params.bins = self.binning.bins();
         self.check_turns()?;
-        if self.plot.is_some() && self.colour == Colour::Each {
-            return Err(Error::usage("--plot draws one histogram: it cannot be combined with --colour each"));
-        }
+        self.plot.check(self.colour == Colour::Each)?;
         if let (Some((_, segment)), true) = (&self.along, self.params.rows) {
             return Err(Error::usage(format!(
                 "{} takes one column: it cannot be combined with --rows",
@@ -294,7 +290,7 @@ Example:
     }
 
     fn side_files(&self) -> Vec<PathTemplate> {
-        self.plot.iter().map(|p| p.template.clone()).collect()
+        self.plot.side_files()
     }
 
     /// With `--angles`, colour is read as `rotate` reads it: see [`ColHist::sweep_frame`].
@@ -316,7 +312,7 @@ Example:
             channels.push(self.channel(cx, name, plane, mask)?);
         }
         let first = &channels[0];
-        if let (Some(plot), Some(path)) = (&self.plot, cx.side_file(0)) {
+        if let Some((plot, path)) = self.plot.target(cx) {
             let bins = first.bins();
             let (ranges, values, value_name): (Vec<(u32, u32)>, _, _) = match &first.bounds {
                 b if b.integer => {
@@ -343,7 +339,7 @@ Example:
                     cx.index, bins.bins, first.what
                 ),
             };
-            write_figure(cx, path, colhist_figure(plot.format, &figure))?;
+            write_figure(cx, &path, colhist_figure(plot.format, &figure))?;
         }
         match self.output {
             Output::Image => {
@@ -569,7 +565,7 @@ impl ColHist {
             (self.binning.range().is_some(), "--range"),
             (self.colour == Colour::Each, "--colour each"),
             (self.mask.is_given(), "--mask"),
-            (self.plot.is_some(), "--plot"),
+            (self.plot.is_given(), "--plot"),
         ];
         if let Some((_, name)) = refused.iter().find(|(given, _)| *given) {
             return Err(Error::usage(format!(
