@@ -213,7 +213,7 @@ impl HoughSegments {
         // The walk being kept's steps, brought up to date (one vector for every walk).
         let mut hits: Vec<Hit> = Vec::new();
         let mut live: Vec<usize> = (0..acc.len()).filter(|&i| acc[i] >= threshold).collect();
-        let mut walked = vec![false; acc.len()];
+        let mut walked = parallel::written(acc.len(), false);
         let mut batch_steps = BATCH_STEPS.0;
         loop {
             take_back.flush(&mut acc);

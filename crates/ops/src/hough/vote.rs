@@ -67,7 +67,8 @@ impl HoughVote {
 
     /// The counters, row-major, `thetas x rhos`.
     pub fn votes_cpu(space: &HoughSpace, frame: &Frame) -> Result<Vec<u32>, OpError> {
-        let mut acc = vec![0u32; space.thetas * space.rhos];
+        // Written now: the cells no vote reaches are read by the peak search (`parallel::written`).
+        let mut acc = crate::parallel::written(space.thetas * space.rhos, 0u32);
         with_samples!(&frame.pixels, v => vote_samples(space, v, &mut acc));
         Ok(acc)
     }
