@@ -283,16 +283,22 @@ fn options_are_checked_before_any_input_is_read() {
 #[cfg(unix)]
 #[test]
 fn a_signal_leaves_no_temporary_file() {
-    use std::os::unix::process::ExitStatusExt;
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
     for (name, number) in [("TERM", 15), ("HUP", 1), ("ALRM", 14), ("USR1", 10), ("USR2", 12), ("PROF", 27)] {
         let dir = temp_dir(&format!("signal-{name}"));
-        let mut child = tool_command("equalize")
-            .current_dir(&dir)
-            .args(["-o", "out.pgm"])
-            .stdin(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut command = tool_command("equalize");
+        command.current_dir(&dir).args(["-o", "out.pgm"]).stdin(Stdio::piped()).stderr(Stdio::piped());
+        // The tool as a terminal starts it, the signal's default in place: a test run under
+        // `nohup` or in a background job would pass on SIGHUP (or SIGINT) ignored, which the tool
+        // rightly keeps ignored, and it would then wait for its input forever.
+        // SAFETY: only signal(2), async-signal-safe, between fork and exec.
+        unsafe {
+            command.pre_exec(move || {
+                libc::signal(number, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().unwrap();
         let start = Instant::now();
         while names(&dir).is_empty() {
             assert!(start.elapsed() < Duration::from_secs(20), "no temporary file appeared");
