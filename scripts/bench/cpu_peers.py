@@ -61,6 +61,18 @@ def load(dir_, prefix, content, w, h):
     return a.reshape(h, w)
 
 
+def inputs(args, who):
+    """(content, w, h, frame) of each size of args.sizes and content of args.content, in that
+    order, from args.dir; a missing one is said on stderr, by `who`, and skipped."""
+    for w, h in args.sizes:
+        for content in args.content:
+            img = load(args.dir, "", content, w, h)
+            if img is None:
+                print(f"{who}: {content}-{w}x{h}.u8 missing, skipped", file=sys.stderr)
+                continue
+            yield content, w, h, img
+
+
 def ceil_sqrt(n):
     r = math.isqrt(n)
     return r if r * r == n else r + 1
@@ -195,29 +207,24 @@ def kernels(args):
     cuda = args.threads == "all" and "clahe" in args.ops and cuda_devices() > 0
     if args.threads == "all" and "clahe" in args.ops and not cuda:
         print(f"cpu_peers: OpenCV {cv2.__version__} has no CUDA module or device: no opencv-cuda clahe", file=sys.stderr)
-    for w, h in args.sizes:
-        for content in args.content:
-            img = load(args.dir, "", content, w, h)
-            if img is None:
-                print(f"cpu_peers: {content}-{w}x{h}.u8 missing, skipped", file=sys.stderr)
-                continue
-            base = {"suite": "kernel", "impl": impl, "content": content, "width": w, "height": h, "threads": threads}
-            todo = list(cases(img, args))
-            if "hough" in args.ops and w * h <= args.slow_max_pixels:
-                edges = load(args.dir, "edges-", content, w, h)
-                if edges is not None:
-                    todo.append(("hough", lambda edges=edges: cv2.HoughLines(edges, 1, np.pi / 180, args.hough_threshold)))
-            if "hough-segments" in args.ops and w * h <= args.slow_max_pixels:
-                edges = load(args.dir, "edges-", content, w, h)
-                if edges is not None:
-                    todo.append(("hough-segments", lambda edges=edges: cv2.HoughLinesP(edges, 1, np.pi / 180, 50, minLineLength=50, maxLineGap=10)))
-            for op, fn in todo:
+    for content, w, h, img in inputs(args, "cpu_peers"):
+        base = {"suite": "kernel", "impl": impl, "content": content, "width": w, "height": h, "threads": threads}
+        todo = list(cases(img, args))
+        if "hough" in args.ops and w * h <= args.slow_max_pixels:
+            edges = load(args.dir, "edges-", content, w, h)
+            if edges is not None:
+                todo.append(("hough", lambda edges=edges: cv2.HoughLines(edges, 1, np.pi / 180, args.hough_threshold)))
+        if "hough-segments" in args.ops and w * h <= args.slow_max_pixels:
+            edges = load(args.dir, "edges-", content, w, h)
+            if edges is not None:
+                todo.append(("hough-segments", lambda edges=edges: cv2.HoughLinesP(edges, 1, np.pi / 180, 50, minLineLength=50, maxLineGap=10)))
+        for op, fn in todo:
+            r = time_cpu(fn, args.quick)
+            print(json.dumps({**base, "op": op, **r}), flush=True)
+        if cuda:
+            for op, fn in cuda_cases(img, args):
                 r = time_cpu(fn, args.quick)
-                print(json.dumps({**base, "op": op, **r}), flush=True)
-            if cuda:
-                for op, fn in cuda_cases(img, args):
-                    r = time_cpu(fn, args.quick)
-                    print(json.dumps({**base, "impl": "opencv-cuda", "op": op, **r}), flush=True)
+                print(json.dumps({**base, "impl": "opencv-cuda", "op": op, **r}), flush=True)
 
 
 def agree(args):

@@ -31,7 +31,7 @@ import sys
 import numpy as np
 
 import frames
-from cpu_peers import load, parse_sizes, time_cpu
+from cpu_peers import inputs, load, parse_sizes, time_cpu
 
 OPS = ["equalize.reference", "threshold.multiotsu", "radon", "iradon"]
 
@@ -62,15 +62,10 @@ def kernels(args):
     ref = load(args.dir, "", c, w, h)
     if ref is None:
         sys.exit(f"skimage_peers: the reference {c}-{w}x{h}.u8 is not in {args.dir} (run gen)")
-    for w, h in args.sizes:
-        for content in args.content:
-            img = load(args.dir, "", content, w, h)
-            if img is None:
-                print(f"skimage_peers: {content}-{w}x{h}.u8 missing, skipped", file=sys.stderr)
-                continue
-            base = {"suite": "kernel", "impl": "skimage", "content": content, "width": w, "height": h, "threads": 1}
-            for op, fn in cases(img, ref, args.ops):
-                print(json.dumps({**base, "op": op, **time_cpu(fn, args.quick)}), flush=True)
+    for content, w, h, img in inputs(args, "skimage_peers"):
+        base = {"suite": "kernel", "impl": "skimage", "content": content, "width": w, "height": h, "threads": 1}
+        for op, fn in cases(img, ref, args.ops):
+            print(json.dumps({**base, "op": op, **time_cpu(fn, args.quick)}), flush=True)
 
 
 def main():
