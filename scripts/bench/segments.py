@@ -38,6 +38,8 @@ import sys
 import tempfile
 import time
 
+from directions import wall
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIX = os.path.join(ROOT, "tests", "fixtures")
 BENCH = os.path.join(ROOT, "scripts", "bench")
@@ -339,20 +341,6 @@ def segments(args, cases):
         emit(path, **row)
         log(args.out, "segments %dx%d %s:" % (w, h, label), row.get("histopipe-cpu"), row.get("histopipe-gpu"),
             row.get("opencv"))
-
-
-def wall(cmd, runs):
-    """Median wall time (s) of `runs` runs of the shell command `cmd` after one warm-up run, and all of them."""
-    times = []
-    for i in range(runs + 1):
-        t = time.perf_counter()
-        r = subprocess.run(cmd, shell=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        dt = time.perf_counter() - t
-        if r.returncode != 0:
-            raise RuntimeError("%s: exit %d: %s" % (cmd, r.returncode, r.stderr.decode(errors="replace")[-400:]))
-        if i > 0:
-            times.append(dt)
-    return statistics.median(times), times
 
 
 def whole_commands(args):
