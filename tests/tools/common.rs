@@ -13,6 +13,18 @@ use histopipe_frame::{Channels, Format, Frame, FrameReader, FrameWriter, Pixels,
 use histopipe_gpu::Gpu;
 
 /// The repository's root.
+/// How far a float frame of ours is from a peer's values (`radon`'s and `iradon`'s checks against
+/// scikit-image): its largest difference as a share of the peer's largest magnitude, asserted to
+/// be at most 1e-3; `what` names the case.
+pub fn within_1e3_of_largest(what: &str, got: &Frame, expected: &[f64]) -> f64 {
+    let Pixels::F32(values) = &got.pixels else { panic!("{what}: not a float frame") };
+    let largest = expected.iter().fold(0f64, |m, v| m.max(v.abs()));
+    let diff = values.iter().zip(expected).fold(0f64, |m, (&a, &b)| m.max((a as f64 - b).abs()));
+    let relative = if largest > 0.0 { diff / largest } else { diff };
+    assert!(relative <= 1e-3, "{what}: max |ours - peer| = {diff}, {relative} of the largest {largest}");
+    relative
+}
+
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

@@ -104,15 +104,7 @@ fn check_against_skimage(sinogram: &Frame, cases: &[Case]) -> f64 {
         let got = ours(sinogram, "cpu", &case.args());
         let what = format!("{}x{} sinogram {case:?}", sinogram.width, sinogram.height);
         assert_eq!((got.width, got.height), (n, n), "{what}: shape");
-        let Pixels::F32(values) = &got.pixels else { panic!("{what}: not a float frame") };
-        let largest = expected.iter().fold(0f64, |m, v| m.max(v.abs()));
-        let diff = values.iter().zip(&expected).fold(0f64, |m, (&a, &b)| m.max((a as f64 - b).abs()));
-        let relative = if largest > 0.0 { diff / largest } else { diff };
-        assert!(
-            relative <= 1e-3,
-            "{what}: max |ours - skimage| = {diff}, {relative} of the largest {largest}"
-        );
-        worst = worst.max(relative);
+        worst = worst.max(within_1e3_of_largest(&what, &got, &expected));
     }
     worst
 }

@@ -83,15 +83,7 @@ fn check_against_skimage(frame: &Frame, cases: &[(&str, bool)]) -> f64 {
         let what =
             format!("{}x{} {:?} angles {angles} circle {circle}", frame.width, frame.height, frame.depth());
         assert_eq!((got.height, got.width), (shape[0], shape[1]), "{what}: shape");
-        let Pixels::F32(values) = &got.pixels else { panic!("{what}: not a float frame") };
-        let largest = expected.iter().fold(0f64, |m, v| m.max(v.abs()));
-        let diff = values.iter().zip(&expected).fold(0f64, |m, (&a, &b)| m.max((a as f64 - b).abs()));
-        let relative = if largest > 0.0 { diff / largest } else { diff };
-        assert!(
-            relative <= 1e-3,
-            "{what}: max |ours - skimage| = {diff}, {relative} of the largest {largest}"
-        );
-        worst = worst.max(relative);
+        worst = worst.max(within_1e3_of_largest(&what, &got, &expected));
     }
     worst
 }
