@@ -83,14 +83,14 @@ impl ColHistSweep {
 
     /// Turns to count at once where the counts go to a writer a group at a time (`colhist
     /// --angles`, which writes a long cube while the rest is counted), each turn's counts being
-    /// `turn_bytes` long: about 16 MiB of counts a group, in groups of equal size. An 8-bit
+    /// `turn_bytes` long: about 16 MiB of counts a group, in groups of equal size. An 8-bit gray
     /// frame's turns are each split over the pool's threads (`fused`: 3 to 4 turns of a padded 4K
     /// frame a group, the first written after a few ms); others' are not as evenly, and take at
     /// least a turn a thread (with 3 turns a group, 16 cores made a 4K cube of 37 turns in 0.21
     /// s).
     pub fn turns_per_group(&self, frame: &Frame, turn_bytes: usize) -> usize {
         let mut most = ((16 << 20) / turn_bytes.max(1)).max(1);
-        if !matches!(frame.pixels, Pixels::U8(_)) {
+        if !matches!(frame.pixels, Pixels::U8(_)) || frame.channels.count() != 1 {
             most = most.max(parallel::threads());
         }
         let n = self.turns.len();
@@ -148,10 +148,12 @@ impl Op for ColHistSweep {
             rest = tail;
         }
         let work = self.turns.iter().zip(&ops).zip(parts).map(|((r, op), out)| (r, op, out));
-        // An 8-bit frame's turns counted without being made (`fused`), all at once; the rest
-        // made and counted.
+        // An 8-bit gray frame's turns counted without being made (`fused`), all at once; the
+        // rest made and counted.
         let (fused, made): (Vec<_>, Vec<_>) = match &frame.pixels {
-            Pixels::U8(_) => work.partition(|(r, op, _)| fused::applies(r, op)),
+            Pixels::U8(_) if frame.channels.count() == 1 => {
+                work.partition(|(r, op, _)| fused::applies(r, op))
+            }
             _ => (Vec::new(), work.collect()),
         };
         if let Pixels::U8(bytes) = &frame.pixels {
