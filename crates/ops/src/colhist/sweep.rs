@@ -52,6 +52,15 @@ impl Sweep {
     }
 }
 
+/// The samples of an 8-bit gray frame, the frames whose turns are counted without being made
+/// (`fused`).
+fn gray_bytes(frame: &Frame) -> Option<&[u8]> {
+    match &frame.pixels {
+        Pixels::U8(bytes) if frame.channels.count() == 1 => Some(bytes),
+        _ => None,
+    }
+}
+
 fn offsets(bins: usize, lines: &[usize]) -> Vec<usize> {
     let mut at = vec![0];
     for l in lines {
@@ -90,7 +99,7 @@ impl ColHistSweep {
     /// s).
     pub fn turns_per_group(&self, frame: &Frame, turn_bytes: usize) -> usize {
         let mut most = ((16 << 20) / turn_bytes.max(1)).max(1);
-        if !matches!(frame.pixels, Pixels::U8(_)) || frame.channels.count() != 1 {
+        if gray_bytes(frame).is_none() {
             most = most.max(parallel::threads());
         }
         let n = self.turns.len();
@@ -150,15 +159,14 @@ impl Op for ColHistSweep {
         let work = self.turns.iter().zip(&ops).zip(parts).map(|((r, op), out)| (r, op, out));
         // An 8-bit gray frame's turns counted without being made (`fused`), all at once; the
         // rest made and counted.
-        let (fused, made): (Vec<_>, Vec<_>) = match &frame.pixels {
-            Pixels::U8(_) if frame.channels.count() == 1 => {
-                work.partition(|(r, op, _)| fused::applies(r, op))
+        let made: Vec<_> = match gray_bytes(frame) {
+            Some(bytes) => {
+                let (fused, made) = work.partition(|(r, op, _)| fused::applies(r, op));
+                fused::count(bytes, fused);
+                made
             }
-            _ => (Vec::new(), work.collect()),
+            None => work.collect(),
         };
-        if let Pixels::U8(bytes) = &frame.pixels {
-            fused::count(bytes, fused);
-        }
         let one = |(r, op, out): (&Rotate, &ColHist, &mut [u32])| -> Result<(), OpError> {
             let turned = r.cpu(frame)?;
             out.copy_from_slice(&op.cpu(&turned)?.counts);
