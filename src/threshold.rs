@@ -1,6 +1,6 @@
 use histopipe_cli::{either, Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool};
 use histopipe_frame::Frame;
-use histopipe_ops::threshold::{Levels, Method, Percent, Threshold as ThresholdOp, HUNDRED_PERCENT};
+use histopipe_ops::threshold::{Levels, Method, Mode, Percent, Threshold as ThresholdOp, HUNDRED_PERCENT};
 
 use crate::mask::{Masking, MASK};
 use crate::table_output::{self, TableOutput};
@@ -9,7 +9,8 @@ use crate::table_output::{self, TableOutput};
 #[derive(Default)]
 pub struct Threshold {
     method: Option<Method>,
-    invert: bool,
+    /// `--mode`, or `--invert` (its older spelling of `binary-inv`).
+    mode: Option<ModeWord>,
     /// `--format`: the thresholds as a table, or the thresholded frames.
     output: TableOutput,
     mask: Masking,
@@ -31,6 +32,30 @@ histopipe_cli::words! {
     }
 }
 
+histopipe_cli::words! {
+    /// `--mode`: how a sample is mapped through the threshold, as cv2.threshold's types.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum ModeWord {
+        Binary = "binary",
+        BinaryInv = "binary-inv",
+        Trunc = "trunc",
+        ToZero = "tozero",
+        ToZeroInv = "tozero-inv",
+    }
+}
+
+impl ModeWord {
+    fn mode(self) -> Mode {
+        match self {
+            ModeWord::Binary => Mode::Binary,
+            ModeWord::BinaryInv => Mode::BinaryInv,
+            ModeWord::Trunc => Mode::Trunc,
+            ModeWord::ToZero => Mode::ToZero,
+            ModeWord::ToZeroInv => Mode::ToZeroInv,
+        }
+    }
+}
+
 impl MethodWord {
     /// The method whose name (its word before the colon) is `name`, and its word.
     fn named(name: &str) -> Option<(MethodWord, &'static str)> {
@@ -47,8 +72,9 @@ impl Tool for Threshold {
     const HELP: &'static str = "\
 threshold: each frame to a binary frame by a global threshold chosen from its own histogram.
 
-A sample above the threshold t becomes maxval, any other 0 (OpenCV's THRESH_BINARY; --invert:
-THRESH_BINARY_INV); the output keeps the input's maxval. otsu is cv2.threshold's THRESH_OTSU and
+A sample above the threshold t becomes maxval, any other 0 (OpenCV's THRESH_BINARY); --mode
+picks cv2.threshold's other types (binary-inv, trunc, tozero, tozero-inv; --invert is
+binary-inv); the output keeps the input's maxval. otsu is cv2.threshold's THRESH_OTSU and
 triangle its THRESH_TRIANGLE, the same threshold and the same bytes (scikit-image's differ on flat
 frames, and its triangle by about a level: docs/threshold.md); multiotsu:K gives the K - 1
 thresholds of scikit-image's threshold_multiotsu(image, classes=K) and a label frame 0..K-1
@@ -70,7 +96,17 @@ Usage: threshold [OPTIONS] [FILE...]";
         )
         .one_of(MethodWord::NAMES)
         .param("method"),
-        Flag::switch("--invert", "samples at or below the threshold become maxval, the others 0"),
+        Flag::with_value(
+            "--mode",
+            "M",
+            "how a sample v becomes its output through the threshold t, as cv2.threshold's type: \
+             binary (v > t: maxval, else 0), binary-inv (v > t: 0, else maxval), trunc (v > t: t, \
+             else v), tozero (v > t: v, else 0), tozero-inv (v > t: 0, else v); multiotsu takes \
+             binary and binary-inv (labels from the top) only [default: binary]",
+        )
+        .one_of(ModeWord::NAMES)
+        .param("mode"),
+        Flag::switch("--invert", "the same as --mode binary-inv (its older spelling)"),
         table_output::format_flag(
             "csv or tsv: the thresholds as a table [default: -o's extension, else frames]",
         ),
@@ -85,13 +121,21 @@ Example:
     fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
         match given.flag.long {
             "--method" => self.method = Some(parse_method(given.text()?)?),
-            "--invert" => self.invert = true,
+            "--mode" => self.set_mode(ModeWord::parse_word(given.text()?, "mode")?)?,
+            "--invert" => self.set_mode(ModeWord::BinaryInv)?,
             _ => return Ok(self.mask.option(given)? || self.output.option(given)?),
         }
         Ok(true)
     }
 
     fn check(&mut self, common: &Common) -> Result<(), Error> {
+        if self.method().labels().is_some() && self.mode().binary().is_none() {
+            return Err(Error::usage(format!(
+                "--mode {}: {} gives labels: it takes --mode binary or binary-inv only",
+                self.mode(),
+                self.method()
+            )));
+        }
         self.mask.check(common)
     }
 
@@ -100,16 +144,41 @@ Example:
     }
 
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
-        let method = self.method.unwrap_or(Method::Otsu);
+        let method = self.method();
         let mask = self.mask.fit(cx, &frame)?;
         let Some(mut rows) = self.output.rows(cx, &COLUMNS) else {
-            let out = cx.run(&ThresholdOp { method, invert: self.invert, mask }, &frame)?;
+            let out = cx.run(&ThresholdOp { method, mode: self.mode(), mask }, &frame)?;
             return cx.write(out.frame);
         };
         for t in cx.run(&Levels { method, mask }, &frame)? {
             rows.push(&[&method, &t]);
         }
         rows.write(cx)
+    }
+}
+
+impl Threshold {
+    fn method(&self) -> Method {
+        self.method.unwrap_or(Method::Otsu)
+    }
+
+    fn mode(&self) -> Mode {
+        self.mode.map_or(Mode::Binary, ModeWord::mode)
+    }
+
+    /// `--mode`, or `--invert`: once, or the same again.
+    fn set_mode(&mut self, mode: ModeWord) -> Result<(), FlagError> {
+        match self.mode {
+            Some(before) if before != mode => Err(format!(
+                "contradicts --mode {} given before (--invert is --mode binary-inv)",
+                before.word()
+            )
+            .into()),
+            _ => {
+                self.mode = Some(mode);
+                Ok(())
+            }
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! (inverted_cdf); and CPU against GPU.
 
 use histopipe_frame::{Format, Frame, Pixels};
-use histopipe_ops::threshold::{Levels, Method, Percent, Threshold};
+use histopipe_ops::threshold::{Levels, Method, Mode, Percent, Threshold};
 use histopipe_ops::Op;
 
 use crate::common::*;
@@ -66,9 +66,28 @@ fn peers(function: &str, frames: &[Frame]) -> Vec<Peer> {
         .collect()
 }
 
+/// cv2.threshold's type for `mode`.
+fn cv2_type(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Binary => "THRESH_BINARY",
+        Mode::BinaryInv => "THRESH_BINARY_INV",
+        Mode::Trunc => "THRESH_TRUNC",
+        Mode::ToZero => "THRESH_TOZERO",
+        Mode::ToZeroInv => "THRESH_TOZERO_INV",
+    }
+}
+
+/// Every `--mode`, in its order.
+const MODES: [Mode; 5] = [Mode::Binary, Mode::BinaryInv, Mode::Trunc, Mode::ToZero, Mode::ToZeroInv];
+
 /// cv2.threshold's `method` ("OTSU" or "TRIANGLE") as a [`peers`] function, binary or inverted.
 fn cv2_threshold(method: &str, invert: bool) -> String {
-    let binary = if invert { "THRESH_BINARY_INV" } else { "THRESH_BINARY" };
+    cv2_threshold_mode(method, if invert { Mode::BinaryInv } else { Mode::Binary })
+}
+
+/// cv2.threshold's `method` ("OTSU" or "TRIANGLE") as a [`peers`] function, of type `mode`.
+fn cv2_threshold_mode(method: &str, mode: Mode) -> String {
+    let binary = cv2_type(mode);
     format!(
         "def peer(a, mv):\n    \
          t, out = cv2.threshold(a, 0, mv, cv2.{binary} + cv2.THRESH_{method})\n    \
@@ -95,7 +114,12 @@ fn percentile(p: &str) -> String {
 
 /// What the CPU operation makes of a frame, as a [`Peer`].
 fn ours(method: Method, invert: bool, frame: &Frame) -> Peer {
-    let out = Threshold { method, invert, mask: None }.cpu(frame).unwrap();
+    ours_mode(method, if invert { Mode::BinaryInv } else { Mode::Binary }, frame)
+}
+
+/// What the CPU operation makes of a frame with `--mode`, as a [`Peer`].
+fn ours_mode(method: Method, mode: Mode, frame: &Frame) -> Peer {
+    let out = Threshold { method, mode, mask: None }.cpu(frame).unwrap();
     assert_eq!(
         Levels { method, mask: None }.cpu(frame).unwrap(),
         out.thresholds,
@@ -361,6 +385,84 @@ fn value_and_invert_are_thresh_binary() {
     }
 }
 
+/// `--mode`: each of cv2.threshold's five types, through the threshold each global method
+/// chooses (Otsu's and the triangle's by cv2 itself, numpy's percentile and a given value handed
+/// to cv2.threshold), on 8-bit and 16-bit fixtures and fresh random frames: the same threshold and
+/// bytes.
+#[test]
+fn every_mode_is_cv2_thresholds_type() {
+    let mut rng = rng();
+    let mut eight: Vec<Frame> = fixtures().into_iter().map(|(_, f)| f).collect();
+    for (w, h) in [(1, 1), (31, 17), (200, 3)] {
+        for maxval in [255, 100] {
+            eight.extend(hard_frames(&mut rng, w, h, maxval, 250));
+        }
+    }
+    eight.push(row(255, &[0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1])); // triangle's -1
+    let mut sixteen = vec![fixture_frame("dem16.pgm")];
+    for maxval in [65535, 1076, 4095] {
+        let (w, h) = (rng.usize(1..150), rng.usize(1..150));
+        sixteen.extend(hard_frames(&mut rng, w, h, maxval, 250));
+    }
+    let given = |t: &str| {
+        format!(
+            "def peer(a, mv):\n    \
+             t = {t}\n    \
+             t, out = cv2.threshold(a, float(t), mv, cv2.TYPE)\n    \
+             return [t], out"
+        )
+    };
+    let cases: Vec<(Method, String, bool)> = vec![
+        (Method::Otsu, cv2_threshold_mode("OTSU", Mode::Binary), true),
+        (Method::Triangle, cv2_threshold_mode("TRIANGLE", Mode::Binary), false),
+        (Method::Value(0), given("0"), true),
+        (Method::Value(128), given("128"), true),
+        (Method::Value(300), given("300"), true),
+        (
+            Method::Percentile(Percent { millionths: 37_500_000 }),
+            given("np.percentile(a, 37.5, method='inverted_cdf')"),
+            true,
+        ),
+    ];
+    for (method, peer, takes_sixteen) in &cases {
+        let frames: Vec<Frame> =
+            eight.iter().chain(sixteen.iter().filter(|_| *takes_sixteen)).cloned().collect();
+        for mode in MODES {
+            let function = peer.replace("cv2.THRESH_BINARY", &format!("cv2.{}", cv2_type(mode)));
+            let function = function.replace("cv2.TYPE", &format!("cv2.{}", cv2_type(mode)));
+            for (frame, want) in frames.iter().zip(peers(&function, &frames)) {
+                let what = format!(
+                    "{method} --mode {mode} {}x{} maxval {}",
+                    frame.width, frame.height, frame.maxval
+                );
+                let mut want = want;
+                // cv2 returns the threshold as a float; the given value is ours whole.
+                want.thresholds.truncate(1);
+                assert_eq!(ours_mode(*method, mode, frame), want, "{what}");
+            }
+        }
+    }
+    // Through the tool, and --invert as --mode binary-inv.
+    let coins = fixture_bytes("coins.pgm");
+    for mode in MODES {
+        let expected = peers(&cv2_threshold_mode("OTSU", mode), &[fixture_frame("coins.pgm")]).remove(0);
+        assert_eq!(tool_run(&["--mode", &mode.to_string()], &coins), expected, "--mode {mode}");
+    }
+    assert!(
+        run_ok("threshold", "cpu", &["--invert"], &coins)
+            == run_ok("threshold", "cpu", &["--mode", "binary-inv"], &coins)
+    );
+    let err = run_err("threshold", &["--mode", "trunc", "--invert"], &[], 2);
+    assert!(err.contains("--invert: contradicts --mode trunc"), "{err}");
+    let err = run_err("threshold", &["--method", "multiotsu:3", "--mode", "tozero"], &[], 2);
+    assert!(
+        err.contains("--mode tozero: multiotsu:3 gives labels: it takes --mode binary or binary-inv only"),
+        "{err}"
+    );
+    let err = run_err("threshold", &["--mode", "bin"], &[], 2);
+    assert!(err.contains("unknown mode 'bin'"), "{err}");
+}
+
 /// Colour is thresholded by its luma, as OpenCV's cvtColor(BGR2GRAY) makes it.
 #[test]
 fn colour_frames_are_thresholded_by_their_luma() {
@@ -439,7 +541,8 @@ fn gpu_matches_cpu() {
     for frame in &frames {
         for method in methods {
             for invert in [false, true] {
-                let op = Threshold { method, invert, mask: None };
+                let mode = if invert { Mode::BinaryInv } else { Mode::Binary };
+                let op = Threshold { method, mode, mask: None };
                 let what =
                     format!("{method} {invert} {}x{} maxval {}", frame.width, frame.height, frame.maxval);
                 match (op.cpu(frame), op.gpu(&gpu, frame)) {

@@ -56,7 +56,7 @@ use histopipe_ops::pad::{PadParams, PadSize};
 use histopipe_ops::radon::{Radon, RadonParams};
 use histopipe_ops::rotate::{Interpolation, Rotate, Turn};
 use histopipe_ops::stretch::{self as stretch_op, cuts, Curve, Scale, Stretch};
-use histopipe_ops::threshold::{Method, Threshold, ThresholdPlan};
+use histopipe_ops::threshold::{Method, Mode, Threshold, ThresholdPlan};
 use histopipe_ops::{Fill, Op};
 
 use crate::inputs::{self, Content, Input, InputKind};
@@ -660,7 +660,7 @@ fn threshold_multiotsu<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, Benc
 }
 
 fn threshold_multiotsu_cpu(_: &Input) -> Result<CpuRun, BenchError> {
-    let op = Threshold { method: Method::MultiOtsu(3), invert: false, mask: None };
+    let op = Threshold { method: Method::MultiOtsu(3), mode: Mode::Binary, mask: None };
     cpu_run(move |frame| {
         black_box(op.cpu(frame)?);
         Ok(())
@@ -678,7 +678,7 @@ fn threshold<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
 fn threshold_case<'g>(gpu: &'g Gpu, input: &Input, method: Method) -> Result<Case<'g>, BenchError> {
     let n = input.width * input.height;
     let mut sets = Sets::new(gpu, input, n)?;
-    let op = Threshold { method, invert: false, mask: None };
+    let op = Threshold { method, mode: Mode::Binary, mask: None };
     let mut plan = ThresholdPlan::<u8>::new(gpu, op, 255, n)?;
     Ok(Case::new(n, 3 * n, sets.count(), move |_, i| {
         let (src, dst) = sets.pair(i);
@@ -688,7 +688,7 @@ fn threshold_case<'g>(gpu: &'g Gpu, input: &Input, method: Method) -> Result<Cas
 }
 
 fn threshold_cpu(_: &Input) -> Result<CpuRun, BenchError> {
-    let op = Threshold { method: Method::Otsu, invert: false, mask: None };
+    let op = Threshold { method: Method::Otsu, mode: Mode::Binary, mask: None };
     cpu_run(move |frame| {
         black_box(op.cpu(frame)?);
         Ok(())

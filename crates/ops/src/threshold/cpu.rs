@@ -19,7 +19,7 @@ impl Threshold<'_> {
         let levels = Levels { method: self.method, mask: self.mask };
         let thresholds = levels.cpu_counts(samples, mask, frame.maxval)?;
         let levels = frame.maxval as usize + 1;
-        let lut = table::<T>(self.method, &thresholds, levels, self.invert);
+        let lut = table::<T>(self.method, &thresholds, levels, self.mode);
         let mapped = match (T::bytes(samples), T::bytes(&lut)) {
             (Some(bytes), Some(lut)) => {
                 equalize::map_bytes(bytes, lut).into_iter().map(|b| T::from_u16(b as u16)).collect()

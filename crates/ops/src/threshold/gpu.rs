@@ -5,7 +5,7 @@ use histopipe_frame::Frame;
 use histopipe_gpu::cudarc::driver::CudaSlice;
 use histopipe_gpu::Buffer;
 
-use super::{bits, choose, output_frame, table, Levels, Method, Threshold, Thresholded};
+use super::{bits, choose, output_frame, table, Levels, Method, Mode, Threshold, Thresholded};
 use crate::bins::Bins;
 use crate::equalize;
 use crate::histogram::DistributionPlan;
@@ -17,7 +17,7 @@ use crate::{Gpu, OpError, Sample};
 pub struct ThresholdPlan<'g, T: Sample> {
     gpu: &'g Gpu,
     method: Method,
-    invert: bool,
+    mode: Mode,
     /// The op's mask, on the device.
     mask: Option<Buffer<'g, u8>>,
     distribution: DistributionPlan<'g>,
@@ -37,7 +37,7 @@ impl<'g, T: Sample> ThresholdPlan<'g, T> {
         Ok(ThresholdPlan {
             gpu,
             method: op.method,
-            invert: op.invert,
+            mode: op.mode,
             mask,
             distribution: DistributionPlan::new(gpu, bins)?,
             n,
@@ -61,7 +61,7 @@ impl<'g, T: Sample> ThresholdPlan<'g, T> {
         let thresholds = self.thresholds(src)?;
         let levels = self.distribution.bins().levels();
         let lut =
-            self.gpu.upload("threshold.lut", &table::<T>(self.method, &thresholds, levels, self.invert))?;
+            self.gpu.upload("threshold.lut", &table::<T>(self.method, &thresholds, levels, self.mode))?;
         equalize::queue_map(self.gpu, src, self.n, &lut, levels, dst)?;
         Ok(thresholds)
     }
@@ -91,7 +91,7 @@ impl Levels<'_> {
         maxval: u16,
     ) -> Result<Vec<i32>, OpError> {
         let src = gpu.upload("threshold.in", samples)?;
-        let op = Threshold { method: self.method, invert: false, mask: self.mask };
+        let op = Threshold { method: self.method, mode: Mode::Binary, mask: self.mask };
         ThresholdPlan::<T>::new(gpu, op, maxval, samples.len())?.thresholds(&src)
     }
 }

@@ -52,6 +52,90 @@ pub enum Method {
     Percentile(Percent),
 }
 
+/// How a sample is mapped through the threshold t: OpenCV's `cv2.threshold` types
+/// (`THRESH_BINARY` ... `THRESH_TOZERO_INV`), maxval being the frame's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// v > t: maxval, else 0.
+    #[default]
+    Binary,
+    /// v > t: 0, else maxval.
+    BinaryInv,
+    /// v > t: t, else v (t below 0 counts as 0, as OpenCV's saturation makes it).
+    Trunc,
+    /// v > t: v, else 0.
+    ToZero,
+    /// v > t: 0, else v.
+    ToZeroInv,
+}
+
+impl Mode {
+    /// The sample `v` of a frame of `maxval` becomes, through threshold `t`.
+    pub fn map(self, v: u16, t: i32, maxval: u16) -> u16 {
+        let above = v as i32 > t;
+        match self {
+            Mode::Binary => {
+                if above {
+                    maxval
+                } else {
+                    0
+                }
+            }
+            Mode::BinaryInv => {
+                if above {
+                    0
+                } else {
+                    maxval
+                }
+            }
+            Mode::Trunc => {
+                if above {
+                    t.clamp(0, maxval as i32) as u16
+                } else {
+                    v
+                }
+            }
+            Mode::ToZero => {
+                if above {
+                    v
+                } else {
+                    0
+                }
+            }
+            Mode::ToZeroInv => {
+                if above {
+                    0
+                } else {
+                    v
+                }
+            }
+        }
+    }
+
+    /// Whether this mode maps through the binary rule (inverted or not): the only modes label
+    /// frames and the local methods take.
+    pub fn binary(self) -> Option<bool> {
+        match self {
+            Mode::Binary => Some(false),
+            Mode::BinaryInv => Some(true),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    /// As `--mode` spells it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::Binary => "binary",
+            Mode::BinaryInv => "binary-inv",
+            Mode::Trunc => "trunc",
+            Mode::ToZero => "tozero",
+            Mode::ToZeroInv => "tozero-inv",
+        })
+    }
+}
+
 /// A percentage, 0 to 100, in millionths of a percent (a decimal with up to 6 places, exactly).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Percent {
@@ -365,29 +449,24 @@ impl MultiOtsuSearch {
     }
 }
 
-/// The look-up table of a frame of `levels` levels (maxval + 1): the binary map through threshold
-/// `thresholds[0]` (above it maxval, else 0; swapped with `invert`), or with several thresholds
-/// the labels, the count of thresholds at or below the level (from the top with `invert`).
-pub fn table<T: Sample>(method: Method, thresholds: &[i32], levels: usize, invert: bool) -> Vec<T> {
+/// The look-up table of a frame of `levels` levels (maxval + 1): each level through
+/// `thresholds[0]` by `mode` ([`Mode::map`]), or with several thresholds the labels, the count
+/// of thresholds at or below the level (from the top with [`Mode::BinaryInv`]; the other modes
+/// are refused for labels by [`Threshold::check`]).
+pub fn table<T: Sample>(method: Method, thresholds: &[i32], levels: usize, mode: Mode) -> Vec<T> {
     let maxval = (levels - 1) as u16;
     (0..levels)
         .map(|l| {
             let out = match method.labels() {
                 Some(k) => {
                     let label = thresholds.iter().filter(|&&t| t <= l as i32).count() as u16;
-                    if invert {
+                    if mode == Mode::BinaryInv {
                         k - 1 - label
                     } else {
                         label
                     }
                 }
-                None => {
-                    if (l as i32 > thresholds[0]) != invert {
-                        maxval
-                    } else {
-                        0
-                    }
-                }
+                None => mode.map(l as u16, thresholds[0], maxval),
             };
             T::from_u16(out)
         })
@@ -406,9 +485,23 @@ pub struct Levels<'m> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Threshold<'m> {
     pub method: Method,
-    pub invert: bool,
+    pub mode: Mode,
     /// As [`Levels::mask`].
     pub mask: Option<Mask<'m>>,
+}
+
+impl Threshold<'_> {
+    /// Whether the method takes the mode: labels (multi-Otsu) are binary or inverted only.
+    pub fn check(&self) -> Result<(), OpError> {
+        if self.method.labels().is_some() && self.mode.binary().is_none() {
+            return Err(OpError::param(
+                "mode",
+                self.mode,
+                format!("{} gives labels: it takes binary or binary-inv only", self.method),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// What [`Threshold`] gives: the thresholds chosen, and the binary (or label) frame.
@@ -457,11 +550,13 @@ impl Op for Threshold<'_> {
     type Output = Thresholded;
 
     fn cpu(&self, frame: &Frame) -> Result<Thresholded, OpError> {
+        self.check()?;
         let mask = mask::fit_samples(self.mask, frame)?;
         with_samples!(&frame.pixels, v => self.cpu_samples(frame, v, mask))
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Thresholded, OpError> {
+        self.check()?;
         mask::fit_samples(self.mask, frame)?;
         with_samples!(&frame.pixels, v => self.gpu_samples(gpu, frame, v))
     }

@@ -60,11 +60,11 @@ fn multi_otsu_with_as_many_values_as_classes_splits_between_them() {
 
 #[test]
 fn tables_map_above_the_threshold_to_maxval() {
-    assert_eq!(table::<u8>(Method::Otsu, &[1], 4, false), [0, 0, 3, 3]);
-    assert_eq!(table::<u8>(Method::Otsu, &[1], 4, true), [3, 3, 0, 0]);
-    assert_eq!(table::<u16>(Method::Value(0), &[0], 3, false), [0, 2, 2]);
-    assert_eq!(table::<u8>(Method::MultiOtsu(3), &[1, 3], 5, false), [0, 1, 1, 2, 2]);
-    assert_eq!(table::<u8>(Method::MultiOtsu(3), &[1, 3], 5, true), [2, 1, 1, 0, 0]);
+    assert_eq!(table::<u8>(Method::Otsu, &[1], 4, Mode::Binary), [0, 0, 3, 3]);
+    assert_eq!(table::<u8>(Method::Otsu, &[1], 4, Mode::BinaryInv), [3, 3, 0, 0]);
+    assert_eq!(table::<u16>(Method::Value(0), &[0], 3, Mode::Binary), [0, 2, 2]);
+    assert_eq!(table::<u8>(Method::MultiOtsu(3), &[1, 3], 5, Mode::Binary), [0, 1, 1, 2, 2]);
+    assert_eq!(table::<u8>(Method::MultiOtsu(3), &[1, 3], 5, Mode::BinaryInv), [2, 1, 1, 0, 0]);
 }
 
 #[test]
