@@ -1,6 +1,6 @@
 use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, Tool};
 use histopipe_frame::Frame;
-use histopipe_ops::stretch::{cuts, Curve, Scale, Stretch as Map};
+use histopipe_ops::stretch::{cuts, Curve, Scale, Stretch as Map, ZScale};
 
 use crate::colour::{Colour, RANGES};
 use crate::mask::{Masking, MASK};
@@ -9,6 +9,12 @@ use crate::mask::{Masking, MASK};
 pub struct Stretch {
     saturate: Option<f64>,
     range: Option<(f64, f64)>,
+    /// `--zscale` given.
+    zscale_on: bool,
+    /// Its parameters, `--contrast` and `--samples` among them.
+    zscale: ZScale,
+    /// `--contrast` or `--samples` given (they need `--zscale`).
+    zscale_tuned: Option<&'static str>,
     depth: Option<u16>,
     scale: Scale,
     each: bool,
@@ -20,6 +26,9 @@ impl Default for Stretch {
         Stretch {
             saturate: None,
             range: None,
+            zscale_on: false,
+            zscale: ZScale::default(),
+            zscale_tuned: None,
             depth: None,
             scale: Scale::Linear,
             each: false,
@@ -95,7 +104,7 @@ scikit-image's rescale_intensity.
 
 Each sample v becomes rint(f(t) * M), ties to even, with t = (v - LO) / (HI - LO) clamped to
 [0, 1], f the scale and M the output's maxval; NaN becomes 0, infinities clamp. LO and HI are
-given (--in) or cut from the samples (--saturate): with k = floor(N P / 200) of the N samples
+given (--in), astropy's ZScaleInterval limits (--zscale) or cut from the samples (--saturate): with k = floor(N P / 200) of the N samples
 (a float frame's finite ones), LO is the (k+1)-th smallest and HI the (k+1)-th largest, as ImageJ
 finds them. Colour frames get one map for all colour samples (hues stay), alpha rescaled to the
 output's depth. 8-bit, 16-bit and float input. With --mask FILE the cuts count only the samples
@@ -110,6 +119,13 @@ Usage: stretch [OPTIONS] [FILE...]";
              maximum) [default: 0.35]",
         ),
         Flag::with_value("--in", "LO:HI", "the input range instead, in sample values (as rescale_intensity's in_range)"),
+        Flag::switch("--zscale", "the input range instead by IRAF's zscale, as astropy's ZScaleInterval().get_limits"),
+        Flag::with_value("--contrast", "C", "--zscale's contrast, above 0 (ZScaleInterval's contrast) [default: 0.25]"),
+        Flag::with_value(
+            "--samples",
+            "N",
+            "--zscale's samples, at most N, at least 1 (ZScaleInterval's n_samples) [default: 1000]",
+        ),
         Flag::with_value(
             "--depth",
             "BITS",
@@ -140,6 +156,23 @@ Example:
                 self.saturate = Some(p);
             }
             "--in" => self.range = Some(parse_range(given.text()?)?),
+            "--zscale" => self.zscale_on = true,
+            "--contrast" => {
+                let c: f64 = given.parse()?;
+                if !(c.is_finite() && c > 0.0) {
+                    return Err(FlagError::Value(format!("bad value '{c}': a contrast above 0")));
+                }
+                self.zscale_tuned = Some("--contrast");
+                self.zscale.contrast = c;
+            }
+            "--samples" => {
+                let n: usize = given.parse()?;
+                if n == 0 {
+                    return Err(FlagError::Value("bad value '0': at least 1 sample".into()));
+                }
+                self.zscale_tuned = Some("--samples");
+                self.zscale.samples = n;
+            }
             "--depth" => {
                 let text = given.text()?;
                 let depth = Depth::from_word(text).ok_or_else(|| not_one_of(text, Depth::NAMES))?;
@@ -153,8 +186,20 @@ Example:
     }
 
     fn check(&mut self, common: &Common) -> Result<(), Error> {
-        if self.saturate.is_some() && self.range.is_some() {
-            return Err(Error::usage("--saturate and --in cannot be combined: one gives the input range"));
+        let ranges = [
+            (self.saturate.is_some(), "--saturate"),
+            (self.range.is_some(), "--in"),
+            (self.zscale_on, "--zscale"),
+        ];
+        let given: Vec<&str> = ranges.iter().filter(|(on, _)| *on).map(|(_, name)| *name).collect();
+        if given.len() > 1 {
+            return Err(Error::usage(format!(
+                "{} cannot be combined: one gives the input range",
+                given.join(" and ")
+            )));
+        }
+        if let (Some(flag), false) = (self.zscale_tuned, self.zscale_on) {
+            return Err(Error::usage(format!("{flag} is a parameter of --zscale: give --zscale too")));
         }
         if self.mask.is_given() && self.range.is_some() {
             return Err(Error::usage(
@@ -176,9 +221,13 @@ Example:
         let colours: Vec<usize> = (0..frame.channels.colour_count()).collect();
         let mask = self.mask.fit(cx, &frame)?;
         let curve_of = |channels: &[usize]| -> Result<Curve, Error> {
-            let (lo, hi) = match self.range {
-                Some(range) => range,
-                None => {
+            let (lo, hi) = match (self.range, self.zscale_on.then_some(self.zscale)) {
+                (Some(range), _) => range,
+                // No finite sample: as --saturate, LO = HI = 0.
+                (None, Some(z)) => {
+                    z.of_frame(&frame, channels, mask).map_err(|e| cx.op_error(e))?.unwrap_or((0.0, 0.0))
+                }
+                (None, None) => {
                     let percent = self.saturate.unwrap_or(DEFAULT_SATURATE);
                     // No sample to count (no finite float): every finite value is above 0 or not.
                     cuts::of_frame(&frame, channels, percent, mask)

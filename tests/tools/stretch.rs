@@ -4,7 +4,7 @@
 //! CPU.
 
 use histopipe_frame::{Channels, Format, Frame, Pixels};
-use histopipe_ops::stretch::{Curve, Scale, Stretch};
+use histopipe_ops::stretch::{Curve, Scale, Stretch, ZScale};
 use histopipe_ops::Op;
 
 use crate::common::*;
@@ -281,6 +281,12 @@ fn bad_options_are_one_line_errors() {
     assert!(
         run_err("stretch", &["--saturate", "1", "--in", "0:9"], &camera, 2).contains("cannot be combined")
     );
+    let e = run_err("stretch", &["--zscale", "--in", "0:9"], &camera, 2);
+    assert!(e.contains("--in and --zscale cannot be combined"), "{e}");
+    let e = run_err("stretch", &["--contrast", "0.5"], &camera, 2);
+    assert!(e.contains("--contrast is a parameter of --zscale"), "{e}");
+    assert!(run_err("stretch", &["--zscale", "--contrast", "0"], &camera, 2).contains("--contrast"));
+    assert!(run_err("stretch", &["--zscale", "--samples", "0"], &camera, 2).contains("--samples"));
 }
 
 /// Float frames the GPU finds hard: NaN, infinities, zeros of both signs, subnormals, huge and
@@ -331,6 +337,8 @@ fn gpu_matches_cpu_on_integer_frames_and_through_the_tool() {
         ("dem16.pgm", &["--scale", "log"][..]),
         ("astronaut.png", &["--colour", "each", "--scale", "sqrt"][..]),
         ("camera.pgm", &[][..]),
+        ("dem.npy", &["--zscale", "--scale", "asinh"][..]),
+        ("hubble_deep_field.jpg", &["--zscale", "--contrast", "0.1", "--depth", "16"][..]),
     ] {
         let input = fixture_bytes(name);
         assert!(
@@ -435,4 +443,169 @@ fn a_mask_of_another_size_is_refused_in_one_line() {
     assert_mask_size_refused("stretch", &[]);
     let e = run_err("stretch", &["--mask", "m.pgm", "--in", "0:9"], &fixture_bytes("moon.pgm"), 2);
     assert!(e.contains("--mask chooses the samples --saturate cuts from"), "{e}");
+}
+
+/// A frame's colour samples (`channels` of each pixel) as NumPy reads them, in the frame's order:
+/// (dtype, little-endian bytes).
+fn raw_samples(frame: &Frame, channels: &[usize]) -> (&'static str, Vec<u8>) {
+    let n = frame.channels.count();
+    let keep = |i: &usize| channels.contains(&(i % n));
+    match &frame.pixels {
+        Pixels::U8(v) => ("u1", (0..v.len()).filter(keep).map(|i| v[i]).collect()),
+        Pixels::U16(v) => ("<u2", (0..v.len()).filter(keep).flat_map(|i| v[i].to_le_bytes()).collect()),
+        Pixels::F32(v) => ("<f4", (0..v.len()).filter(keep).flat_map(|i| v[i].to_le_bytes()).collect()),
+    }
+}
+
+/// astropy's `ZScaleInterval(n_samples, contrast).get_limits` of each frame's `channels`
+/// samples (in the frame's order, the dtype of its samples), `None` for a frame without a finite
+/// sample (where astropy fails).
+fn astropy_zscale(cases: &[(&Frame, &[usize], ZScale)]) -> Vec<Option<(f64, f64)>> {
+    let mut blob = Vec::new();
+    let mut specs = String::new();
+    for (frame, channels, z) in cases {
+        let (dtype, bytes) = raw_samples(frame, channels);
+        specs += &format!("('{dtype}', {}, {}, {:?}),", bytes.len(), z.samples, z.contrast);
+        blob.extend(bytes);
+    }
+    let script = format!(
+        "from astropy.visualization import ZScaleInterval\n\
+         blob = open(sys.argv[1], 'rb').read(); at = 0\n\
+         for dtype, size, n, c in [{specs}]:\n    \
+             a = np.frombuffer(blob[at:at + size], dtype); at += size\n    \
+             if not np.isfinite(a).any():\n        print('none'); continue\n    \
+             lo, hi = ZScaleInterval(n_samples=n, contrast=c).get_limits(a)\n    \
+             print(float(lo).hex(), float(hi).hex())\n"
+    );
+    let out = String::from_utf8(opencv(&script, &[&blob])).unwrap();
+    out.lines()
+        .map(|line| {
+            let words: Vec<&str> = line.split(' ').collect();
+            (words[0] != "none").then(|| (from_hex(words[0]), from_hex(words[1])))
+        })
+        .collect()
+}
+
+/// Python's `float.hex` read back: `[-]0x1.hhhp±e`, `0x0.0p+0` and the subnormals' `0x0.hhhp-1022`.
+fn from_hex(text: &str) -> f64 {
+    let (sign, rest) = text.strip_prefix('-').map_or((1.0, text), |r| (-1.0, r));
+    let rest = rest.strip_prefix("0x").expect("0x");
+    let (mantissa, exp) = rest.split_once('p').expect("p");
+    let (lead, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let bits = u64::from_str_radix(&format!("{frac:0<13}"), 16).expect("hex digits");
+    let exp: i32 = exp.parse().expect("exponent");
+    let m = lead.parse::<u64>().expect("lead") as f64 + bits as f64 / 2f64.powi(52);
+    sign * m * 2f64.powi(exp)
+}
+
+/// Frames for `--zscale`: the fixtures (8-bit, 16-bit, float, colour), fresh random ones with NaN
+/// and infinities, tiny ones (fewer samples than min_npixels) and one without a finite sample.
+fn zscale_frames() -> Vec<(String, Frame)> {
+    let mut frames: Vec<(String, Frame)> = ["camera.pgm", "moon.pgm", "dem16.pgm", "dem.npy", "coins.pgm"]
+        .iter()
+        .map(|name| (name.to_string(), fixture_frame(name)))
+        .collect();
+    let hubble =
+        read_frames_with(&fixture_bytes("hubble_deep_field.jpg"), histopipe_frame::ReadOptions::default())
+            .remove(0);
+    frames.push(("hubble_deep_field.jpg".into(), hubble));
+    let mut rng = rng();
+    let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY];
+    for (w, h) in [(1, 1), (2, 2), (3, 1), (5, 1), (7, 3), (40, 30), (333, 97), (1200, 901)] {
+        let sky: Vec<f32> = (0..w * h)
+            .map(|i| match rng.u32(..100) {
+                0 => specials[i % 3],
+                1 => (rng.f32() * 5e4) + 1e3,
+                _ => 100.0 + (rng.f32() + rng.f32() + rng.f32() - 1.5) * 8.0,
+            })
+            .collect();
+        frames.push((format!("sky {w}x{h}"), npy(Frame::new(w, h, 1, Pixels::F32(sky.into())))));
+        frames.push((format!("16-bit {w}x{h}"), random_frame(&mut rng, w, h, 65535)));
+    }
+    frames.push((
+        "no finite".into(),
+        npy(Frame::new(2, 1, 1, Pixels::F32(vec![f32::NAN, f32::INFINITY].into()))),
+    ));
+    frames
+}
+
+/// `--zscale`'s limits are astropy's ZScaleInterval's: the same samples, rejections and median;
+/// the line's last bits are LAPACK's in astropy (np.polyfit), the exact least squares rounded
+/// here, so the limits agree to 1e-14 of their size, and bit for bit most of the time (counted).
+#[test]
+fn zscale_limits_are_astropys() {
+    let frames = zscale_frames();
+    let tunings = [
+        ZScale::default(),
+        ZScale { contrast: 0.1, samples: 600, ..ZScale::default() },
+        ZScale { contrast: 1.0, samples: 5000, ..ZScale::default() },
+    ];
+    let mut cases = Vec::new();
+    for (name, frame) in &frames {
+        let colours: Vec<usize> = (0..frame.channels.colour_count()).collect();
+        for z in tunings {
+            cases.push((name.clone(), frame, colours.clone(), z));
+        }
+    }
+    let peer: Vec<(&Frame, &[usize], ZScale)> = cases.iter().map(|(_, f, c, z)| (*f, &c[..], *z)).collect();
+    let want = astropy_zscale(&peer);
+    let (mut same, mut limits) = (0, 0);
+    for ((name, frame, colours, z), want) in cases.iter().zip(want) {
+        let got = z.of_frame(frame, colours, None).unwrap();
+        let what = format!("{name} {z:?}: ours {got:?}, astropy's {want:?}");
+        match (got, want) {
+            (None, None) => {}
+            (Some((lo, hi)), Some((wlo, whi))) => {
+                let size = wlo.abs() + whi.abs() + (whi - wlo);
+                for (g, w) in [(lo, wlo), (hi, whi)] {
+                    assert!((g - w).abs() <= 1e-14 * size, "{what}");
+                    limits += 1;
+                    same += (g == w) as usize;
+                }
+            }
+            _ => panic!("{what}"),
+        }
+    }
+    eprintln!("zscale: {same} of {limits} limits bit for bit astropy's");
+    assert!(same * 2 > limits, "{same} of {limits} limits bit for bit astropy's");
+}
+
+/// `--zscale` maps as `--in LO:HI` with its limits, with every scale, through the tool (and
+/// as the manual's map computed by NumPy with those limits); a frame without a finite sample as
+/// LO = HI = 0.
+#[test]
+fn zscale_maps_as_its_limits_given() {
+    let picked = ["camera.pgm", "dem.npy", "hubble_deep_field.jpg", "sky 40x30", "sky 3x1", "16-bit 333x97"];
+    for (name, frame) in
+        zscale_frames().into_iter().filter(|(n, _)| picked.contains(&&n[..]) || n == "no finite")
+    {
+        let input = stream(std::slice::from_ref(&frame));
+        let colours: Vec<usize> = (0..frame.channels.colour_count()).collect();
+        for (scale, tuning) in [
+            ("linear", &[][..]),
+            ("log", &[][..]),
+            ("sqrt", &[][..]),
+            ("asinh", &[][..]),
+            ("asinh", &["--contrast", "0.5", "--samples", "300"][..]),
+        ] {
+            let mut args = vec!["--zscale", "--scale", scale, "--depth", "8"];
+            args.extend(tuning);
+            let out = read_frames(&run_ok("stretch", "cpu", &args, &input)).remove(0);
+            let z = if tuning.is_empty() {
+                ZScale::default()
+            } else {
+                ZScale { contrast: 0.5, samples: 300, ..ZScale::default() }
+            };
+            let (lo, hi) = z.of_frame(&frame, &colours, None).unwrap().unwrap_or((0.0, 0.0));
+            if lo < hi {
+                let range = format!("{lo:?}:{hi:?}");
+                let given = ["--in", &range, "--scale", scale, "--depth", "8"];
+                let want = read_frames(&run_ok("stretch", "cpu", &given, &input)).remove(0);
+                assert_eq!(out.pixels, want.pixels, "{name} {args:?}: --in {range}");
+            }
+            let want =
+                numpy_map(&values(&frame), frame.channels.count(), &colours, &Range::In(lo, hi), scale, 255);
+            assert_rounds(&levels(&out), &want, scale == "linear", &format!("{name} {args:?}"));
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //! `pnmnorm` and scikit-image's `rescale_intensity`: every sample v through a [`Curve`],
 //! out = rint(f(t) * maxout) with t = (v - lo) / (hi - lo) clamped to [0, 1] and f a display
 //! scale ([`Scale`]); NaN gives 0. The input range is given, or found by [`cuts`] (order
-//! statistics, on the CPU for both backends).
+//! statistics) or [`zscale`] (astropy's `ZScaleInterval`), on the CPU for both backends.
 //!
 //! - Integer frames: the curve's levels of 0..=maxval are a look-up table made on the host
 //!   ([`Curve::table`]), shared by both backends; each sample is looked up (CPU, or the
@@ -15,9 +15,11 @@
 mod curve;
 pub mod cuts;
 mod gpu;
+pub mod zscale;
 
 pub use curve::{ln, Curve, Scale, ASINH_B, LOG_A};
 pub use gpu::{queue_curve, LutPlan};
+pub use zscale::ZScale;
 
 use std::mem::MaybeUninit;
 
