@@ -12,7 +12,7 @@ use crate::common::Common;
 use crate::dispatch::Backends;
 use crate::error::Place;
 use crate::flags::{Flag, FlagError, Given};
-use crate::luma;
+use crate::luma::{self, Lightness};
 use crate::outputs::{OutputFormat, PathTemplate, Product};
 use crate::writer::{Done, Part, Written};
 use crate::Error;
@@ -200,13 +200,24 @@ impl<'a> Context<'a> {
         Ok(luma::carry_alpha(frame, colours))
     }
 
-    /// Runs `op` on the luma of `frame`: on a colour frame, on its Y of YCrCb as a gray frame
-    /// (OpenCV's `cvtColor(COLOR_BGR2YCrCb)`), and converts the result back with the frame's Cr and
-    /// Cb (`COLOR_YCrCb2BGR`); alpha is carried as [`Context::run_each_colour_channel`] carries
-    /// it. A gray frame is the operation's alone, a gray frame with alpha that of its gray plane.
-    /// The conversions run on the CPU whichever backend runs `op`. The operation must keep the
-    /// frame's size and sample width.
+    /// Runs `op` on the luma of `frame`: [`Context::run_on_lightness`] with the Y of YCrCb.
     pub fn run_on_luma<O: Op<Output = Frame>>(&mut self, frame: &Frame, op: &O) -> Result<Frame, Error> {
+        self.run_on_lightness(frame, op, Lightness::Luma)
+    }
+
+    /// Runs `op` on the lightness of `frame` in `space`: on a colour frame, on its Y of YCrCb
+    /// (OpenCV's `cvtColor(COLOR_BGR2YCrCb)`) or its L of L*a*b* (`COLOR_BGR2Lab`, 8-bit frames) as
+    /// a gray frame, and converts the result back with the frame's Cr and Cb (`COLOR_YCrCb2BGR`)
+    /// or a and b (`COLOR_Lab2BGR`); alpha is carried as [`Context::run_each_colour_channel`]
+    /// carries it. A gray frame is the operation's alone, a gray frame with alpha that of its gray
+    /// plane. The conversions run on the CPU whichever backend runs `op`. The operation must keep
+    /// the frame's size and sample width.
+    pub fn run_on_lightness<O: Op<Output = Frame>>(
+        &mut self,
+        frame: &Frame,
+        op: &O,
+        space: Lightness,
+    ) -> Result<Frame, Error> {
         match frame.channels {
             Channels::Gray => self.run(op, frame),
             Channels::GrayAlpha => {
@@ -214,9 +225,9 @@ impl<'a> Context<'a> {
                 Ok(luma::carry_alpha(frame, vec![gray]))
             }
             Channels::Rgb | Channels::RgbAlpha => {
-                let (y, chroma) = luma::split(frame).map_err(|e| self.op_error(e))?;
-                let y = self.run(op, &y)?;
-                Ok(luma::merge(&y, &chroma, frame))
+                let (l, chroma) = luma::split(frame, space).map_err(|e| self.op_error(e))?;
+                let l = self.run(op, &l)?;
+                Ok(luma::merge(&l, &chroma, frame))
             }
         }
     }
@@ -228,7 +239,9 @@ impl<'a> Context<'a> {
         match frame.channels {
             Channels::Gray => Ok(frame.clone()),
             Channels::GrayAlpha => Ok(frame.plane(0)),
-            Channels::Rgb | Channels::RgbAlpha => Ok(luma::split(frame).map_err(|e| self.op_error(e))?.0),
+            Channels::Rgb | Channels::RgbAlpha => {
+                Ok(luma::split(frame, Lightness::Luma).map_err(|e| self.op_error(e))?.0)
+            }
         }
     }
 
@@ -259,7 +272,19 @@ impl<'a> Context<'a> {
     /// frame fail afterwards, what was handed over has been written (and the run fails: `-o`'s
     /// file is not put in place).
     pub fn send_bytes(&mut self, bytes: Vec<u8>) {
-        self.push_bytes(bytes);
+        self.send(Part::Bytes(bytes));
+    }
+
+    /// [`Context::send_bytes`] of `words` as little-endian bytes (an `.npy` array of `<u4`):
+    /// handed over as they are, never copied into bytes where the machine is little-endian.
+    pub fn send_words(&mut self, words: Vec<u32>) {
+        self.send(Part::Words(words));
+    }
+
+    /// Appends `part` and hands the output so far to the writer ([`Context::send_bytes`]).
+    fn send(&mut self, part: Part) {
+        self.flush_text();
+        self.parts.push(part);
         let Some(done) = &self.early else { return };
         if self.parts.iter().any(|p| matches!(p, Part::Frame(_))) {
             // A frame is encoded on the worker first: it goes with the frame's last parts.

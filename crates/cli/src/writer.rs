@@ -28,6 +28,8 @@ pub(crate) enum Part {
     Encoded(Vec<u8>),
     /// Bytes written as they are: text, or a picture a tool encoded itself.
     Bytes(Vec<u8>),
+    /// 32-bit words written as little-endian bytes (an `.npy` array of `<u4`), in place.
+    Words(Vec<u32>),
 }
 
 /// What a worker made of frame `n`.
@@ -146,13 +148,22 @@ impl<W: FrameOut> PartWriter<W> {
                         self.failed(Error::from(e).at(at), io)
                     })?;
                 }
-                Part::Encoded(bytes) | Part::Bytes(bytes) => self
-                    .out
-                    .bytes(bytes)
-                    .map_err(|e| self.failed(Error::io(&e).at(self.place_or(place)), Some(e.kind())))?,
+                Part::Encoded(mut bytes) | Part::Bytes(mut bytes) => self.bytes(&mut bytes, place)?,
+                Part::Words(mut words) => {
+                    // No work where the machine is little-endian: the words are their bytes.
+                    for w in &mut words {
+                        *w = w.to_le();
+                    }
+                    self.bytes(bytemuck::cast_slice_mut(&mut words), place)?
+                }
             }
         }
         Ok(())
+    }
+
+    /// Writes `bytes`, which the writer owns and drops afterwards (see [`FrameOut::bytes`]).
+    fn bytes(&mut self, bytes: &mut [u8], place: &Place) -> Result<(), Error> {
+        self.out.bytes(bytes).map_err(|e| self.failed(Error::io(&e).at(self.place_or(place)), Some(e.kind())))
     }
 
     fn count_frame(&mut self, place: &Place) -> Result<(), Error> {
@@ -214,9 +225,10 @@ pub(crate) trait FrameOut: Write + Sized {
         FrameWriter::new(self, options).write(n, &frame)
     }
 
-    /// Writes `bytes` (an encoded frame, a table).
-    fn bytes(&mut self, bytes: Vec<u8>) -> io::Result<()> {
-        self.write_all(&bytes)
+    /// Writes `bytes` (an encoded frame, a table), which are the writer's and dropped afterwards:
+    /// their contents may be left changed.
+    fn bytes(&mut self, bytes: &mut [u8]) -> io::Result<()> {
+        self.write_all(bytes)
     }
 }
 
@@ -243,10 +255,10 @@ impl FrameOut for StreamOut {
         }
     }
 
-    fn bytes(&mut self, mut bytes: Vec<u8>) -> io::Result<()> {
+    fn bytes(&mut self, bytes: &mut [u8]) -> io::Result<()> {
         match self {
-            StreamOut::Stdout(out, Some(pipe)) if bytes.len() >= splice::LEAST => give(out, pipe, &mut bytes),
-            _ => self.write_all(&bytes),
+            StreamOut::Stdout(out, Some(pipe)) if bytes.len() >= splice::LEAST => give(out, pipe, bytes),
+            _ => self.write_all(bytes),
         }
     }
 }
