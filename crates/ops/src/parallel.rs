@@ -37,9 +37,14 @@ pub fn available_threads() -> usize {
 }
 
 /// Sets the CPU backend's thread count (`None`: [`available_threads`]). Takes effect if called
-/// before the first frame is split; later calls change nothing.
+/// before the first frame is split; later calls change nothing. A count given is the global
+/// pool's at once: an operation that runs a parallel iterator of rayon's before anything asked
+/// for [`threads`] would have had rayon build its own global pool, of every core.
 pub fn set_threads(threads: Option<usize>) {
     REQUESTED.store(threads.unwrap_or(0), Ordering::Relaxed);
+    if threads.is_some() {
+        self::threads();
+    }
 }
 
 /// The threads work is split over now: the current pool's inside one, else the global pool's,
@@ -53,9 +58,9 @@ pub fn threads() -> usize {
             0 => available_threads(),
             n => n,
         };
-        if n <= 1 {
-            return 1;
-        }
+        // One thread is a pool of one too: an operation that calls rayon itself (a parallel
+        // iterator) would otherwise build rayon's own global pool, of every core, under
+        // `--threads 1`.
         let built = rayon::ThreadPoolBuilder::new()
             .num_threads(n)
             .thread_name(|i| format!("histopipe-cpu-{i}"))
