@@ -149,6 +149,20 @@ fn is_peak(space: &HoughSpace, acc: &[u32], i: usize) -> bool {
     true
 }
 
+/// The cells of `acc` with at least `threshold` votes, in order. 16 at a time: a run that holds
+/// none, nearly every run of a photo's accumulator, is passed over by one test that vectorizes
+/// (cell by cell, the scan of a 4K frame's 1.6 million cells was 5% of hough-segments' time).
+fn cells_at_least(acc: &[u32], threshold: u32) -> Vec<usize> {
+    const RUN: usize = 16;
+    let mut live = Vec::new();
+    for (k, run) in acc.chunks(RUN).enumerate() {
+        if run.iter().map(|&v| u32::from(v >= threshold)).sum::<u32>() > 0 {
+            live.extend(run.iter().enumerate().filter(|&(_, &v)| v >= threshold).map(|(j, _)| k * RUN + j));
+        }
+    }
+    live
+}
+
 /// The cells of `live` that are peaks of `acc` ([`is_peak`]), each as its sort key (missing
 /// votes, then index), in `live`'s order: in parts on the pool's threads, joined in order.
 fn peaks_among(space: &HoughSpace, acc: &[u32], live: &[usize]) -> Vec<u64> {
@@ -212,7 +226,7 @@ impl HoughSegments {
         let mut taken: Vec<(u32, u32)> = Vec::new();
         // The walk being kept's steps, brought up to date (one vector for every walk).
         let mut hits: Vec<Hit> = Vec::new();
-        let mut live: Vec<usize> = (0..acc.len()).filter(|&i| acc[i] >= threshold).collect();
+        let mut live = cells_at_least(&acc, threshold);
         let mut walked = parallel::written(acc.len(), false);
         let mut batch_steps = BATCH_STEPS.0;
         loop {
@@ -601,6 +615,18 @@ mod tests {
             px[y * w + x] = 255;
         }
         Frame::new(w, h, 255, Pixels::U8(px.into()))
+    }
+
+    #[test]
+    fn cells_at_least_are_the_cells_filtered() {
+        let mut rng = fastrand::Rng::with_seed(fastrand::u64(..));
+        for len in [0, 1, 15, 16, 17, 100, 1000] {
+            let acc: Vec<u32> = (0..len).map(|_| if rng.u8(..) < 20 { rng.u32(0..9) } else { 0 }).collect();
+            for threshold in [0, 1, 3, 8, 9] {
+                let want: Vec<usize> = (0..len).filter(|&i| acc[i] >= threshold).collect();
+                assert_eq!(cells_at_least(&acc, threshold), want, "{len} cells, threshold {threshold}");
+            }
+        }
     }
 
     #[test]
