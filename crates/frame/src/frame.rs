@@ -244,7 +244,7 @@ pub enum Format {
     Npy,
     /// Headerless raw samples (8-bit, or 16-bit little-endian).
     Raw,
-    /// Decoded from PNG, JPEG, TIFF, BMP or FITS: written back as netpbm, PGM (P5) for gray, PPM
+    /// Decoded from PBM, PNG, JPEG, TIFF, BMP or FITS: written back as netpbm, PGM (P5) for gray, PPM
     /// (P6) for RGB, PAM for alpha, and float samples as PFM (gray, RGB) or NPY (with alpha).
     Decoded,
 }

@@ -1,4 +1,4 @@
-//! Netpbm headers (PGM P2/P5, PPM P3/P6, PAM P7) and rasters.
+//! Netpbm headers (PBM P1/P4, PGM P2/P5, PPM P3/P6, PAM P7) and rasters.
 
 use std::io::{self, BufRead};
 
@@ -193,6 +193,23 @@ impl<'a, R: BufRead> HeaderCursor<'a, R> {
         Ok(self.header(width, height, maxval, channels))
     }
 
+    /// The rest of a PBM header after its magic: width and height, no maxval. A packed raster
+    /// (P4) follows exactly one whitespace byte, as after a PGM's maxval; a plain one (P1) may
+    /// follow at once, its bits needing no space before them. The frame it makes is 8-bit gray,
+    /// maxval 255 (see [`bit_sample`]).
+    pub fn pbm(mut self, packed: bool) -> Result<Header, FrameError> {
+        let width = self.number("width", u32::MAX as u64)? as usize;
+        let height = self.number("height", u32::MAX as u64)? as usize;
+        if packed {
+            match self.next()? {
+                Some(b) if b.is_ascii_whitespace() => {}
+                Some(_) => return Err(self.invalid("bad height: garbage after the number")),
+                None => return Err(self.invalid("truncated header: no raster after the height")),
+            }
+        }
+        Ok(self.header(width, height, 255, Channels::Gray))
+    }
+
     /// The rest of a PAM header after `P7`.
     pub fn pam(mut self) -> Result<Header, FrameError> {
         let (mut width, mut height, mut depth, mut maxval) = (None, None, None, None);
@@ -297,6 +314,47 @@ impl<'a, R: BufRead> AsciiSamples<'a, R> {
                 Err(_) => Err(cur.invalid(format!("bad sample '{}' at sample {at}", shown(&tok)))),
             },
             None => Err(cur.invalid(format!("bad sample '{}' at sample {at}", shown(&tok)))),
+        }
+    }
+}
+
+/// A PBM bit as a sample of an 8-bit gray frame: netpbm's 1 is black, 0 white, and they become 0
+/// and 255, as OpenCV's `cv2.imread` gives them (and netpbm's `pbmtopgm` at maxval 255).
+pub(crate) fn bit_sample(bit: u8) -> u8 {
+    if bit & 1 == 1 {
+        0
+    } else {
+        255
+    }
+}
+
+/// The bits of a plain PBM raster (P1), one at a time, as samples ([`bit_sample`]): each `0` or
+/// `1` is one pixel, with whitespace and comments allowed between any two but not needed, as
+/// netpbm reads them.
+pub(crate) struct AsciiBits<'a, R: BufRead> {
+    cursor: HeaderCursor<'a, R>,
+    read: usize,
+    count: usize,
+}
+
+impl<'a, R: BufRead> AsciiBits<'a, R> {
+    /// A raster of `count` pixels.
+    pub fn new(input: &'a mut R, frame: usize, count: usize) -> Self {
+        AsciiBits { cursor: HeaderCursor::new(input, frame), read: 0, count }
+    }
+
+    /// The next pixel's sample.
+    pub fn next(&mut self) -> Result<u8, FrameError> {
+        let cur = &mut self.cursor;
+        cur.skip_space()?;
+        let at = self.read;
+        match cur.next()? {
+            Some(b @ (b'0' | b'1')) => {
+                self.read += 1;
+                Ok(bit_sample(b - b'0'))
+            }
+            Some(b) => Err(cur.invalid(format!("bad bit '{}' at pixel {at} (0 or 1)", shown(&[b])))),
+            None => Err(cur.invalid(format!("truncated pixel data: {at} of {} bits", self.count))),
         }
     }
 }

@@ -6,13 +6,13 @@ use crate::colour;
 use crate::decode::source::{ReadSource, SliceSource, Source as _};
 use crate::decode::{self, Encoded, Target, TiffPages, WalkError};
 use crate::float::{self, FloatFormat, Raster};
-use crate::pnm::{read_full, shown, AsciiSamples, Header, HeaderCursor};
+use crate::pnm::{bit_sample, read_full, shown, AsciiBits, AsciiSamples, Header, HeaderCursor};
 use crate::samples::{Filling, NoMemory};
 use crate::{Channels, Depth, Format, Frame, FrameError, FrameErrorKind, Pixels, SampleMemory, Samples};
 
 /// Colour binary rasters read as gray are read in pieces of this many bytes (a multiple of 6 and
 /// of 8: whole pixels of 3 or 4 samples at 8 and at 16 bits) and converted at once: only the gray
-/// frame is held whole.
+/// frame is held whole. Packed PBM rasters are read in pieces of the same size.
 const COLOUR_PIECE: usize = 24 << 12;
 
 /// The default `--max-pixels`: 2^30 samples (1 GiB at 8 bits), far above any camera frame.
@@ -298,12 +298,15 @@ impl<R: BufRead> FrameReader<R> {
         }
         let after = self.after.take();
         let cursor = HeaderCursor::new(&mut self.input, index);
-        let (header, format, ascii) = match (got, magic) {
-            (2, [b'P', b'5']) => (cursor.pnm(Channels::Gray)?, Format::Pgm, false),
-            (2, [b'P', b'2']) => (cursor.pnm(Channels::Gray)?, Format::PlainPgm, true),
-            (2, [b'P', b'6']) => (cursor.pnm(Channels::Rgb)?, Format::Ppm, false),
-            (2, [b'P', b'3']) => (cursor.pnm(Channels::Rgb)?, Format::Ppm, true),
-            (2, [b'P', b'7']) => (cursor.pam()?, Format::Pam, false),
+        let (header, format, coding) = match (got, magic) {
+            (2, [b'P', b'5']) => (cursor.pnm(Channels::Gray)?, Format::Pgm, Coding::Binary),
+            (2, [b'P', b'2']) => (cursor.pnm(Channels::Gray)?, Format::PlainPgm, Coding::Ascii),
+            (2, [b'P', b'6']) => (cursor.pnm(Channels::Rgb)?, Format::Ppm, Coding::Binary),
+            (2, [b'P', b'3']) => (cursor.pnm(Channels::Rgb)?, Format::Ppm, Coding::Ascii),
+            (2, [b'P', b'7']) => (cursor.pam()?, Format::Pam, Coding::Binary),
+            // PBM becomes 8-bit gray, written back as PGM.
+            (2, [b'P', b'4']) => (cursor.pbm(true)?, Format::Decoded, Coding::PackedBits),
+            (2, [b'P', b'1']) => (cursor.pbm(false)?, Format::Decoded, Coding::PlainBits),
             _ => {
                 let following = match after {
                     Some((frame, kind)) => format!(" after the {} image of frame {frame}", kind.name()),
@@ -312,13 +315,13 @@ impl<R: BufRead> FrameReader<R> {
                 return Err(FrameError::invalid(
                     index,
                     format!(
-                        "unrecognized input starting '{}'{following}: expected PGM, PAM, PPM, PNG, JPEG, TIFF or BMP (or give --raw WxH)",
+                        "unrecognized input starting '{}'{following}: expected PGM, PBM, PAM, PPM, PNG, JPEG, TIFF or BMP (or give --raw WxH)",
                         shown(&magic[..got])
                     ),
                 ));
             }
         };
-        self.pnm_raster(index, header, format, ascii).map(Some)
+        self.pnm_raster(index, header, format, coding).map(Some)
     }
 
     /// A PFM, NPY or FITS image, `start` its first bytes already taken from the input.
@@ -407,15 +410,20 @@ impl<R: BufRead> FrameReader<R> {
         index: usize,
         h: Header,
         format: Format,
-        ascii: bool,
+        coding: Coding,
     ) -> Result<Frame, FrameError> {
         let count = self.check_size(index, h.width, h.height)?;
         let depth = Depth::for_maxval(h.maxval);
         let to_gray = self.options.gray && h.channels != Channels::Gray;
         let channels = if to_gray { Channels::Gray } else { h.channels };
-        let pixels = match (ascii, to_gray) {
-            (true, _) => self.ascii_raster(index, &h, to_gray)?,
-            (false, false) => {
+        let pixels = match (coding, to_gray) {
+            (Coding::PlainBits, _) => {
+                let mut bits = AsciiBits::new(&mut self.input, index, count);
+                Pixels::U8(fill_with(&self.memory, index, count, |_| bits.next())?)
+            }
+            (Coding::PackedBits, _) => self.packed_bits(index, &h)?,
+            (Coding::Ascii, _) => self.ascii_raster(index, &h, to_gray)?,
+            (Coding::Binary, false) => {
                 let samples = count
                     .checked_mul(h.channels.count())
                     .ok_or_else(|| FrameError::invalid(index, "raster too large"))?;
@@ -436,7 +444,7 @@ impl<R: BufRead> FrameReader<R> {
                 }
                 pixels
             }
-            (false, true) => self.colour_raster(index, &h)?,
+            (Coding::Binary, true) => self.colour_raster(index, &h)?,
         };
         let mut frame = Frame::with_channels(h.width, h.height, channels, h.maxval, pixels);
         frame.format = match format {
@@ -487,6 +495,49 @@ impl<R: BufRead> FrameReader<R> {
             Depth::U8 => Pixels::U8(fill_with(&self.memory, index, count, |p| sample(p).map(|v| v as u8))?),
             _ => Pixels::U16(fill_with(&self.memory, index, count, sample)?),
         })
+    }
+
+    /// A packed PBM raster (P4): rows of bits, the first pixel in the high bit, each row padded to
+    /// whole bytes; read in pieces and expanded as they come, into memory that grows with them.
+    /// `h`'s size was checked ([`FrameReader::check_size`]).
+    fn packed_bits(&mut self, index: usize, h: &Header) -> Result<Pixels, FrameError> {
+        let (width, count) = (h.width, h.width * h.height);
+        let total = width
+            .div_ceil(8)
+            .checked_mul(h.height)
+            .ok_or_else(|| FrameError::invalid(index, "raster too large"))?;
+        let mut piece = vec![0u8; COLOUR_PIECE.min(total)];
+        let (mut at, mut len, mut got_bytes) = (0, 0, 0);
+        let (mut x, mut byte) = (0, 0u8);
+        let input = &mut self.input;
+        let mut next_byte = || -> Result<u8, FrameError> {
+            if at == len {
+                let want = piece.len().min(total - got_bytes);
+                len = read_full(input, &mut piece[..want]).map_err(|e| FrameError::io(index, &e))?;
+                got_bytes += len;
+                if len < want {
+                    return Err(FrameError::invalid(
+                        index,
+                        format!(
+                            "truncated pixel data: {got_bytes} of {total} bytes for {}x{}",
+                            h.width, h.height
+                        ),
+                    ));
+                }
+                at = 0;
+            }
+            at += 1;
+            Ok(piece[at - 1])
+        };
+        let samples = fill_with(&self.memory, index, count, |_| {
+            if x % 8 == 0 {
+                byte = next_byte()?;
+            }
+            let sample = bit_sample(byte >> (7 - x % 8));
+            x = if x + 1 == width { 0 } else { x + 1 };
+            Ok(sample)
+        })?;
+        Ok(Pixels::U8(samples))
     }
 
     /// A binary raster of more than one channel (P6, PAM RGB, RGB_ALPHA and GRAYSCALE_ALPHA) read
@@ -565,6 +616,19 @@ impl<R: BufRead> FrameReader<R> {
             Gray::U16(v) => Pixels::U16(v.finish()),
         })
     }
+}
+
+/// How a netpbm raster is coded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Coding {
+    /// Samples as bytes (P5, P6, P7).
+    Binary,
+    /// Samples as decimal numbers (P2, P3).
+    Ascii,
+    /// Bits as `0` and `1` characters (P1).
+    PlainBits,
+    /// Bits packed eight a byte, rows padded to a byte (P4).
+    PackedBits,
 }
 
 /// A gray frame being filled, at either sample width.
@@ -685,6 +749,54 @@ mod tests {
         assert_eq!(frames[1].pixels, Pixels::U8(vec![6, 7].into()));
         assert_eq!(frames[1].format, Format::PlainPgm);
         assert_eq!(frames[1].maxval, 7);
+    }
+
+    /// PBM: 1 is black (0), 0 white (255), as `cv2.imread` reads it; P1's bits with or without
+    /// whitespace and comments between them, P4's rows padded to a byte; frames follow each other.
+    #[test]
+    fn pbm_plain_and_packed() {
+        let stream = b"P1\n# c\n3 2\n1 0 1\n0#x\n11P4 10 2\n\xb0\xc0\x00\x7fP1 2 1 01\n";
+        let frames = read_all(stream, ReadOptions::default()).unwrap();
+        assert_eq!(frames.len(), 3);
+        assert_eq!(frames[0].pixels, Pixels::U8(vec![0, 255, 0, 255, 0, 0].into()));
+        assert_eq!((frames[0].width, frames[0].height, frames[0].maxval), (3, 2, 255));
+        assert_eq!((frames[0].channels, frames[0].format), (Channels::Gray, Format::Decoded));
+        let row = |bits: &str| bits.bytes().map(|b| if b == b'1' { 0 } else { 255 }).collect::<Vec<u8>>();
+        let want = [row("1011000011"), row("0000000001")].concat();
+        assert_eq!(frames[1].pixels, Pixels::U8(want.into()));
+        assert_eq!(frames[2].pixels, Pixels::U8(vec![255, 0].into()));
+        // Read through a small buffer, bit by bit and piece by piece.
+        let mut r = FrameReader::new(io::BufReader::with_capacity(3, &stream[..]), ReadOptions::default());
+        let mut again = Vec::new();
+        while let Some(f) = r.next_frame().unwrap() {
+            again.push(f);
+        }
+        assert_eq!(again, frames);
+        let gray = ReadOptions { gray: true, ..Default::default() };
+        assert_eq!(read_all(stream, gray).unwrap(), frames);
+    }
+
+    #[test]
+    fn pbm_errors_name_the_problem() {
+        let cases: [(&[u8], &str); 8] = [
+            (b"P1 2 2 1 0 1", "truncated pixel data: 3 of 4 bits"),
+            (b"P1 2 1 1 2", "bad bit '2' at pixel 1 (0 or 1)"),
+            (b"P1 2 1 1\x1b", r"bad bit '\x1b' at pixel 1"),
+            (b"P4 9 2\n\x00\x00\x00", "truncated pixel data: 3 of 4 bytes for 9x2"),
+            (b"P4 9 2", "truncated header: no raster after the height"),
+            (b"P4 9 2x", "bad height '2x'"),
+            (b"P4 0 2\n", "width is 0"),
+            (b"P1 3", "truncated header: no height"),
+        ];
+        for (input, says) in cases {
+            let e = err(input);
+            assert!(e.contains(says), "{input:?}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        let e = read_all(b"P4 4294967295 4294967295\n", ReadOptions::default()).unwrap_err();
+        assert_eq!(e.kind, FrameErrorKind::TooLarge);
+        let e = read_all(b"P1 4294967295 4294967295 1", ReadOptions::default()).unwrap_err();
+        assert_eq!(e.kind, FrameErrorKind::TooLarge);
     }
 
     #[test]
@@ -901,6 +1013,37 @@ mod tests {
             assert!(buffer <= 1 << 12, "{buffer}");
         }
         assert_eq!(limit, (1 << 14) + (1 << 20));
+    }
+
+    /// Mangled PBM headers and rasters are errors, never panics or endless loops.
+    #[test]
+    fn mutated_pbm_never_panics() {
+        let seeds: [&[u8]; 3] = [
+            b"P1\n# c\n5 3\n10101 01010\n11100\n",
+            b"P4\n11 3\n\xff\xe0\x12\x34\x56\x78",
+            b"P1 3 1 011P4 1 1\n\x80",
+        ];
+        let mut rng = fastrand::Rng::with_seed(0x9b3);
+        for _ in 0..20000 {
+            let mut input = seeds[rng.usize(..seeds.len())].to_vec();
+            for _ in 0..rng.usize(1..4) {
+                let i = rng.usize(..input.len());
+                match rng.u8(..3) {
+                    0 => input[i] = rng.u8(..),
+                    1 => input.truncate(i),
+                    _ => input.insert(i, b"0123456789 #\nP4x"[rng.usize(..16)]),
+                }
+                if input.is_empty() {
+                    break;
+                }
+            }
+            let options = ReadOptions { max_pixels: 1 << 16, ..Default::default() };
+            if let Ok(frames) = read_all(&input, options) {
+                for f in frames {
+                    assert_eq!(f.pixels.len(), f.width * f.height);
+                }
+            }
+        }
     }
 
     /// Mangled headers and rasters are errors, never panics or endless loops.

@@ -675,8 +675,10 @@ fn a_bmp_file_size_past_its_pixels_is_skipped_not_held() {
 #[test]
 fn a_tiny_header_declaring_a_huge_frame_allocates_as_bytes_arrive() {
     let max = histopipe_frame::DEFAULT_MAX_PIXELS;
-    let cases: [&[u8]; 6] = [
+    let cases: [&[u8]; 8] = [
         b"P5 32768 32768 255\n\x01\x02\x03",
+        b"P4 32768 32768\n\x01\x02\x03",
+        b"P1 32768 32768 1 0 1",
         b"P5 32768 16384 65535\n\x01\x02\x03",
         b"P2 32768 32768 255 1 2 3",
         b"P6 32768 32768 255\n\x01\x02\x03",

@@ -147,7 +147,32 @@ fn netpbm(out: &mut Vec<(String, Vec<u8>)>) {
             ),
         ),
     ]);
+    pbm(out);
     colour_netpbm(out);
+}
+
+/// PBM: plain (P1) with comments and spaces between bits or none, packed (P4) rows of a width
+/// that is not a multiple of 8 (their padding bits set), and a large packed one cut short.
+fn pbm(out: &mut Vec<(String, Vec<u8>)>) {
+    let bits = |w: usize, h: usize, salt| -> Vec<u8> {
+        pattern(w, h, 1, 1, salt).iter().map(|&b| b as u8).collect()
+    };
+    let plain = |bits: &[u8], sep: &str| bits.iter().map(|b| b.to_string()).collect::<Vec<_>>().join(sep);
+    let packed = |bits: &[u8], w: usize| -> Vec<u8> {
+        bits.chunks(w)
+            .flat_map(|row| {
+                row.chunks(8).map(|b| b.iter().chain([1; 8].iter()).take(8).fold(0, |a, &x| a << 1 | x))
+            })
+            .collect()
+    };
+    let (small, wide) = (bits(5, 3, 120), bits(11, 4, 121));
+    out.extend([
+        ("pbm-p1".into(), with_header("P1\n# a comment\n5 3\n", plain(&small, " ").into_bytes())),
+        ("pbm-p1-digits-together".into(), with_header("P1 11 4\n", plain(&wide, "").into_bytes())),
+        ("pbm-p4".into(), with_header("P4\n11 4\n", packed(&wide, 11))),
+        ("pbm-p4-geometry".into(), with_header(&format!("P4\n{GEOMETRY}5 3\n"), packed(&small, 5))),
+        ("pbm-p4-large-truncated".into(), with_header("P4 1000 1000\n", packed(&wide, 11))),
+    ]);
 }
 
 /// Colour and alpha netpbm rasters: PAM's RGB_ALPHA and GRAYSCALE_ALPHA at 8 and 16 bits, PPM at
@@ -468,12 +493,13 @@ where
 }
 
 fn tiff_images(out: &mut Vec<(String, Vec<u8>)>) -> Result<(), String> {
-    use colortype::{Gray16, Gray8, RGB16, RGB8, RGBA8};
+    use colortype::{Gray16, Gray8, GrayI16, RGB16, RGB8, RGBA8};
     use TiffCompression as Z;
     let (w, h) = (7, 6);
     let s8 = |channels, salt| bytes8(&pattern(w as usize, h as usize, channels, 8, salt));
     let s16 = |channels, salt| pattern(w as usize, h as usize, channels, 16, salt);
     let deflate = || Z::Deflate(tiff::encoder::compression::DeflateLevel::Fast);
+    let i16s = |salt| s16(1, salt).iter().map(|&v| v as i16).collect::<Vec<i16>>();
     out.extend([
         ("tiff-gray-8".into(), tiff_with::<Gray8>(w, h, &s8(1, 40), Z::Uncompressed, false)?),
         ("tiff-gray-16".into(), tiff_with::<Gray16>(w, h, &s16(1, 41), Z::Uncompressed, false)?),
@@ -484,6 +510,7 @@ fn tiff_images(out: &mut Vec<(String, Vec<u8>)>) -> Result<(), String> {
         ("tiff-gray-16-lzw-predictor".into(), tiff_with::<Gray16>(w, h, &s16(1, 46), Z::Lzw, true)?),
         ("tiff-rgb-8-deflate".into(), tiff_with::<RGB8>(w, h, &s8(3, 47), deflate(), false)?),
         ("tiff-gray-8-packbits".into(), tiff_with::<Gray8>(w, h, &s8(1, 48), Z::Packbits, false)?),
+        ("tiff-gray-i16-lzw-predictor".into(), tiff_with::<GrayI16>(w, h, &i16s(49), Z::Lzw, true)?),
     ]);
     // Big-endian ("MM"), which the crate does not write: the same little image by hand.
     let mut mm = b"MM\0*\0\0\0\x08".to_vec();
@@ -644,6 +671,8 @@ fn npy_images(out: &mut Vec<(String, Vec<u8>)>) {
         ("npy-u2be-gray-alpha-v2".into(), npy(2, ">u2", &shape(2), &u16s(2, 112, true))),
         ("npy-f4le-rgba".into(), npy(1, "<f4", &shape(4), &f32s(4, 113, false))),
         ("npy-u2le-rgb".into(), npy(1, "<u2", &shape(3), &u16s(3, 90, false))),
+        ("npy-i2le-gray".into(), npy(1, "<i2", &shape(0), &u16s(1, 122, false))),
+        ("npy-i2be-rgb".into(), npy(1, ">i2", &shape(3), &u16s(3, 123, true))),
         ("npy-u2be-rgba".into(), npy(1, ">u2", &shape(4), &u16s(4, 91, true))),
         ("npy-f4le-gray-alpha".into(), npy(1, "<f4", &shape(2), &f32s(2, 92, false))),
         ("npy-f4be-gray-v2".into(), npy(2, ">f4", &shape(0), &f32s(1, 93, true))),
@@ -951,7 +980,7 @@ fn fixture_crops(dir: &Path, out: &mut Vec<(String, Vec<u8>)>) -> Result<(), Str
 /// last when its padding is left out).
 fn streams(images: &[(String, Vec<u8>)]) -> Vec<(String, Vec<u8>)> {
     let get = |name: &str| images.iter().find(|(n, _)| n == name).map(|(_, b)| b.clone()).unwrap_or_default();
-    let recipes: [&[&str]; 13] = [
+    let recipes: [&[&str]; 14] = [
         &["pgm-p5-8", "png-gray-8", "bmp-rgb-24", "pam-gray-8", "ppm-p6-8"],
         &["pgm-p2-8", "pgm-p5-16", "png-rgba-8", "pam-rgb-16"],
         &["pgm-p5-geometry-hough", "pgm-p5-geometry-hough", "jpeg-gray-baseline"],
@@ -965,6 +994,14 @@ fn streams(images: &[(String, Vec<u8>)]) -> Vec<(String, Vec<u8>)> {
         &["pam-gray-alpha-16-maxval-1000", "jpeg-own-gray-q50", "npy-u2be-rgba", "png-rgba-16"],
         &["jpeg-own-rgb-q20", "fits-f32-rgb-planes", "pfm-rgb-be"],
         &["pam-rgb-alpha-16", "npy-f4le-rgb-own", "fits-f64-rgb-planes-unpadded"],
+        &[
+            "pbm-p4",
+            "pbm-p4",
+            "pbm-p1",
+            "npy-i2be-rgb",
+            "pbm-p1-digits-together",
+            "tiff-gray-i16-lzw-predictor",
+        ],
     ];
     recipes
         .iter()
@@ -1097,6 +1134,23 @@ mod tests {
         assert!(seeds.iter().any(|s| s.input.raw.is_some()));
         assert!(seeds.iter().any(|s| s.name == "fixture-rocket-jpeg"), "fixture crops are made");
         assert!(seeds.iter().all(|s| s.input.bytes.len() < 8192), "seeds stay small");
+    }
+
+    /// The packed and plain PBMs of the same bits are the same frame, not all of one colour.
+    #[test]
+    fn packed_and_plain_pbm_seeds_agree() {
+        let seeds = seeds().unwrap();
+        let first = |name: &str| {
+            let seed = seeds.iter().find(|s| s.name == name).unwrap();
+            FrameReader::new(&seed.input.bytes[..], seed.input.options(1 << 20, false))
+                .next_frame()
+                .unwrap()
+                .unwrap()
+        };
+        let (packed, plain) = (first("pbm-p4"), first("pbm-p1-digits-together"));
+        assert_eq!(packed, plain);
+        let Pixels::U8(v) = &packed.pixels else { panic!("{:?}", packed.pixels) };
+        assert!(v.contains(&0) && v.contains(&255), "{v:?}");
     }
 
     #[test]

@@ -331,6 +331,10 @@ enum Samples {
     /// CMYK at 8 or 16 bits, converted to RGB as `image` converts it.
     Cmyk8,
     Cmyk16,
+    /// Signed 16-bit integers (SampleFormat 2), each the float32 of its value (all are exact),
+    /// in the float layout of their channels: as `cv2.imread` and `tifffile` give them, as
+    /// numbers (an `int16` array), the tools that take float frames take them.
+    Signed16(Layout),
 }
 
 impl Samples {
@@ -355,10 +359,21 @@ impl Samples {
         })
     }
 
+    /// The samples of 16-bit integers read as signed, for layouts that have them.
+    fn signed(self) -> Option<Samples> {
+        Some(Samples::Signed16(match self {
+            Samples::As(Layout::L16) => Layout::L32F,
+            Samples::As(Layout::La16) => Layout::La32F,
+            Samples::As(Layout::Rgb16) => Layout::Rgb32F,
+            Samples::As(Layout::Rgba16) => Layout::Rgba32F,
+            _ => return None,
+        }))
+    }
+
     /// The layout rows are put into the canvas in.
     fn layout(self) -> Layout {
         match self {
-            Samples::As(l) => l,
+            Samples::As(l) | Samples::Signed16(l) => l,
             Samples::Bilevel => Layout::L8,
             Samples::Cmyk8 => Layout::Rgb8,
             Samples::Cmyk16 => Layout::Rgb16,
@@ -371,6 +386,7 @@ impl Samples {
             Samples::Bilevel => 1,
             Samples::Cmyk8 => 32,
             Samples::Cmyk16 => 64,
+            Samples::Signed16(l) => 16 * l.channels() as u64,
             Samples::As(l) => 8 * l.pixel_bytes() as u64,
         }
     }
@@ -379,7 +395,7 @@ impl Samples {
         match self {
             Samples::Bilevel => 1,
             Samples::Cmyk8 | Samples::Cmyk16 => 4,
-            Samples::As(l) => l.channels() as u64,
+            Samples::As(l) | Samples::Signed16(l) => l.channels() as u64,
         }
     }
 
@@ -405,6 +421,14 @@ impl Samples {
                     for (c, v) in rgb.iter().enumerate() {
                         o[2 * c..2 * c + 2].copy_from_slice(&v.to_ne_bytes());
                     }
+                }
+            }
+            Samples::Signed16(l) => {
+                let ch = l.channels();
+                for (k, o) in out.chunks_exact_mut(4).enumerate() {
+                    let at = if planar { k % ch * plane + k / ch * 2 } else { 2 * k };
+                    let v = i16::from_ne_bytes([data[at], data[at + 1]]) as f32;
+                    o.copy_from_slice(&v.to_ne_bytes());
                 }
             }
             Samples::As(l) if planar => {
@@ -448,8 +472,8 @@ fn decode_page<T: AsRef<[u8]>>(
     len: usize,
 ) -> Result<Picture, FrameError> {
     let index = budget.frame;
-    let page = check_size_and_colour(decoder, budget)?;
-    let planar = check_format_and_planes(decoder, &page, index)?;
+    let mut page = check_size_and_colour(decoder, budget)?;
+    let planar = check_format_and_planes(decoder, &mut page, index)?;
     let chunks = Chunks::read(decoder, &page, planar, index)?;
     check_chunks(decoder, &chunks, len, budget)?;
     let unit_len = check_memory(decoder, &page, &chunks, target, budget)?;
@@ -487,25 +511,30 @@ fn check_size_and_colour<T: AsRef<[u8]>>(
     Ok(Page { width, height, pixels, colour, samples })
 }
 
-/// Checks the page's sample formats and planar configuration; returns whether its samples are
-/// planar (each in a plane of its own).
+/// Checks the page's sample formats and planar configuration, making its samples signed where
+/// they are; returns whether its samples are planar (each in a plane of its own).
 fn check_format_and_planes<T: AsRef<[u8]>>(
     decoder: &mut Decoder<Cursor<T>>,
-    page: &Page,
+    page: &mut Page,
     index: usize,
 ) -> Result<bool, FrameError> {
     let lib = tiff_error(index);
     let float = page.samples.layout().sample_bytes() == 4;
-    // As `image`: unsigned integers of 16 bits at most, or 32-bit floats.
-    for format in decoder.find_tag_unsigned_vec::<u16>(Tag::SampleFormat).map_err(&lib)?.unwrap_or_default() {
-        if !matches!(
-            (SampleFormat::from_u16_exhaustive(format), float),
-            (SampleFormat::Uint, false) | (SampleFormat::IEEEFP, true)
-        ) {
-            return Err(FrameError::invalid(
-                index,
-                format!("bad TIFF image: sample format {format} of {:?} is not supported", page.colour),
-            ));
+    let signed = page.samples.signed();
+    // As `image`: unsigned integers of 16 bits at most, or 32-bit floats; and signed 16-bit
+    // integers, as OpenCV reads them (CV_16S).
+    let formats = decoder.find_tag_unsigned_vec::<u16>(Tag::SampleFormat).map_err(&lib)?.unwrap_or_default();
+    // The `tiff` crate refuses a page whose samples' formats differ.
+    for format in formats {
+        match (SampleFormat::from_u16_exhaustive(format), float, signed) {
+            (SampleFormat::Uint, false, _) | (SampleFormat::IEEEFP, true, _) => {}
+            (SampleFormat::Int, false, Some(samples)) => page.samples = samples,
+            _ => {
+                return Err(FrameError::invalid(
+                    index,
+                    format!("bad TIFF image: sample format {format} of {:?} is not supported", page.colour),
+                ))
+            }
         }
     }
     let planar = decoder
@@ -793,4 +822,125 @@ fn cmyk16_to_rgb(cmyk: [u16; 4]) -> [u16; 3] {
         ((65535.0 - cmyk[1] as f32) * k) as u16,
         ((65535.0 - cmyk[2] as f32) * k) as u16,
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Channels, Frame, FrameReader, Pixels, ReadOptions};
+
+    fn read_all(bytes: &[u8], gray: bool) -> Result<Vec<Frame>, String> {
+        let mut r = FrameReader::new(bytes, ReadOptions { gray, ..Default::default() });
+        let mut out = Vec::new();
+        while let Some(f) = r.next_frame().map_err(|e| e.message)? {
+            out.push(f);
+        }
+        Ok(out)
+    }
+
+    /// A little-endian TIFF of 16-bit samples, uncompressed, one strip a plane: `format` its
+    /// SampleFormat for every sample, `planar` its samples in planes (`samples` plane by plane).
+    fn tiff16(w: u32, h: u32, spp: u16, format: u16, planar: bool, samples: &[i16]) -> Vec<u8> {
+        let data: Vec<u8> = samples.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let planes = if planar { spp as u32 } else { 1 };
+        let plane = data.len() as u32 / planes;
+        let shorts = |v: u16| vec![v; spp as usize];
+        let alpha = spp % 2 == 0;
+        let count = 11 + alpha as u32;
+        let mut blobs: Vec<u8> = Vec::new();
+        let blobs_at = 8 + 2 + 12 * count + 4;
+        // A field's value: in the entry when it fits in 4 bytes, else among the blobs.
+        let mut value = |bytes: Vec<u8>| -> u32 {
+            if bytes.len() <= 4 {
+                let mut v = [0u8; 4];
+                v[..bytes.len()].copy_from_slice(&bytes);
+                return u32::from_le_bytes(v);
+            }
+            blobs.extend(&bytes);
+            blobs_at + (blobs.len() - bytes.len()) as u32
+        };
+        let le16 = |v: Vec<u16>| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let le32 = |v: Vec<u32>| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let data_at = blobs_at + 4 * 1024;
+        let mut fields = vec![
+            (256, 4, 1, value(le32(vec![w]))),
+            (257, 4, 1, value(le32(vec![h]))),
+            (258, 3, spp as u32, value(le16(shorts(16)))),
+            (259, 3, 1, 1),
+            (262, 3, 1, if spp >= 3 { 2 } else { 1 }),
+            (273, 4, planes, value(le32((0..planes).map(|p| data_at + p * plane).collect()))),
+            (277, 3, 1, spp as u32),
+            (278, 4, 1, h),
+            (279, 4, planes, value(le32(vec![plane; planes as usize]))),
+            (284, 3, 1, if planar { 2 } else { 1 }),
+            (339, 3, spp as u32, value(le16(shorts(format)))),
+        ];
+        if alpha {
+            // ExtraSamples: unassociated alpha.
+            fields.insert(10, (338, 3, 1, 2));
+        }
+        let mut out = b"II*\0\x08\0\0\0".to_vec();
+        out.extend((count as u16).to_le_bytes());
+        for (tag, kind, n, v) in fields {
+            out.extend((tag as u16).to_le_bytes());
+            out.extend((kind as u16).to_le_bytes());
+            out.extend(n.to_le_bytes());
+            out.extend(v.to_le_bytes());
+        }
+        out.extend(0u32.to_le_bytes());
+        out.extend(blobs);
+        out.resize(data_at as usize, 0);
+        out.extend(data);
+        out
+    }
+
+    const VALUES: [i16; 6] = [-32768, -5, 0, 7, 32767, -1];
+
+    fn floats(v: &[i16]) -> Pixels {
+        Pixels::F32(v.iter().map(|&s| s as f32).collect::<Vec<f32>>().into())
+    }
+
+    /// Signed 16-bit samples (SampleFormat 2) are float32 of their values, gray or colour, chunky
+    /// or planar, by hand and as the `tiff` crate writes them (LZW with the horizontal predictor,
+    /// whose differences wrap); unsigned ones stay 16-bit.
+    #[test]
+    fn signed_16_bit_samples_are_their_values() {
+        let gray = read_all(&tiff16(3, 2, 1, 2, false, &VALUES), false).unwrap();
+        assert_eq!(
+            (gray[0].channels, gray[0].maxval, &gray[0].pixels),
+            (Channels::Gray, 1, &floats(&VALUES))
+        );
+        let rgb = [1i16, -2, 3, -400, 500, -32768];
+        let chunky = read_all(&tiff16(2, 1, 3, 2, false, &rgb), false).unwrap();
+        assert_eq!((chunky[0].channels, &chunky[0].pixels), (Channels::Rgb, &floats(&rgb)));
+        // Planes R, G, B of the same two pixels.
+        let planes = [1i16, -400, -2, 500, 3, -32768];
+        let planar = read_all(&tiff16(2, 1, 3, 2, true, &planes), false).unwrap();
+        assert_eq!(planar[0].pixels, chunky[0].pixels);
+        let rgba = [VALUES, [9, -9, 99, -99, 999, -999]].concat();
+        let alpha = read_all(&tiff16(3, 1, 4, 2, false, &rgba), false).unwrap();
+        assert_eq!((alpha[0].channels, &alpha[0].pixels), (Channels::RgbAlpha, &floats(&rgba)));
+        let unsigned = read_all(&tiff16(3, 2, 1, 1, false, &VALUES), false).unwrap();
+        let want: Vec<u16> = VALUES.iter().map(|&v| v as u16).collect();
+        assert_eq!(unsigned[0].pixels, Pixels::U16(want.into()));
+
+        use tiff::encoder::{colortype::GrayI16, Compression, Predictor, TiffEncoder};
+        let ramp: Vec<i16> = (0..64 * 8).map(|i| (i as i16).wrapping_mul(977) ^ -3).collect();
+        let mut bytes = Vec::new();
+        let mut enc = TiffEncoder::new(std::io::Cursor::new(&mut bytes))
+            .unwrap()
+            .with_compression(Compression::Lzw)
+            .with_predictor(Predictor::Horizontal);
+        enc.write_image::<GrayI16>(64, 8, &ramp).unwrap();
+        let f = read_all(&bytes, false).unwrap();
+        assert_eq!((f[0].width, f[0].height, &f[0].pixels), (64, 8, &floats(&ramp)));
+    }
+
+    #[test]
+    fn signed_samples_other_than_16_bit_are_refused() {
+        let mut eight = tiff16(3, 2, 1, 2, false, &VALUES);
+        // BitsPerSample 8: the third entry's value, after the header, the count and two entries.
+        eight[8 + 2 + 2 * 12 + 8] = 8;
+        let e = read_all(&eight, false).unwrap_err();
+        assert_eq!(e, "bad TIFF image: sample format 2 of Gray(8) is not supported");
+    }
 }

@@ -16,7 +16,8 @@
 //! is row 0. Samples become, with BZERO and BSCALE (0 and 1 when absent) as astropy applies them:
 //! - BITPIX 8 with BZERO 0, BSCALE 1: 8-bit samples; BITPIX 16 with BZERO 32768, BSCALE 1:
 //!   16-bit unsigned samples (FITS' convention for them);
-//! - any other integer image: float32 physical values BZERO + BSCALE · v; astropy's arithmetic
+//! - any other integer image: float32 physical values BZERO + BSCALE · v (signed 16-bit samples
+//!   without BZERO are their own values, every one exact in float32); astropy's arithmetic
 //!   (float32 for BITPIX 8 and 16 and for float images, float64 for BITPIX 32, rounded to float32),
 //!   and a sample equal to BLANK becomes NaN;
 //! - BITPIX -32: float32, bit for bit when unscaled; BITPIX -64: float64 rounded to float32
@@ -358,6 +359,24 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    /// BITPIX 16 is signed: unscaled, each sample is the float32 of its value (all exact), BLANK
+    /// NaN; with BZERO 32768 (FITS' unsigned convention) the samples stay 16-bit unsigned.
+    #[test]
+    fn signed_16_bit_samples_are_their_values_and_bzero_32768_is_unsigned() {
+        let values = [-32768i16, -5, 0, 7, 32767, -1];
+        let data: Vec<u8> = values.iter().flat_map(|v| v.to_be_bytes()).collect();
+        let axes = [SIMPLE, "BITPIX  = 16", "NAXIS   = 2", "NAXIS1  = 3", "NAXIS2  = 2"];
+        let (d, _) = decode_float(&image(&axes, &data), 1, 100).unwrap();
+        assert_eq!((d.width, d.height, d.maxval), (3, 2, 1));
+        assert_eq!(d.raster, Raster::F32(values.iter().map(|&v| v as f32).collect()));
+        let (d, _) = decode_float(&image(&[&axes[..], &["BLANK   = -5"]].concat(), &data), 1, 100).unwrap();
+        let Raster::F32(got) = d.raster else { panic!() };
+        assert!(got[1].is_nan() && got.iter().filter(|v| v.is_nan()).count() == 1, "{got:?}");
+        let unsigned = [&axes[..], &["BZERO   = 32768", "BSCALE  = 1"]].concat();
+        let (d, _) = decode_float(&image(&unsigned, &data), 1, 100).unwrap();
+        assert_eq!((d.raster, d.maxval), (Raster::U16(vec![0, 32763, 32768, 32775, 65535, 32767]), 65535));
     }
 
     #[test]

@@ -13,6 +13,8 @@
 //! An image is an array of shape (H, W) (gray) or (H, W, C) with C in 1..=4, in C order
 //! (`fortran_order: True` is refused), of one of these sample types:
 //! - `|u1` as 8-bit samples, `<u2` and `>u2` as 16-bit ones;
+//! - `<i2` and `>i2` (int16) as float32 samples of the same values, every one exact: as numbers,
+//!   as NumPy and scikit-image hold them (-5 stays -5.0), for the tools that take float frames;
 //! - `<f4` and `>f4` as float32, bit for bit;
 //! - `<f8` and `>f8` as float32 rounded to nearest, ties to even (as NumPy's `astype(np.float32)`):
 //!   magnitudes past float32's range become infinities, NaN stays NaN (its payload narrowed);
@@ -41,6 +43,7 @@ enum Descr {
     U8,
     Bool,
     U16 { big: bool },
+    I16 { big: bool },
     F32 { big: bool },
     F64 { big: bool },
 }
@@ -52,6 +55,8 @@ impl Descr {
             "|b1" => Descr::Bool,
             "<u2" => Descr::U16 { big: false },
             ">u2" => Descr::U16 { big: true },
+            "<i2" => Descr::I16 { big: false },
+            ">i2" => Descr::I16 { big: true },
             "<f4" => Descr::F32 { big: false },
             ">f4" => Descr::F32 { big: true },
             "<f8" => Descr::F64 { big: false },
@@ -63,7 +68,7 @@ impl Descr {
     fn size(self) -> u64 {
         match self {
             Descr::U8 | Descr::Bool => 1,
-            Descr::U16 { .. } => 2,
+            Descr::U16 { .. } | Descr::I16 { .. } => 2,
             Descr::F32 { .. } => 4,
             Descr::F64 { .. } => 8,
         }
@@ -71,7 +76,10 @@ impl Descr {
 
     /// Bytes of a decoded sample.
     fn out_size(self) -> u64 {
-        self.size().min(4)
+        match self {
+            Descr::I16 { .. } => 4,
+            d => d.size().min(4),
+        }
     }
 }
 
@@ -261,8 +269,9 @@ pub(crate) fn walk(src: &mut impl Source, limits: &Limits) -> Result<NpyWalk, Fr
     let data_at = prefix + header_len;
     want(src, data_at, frame, "NPY header")?;
     let header = parse_header(&src.got()[prefix..data_at]).map_err(bad)?;
-    let descr = Descr::of(&header.descr)
-        .ok_or_else(|| bad(format!("descr '{}' (|u1, |b1, <u2, >u2, <f4, >f4, <f8 or >f8)", header.descr)))?;
+    let descr = Descr::of(&header.descr).ok_or_else(|| {
+        bad(format!("descr '{}' (|u1, |b1, <u2, >u2, <i2, >i2, <f4, >f4, <f8 or >f8)", header.descr))
+    })?;
     if header.fortran_order {
         return Err(bad("fortran_order True: only C order is read".into()));
     }
@@ -312,6 +321,12 @@ pub(crate) fn decode(bytes: &[u8], walk: &NpyWalk, frame: usize) -> Result<Decod
         Descr::Bool => Raster::U8(data.iter().map(|&b| (b != 0) as u8).collect()),
         Descr::U16 { big: false } => Raster::U16(samples(data, 2, |b| u16::from_le_bytes([b[0], b[1]]))),
         Descr::U16 { big: true } => Raster::U16(samples(data, 2, |b| u16::from_be_bytes([b[0], b[1]]))),
+        Descr::I16 { big: false } => {
+            Raster::F32(samples(data, 2, |b| i16::from_le_bytes([b[0], b[1]]) as f32))
+        }
+        Descr::I16 { big: true } => {
+            Raster::F32(samples(data, 2, |b| i16::from_be_bytes([b[0], b[1]]) as f32))
+        }
         Descr::F32 { big: false } => Raster::F32(samples(data, 4, f32_le)),
         Descr::F32 { big: true } => Raster::F32(samples(data, 4, f32_be)),
         Descr::F64 { big: false } => Raster::F32(samples(data, 8, |b| f64_le(b) as f32)),
@@ -320,7 +335,7 @@ pub(crate) fn decode(bytes: &[u8], walk: &NpyWalk, frame: usize) -> Result<Decod
     let maxval = match walk.descr {
         Descr::U8 => 255,
         Descr::U16 { .. } => 65535,
-        Descr::Bool | Descr::F32 { .. } | Descr::F64 { .. } => 1,
+        Descr::Bool | Descr::I16 { .. } | Descr::F32 { .. } | Descr::F64 { .. } => 1,
     };
     Ok(Decoded { width: walk.width, height: walk.height, channels: walk.channels, raster, maxval })
 }
@@ -565,6 +580,22 @@ mod tests {
         assert_eq!(d.raster, Raster::F32(vec![0.5, -1.5, 3.0e38]));
     }
 
+    /// int16 samples are float32 of their values, every one exact, in either byte order.
+    #[test]
+    fn signed_16_bit_samples_are_their_values() {
+        let values = [-32768i16, -5, -1, 0, 1, 300, 32767, -256];
+        for (descr, bytes) in [
+            ("<i2", values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()),
+            (">i2", values.iter().flat_map(|v| v.to_be_bytes()).collect()),
+        ] {
+            let header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': (2, 2, 2)}}");
+            let (d, taken) = decode_float(&npy(&header, &bytes), 1, 100).unwrap();
+            assert_eq!(taken, npy(&header, &bytes).len());
+            assert_eq!((d.width, d.height, d.channels, d.maxval), (2, 2, 2, 1));
+            assert_eq!(d.raster, Raster::F32(values.iter().map(|&v| v as f32).collect()), "{descr}");
+        }
+    }
+
     #[test]
     fn round_trips_and_one_element_dimensions() {
         for (w, h, c) in [(1, 1, 1), (1, 5, 1), (5, 1, 1), (1, 1, 4), (3, 2, 2)] {
@@ -643,7 +674,7 @@ mod tests {
             (shape("(1, 99999999999999999999)"), "a size expected at \"99999999999999999999)}\""),
             (
                 npy("{'descr': '<i4', 'fortran_order': False, 'shape': (1, 1)}", &[0; 4]),
-                "descr '<i4' (|u1, |b1, <u2, >u2, <f4, >f4, <f8 or >f8)",
+                "descr '<i4' (|u1, |b1, <u2, >u2, <i2, >i2, <f4, >f4, <f8 or >f8)",
             ),
             (
                 npy("{'descr': '<f4', 'fortran_order': True, 'shape': (1, 1)}", &[0; 4]),
