@@ -23,7 +23,6 @@ mod huge;
 mod install;
 mod iradon;
 mod jpeg;
-mod lab;
 mod opencv;
 mod outputs;
 mod pad;
