@@ -6,17 +6,19 @@
 //! | `luma`   | the frame's luma alone (Y of YCrCb, BGR2GRAY)   | cdf, colhist, equalize, clahe  |
 //! | `each`   | every channel on its own                        | the same, and stretch          |
 //! | `gray`   | read as gray, written gray                      | equalize, clahe                |
+//! | `lab`    | L of L\*a\*b\* alone (BGR2Lab), 8-bit frames    | equalize, clahe                |
 //! | `shared` | one computation over all colour samples         | stretch                        |
 //!
 //! `luma` is the default of the first four tools, `shared` stretch's.
 //!
 //! A tool that measures (cdf, colhist) reads colour as gray under `luma` (one histogram) and
 //! counts every channel, alpha included, under `each`; a tool that maps (equalize, clahe) maps
-//! Y under `luma` and makes R, G, B again from it and the frame's Cr and Cb, maps R, G and B
-//! under `each`, and carries alpha. The drawing colour of `hough-lines --draw` is another
+//! Y under `luma` and makes R, G, B again from it and the frame's Cr and Cb, maps L under `lab`
+//! and makes R, G, B again from it and the frame's a and b (OpenCV's 8-bit conversions both
+//! ways), maps R, G and B under `each`, and carries alpha. The drawing colour of `hough-lines --draw` is another
 //! option, `--draw-colour R,G,B` (src/drawing.rs).
 
-use histopipe_cli::{either, Context, Error, Flag, FlagError, Given};
+use histopipe_cli::{either, Context, Error, Flag, FlagError, Given, Lightness};
 use histopipe_frame::{Channels, Frame};
 use histopipe_ops::Op;
 
@@ -34,6 +36,8 @@ histopipe_cli::words! {
         Gray = "gray",
         /// One computation over every colour sample, used for each channel.
         Shared = "shared",
+        /// L of CIE L*a*b* mapped and converted back with the frame's a and b (8-bit frames).
+        Lab = "lab",
     }
 }
 
@@ -52,9 +56,9 @@ macro_rules! modes {
 
 /// The modes of the tools that count (cdf, colhist): `luma` (the default) or `each`.
 pub const COUNTING: Modes = modes!(Luma, Each);
-/// The modes of the tools that map levels (equalize, clahe): `luma` (the default), `each` or
-/// `gray`.
-pub const MAPPING: Modes = modes!(Luma, Each, Gray);
+/// The modes of the tools that map levels (equalize, clahe): `luma` (the default), `each`,
+/// `gray` or `lab`.
+pub const MAPPING: Modes = modes!(Luma, Each, Gray, Lab);
 /// The modes of `stretch`'s ranges: `shared` (the default) or `each`.
 pub const RANGES: Modes = modes!(Shared, Each);
 
@@ -102,8 +106,8 @@ impl Colour {
         self.run_with(cx, frame, |_| op.clone())
     }
 
-    /// [`Colour::run`] with `op(c)` on plane c: the one plane (c = 0) in `luma` and `gray`, and of
-    /// gray frames; R, G and B (c = 0, 1, 2) of colour frames in `each`.
+    /// [`Colour::run`] with `op(c)` on plane c: the one plane (c = 0) in `luma`, `lab` and `gray`,
+    /// and of gray frames; R, G and B (c = 0, 1, 2) of colour frames in `each`.
     pub fn run_with<O: Op<Output = Frame>>(
         self,
         cx: &mut Context<'_>,
@@ -112,7 +116,8 @@ impl Colour {
     ) -> Result<Frame, Error> {
         match self {
             Colour::Each => cx.run_each_colour_channel(frame, op),
-            _ => cx.run_on_luma(frame, &op(0)),
+            Colour::Lab => cx.run_on_lightness(frame, &op(0), Lightness::Lab),
+            _ => cx.run_on_lightness(frame, &op(0), Lightness::Luma),
         }
     }
 
@@ -136,7 +141,7 @@ mod tests {
     #[test]
     fn each_tool_takes_its_modes() {
         assert_eq!(COUNTING.names, ["luma", "each"]);
-        assert_eq!(MAPPING.names, ["luma", "each", "gray"]);
+        assert_eq!(MAPPING.names, ["luma", "each", "gray", "lab"]);
         assert_eq!(RANGES.names, ["shared", "each"]);
         for modes in [COUNTING, MAPPING, RANGES] {
             for (m, name) in modes.modes.iter().zip(modes.names) {
@@ -148,5 +153,7 @@ mod tests {
         assert_eq!(COUNTING.parse_text("gray").unwrap_err(), "unknown mode 'gray' (luma or each)");
         assert_eq!(RANGES.parse_text("luma").unwrap_err(), "unknown mode 'luma' (shared or each)");
         assert_eq!(COUNTING.flag("h").values, ["luma", "each"]);
+        assert_eq!(MAPPING.parse_text("lab").unwrap(), Colour::Lab);
+        assert_eq!(COUNTING.parse_text("lab").unwrap_err(), "unknown mode 'lab' (luma or each)");
     }
 }

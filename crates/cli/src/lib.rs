@@ -39,6 +39,7 @@ pub use dispatch::{BackendChoice, Devices};
 pub use error::{Error, ErrorKind, Place};
 pub use flags::{either, Flag, FlagError, Given, Operand};
 pub use lexopt;
+pub use luma::Lightness;
 pub use outputs::{OutputFormat, PathTemplate, Product};
 pub use run::main;
 pub use tool::{Context, Tool, FLOAT_REFUSED, TABLE_KEY_COLUMNS};

@@ -1,68 +1,164 @@
-//! A colour frame's luma as a gray frame for an operation, and the colour frame again from what the
-//! operation made of it ([`Context::run_on_luma`](crate::Context::run_on_luma)); alpha carried
-//! past an operation. The conversions are OpenCV's (`histopipe_frame::colour`) and run on the CPU
-//! whichever backend runs the operation, so both backends give the same colour frames.
+//! A colour frame's lightness as a gray frame for an operation, and the colour frame again from
+//! what the operation made of it ([`Context::run_on_lightness`](crate::Context::run_on_lightness)):
+//! the Y of YCrCb with Cr and Cb carried, or the L of L\*a\*b\* with a and b carried
+//! ([`Lightness`]); alpha carried past an operation. The conversions are OpenCV's
+//! (`histopipe_frame::colour`) and run on the CPU, split over its pool's threads, whichever
+//! backend runs the operation, so both backends give the same colour frames.
+
+use std::sync::Mutex;
 
 use histopipe_frame::{colour, Channels, Frame, Pixels};
-use histopipe_ops::OpError;
+use histopipe_ops::{parallel, OpError};
 
-/// The Cr and Cb planes of a frame whose Y an operation works on.
+/// The plane of a colour frame that an operation on its lightness works on, and the two carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lightness {
+    /// Y of YCrCb (`cv2.cvtColor(COLOR_BGR2YCrCb)` and back): 8- and 16-bit frames.
+    Luma,
+    /// L of CIE L\*a\*b\* (`cv2.cvtColor(COLOR_BGR2Lab)` and back), sRGB and D65: 8-bit frames,
+    /// as OpenCV's integer conversion (its others are float).
+    Lab,
+}
+
+/// The two planes carried past an operation on a frame's lightness: Cr and Cb, or a and b.
 pub(crate) struct Chroma {
-    cr: Pixels,
-    cb: Pixels,
+    space: Lightness,
+    planes: [Pixels; 2],
 }
 
-/// The Y of YCrCb of an integer colour frame (RGB or RGBA), as `cv2.cvtColor(COLOR_BGR2YCrCb)`
-/// makes it, as a gray frame of the same size, maxval, container and geometry; with its Cr and Cb.
-/// Y is a weighted mean of R, G and B whose weights sum to one, so it never exceeds the maxval.
-pub(crate) fn split(frame: &Frame) -> Result<(Frame, Chroma), OpError> {
+/// The lightness plane of an integer colour frame (RGB or RGBA) in `space`, as OpenCV makes it,
+/// as a gray frame of the same size, maxval, container and geometry; with the two planes carried.
+/// Y is a weighted mean of R, G and B whose weights sum to one, so it never exceeds the maxval;
+/// L is 255 L*/100, which OpenCV computes of samples in 0..255 whatever the maxval.
+pub(crate) fn split(frame: &Frame, space: Lightness) -> Result<(Frame, Chroma), OpError> {
     let n = frame.channels.count();
-    assert!(frame.channels.is_colour(), "the luma of a {} frame", frame.channels.name());
-    let len = frame.pixel_count();
-    let (y, chroma) = match &frame.pixels {
-        Pixels::U8(v) => {
-            let (mut y, mut cr, mut cb) = (vec![0u8; len], vec![0u8; len], vec![0u8; len]);
-            colour::to_ycrcb_u8(v, n, &mut y, &mut cr, &mut cb);
-            (Pixels::U8(y.into()), Chroma { cr: Pixels::U8(cr.into()), cb: Pixels::U8(cb.into()) })
+    assert!(frame.channels.is_colour(), "the lightness of a {} frame", frame.channels.name());
+    let width = frame.width;
+    let (l, planes) = match (&frame.pixels, space) {
+        (Pixels::U8(v), Lightness::Luma) => {
+            let [y, cr, cb] = to_planes(v, n, width, colour::to_ycrcb_u8);
+            (Pixels::U8(y.into()), [Pixels::U8(cr.into()), Pixels::U8(cb.into())])
         }
-        Pixels::U16(v) => {
-            let (mut y, mut cr, mut cb) = (vec![0u16; len], vec![0u16; len], vec![0u16; len]);
-            colour::to_ycrcb_u16(v, n, &mut y, &mut cr, &mut cb);
-            (Pixels::U16(y.into()), Chroma { cr: Pixels::U16(cr.into()), cb: Pixels::U16(cb.into()) })
+        (Pixels::U16(v), Lightness::Luma) => {
+            let [y, cr, cb] = to_planes(v, n, width, colour::to_ycrcb_u16);
+            (Pixels::U16(y.into()), [Pixels::U16(cr.into()), Pixels::U16(cb.into())])
         }
-        Pixels::F32(_) => return Err(OpError::needs_integers()),
+        (Pixels::U8(v), Lightness::Lab) => {
+            let [l, a, b] = to_planes(v, n, width, colour::to_lab_u8);
+            (Pixels::U8(l.into()), [Pixels::U8(a.into()), Pixels::U8(b.into())])
+        }
+        (Pixels::U16(_), Lightness::Lab) => return Err(OpError::invalid(LAB_8_BIT)),
+        (Pixels::F32(_), _) => return Err(OpError::needs_integers()),
     };
-    Ok((frame.derive(frame.width, frame.height, frame.maxval, y), chroma))
+    Ok((frame.derive(frame.width, frame.height, frame.maxval, l), Chroma { space, planes }))
 }
 
-/// The colour frame of `original`'s channels from `y`, an operation's output from [`split`]'s Y
-/// (same size and sample width), and `chroma`, as `cv2.cvtColor(COLOR_YCrCb2BGR)` makes it; its
-/// maxval is `y`'s, colour samples above it clamped to it (only where that maxval is under the
-/// sample width's range: OpenCV's conversion clamps to the range). Alpha as [`carry_alpha`] has it.
-pub(crate) fn merge(y: &Frame, chroma: &Chroma, original: &Frame) -> Frame {
+/// Why a 16-bit frame has no L\*a\*b\* here.
+const LAB_8_BIT: &str = "--colour lab takes 8-bit frames (OpenCV converts L*a*b* in integers only \
+                         at 8 bits), and this frame's samples are 16-bit";
+
+/// The colour frame of `original`'s channels from `l`, an operation's output from [`split`]'s
+/// lightness (same size and sample width), and `chroma`, as OpenCV converts back
+/// (`COLOR_YCrCb2BGR`, `COLOR_Lab2BGR`); its maxval is `l`'s, colour samples above it clamped to it
+/// (only where that maxval is under the sample width's range: OpenCV's conversion clamps to the
+/// range). Alpha as [`carry_alpha`] has it.
+pub(crate) fn merge(l: &Frame, chroma: &Chroma, original: &Frame) -> Frame {
     let n = original.channels.count();
-    let maxval = y.maxval;
+    let maxval = l.maxval;
+    let width = original.width;
     let mut pixels = original.pixels.clone();
-    match (&y.pixels, &chroma.cr, &chroma.cb, &mut pixels) {
-        (Pixels::U8(y), Pixels::U8(cr), Pixels::U8(cb), Pixels::U8(out)) => {
-            colour::from_ycrcb_u8(y, cr, cb, out, n);
+    match (&l.pixels, &chroma.planes, &mut pixels) {
+        (Pixels::U8(l), [Pixels::U8(c1), Pixels::U8(c2)], Pixels::U8(out)) => {
+            let back = match chroma.space {
+                Lightness::Luma => colour::from_ycrcb_u8,
+                Lightness::Lab => colour::from_lab_u8,
+            };
+            from_planes([&l[..], &c1[..], &c2[..]], out, n, width, back);
             if maxval < u8::MAX.into() {
                 clamp_colour(out, n, maxval as u8);
             }
         }
-        (Pixels::U16(y), Pixels::U16(cr), Pixels::U16(cb), Pixels::U16(out)) => {
-            colour::from_ycrcb_u16(y, cr, cb, out, n);
+        (Pixels::U16(y), [Pixels::U16(cr), Pixels::U16(cb)], Pixels::U16(out)) => {
+            from_planes([&y[..], &cr[..], &cb[..]], out, n, width, colour::from_ycrcb_u16);
             if maxval < u16::MAX {
                 clamp_colour(out, n, maxval);
             }
         }
-        _ => panic!("an operation on the luma changed its sample width"),
+        _ => panic!("an operation on the lightness changed its sample width"),
     }
-    let mut out = y.derive_with(original.width, original.height, original.channels, maxval, pixels);
+    let mut out = l.derive_with(original.width, original.height, original.channels, maxval, pixels);
     if original.channels.has_alpha() && original.maxval != maxval {
         rescale_alpha(&mut out.pixels, n, original.maxval, maxval);
     }
     out
+}
+
+/// A conversion of interleaved pixels into three planes: `colour::to_ycrcb_u8` and the like.
+type ToPlanes<T> = fn(&[T], usize, &mut [T], &mut [T], &mut [T]);
+/// A conversion of three planes into interleaved pixels: `colour::from_ycrcb_u8` and the like.
+type FromPlanes<T> = fn(&[T], &[T], &[T], &mut [T], usize);
+
+/// Pixels below which a conversion runs on the calling thread: a 256 x 256 frame converts in
+/// about a tenth of a millisecond, the time waking the pool's threads may take.
+const SPLIT_FROM: usize = 1 << 16;
+
+/// Whole rows of `width` pixels per part to convert `pixels` in: the frame in one part when it
+/// is small or the pool has one thread, else about four parts per thread.
+fn part_pixels(pixels: usize, width: usize) -> usize {
+    let width = width.max(1);
+    let threads = if pixels < SPLIT_FROM { 1 } else { parallel::threads() };
+    let rows = pixels.div_ceil(width);
+    rows.div_ceil(threads * 4).max(1) * width
+}
+
+/// The three planes `convert` makes of `samples` (`n` a pixel, `width` pixels a row), converted
+/// in parts of whole rows on the CPU pool's threads ([`parallel::map_parts`]): each part's slices
+/// are behind a lock that the one thread converting that part takes.
+fn to_planes<T: Copy + Default + Send + Sync>(
+    samples: &[T],
+    n: usize,
+    width: usize,
+    convert: ToPlanes<T>,
+) -> [Vec<T>; 3] {
+    let pixels = samples.len() / n;
+    let mut planes = [vec![T::default(); pixels], vec![T::default(); pixels], vec![T::default(); pixels]];
+    let part = part_pixels(pixels, width);
+    let [p0, p1, p2] = &mut planes;
+    let parts: Vec<_> = samples
+        .chunks(part * n)
+        .zip(p0.chunks_mut(part).zip(p1.chunks_mut(part)).zip(p2.chunks_mut(part)))
+        .map(|(s, ((a, b), c))| Mutex::new((s, a, b, c)))
+        .collect();
+    parallel::map_parts(&parts, 1, |_, part| {
+        for p in part {
+            let (s, a, b, c) = &mut *p.lock().expect("each part is converted by one thread");
+            convert(s, n, a, b, c);
+        }
+    });
+    planes
+}
+
+/// `out`'s pixels (`n` samples, `width` a row) made of three planes by `convert`, in parts as
+/// [`to_planes`] converts.
+fn from_planes<T: Copy + Send + Sync>(
+    planes: [&[T]; 3],
+    out: &mut [T],
+    n: usize,
+    width: usize,
+    convert: FromPlanes<T>,
+) {
+    let part = part_pixels(planes[0].len(), width);
+    let parts: Vec<_> = out
+        .chunks_mut(part * n)
+        .zip(planes[0].chunks(part).zip(planes[1].chunks(part)).zip(planes[2].chunks(part)))
+        .map(|(o, ((a, b), c))| Mutex::new((o, a, b, c)))
+        .collect();
+    parallel::map_parts(&parts, 1, |_, part| {
+        for p in part {
+            let (o, a, b, c) = &mut *p.lock().expect("each part is converted by one thread");
+            convert(a, b, c, o, n);
+        }
+    });
 }
 
 /// `colours`, an operation's outputs for the colour channels of `original` (one plane, or R, G
@@ -111,7 +207,7 @@ mod tests {
     fn luma_round_trips_and_keeps_alpha() {
         let rgba: Vec<u8> = vec![255, 0, 0, 7, 10, 20, 30, 200, 0, 0, 255, 0];
         let frame = Frame::with_channels(3, 1, Channels::RgbAlpha, 255, Pixels::U8(rgba.clone().into()));
-        let (y, chroma) = split(&frame).unwrap();
+        let (y, chroma) = split(&frame, Lightness::Luma).unwrap();
         assert_eq!(y.channels, Channels::Gray);
         assert_eq!(y.pixels, Pixels::U8(vec![76, 18, 29].into()));
         let back = merge(&y, &chroma, &frame);
@@ -125,7 +221,7 @@ mod tests {
     fn a_smaller_maxval_clamps_colour_and_rescales_alpha() {
         let frame =
             Frame::with_channels(1, 1, Channels::RgbAlpha, 100, Pixels::U8(vec![100, 0, 0, 50].into()));
-        let (mut y, chroma) = split(&frame).unwrap();
+        let (mut y, chroma) = split(&frame, Lightness::Luma).unwrap();
         // Y as an operation that keeps the maxval might leave it: R = Y + 1.403 (Cr - 128) > 100.
         y.pixels = Pixels::U8(vec![100].into());
         let Pixels::U8(v) = merge(&y, &chroma, &frame).pixels else { panic!() };

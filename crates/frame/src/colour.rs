@@ -21,9 +21,15 @@
 //!
 //! where d is half the range: 128 for 8-bit samples, 32768 for 16-bit ones, and sat clamps to the
 //! sample's range.
+//!
+//! CIE L\*a\*b\* (`COLOR_BGR2Lab`, `COLOR_Lab2BGR`, 8-bit) is OpenCV's table-driven integer
+//! arithmetic, in [`lab`]'s module.
 
+mod lab;
 #[cfg(test)]
 mod opencv;
+
+pub use lab::{from_lab_u8, to_lab_u8};
 
 /// Runs `$body` compiled for AVX2 where the CPU has it (in `$name`, a function made for it with
 /// the arguments named: the compiler vectorizes its blocks 8 lanes of 32 bits wide), else as the

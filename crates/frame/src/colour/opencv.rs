@@ -248,3 +248,82 @@ fn astronaut_as_cv2() {
     check_integer("astronaut 16-bit", &rgb16, 3, got, gray_u16, to_ycrcb_u16, from_ycrcb_u16);
     check_gray_f32("astronaut float", &rgbf, 3, &samples32(&peer.get("af.gray")));
 }
+
+/// Our [`to_lab_u8`] of `rgb` (3 channels) against cv2's `lab` (its L, a, b interleaved).
+fn check_lab(what: &str, rgb: &[u8], channels: usize, peer_lab: &[u8]) {
+    let n = rgb.len() / channels;
+    let (mut l, mut a, mut b) = (vec![0u8; n], vec![0u8; n], vec![0u8; n]);
+    to_lab_u8(rgb, channels, &mut l, &mut a, &mut b);
+    for (c, (ours, theirs)) in [l, a, b].iter().zip(planes(peer_lab, 3, 3)).enumerate() {
+        if let Some(i) = first_difference(ours, &theirs) {
+            let count = ours.iter().zip(&theirs).filter(|(x, y)| x != y).count();
+            panic!(
+                "{what} Lab plane {c}, pixel {i} {:?}: ours {}, cv2 {} ({count} pixels differ)",
+                &rgb[i * channels..][..3],
+                ours[i],
+                theirs[i]
+            );
+        }
+    }
+}
+
+/// Our [`from_lab_u8`] of the first three channels of `lab` read as L, a, b against cv2's RGB of
+/// them (`peer_rgb`); alpha must survive.
+fn check_from_lab(what: &str, lab: &[u8], channels: usize, peer_rgb: &[u8]) {
+    let [l, a, b]: [Vec<u8>; 3] = planes(lab, channels, 3).try_into().unwrap();
+    let mut out = lab.to_vec();
+    from_lab_u8(&l, &a, &b, &mut out, channels);
+    let ours: Vec<u8> = out.chunks_exact(channels).flat_map(|p| [p[0], p[1], p[2]]).collect();
+    if let Some(i) = first_difference(&ours, peer_rgb) {
+        let count = ours.iter().zip(peer_rgb).filter(|(x, y)| x != y).count();
+        let p = i / 3;
+        panic!(
+            "{what} from Lab, pixel {p} (L,a,b) {:?}: ours {:?}, cv2 {:?} ({count} samples differ)",
+            &lab[p * channels..][..3],
+            &ours[p * 3..][..3],
+            &peer_rgb[p * 3..][..3]
+        );
+    }
+    for (p, q) in out.chunks_exact(channels).zip(lab.chunks_exact(channels)) {
+        assert_eq!(p[3..], q[3..], "{what}: alpha kept");
+    }
+}
+
+/// Reads `{name}` (H x W x ch, R,G,B order, 8-bit), writes cv2's Lab of it (`{name}.lab`, L,a,b)
+/// and its RGB of the samples read as L,a,b (`{name}.rgb`).
+const LAB: &str = "
+def lab(name, h, w, ch):
+    rgb = np.fromfile(d + name, np.uint8).reshape(h, w, ch)
+    bgr = np.ascontiguousarray(rgb[..., [2, 1, 0, 3][:ch]])
+    cv2.cvtColor(bgr, cv2.COLOR_BGR2Lab).tofile(d + name + '.lab')
+    l = np.ascontiguousarray(rgb[..., :3])
+    np.ascontiguousarray(cv2.cvtColor(l, cv2.COLOR_Lab2BGR)[..., ::-1]).tofile(d + name + '.rgb')
+";
+
+#[test]
+fn every_8_bit_colour_and_every_lab_triple_as_cv2() {
+    // Pixel i of the 4096 x 4096 cube is (i >> 16, i >> 8 & 255, i & 255).
+    let cube: Vec<u8> = (0..1u32 << 24).flat_map(|i| [(i >> 16) as u8, (i >> 8) as u8, i as u8]).collect();
+    let peer = Peer::new("lab-cube");
+    peer.put("cube", &cube);
+    peer.run(&format!("{LAB}\nlab('cube', 4096, 4096, 3)\n"));
+    check_lab("8-bit cube", &cube, 3, &peer.get("cube.lab"));
+    check_from_lab("8-bit cube", &cube, 3, &peer.get("cube.rgb"));
+}
+
+#[test]
+fn random_lab_images_with_alpha_and_astronaut_as_cv2() {
+    let mut rng = fastrand::Rng::with_seed(49);
+    let (h, w) = (211, 367);
+    let rgba: Vec<u8> = (0..h * w * 4).map(|_| rng.u8(..)).collect();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/astronaut.png");
+    let (aw, ah, astronaut) = crate::read_rgb8(&std::fs::read(path).unwrap(), 1 << 24).unwrap();
+    let peer = Peer::new("lab-random");
+    peer.put("rgba", &rgba);
+    peer.put("astronaut", &astronaut);
+    peer.run(&format!("{LAB}\nlab('rgba', {h}, {w}, 4)\nlab('astronaut', {ah}, {aw}, 3)\n"));
+    check_lab("random RGBA", &rgba, 4, &peer.get("rgba.lab"));
+    check_from_lab("random RGBA", &rgba, 4, &peer.get("rgba.rgb"));
+    check_lab("astronaut", &astronaut, 3, &peer.get("astronaut.lab"));
+    check_from_lab("astronaut", &astronaut, 3, &peer.get("astronaut.rgb"));
+}

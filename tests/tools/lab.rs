@@ -1,0 +1,179 @@
+//! `--colour lab` in `equalize` and `clahe`: OpenCV's recipe on L of L*a*b* (cvtColor BGR2Lab,
+//! equalizeHist or CLAHE of L, cvtColor Lab2BGR), byte for byte, on both backends; the conversions
+//! themselves are tested over every colour in crates/frame (colour/opencv.rs).
+
+use histopipe_frame::{Channels, Frame, Pixels};
+
+use crate::common::*;
+use crate::opencv::{pixels_like, sample_bytes};
+
+/// OpenCV's recipe for each 8-bit colour frame (RGB or RGBA) as the samples of our frame:
+/// `lab = cvtColor(bgr, COLOR_BGR2Lab)`, L replaced by `maps[i]` (a Python expression of the 2-D
+/// array `g`), `cvtColor(lab, COLOR_Lab2BGR)`. Alpha, which the recipe has no place for, is the
+/// input's. All in one Python process.
+fn lab_recipe(frames: &[Frame], maps: &[String]) -> Vec<Pixels> {
+    assert_eq!(frames.len(), maps.len(), "one expression a frame");
+    let params: Vec<String> = frames
+        .iter()
+        .zip(maps)
+        .map(|(f, e)| format!("({}, {}, {}, {:?})", f.height, f.width, f.channels.count(), e))
+        .collect();
+    let script = format!(
+        "for path, (h, w, n, f) in zip(sys.argv[1:], [{}]):\n    \
+         a = np.fromfile(path, np.uint8).reshape(h, w, n)\n    \
+         bgr = np.ascontiguousarray(a[..., 2::-1])\n    \
+         eq = eval('lambda g: ' + f)\n    \
+         lab = cv2.cvtColor(bgr, cv2.COLOR_BGR2Lab)\n    \
+         lab[..., 0] = eq(np.ascontiguousarray(lab[..., 0]))\n    \
+         out = cv2.cvtColor(lab, cv2.COLOR_Lab2BGR)\n    \
+         res = a.copy()\n    \
+         res[..., :3] = out[..., ::-1]\n    \
+         sys.stdout.buffer.write(res.tobytes())\n",
+        params.join(", ")
+    );
+    let inputs: Vec<Vec<u8>> = frames.iter().map(|f| sample_bytes(&f.pixels)).collect();
+    let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+    let out = opencv(&script, &refs);
+    let mut rest = &out[..];
+    frames
+        .iter()
+        .map(|f| {
+            let (this, next) = rest.split_at(f.pixels.len());
+            rest = next;
+            pixels_like(&f.pixels, this)
+        })
+        .collect()
+}
+
+/// `cv2.createCLAHE` with `clahe`'s `--clip` and `--tiles`, as `lab_recipe` takes it.
+fn create_clahe(clip: f64, gx: usize, gy: usize) -> String {
+    format!("cv2.createCLAHE(clipLimit={clip:?}, tileGridSize=({gx}, {gy})).apply(g)")
+}
+
+/// Each output has its input's size and channels, the maxval `maxval(input)`, and `want`'s
+/// samples.
+fn assert_recipe(what: &str, inputs: &[Frame], outs: &[Frame], want: &[Pixels], maxval: fn(&Frame) -> u16) {
+    assert_eq!(outs.len(), inputs.len(), "{what}");
+    for (i, ((input, out), want)) in inputs.iter().zip(outs).zip(want).enumerate() {
+        assert_eq!(
+            (out.width, out.height, out.channels, out.maxval),
+            (input.width, input.height, input.channels, maxval(input)),
+            "{what}: frame {i}"
+        );
+        let differ = (0..want.len()).filter(|&k| out.pixels.get(k) != want.get(k)).count();
+        assert!(
+            &out.pixels == want,
+            "{what}: frame {i} ({}x{} {}): {differ} samples differ from OpenCV's recipe",
+            input.width,
+            input.height,
+            input.channels.name()
+        );
+    }
+}
+
+/// The 8-bit colour frames of the tests: the colour fixtures (astronaut.png, rocket.jpg,
+/// hubble_deep_field.jpg) and random, flat, few-coloured and skewed frames, RGB and RGBA.
+fn colour_frames(rng: &mut fastrand::Rng) -> Vec<Frame> {
+    let mut frames: Vec<Frame> =
+        ["astronaut.png", "rocket.jpg", "hubble_deep_field.jpg"].into_iter().map(fixture_frame).collect();
+    for f in &frames {
+        assert_eq!(f.channels, Channels::Rgb, "fixtures read as colour");
+    }
+    frames.extend(hard_colour_frames(rng, Channels::Rgb, 255));
+    frames.extend(hard_colour_frames(rng, Channels::RgbAlpha, 255));
+    frames
+}
+
+#[test]
+fn equalize_lab_matches_opencv_recipe() {
+    let mut rng = rng();
+    let frames = colour_frames(&mut rng);
+    let want = lab_recipe(&frames, &vec!["cv2.equalizeHist(g)".to_owned(); frames.len()]);
+    let out = read_frames(&run_ok("equalize", "cpu", &["--colour", "lab"], &stream(&frames)));
+    assert_recipe("equalize --colour lab", &frames, &out, &want, |f| f.maxval);
+}
+
+#[test]
+fn clahe_lab_matches_opencv_recipe() {
+    let mut rng = rng();
+    let frames = colour_frames(&mut rng);
+    let settings: [(&[&str], f64, usize, usize); 2] =
+        [(&[], 40.0, 8, 8), (&["--clip", "2", "--tiles", "3x5"], 2.0, 3, 5)];
+    for (args, clip, gx, gy) in settings {
+        let want = lab_recipe(&frames, &vec![create_clahe(clip, gx, gy); frames.len()]);
+        let args: Vec<&str> = ["--colour", "lab"].iter().chain(args).copied().collect();
+        let out = read_frames(&run_ok("clahe", "cpu", &args, &stream(&frames)));
+        assert_recipe(&format!("clahe {args:?}"), &frames, &out, &want, |_| 255);
+    }
+}
+
+/// Gray frames, with alpha or not, are mapped as in every mode; a 16-bit colour frame is refused
+/// in one line that says why; an 8-bit frame under 255 spans 0..255 in OpenCV's conversion, and
+/// its colour is clamped to the output's maxval as under `luma`.
+#[test]
+fn gray_frames_as_luma_and_16_bit_refused() {
+    let mut rng = rng();
+    let gray = stream(&[
+        fixture_frame("camera.pgm"),
+        random_colour_frame(&mut rng, 37, 23, Channels::GrayAlpha, 255),
+    ]);
+    for tool in ["equalize", "clahe"] {
+        assert!(
+            run_ok(tool, "cpu", &["--colour", "lab"], &gray)
+                == run_ok(tool, "cpu", &["--colour", "luma"], &gray),
+            "{tool}"
+        );
+        let deep = stream(&[random_colour_frame(&mut rng, 8, 8, Channels::Rgb, 65535)]);
+        let e = run_err(tool, &["--colour", "lab"], &deep, 2);
+        assert!(e.contains("--colour lab takes 8-bit frames") && e.lines().count() == 1, "{tool}: {e}");
+    }
+    // CLAHE's output spans 0..255 as OpenCV's does: the recipe, alpha scaled from 0..100.
+    let frame = random_colour_frame(&mut rng, 40, 30, Channels::RgbAlpha, 100);
+    let input = stream(std::slice::from_ref(&frame));
+    let want = lab_recipe(std::slice::from_ref(&frame), &[create_clahe(40.0, 8, 8)]).remove(0);
+    let out = read_frames(&run_ok("clahe", "cpu", &["--colour", "lab"], &input)).remove(0);
+    assert_eq!((out.channels, out.maxval), (Channels::RgbAlpha, 255));
+    for i in 0..frame.pixels.len() {
+        let want =
+            if i % 4 == 3 { (frame.pixels.get(i) as u32 * 510 + 100) / 200 } else { want.get(i) as u32 };
+        assert_eq!(out.pixels.get(i) as u32, want, "sample {i}");
+    }
+    // equalize keeps the maxval: L is mapped onto 0..100 and colour clamped to it.
+    let out = read_frames(&run_ok("equalize", "cpu", &["--colour", "lab"], &input)).remove(0);
+    assert_eq!((out.channels, out.maxval), (Channels::RgbAlpha, 100));
+    assert!((0..out.pixels.len()).all(|i| out.pixels.get(i) <= 100));
+    assert!((0..out.pixels.len()).step_by(4).any(|i| out.pixels.get(i) == 100), "the range is used");
+}
+
+/// A frame over the size at which the conversions are split over the CPU's threads gives the
+/// bytes of the recipe, on one thread and on several.
+#[test]
+fn split_conversions_match_opencv_recipe() {
+    let mut rng = rng();
+    let frames = vec![random_colour_frame(&mut rng, 613, 389, Channels::RgbAlpha, 255)];
+    let want = lab_recipe(&frames, &["cv2.equalizeHist(g)".to_owned()]);
+    for threads in ["1", "3"] {
+        let args = ["--colour", "lab", "--threads", threads];
+        let out = read_frames(&run_ok("equalize", "cpu", &args, &stream(&frames)));
+        assert_recipe(&format!("--threads {threads}"), &frames, &out, &want, |f| f.maxval);
+    }
+}
+
+/// On the GPU the L plane's equalization or CLAHE runs on the device and the conversions on the
+/// host: the same bytes as the CPU's.
+#[test]
+fn gpu_matches_cpu_under_lab() {
+    let Some(_gpu) = gpu() else { return };
+    let mut rng = rng();
+    let mut frames = colour_frames(&mut rng);
+    frames.push(random_colour_frame(&mut rng, 613, 389, Channels::RgbAlpha, 255));
+    frames.push(random_colour_frame(&mut rng, 64, 48, Channels::RgbAlpha, 100));
+    let input = stream(&frames);
+    for (tool, args) in [
+        ("equalize", &["--colour", "lab"][..]),
+        ("clahe", &["--colour", "lab"][..]),
+        ("clahe", &["--colour", "lab", "--clip", "2", "--tiles", "3x5"][..]),
+    ] {
+        assert!(run_ok(tool, "gpu", args, &input) == run_ok(tool, "cpu", args, &input), "{tool} {args:?}");
+    }
+}
