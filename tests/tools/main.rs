@@ -23,6 +23,7 @@ mod huge;
 mod install;
 mod iradon;
 mod jpeg;
+mod lab;
 mod opencv;
 mod outputs;
 mod pad;
