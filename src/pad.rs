@@ -3,7 +3,7 @@ use histopipe_frame::Frame;
 use histopipe_ops::pad::{PadParams, PadSize};
 use histopipe_ops::Fills;
 
-use crate::fill::{fill_flag, Filling};
+use crate::fill::{fill_flag, BorderWord, Filling};
 
 /// `pad`: pad each frame to its diagonal (or a given size), so a rotation crops nothing.
 #[derive(Default)]
@@ -12,6 +12,7 @@ pub struct Pad {
     /// left, top, right, bottom
     sides: [Option<usize>; 4],
     fill: Filling<Fills>,
+    mode: BorderWord,
     size: Option<PadSize>,
 }
 
@@ -27,7 +28,8 @@ in the frame's geometry metadata, so later tools know which pixels are the origi
 Colour frames keep their colour: every channel (alpha too) is padded alike, the border of each
 taking the fill value, or its own (--fill 255,0,0 pads RGB red; --fill 255 on RGBA is opaque
 white). Float frames stay float: samples are copied, and --fill takes any float (nan too).
-See docs/pad.md.
+With --mode the border is made of the frame's own pixels instead, as OpenCV's copyMakeBorder
+makes it (--mode reflect101 is its BORDER_REFLECT_101). See docs/pad.md.
 
 Usage: pad [OPTIONS] [FILE...]";
     const FLAGS: &'static [Flag] = &[
@@ -46,6 +48,10 @@ Usage: pad [OPTIONS] [FILE...]";
             "V[,V...]",
             "the border's value, 0..maxval, or any float (nan, inf too) for float frames; or one value per \
              channel (R,G,B[,A] or gray,alpha) [default: 0]",
+        ),
+        BorderWord::flag(
+            "what the border is made of: the fill (constant), or the frame's pixels as OpenCV's \
+             BORDER_REPLICATE, BORDER_REFLECT, BORDER_REFLECT_101 or BORDER_WRAP [default: constant]",
         ),
     ];
     const HELP_END: &'static str = "\
@@ -66,12 +72,19 @@ Example:
             "--top" => self.sides[1] = Some(given.parse()?),
             "--right" => self.sides[2] = Some(given.parse()?),
             "--bottom" => self.sides[3] = Some(given.parse()?),
+            "--mode" => self.mode = BorderWord::parse(given)?,
             _ => return self.fill.option(given),
         }
         Ok(true)
     }
 
     fn check(&mut self, _: &Common) -> Result<(), Error> {
+        if self.mode != BorderWord::Constant && self.fill.value().is_some() {
+            return Err(Error::usage(format!(
+                "--fill is the constant border's; --mode {} copies the frame's pixels",
+                self.mode.word()
+            )));
+        }
         let bordered = self.sides.iter().any(Option::is_some);
         let size = match (self.to, bordered) {
             (Some(_), true) => return Err(Error::usage("--to cannot be combined with --border or a side")),
@@ -92,13 +105,15 @@ Example:
 
     const FLOAT: bool = true;
 
-    /// Each channel padded alike, with its own fill.
+    /// Each channel padded alike, with its own fill or its own pixels.
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let size = self.size.unwrap_or(PadSize::Diagonal);
         let fills = self.fill.per_channel_or_zero(cx, &frame)?;
         let mut pads = Vec::with_capacity(fills.len());
         for fill in fills {
-            pads.push(PadParams { size, fill }.for_frame_of(&frame).map_err(|e| cx.op_error(e))?);
+            let pad = PadParams { size, fill }.for_frame_of(&frame);
+            let pad = pad.and_then(|p| p.with_border(self.mode.border(), frame.width, frame.height));
+            pads.push(pad.map_err(|e| cx.op_error(e))?);
         }
         cx.check_pixels(pads[0].width, pads[0].height)?;
         let out = cx.run_each_channel(&frame, |c| pads[c])?;

@@ -219,3 +219,203 @@ fn gpu_matches_cpu_on_colour_and_float() {
         assert!(same_bits(&cpu, &gpu), "float {args:?}: GPU output differs");
     }
 }
+
+/// `--mode`'s words and OpenCV's border types of the same meaning.
+const MODES: [(&str, &str); 5] = [
+    ("constant", "BORDER_CONSTANT"),
+    ("replicate", "BORDER_REPLICATE"),
+    ("reflect", "BORDER_REFLECT"),
+    ("reflect101", "BORDER_REFLECT_101"),
+    ("wrap", "BORDER_WRAP"),
+];
+
+/// A frame's samples as little-endian bytes (floats as their bits), as NumPy's `tobytes()`.
+fn raw(frame: &Frame) -> Vec<u8> {
+    match &frame.pixels {
+        Pixels::U8(v) => v.to_vec(),
+        Pixels::U16(v) => v.iter().flat_map(|s| s.to_le_bytes()).collect(),
+        Pixels::F32(v) => v.iter().flat_map(|s| s.to_bits().to_le_bytes()).collect(),
+    }
+}
+
+/// `cv2.copyMakeBorder` of `frame`'s samples with each border of `borders` ([top, bottom, left,
+/// right]) in each mode of [`MODES`], in that order, the outputs' bytes one after another.
+fn opencv_borders(frame: &Frame, borders: &[[usize; 4]]) -> Vec<Vec<u8>> {
+    let dtype = match frame.pixels {
+        Pixels::U8(_) => "u1",
+        Pixels::U16(_) => "<u2",
+        Pixels::F32(_) => "<f4",
+    };
+    let (w, h, c) = (frame.width, frame.height, frame.channels.count());
+    let cases: Vec<String> = borders
+        .iter()
+        .flat_map(|[t, b, l, r]| MODES.iter().map(move |(_, cv)| format!("({t}, {b}, {l}, {r}, cv2.{cv})")))
+        .collect();
+    let out = opencv(
+        &format!(
+            "a = np.fromfile(sys.argv[1], '{dtype}').reshape({h}, {w}, {c})\n\
+             if {c} == 1: a = a[:, :, 0]\n\
+             for t, b, l, r, mode in [{}]:\n    \
+                 o = cv2.copyMakeBorder(a, t, b, l, r, mode)\n    \
+                 sys.stdout.buffer.write(len(o.tobytes()).to_bytes(8, 'little') + o.tobytes())",
+            cases.join(", ")
+        ),
+        &[&raw(frame)],
+    );
+    let mut outputs = Vec::new();
+    let mut rest = &out[..];
+    while !rest.is_empty() {
+        let n = u64::from_le_bytes(rest[..8].try_into().unwrap()) as usize;
+        outputs.push(rest[8..8 + n].to_vec());
+        rest = &rest[8 + n..];
+    }
+    assert_eq!(outputs.len(), cases.len());
+    outputs
+}
+
+/// `pad --mode M` of `frame` (as `input`) with each border, on each backend (the GPU's where
+/// there is one), is `cv2.copyMakeBorder` with the border type M, byte for byte (float frames bit
+/// for bit): the sides given one by one, and `--border N` where all four are equal.
+fn assert_modes_are_opencvs(name: &str, frame: &Frame, input: &[u8], borders: &[[usize; 4]]) {
+    let expected = opencv_borders(frame, borders);
+    let float = frame.depth() == Depth::F32;
+    let backends: &[&str] = if gpu().is_some() { &["cpu", "gpu"] } else { &["cpu"] };
+    let cases = borders.iter().flat_map(|b| MODES.iter().map(move |m| (b, m)));
+    for (([t, b, l, r], (mode, cv)), want) in cases.zip(&expected) {
+        let sides = [t, b, l, r].map(|n| n.to_string());
+        let mut args = vec!["--mode", mode, "--top", &sides[0], "--bottom", &sides[1]];
+        args.extend(["--left", &sides[2], "--right", &sides[3]]);
+        if t == b && b == l && l == r {
+            args = vec!["--mode", mode, "--border", &sides[0]];
+        }
+        for backend in backends {
+            let out = if float {
+                run_to_tiff("pad", backend, &args, input)
+            } else {
+                read_frames(&run_ok("pad", backend, &args, input)).remove(0)
+            };
+            assert_eq!(
+                (out.width, out.height),
+                (frame.width + l + r, frame.height + t + b),
+                "{name} {args:?}"
+            );
+            assert_eq!(out.channels, frame.channels, "{name} {args:?}");
+            assert!(raw(&out) == *want, "{name} {args:?} --backend {backend}: not cv2.copyMakeBorder's {cv}");
+        }
+    }
+}
+
+/// Every mode is OpenCV's border type on the fixtures: 8-bit, 16-bit and colour, borders wider
+/// than the frame (OpenCV's reflections and wraps repeat) among them.
+#[test]
+fn modes_are_copy_make_border_on_fixtures() {
+    let borders = [[3, 1, 0, 5], [600, 2, 1, 700]];
+    for name in ["camera.pgm", "dem16.pgm", "astronaut.png"] {
+        let (frame, bytes) = (fixture_frame(name), fixture_bytes(name));
+        let borders: &[[usize; 4]] = if name == "astronaut.png" { &borders[..1] } else { &borders };
+        assert_modes_are_opencvs(name, &frame, &bytes, borders);
+    }
+}
+
+/// Every mode is OpenCV's on fresh random frames of odd sizes (1x1, 1xN and Nx1 among them),
+/// gray, gray + alpha and RGBA, 8- and 16-bit, with borders many times the frame.
+#[test]
+fn modes_are_copy_make_border_on_random_frames() {
+    let mut rng = rng();
+    let sizes = [(1, 1), (1, 7), (9, 1), (2, 3), (13, 5), (rng.usize(1..40), rng.usize(1..40))];
+    for (i, (w, h)) in sizes.into_iter().enumerate() {
+        let maxval = if i % 2 == 0 { 255 } else { 65535 };
+        let frame = match i % 3 {
+            0 => random_frame(&mut rng, w, h, maxval),
+            1 => random_colour_frame(&mut rng, w, h, Channels::GrayAlpha, maxval),
+            _ => random_colour_frame(&mut rng, w, h, Channels::RgbAlpha, maxval),
+        };
+        let wide = [4 * w + 3, 3 * h + 1, 5 * w + 2, 7 * h];
+        let borders = [[1, 0, 2, 1], wide, [h + 2; 4]];
+        assert_modes_are_opencvs(&format!("{w}x{h} {i}"), &frame, &stream(&[frame.clone()]), &borders);
+    }
+}
+
+/// Float frames: every sample copied bit for bit (NaN payloads, infinities, -0), as OpenCV
+/// copies them, in every mode.
+#[test]
+fn modes_are_copy_make_border_on_float_frames() {
+    let mut rng = rng();
+    for (w, h) in [(1, 1), (1, 6), (5, 1), (23, 11)] {
+        let mut values: Vec<f32> = (0..w * h).map(|_| rng.f32() * 4.0 - 2.0).collect();
+        let specials = [f32::from_bits(0x7FC0_1234), f32::NEG_INFINITY, -0.0, f32::NAN];
+        for (v, s) in values.iter_mut().step_by(3).zip(specials) {
+            *v = s;
+        }
+        let tiff = float_tiff(&values, w, h);
+        let frame = read_frames(&tiff).remove(0);
+        assert_eq!(frame.depth(), Depth::F32);
+        assert_modes_are_opencvs(&format!("float {w}x{h}"), &frame, &tiff, &[[2, 3 * h + 1, 4 * w, 1]]);
+    }
+}
+
+/// The mode applies to every way of giving the size: the diagonal and `--to` pad as the same
+/// borders given side by side do.
+#[test]
+fn modes_apply_to_every_size() {
+    let bytes = fixture_bytes("coins.pgm"); // 384x303: diagonal 490, at (53, 93)
+    for (mode, _) in MODES {
+        let diagonal = run_ok("pad", "cpu", &["--mode", mode], &bytes);
+        let sides = ["--left", "53", "--top", "93", "--right", "53", "--bottom", "94"];
+        let by_sides = run_ok("pad", "cpu", &[&["--mode", mode][..], &sides].concat(), &bytes);
+        assert!(read_frames(&diagonal)[0].pixels == read_frames(&by_sides)[0].pixels, "{mode}: diagonal");
+        let to = run_ok("pad", "cpu", &["--mode", mode, "--to", "1001x400"], &bytes);
+        let sides = ["--left", "308", "--top", "48", "--right", "309", "--bottom", "49"];
+        let by_sides = run_ok("pad", "cpu", &[&["--mode", mode][..], &sides].concat(), &bytes);
+        assert!(read_frames(&to)[0].pixels == read_frames(&by_sides)[0].pixels, "{mode}: --to");
+    }
+    // constant is the default, byte for byte.
+    assert_eq!(run_ok("pad", "cpu", &["--mode", "constant"], &bytes), run_ok("pad", "cpu", &[], &bytes));
+}
+
+#[test]
+fn mode_errors() {
+    let camera = fixture_bytes("camera.pgm");
+    let e = run_err("pad", &["--mode", "mirror"], &camera, 2);
+    assert!(
+        e.contains("--mode: unknown mode 'mirror' (constant, replicate, reflect, reflect101 or wrap)"),
+        "{e}"
+    );
+    let e = run_err("pad", &["--mode", "wrap", "--fill", "3"], &camera, 2);
+    assert!(e.contains("--fill is the constant border's; --mode wrap copies the frame's pixels"), "{e}");
+}
+
+/// CPU and GPU give the same samples in every mode, on random sizes and depths, borders wider
+/// than the frame included (the operation itself, without the binaries).
+#[test]
+fn gpu_matches_cpu_in_every_mode() {
+    use histopipe_ops::pad::Border;
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let modes = [Border::Replicate, Border::Reflect, Border::Reflect101, Border::Wrap];
+    let mut sizes = vec![(1, 1), (1, 257), (263, 1), (4097, 3), (31, 17)];
+    sizes.extend((0..8).map(|_| (rng.usize(1..700), rng.usize(1..700))));
+    for (i, (w, h)) in sizes.into_iter().enumerate() {
+        let mut frame = random_frame(&mut rng, w, h, if i % 2 == 0 { 255 } else { 4095 });
+        if i % 3 == 2 {
+            let v: Vec<f32> = (0..w * h).map(|k| f32::from_bits(rng.u32(..) ^ k as u32)).collect();
+            frame = Frame::new(w, h, 1, Pixels::F32(v.into()));
+        }
+        let size = match i % 3 {
+            0 => PadSize::Diagonal,
+            1 => PadSize::To { width: w + rng.usize(0..40), height: h + rng.usize(0..40) },
+            _ => PadSize::Border {
+                left: rng.usize(0..3 * w + 9),
+                top: rng.usize(0..3 * h + 9),
+                right: rng.usize(0..3 * w + 9),
+                bottom: rng.usize(0..3 * h + 9),
+            },
+        };
+        for mode in modes {
+            let pad = PadParams { size, fill: 0u16.into() }.for_frame_of(&frame).unwrap();
+            let pad = pad.with_border(mode, w, h).unwrap();
+            let (cpu, gpu_out) = (pad.cpu(&frame).unwrap(), pad.gpu(&gpu, &frame).unwrap());
+            assert!(same_bits(&cpu, &gpu_out), "{w}x{h} {pad:?}");
+        }
+    }
+}

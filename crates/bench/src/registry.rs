@@ -52,7 +52,7 @@ use histopipe_ops::hough::{
 };
 use histopipe_ops::iradon::{Iradon, IradonParams};
 use histopipe_ops::mask::Mask;
-use histopipe_ops::pad::{PadParams, PadSize};
+use histopipe_ops::pad::{Border, Pad, PadParams, PadSize};
 use histopipe_ops::radon::{Radon, RadonParams};
 use histopipe_ops::rotate::{Interpolation, Rotate, Turn};
 use histopipe_ops::stretch::{self as stretch_op, cuts, Curve, Scale, Stretch};
@@ -103,6 +103,7 @@ impl Entry {
 pub fn all() -> Vec<Entry> {
     vec![
         Entry::frame("pad", pad).with_cpu(pad_cpu),
+        Entry::frame("pad.reflect101", pad_reflect101).with_cpu(pad_reflect101_cpu),
         Entry::frame("rotate.nearest", rotate_nearest).with_cpu(rotate_nearest_cpu),
         Entry::frame("rotate.bilinear", rotate_bilinear).with_cpu(rotate_bilinear_cpu),
         Entry::frame("colhist", colhist).with_cpu(colhist_cpu),
@@ -253,8 +254,25 @@ pub fn host_frame(input: &Input) -> Frame {
 /// `pad` to the frame's diagonal (the tool's default), fill 0. Memory floor: a copy of the
 /// output's bytes (pad writes more than it reads).
 fn pad<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    pad_with(gpu, input, Border::Constant)
+}
+
+/// `pad --mode reflect101` to the frame's diagonal: the border of the frame's own pixels
+/// (OpenCV's `BORDER_REFLECT_101`, its default), each gathered through the border's index.
+fn pad_reflect101<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    pad_with(gpu, input, Border::Reflect101)
+}
+
+/// `pad` to the frame's diagonal with the border `border`, fill 0.
+fn pad_op(input: &Input, border: Border) -> Result<Pad, BenchError> {
     let (w, h) = (input.width, input.height);
     let op = PadParams { size: PadSize::Diagonal, fill: Fill::Int(0) }.for_frame(w, h, 255)?;
+    Ok(op.with_border(border, w, h)?)
+}
+
+fn pad_with<'g>(gpu: &'g Gpu, input: &Input, border: Border) -> Result<Case<'g>, BenchError> {
+    let (w, h) = (input.width, input.height);
+    let op = pad_op(input, border)?;
     let out_len = op.width * op.height;
     let mut sets = Sets::new(gpu, input, out_len)?;
     let mut plan = op.plan(gpu, w, h);
@@ -265,11 +283,15 @@ fn pad<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
 }
 
 fn pad_cpu(input: &Input) -> Result<CpuRun, BenchError> {
-    let op = PadParams { size: PadSize::Diagonal, fill: Fill::Int(0) }.for_frame(
-        input.width,
-        input.height,
-        255,
-    )?;
+    pad_cpu_with(input, Border::Constant)
+}
+
+fn pad_reflect101_cpu(input: &Input) -> Result<CpuRun, BenchError> {
+    pad_cpu_with(input, Border::Reflect101)
+}
+
+fn pad_cpu_with(input: &Input, border: Border) -> Result<CpuRun, BenchError> {
+    let op = pad_op(input, border)?;
     cpu_run(move |frame| {
         black_box(op.cpu(frame)?);
         Ok(())

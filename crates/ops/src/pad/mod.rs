@@ -1,5 +1,6 @@
-//! `pad`: place a frame inside a larger one, filling the new border with one value. Samples of
-//! every depth (8-, 16-bit, float) are copied as they are.
+//! `pad`: place a frame inside a larger one, filling the new border with one value, or with the
+//! frame's own pixels as one of OpenCV's border types ([`Border`]). Samples of every depth (8-,
+//! 16-bit, float) are copied as they are.
 //!
 //! The default size is the square of side D = ceil(sqrt(w^2 + h^2)), the frame's diagonal, with the
 //! frame at offset (floor((D - w) / 2), floor((D - h) / 2)): any rotation about the centre of the
@@ -13,6 +14,9 @@ use histopipe_gpu::cudarc::driver::CudaSlice;
 use histopipe_gpu::{kernels, launch};
 
 use crate::{parallel, with_elements, Element, Fill, Gpu, Op, OpError};
+
+mod border;
+pub use border::Border;
 
 /// Half the fewest output samples for the CPU's work to be split at all ([`parallel::parts`]):
 /// padding costs about as much as writing its output once, and 725 x 725 samples took 16
@@ -52,8 +56,10 @@ pub struct Pad {
     pub height: usize,
     pub left: usize,
     pub top: usize,
-    /// The border's sample, of the frame's kind ([`Fill::for_samples`]).
+    /// The border's sample, of the frame's kind ([`Fill::for_samples`]), for a constant border.
     pub fill: Fill,
+    /// What the border holds: the fill, or the frame's pixels ([`Pad::with_border`]).
+    pub border: Border,
 }
 
 /// ceil(sqrt(n)) exactly, for any n up to 2^65.
@@ -109,7 +115,8 @@ impl PadParams {
         if ow > u32::MAX as u128 || oh > u32::MAX as u128 {
             return Err(too_big());
         }
-        Ok(Pad { width: ow as usize, height: oh as usize, left: left as usize, top: top as usize, fill })
+        let (width, height, left, top) = (ow as usize, oh as usize, left as usize, top as usize);
+        Ok(Pad { width, height, left, top, fill, border: Border::Constant })
     }
 }
 
@@ -132,6 +139,9 @@ impl Pad {
             return Vec::new();
         }
         let band = self.height.div_ceil(parallel::parts_split_from(n, MIN_SPLIT, MIN_PART)) * self.width;
+        if self.border != Border::Constant {
+            return self.cpu_copied_border(w, h, input, band);
+        }
         // The frame's row of output row y, if y has one.
         let frame_row = |y: usize| {
             let y = y.checked_sub(self.top).filter(|&y| y < h && w > 0)?;
@@ -207,12 +217,22 @@ impl PadPlan<'_> {
         let (left, top, fill) = (p.left as u32, p.top as u32, p.fill.bits());
         // Each thread writes 16 bytes of output.
         let chunks = n_out.div_ceil(16 / std::mem::size_of::<T>());
+        let cfg = launch::cover(chunks, 256);
+        if p.border != Border::Constant {
+            let name = format!("pad_border_{}", T::KERNEL_SUFFIX);
+            let mode = p.border.kernel_mode();
+            // SAFETY: pad_border_*(in, w, h, out, ow, oh, left, top, mode) in pad.cu; `src` holds
+            // the w x h frame (at least one pixel: [`Pad::with_border`]), `dst` the ow x oh one.
+            unsafe {
+                launch!(self.gpu, kernels::PAD, name, cfg; src, &w, &h, dst, &ow, &oh, &left, &top, &mode)
+            }?;
+            return Ok(());
+        }
         let name = format!("pad_{}", T::KERNEL_SUFFIX);
         // SAFETY: pad_*(in, w, h, out, ow, oh, left, top, fill) in pad.cu; `src` holds the w x h
         // frame, `dst` the ow x oh one.
         unsafe {
-            launch!(self.gpu, kernels::PAD, name, launch::cover(chunks, 256);
-                src, &w, &h, dst, &ow, &oh, &left, &top, &fill)
+            launch!(self.gpu, kernels::PAD, name, cfg; src, &w, &h, dst, &ow, &oh, &left, &top, &fill)
         }?;
         Ok(())
     }
