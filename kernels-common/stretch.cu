@@ -16,7 +16,7 @@ __device__ void map_lut(const I* __restrict__ in, u64 n, const O* __restrict__ l
     constexpr bool SHARED = sizeof(I) == 1;
     constexpr u32 PER = 16 / sizeof(I);
     constexpr u32 OUT_BYTES = PER * sizeof(O);
-    static_assert(OUT_BYTES == 8 || OUT_BYTES == 16 || OUT_BYTES == 32, "output chunk");
+    static_assert(OUT_BYTES == 8 || OUT_BYTES == 16 || OUT_BYTES == 32 || OUT_BYTES == 64, "output chunk");
     __shared__ O staged[SHARED ? 256 : 1];
     const u32 last = levels - 1;
     if constexpr (SHARED) {
@@ -65,6 +65,13 @@ extern "C" __global__ void map_u16_u8(const u16* in, u64 n, const u8* lut, u32 l
 extern "C" __global__ void map_u16_u16(const u16* in, u64 n, const u16* lut, u32 levels, u16* out) {
     map_lut(in, n, lut, levels, out);
 }
+// --out LO:HI of integer frames: a table of float32 values (to_float.rs), looked up alike.
+extern "C" __global__ void map_u8_f32(const u8* in, u64 n, const float* lut, u32 levels, float* out) {
+    map_lut(in, n, lut, levels, out);
+}
+extern "C" __global__ void map_u16_f32(const u16* in, u64 n, const float* lut, u32 levels, float* out) {
+    map_lut(in, n, lut, levels, out);
+}
 
 // ln x for x >= 1, curve.rs's `ln`: x = m 2^e with m in (sqrt2/2, sqrt2], s = (m - 1) / (m + 1),
 // ln x = e ln2 + 2 s P(s^2), P by Horner's rule with coefficients 1 / (2k + 1), k < terms.
@@ -81,6 +88,23 @@ __device__ double ln_from_1(double x, double ln2, double sqrt2, u32 terms) {
     double p = __ddiv_rn(1.0, (double)(2 * (terms - 1) + 1));
     for (u32 k = terms - 1; k-- > 0;) p = __dadd_rn(__dmul_rn(p, z), __ddiv_rn(1.0, (double)(2 * k + 1)));
     return __dadd_rn(__dmul_rn((double)e, ln2), __dmul_rn(__dmul_rn(2.0, s), p));
+}
+
+// f(t) of t in [0, 1], curve.rs's `Curve::f`: kind 0 linear, 1 log (param a), 2 sqrt, 3 asinh
+// (param b); norm: the scale's numerator at t = 1.
+__device__ double curve_f(double t, u32 kind, double param, double norm, double ln2, double sqrt2, u32 terms) {
+    switch (kind) {
+    case 1:
+        return __ddiv_rn(ln_from_1(__dadd_rn(1.0, __dmul_rn(param, t)), ln2, sqrt2, terms), norm);
+    case 2:
+        return __dsqrt_rn(t);
+    case 3: {
+        const double y = __ddiv_rn(t, param);
+        return __ddiv_rn(ln_from_1(__dadd_rn(y, __dsqrt_rn(__dadd_rn(__dmul_rn(y, y), 1.0))), ln2, sqrt2, terms), norm);
+    }
+    default:
+        return t;
+    }
 }
 
 // The level of one float sample, curve.rs's `Curve::level_with`. kind: 0 linear, 1 log
@@ -131,4 +155,51 @@ extern "C" __global__ void curve_f32_u16(const float* in, u64 n, double lo, doub
                                          double norm, double maxout, double ln2, double sqrt2, u32 terms,
                                          u16* out) {
     curve(in, n, lo, hi, kind, param, norm, maxout, ln2, sqrt2, terms, out);
+}
+
+// np.clip of one value (not NaN), to_float.rs's `clip`: NumPy's max(x, lo) is x > lo ? x : lo.
+template <typename T> __device__ T np_clip(T x, T lo, T hi) {
+    x = x > lo ? x : lo;
+    return x < hi ? x : hi;
+}
+
+// --out LO:HI of float samples on the linear scale: scikit-image's float32 arithmetic,
+// to_float.rs's `Float32::value`: x = clip(v, lo, hi); (x - lo) / span * out_span + out_lo, each
+// operation rounded to float32; a flat range clip(x, out_lo, out_hi). NaN: the canonical NaN.
+extern "C" __global__ void to_float_f32_linear(const float* __restrict__ in, u64 n, float lo, float hi, float span,
+                                               float out_span, float out_lo, float out_hi, u32 flat,
+                                               float* __restrict__ out) {
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        const float v = in[i];
+        float r;
+        if (v != v) r = __uint_as_float(HP_CANONICAL_NAN);
+        else {
+            const float x = np_clip(v, lo, hi);
+            r = flat ? np_clip(x, out_lo, out_hi)
+                     : __fadd_rn(__fmul_rn(__fdiv_rn(__fsub_rn(x, lo), span), out_span), out_lo);
+        }
+        out[i] = r;
+    }
+}
+
+// --out LO:HI of float samples on the other scales, to_float.rs's `StretchTo::value_with`:
+// t as curve_level's, f(t) (ohi - olo) + olo in double, rounded to float32; a flat range
+// clip(lo, olo, ohi). NaN: the canonical NaN.
+extern "C" __global__ void to_float_f32_curve(const float* __restrict__ in, u64 n, double lo, double hi, u32 kind,
+                                              double param, double norm, double olo, double ohi, double ln2,
+                                              double sqrt2, u32 terms, float* __restrict__ out) {
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        const float v = in[i];
+        float r;
+        if (v != v) r = __uint_as_float(HP_CANONICAL_NAN);
+        else if (hi > lo) {
+            double t = __ddiv_rn(__dsub_rn((double)v, lo), __dsub_rn(hi, lo));
+            t = t > 0.0 ? (t < 1.0 ? t : 1.0) : 0.0;
+            const double f = curve_f(t, kind, param, norm, ln2, sqrt2, terms);
+            r = __double2float_rn(__dadd_rn(__dmul_rn(f, __dsub_rn(ohi, olo)), olo));
+        } else {
+            r = __double2float_rn(np_clip(lo, olo, ohi));
+        }
+        out[i] = r;
+    }
 }

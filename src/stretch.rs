@@ -1,6 +1,6 @@
 use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, Tool};
 use histopipe_frame::Frame;
-use histopipe_ops::stretch::{cuts, Curve, Scale, Stretch as Map, ZScale};
+use histopipe_ops::stretch::{cuts, Curve, Scale, Stretch as Map, StretchTo, ZScale};
 
 use crate::colour::{Colour, RANGES};
 use crate::mask::{Masking, MASK};
@@ -16,6 +16,8 @@ pub struct Stretch {
     /// `--contrast` or `--samples` given (they need `--zscale`).
     zscale_tuned: Option<&'static str>,
     depth: Option<u16>,
+    /// `--out LO:HI`: float32 output over [LO, HI].
+    out: Option<(f64, f64)>,
     scale: Scale,
     each: bool,
     mask: Masking,
@@ -30,6 +32,7 @@ impl Default for Stretch {
             zscale: ZScale::default(),
             zscale_tuned: None,
             depth: None,
+            out: None,
             scale: Scale::Linear,
             each: false,
             mask: Masking::default(),
@@ -104,11 +107,13 @@ scikit-image's rescale_intensity.
 
 Each sample v becomes rint(f(t) * M), ties to even, with t = (v - LO) / (HI - LO) clamped to
 [0, 1], f the scale and M the output's maxval; NaN becomes 0, infinities clamp. LO and HI are
-given (--in), astropy's ZScaleInterval limits (--zscale) or cut from the samples (--saturate): with k = floor(N P / 200) of the N samples
-(a float frame's finite ones), LO is the (k+1)-th smallest and HI the (k+1)-th largest, as ImageJ
-finds them. Colour frames get one map for all colour samples (hues stay), alpha rescaled to the
+given (--in), astropy's ZScaleInterval limits (--zscale) or cut from the samples (--saturate):
+with k = floor(N P / 200) of the N samples (a float frame's finite ones), LO is the (k+1)-th
+smallest and HI the (k+1)-th largest, as ImageJ finds them. Colour frames get one map for all colour samples (hues stay), alpha rescaled to the
 output's depth. 8-bit, 16-bit and float input. With --mask FILE the cuts count only the samples
-of the pixels where the mask is non-zero; every pixel is mapped. See docs/stretch.md.
+of the pixels where the mask is non-zero; every pixel is mapped. With --out A:B, float32 samples
+(x - LO) / (HI - LO) * (B - A) + A of x = clip(v, LO, HI) instead, as rescale_intensity's
+out_range=(A, B) computes them. See docs/stretch.md.
 
 Usage: stretch [OPTIONS] [FILE...]";
     const FLAGS: &'static [Flag] = &[
@@ -133,6 +138,11 @@ Usage: stretch [OPTIONS] [FILE...]";
         )
         .one_of(Depth::NAMES),
         Flag::with_value(
+            "--out",
+            "LO:HI",
+            "float32 output over LO..HI instead (as rescale_intensity's out_range=(LO, HI))",
+        ),
+        Flag::with_value(
             "--scale",
             "S",
             "linear, log (ln(1 + 1000 t) / ln 1001), sqrt, or asinh (asinh(10 t) / asinh 10) [default: linear]",
@@ -156,6 +166,7 @@ Example:
                 self.saturate = Some(p);
             }
             "--in" => self.range = Some(parse_range(given.text()?)?),
+            "--out" => self.out = Some(parse_range(given.text()?)?),
             "--zscale" => self.zscale_on = true,
             "--contrast" => {
                 let c: f64 = given.parse()?;
@@ -197,6 +208,11 @@ Example:
                 "{} cannot be combined: one gives the input range",
                 given.join(" and ")
             )));
+        }
+        if self.out.is_some() && self.depth.is_some() {
+            return Err(Error::usage(
+                "--out writes float32 samples and --depth integer ones: give one of the two",
+            ));
         }
         if let (Some(flag), false) = (self.zscale_tuned, self.zscale_on) {
             return Err(Error::usage(format!("{flag} is a parameter of --zscale: give --zscale too")));
@@ -242,6 +258,9 @@ Example:
         } else {
             vec![curve_of(&colours)?; colours.len()]
         };
+        if let Some(range) = self.out {
+            return self.write_float(cx, &frame, &curves, range);
+        }
         let out = if !frame.channels.has_alpha() && curves.iter().all(|c| *c == curves[0]) {
             cx.run(&Map { curve: curves[0] }, &frame)?
         } else {
@@ -252,6 +271,29 @@ Example:
                 Curve { lo: 0.0, hi: 1.0, scale: Scale::Linear, maxout }
             };
             cx.run_each_channel(&frame, |c| Map { curve: curves.get(c).copied().unwrap_or(alpha) })?
+        };
+        cx.write(out)
+    }
+}
+
+impl Stretch {
+    /// `--out LO:HI`: each colour channel through its curve onto [LO, HI] as float32; alpha as a
+    /// float from [0, 1], its integer values from [0, maxval] (a float one as it is, clipped).
+    fn write_float(
+        &self,
+        cx: &mut Context<'_>,
+        frame: &Frame,
+        curves: &[Curve],
+        range: (f64, f64),
+    ) -> Result<(), Error> {
+        let to = |curve: Curve| StretchTo { curve, out: range };
+        let out = if !frame.channels.has_alpha() && curves.iter().all(|c| *c == curves[0]) {
+            cx.run(&to(curves[0]), frame)?
+        } else {
+            let hi = if frame.depth().is_integer() { frame.maxval as f64 } else { 1.0 };
+            let alpha =
+                StretchTo { curve: Curve { lo: 0.0, hi, scale: Scale::Linear, maxout: 0 }, out: (0.0, 1.0) };
+            cx.run_each_channel(frame, |c| curves.get(c).map_or(alpha, |&c| to(c)))?
         };
         cx.write(out)
     }

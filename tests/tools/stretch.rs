@@ -4,7 +4,7 @@
 //! CPU.
 
 use histopipe_frame::{Channels, Format, Frame, Pixels};
-use histopipe_ops::stretch::{Curve, Scale, Stretch, ZScale};
+use histopipe_ops::stretch::{Curve, Scale, Stretch, StretchTo, ZScale};
 use histopipe_ops::Op;
 
 use crate::common::*;
@@ -287,6 +287,9 @@ fn bad_options_are_one_line_errors() {
     assert!(e.contains("--contrast is a parameter of --zscale"), "{e}");
     assert!(run_err("stretch", &["--zscale", "--contrast", "0"], &camera, 2).contains("--contrast"));
     assert!(run_err("stretch", &["--zscale", "--samples", "0"], &camera, 2).contains("--samples"));
+    assert!(run_err("stretch", &["--out", "1:0"], &camera, 2).contains("--out"));
+    let e = run_err("stretch", &["--out", "0:1", "--depth", "8"], &camera, 2);
+    assert!(e.contains("--out writes float32 samples and --depth integer ones"), "{e}");
 }
 
 /// Float frames the GPU finds hard: NaN, infinities, zeros of both signs, subnormals, huge and
@@ -607,5 +610,211 @@ fn zscale_maps_as_its_limits_given() {
                 numpy_map(&values(&frame), frame.channels.count(), &colours, &Range::In(lo, hi), scale, 255);
             assert_rounds(&levels(&out), &want, scale == "linear", &format!("{name} {args:?}"));
         }
+    }
+}
+
+/// scikit-image's `rescale_intensity(a, in_range=(lo, hi), out_range=(out_lo, out_hi))` of a
+/// frame's samples (in their dtype: float64 arithmetic for integers, float32 for float32), as
+/// float32.
+fn skimage_rescale(frame: &Frame, range: (f64, f64), out: (f64, f64)) -> Vec<f32> {
+    let (dtype, bytes) = raw_samples(frame, &(0..frame.channels.count()).collect::<Vec<_>>());
+    let script = format!(
+        "import warnings; warnings.simplefilter('ignore')\n\
+         a = np.fromfile(sys.argv[1], '{dtype}')\n\
+         r = skimage.exposure.rescale_intensity(a, in_range=({:?}, {:?}), out_range=({:?}, {:?}))\n\
+         sys.stdout.buffer.write(r.astype('<f4').tobytes())\n",
+        range.0, range.1, out.0, out.1
+    );
+    skimage(&script, &[&bytes]).chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect()
+}
+
+fn floats(frame: &Frame) -> Vec<f32> {
+    match &frame.pixels {
+        Pixels::F32(v) => v.to_vec(),
+        _ => panic!("--out writes float frames"),
+    }
+}
+
+/// `got` is `want` bit for bit, NaN where `want` is NaN (the canonical one).
+fn assert_same_floats(got: &[f32], want: &[f32], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let ok =
+            if w.is_nan() { g.to_bits() == histopipe_ops::CANONICAL_NAN } else { g.to_bits() == w.to_bits() };
+        assert!(ok, "{what}: sample {i} is {g:e}, scikit-image's {w:e}");
+    }
+}
+
+/// Float samples a rescale finds hard: NaN, infinities, signed zeros, subnormals, the extremes,
+/// values at and beyond the ends of the range, and fresh random ones.
+fn hard_floats(rng: &mut fastrand::Rng, n: usize) -> Vec<f32> {
+    let specials = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        0.0,
+        -0.0,
+        1e-45,
+        -1e-40,
+        f32::MAX,
+        f32::MIN,
+        -10.5,
+        1000.0,
+        0.1,
+    ];
+    let mut v: Vec<f32> = (0..n).map(|_| (rng.f32() - 0.2) * 1200.0).collect();
+    for (i, s) in specials.iter().enumerate() {
+        v[i * 7 % n] = *s;
+    }
+    v
+}
+
+/// `--in LO:HI --out A:B` is scikit-image's rescale_intensity(in_range, out_range) bit for bit:
+/// 8-bit and 16-bit frames (its double arithmetic, rounded to float32), float frames (its float32
+/// arithmetic); odd ranges whose ends are not float32 values, and a range out beyond the values.
+#[test]
+fn out_range_is_rescale_intensity_bit_for_bit() {
+    let mut rng = rng();
+    let float = npy(Frame::new(300, 200, 1, Pixels::F32(hard_floats(&mut rng, 60_000).into())));
+    let frames = [
+        ("camera.pgm", fixture_frame("camera.pgm"), (30.0, 200.5)),
+        ("dem16.pgm", fixture_frame("dem16.pgm"), (300.0, 900.0)),
+        ("dem.npy", fixture_frame("dem.npy"), (-10.5, 1e3)),
+        ("hard floats", float, (-0.1, 999.9)),
+    ];
+    for (name, frame, range) in &frames {
+        for out in [(0.0, 1.0), (-1.0, 1.0), (0.1, 0.7), (-3.3e5, 1e-3)] {
+            let r = format!("{:?}:{:?}", range.0, range.1);
+            let o = format!("{:?}:{:?}", out.0, out.1);
+            let args = ["--in", &r, "--out", &o];
+            let got =
+                read_frames(&run_ok("stretch", "cpu", &args, &stream(std::slice::from_ref(frame)))).remove(0);
+            assert_eq!(
+                (got.width, got.height, got.depth()),
+                (frame.width, frame.height, histopipe_frame::Depth::F32)
+            );
+            assert_same_floats(
+                &floats(&got),
+                &skimage_rescale(frame, *range, out),
+                &format!("{name} {args:?}"),
+            );
+        }
+    }
+}
+
+/// The other scales: f(t) (B - A) + A in double, rounded to float32: NumPy's, to its log1p's and
+/// arcsinh's last bits; a flat range (a constant frame's cuts) gives np.clip(LO, A, B), as
+/// scikit-image's; --out takes its limits from --saturate, --zscale and --mask as the levels do.
+#[test]
+fn out_range_with_scales_cuts_and_flat_frames() {
+    let frame = fixture_frame("dem.npy");
+    for (scale, _) in SCALES {
+        let args = ["--in", "-10.5:1000", "--out", "-1:2", "--scale", scale];
+        let got = floats(&read_frames(&run_ok("stretch", "cpu", &args, &fixture_bytes("dem.npy"))).remove(0));
+        let want = numpy_map(&values(&frame), 1, &[0], &Range::In(-10.5, 1000.0), scale, 1);
+        for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+            let w = (w * 3.0 - 1.0) as f32;
+            assert!((g - w).abs() <= 4e-7, "{scale}: sample {i} is {g}, NumPy's {w}");
+        }
+    }
+    // A constant frame: --saturate's cuts meet, LO = HI = 7: np.clip(7, A, B).
+    let flat = Frame::new(5, 3, 255, Pixels::U8(vec![7; 15].into()));
+    for (out, want) in [("0:1", 1.0), ("10:20", 10.0), ("-5:9", 7.0)] {
+        let got =
+            read_frames(&run_ok("stretch", "cpu", &["--out", out], &stream(std::slice::from_ref(&flat))))
+                .remove(0);
+        assert!(floats(&got).iter().all(|&v| v == want), "flat frame --out {out}");
+    }
+    // --zscale and --saturate choose LO and HI as for levels.
+    for (name, cut) in [("dem.npy", "--zscale"), ("camera.pgm", "--saturate")] {
+        let input = fixture_bytes(name);
+        let f = fixture_frame(name);
+        let (lo, hi) = if cut == "--zscale" {
+            ZScale::default().of_frame(&f, &[0], None).unwrap().unwrap()
+        } else {
+            histopipe_ops::stretch::cuts::of_frame(&f, &[0], 2.0, None).unwrap().unwrap()
+        };
+        let mut args = vec![cut, "--out", "0:1"];
+        if cut == "--saturate" {
+            args.insert(1, "2");
+        }
+        let got = read_frames(&run_ok("stretch", "cpu", &args, &input)).remove(0);
+        assert_same_floats(
+            &floats(&got),
+            &skimage_rescale(&f, (lo, hi), (0.0, 1.0)),
+            &format!("{name} {args:?}"),
+        );
+    }
+}
+
+/// RGBA: the colours rescaled, alpha a float from [0, maxval] onto [0, 1].
+#[test]
+fn out_range_of_colour_with_alpha() {
+    let mut rng = rng();
+    let px: Vec<u16> = (0..4 * 300).map(|_| rng.u16(0..=4095)).collect();
+    let rgba = Frame {
+        format: Format::Pam,
+        ..Frame::with_channels(30, 10, Channels::RgbAlpha, 4095, Pixels::U16(px.into()))
+    };
+    let out = run_to_tiff(
+        "stretch",
+        "cpu",
+        &["--in", "100:4000", "--out", "-1:1"],
+        &stream(std::slice::from_ref(&rgba)),
+    );
+    assert_eq!((out.channels, out.depth()), (Channels::RgbAlpha, histopipe_frame::Depth::F32));
+    let got = floats(&out);
+    let colours = skimage_rescale(&rgba, (100.0, 4000.0), (-1.0, 1.0));
+    for (i, &g) in got.iter().enumerate() {
+        let v = rgba.pixels.get(i) as f64;
+        let want = if i % 4 == 3 { (v / 4095.0) as f32 } else { colours[i] };
+        assert_eq!(g.to_bits(), want.to_bits(), "sample {i}");
+    }
+}
+
+/// The GPU's float output is the CPU's bit for bit: float frames (the float32 arithmetic of the
+/// linear scale, the double one of the others; NaN, infinities, zeros, subnormals, random bits;
+/// flat ranges), and the tables of 8- and 16-bit frames of every short length (a chunk of 16
+/// 8-bit samples is 64 output bytes); through the tool.
+#[test]
+fn gpu_out_range_matches_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let mut v = hard_floats(&mut rng, 1 << 18);
+    v.extend((0..1 << 16).map(|_| f32::from_bits(rng.u32(..))));
+    let frame = Frame::new(v.len(), 1, 1, Pixels::F32(v.into()));
+    for (_, scale) in SCALES {
+        for (lo, hi) in [(-100.0, 300.0), (0.0, 1e-30), (-3e38, 3e38), (7.0, 7.0), (0.1, 0.1000000001)] {
+            for out in [(0.0, 1.0), (-1.5, 1e6), (0.3, 0.30000001)] {
+                let op = StretchTo { curve: Curve { lo, hi, scale, maxout: 0 }, out };
+                assert!(
+                    same_bits(&op.cpu(&frame).unwrap(), &op.gpu(&gpu, &frame).unwrap()),
+                    "{scale:?} {lo}:{hi} {out:?}"
+                );
+            }
+        }
+    }
+    for maxval in [255, 200, 4095, 65535] {
+        for w in (1..=70).chain([4099]) {
+            let frame = random_frame(&mut rng, w, 1, maxval);
+            let op = StretchTo {
+                curve: Curve { lo: 1.0, hi: maxval as f64 * 0.9, scale: Scale::Asinh, maxout: 0 },
+                out: (-1.0, 1.0),
+            };
+            assert!(same_bits(&op.cpu(&frame).unwrap(), &op.gpu(&gpu, &frame).unwrap()), "{maxval} {w}");
+        }
+    }
+    drop(gpu);
+    for (name, args) in [
+        ("dem.npy", &["--out", "0:1", "--zscale"][..]),
+        ("dem.npy", &["--out", "-1:1", "--scale", "log"][..]),
+        ("dem16.pgm", &["--out", "0:1"][..]),
+        ("astronaut.png", &["--colour", "each", "--out", "0:255"][..]),
+    ] {
+        let input = fixture_bytes(name);
+        assert!(
+            run_ok("stretch", "gpu", args, &input) == run_ok("stretch", "cpu", args, &input),
+            "{name} {args:?}"
+        );
     }
 }

@@ -132,7 +132,7 @@ impl Curve {
 
     /// f(t) of the scale, with `norm` = [`Curve::norm`].
     #[inline(always)]
-    fn f(&self, t: f64, norm: f64) -> f64 {
+    pub(crate) fn f(&self, t: f64, norm: f64) -> f64 {
         match self.scale {
             Scale::Linear | Scale::Sqrt => self.numerator(t),
             Scale::Log | Scale::Asinh => self.numerator(t) / norm,

@@ -6,19 +6,20 @@ use histopipe_gpu::cudarc::driver::CudaSlice;
 use histopipe_gpu::{kernels, launch, Buffer};
 
 use super::curve::{Curve, LN2, LN_TERMS, SQRT2};
+use super::to_float::{Float32, StretchTo};
 use crate::histogram::check_len;
-use crate::{Gpu, OpError, Sample};
+use crate::{Element, Gpu, OpError, Sample};
 
 /// The map of `n` integer samples of type `I` through a table of `O` levels, made on the host
 /// ([`Curve::table`]) and uploaded once: the one GPU sequence `Op::gpu` and the benchmark run.
-pub struct LutPlan<'g, O: Sample> {
+pub struct LutPlan<'g, O: Element> {
     gpu: &'g Gpu,
     lut: Buffer<'g, O>,
     levels: u32,
     n: usize,
 }
 
-impl<'g, O: Sample> LutPlan<'g, O> {
+impl<'g, O: Element> LutPlan<'g, O> {
     /// The plan for frames of `n` samples, with `table` (one entry a level, 0..=maxval).
     pub fn new(gpu: &'g Gpu, table: &[O], n: usize) -> Result<LutPlan<'g, O>, OpError> {
         if table.is_empty() {
@@ -72,6 +73,46 @@ pub fn queue_curve<O: Sample>(
     unsafe {
         launch!(gpu, kernels::STRETCH, name, histopipe_gpu::launch::cover(n, 256);
             src, &count, &curve.lo, &curve.hi, &kind, &param, &norm, &maxout, &ln2, &sqrt2, &terms, dst)
+    }?;
+    Ok(())
+}
+
+/// Queues `dst[i]` = `to`'s float32 value of float sample `src[i]` for `n` samples: on the
+/// linear scale scikit-image's float32 arithmetic (`to_float_f32_linear`), on the others the
+/// double curve (`to_float_f32_curve`), the operations of [`StretchTo`]'s, in its order.
+pub fn queue_to_float(
+    gpu: &Gpu,
+    to: &StretchTo,
+    src: &CudaSlice<f32>,
+    n: usize,
+    dst: &mut CudaSlice<f32>,
+) -> Result<(), OpError> {
+    check_len("stretch input", src.len(), n)?;
+    check_len("stretch output", dst.len(), n)?;
+    if n == 0 {
+        return Ok(());
+    }
+    let count = n as u64;
+    let cover = histopipe_gpu::launch::cover(n, 256);
+    if to.float32_arithmetic() {
+        let k = Float32::of(to);
+        let flat = k.flat as u32;
+        // SAFETY: to_float_f32_linear(in, n, lo, hi, span, out_span, out_lo, out_hi, flat, out) in
+        // stretch.cu; `src` and `dst` hold `n` samples.
+        unsafe {
+            launch!(gpu, kernels::STRETCH, "to_float_f32_linear", cover;
+                src, &count, &k.lo, &k.hi, &k.span, &k.out_span, &k.out_lo, &k.out_hi, &flat, dst)
+        }?;
+        return Ok(());
+    }
+    let curve = &to.curve;
+    let (kind, param, norm) = (curve.scale.code(), curve.scale.param(), curve.norm());
+    let (olo, ohi, ln2, sqrt2, terms) = (to.out.0, to.out.1, LN2, SQRT2, LN_TERMS);
+    // SAFETY: to_float_f32_curve(in, n, lo, hi, kind, param, norm, olo, ohi, ln2, sqrt2, terms,
+    // out) in stretch.cu; `src` and `dst` hold `n` samples.
+    unsafe {
+        launch!(gpu, kernels::STRETCH, "to_float_f32_curve", cover;
+            src, &count, &curve.lo, &curve.hi, &kind, &param, &norm, &olo, &ohi, &ln2, &sqrt2, &terms, dst)
     }?;
     Ok(())
 }

@@ -10,15 +10,19 @@
 //! - Float frames: each sample through the curve itself, in double precision (CPU, or the
 //!   `curve_f32_*` kernels, which do the same correctly rounded operations in the same order).
 //!
-//! The output is 8-bit for `maxout` <= 255, 16-bit otherwise, with the frame's channels.
+//! The output is 8-bit for `maxout` <= 255, 16-bit otherwise, with the frame's channels; or
+//! float32 over a range ([`StretchTo`], `--out`: scikit-image's `rescale_intensity` arithmetic).
 
 mod curve;
 pub mod cuts;
 mod gpu;
+mod to_float;
 pub mod zscale;
 
 pub use curve::{ln, Curve, Scale, ASINH_B, LOG_A};
+pub use gpu::queue_to_float;
 pub use gpu::{queue_curve, LutPlan};
+pub use to_float::StretchTo;
 pub use zscale::ZScale;
 
 use std::mem::MaybeUninit;

@@ -1,0 +1,199 @@
+//! `stretch --out LO:HI`: float32 output over [LO, HI], as scikit-image's
+//! `rescale_intensity(image, in_range=(lo, hi), out_range=(LO, HI))` computes it (0.26):
+//! `x = np.clip(image, lo, hi)`, then `(x - lo) / (hi - lo) * (HI - LO) + LO`, in the image's
+//! float type: double for 8- and 16-bit frames (the result rounded to float32 once), float32 for
+//! float32 frames (lo, HI - LO, ... each a double first, rounded to float32 where NumPy casts
+//! them, every operation rounded to float32). A flat range (lo = hi) gives
+//! `np.clip(lo, LO, HI)`. The other scales ([`Scale`]): t = (v - lo) / (hi - lo) clamped as
+//! [`Curve::t`], f(t) (HI - LO) + LO in double, rounded to float32 (no peer: astropy's
+//! stretches). NaN stays NaN (the canonical one). The GPU kernels of stretch.cu do the same
+//! correctly rounded operations in the same order.
+
+use histopipe_frame::{Frame, Pixels};
+
+use super::curve::{Curve, Scale};
+use crate::sample::canonical_nan;
+use crate::{Gpu, Op, OpError, Sample};
+
+/// Every sample of a frame through `curve` (its `maxout` unused) onto [out.0, out.1], float32.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StretchTo {
+    pub curve: Curve,
+    /// (LO, HI) of the output, finite, LO below HI.
+    pub out: (f64, f64),
+}
+
+impl StretchTo {
+    /// The output value of `v` in double arithmetic (integer samples, and float ones with a
+    /// scale other than linear).
+    pub fn value(&self, v: f64) -> f32 {
+        self.value_with(v, self.curve.norm())
+    }
+
+    #[inline(always)]
+    pub(crate) fn value_with(&self, v: f64, norm: f64) -> f32 {
+        let (lo, hi) = (self.curve.lo, self.curve.hi);
+        let (olo, ohi) = self.out;
+        if v.is_nan() {
+            return f32::NAN;
+        }
+        if hi > lo {
+            let f = self.curve.f(self.curve.t(v), norm);
+            (f * (ohi - olo) + olo) as f32
+        } else {
+            clip(lo, olo, ohi) as f32
+        }
+    }
+
+    /// The output value of float32 sample `v` on the linear scale: scikit-image's float32
+    /// arithmetic.
+    #[inline(always)]
+    pub fn value32(&self, v: f32) -> f32 {
+        let k = Float32::of(self);
+        k.value(v)
+    }
+
+    /// The levels of the integer values 0..=maxval: the look-up table of an integer channel.
+    pub fn table(&self, maxval: u16) -> Vec<f32> {
+        let norm = self.curve.norm();
+        (0..=maxval).map(|v| self.value_with(v as f64, norm)).collect()
+    }
+
+    /// Whether float32 samples take scikit-image's float32 arithmetic (the linear scale).
+    pub(crate) fn float32_arithmetic(&self) -> bool {
+        self.curve.scale == Scale::Linear
+    }
+
+    fn cpu_float(&self, v: &[f32]) -> Vec<f32> {
+        if self.float32_arithmetic() {
+            let k = Float32::of(self);
+            v.iter().map(|&s| canonical_nan(k.value(s))).collect()
+        } else {
+            let norm = self.curve.norm();
+            v.iter().map(|&s| canonical_nan(self.value_with(s as f64, norm))).collect()
+        }
+    }
+
+    fn output(&self, frame: &Frame, pixels: Pixels) -> Frame {
+        frame.derive_with(frame.width, frame.height, frame.channels, 1, pixels)
+    }
+
+    fn gpu_integer<I: Sample>(&self, gpu: &Gpu, samples: &[I], maxval: u16) -> Result<Pixels, OpError> {
+        let n = samples.len();
+        let src = gpu.upload("stretch.in", samples)?;
+        let mut dst = gpu.buffer::<f32>("stretch.out", n)?;
+        super::LutPlan::new(gpu, &self.table(maxval), n)?.queue(&src, &mut dst)?;
+        Ok(Pixels::F32(gpu.download_samples(&dst, n)?))
+    }
+}
+
+/// `np.clip(x, lo, hi)` of one value (not NaN): NumPy's `max(x, lo)` is `x > lo ? x : lo`, its
+/// `min` `x < hi ? x : hi`.
+#[inline(always)]
+pub(crate) fn clip<T: PartialOrd + Copy>(x: T, lo: T, hi: T) -> T {
+    let x = if x > lo { x } else { lo };
+    if x < hi {
+        x
+    } else {
+        hi
+    }
+}
+
+/// scikit-image's float32 constants: lo and hi, hi - lo, HI - LO and LO, each computed in
+/// double and rounded to float32 (NumPy's cast of a Python float next to a float32 array).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Float32 {
+    pub lo: f32,
+    pub hi: f32,
+    pub span: f32,
+    pub out_span: f32,
+    pub out_lo: f32,
+    pub out_hi: f32,
+    pub flat: bool,
+}
+
+impl Float32 {
+    pub(crate) fn of(s: &StretchTo) -> Float32 {
+        let (lo, hi) = (s.curve.lo, s.curve.hi);
+        let (olo, ohi) = s.out;
+        Float32 {
+            lo: lo as f32,
+            hi: hi as f32,
+            span: (hi - lo) as f32,
+            out_span: (ohi - olo) as f32,
+            out_lo: olo as f32,
+            out_hi: ohi as f32,
+            flat: hi <= lo,
+        }
+    }
+
+    #[inline(always)]
+    fn value(&self, v: f32) -> f32 {
+        if v.is_nan() {
+            return f32::NAN;
+        }
+        let x = clip(v, self.lo, self.hi);
+        if self.flat {
+            return clip(x, self.out_lo, self.out_hi);
+        }
+        (x - self.lo) / self.span * self.out_span + self.out_lo
+    }
+}
+
+impl Op for StretchTo {
+    type Output = Frame;
+
+    fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
+        let t = || self.table(frame.maxval);
+        let v: Vec<f32> = match &frame.pixels {
+            Pixels::U8(v) => {
+                let t = t();
+                v.iter().map(|&s| t[(s as usize).min(t.len() - 1)]).collect()
+            }
+            Pixels::U16(v) => {
+                let t = t();
+                v.iter().map(|&s| t[(s as usize).min(t.len() - 1)]).collect()
+            }
+            Pixels::F32(v) => self.cpu_float(v),
+        };
+        Ok(self.output(frame, Pixels::F32(v.into())))
+    }
+
+    fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
+        let v = match &frame.pixels {
+            Pixels::U8(v) => self.gpu_integer(gpu, v, frame.maxval)?,
+            Pixels::U16(v) => self.gpu_integer(gpu, v, frame.maxval)?,
+            Pixels::F32(v) => {
+                let n = v.len();
+                let src = gpu.upload("stretch.in", v)?;
+                let mut dst = gpu.buffer::<f32>("stretch.out", n)?;
+                super::gpu::queue_to_float(gpu, self, &src, n, &mut dst)?;
+                Pixels::F32(gpu.download_samples(&dst, n)?)
+            }
+        };
+        Ok(self.output(frame, v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn to(lo: f64, hi: f64, scale: Scale, out: (f64, f64)) -> StretchTo {
+        StretchTo { curve: Curve { lo, hi, scale, maxout: 0 }, out }
+    }
+
+    #[test]
+    fn integers_rescale_in_double_floats_in_float32() {
+        let s = to(10.0, 20.0, Scale::Linear, (-1.0, 1.0));
+        assert_eq!(s.table(30)[15], 0.0);
+        assert_eq!(s.table(30)[0], -1.0);
+        assert_eq!(s.table(30)[25], 1.0);
+        assert_eq!(s.value32(15.0), 0.0);
+        assert!(s.value32(f32::NAN).is_nan() && s.value(f64::NAN).is_nan());
+        assert_eq!(s.value32(f32::INFINITY), 1.0);
+        // A flat range: np.clip(lo, LO, HI).
+        assert_eq!(to(5.0, 5.0, Scale::Sqrt, (0.0, 1.0)).value(7.0), 1.0);
+        assert_eq!(to(0.5, 0.5, Scale::Linear, (0.0, 1.0)).value32(-3.0), 0.5);
+    }
+}
