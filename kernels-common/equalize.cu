@@ -69,3 +69,68 @@ extern "C" __global__ void map_u8(const u8* in, u64 n, const u8* lut, u32 levels
 extern "C" __global__ void map_u16(const u16* in, u64 n, const u16* lut, u32 levels, u16* out) {
     map<u16, false>(in, n, lut, levels, out);
 }
+
+// Float frames (crates/ops/src/equalize/float.rs, which documents the rules): numpy.histogram's 256
+// bins of the counted float32 samples, each f32 operation an explicit _rn intrinsic in numpy's
+// order; a sample outside lo..hi (NaN and infinities among them) or outside the mask (`masked`
+// non-zero) is not counted. Per-block counts in shared memory, added to `counts` (zeroed).
+extern "C" __global__ void float_counts(const float* __restrict__ in, const u8* __restrict__ mask, u32 masked,
+                                        u64 n, const float* __restrict__ edges, float lo, float hi, float delta,
+                                        u64* __restrict__ counts) {
+    __shared__ u32 local[256];
+    for (u32 i = threadIdx.x; i < 256; i += blockDim.x) local[i] = 0;
+    __syncthreads();
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    for (u64 k = (u64)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += stride) {
+        const float a = in[k];
+        if (!(a >= lo && a <= hi) || (masked && !mask[k])) continue;
+        u32 i = __float2uint_rz(__fmul_rn(__fdiv_rn(__fsub_rn(a, lo), delta), 256.0f));
+        if (i > 255) i = 255;
+        if (a < edges[i]) i -= 1;
+        if (i != 255 && a >= edges[i + 1]) i += 1;
+        atomicAdd(&local[i], 1u);
+    }
+    __syncthreads();
+    for (u32 i = threadIdx.x; i < 256; i += blockDim.x)
+        if (local[i]) atomicAdd(&counts[i], (u64)local[i]);
+}
+
+// numpy.interp(x, centres, cdf) of every sample, in f64 with explicit _rn intrinsics, rounded to
+// the nearest float; `table` holds the 256 centres, the 256 cdf values and the 255 slopes.
+extern "C" __global__ void float_interp(const float* __restrict__ in, u64 n, const double* __restrict__ table,
+                                        float* __restrict__ out) {
+    __shared__ double dx[256], dy[256], slopes[255];
+    for (u32 i = threadIdx.x; i < 256; i += blockDim.x) {
+        dx[i] = table[i];
+        dy[i] = table[256 + i];
+        if (i < 255) slopes[i] = table[512 + i];
+    }
+    __syncthreads();
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    for (u64 k = (u64)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += stride) {
+        const double x = (double)in[k];
+        double r;
+        if (x != x) r = x;
+        else if (x > dx[255]) r = dy[255];
+        else if (x < dx[0]) r = dy[0];
+        else {
+            // The last centre not above x: dx[lo] <= x, and dx[hi] > x or hi = 256.
+            u32 lo = 0, hi = 256;
+            while (hi - lo > 1) {
+                const u32 mid = (lo + hi) >> 1;
+                if (dx[mid] <= x) lo = mid;
+                else hi = mid;
+            }
+            const u32 j = lo;
+            if (j == 255 || dx[j] == x) r = dy[j];
+            else {
+                r = __dadd_rn(__dmul_rn(slopes[j], __dsub_rn(x, dx[j])), dy[j]);
+                if (r != r) {
+                    r = __dadd_rn(__dmul_rn(slopes[j], __dsub_rn(x, dx[j + 1])), dy[j + 1]);
+                    if (r != r && dy[j] == dy[j + 1]) r = dy[j];
+                }
+            }
+        }
+        out[k] = canonical_nan(__double2float_rn(r));
+    }
+}

@@ -46,7 +46,14 @@ carried unchanged (rescaled only when the maxval changes).
 
 With --mask FILE (the frame's size) each tile's histogram counts only the pixels where the mask is
 non-zero, N of them, and is clipped at max(C * N / bins, 1); its table scales by (bins - 1) / N;
-a tile of no masked pixel maps as the identity; every pixel is mapped. See docs/clahe.md.
+a tile of no masked pixel maps as the identity; every pixel is mapped.
+
+Float frames follow scikit-image instead: the output is equalize_adapthist(img, kernel_size=(max(H
+div GY, 1), max(W div GX, 1)), clip_limit=C / 256, nbins=256) as float32, in its arithmetic (the
+default 8x8 is its default kernel_size). A frame with samples outside -1..1 (which it refuses) is
+first rescaled onto 0..1 by its rescale_intensity; NaN and infinities are refused. Colour float
+frames take --colour each or gray, and no --mask (it has none). Both backends run the same host
+code for them. See docs/clahe.md.
 
 Usage: clahe [OPTIONS] [FILE...]";
     const FLAGS: &'static [Flag] = &[CLIP, TILES, COLOUR, MASK];
@@ -89,11 +96,39 @@ Example:
         self.colour == Colour::Gray
     }
 
+    // Float frames: scikit-image's equalize_adapthist (histopipe_ops::clahe::float).
+    const FLOAT: bool = true;
+
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
+        if !frame.depth().is_integer() {
+            return self.float_frame(cx, &frame);
+        }
         let out = match self.mask.fit(cx, &frame)? {
             Some(mask) => self.colour.run(cx, &frame, &Masked { op: self.op, mask })?,
             None => self.colour.run(cx, &frame, &self.op)?,
         };
+        cx.write(out)
+    }
+}
+
+impl Clahe {
+    /// A float frame: scikit-image's `equalize_adapthist`, refused in one line with `--mask` (it
+    /// has none) and as a colour frame in a mode other than `each`.
+    fn float_frame(&self, cx: &mut Context<'_>, frame: &Frame) -> Result<(), Error> {
+        if self.mask.is_given() {
+            return Err(cx.invalid(
+                "--mask with a float frame: float frames follow scikit-image's equalize_adapthist, \
+                 which takes no mask",
+            ));
+        }
+        if frame.channels.is_colour() && self.colour != Colour::Each {
+            return Err(cx.invalid(format!(
+                "--colour {} of a float colour frame: give --colour each (each channel as scikit-image \
+                 equalizes a float plane) or gray",
+                self.colour.word()
+            )));
+        }
+        let out = self.colour.run(cx, frame, &self.op)?;
         cx.write(out)
     }
 }

@@ -8,11 +8,9 @@ mod table;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use histopipe_cli::{
-    side, Common, Context, Error, ErrorKind, Flag, FlagError, Given, PathTemplate, Tool, FLOAT_REFUSED,
-};
+use histopipe_cli::{side, Common, Context, Error, ErrorKind, Flag, FlagError, Given, PathTemplate, Tool};
 use histopipe_frame::{Frame, Origin, ReadOptions};
-use histopipe_ops::equalize::{self, Remap, TableRule};
+use histopipe_ops::equalize::{self, FloatEqualize, Remap, TableRule};
 
 use crate::colour::{Colour, MAPPING};
 use crate::mask::{first_frame, usage, Masking, MASK};
@@ -90,8 +88,14 @@ Colour frames (--colour): by default the Y of YCrCb is equalized and converted b
 recipe does it (cvtColor BGR2YCrCb, equalizeHist of Y, cvtColor YCrCb2BGR), byte for byte on
 8-bit frames; 16-bit frames use OpenCV's 16-bit YCrCb and the 16-bit rule above. 'each'
 equalizes R, G and B on their own; 'gray' reads colour as gray and writes gray. Alpha is carried
-unchanged. The options above work on the same planes (a reference's Y, or its R, G, B). See
-docs/equalize.md.
+unchanged. The options above work on the same planes (a reference's Y, or its R, G, B).
+
+Float frames are equalized as scikit-image's equalize_hist(image, nbins=256, mask) does it, in its
+float32 arithmetic: numpy.histogram's 256 bins over the counted samples' range, each sample
+numpy.interp'ed between the bins' centres and cumulative fractions, written as float32. NaN and
+infinite samples are not counted (scikit-image refuses them: this is its answer with them masked
+out); NaN stays NaN. Colour float frames take --colour each or gray. The options that map integer
+levels (--reference, --table, --save-table) refuse float frames. See docs/equalize.md.
 
 Usage: equalize [OPTIONS] [FILE...]";
     const FLAGS: &'static [Flag] = &[COLOUR, REFERENCE, MASK, TABLE, SAVE_TABLE];
@@ -103,8 +107,9 @@ Example:
   equalize --reference camera.pgm -o moon-matched.pgm moon.pgm
   equalize --save-table first.csv -o out/{stem}.png frames/*.png
   equalize moon.pgm | cdf --bins 8";
-    // Float frames are refused in `frame`, not before it: with --save-table the frames after the
-    // first wait for its table, which the first frame's work must say it will not make.
+    // Float frames are scikit-image's equalize_hist, or refused in `frame` (not before it: with
+    // --save-table the frames after the first wait for its table, which the first frame's work
+    // must say it will not make).
     const FLOAT: bool = true;
 
     fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
@@ -167,10 +172,9 @@ Example:
 
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
         let first = (self.save_table.is_some() && cx.index == 1).then(|| FailUnlessSet(&self.first));
-        if !frame.depth().is_integer() {
-            return Err(cx.invalid(FLOAT_REFUSED));
-        }
-        let out = if let Some(table) = &self.table {
+        let out = if !frame.depth().is_integer() {
+            self.float_frame(cx, &frame)?
+        } else if let Some(table) = &self.table {
             self.map_by(cx, &frame, table)?
         } else if self.save_table.is_some() && cx.index > 1 {
             let Some(table) = self.first.wait() else {
@@ -188,6 +192,34 @@ Example:
 }
 
 impl Equalize {
+    /// A float frame equalized as scikit-image's `equalize_hist` does it (under the mask, if one
+    /// is given); refused in one line by the options that map integer levels, and as a colour
+    /// frame in a mode other than `each` (a luma of float samples is no OpenCV conversion here).
+    fn float_frame(&self, cx: &mut Context<'_>, frame: &Frame) -> Result<Frame, Error> {
+        for (given, flag) in [
+            (self.reference.is_some(), REFERENCE),
+            (self.table.is_some(), TABLE),
+            (self.save_table.is_some(), SAVE_TABLE),
+        ] {
+            if given {
+                return Err(cx.invalid(format!(
+                    "{} maps integer levels, and the frame has 32-bit float samples (equalize takes \
+                     float frames without it)",
+                    flag.long
+                )));
+            }
+        }
+        if frame.channels.is_colour() && self.colour != Colour::Each {
+            return Err(cx.invalid(format!(
+                "--colour {} of a float colour frame: give --colour each (each channel as scikit-image \
+                 equalizes a float plane) or gray",
+                self.colour.word()
+            )));
+        }
+        let mask = self.mask.fit(cx, frame)?;
+        self.colour.run(cx, frame, &FloatEqualize { mask })
+    }
+
     /// The frame mapped by `table` (`--table`, or the first frame's).
     fn map_by(&self, cx: &mut Context<'_>, frame: &Frame, table: &Table) -> Result<Frame, Error> {
         table.check_planes(self.colour.mapped_planes(frame)).map_err(|e| cx.invalid(e))?;

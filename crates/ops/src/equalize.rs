@@ -11,6 +11,8 @@
 //! - A frame of one value (D = 0) is left as it is, as OpenCV does.
 //!
 //! Levels below the lowest present map to 0; no sample uses them.
+//!
+//! Float frames are scikit-image's `equalize_hist` ([`FloatEqualize`], the `float` module).
 
 use std::mem::MaybeUninit;
 use std::sync::Mutex;
@@ -23,6 +25,9 @@ use crate::bins::Bins;
 use crate::histogram::{self, check_len, Distribution, DistributionPlan};
 use crate::mask::{self, Mask};
 use crate::{lut, matching, parallel, with_samples, Element, Gpu, Op, OpError, Sample};
+
+mod float;
+pub use float::{F32Bins, FloatEqualize, Interp};
 
 /// The equalization operation (it has no parameters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -234,12 +239,15 @@ impl Op for Equalize {
                 Pixels::U8(map_bytes(v, &table::<u8>(&dist.cumulative, frame.maxval)).into())
             }
             Pixels::U16(v) => Pixels::U16(Self::cpu_samples(v, frame.maxval)?.into()),
-            Pixels::F32(_) => return Err(OpError::needs_integers()),
+            Pixels::F32(_) => return FloatEqualize::default().cpu(frame),
         };
         Ok(frame.derive(frame.width, frame.height, frame.maxval, pixels))
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
+        if let Pixels::F32(_) = frame.pixels {
+            return FloatEqualize::default().gpu(gpu, frame);
+        }
         let pixels =
             with_samples!(&frame.pixels, v => Element::into_pixels(Self::gpu_samples(gpu, v, frame.maxval)?));
         Ok(frame.derive(frame.width, frame.height, frame.maxval, pixels))

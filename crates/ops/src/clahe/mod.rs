@@ -28,6 +28,9 @@
 //! f32(B - 1) / f32(N) ([`Tiling::masked_tile`]); a tile of no counted pixel gets the identity
 //! table. Every pixel is then mapped as in 4. A mask of every pixel is CLAHE without one.
 //!
+//! Float frames are scikit-image's `equalize_adapthist` instead, on both backends by the same host
+//! code ([`float`], which documents it); they take no mask.
+//!
 //! The operation's parts: this module (the parameters, the tiling and the per-tile arithmetic:
 //! clipping, tables, rounding, interpolation weights), `cpu` (the tables and the interpolation
 //! on the pool's threads), [`gpu`] (the device plan, [`ClahePlan`], kernels-common/clahe.cu).
@@ -40,6 +43,7 @@ use crate::mask::Masked;
 use crate::{with_samples, Element, Gpu, Op, OpError, Sample};
 
 mod cpu;
+pub mod float;
 pub mod gpu;
 #[cfg(test)]
 mod tests;
@@ -311,7 +315,24 @@ impl Op for Clahe {
 }
 
 impl Clahe {
+    /// A float frame's CLAHE ([`float`]), which takes no mask; `None` for an integer frame.
+    fn float(&self, frame: &Frame, mask: Option<&[u8]>) -> Option<Result<Frame, OpError>> {
+        if frame.depth().is_integer() {
+            return None;
+        }
+        Some(match mask {
+            Some(_) => Err(OpError::invalid(
+                "a mask with a float frame: scikit-image's equalize_adapthist, which float frames \
+                 follow, takes none",
+            )),
+            None => float::clahe(self, frame),
+        })
+    }
+
     fn cpu_masked(&self, frame: &Frame, mask: Option<&[u8]>) -> Result<Frame, OpError> {
+        if let Some(out) = self.float(frame, mask) {
+            return out;
+        }
         let (w, h) = (frame.width, frame.height);
         let (pixels, maxval) = with_samples!(&frame.pixels, v => {
             (Element::into_pixels(self.cpu_samples(v, mask, w, h)?), top_of_samples(v))
@@ -320,6 +341,10 @@ impl Clahe {
     }
 
     fn gpu_masked(&self, gpu: &Gpu, frame: &Frame, mask: Option<&[u8]>) -> Result<Frame, OpError> {
+        // Float frames: the same host code as the CPU backend's (the float module).
+        if let Some(out) = self.float(frame, mask) {
+            return out;
+        }
         let (w, h) = (frame.width, frame.height);
         let (pixels, maxval) = with_samples!(&frame.pixels, v => {
             (Element::into_pixels(self.gpu_samples(gpu, v, mask, w, h)?), top_of_samples(v))
