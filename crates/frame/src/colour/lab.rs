@@ -69,16 +69,19 @@ fn round_f32(x: f32) -> i32 {
 
 /// The tables and coefficients of both directions, built once.
 struct Tables {
-    /// `sRGBGammaTab_b`: round(2040 · sRGB decoding of v/255).
-    gamma: [u16; 256],
     /// `LabCbrtTab_b`: round(2^15 · f(i/2040)).
     cbrt: [u16; CBRT_SIZE],
-    /// The rows of [`RGB_TO_XYZ`] divided by the white, in 1/2^12; columns R, G, B.
-    to_xyz: [[i32; 3]; 3],
+    /// For channel c (R, G, B) and value v, the products [`to_xyz`]`[row][c]` · [`gamma`]`[v]` of
+    /// the rows X, Y, Z, R's with the rounding's 2^11 added: X, Y, Z are sums of three lookups.
+    xyz_terms: [[[i32; 3]; 256]; 3],
     /// `LabToYF_b`: y and f(y) of each L, in 1/2^14.
     l_to_yf: [(i32, i32); 256],
     /// `abToXZ_b`: x (or z) of f(x) = i + [`MIN_AB`], in 1/2^14.
     ab_to_xz: Vec<i32>,
+    /// For each a, the index in `ab_to_xz` of f(x) = f(y) + a′ less f(y): a′ − [`MIN_AB`].
+    a_index: [i32; 256],
+    /// For each b, the index in `ab_to_xz` of f(z) = f(y) − b′ less f(y): −b′ − [`MIN_AB`].
+    b_index: [i32; 256],
     /// The columns of [`XYZ_TO_RGB`] times the white, in 1/2^12; rows R, G, B.
     to_rgb: [[i32; 3]; 3],
     /// `sRGBInvGammaTab_b`: round(255 · sRGB encoding of i/4096).
@@ -150,22 +153,27 @@ fn cbrt_f32(t: f32) -> f32 {
     f32::from_bits(((k + 127) as u32) << 23 | fraction)
 }
 
+/// `sRGBGammaTab_b`: round(2040 · sRGB decoding of v/255) of each 8-bit v.
+fn gamma() -> [u16; 256] {
+    std::array::from_fn(|v| round_f32(2040.0 * decode_srgb(v as f32 / 255.0)) as u16)
+}
+
+/// The rows of [`RGB_TO_XYZ`] divided by the white, in 1/2^12, rounded (ties to even); columns
+/// R, G, B.
+fn to_xyz() -> [[i32; 3]; 3] {
+    let lshift = f64::from(1 << LAB_SHIFT);
+    std::array::from_fn(|row| RGB_TO_XYZ[row].map(|c| (lshift * c / D65[row]).round_ties_even() as i32))
+}
+
 impl Tables {
     fn new() -> Tables {
-        let mut gamma = [0u16; 256];
-        for (v, g) in gamma.iter_mut().enumerate() {
-            let x = v as f32 / 255.0;
-            *g = round_f32(2040.0 * decode_srgb(x)) as u16;
-        }
+        let (gamma, to_xyz) = (gamma(), to_xyz());
         let mut cbrt = [0u16; CBRT_SIZE];
         let step = 1.0f32 / 2040.0;
         for (i, c) in cbrt.iter_mut().enumerate() {
             *c = round_f32((1 << LAB_SHIFT2) as f32 * lab_f(step * i as f32)) as u16;
         }
         let lshift = f64::from(1 << LAB_SHIFT);
-        let to_xyz = std::array::from_fn(|row| {
-            RGB_TO_XYZ[row].map(|c| (lshift * c / D65[row]).round_ties_even() as i32)
-        });
         let to_rgb = std::array::from_fn(|row| {
             std::array::from_fn(|col| (lshift * XYZ_TO_RGB[row][col] * D65[col]).round_ties_even() as i32)
         });
@@ -174,7 +182,31 @@ impl Tables {
             let x = i as f32 / INV_GAMMA_SIZE as f32;
             *g = round_f32(255.0 * encode_srgb(x)) as u8;
         }
-        Tables { gamma, cbrt, to_xyz, l_to_yf: l_to_yf(), ab_to_xz: ab_to_xz(), to_rgb, inv_gamma }
+        let xyz_terms = std::array::from_fn(|c| {
+            std::array::from_fn(|v| {
+                let rounding = if c == 0 { 1 << (LAB_SHIFT - 1) } else { 0 };
+                to_xyz.map(|row| row[c] * i32::from(gamma[v]) + rounding)
+            })
+        });
+        // a · 2^14 / 500 and b · 2^14 / 200, less 128's, as OpenCV approximates them.
+        let a_index = std::array::from_fn(|a| {
+            let a = a as i32;
+            ((5 * a * 53687 + (1 << 7)) >> 13) - 128 * BASE / 500 - MIN_AB
+        });
+        let b_index = std::array::from_fn(|b| {
+            let b = b as i32;
+            -(((b * 41943 + (1 << 4)) >> 9) - 128 * BASE / 200 + 1) - MIN_AB
+        });
+        Tables {
+            cbrt,
+            xyz_terms,
+            l_to_yf: l_to_yf(),
+            ab_to_xz: ab_to_xz(),
+            a_index,
+            b_index,
+            to_rgb,
+            inv_gamma,
+        }
     }
 }
 
@@ -209,13 +241,12 @@ fn ab_to_xz() -> Vec<i32> {
 
 /// L\*a\*b\* of one R, G, B ([`to_lab_u8`]).
 #[inline(always)]
-fn lab_of(t: &Tables, rgb: [u8; 3]) -> [u8; 3] {
-    let g = rgb.map(|v| i32::from(t.gamma[usize::from(v)]));
-    let f = t.to_xyz.map(|row| {
-        let v = descale(row[0] * g[0] + row[1] * g[1] + row[2] * g[2], LAB_SHIFT);
-        // The rows' coefficients sum to under 1.01 · 2^12, so v < 1.01 · 2040 < CBRT_SIZE.
-        i32::from(t.cbrt[v as usize])
-    });
+fn lab_of(t: &Tables, [r, g, b]: [u8; 3]) -> [u8; 3] {
+    let [tr, tg, tb] = &t.xyz_terms;
+    let (r, g, b) = (&tr[usize::from(r)], &tg[usize::from(g)], &tb[usize::from(b)]);
+    // The rows' coefficients sum to under 1.01 · 2^12, so each of X, Y, Z is under 1.01 · 2040,
+    // inside the table of CBRT_SIZE.
+    let f = [0, 1, 2].map(|k| i32::from(t.cbrt[((r[k] + g[k] + b[k]) >> LAB_SHIFT) as usize]));
     let l_scale = (116 * 255 + 50) / 100;
     let l_shift = -((16 * 255 * (1 << LAB_SHIFT2) + 50) / 100);
     let half = 128 << LAB_SHIFT2;
@@ -229,14 +260,10 @@ fn lab_of(t: &Tables, rgb: [u8; 3]) -> [u8; 3] {
 #[inline(always)]
 fn rgb_of(t: &Tables, [l, a, b]: [u8; 3]) -> [u8; 3] {
     let (y, fy) = t.l_to_yf[usize::from(l)];
-    let (a, b) = (i32::from(a), i32::from(b));
-    // a · 2^14 / 500 and b · 2^14 / 200, less 128's, as OpenCV approximates them.
-    let a_div = ((5 * a * 53687 + (1 << 7)) >> 13) - 128 * BASE / 500;
-    let b_div = ((b * 41943 + (1 << 4)) >> 9) - 128 * BASE / 200 + 1;
-    // fy is 2260..=16384, a_div −4194..=4162 and b_div −10484..=10405: the indices are
-    // 0..=35013, inside the table's 36864.
-    let x = t.ab_to_xz[(fy + a_div - MIN_AB) as usize];
-    let z = t.ab_to_xz[(fy - b_div - MIN_AB) as usize];
+    // fy is 2260..=16384, a′ −4194..=4162 and b′ −10484..=10405: the indices are 0..=35013,
+    // inside the table's 36864.
+    let x = t.ab_to_xz[(fy + t.a_index[usize::from(a)]) as usize];
+    let z = t.ab_to_xz[(fy + t.b_index[usize::from(b)]) as usize];
     t.to_rgb.map(|row| {
         let linear = descale(row[0] * x + row[1] * y + row[2] * z, BACK_SHIFT);
         t.inv_gamma[linear.clamp(0, INV_GAMMA_SIZE as i32 - 1) as usize]
@@ -261,9 +288,16 @@ fn check(samples: usize, channels: usize, planes: [usize; 3]) {
 /// ```
 pub fn to_lab_u8(rgb: &[u8], channels: usize, l: &mut [u8], a: &mut [u8], b: &mut [u8]) {
     check(rgb.len(), channels, [l.len(), a.len(), b.len()]);
-    let t = tables();
-    for (i, p) in rgb.chunks_exact(channels).enumerate() {
-        [l[i], a[i], b[i]] = lab_of(t, [p[0], p[1], p[2]]);
+    match channels {
+        3 => to_lab::<3>(tables(), rgb, l, a, b),
+        _ => to_lab::<4>(tables(), rgb, l, a, b),
+    }
+}
+
+fn to_lab<const N: usize>(t: &Tables, rgb: &[u8], l: &mut [u8], a: &mut [u8], b: &mut [u8]) {
+    let planes = l.iter_mut().zip(a.iter_mut()).zip(b.iter_mut());
+    for (p, ((l, a), b)) in rgb.chunks_exact(N).zip(planes) {
+        [*l, *a, *b] = lab_of(t, [p[0], p[1], p[2]]);
     }
 }
 
@@ -271,9 +305,16 @@ pub fn to_lab_u8(rgb: &[u8], channels: usize, l: &mut [u8], a: &mut [u8], b: &mu
 /// 4-channel pixel keeps its alpha.
 pub fn from_lab_u8(l: &[u8], a: &[u8], b: &[u8], out_rgb: &mut [u8], channels: usize) {
     check(out_rgb.len(), channels, [l.len(), a.len(), b.len()]);
-    let t = tables();
-    for (i, p) in out_rgb.chunks_exact_mut(channels).enumerate() {
-        let [r, g, bl] = rgb_of(t, [l[i], a[i], b[i]]);
+    match channels {
+        3 => from_lab::<3>(tables(), [l, a, b], out_rgb),
+        _ => from_lab::<4>(tables(), [l, a, b], out_rgb),
+    }
+}
+
+fn from_lab<const N: usize>(t: &Tables, [l, a, b]: [&[u8]; 3], out: &mut [u8]) {
+    let planes = l.iter().zip(a).zip(b);
+    for (p, ((&l, &a), &b)) in out.chunks_exact_mut(N).zip(planes) {
+        let [r, g, bl] = rgb_of(t, [l, a, b]);
         p[0] = r;
         p[1] = g;
         p[2] = bl;
@@ -288,7 +329,7 @@ mod tests {
     #[test]
     fn coefficients_as_opencv_rounds_them() {
         let t = tables();
-        assert_eq!(t.to_xyz, [[1777, 1541, 778], [871, 2929, 296], [73, 448, 3575]]);
+        assert_eq!(to_xyz(), [[1777, 1541, 778], [871, 2929, 296], [73, 448, 3575]]);
         assert_eq!(t.ab_to_xz.len(), 36864);
         // The largest index rgb_of takes, and the extremes of L's table.
         assert_eq!(t.l_to_yf[0], (0, 2260));
@@ -298,9 +339,9 @@ mod tests {
     /// Every X, Y, Z the forward direction can make lies inside the cube-root table.
     #[test]
     fn every_xyz_is_inside_the_table() {
-        let t = tables();
-        let top = t.gamma[255] as i32;
-        for row in t.to_xyz {
+        let top = gamma()[255] as i32;
+        assert_eq!(top, 2040);
+        for row in to_xyz() {
             assert!(descale(row.iter().sum::<i32>() * top, LAB_SHIFT) < CBRT_SIZE as i32);
         }
     }
