@@ -145,6 +145,35 @@ fn gray_frames_as_luma_and_16_bit_refused() {
     assert!((0..out.pixels.len()).step_by(4).any(|i| out.pixels.get(i) == 100), "the range is used");
 }
 
+/// `--mask` selects pixels of L: a mask of every pixel maps as no mask; a mask of none leaves L
+/// as it is, so the frame comes out as OpenCV's round trip through L*a*b* (`Lab2BGR(BGR2Lab)`,
+/// which is not the identity); the GPU gives the CPU's bytes.
+#[test]
+fn a_mask_selects_pixels_of_l() {
+    let dir = temp_dir("lab-mask");
+    let mut rng = rng();
+    let frame = random_colour_frame(&mut rng, 64, 48, Channels::RgbAlpha, 255);
+    let input = stream(std::slice::from_ref(&frame));
+    let all = mask_file(&dir, "all.pgm", 64, 48, &[255; 64 * 48]);
+    let none = mask_file(&dir, "none.pgm", 64, 48, &[0; 64 * 48]);
+    let some = mask_file(&dir, "some.pgm", 64, 48, &random_mask(&mut rng, 64, 48));
+    let round_trip = lab_recipe(std::slice::from_ref(&frame), &["g".to_owned()]).remove(0);
+    assert!(round_trip != frame.pixels, "the round trip changes some pixels");
+    for tool in ["equalize", "clahe"] {
+        let args =
+            |m: &std::path::Path| ["--colour", "lab", "--mask", m.to_str().unwrap()].map(str::to_owned);
+        let run = |backend: &str, m: &std::path::Path| {
+            run_ok(tool, backend, &args(m).each_ref().map(|s| &s[..]), &input)
+        };
+        assert!(run("cpu", &all) == run_ok(tool, "cpu", &["--colour", "lab"], &input), "{tool}: all");
+        let out = read_frames(&run("cpu", &none)).remove(0);
+        assert!(out.pixels == round_trip, "{tool}: none");
+        if let Some(_gpu) = gpu() {
+            assert!(run("gpu", &some) == run("cpu", &some), "{tool}: some, GPU");
+        }
+    }
+}
+
 /// A frame over the size at which the conversions are split over the CPU's threads gives the
 /// bytes of the recipe, on one thread and on several.
 #[test]
