@@ -1,5 +1,6 @@
 use histopipe_cli::{either, Common, Context, Error, Flag, FlagError, Given, OutputFormat, Product, Tool};
 use histopipe_frame::Frame;
+use histopipe_ops::threshold::local::{Local, LocalThreshold, Offset, MAX_BLOCK};
 use histopipe_ops::threshold::{Levels, Method, Mode, Percent, Threshold as ThresholdOp, HUNDRED_PERCENT};
 
 use crate::mask::{Masking, MASK};
@@ -8,12 +9,28 @@ use crate::table_output::{self, TableOutput};
 /// `threshold`: each frame to a binary frame (or labels) by a threshold chosen from its histogram.
 #[derive(Default)]
 pub struct Threshold {
-    method: Option<Method>,
+    method: Option<Choice>,
     /// `--mode`, or `--invert` (its older spelling of `binary-inv`).
     mode: Option<ModeWord>,
     /// `--format`: the thresholds as a table, or the thresholded frames.
     output: TableOutput,
     mask: Masking,
+}
+
+/// `--method`: a global threshold chosen from the histogram, or a local one per sample.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Choice {
+    Global(Method),
+    Local(Local),
+}
+
+impl std::fmt::Display for Choice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Choice::Global(m) => m.fmt(f),
+            Choice::Local(l) => l.fmt(f),
+        }
+    }
 }
 
 /// The columns after the frame and its source.
@@ -29,6 +46,10 @@ histopipe_cli::words! {
         MultiOtsu = "multiotsu:K",
         Value = "value:V",
         Percentile = "percentile:P",
+        // Their parameter is BLOCK,C (C may be left out); a word's parameter is one word in
+        // capitals, as completions read it.
+        Mean = "mean:BLOCK",
+        Gaussian = "gaussian:BLOCK",
     }
 }
 
@@ -80,6 +101,8 @@ frames, and its triangle by about a level: docs/threshold.md); multiotsu:K gives
 thresholds of scikit-image's threshold_multiotsu(image, classes=K) and a label frame 0..K-1
 (8-bit, maxval 255, the labels themselves in every container: stretch --in 0:K-1 to view them),
 each sample's label the number of thresholds at or below it (np.digitize).
+mean:BLOCK,C and gaussian:BLOCK,C give each pixel its own threshold, as cv2.adaptiveThreshold
+(ADAPTIVE_THRESH_MEAN_C, GAUSSIAN_C) byte for byte, 8-bit frames only.
 Colour frames are thresholded by their luma; float frames are refused (stretch converts them).
 With --format csv (or -o x.csv) it writes the thresholds instead, one row each:
 frame,source,method,threshold. With --mask FILE the histogram the thresholds are chosen from
@@ -90,9 +113,12 @@ Usage: threshold [OPTIONS] [FILE...]";
         Flag::with_value(
             "--method",
             "M",
-            "otsu, triangle (8-bit only), multiotsu:K (K classes, 2 or more), value:V (the level V) or \
-             percentile:P (the smallest level present whose cumulative count reaches P% of the pixels, \
-             P 0..100 with up to 6 decimals: numpy's percentile, method inverted_cdf) [default: otsu]",
+            "otsu, triangle (8-bit only), multiotsu:K (K classes, 2 or more), value:V (the level V), \
+             percentile:P (the smallest level present whose cumulative count reaches P% of the \
+             pixels, P 0..100 with up to 6 decimals: numpy's percentile, method inverted_cdf); or a \
+             threshold per pixel, OpenCV's adaptiveThreshold on 8-bit frames: mean:BLOCK,C (the \
+             mean of the BLOCK x BLOCK block less C) or gaussian:BLOCK,C (its Gaussian-weighted \
+             mean less C), BLOCK odd, C a decimal (0 if left out) [default: otsu]",
         )
         .one_of(MethodWord::NAMES)
         .param("method"),
@@ -116,7 +142,8 @@ Usage: threshold [OPTIONS] [FILE...]";
 Example:
   threshold -o coins-otsu.png coins.pgm
   threshold --method multiotsu:3 -o regions.png cells.png
-  threshold --method percentile:90 --format csv scans/*.pgm";
+  threshold --method percentile:90 --format csv scans/*.pgm
+  threshold --method gaussian:31,5 -o page-binary.png page.png";
 
     fn option(&mut self, given: &Given) -> Result<bool, FlagError> {
         match given.flag.long {
@@ -129,22 +156,44 @@ Example:
     }
 
     fn check(&mut self, common: &Common) -> Result<(), Error> {
-        if self.method().labels().is_some() && self.mode().binary().is_none() {
+        let binary_only = match self.method() {
+            Choice::Global(m) if m.labels().is_some() => Some("gives labels"),
+            Choice::Global(_) => None,
+            Choice::Local(_) => Some("is OpenCV's adaptiveThreshold"),
+        };
+        if let (Some(why), None) = (binary_only, self.mode().binary()) {
             return Err(Error::usage(format!(
-                "--mode {}: {} gives labels: it takes --mode binary or binary-inv only",
+                "--mode {}: {} {why}: it takes --mode binary or binary-inv only",
                 self.mode(),
                 self.method()
+            )));
+        }
+        if let (Choice::Local(local), true) = (self.method(), self.mask.is_given()) {
+            return Err(Error::usage(format!(
+                "--mask: {local} chooses no threshold from a histogram: the mask is for the global methods"
             )));
         }
         self.mask.check(common)
     }
 
     fn product(&mut self, format: Option<OutputFormat>) -> Result<Product, Error> {
-        self.output.product(format)
+        let product = self.output.product(format)?;
+        if let (Choice::Local(local), Product::Table) = (self.method(), &product) {
+            return Err(Error::usage(format!(
+                "--format: {local} gives each pixel its own threshold, no table of thresholds"
+            )));
+        }
+        Ok(product)
     }
 
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {
-        let method = self.method();
+        let method = match self.method() {
+            Choice::Global(method) => method,
+            Choice::Local(method) => {
+                let out = cx.run(&LocalThreshold { method, mode: self.mode() }, &frame)?;
+                return cx.write(out);
+            }
+        };
         let mask = self.mask.fit(cx, &frame)?;
         let Some(mut rows) = self.output.rows(cx, &COLUMNS) else {
             let out = cx.run(&ThresholdOp { method, mode: self.mode(), mask }, &frame)?;
@@ -158,8 +207,8 @@ Example:
 }
 
 impl Threshold {
-    fn method(&self) -> Method {
-        self.method.unwrap_or(Method::Otsu)
+    fn method(&self) -> Choice {
+        self.method.unwrap_or(Choice::Global(Method::Otsu))
     }
 
     fn mode(&self) -> Mode {
@@ -182,8 +231,9 @@ impl Threshold {
     }
 }
 
-/// `--method`'s value: `otsu`, `triangle`, `multiotsu:K`, `value:V`, `percentile:P`.
-fn parse_method(text: &str) -> Result<Method, FlagError> {
+/// `--method`'s value: `otsu`, `triangle`, `multiotsu:K`, `value:V`, `percentile:P`,
+/// `mean:BLOCK,C`, `gaussian:BLOCK,C`.
+fn parse_method(text: &str) -> Result<Choice, FlagError> {
     let (name, arg) = match text.split_once(':') {
         Some((name, arg)) => (name, Some(arg)),
         None => (text, None),
@@ -192,7 +242,14 @@ fn parse_method(text: &str) -> Result<Method, FlagError> {
         return Err(format!("unknown method '{text}' ({})", either(MethodWord::NAMES)).into());
     };
     let needs = || arg.ok_or_else(|| FlagError::from(format!("{name} takes a value: {form}")));
-    Ok(match word {
+    Ok(Choice::Global(match word {
+        MethodWord::Mean | MethodWord::Gaussian => {
+            let (block, c) = parse_block(name, needs()?)?;
+            return Ok(Choice::Local(match word {
+                MethodWord::Mean => Local::Mean { block, c },
+                _ => Local::Gaussian { block, c },
+            }));
+        }
         MethodWord::Otsu | MethodWord::Triangle if arg.is_some() => {
             return Err(format!("{name} takes no value").into())
         }
@@ -211,7 +268,33 @@ fn parse_method(text: &str) -> Result<Method, FlagError> {
             Method::Value(v)
         }
         MethodWord::Percentile => Method::Percentile(parse_percent(needs()?)?),
-    })
+    }))
+}
+
+/// `BLOCK,C` of the adaptive methods: an odd block 3..MAX_BLOCK and an offset, a decimal with up
+/// to 6 places (0 if left out).
+fn parse_block(name: &str, text: &str) -> Result<(u32, Offset), FlagError> {
+    let (block, c) = text.split_once(',').unwrap_or((text, "0"));
+    let block = block
+        .parse::<u32>()
+        .ok()
+        .filter(|b| b % 2 == 1 && (3..=MAX_BLOCK).contains(b))
+        .ok_or_else(|| format!("{name} takes an odd BLOCK, 3 to {MAX_BLOCK}"))?;
+    let bad = || FlagError::from(format!("{name} takes an offset C with up to 6 decimals"));
+    let (negative, digits) = match c.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, c.strip_prefix('+').unwrap_or(c)),
+    };
+    let (whole, part) = digits.split_once('.').unwrap_or((digits, ""));
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() && part.is_empty() || !all_digits(whole) || !all_digits(part) || part.len() > 6 {
+        return Err(bad());
+    }
+    let whole: i64 =
+        if whole.is_empty() { 0 } else { whole.parse().ok().filter(|w| *w <= 1_000_000).ok_or_else(bad)? };
+    let part: i64 = format!("{part:0<6}").parse().map_err(|_| bad())?;
+    let millionths = whole * 1_000_000 + part;
+    Ok((block, Offset { millionths: if negative { -millionths } else { millionths } }))
 }
 
 /// A percentage 0..=100 written as a decimal with up to 6 places, exactly, in millionths.
@@ -242,10 +325,21 @@ mod tests {
 
     #[test]
     fn methods_parse_as_documented() {
-        assert_eq!(parse_method("otsu").unwrap(), Method::Otsu);
-        assert_eq!(parse_method("multiotsu:3").unwrap(), Method::MultiOtsu(3));
-        assert_eq!(parse_method("value:0").unwrap(), Method::Value(0));
-        let p = |m| Method::Percentile(Percent { millionths: m });
+        let g = Choice::Global;
+        assert_eq!(parse_method("otsu").unwrap(), g(Method::Otsu));
+        assert_eq!(parse_method("multiotsu:3").unwrap(), g(Method::MultiOtsu(3)));
+        assert_eq!(parse_method("value:0").unwrap(), g(Method::Value(0)));
+        let c = |m| Offset { millionths: m };
+        assert_eq!(
+            parse_method("mean:11,2").unwrap(),
+            Choice::Local(Local::Mean { block: 11, c: c(2_000_000) })
+        );
+        assert_eq!(
+            parse_method("gaussian:3,-0.5").unwrap(),
+            Choice::Local(Local::Gaussian { block: 3, c: c(-500_000) })
+        );
+        assert_eq!(parse_method("mean:5").unwrap(), Choice::Local(Local::Mean { block: 5, c: c(0) }));
+        let p = |m| g(Method::Percentile(Percent { millionths: m }));
         assert_eq!(parse_method("percentile:12.5").unwrap(), p(12_500_000));
         assert_eq!(parse_method("percentile:100").unwrap(), p(HUNDRED_PERCENT));
         assert_eq!(parse_method("percentile:.000001").unwrap(), p(1));
@@ -261,6 +355,14 @@ mod tests {
             "value:65536",
             "otsu:2",
             "mean",
+            "mean:4,1",
+            "mean:1,1",
+            "mean:4003,1",
+            "mean:3,1e3",
+            "mean:3,--1",
+            "gaussian:3,0.0000001",
+            "gaussian:,1",
+            "median",
         ] {
             assert!(parse_method(bad).is_err(), "{bad}");
         }
@@ -278,7 +380,11 @@ mod tests {
             };
             assert!(parse_method(&example).is_ok(), "{example}");
         }
-        let Err(FlagError::Value(e)) = parse_method("mean") else { panic!("mean is no method") };
-        assert_eq!(e, "unknown method 'mean' (otsu, triangle, multiotsu:K, value:V or percentile:P)");
+        let Err(FlagError::Value(e)) = parse_method("median") else { panic!("median is no method") };
+        assert_eq!(
+            e,
+            "unknown method 'median' (otsu, triangle, multiotsu:K, value:V, percentile:P, mean:BLOCK or \
+             gaussian:BLOCK)"
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! (inverted_cdf); and CPU against GPU.
 
 use histopipe_frame::{Format, Frame, Pixels};
+use histopipe_ops::threshold::local::{Local, LocalThreshold, Offset};
 use histopipe_ops::threshold::{Levels, Method, Mode, Percent, Threshold};
 use histopipe_ops::Op;
 
@@ -463,6 +464,192 @@ fn every_mode_is_cv2_thresholds_type() {
     assert!(err.contains("unknown mode 'bin'"), "{err}");
 }
 
+/// Asserts two outputs are the same bytes; says how many differ and where the first is.
+fn assert_same_bytes(got: &[u8], want: &[u8], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    let apart: Vec<usize> = (0..got.len()).filter(|&i| got[i] != want[i]).collect();
+    assert!(
+        apart.is_empty(),
+        "{what}: {} of {} bytes differ, the first at {} ({} against the peer's {})",
+        apart.len(),
+        got.len(),
+        apart[0],
+        got[apart[0]],
+        want[apart[0]]
+    );
+}
+
+/// An adaptive case: a frame and the (BLOCK, C) pairs it is thresholded with, C as written.
+type Adaptive = (Frame, Vec<(u32, &'static str)>);
+
+/// cv2.adaptiveThreshold(a, maxval, `method` (MEAN_C or GAUSSIAN_C), the type of `mode`, BLOCK, C)
+/// for each case's pairs, in one Python process: each frame's outputs, one after the other.
+fn cv2_adaptive(method: &str, mode: Mode, cases: &[Adaptive]) -> Vec<Vec<u8>> {
+    let inputs: Vec<Vec<u8>> = cases.iter().map(|(f, _)| sample_bytes(f)).collect();
+    let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+    let specs: Vec<String> = cases
+        .iter()
+        .map(|(f, pairs)| {
+            let pairs: Vec<String> = pairs.iter().map(|(b, c)| format!("({b}, {c})")).collect();
+            format!("({}, {}, {}, [{}])", f.height, f.width, f.maxval, pairs.join(", "))
+        })
+        .collect();
+    let script = format!(
+        "for path, (h, w, mv, pairs) in zip(sys.argv[1:], [{}]):\n    \
+         a = np.fromfile(path, np.uint8).reshape(h, w)\n    \
+         for b, c in pairs:\n        \
+         sys.stdout.buffer.write(cv2.adaptiveThreshold(a, mv, cv2.ADAPTIVE_THRESH_{method}, cv2.{}, b, c).tobytes())\n",
+        specs.join(", "),
+        cv2_type(mode)
+    );
+    let out = opencv(&script, &refs);
+    let mut rest = &out[..];
+    cases
+        .iter()
+        .map(|(f, pairs)| {
+            let len = f.width * f.height * pairs.len();
+            let (this, more) = rest.split_at(len);
+            rest = more;
+            this.to_vec()
+        })
+        .collect()
+}
+
+/// The offset C as written, in millionths.
+fn offset(c: &str) -> Offset {
+    let negative = c.starts_with('-');
+    let c = c.trim_start_matches('-');
+    let (whole, part) = c.split_once('.').unwrap_or((c, ""));
+    let m = whole.parse::<i64>().unwrap() * 1_000_000 + format!("{part:0<6}").parse::<i64>().unwrap();
+    Offset { millionths: if negative { -m } else { m } }
+}
+
+/// The local method of `name` ("MEAN_C" or "GAUSSIAN_C").
+fn local(name: &str, block: u32, c: &str) -> Local {
+    match name {
+        "MEAN_C" => Local::Mean { block, c: offset(c) },
+        _ => Local::Gaussian { block, c: offset(c) },
+    }
+}
+
+/// The frames of the adaptive tests: the fixtures with a few blocks, and fresh random, flat,
+/// two-valued and skewed frames (maxval 255 and 100), some smaller than their blocks, with every
+/// odd block 3..51, C negative, fractional and whole.
+fn adaptive_cases(rng: &mut fastrand::Rng) -> Vec<Adaptive> {
+    const CS: [&str; 8] = ["0", "2", "-3", "2.5", "-1.5", "0.000001", "-0.25", "7"];
+    let mut cases: Vec<Adaptive> = fixtures()
+        .into_iter()
+        .map(|(_, f)| (f, vec![(3, "0"), (11, "2"), (25, "-1.5"), (51, "7.25")]))
+        .collect();
+    let mut frames = Vec::new();
+    for (w, h) in [(1, 1), (2, 5), (7, 3), (1, 40), (40, 1), (31, 17), (64, 48)] {
+        for maxval in [255, 100] {
+            frames.extend(hard_frames(rng, w, h, maxval, 250));
+        }
+    }
+    let large = random_frame(rng, 333, 251, 255);
+    cases.push((large, vec![(11, "0.5"), (31, "-4"), (51, "1"), (101, "0"), (201, "-0.75")]));
+    for (i, f) in frames.into_iter().enumerate() {
+        let pairs = (3..=51).step_by(2).enumerate().map(|(j, b)| (b, CS[(i + j) % CS.len()])).collect();
+        cases.push((f, pairs));
+    }
+    cases
+}
+
+/// `--method mean:BLOCK,C` and `gaussian:BLOCK,C`: cv2.adaptiveThreshold with ADAPTIVE_THRESH_MEAN_C
+/// and GAUSSIAN_C, THRESH_BINARY and THRESH_BINARY_INV, byte for byte, on the fixtures and fresh
+/// frames, every odd block 3..51 (frames smaller than the block too), C negative and fractional.
+#[test]
+fn adaptive_methods_are_cv2_adaptive_threshold() {
+    let mut rng = rng();
+    let cases = adaptive_cases(&mut rng);
+    for name in ["MEAN_C", "GAUSSIAN_C"] {
+        for mode in [Mode::Binary, Mode::BinaryInv] {
+            for ((frame, pairs), want) in cases.iter().zip(cv2_adaptive(name, mode, &cases)) {
+                let mut offset = 0;
+                for &(block, c) in pairs {
+                    let method = local(name, block, c);
+                    let got = LocalThreshold { method, mode }.cpu(frame).unwrap();
+                    let n = frame.width * frame.height;
+                    let what =
+                        format!("{method} {mode} {}x{} maxval {}", frame.width, frame.height, frame.maxval);
+                    assert_same_bytes(&sample_bytes(&got), &want[offset..offset + n], &what);
+                    assert_eq!(
+                        (got.width, got.height, got.maxval),
+                        (frame.width, frame.height, frame.maxval)
+                    );
+                    offset += n;
+                }
+            }
+        }
+    }
+}
+
+/// The Gaussian's coefficients are OpenCV's `f32` ones (cv2.getGaussianKernel(n, 0, CV_32F), the
+/// kernel its float GaussianBlur multiplies by), bit for bit, for every block up to 401 and a few
+/// up to the largest taken.
+#[test]
+fn gaussian_coefficients_are_opencvs() {
+    use histopipe_ops::threshold::local::{gaussian_kernel, MAX_BLOCK};
+    let blocks: Vec<usize> = (3..=401).step_by(2).chain([1001, 2001, 3999, MAX_BLOCK as usize]).collect();
+    let script = format!(
+        "for n in {blocks:?}:\n    \
+         k = cv2.getGaussianKernel(n, 0, cv2.CV_32F).ravel()\n    \
+         print(' '.join(str(int(v)) for v in k.view(np.uint32)))\n"
+    );
+    let out = String::from_utf8(opencv(&script, &[])).unwrap();
+    assert_eq!(out.lines().count(), blocks.len());
+    for (line, &n) in out.lines().zip(&blocks) {
+        let want: Vec<u32> = line.split(' ').map(|v| v.parse().unwrap()).collect();
+        let got: Vec<u32> = gaussian_kernel(n).iter().map(|v| v.to_bits()).collect();
+        assert_eq!(got, want, "block {n}");
+    }
+}
+
+/// Through the tool: the bytes of the op, and the refusals, each in one line.
+#[test]
+fn adaptive_methods_through_the_tool() {
+    let page = fixture_bytes("page.pgm");
+    let want =
+        cv2_adaptive("GAUSSIAN_C", Mode::BinaryInv, &[(fixture_frame("page.pgm"), vec![(15, "-2.5")])]);
+    let out = read_frames(&run_ok("threshold", "cpu", &["--method", "gaussian:15,-2.5", "--invert"], &page));
+    assert_same_bytes(&sample_bytes(&out[0]), &want[0], "page.pgm gaussian:15,-2.5 --invert");
+    let err = run_err("threshold", &["--method", "mean:11,2"], &fixture_bytes("dem16.pgm"), 2);
+    assert!(err.contains("--method mean:11,2: takes 8-bit frames only"), "{err}");
+    let err = run_err("threshold", &["--method", "mean:11,2", "--mode", "trunc"], &page, 2);
+    assert!(
+        err.contains("--mode trunc: mean:11,2 is OpenCV's adaptiveThreshold: it takes --mode binary"),
+        "{err}"
+    );
+    let err = run_err("threshold", &["--method", "mean:11", "--format", "csv"], &page, 2);
+    assert!(err.contains("no table of thresholds"), "{err}");
+    let err = run_err("threshold", &["--method", "mean:4,1"], &page, 2);
+    assert!(err.contains("mean takes an odd BLOCK, 3 to 4001"), "{err}");
+}
+
+/// The local methods on the GPU: the CPU's bytes.
+#[test]
+fn adaptive_gpu_matches_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let mut cases = adaptive_cases(&mut rng);
+    cases.push((random_frame(&mut rng, 1920, 1080, 255), vec![(3, "0"), (51, "-2"), (401, "1.5")]));
+    for (frame, pairs) in &cases {
+        for &(block, c) in pairs {
+            for name in ["MEAN_C", "GAUSSIAN_C"] {
+                for mode in [Mode::Binary, Mode::BinaryInv] {
+                    let op = LocalThreshold { method: local(name, block, c), mode };
+                    let what = format!("{} {mode} {}x{}", op.method, frame.width, frame.height);
+                    assert_eq!(op.cpu(frame).unwrap(), op.gpu(&gpu, frame).unwrap(), "{what}");
+                }
+            }
+        }
+    }
+    let page = fixture_bytes("page.pgm");
+    let args = ["--method", "mean:21,3"];
+    assert!(run_ok("threshold", "gpu", &args, &page) == run_ok("threshold", "cpu", &args, &page));
+}
+
 /// Colour is thresholded by its luma, as OpenCV's cvtColor(BGR2GRAY) makes it.
 #[test]
 fn colour_frames_are_thresholded_by_their_luma() {
@@ -486,8 +673,8 @@ fn float_frames_and_sixteen_bit_triangles_are_refused() {
     assert!(err.contains("32-bit float"), "{err}");
     let err = run_err("threshold", &["--method", "triangle"], &fixture_bytes("dem16.pgm"), 2);
     assert!(err.contains("--method triangle: takes 8-bit frames only"), "{err}");
-    let err = run_err("threshold", &["--method", "mean"], &[], 2);
-    assert!(err.contains("unknown method 'mean'"), "{err}");
+    let err = run_err("threshold", &["--method", "median"], &[], 2);
+    assert!(err.contains("unknown method 'median'"), "{err}");
     let err = run_err("threshold", &["--format", "csv", "-o", "x.png"], &[], 2);
     assert!(err.contains("--format csv contradicts -o's extension .png"), "{err}");
 }

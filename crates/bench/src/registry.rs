@@ -56,6 +56,7 @@ use histopipe_ops::pad::{Border, Pad, PadParams, PadSize};
 use histopipe_ops::radon::{Radon, RadonParams};
 use histopipe_ops::rotate::{Interpolation, Rotate, Turn};
 use histopipe_ops::stretch::{self as stretch_op, cuts, Curve, Scale, Stretch};
+use histopipe_ops::threshold::local::{Local, LocalPlan, LocalThreshold, Offset};
 use histopipe_ops::threshold::{Method, Mode, Threshold, ThresholdPlan};
 use histopipe_ops::{Fill, Op};
 
@@ -123,6 +124,8 @@ pub fn all() -> Vec<Entry> {
         Entry::frame("clahe", clahe).with_cpu(clahe_cpu),
         Entry::frame("threshold", threshold).with_cpu(threshold_cpu),
         Entry::frame("threshold.multiotsu", threshold_multiotsu).with_cpu(threshold_multiotsu_cpu),
+        Entry::frame("threshold.mean", threshold_mean).with_cpu(threshold_mean_cpu),
+        Entry::frame("threshold.gaussian", threshold_gaussian).with_cpu(threshold_gaussian_cpu),
         Entry::frame("deskew", deskew).with_cpu(deskew_cpu),
         Entry::frame("edges.gradient", edges_gradient),
         Entry::frame("edges", edges).with_cpu(edges_cpu),
@@ -711,6 +714,49 @@ fn threshold_case<'g>(gpu: &'g Gpu, input: &Input, method: Method) -> Result<Cas
 
 fn threshold_cpu(_: &Input) -> Result<CpuRun, BenchError> {
     let op = Threshold { method: Method::Otsu, mode: Mode::Binary, mask: None };
+    cpu_run(move |frame| {
+        black_box(op.cpu(frame)?);
+        Ok(())
+    })
+}
+
+/// `threshold --method mean:11,2` (OpenCV's `adaptiveThreshold(img, 255, ADAPTIVE_THRESH_MEAN_C,
+/// THRESH_BINARY, 11, 2)`, the block and offset of OpenCV's tutorial), as `LocalThreshold::gpu`
+/// runs it: the row sums, then the column sums, the mean and the comparison. Memory floor: the
+/// frame read and the output written (the row sums between are the method's own traffic).
+fn threshold_mean<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    local_case(gpu, input, Local::Mean { block: 11, c: Offset { millionths: 2_000_000 } })
+}
+
+fn threshold_mean_cpu(_: &Input) -> Result<CpuRun, BenchError> {
+    local_cpu(Local::Mean { block: 11, c: Offset { millionths: 2_000_000 } })
+}
+
+/// `threshold --method gaussian:11,2` (`ADAPTIVE_THRESH_GAUSSIAN_C`), as [`threshold_mean`]: the
+/// float row and column passes of the Gaussian.
+fn threshold_gaussian<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    local_case(gpu, input, Local::Gaussian { block: 11, c: Offset { millionths: 2_000_000 } })
+}
+
+fn threshold_gaussian_cpu(_: &Input) -> Result<CpuRun, BenchError> {
+    local_cpu(Local::Gaussian { block: 11, c: Offset { millionths: 2_000_000 } })
+}
+
+/// A local method on the GPU (see [`threshold_mean`]).
+fn local_case<'g>(gpu: &'g Gpu, input: &Input, method: Local) -> Result<Case<'g>, BenchError> {
+    let n = input.width * input.height;
+    let mut sets = Sets::new(gpu, input, n)?;
+    let op = LocalThreshold { method, mode: Mode::Binary };
+    let mut plan = LocalPlan::new(gpu, &op, input.width, input.height, 255)?;
+    Ok(Case::new(n, 2 * n, sets.count(), move |_, i| {
+        let (src, dst) = sets.pair(i);
+        plan.queue(src, dst)?;
+        Ok(())
+    }))
+}
+
+fn local_cpu(method: Local) -> Result<CpuRun, BenchError> {
+    let op = LocalThreshold { method, mode: Mode::Binary };
     cpu_run(move |frame| {
         black_box(op.cpu(frame)?);
         Ok(())

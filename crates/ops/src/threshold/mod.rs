@@ -34,6 +34,7 @@ use crate::{with_samples, Gpu, Op, OpError, Sample};
 
 mod cpu;
 pub mod gpu;
+pub mod local;
 #[cfg(test)]
 mod tests;
 
