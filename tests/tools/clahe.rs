@@ -6,6 +6,8 @@ use histopipe_ops::Op;
 use crate::common::*;
 use crate::opencv::{colour_recipe, sample_bytes, ColourRecipe};
 
+mod float;
+
 /// One `cv2.createCLAHE(clip, (gx, gy)).apply(frame)`.
 struct Case {
     frame: Frame,

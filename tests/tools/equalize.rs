@@ -4,6 +4,7 @@ use histopipe_ops::equalize::Equalize;
 use histopipe_ops::histogram::{Histogram, PRIVATE_MAX_BINS, SHARED_MAX_BINS};
 use histopipe_ops::Op;
 
+pub mod float;
 mod variants;
 
 use crate::common::*;
