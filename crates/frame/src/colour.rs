@@ -22,8 +22,8 @@
 //! where d is half the range: 128 for 8-bit samples, 32768 for 16-bit ones, and sat clamps to the
 //! sample's range.
 //!
-//! CIE L\*a\*b\* (`COLOR_BGR2Lab`, `COLOR_Lab2BGR`, 8-bit) is OpenCV's table-driven integer
-//! arithmetic, in [`lab`]'s module.
+//! CIE L\*a\*b\* (`COLOR_BGR2Lab`, `COLOR_Lab2BGR`, 8-bit: [`to_lab_u8`], [`from_lab_u8`]) is
+//! OpenCV's table-driven integer arithmetic, stated in colour/lab.rs.
 
 mod lab;
 #[cfg(test)]

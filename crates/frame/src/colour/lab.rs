@@ -4,7 +4,12 @@
 //!
 //! OpenCV computes both directions in integers from tables it builds once in single or double
 //! precision (its `softfloat`, IEEE arithmetic in software); [`Tables`] builds the same tables with
-//! the same operations in the same precisions, rounding as `cvRound` does (ties to even).
+//! the same operations in the same precisions, rounding as `cvRound` does (ties to even). Two of
+//! its functions are its own: the cube root (Turkowski's approximation, cut to single: see
+//! [`cbrt_f32`], done as OpenCV does it) and the sRGB powers x^2.4 and x^(1/2.4) (its
+//! exp(y log x) in double, here the platform's `pow`, within an ulp or two of double: the tables
+//! round them to single and then to integers, and come out the same, as the tests over every
+//! input show).
 //!
 //! To L\*a\*b\*, with γ(v) the sRGB decoding of v/255 scaled by 2040 (`sRGBGammaTab_b`), f the
 //! cube root (below (6/29)^3 its linear piece) of X/2040 scaled by 2^15 (`LabCbrtTab_b`), and each
