@@ -27,7 +27,7 @@ use crate::mask::{self, Mask};
 use crate::{lut, matching, parallel, with_samples, Element, Gpu, Op, OpError, Sample};
 
 mod float;
-pub use float::{F32Bins, FloatEqualize, Interp};
+pub use float::{F32Bins, FloatEqualize, FloatEqualizePlan, Interp};
 
 /// The equalization operation (it has no parameters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

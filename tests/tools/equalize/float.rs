@@ -180,11 +180,11 @@ fn colour_float_frames_by_channel_and_the_modes_that_refuse_them() {
 #[test]
 fn options_of_integer_levels_and_too_narrow_a_range_are_refused_in_one_line() {
     let dir = temp_dir("equalize-float-refused");
-    let table = &dir.join("t.csv");
+    let table = dir.join("t.csv");
     std::fs::write(&table, "level,mapped\n0,0\n").unwrap();
     let input = stream(&[float_frame(2, 2, vec![0.0, 0.5, 0.25, 1.0])]);
     let moon = fixture("moon.pgm");
-    let csv = &dir.join("saved.csv");
+    let csv = dir.join("saved.csv");
     for (flag, value) in [("--reference", &moon), ("--table", &table), ("--save-table", &csv)] {
         let e = run_err("equalize", &[flag, value.to_str().unwrap()], &input, 2);
         assert!(e.contains(&format!("{flag} maps integer levels, and the frame has 32-bit float")), "{e}");

@@ -27,8 +27,10 @@
 use std::mem::MaybeUninit;
 
 use histopipe_frame::{Frame, Pixels};
-use histopipe_gpu::{kernels, launch};
+use histopipe_gpu::cudarc::driver::CudaSlice;
+use histopipe_gpu::{kernels, launch, Buffer};
 
+use crate::histogram::check_len;
 use crate::mask::{self, Mask};
 use crate::{Gpu, Op, OpError, CANONICAL_NAN};
 
@@ -247,29 +249,74 @@ impl Op for FloatEqualize<'_> {
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
         let (v, mask, bins) = self.prepare(frame)?;
         let n = v.len();
+        if n == 0 {
+            return self.cpu(frame);
+        }
         let src = gpu.upload("equalize.float.in", v)?;
-        // Without a mask, one byte the kernel never reads.
-        let mask_buf = gpu.upload("histogram.mask", mask.unwrap_or(&[0]))?;
-        let mut counts = gpu.upload("equalize.float.counts", &[0u64; BINS])?;
+        let mask = mask.map(|m| gpu.upload("histogram.mask", m)).transpose()?;
+        let mut dst = gpu.buffer::<f32>("equalize.float.out", n)?;
+        FloatEqualizePlan::new(gpu, n)?.queue(&bins, &src, mask.as_deref(), &mut dst)?;
+        let out = gpu.download_samples(&dst, n)?;
+        Ok(frame.derive(frame.width, frame.height, frame.maxval, Pixels::F32(out)))
+    }
+}
+
+/// The device plan of [`FloatEqualize`] for frames of `n` samples, given their bins (the host's
+/// part, from the counted samples' extremes): the counts (`float_counts`), their download, the
+/// interpolation's table made on the host and uploaded, and every sample through it
+/// (`float_interp`). The one GPU sequence of `Op::gpu` and the benchmark.
+pub struct FloatEqualizePlan<'g> {
+    gpu: &'g Gpu,
+    counts: Buffer<'g, u64>,
+    /// The mask kernel argument without a mask: one byte, never read.
+    no_mask: Buffer<'g, u8>,
+    n: usize,
+}
+
+impl<'g> FloatEqualizePlan<'g> {
+    pub fn new(gpu: &'g Gpu, n: usize) -> Result<FloatEqualizePlan<'g>, OpError> {
+        Ok(FloatEqualizePlan {
+            gpu,
+            counts: gpu.buffer("equalize.float.counts", BINS)?,
+            no_mask: gpu.upload("equalize.float.no_mask", &[0u8])?,
+            n,
+        })
+    }
+
+    /// The whole operation on the `n` samples of `src` into `dst`, counting those whose byte in
+    /// `mask` (the device copy) is non-zero, or every one without it; waits for the counts.
+    pub fn queue(
+        &mut self,
+        bins: &F32Bins,
+        src: &CudaSlice<f32>,
+        mask: Option<&CudaSlice<u8>>,
+        dst: &mut CudaSlice<f32>,
+    ) -> Result<(), OpError> {
+        let (gpu, n) = (self.gpu, self.n);
+        check_len("float equalize input", src.len(), n)?;
+        check_len("float equalize output", dst.len(), n)?;
+        if let Some(mask) = mask {
+            check_len("float equalize mask", mask.len(), n)?;
+        }
+        gpu.stream().memset_zeros(&mut *self.counts)?;
         let edges = gpu.upload("equalize.float.edges", &bins.edges)?;
         let (n64, masked) = (n as u64, mask.is_some() as u32);
+        let mask = mask.unwrap_or(&self.no_mask);
         // SAFETY: float_counts(in, mask, masked, n, edges, lo, hi, delta, counts) in equalize.cu;
-        // `src` holds `n` samples, the mask `n` bytes when `masked`, edges 257, counts 256.
+        // `src` holds `n` samples, `mask` `n` bytes when `masked` (checked above), `edges` 257,
+        // `counts` 256.
         unsafe {
-            launch!(gpu, kernels::EQUALIZE, "float_counts", histopipe_gpu::launch::cover(n, 256);
-                &*src, &*mask_buf, &masked, &n64, &*edges, &bins.lo, &bins.hi, &bins.delta, &mut *counts)
+            launch!(gpu, kernels::EQUALIZE, "float_counts", launch::cover(n, 256);
+                src, mask, &masked, &n64, &*edges, &bins.lo, &bins.hi, &bins.delta, &mut *self.counts)
         }?;
-        let counts = gpu.download_vec(&counts, BINS)?;
-        let table = gpu.upload("equalize.float.table", &Interp::new(&bins, &counts).packed())?;
-        let mut dst = gpu.buffer::<f32>("equalize.float.out", n)?;
+        let counts = gpu.download_vec(&self.counts, BINS)?;
+        let table = gpu.upload("equalize.float.table", &Interp::new(bins, &counts).packed())?;
         // SAFETY: float_interp(in, n, table, out) in equalize.cu; `src` and `dst` hold `n`
         // samples, `table` 3 * 256 - 1 values.
         unsafe {
-            launch!(gpu, kernels::EQUALIZE, "float_interp", histopipe_gpu::launch::cover(n, 256);
-                &*src, &n64, &*table, &mut *dst)
+            launch!(gpu, kernels::EQUALIZE, "float_interp", launch::cover(n, 256); src, &n64, &*table, dst)
         }?;
-        let out = gpu.download_samples(&dst, n)?;
-        Ok(frame.derive(frame.width, frame.height, frame.maxval, Pixels::F32(out)))
+        Ok(())
     }
 }
 
