@@ -55,7 +55,7 @@ use histopipe_ops::mask::Mask;
 use histopipe_ops::pad::{Border, Pad, PadParams, PadSize};
 use histopipe_ops::radon::{Radon, RadonParams};
 use histopipe_ops::rotate::{Interpolation, Rotate, Turn};
-use histopipe_ops::stretch::{self as stretch_op, cuts, Curve, Scale, Stretch};
+use histopipe_ops::stretch::{self as stretch_op, cuts, Curve, Scale, Stretch, StretchTo};
 use histopipe_ops::threshold::local::{Local, LocalPlan, LocalThreshold, Offset};
 use histopipe_ops::threshold::{Method, Mode, Threshold, ThresholdPlan};
 use histopipe_ops::{Fill, Op};
@@ -121,6 +121,7 @@ pub fn all() -> Vec<Entry> {
         Entry::frame("equalize.mask", equalize_mask).with_cpu(equalize_mask_cpu),
         Entry::frame("stretch", stretch).with_cpu(stretch_cpu),
         Entry::frame("stretch.float", stretch_float).with_cpu(stretch_float_cpu),
+        Entry::frame("stretch.to_float", stretch_to_float).with_cpu(stretch_to_float_cpu),
         Entry::frame("clahe", clahe).with_cpu(clahe_cpu),
         Entry::frame("threshold", threshold).with_cpu(threshold_cpu),
         Entry::frame("threshold.multiotsu", threshold_multiotsu).with_cpu(threshold_multiotsu_cpu),
@@ -872,6 +873,31 @@ fn stretch_float_cpu(input: &Input) -> Result<CpuRun, BenchError> {
     let frame = float_frame(input);
     cpu_run(move |_| {
         black_box(Stretch { curve: stretch_curve(&frame, Scale::Asinh, 65535)? }.cpu(&frame)?);
+        Ok(())
+    })
+}
+
+/// `stretch --out 0:1` of the frame as float samples: scikit-image's float32 rescale of every
+/// sample (`to_float_f32_linear`; the cuts, on the host, not timed). Memory floor: a copy of the
+/// float frame.
+fn stretch_to_float<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    let n = input.width * input.height;
+    let frame = float_frame(input);
+    let to = StretchTo { curve: stretch_curve(&frame, Scale::Linear, 0)?, out: (0.0, 1.0) };
+    let Pixels::F32(floats) = &frame.pixels else { unreachable!("a float frame") };
+    let first = gpu.stream().clone_htod(&floats[..])?;
+    let mut sets = Sets::<f32, f32>::from_device(gpu, first, n)?;
+    Ok(Case::new(4 * n, 8 * n, sets.count(), move |gpu, i| {
+        let (src, dst) = sets.pair(i);
+        Ok(stretch_op::queue_to_float(gpu, &to, src, n, dst)?)
+    }))
+}
+
+fn stretch_to_float_cpu(input: &Input) -> Result<CpuRun, BenchError> {
+    let frame = float_frame(input);
+    cpu_run(move |_| {
+        let to = StretchTo { curve: stretch_curve(&frame, Scale::Linear, 0)?, out: (0.0, 1.0) };
+        black_box(to.cpu(&frame)?);
         Ok(())
     })
 }

@@ -9,6 +9,8 @@
 //! stretches). NaN stays NaN (the canonical one). The GPU kernels of stretch.cu do the same
 //! correctly rounded operations in the same order.
 
+use std::mem::MaybeUninit;
+
 use histopipe_frame::{Frame, Pixels};
 
 use super::curve::{Curve, Scale};
@@ -64,14 +66,34 @@ impl StretchTo {
         self.curve.scale == Scale::Linear
     }
 
+    /// Each float sample's value, in parts on the pool's threads ([`super::map_parts`]).
     fn cpu_float(&self, v: &[f32]) -> Vec<f32> {
         if self.float32_arithmetic() {
             let k = Float32::of(self);
-            v.iter().map(|&s| canonical_nan(k.value(s))).collect()
+            super::map_parts(v, |src: &[f32], out: &mut [MaybeUninit<f32>]| {
+                for (slot, &s) in out.iter_mut().zip(src) {
+                    slot.write(canonical_nan(k.value(s)));
+                }
+            })
         } else {
             let norm = self.curve.norm();
-            v.iter().map(|&s| canonical_nan(self.value_with(s as f64, norm))).collect()
+            super::map_parts(v, |src: &[f32], out: &mut [MaybeUninit<f32>]| {
+                for (slot, &s) in out.iter_mut().zip(src) {
+                    slot.write(canonical_nan(self.value_with(s as f64, norm)));
+                }
+            })
         }
+    }
+
+    /// Each integer sample's value from the table of 0..=maxval (samples above take maxval's).
+    fn cpu_integer<I: Sample>(&self, v: &[I], maxval: u16) -> Vec<f32> {
+        let table = self.table(maxval);
+        let last = maxval as usize;
+        super::map_parts(v, |src: &[I], out: &mut [MaybeUninit<f32>]| {
+            for (slot, &s) in out.iter_mut().zip(src) {
+                slot.write(table[(s.into() as usize).min(last)]);
+            }
+        })
     }
 
     fn output(&self, frame: &Frame, pixels: Pixels) -> Frame {
@@ -144,16 +166,9 @@ impl Op for StretchTo {
     type Output = Frame;
 
     fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
-        let t = || self.table(frame.maxval);
-        let v: Vec<f32> = match &frame.pixels {
-            Pixels::U8(v) => {
-                let t = t();
-                v.iter().map(|&s| t[(s as usize).min(t.len() - 1)]).collect()
-            }
-            Pixels::U16(v) => {
-                let t = t();
-                v.iter().map(|&s| t[(s as usize).min(t.len() - 1)]).collect()
-            }
+        let v = match &frame.pixels {
+            Pixels::U8(v) => self.cpu_integer(v, frame.maxval),
+            Pixels::U16(v) => self.cpu_integer(v, frame.maxval),
             Pixels::F32(v) => self.cpu_float(v),
         };
         Ok(self.output(frame, Pixels::F32(v.into())))
@@ -195,5 +210,23 @@ mod tests {
         // A flat range: np.clip(lo, LO, HI).
         assert_eq!(to(5.0, 5.0, Scale::Sqrt, (0.0, 1.0)).value(7.0), 1.0);
         assert_eq!(to(0.5, 0.5, Scale::Linear, (0.0, 1.0)).value32(-3.0), 0.5);
+    }
+
+    /// Split over any number of threads, the output is the one thread's.
+    #[test]
+    fn every_split_rescales_as_one_thread() {
+        let mut rng = fastrand::Rng::with_seed(31);
+        for (w, h) in crate::parallel::testing::sizes(&mut rng) {
+            let f = crate::parallel::testing::frame(&mut rng, w, h, 1076);
+            let floats: Vec<f32> = (0..w * h).map(|i| (i as f32 * 0.37).sin() * 50.0).collect();
+            let g = Frame::new(w, h, 1, Pixels::F32(floats.into()));
+            for scale in [Scale::Linear, Scale::Log] {
+                let op = to(-20.0, 900.0, scale, (-1.0, 1.0));
+                crate::parallel::testing::same_on_each_pool(&format!("{w}x{h}"), || op.cpu(&f).unwrap());
+                crate::parallel::testing::same_on_each_pool(&format!("{w}x{h} float"), || {
+                    op.cpu(&g).unwrap()
+                });
+            }
+        }
     }
 }
