@@ -325,3 +325,28 @@ ROTATE_AFFINE_KERNEL(rotate_bilinear_u8, u8, true)
 ROTATE_AFFINE_KERNEL(rotate_bilinear_u16, u16, true)
 ROTATE_AFFINE_KERNEL(rotate_nearest_f32, float, false)
 ROTATE_AFFINE_KERNEL(rotate_bilinear_f32, float, true)
+
+// --flip: the frame mirrored before it is turned (histopipe_ops::rotate::Flip; cv2.flip). Output
+// (x, y) takes input (w - 1 - x, y) where bit 0 of `mode` is set, (x, h - 1 - y) where bit 1 is,
+// or both: a permutation, one sample a thread in a grid-stride loop (consecutive threads write
+// consecutive samples, and read consecutive ones backwards or forwards).
+template <typename T>
+__device__ void flip(const T* __restrict__ in, u32 w, u32 h, T* __restrict__ out, u32 mode) {
+    const u64 total = (u64)w * h;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (u64)gridDim.x * blockDim.x) {
+        const u32 y = (u32)(i / w), x = (u32)(i - (u64)y * w);
+        const u32 sx = (mode & 1) ? w - 1 - x : x, sy = (mode & 2) ? h - 1 - y : y;
+        out[i] = in[(u64)sy * w + sx];
+    }
+}
+
+extern "C" __global__ void flip_u8(const u8* in, u32 w, u32 h, u8* out, u32 mode) { flip<u8>(in, w, h, out, mode); }
+
+extern "C" __global__ void flip_u16(const u16* in, u32 w, u32 h, u16* out, u32 mode) {
+    flip<u16>(in, w, h, out, mode);
+}
+
+// Float samples are moved as they are, bit for bit.
+extern "C" __global__ void flip_f32(const float* in, u32 w, u32 h, float* out, u32 mode) {
+    flip<float>(in, w, h, out, mode);
+}

@@ -5,10 +5,40 @@ use std::path::Path;
 use histopipe_cli::lexopt::ValueExt;
 use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, Tool};
 use histopipe_frame::{Frame, Line};
-use histopipe_ops::rotate::{Interpolation, RotateBy, RotateParams};
-use histopipe_ops::{Fill, Fills};
+use histopipe_ops::rotate::{Flip, Interpolation, Rotate as Turned, RotateBy, RotateParams};
+use histopipe_ops::{Fill, Fills, OpError};
 
 use crate::fill::{fill_flag, Filling};
+
+histopipe_cli::words! {
+    /// `--flip`'s words: which way the frame is mirrored before it is turned, as `cv2.flip`'s
+    /// flipCode 1, 0 and -1.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum FlipWord {
+        Horizontal = "h",
+        Vertical = "v",
+        Both = "hv",
+    }
+}
+
+impl FlipWord {
+    fn flip(self) -> Flip {
+        match self {
+            FlipWord::Horizontal => Flip::Horizontal,
+            FlipWord::Vertical => Flip::Vertical,
+            FlipWord::Both => Flip::Both,
+        }
+    }
+}
+
+/// `--centre X,Y`: two finite numbers.
+fn parse_centre(text: &str) -> Result<(f64, f64), String> {
+    let numbers: Vec<f64> = text.split(',').map_while(|t| t.trim().parse::<f64>().ok()).collect();
+    match numbers[..] {
+        [x, y] if text.split(',').count() == 2 && x.is_finite() && y.is_finite() => Ok((x, y)),
+        _ => Err(format!("bad value '{text}': expected X,Y, two numbers (pixel coordinates)")),
+    }
+}
 
 /// `rotate`: turn each frame about its centre, or so that a line of the original is vertical.
 #[derive(Default)]
@@ -18,6 +48,8 @@ pub struct Rotate {
     interpolation: Interpolation,
     fill: Filling<Fills>,
     expand: bool,
+    flip: Option<FlipWord>,
+    centre: Option<(f64, f64)>,
 }
 
 impl Rotate {
@@ -46,7 +78,21 @@ impl Rotate {
                 ))
             }
         };
+        if self.centre.is_some() && self.expand {
+            return Err(Error::usage(
+                "--centre cannot be combined with --expand (the bounding box is the same about any centre)",
+            ));
+        }
         Ok(RotateParams { by, interpolation: self.interpolation, fill, expand: self.expand })
+    }
+
+    /// The turn of `frame` that `params` make: mirrored first (`--flip`), about `--centre`.
+    fn turn(&self, params: RotateParams, frame: &Frame) -> Result<Turned, OpError> {
+        let turn = params.for_mirrored_frame(frame, self.flip.map(FlipWord::flip))?;
+        match self.centre {
+            Some(centre) => turn.about(centre),
+            None => Ok(turn),
+        }
     }
 }
 
@@ -60,6 +106,9 @@ A positive ANGLE (degrees) turns the picture counter-clockwise as displayed, abo
 halves rounded up); pixels that map outside the input get the fill value. Multiples of 90 degrees
 are exact permutations of the pixels; 0 changes nothing. The geometry metadata is updated.
 With --expand the output is the turned frame's bounding box instead: 90 turns W x H into H x W.
+With --centre X,Y the turn is about that point instead (cv2.getRotationMatrix2D's centre); with
+--flip the frame is mirrored first, as cv2.flip mirrors it, and the mirrored frame turned
+(rotate 0 --flip h is the mirror alone).
 
 Colour frames keep their colour: every channel (alpha too) is turned alike, pixels from outside
 taking the fill value, or one per channel (on RGBA, --fill 0,0,0,0 is transparent and --fill 255
@@ -94,6 +143,19 @@ Usage: rotate ANGLE [OPTIONS] [FILE...]
             "make the output the bounding box of the turned frame (quarter turns: an exact transpose or \
              flip, H x W), not the input's size",
         ),
+        Flag::with_value(
+            "--flip",
+            "h|v|hv",
+            "mirror the frame first, left to right (h), top to bottom (v) or both (hv), as cv2.flip's \
+             flipCode 1, 0 and -1; the mirrored frame is then turned",
+        )
+        .one_of(FlipWord::NAMES),
+        Flag::with_value(
+            "--centre",
+            "X,Y",
+            "turn about this point (pixel coordinates, pixel (x, y) centred on (x, y): \
+             cv2.getRotationMatrix2D's centre) instead of the frame's centre ((W-1)/2, (H-1)/2)",
+        ),
     ];
     const HELP_END: &'static str = "\
 Example:
@@ -107,6 +169,8 @@ Example:
             "--line" | "--segment" => self.line = Some(given.parse()?),
             "--bilinear" => self.interpolation = Interpolation::Bilinear,
             "--expand" => self.expand = true,
+            "--flip" => self.flip = Some(FlipWord::parse_word(given.text()?, "flip")?),
+            "--centre" => self.centre = Some(parse_centre(given.text()?)?),
             _ => return self.fill.option(given),
         }
         Ok(true)
@@ -148,7 +212,7 @@ Example:
         let fills = self.fill.per_channel_or_zero(cx, &frame)?;
         let mut turns = Vec::with_capacity(fills.len());
         for fill in fills {
-            turns.push(self.params(fill)?.for_frame(&frame).map_err(|e| cx.op_error(e))?);
+            turns.push(self.turn(self.params(fill)?, &frame).map_err(|e| cx.op_error(e))?);
         }
         cx.check_pixels(turns[0].out_width, turns[0].out_height)?;
         let out = cx.run_each_channel(&frame, |c| turns[c])?;

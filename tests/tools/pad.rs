@@ -332,7 +332,12 @@ fn modes_are_copy_make_border_on_random_frames() {
         };
         let wide = [4 * w + 3, 3 * h + 1, 5 * w + 2, 7 * h];
         let borders = [[1, 0, 2, 1], wide, [h + 2; 4]];
-        assert_modes_are_opencvs(&format!("{w}x{h} {i}"), &frame, &stream(&[frame.clone()]), &borders);
+        assert_modes_are_opencvs(
+            &format!("{w}x{h} {i}"),
+            &frame,
+            &stream(std::slice::from_ref(&frame)),
+            &borders,
+        );
     }
 }
 

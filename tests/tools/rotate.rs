@@ -544,3 +544,258 @@ fn gpu_matches_cpu_on_colour_and_float() {
         assert!(same_bits(&cpu, &gpu), "float {args:?}: GPU output differs");
     }
 }
+
+/// OpenCV's answer for `rotate ANGLE [--flip F] [--centre X,Y]` of the image `input` (read with
+/// `cv2.imread(IMREAD_UNCHANGED)`, colour as RGB): `cv2.flip(a, code)` first where `flip` gives
+/// its code, then `cv2.warpAffine(a, cv2.getRotationMatrix2D(centre, ANGLE, 1), (w, h),
+/// flags=INTER_NEAREST)` (border 0) unless ANGLE is a multiple of 360; and for each pixel
+/// whether its source by docs/rotate.md's map (in f64) lies within 1/1024 of a half-pixel on
+/// either axis, where OpenCV's own rounding of the coordinate decides (it rounds coordinates to
+/// 1/1024, and halves to even).
+fn opencv_turn(
+    input: &[u8],
+    angle: f64,
+    flip: Option<i32>,
+    centre: Option<(f64, f64)>,
+) -> (Vec<u8>, Vec<bool>) {
+    let flip = flip.map_or("None".to_owned(), |f| f.to_string());
+    let centre = centre.map_or("None".to_owned(), |(x, y)| format!("({x:?}, {y:?})"));
+    let out = opencv(
+        &format!(
+            "import math\n\
+             a = cv2.imread(sys.argv[1], cv2.IMREAD_UNCHANGED)\n\
+             if a.ndim == 3: a = cv2.cvtColor(a, cv2.COLOR_BGR2RGB)\n\
+             h, w = a.shape[:2]\n\
+             if {flip} is not None: a = cv2.flip(a, {flip})\n\
+             c = {centre} or ((w - 1) / 2, (h - 1) / 2)\n\
+             r = math.fmod({angle:?}, 360)\n\
+             b = a if r == 0 else cv2.warpAffine(a, cv2.getRotationMatrix2D(c, {angle:?}, 1), (w, h), \
+                 flags=cv2.INTER_NEAREST)\n\
+             if r % 90 == 0: co, s = [(1, 0), (0, 1), (-1, 0), (0, -1)][int(r // 90) % 4]\n\
+             else: s, co = math.sin(math.radians(r)), math.cos(math.radians(r))\n\
+             ys, xs = np.mgrid[0:h, 0:w].astype(np.float64)\n\
+             sx = (co * xs + -s * ys) + (c[0] - (co * c[0] + -s * c[1]))\n\
+             sy = (s * xs + co * ys) + (c[1] - (s * c[0] + co * c[1]))\n\
+             near = lambda v: np.abs(v - np.floor(v) - 0.5) <= 1 / 1024\n\
+             sys.stdout.buffer.write(b.tobytes() + (near(sx) | near(sy)).astype(np.uint8).tobytes())"
+        ),
+        &[input],
+    );
+    let frame = read_frames(input).remove(0);
+    let n = frame.width * frame.height;
+    let (samples, near) = out.split_at(out.len() - n);
+    (samples.to_vec(), near.iter().map(|&b| b == 1).collect())
+}
+
+/// A frame's samples as NumPy's `tobytes()` gives them (16-bit little-endian).
+fn sample_bytes(frame: &Frame) -> Vec<u8> {
+    match &frame.pixels {
+        Pixels::U8(v) => v.to_vec(),
+        Pixels::U16(v) => v.iter().flat_map(|s| s.to_le_bytes()).collect(),
+        Pixels::F32(v) => v.iter().flat_map(|s| s.to_bits().to_le_bytes()).collect(),
+    }
+}
+
+/// `rotate args` of the fixture `name` on each backend (the GPU's where there is one) against
+/// [`opencv_turn`]: every pixel equal, but where the source lies within 1/1024 of a half-pixel
+/// (there OpenCV's rounding decides), and with `exact` there too. Returns the pixels that
+/// differed.
+fn assert_turn_is_opencvs(
+    name: &str,
+    args: &[&str],
+    flip: Option<i32>,
+    centre: Option<(f64, f64)>,
+    exact: bool,
+) {
+    let input = fixture_bytes(name);
+    let angle: f64 = args[0].parse().unwrap();
+    let (expected, near) = opencv_turn(&input, angle, flip, centre);
+    let backends: &[&str] = if gpu().is_some() { &["cpu", "gpu"] } else { &["cpu"] };
+    for backend in backends {
+        let out = if name.ends_with(".png") {
+            rotate_colour(backend, args, &input)
+        } else {
+            read_frames(&run_ok("rotate", backend, args, &input)).remove(0)
+        };
+        let got = sample_bytes(&out);
+        assert_eq!(got.len(), expected.len(), "{name} {args:?}");
+        let per_pixel = got.len() / near.len();
+        let differ: Vec<usize> = (0..near.len())
+            .filter(|&i| got[i * per_pixel..][..per_pixel] != expected[i * per_pixel..][..per_pixel])
+            .collect();
+        let unexplained = differ.iter().filter(|&&i| !near[i]).count();
+        assert_eq!(
+            unexplained, 0,
+            "{name} {args:?} --backend {backend}: pixels not OpenCV's, sources not at a half"
+        );
+        if exact {
+            assert!(differ.is_empty(), "{name} {args:?} --backend {backend}: {} pixels differ", differ.len());
+        }
+    }
+}
+
+/// `--flip` is cv2.flip (flipCode 1, 0, -1) alone at angle 0, and cv2.flip then cv2.warpAffine
+/// about the centre with an angle: the whole colour astronaut equal byte for byte at 0, 30, 90
+/// and 180 degrees; 8- and 16-bit frames of odd sizes equal but where a source lies within
+/// 1/1024 of a half-pixel.
+#[test]
+fn flip_is_opencvs_flip_then_warp_affine() {
+    for (word, code) in [("h", 1), ("v", 0), ("hv", -1)] {
+        for angle in ["0", "30", "90", "180"] {
+            assert_turn_is_opencvs("astronaut.png", &[angle, "--flip", word], Some(code), None, true);
+        }
+        for name in ["dem16.pgm", "coins.pgm"] {
+            for angle in ["0", "-71.5", "90"] {
+                assert_turn_is_opencvs(name, &[angle, "--flip", word], Some(code), None, angle == "0");
+            }
+        }
+    }
+}
+
+/// Flipping then turning is the flip piped into the turn, bytes and geometry alike: any angle,
+/// both interpolations, with `--expand` and `--fill`, and `--line` found in the mirrored frame.
+#[test]
+fn flip_then_turn_is_the_flip_piped_into_the_turn() {
+    for name in ["dem16.pgm", "coins.pgm"] {
+        let input = fixture_bytes(name);
+        for flip in ["h", "v", "hv"] {
+            let flipped = run_ok("rotate", "cpu", &["0", "--flip", flip], &input);
+            let line = ["--line", "10,20,200,31"];
+            for args in
+                [&["30"][..], &["-71.5", "--bilinear", "--fill", "9"], &["90", "--expand"], &["270"], &line]
+            {
+                let mut both = args.to_vec();
+                both.extend(["--flip", flip]);
+                let at_once = run_ok("rotate", "cpu", &both, &input);
+                assert!(at_once == run_ok("rotate", "cpu", args, &flipped), "{name} {both:?}");
+            }
+        }
+    }
+    // The mirror's geometry maps each pixel back to the original's.
+    let camera = fixture_bytes("camera.pgm");
+    let g =
+        read_frames(&run_ok("rotate", "cpu", &["0", "--flip", "hv"], &camera)).remove(0).geometry.unwrap();
+    assert_eq!(g.to_original.apply(0.0, 5.0), (511.0, 506.0));
+}
+
+/// Float frames are mirrored bit for bit (NaN payloads, infinities, -0), as cv2.flip moves them.
+#[test]
+fn flip_moves_float_samples_bit_for_bit() {
+    let mut rng = rng();
+    let (w, h) = (23, 11);
+    let mut values: Vec<f32> = (0..w * h).map(|_| rng.f32() * 4.0 - 2.0).collect();
+    for (v, s) in values.iter_mut().step_by(5).zip([f32::from_bits(0x7FC0_1234), f32::INFINITY, -0.0]) {
+        *v = s;
+    }
+    let tiff = float_tiff(&values, w, h);
+    let backends: &[&str] = if gpu().is_some() { &["cpu", "gpu"] } else { &["cpu"] };
+    for (word, code) in [("h", 1), ("v", 0), ("hv", -1)] {
+        let expected = opencv(
+            &format!(
+                "a = cv2.imread(sys.argv[1], cv2.IMREAD_UNCHANGED)\n\
+                 sys.stdout.buffer.write(cv2.flip(a, {code}).view('<u4').tobytes())"
+            ),
+            &[&tiff],
+        );
+        for backend in backends {
+            let out = run_to_tiff("rotate", backend, &["0", "--flip", word], &tiff);
+            assert!(sample_bytes(&out) == expected, "--flip {word} --backend {backend}: not cv2.flip's bits");
+        }
+    }
+}
+
+/// `--centre X,Y` is cv2.getRotationMatrix2D's centre: cv2.warpAffine with it gives the colour
+/// astronaut byte for byte at 30 degrees about several centres (on, between and off the pixels,
+/// outside the frame), and quarter turns about integer centres; elsewhere every pixel is
+/// OpenCV's but where its source lies within 1/1024 of a half-pixel (quarter turns about a
+/// quarter-pixel centre put every source on a half, where OpenCV rounds to even).
+#[test]
+fn centre_is_get_rotation_matrix_2d_s() {
+    for centre in [(100.25, 50.75), (300.0, 17.5), (-40.3, 600.9)] {
+        let text = format!("{},{}", centre.0, centre.1);
+        assert_turn_is_opencvs("astronaut.png", &["30", "--centre", &text], None, Some(centre), true);
+        let flipped = ["30", "--centre", &text, "--flip", "hv"];
+        assert_turn_is_opencvs("astronaut.png", &flipped, Some(-1), Some(centre), true);
+    }
+    assert_turn_is_opencvs("astronaut.png", &["90", "--centre", "0,0"], None, Some((0.0, 0.0)), true);
+    assert_turn_is_opencvs(
+        "astronaut.png",
+        &["180", "--centre", "300,17.5"],
+        None,
+        Some((300.0, 17.5)),
+        true,
+    );
+    for (args, centre) in [
+        (&["90", "--centre", "10.25,300.5"][..], (10.25, 300.5)),
+        (&["-71.5", "--centre", "200.7,100.1"], (200.7, 100.1)),
+        (&["12.345", "--centre", "0,0"], (0.0, 0.0)),
+    ] {
+        assert_turn_is_opencvs("dem16.pgm", args, None, Some(centre), false);
+        assert_turn_is_opencvs("coins.pgm", args, None, Some(centre), false);
+    }
+}
+
+/// The frame's own centre given as `--centre` is the default turn, bit for bit (quarter turns
+/// too, which then go through the general map with exact coefficients), and so is its geometry.
+#[test]
+fn centre_of_the_frame_is_the_default() {
+    let dem = fixture_bytes("dem16.pgm"); // 403x344: centre (201, 171.5)
+    for args in
+        [&["30"][..], &["-71.5", "--bilinear"], &["90"], &["270", "--bilinear", "--fill", "7"], &["180"]]
+    {
+        let mut about = args.to_vec();
+        about.extend(["--centre", "201,171.5"]);
+        assert!(run_ok("rotate", "cpu", &about, &dem) == run_ok("rotate", "cpu", args, &dem), "{args:?}");
+    }
+    // Any centre leaves a turn by 0 the identity.
+    assert_eq!(
+        run_ok("rotate", "cpu", &["0", "--centre", "3.5,-7"], &dem),
+        run_ok("rotate", "cpu", &["0"], &dem)
+    );
+}
+
+#[test]
+fn flip_and_centre_errors() {
+    let camera = fixture_bytes("camera.pgm");
+    let e = run_err("rotate", &["30", "--flip", "x"], &camera, 2);
+    assert!(e.contains("--flip: unknown flip 'x' (h, v or hv)"), "{e}");
+    for bad in ["1", "1,2,3", "nan,1", "1,inf", "a,b", "1,"] {
+        let e = run_err("rotate", &["30", "--centre", bad], &camera, 2);
+        assert!(e.contains(&format!("--centre: bad value '{bad}': expected X,Y")), "{e}");
+    }
+    let e = run_err("rotate", &["30", "--centre", "1,2", "--expand"], &camera, 2);
+    assert!(e.contains("--centre cannot be combined with --expand"), "{e}");
+}
+
+/// CPU and GPU give the same bits with `--flip` and `--centre`: every flip, centres on, between
+/// and off the pixels, quarter and general turns, both interpolations, 8-bit, 16-bit and float.
+#[test]
+fn gpu_matches_cpu_with_flip_and_centre() {
+    use histopipe_ops::rotate::Flip;
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let flips = [None, Some(Flip::Horizontal), Some(Flip::Vertical), Some(Flip::Both)];
+    let sizes = [(1, 1), (1, 37), (41, 1), (31, 17), (640, 480), (rng.usize(1..900), rng.usize(1..900))];
+    for (i, (w, h)) in sizes.into_iter().enumerate() {
+        let mut frame = random_frame(&mut rng, w, h, if i % 2 == 0 { 255 } else { 4095 });
+        if i % 3 == 2 {
+            let v: Vec<f32> = (0..w * h).map(|_| rng.f32() * 10.0 - 5.0).collect();
+            frame = Frame::new(w, h, 1, Pixels::F32(v.into()));
+        }
+        for angle in [0.0, 90.0, 180.0, -90.0, 30.0, rng.f64() * 720.0 - 360.0] {
+            for interpolation in [Interpolation::Nearest, Interpolation::Bilinear] {
+                for flip in flips {
+                    let by = RotateBy::Degrees(angle);
+                    let params = RotateParams { by, interpolation, fill: 3u16.into(), expand: false };
+                    let turn = params.for_frame(&frame).unwrap().flipped(flip);
+                    let centre =
+                        (rng.f64() * 2.0 * w as f64 - 0.5 * w as f64, (rng.usize(0..2 * h) as f64) / 4.0);
+                    for op in [turn, turn.about(centre).unwrap()] {
+                        let (cpu, gpu_out) = (op.cpu(&frame).unwrap(), op.gpu(&gpu, &frame).unwrap());
+                        assert!(same_bits(&cpu, &gpu_out), "{w}x{h} {op:?}");
+                    }
+                }
+            }
+        }
+    }
+}

@@ -54,7 +54,7 @@ use histopipe_ops::iradon::{Iradon, IradonParams};
 use histopipe_ops::mask::Mask;
 use histopipe_ops::pad::{Border, Pad, PadParams, PadSize};
 use histopipe_ops::radon::{Radon, RadonParams};
-use histopipe_ops::rotate::{Interpolation, Rotate, Turn};
+use histopipe_ops::rotate::{Flip, Interpolation, Rotate, Turn};
 use histopipe_ops::stretch::{self as stretch_op, cuts, Curve, Scale, Stretch, StretchTo};
 use histopipe_ops::threshold::local::{Local, LocalPlan, LocalThreshold, Offset};
 use histopipe_ops::threshold::{Method, Mode, Threshold, ThresholdPlan};
@@ -107,6 +107,7 @@ pub fn all() -> Vec<Entry> {
         Entry::frame("pad.reflect101", pad_reflect101).with_cpu(pad_reflect101_cpu),
         Entry::frame("rotate.nearest", rotate_nearest).with_cpu(rotate_nearest_cpu),
         Entry::frame("rotate.bilinear", rotate_bilinear).with_cpu(rotate_bilinear_cpu),
+        Entry::frame("rotate.flip", rotate_flip).with_cpu(rotate_flip_cpu),
         Entry::frame("colhist", colhist).with_cpu(colhist_cpu),
         Entry::frame("colhist.angles", colhist_angles).with_cpu(colhist_angles_cpu),
         Entry::frame("cdf", cdf).with_cpu(cdf_cpu),
@@ -417,6 +418,33 @@ fn rotate<'g>(gpu: &'g Gpu, input: &Input, interpolation: Interpolation) -> Resu
 
 fn rotate_cpu(input: &Input, interpolation: Interpolation) -> Result<CpuRun, BenchError> {
     let op = rotate_op(input, interpolation)?;
+    cpu_run(move |frame| {
+        black_box(op.cpu(frame)?);
+        Ok(())
+    })
+}
+
+/// `rotate 0 --flip h`: the frame mirrored left to right (cv2.flip(a, 1)), the flip kernel
+/// alone. Memory floor: the frame read and written once.
+fn rotate_flip<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    let (w, h) = (input.width, input.height);
+    let mut sets = Sets::new(gpu, input, w * h)?;
+    Ok(Case::new(w * h, 2 * w * h, sets.count(), move |gpu, i| {
+        let (src, dst) = sets.pair(i);
+        Ok(Flip::Horizontal.queue(gpu, w, h, src, dst)?)
+    }))
+}
+
+fn rotate_flip_cpu(input: &Input) -> Result<CpuRun, BenchError> {
+    let turn = Rotate::in_place(
+        Turn::Quarter(0),
+        input.width,
+        input.height,
+        Interpolation::Nearest,
+        Fill::Int(0),
+        255,
+    );
+    let op = turn.flipped(Some(Flip::Horizontal));
     cpu_run(move |frame| {
         black_box(op.cpu(frame)?);
         Ok(())

@@ -57,6 +57,8 @@ impl Orientation {
             interpolation: Interpolation::Nearest,
             fill: Fill::Int(0),
             maxval,
+            flip: None,
+            centre: None,
         }
     }
 }

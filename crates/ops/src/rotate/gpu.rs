@@ -9,9 +9,19 @@ use super::{Interpolation, Rotate, Turn};
 use crate::{Element, Gpu, OpError};
 
 impl Rotate {
+    /// The output's samples: the input mirrored first where [`Rotate::flip`] says (flip.rs's
+    /// kernel, into a buffer of its own), then turned (not at all for no turn).
     pub(super) fn gpu_samples<T: Element>(&self, gpu: &Gpu, input: &[T]) -> Result<Samples<T>, OpError> {
         let n = self.out_width * self.out_height;
-        let src = gpu.upload::<T>("rotate.in", input)?;
+        let mut src = gpu.upload::<T>("rotate.in", input)?;
+        if let Some(flip) = self.flip {
+            let mut flipped = gpu.buffer::<T>("rotate.flipped", self.width * self.height)?;
+            flip.queue(gpu, self.width, self.height, &src, &mut flipped)?;
+            if self.turn == Turn::Quarter(0) {
+                return Ok(gpu.download_samples(&flipped, n)?);
+            }
+            src = flipped;
+        }
         let mut dst = gpu.buffer::<T>("rotate.out", n)?;
         self.plan(gpu).queue(&src, &mut dst)?;
         let out = gpu.download_samples(&dst, n)?;

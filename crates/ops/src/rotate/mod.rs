@@ -22,10 +22,14 @@
 //! all); bilinear blends them in `f64` exactly as integers are blended, and rounds the blend to
 //! the nearest `f32` instead of to an integer (see `docs/rotate.md`).
 //!
+//! `--flip` mirrors the input first ([`Flip`], an exact permutation), and the turn takes the
+//! mirrored frame as its input. `--centre` turns about a given point instead of the frame's
+//! centre ([`Rotate::about`], [`Turn::new_to_old_about`]).
+//!
 //! The operation's parts: [`turn`] (what a turn is, and which one the options ask for), `cpu`
 //! (the reference: quarter turns as permutations, general turns row by row with `avx2`'s
 //! kernels where the CPU has them), `row_map` (an output row's map, which `cpu` and `avx2` both
-//! evaluate), [`gpu`] (the device plan).
+//! evaluate), [`gpu`] (the device plan), [`flip`] (the mirroring before the turn).
 
 use histopipe_frame::{Affine, Frame, Geometry, Pixels};
 
@@ -34,6 +38,7 @@ use crate::{with_elements, Element, Fill, Gpu, Op, OpError};
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 mod cpu;
+pub mod flip;
 pub mod gpu;
 mod row_map;
 #[cfg(test)]
@@ -41,6 +46,7 @@ mod tests;
 pub mod turn;
 
 pub(crate) use cpu::TurnedRows;
+pub use flip::Flip;
 pub use gpu::RotatePlan;
 pub use turn::{RotateBy, RotateParams, Turn};
 
@@ -70,6 +76,11 @@ pub struct Rotate {
     /// The largest sample of integer frames (bilinear results are clamped to it); unused for
     /// float frames.
     pub maxval: u16,
+    /// The input mirrored first (`--flip`), the turn then taking the mirrored frame.
+    pub flip: Option<Flip>,
+    /// The point the turn is about, in the input's pixel coordinates (`--centre`; see
+    /// [`Rotate::about`]); the frame's centre where `None`.
+    pub centre: Option<(f64, f64)>,
 }
 
 impl Rotate {
@@ -83,20 +94,78 @@ impl Rotate {
         fill: Fill,
         maxval: u16,
     ) -> Rotate {
-        Rotate { turn, width, height, out_width: width, out_height: height, interpolation, fill, maxval }
+        let (flip, centre) = (None, None);
+        Rotate {
+            turn,
+            width,
+            height,
+            out_width: width,
+            out_height: height,
+            interpolation,
+            fill,
+            maxval,
+            flip,
+            centre,
+        }
     }
 
+    /// This turn with the input mirrored first (`--flip`), or not.
+    pub fn flipped(self, flip: Option<Flip>) -> Rotate {
+        Rotate { flip, ..self }
+    }
+
+    /// This turn about the point `centre` of the input ((X, Y), pixel coordinates, the centre of
+    /// pixel (x, y) being (x, y): `cv2.getRotationMatrix2D`'s centre) instead of the frame's
+    /// centre; only for an output of the input's size (no `--expand`: the bounding box of a turned
+    /// frame is the same whatever it is turned about). Quarter turns then go through the general
+    /// map (their cosine and sine exact, 0 and ±1), since the centre need not be on the pixel
+    /// grid, by nearest neighbour whatever the interpolation: they stay permutations of the
+    /// pixels (halves rounded up), as about the frame's centre, which given as `centre` gives
+    /// the same bits. No turn at all stays the identity.
+    pub fn about(self, centre: (f64, f64)) -> Result<Rotate, OpError> {
+        if (self.out_width, self.out_height) != (self.width, self.height) {
+            return Err(OpError::param_is(
+                "centre",
+                format!("{},{}", centre.0, centre.1),
+                "keeps the frame's size; the bounding box (expand) is the same about any centre",
+            ));
+        }
+        if !(centre.0.is_finite() && centre.1.is_finite()) {
+            return Err(OpError::param_is("centre", format!("{},{}", centre.0, centre.1), "is not finite"));
+        }
+        let (turn, interpolation) = match self.turn {
+            Turn::Quarter(q @ 1..=3) => (Turn::quarter_as_angle(q), Interpolation::Nearest),
+            turn => (turn, self.interpolation),
+        };
+        Ok(Rotate { turn, interpolation, centre: Some(centre), ..self })
+    }
+
+    /// The map from output pixel coordinates to those of the (mirrored) input.
     pub fn new_to_old(&self) -> Affine {
-        self.turn.new_to_old_sized((self.width, self.height), (self.out_width, self.out_height))
+        match self.centre {
+            Some(centre) => self.turn.new_to_old_about(centre),
+            None => self.turn.new_to_old_sized((self.width, self.height), (self.out_width, self.out_height)),
+        }
+    }
+
+    /// No turn and no flip: the frame itself.
+    fn is_identity(&self) -> bool {
+        self.turn == Turn::Quarter(0) && self.flip.is_none()
     }
 
     /// The geometry of `frame` turned: the frame's (the identity when it has none) composed with
-    /// [`Rotate::new_to_old`]; the frame's own, unchanged, for no turn at all.
+    /// the flip's map ([`Flip::new_to_old`]) and [`Rotate::new_to_old`]; the frame's own,
+    /// unchanged, for no turn and no flip.
     pub fn turned_geometry(&self, frame: &Frame) -> Option<Geometry> {
-        match self.turn {
-            Turn::Quarter(0) => frame.geometry.clone(),
-            _ => Some(frame.geometry_or_identity().then(&self.new_to_old())),
+        let mut geometry = match self.flip {
+            Some(flip) => frame.geometry_or_identity().then(&flip.new_to_old(self.width, self.height)),
+            None if self.turn == Turn::Quarter(0) => return frame.geometry.clone(),
+            None => frame.geometry_or_identity(),
+        };
+        if self.turn != Turn::Quarter(0) {
+            geometry = geometry.then(&self.new_to_old());
         }
+        Some(geometry)
     }
 
     pub(crate) fn output(&self, frame: &Frame, pixels: Pixels) -> Frame {
@@ -106,19 +175,32 @@ impl Rotate {
     }
 }
 
+impl Rotate {
+    /// The output's samples on the CPU: the input mirrored first where [`Rotate::flip`] says,
+    /// then turned (not at all for no turn).
+    fn cpu_flipped_samples<T: cpu::Blend>(&self, input: &[T]) -> Vec<T> {
+        let Some(flip) = self.flip else { return self.cpu_samples(input) };
+        let flipped = flip.cpu_samples(self.width, self.height, input);
+        match self.turn {
+            Turn::Quarter(0) => flipped,
+            _ => self.cpu_samples(&flipped),
+        }
+    }
+}
+
 impl Op for Rotate {
     type Output = Frame;
 
     fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
-        if self.turn == Turn::Quarter(0) {
+        if self.is_identity() {
             return Ok(frame.clone());
         }
-        let pixels = with_elements!(&frame.pixels, v => Element::into_pixels(self.cpu_samples(v)));
+        let pixels = with_elements!(&frame.pixels, v => Element::into_pixels(self.cpu_flipped_samples(v)));
         Ok(self.output(frame, pixels))
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
-        if self.turn == Turn::Quarter(0) {
+        if self.is_identity() {
             return Ok(frame.clone());
         }
         let pixels = with_elements!(&frame.pixels, v => Element::into_pixels(self.gpu_samples(gpu, v)?));

@@ -401,6 +401,8 @@ fn expanded_turns() {
                 interpolation,
                 fill: Fill::Int(fill),
                 maxval: 999,
+                flip: None,
+                centre: None,
             };
             let expected = reference::samples(&r, &input);
             for kernel in kernels() {

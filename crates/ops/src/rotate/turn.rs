@@ -3,7 +3,7 @@
 
 use histopipe_frame::{Affine, Frame, Line};
 
-use super::{Interpolation, Rotate};
+use super::{Flip, Interpolation, Rotate};
 use crate::{Fill, OpError};
 
 /// How far a frame is turned, counter-clockwise as displayed.
@@ -46,6 +46,13 @@ impl Turn {
         }
     }
 
+    /// Quarter turn `q` as a general angle, its cosine and sine exact (0 and ±1): the same map
+    /// evaluated per pixel, for a centre off the pixel grid ([`Rotate::about`]).
+    pub fn quarter_as_angle(q: u8) -> Turn {
+        let (cos, sin) = Turn::Quarter(q).cos_sin();
+        Turn::Angle { cos, sin }
+    }
+
     fn cos_sin(self) -> (f64, f64) {
         match self {
             Turn::Quarter(q) => [(1.0, 0.0), (0.0, 1.0), (-1.0, 0.0), (0.0, -1.0)][q as usize & 3],
@@ -68,6 +75,16 @@ impl Turn {
         let ((cx, cy), (ox, oy)) = (centre(input), centre(output));
         let (a, b, d, e) = (cos, -sin, sin, cos);
         Affine { a, b, c: cx - (a * ox + b * oy), d, e, f: cy - (d * ox + e * oy) }
+    }
+
+    /// The map from output pixel coordinates to input ones for a turn about the point `centre`
+    /// of the input, the output of the input's size: [`Turn::new_to_old_sized`] with both
+    /// centres `centre` (the same operations, so a centre of ((W - 1) / 2, (H - 1) / 2) gives
+    /// the same bits). It is the inverse of `cv2.getRotationMatrix2D(centre, degrees, 1)`.
+    pub fn new_to_old_about(self, (cx, cy): (f64, f64)) -> Affine {
+        let (cos, sin) = self.cos_sin();
+        let (a, b, d, e) = (cos, -sin, sin, cos);
+        Affine { a, b, c: cx - (a * cx + b * cy), d, e, f: cy - (d * cx + e * cy) }
     }
 
     /// The size of the bounding box of a `width x height` frame turned this far: its pixels are
@@ -107,6 +124,13 @@ pub struct RotateParams {
 impl RotateParams {
     /// The rotation of `frame`, which needs the frame for `--line` (its geometry) and `--fill`.
     pub fn for_frame(&self, frame: &Frame) -> Result<Rotate, OpError> {
+        self.for_mirrored_frame(frame, None)
+    }
+
+    /// The rotation of `frame` mirrored first by `flip` (`--flip`): the turn takes the mirrored
+    /// frame, so `--line` is found through the mirrored frame's geometry, as a `rotate --line`
+    /// after `rotate 0 --flip` would find it.
+    pub fn for_mirrored_frame(&self, frame: &Frame, flip: Option<Flip>) -> Result<Rotate, OpError> {
         let fill = self.fill.for_samples("fill", !frame.depth().is_integer(), frame.maxval)?;
         if frame.width > u32::MAX as usize || frame.height > u32::MAX as usize {
             return Err(OpError::invalid("frames wider or taller than 2^32 - 1 pixels are not supported"));
@@ -114,8 +138,11 @@ impl RotateParams {
         let turn = match self.by {
             RotateBy::Degrees(d) => Turn::degrees(d)?,
             RotateBy::Line(line) => {
-                let ((x0, y0), (x1, y1)) =
-                    line.in_frame(&frame.geometry_or_identity()).map_err(OpError::invalid)?;
+                let mut geometry = frame.geometry_or_identity();
+                if let Some(flip) = flip {
+                    geometry = geometry.then(&flip.new_to_old(frame.width, frame.height));
+                }
+                let ((x0, y0), (x1, y1)) = line.in_frame(&geometry).map_err(OpError::invalid)?;
                 Turn::making_vertical(x1 - x0, y1 - y0)
                     .ok_or_else(|| OpError::invalid("the line has no direction in this frame"))?
             }
@@ -139,6 +166,8 @@ impl RotateParams {
             interpolation: self.interpolation,
             fill,
             maxval: frame.maxval,
+            flip,
+            centre: None,
         })
     }
 }
