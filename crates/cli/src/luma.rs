@@ -27,9 +27,10 @@ pub(crate) struct Chroma {
 }
 
 /// The lightness plane of an integer colour frame (RGB or RGBA) in `space`, as OpenCV makes it,
-/// as a gray frame of the same size, maxval, container and geometry; with the two planes carried.
-/// Y is a weighted mean of R, G and B whose weights sum to one, so it never exceeds the maxval;
-/// L is 255 L*/100, which OpenCV computes of samples in 0..255 whatever the maxval.
+/// as a gray frame of the same size, container and geometry; with the two planes carried. Y is a
+/// weighted mean of R, G and B whose weights sum to one, so it never exceeds the maxval, which
+/// its frame keeps; L is 255 L*/100 of the samples read as 0..255 (as OpenCV reads 8-bit ones),
+/// above a maxval under 255 (sample 100 is L* 42, L 108): its frame's maxval is 255.
 pub(crate) fn split(frame: &Frame, space: Lightness) -> Result<(Frame, Chroma), OpError> {
     let n = frame.channels.count();
     assert!(frame.channels.is_colour(), "the lightness of a {} frame", frame.channels.name());
@@ -50,7 +51,10 @@ pub(crate) fn split(frame: &Frame, space: Lightness) -> Result<(Frame, Chroma), 
         (Pixels::U16(_), Lightness::Lab) => return Err(OpError::invalid(LAB_8_BIT)),
         (Pixels::F32(_), _) => return Err(OpError::needs_integers()),
     };
-    Ok((frame.derive(frame.width, frame.height, frame.maxval, l), Chroma { space, planes }))
+    // L spans 0..255 whatever the frame's maxval (OpenCV reads 8-bit samples as 0..255): its
+    // frame has maxval 255, and the frame made again from it too.
+    let maxval = if space == Lightness::Lab { u8::MAX.into() } else { frame.maxval };
+    Ok((frame.derive(frame.width, frame.height, maxval, l), Chroma { space, planes }))
 }
 
 /// Why a 16-bit frame has no L\*a\*b\* here.
@@ -102,13 +106,15 @@ type FromPlanes<T> = fn(&[T], &[T], &[T], &mut [T], usize);
 /// about a tenth of a millisecond, the time waking the pool's threads may take.
 const SPLIT_FROM: usize = 1 << 16;
 
-/// Whole rows of `width` pixels per part to convert `pixels` in: the frame in one part when it
-/// is small or the pool has one thread, else about four parts per thread.
+/// Whole rows of `width` pixels per part to convert `pixels` in: the frame in one part, on the
+/// calling thread, when it is small or the pool has one thread (so that `--threads 1` starts no
+/// pool), else about four parts per thread.
 fn part_pixels(pixels: usize, width: usize) -> usize {
     let width = width.max(1);
+    let rows = pixels.div_ceil(width).max(1);
     let threads = if pixels < SPLIT_FROM { 1 } else { parallel::threads() };
-    let rows = pixels.div_ceil(width);
-    rows.div_ceil(threads * 4).max(1) * width
+    let parts = if threads > 1 { threads * 4 } else { 1 };
+    rows.div_ceil(parts) * width
 }
 
 /// The three planes `convert` makes of `samples` (`n` a pixel, `width` pixels a row), converted
@@ -202,6 +208,19 @@ fn rescale_alpha(pixels: &mut Pixels, n: usize, from: u16, to: u16) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parts_are_whole_rows_and_cover_the_frame() {
+        assert_eq!(part_pixels(0, 0), 1);
+        assert_eq!(part_pixels(10, 5), 10);
+        assert_eq!(part_pixels(SPLIT_FROM - 1, 1), SPLIT_FROM - 1);
+        let (width, height) = (1000, 1000);
+        let part = part_pixels(width * height, width);
+        assert_eq!(part % width, 0);
+        let parts = (width * height).div_ceil(part);
+        let threads = parallel::threads();
+        assert!(if threads == 1 { parts == 1 } else { (2..=threads * 4).contains(&parts) }, "{parts}");
+    }
 
     #[test]
     fn luma_round_trips_and_keeps_alpha() {
