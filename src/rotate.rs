@@ -106,9 +106,9 @@ A positive ANGLE (degrees) turns the picture counter-clockwise as displayed, abo
 halves rounded up); pixels that map outside the input get the fill value. Multiples of 90 degrees
 are exact permutations of the pixels; 0 changes nothing. The geometry metadata is updated.
 With --expand the output is the turned frame's bounding box instead: 90 turns W x H into H x W.
-With --centre X,Y the turn is about that point instead (cv2.getRotationMatrix2D's centre); with
---flip the frame is mirrored first, as cv2.flip mirrors it, and the mirrored frame turned
-(rotate 0 --flip h is the mirror alone).
+With --centre X,Y the turn is about that point instead (cv2.getRotationMatrix2D's centre).
+With --flip h, v or hv the frame is mirrored first, as cv2.flip mirrors it, and the mirrored
+frame turned (rotate 0 --flip h is the mirror alone).
 
 Colour frames keep their colour: every channel (alpha too) is turned alike, pixels from outside
 taking the fill value, or one per channel (on RGBA, --fill 0,0,0,0 is transparent and --fill 255
