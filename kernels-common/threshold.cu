@@ -79,3 +79,88 @@ extern "C" __global__ void gauss_cols(const u8* __restrict__ in, const float* __
         out[i] = decide(in[i], m, limit, inverted, maxval);
     }
 }
+
+// Sauvola's and Niblack's thresholds as scikit-image computes them (threshold/local/stats.rs):
+// the frame padded by numpy's reflection (W/2 + 1 before, W/2 after), its integral images of the
+// samples (S) and their squares (Q) as numpy's cumsum down the columns (stats_cols, a thread per
+// padded column) then along the rows (stats_rows, a thread per padded row), each a running f64
+// sum; then each window's sum ((a - b) - c) + d, m = sum / W^2, s = sqrt(max(g2 - m m, 0)),
+// t = m - k s (Niblack) or m (1 + k (s / r - 1)) (Sauvola), every step rounded once; maxval where
+// v > t (not, when inverted).
+__device__ __forceinline__ u32 reflected(i64 i, u32 len) {
+    if (len == 1) return 0;
+    const i64 period = 2 * ((i64)len - 1);
+    i64 j = i % period;
+    if (j < 0) j += period;
+    return (u32)(j >= (i64)len ? period - j : j);
+}
+
+template <typename T>
+__device__ void stats_cols(const T* __restrict__ in, u32 w, u32 h, u32 win, double* __restrict__ s,
+                           double* __restrict__ q) {
+    const u32 pw = w + win, ph = h + win;
+    const i64 before = win / 2 + 1;
+    for (u32 j = blockIdx.x * blockDim.x + threadIdx.x; j < pw; j += gridDim.x * blockDim.x) {
+        const u32 x = reflected((i64)j - before, w);
+        double c = 0.0, cq = 0.0;
+        for (u32 i = 0; i < ph; i++) {
+            const double v = (double)in[(u64)reflected((i64)i - before, h) * w + x];
+            const double vv = __dmul_rn(v, v);
+            c = i == 0 ? v : __dadd_rn(c, v);
+            cq = i == 0 ? vv : __dadd_rn(cq, vv);
+            s[(u64)i * pw + j] = c;
+            q[(u64)i * pw + j] = cq;
+        }
+    }
+}
+
+extern "C" __global__ void stats_cols_u8(const u8* in, u32 w, u32 h, u32 win, double* s, double* q) {
+    stats_cols<u8>(in, w, h, win, s, q);
+}
+
+extern "C" __global__ void stats_cols_u16(const u16* in, u32 w, u32 h, u32 win, double* s, double* q) {
+    stats_cols<u16>(in, w, h, win, s, q);
+}
+
+extern "C" __global__ void stats_rows(double* __restrict__ s, double* __restrict__ q, u32 pw, u32 ph) {
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < 2 * ph; i += gridDim.x * blockDim.x) {
+        double* row = (i < ph ? s : q) + (u64)(i % ph) * pw;
+        for (u32 j = 1; j < pw; j++) row[j] = __dadd_rn(row[j - 1], row[j]);
+    }
+}
+
+__device__ __forceinline__ double window_sum(const double* t, u32 pw, u32 x, u32 y, u32 win) {
+    const double a = t[(u64)y * pw + x], b = t[(u64)y * pw + x + win];
+    const double c = t[(u64)(y + win) * pw + x], d = t[(u64)(y + win) * pw + x + win];
+    return __dadd_rn(__dsub_rn(__dsub_rn(a, b), c), d);
+}
+
+template <typename T>
+__device__ void stats_out(const T* __restrict__ in, const double* __restrict__ s, const double* __restrict__ q,
+                          u32 w, u32 h, u32 win, u32 sauvola, double k, double r, u32 inverted, u32 maxval,
+                          T* __restrict__ out) {
+    const u64 total = (u64)w * h;
+    const u32 pw = w + win;
+    const double size = (double)win * (double)win;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (u64)gridDim.x * blockDim.x) {
+        const u32 y = (u32)(i / w), x = (u32)(i - (u64)y * w);
+        const double m = __ddiv_rn(window_sum(s, pw, x, y, win), size);
+        const double g2 = __ddiv_rn(window_sum(q, pw, x, y, win), size);
+        const double var = __dsub_rn(g2, __dmul_rn(m, m));
+        const double sd = __dsqrt_rn(var > 0.0 ? var : 0.0);
+        const double t = sauvola ? __dmul_rn(m, __dadd_rn(1.0, __dmul_rn(k, __dsub_rn(__ddiv_rn(sd, r), 1.0))))
+                                 : __dsub_rn(m, __dmul_rn(k, sd));
+        const bool above = (double)in[i] > t;
+        out[i] = (above != (inverted != 0)) ? (T)maxval : (T)0;
+    }
+}
+
+extern "C" __global__ void stats_out_u8(const u8* in, const double* s, const double* q, u32 w, u32 h, u32 win,
+                                        u32 sauvola, double k, double r, u32 inverted, u32 maxval, u8* out) {
+    stats_out<u8>(in, s, q, w, h, win, sauvola, k, r, inverted, maxval, out);
+}
+
+extern "C" __global__ void stats_out_u16(const u16* in, const double* s, const double* q, u32 w, u32 h, u32 win,
+                                         u32 sauvola, double k, double r, u32 inverted, u32 maxval, u16* out) {
+    stats_out<u16>(in, s, q, w, h, win, sauvola, k, r, inverted, maxval, out);
+}

@@ -50,6 +50,9 @@ histopipe_cli::words! {
         // capitals, as completions read it.
         Mean = "mean:BLOCK",
         Gaussian = "gaussian:BLOCK",
+        // W,K,R and W,K (each after W may be left out; without a value: W 15, K 0.2).
+        Sauvola = "sauvola:W",
+        Niblack = "niblack:W",
     }
 }
 
@@ -102,7 +105,8 @@ thresholds of scikit-image's threshold_multiotsu(image, classes=K) and a label f
 (8-bit, maxval 255, the labels themselves in every container: stretch --in 0:K-1 to view them),
 each sample's label the number of thresholds at or below it (np.digitize).
 mean:BLOCK,C and gaussian:BLOCK,C give each pixel its own threshold, as cv2.adaptiveThreshold
-(ADAPTIVE_THRESH_MEAN_C, GAUSSIAN_C) byte for byte, 8-bit frames only.
+(ADAPTIVE_THRESH_MEAN_C, GAUSSIAN_C) byte for byte, 8-bit frames only; sauvola:W,K,R and
+niblack:W,K as scikit-image's threshold_sauvola and threshold_niblack, image > t.
 Colour frames are thresholded by their luma; float frames are refused (stretch converts them).
 With --format csv (or -o x.csv) it writes the thresholds instead, one row each:
 frame,source,method,threshold. With --mask FILE the histogram the thresholds are chosen from
@@ -118,7 +122,10 @@ Usage: threshold [OPTIONS] [FILE...]";
              pixels, P 0..100 with up to 6 decimals: numpy's percentile, method inverted_cdf); or a \
              threshold per pixel, OpenCV's adaptiveThreshold on 8-bit frames: mean:BLOCK,C (the \
              mean of the BLOCK x BLOCK block less C) or gaussian:BLOCK,C (its Gaussian-weighted \
-             mean less C), BLOCK odd, C a decimal (0 if left out) [default: otsu]",
+             mean less C), BLOCK odd, C a decimal (0 if left out); or scikit-image's local \
+             thresholds, image > t: sauvola:W,K,R (threshold_sauvola, window W, K 0.2 and R half \
+             the sample type's range if left out) or niblack:W,K (threshold_niblack), W odd, 15 \
+             without a value [default: otsu]",
         )
         .one_of(MethodWord::NAMES)
         .param("method"),
@@ -127,8 +134,9 @@ Usage: threshold [OPTIONS] [FILE...]";
             "M",
             "how a sample v becomes its output through the threshold t, as cv2.threshold's type: \
              binary (v > t: maxval, else 0), binary-inv (v > t: 0, else maxval), trunc (v > t: t, \
-             else v), tozero (v > t: v, else 0), tozero-inv (v > t: 0, else v); multiotsu takes \
-             binary and binary-inv (labels from the top) only [default: binary]",
+             else v), tozero (v > t: v, else 0), tozero-inv (v > t: 0, else v); multiotsu \
+             (labels from the top) and the local methods take binary and binary-inv only \
+             [default: binary]",
         )
         .one_of(ModeWord::NAMES)
         .param("mode"),
@@ -159,7 +167,10 @@ Example:
         let binary_only = match self.method() {
             Choice::Global(m) if m.labels().is_some() => Some("gives labels"),
             Choice::Global(_) => None,
-            Choice::Local(_) => Some("is OpenCV's adaptiveThreshold"),
+            Choice::Local(Local::Mean { .. } | Local::Gaussian { .. }) => {
+                Some("is OpenCV's adaptiveThreshold")
+            }
+            Choice::Local(_) => Some("is scikit-image's image > t"),
         };
         if let (Some(why), None) = (binary_only, self.mode().binary()) {
             return Err(Error::usage(format!(
@@ -243,6 +254,13 @@ fn parse_method(text: &str) -> Result<Choice, FlagError> {
     };
     let needs = || arg.ok_or_else(|| FlagError::from(format!("{name} takes a value: {form}")));
     Ok(Choice::Global(match word {
+        MethodWord::Sauvola | MethodWord::Niblack => {
+            let (window, k, r) = parse_window(name, arg.unwrap_or("15"), word == MethodWord::Sauvola)?;
+            return Ok(Choice::Local(match word {
+                MethodWord::Sauvola => Local::Sauvola { window, k, r },
+                _ => Local::Niblack { window, k },
+            }));
+        }
         MethodWord::Mean | MethodWord::Gaussian => {
             let (block, c) = parse_block(name, needs()?)?;
             return Ok(Choice::Local(match word {
@@ -269,6 +287,34 @@ fn parse_method(text: &str) -> Result<Choice, FlagError> {
         }
         MethodWord::Percentile => Method::Percentile(parse_percent(needs()?)?),
     }))
+}
+
+/// `W[,K[,R]]` of Sauvola (`W[,K]` of Niblack): an odd window 1..MAX_BLOCK, K a number (0.2
+/// if left out), R a positive number (half the sample type's range if left out).
+fn parse_window(name: &str, text: &str, takes_r: bool) -> Result<(u32, f64, Option<f64>), FlagError> {
+    let mut parts = text.split(',');
+    let window = parts
+        .next()
+        .and_then(|w| w.parse::<u32>().ok())
+        .filter(|w| w % 2 == 1 && *w <= MAX_BLOCK)
+        .ok_or_else(|| format!("{name} takes an odd window W, 1 to {MAX_BLOCK}"))?;
+    let number = |t: &str| t.parse::<f64>().ok().filter(|v| v.is_finite());
+    let k = match parts.next() {
+        None => 0.2,
+        Some(t) => number(t).ok_or_else(|| format!("{name} takes a number K after the window"))?,
+    };
+    let r = match parts.next() {
+        Some(t) if takes_r => Some(
+            number(t)
+                .filter(|r| *r > 0.0)
+                .ok_or_else(|| format!("{name} takes a positive number R after K"))?,
+        ),
+        _ => None,
+    };
+    if parts.next().is_some() || (!takes_r && text.split(',').count() > 2) {
+        return Err(format!("{name} takes at most {}", if takes_r { "W,K,R" } else { "W,K" }).into());
+    }
+    Ok((window, k, r))
 }
 
 /// `BLOCK,C` of the adaptive methods: an odd block 3..MAX_BLOCK and an offset, a decimal with up
@@ -339,6 +385,13 @@ mod tests {
             Choice::Local(Local::Gaussian { block: 3, c: c(-500_000) })
         );
         assert_eq!(parse_method("mean:5").unwrap(), Choice::Local(Local::Mean { block: 5, c: c(0) }));
+        let l = Choice::Local;
+        assert_eq!(parse_method("sauvola").unwrap(), l(Local::Sauvola { window: 15, k: 0.2, r: None }));
+        assert_eq!(
+            parse_method("sauvola:25,0.5,128").unwrap(),
+            l(Local::Sauvola { window: 25, k: 0.5, r: Some(128.0) })
+        );
+        assert_eq!(parse_method("niblack:7,-0.1").unwrap(), l(Local::Niblack { window: 7, k: -0.1 }));
         let p = |m| g(Method::Percentile(Percent { millionths: m }));
         assert_eq!(parse_method("percentile:12.5").unwrap(), p(12_500_000));
         assert_eq!(parse_method("percentile:100").unwrap(), p(HUNDRED_PERCENT));
@@ -362,6 +415,12 @@ mod tests {
             "mean:3,--1",
             "gaussian:3,0.0000001",
             "gaussian:,1",
+            "sauvola:14",
+            "sauvola:15,x",
+            "sauvola:15,0.2,0",
+            "sauvola:15,0.2,1,2",
+            "niblack:15,0.2,1",
+            "niblack:",
             "median",
         ] {
             assert!(parse_method(bad).is_err(), "{bad}");
@@ -383,8 +442,8 @@ mod tests {
         let Err(FlagError::Value(e)) = parse_method("median") else { panic!("median is no method") };
         assert_eq!(
             e,
-            "unknown method 'median' (otsu, triangle, multiotsu:K, value:V, percentile:P, mean:BLOCK or \
-             gaussian:BLOCK)"
+            "unknown method 'median' (otsu, triangle, multiotsu:K, value:V, percentile:P, mean:BLOCK, \
+             gaussian:BLOCK, sauvola:W or niblack:W)"
         );
     }
 }

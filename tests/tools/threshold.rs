@@ -650,6 +650,128 @@ fn adaptive_gpu_matches_cpu() {
     assert!(run_ok("threshold", "gpu", &args, &page) == run_ok("threshold", "cpu", &args, &page));
 }
 
+/// scikit-image's threshold_sauvola / threshold_niblack on each frame for each of `runs` (the
+/// method's arguments after the image, as Python), and `image > t` as maxval/0 (inverted with
+/// `invert`): each frame's outputs one after the other, as the frame's sample bytes.
+fn skimage_local(runs: &[String], invert: bool, frames: &[Frame]) -> Vec<Vec<u8>> {
+    let inputs: Vec<Vec<u8>> = frames.iter().map(sample_bytes).collect();
+    let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+    let specs: Vec<String> = frames
+        .iter()
+        .map(|f| {
+            let dtype = if matches!(f.pixels, Pixels::U8(_)) { "np.uint8" } else { "'<u2'" };
+            format!("({}, {}, {dtype}, {})", f.height, f.width, f.maxval)
+        })
+        .collect();
+    let cmp = if invert { "<=" } else { ">" };
+    let script = format!(
+        "from skimage.filters import threshold_sauvola, threshold_niblack\n\
+         for path, (h, w, dt, mv) in zip(sys.argv[1:], [{}]):\n    \
+         a = np.fromfile(path, dt).reshape(h, w)\n    \
+         for run in [{}]:\n        \
+         t = eval('threshold_' + run)\n        \
+         out = np.where(a {cmp} t, mv, 0).astype(a.dtype.newbyteorder('<'))\n        \
+         sys.stdout.buffer.write(out.tobytes())\n",
+        specs.join(", "),
+        runs.iter().map(|r| format!("{r:?}")).collect::<Vec<_>>().join(", ")
+    );
+    let out = skimage(&script, &refs);
+    let mut rest = &out[..];
+    frames
+        .iter()
+        .map(|f| {
+            let len = sample_bytes(f).len() * runs.len();
+            let (this, more) = rest.split_at(len);
+            rest = more;
+            this.to_vec()
+        })
+        .collect()
+}
+
+/// Frames for Sauvola's and Niblack's tests: the 8-bit fixtures, `dem16.pgm`, and fresh 8-bit
+/// and 16-bit random, flat, two-valued and skewed frames, some smaller than the windows.
+fn stats_frames(rng: &mut fastrand::Rng) -> Vec<Frame> {
+    let mut frames: Vec<Frame> = fixtures().into_iter().map(|(_, f)| f).collect();
+    frames.push(fixture_frame("dem16.pgm"));
+    for (w, h) in [(1, 1), (2, 5), (9, 1), (31, 17), (70, 44)] {
+        for maxval in [255, 100, 65535, 1076] {
+            frames.extend(hard_frames(rng, w, h, maxval, 250));
+        }
+    }
+    frames
+}
+
+/// `--method sauvola:W,K,R` and `niblack:W,K`: scikit-image's thresholds and `image > t`, the
+/// binary frames equal, on 8-bit and 16-bit frames, windows 1 to 51, K positive and negative, R
+/// given or not, and inverted.
+#[test]
+fn sauvola_and_niblack_are_scikit_images() {
+    let mut rng = rng();
+    let frames = stats_frames(&mut rng);
+    let methods = [
+        Local::Sauvola { window: 15, k: 0.2, r: None },
+        Local::Sauvola { window: 1, k: 0.2, r: None },
+        Local::Sauvola { window: 25, k: 0.5, r: Some(100.0) },
+        Local::Sauvola { window: 51, k: -0.1, r: Some(3.5) },
+        Local::Niblack { window: 15, k: 0.2 },
+        Local::Niblack { window: 3, k: -0.7 },
+        Local::Niblack { window: 33, k: 1.5 },
+    ];
+    let runs: Vec<String> = methods
+        .iter()
+        .map(|m| match *m {
+            Local::Sauvola { window, k, r: None } => format!("sauvola(a, window_size={window}, k={k:?})"),
+            Local::Sauvola { window, k, r: Some(r) } => {
+                format!("sauvola(a, window_size={window}, k={k:?}, r={r:?})")
+            }
+            Local::Niblack { window, k } => format!("niblack(a, window_size={window}, k={k:?})"),
+            _ => unreachable!(),
+        })
+        .collect();
+    for mode in [Mode::Binary, Mode::BinaryInv] {
+        let expected = skimage_local(&runs, mode == Mode::BinaryInv, &frames);
+        for (frame, want) in frames.iter().zip(expected) {
+            let n = sample_bytes(frame).len();
+            for (i, &method) in methods.iter().enumerate() {
+                let got = LocalThreshold { method, mode }.cpu(frame).unwrap();
+                let what =
+                    format!("{method} {mode} {}x{} maxval {}", frame.width, frame.height, frame.maxval);
+                assert_same_bytes(&sample_bytes(&got), &want[i * n..(i + 1) * n], &what);
+            }
+        }
+    }
+    // Through the tool, its defaults: window 15, k 0.2, r half the type's range.
+    let page = fixture_bytes("page.pgm");
+    let want = skimage_local(&["sauvola(a)".into()], false, &[fixture_frame("page.pgm")]);
+    let out = read_frames(&run_ok("threshold", "cpu", &["--method", "sauvola"], &page));
+    assert_same_bytes(&sample_bytes(&out[0]), &want[0], "threshold --method sauvola page.pgm");
+    let err = run_err("threshold", &["--method", "niblack:15", "--mode", "trunc"], &page, 2);
+    assert!(err.contains("--mode trunc: niblack:15,0.2 is scikit-image's image > t"), "{err}");
+}
+
+/// Sauvola and Niblack on the GPU: the CPU's bytes.
+#[test]
+fn sauvola_and_niblack_gpu_matches_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let mut frames = stats_frames(&mut rng);
+    frames.push(random_frame(&mut rng, 1920, 1080, 65535));
+    for frame in &frames {
+        for method in [
+            Local::Sauvola { window: 15, k: 0.2, r: None },
+            Local::Sauvola { window: 51, k: -0.1, r: Some(3.5) },
+            Local::Niblack { window: 1, k: 0.2 },
+            Local::Niblack { window: 101, k: 0.3 },
+        ] {
+            for mode in [Mode::Binary, Mode::BinaryInv] {
+                let op = LocalThreshold { method, mode };
+                let what = format!("{method} {mode} {}x{}", frame.width, frame.height);
+                assert_eq!(op.cpu(frame).unwrap(), op.gpu(&gpu, frame).unwrap(), "{what}");
+            }
+        }
+    }
+}
+
 /// Colour is thresholded by its luma, as OpenCV's cvtColor(BGR2GRAY) makes it.
 #[test]
 fn colour_frames_are_thresholded_by_their_luma() {

@@ -56,7 +56,7 @@ use histopipe_ops::pad::{Border, Pad, PadParams, PadSize};
 use histopipe_ops::radon::{Radon, RadonParams};
 use histopipe_ops::rotate::{Flip, Interpolation, Rotate, Turn};
 use histopipe_ops::stretch::{self as stretch_op, cuts, Curve, Scale, Stretch, StretchTo};
-use histopipe_ops::threshold::local::{Local, LocalPlan, LocalThreshold, Offset};
+use histopipe_ops::threshold::local::{Local, LocalPlan, LocalThreshold, Offset, StatsPlan};
 use histopipe_ops::threshold::{Method, Mode, Threshold, ThresholdPlan};
 use histopipe_ops::{Fill, Op};
 
@@ -128,6 +128,7 @@ pub fn all() -> Vec<Entry> {
         Entry::frame("threshold.multiotsu", threshold_multiotsu).with_cpu(threshold_multiotsu_cpu),
         Entry::frame("threshold.mean", threshold_mean).with_cpu(threshold_mean_cpu),
         Entry::frame("threshold.gaussian", threshold_gaussian).with_cpu(threshold_gaussian_cpu),
+        Entry::frame("threshold.sauvola", threshold_sauvola).with_cpu(threshold_sauvola_cpu),
         Entry::frame("deskew", deskew).with_cpu(deskew_cpu),
         Entry::frame("edges.gradient", edges_gradient),
         Entry::frame("edges", edges).with_cpu(edges_cpu),
@@ -770,6 +771,29 @@ fn threshold_gaussian<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, Bench
 fn threshold_gaussian_cpu(_: &Input) -> Result<CpuRun, BenchError> {
     local_cpu(Local::Gaussian { block: 11, c: Offset { millionths: 2_000_000 } })
 }
+
+/// `threshold --method sauvola` (scikit-image's `threshold_sauvola(image)`: window 15, k 0.2, r
+/// 127.5, then `image > t`), as `LocalThreshold::gpu` runs it: the f64 integral images of the
+/// reflected frame and its squares (down the columns, then along the rows), then each window's
+/// statistics and the comparison. Memory floor: the frame read and the output written.
+fn threshold_sauvola<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    let n = input.width * input.height;
+    let mut sets = Sets::new(gpu, input, n)?;
+    let op = LocalThreshold { method: SAUVOLA, mode: Mode::Binary };
+    let mut plan = StatsPlan::<u8>::new(gpu, &op, input.width, input.height, 255)?;
+    Ok(Case::new(n, 2 * n, sets.count(), move |_, i| {
+        let (src, dst) = sets.pair(i);
+        plan.queue(src, dst)?;
+        Ok(())
+    }))
+}
+
+fn threshold_sauvola_cpu(_: &Input) -> Result<CpuRun, BenchError> {
+    local_cpu(SAUVOLA)
+}
+
+/// scikit-image's defaults.
+const SAUVOLA: Local = Local::Sauvola { window: 15, k: 0.2, r: None };
 
 /// A local method on the GPU (see [`threshold_mean`]).
 fn local_case<'g>(gpu: &'g Gpu, input: &Input, method: Local) -> Result<Case<'g>, BenchError> {

@@ -4,8 +4,9 @@
 use histopipe_gpu::cudarc::driver::CudaSlice;
 use histopipe_gpu::{kernels, launch, Buffer};
 
+use super::stats::Stats;
 use super::{Filter, Kind, LocalThreshold};
-use crate::{Gpu, OpError};
+use crate::{Gpu, OpError, Sample};
 
 /// The row pass's sums on the device: integers for the box, floats for the Gaussian (with its
 /// coefficients).
@@ -84,6 +85,70 @@ impl<'g> LocalPlan<'g> {
                 }?;
             }
         }
+        Ok(())
+    }
+}
+
+/// The device plan of Sauvola's or Niblack's threshold for frames of one size: the integral
+/// images' scratch (two f64 tables of the padded size) and the three kernels (`stats_cols`,
+/// `stats_rows`, `stats_out`). The one GPU sequence of `Op::gpu`.
+pub struct StatsPlan<'g, T: Sample> {
+    gpu: &'g Gpu,
+    stats: Stats,
+    s: Buffer<'g, f64>,
+    q: Buffer<'g, f64>,
+    w: usize,
+    h: usize,
+    maxval: u32,
+    _sample: std::marker::PhantomData<T>,
+}
+
+impl<'g, T: Sample> StatsPlan<'g, T> {
+    /// The plan for frames of `w x h` samples of at most `maxval`; Sauvola or Niblack only.
+    pub fn new(
+        gpu: &'g Gpu,
+        op: &LocalThreshold,
+        w: usize,
+        h: usize,
+        maxval: u16,
+    ) -> Result<StatsPlan<'g, T>, OpError> {
+        let bits = 8 * std::mem::size_of::<T>() as u32;
+        let Some(stats) = op.stats(bits)? else {
+            return Err(OpError::param("method", op.method, "is adaptiveThreshold's: LocalPlan runs it"));
+        };
+        let padded = ((w + stats.window) * (h + stats.window)).max(1);
+        let s = gpu.buffer("threshold.local.integral", padded)?;
+        let q = gpu.buffer("threshold.local.integral_sq", padded)?;
+        Ok(StatsPlan { gpu, stats, s, q, w, h, maxval: maxval as u32, _sample: std::marker::PhantomData })
+    }
+
+    /// Queues the thresholding of the frame in `src` into `dst`.
+    pub fn queue(&mut self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<(), OpError> {
+        if self.w * self.h == 0 {
+            return Ok(());
+        }
+        let (gpu, w, h, win) = (self.gpu, self.w as u32, self.h as u32, self.stats.window as u32);
+        let (pw, ph) = (w + win, h + win);
+        let (sauvola, k, r) = self.stats.rule.parts();
+        let inverted = self.stats.inverted as u32;
+        let suffix = T::KERNEL_SUFFIX;
+        // SAFETY: stats_cols_*(in, w, h, win, s, q) in threshold.cu; `src` holds w x h samples,
+        // `s` and `q` (w + win) x (h + win) doubles.
+        unsafe {
+            launch!(gpu, kernels::THRESHOLD, format!("stats_cols_{suffix}"), histopipe_gpu::launch::cover(pw as usize, 128);
+                src, &w, &h, &win, &mut *self.s, &mut *self.q)
+        }?;
+        // SAFETY: stats_rows(s, q, pw, ph): the two tables of ph rows of pw.
+        unsafe {
+            launch!(gpu, kernels::THRESHOLD, "stats_rows", histopipe_gpu::launch::cover(2 * ph as usize, 128);
+                &mut *self.s, &mut *self.q, &pw, &ph)
+        }?;
+        // SAFETY: stats_out_*(in, s, q, w, h, win, sauvola, k, r, inverted, maxval, out); `dst`
+        // holds w x h samples.
+        unsafe {
+            launch!(gpu, kernels::THRESHOLD, format!("stats_out_{suffix}"), histopipe_gpu::launch::cover(self.w * self.h, 256);
+                src, &*self.s, &*self.q, &w, &h, &win, &sauvola, &k, &r, &inverted, &self.maxval, dst)
+        }?;
         Ok(())
     }
 }

@@ -19,12 +19,13 @@
 use histopipe_frame::{Frame, Pixels};
 
 use super::Mode;
-use crate::{Gpu, Op, OpError};
+use crate::{with_samples, Element, Gpu, Op, OpError, Sample};
 
 mod cpu;
 pub mod gpu;
+mod stats;
 
-pub use gpu::LocalPlan;
+pub use gpu::{LocalPlan, StatsPlan};
 
 /// The largest block: its coefficients are checked against OpenCV's up to it (the tests), and
 /// a block's sum of 8-bit samples, 255 · BLOCK², fits 32 bits.
@@ -67,6 +68,11 @@ pub enum Local {
     Mean { block: u32, c: Offset },
     /// OpenCV's `ADAPTIVE_THRESH_GAUSSIAN_C`: the block's Gaussian-weighted mean, less C.
     Gaussian { block: u32, c: Offset },
+    /// scikit-image's `threshold_sauvola(image, window, k, r)` (r `None`: half the sample type's
+    /// range), and `image > t`.
+    Sauvola { window: u32, k: f64, r: Option<f64> },
+    /// scikit-image's `threshold_niblack(image, window, k)`, and `image > t`.
+    Niblack { window: u32, k: f64 },
 }
 
 impl std::fmt::Display for Local {
@@ -75,6 +81,9 @@ impl std::fmt::Display for Local {
         match self {
             Local::Mean { block, c } => write!(f, "mean:{block},{c}"),
             Local::Gaussian { block, c } => write!(f, "gaussian:{block},{c}"),
+            Local::Sauvola { window, k, r: None } => write!(f, "sauvola:{window},{k}"),
+            Local::Sauvola { window, k, r: Some(r) } => write!(f, "sauvola:{window},{k},{r}"),
+            Local::Niblack { window, k } => write!(f, "niblack:{window},{k}"),
         }
     }
 }
@@ -145,26 +154,49 @@ impl LocalThreshold {
         }
     }
 
-    /// The passes' parameters, or why the mode or block is refused.
-    pub(crate) fn filter(&self) -> Result<Filter, OpError> {
+    /// Whether the output is inverted, or why the mode or block is refused.
+    fn check(&self) -> Result<bool, OpError> {
         let Some(inverted) = self.mode.binary() else {
             return Err(OpError::param(
                 "mode",
                 self.mode,
-                format!("{} takes binary or binary-inv only, as OpenCV's adaptiveThreshold", self.method),
+                format!("{} takes binary or binary-inv only", self.method),
             ));
         };
-        let (Local::Mean { block, c } | Local::Gaussian { block, c }) = self.method;
-        if block % 2 == 0 || !(3..=MAX_BLOCK).contains(&block) {
-            return Err(OpError::param("method", self.method, format!("BLOCK is odd, 3 to {MAX_BLOCK}")));
+        let (least, size) = match self.method {
+            Local::Mean { block, .. } | Local::Gaussian { block, .. } => (3, block),
+            Local::Sauvola { window, .. } | Local::Niblack { window, .. } => (1, window),
+        };
+        if size % 2 == 0 || !(least..=MAX_BLOCK).contains(&size) {
+            return Err(OpError::param(
+                "method",
+                self.method,
+                format!("the window is odd, {least} to {MAX_BLOCK}"),
+            ));
         }
+        Ok(inverted)
+    }
+
+    /// Sauvola's or Niblack's statistics for frames of `bits`-bit samples; `None` for OpenCV's
+    /// methods.
+    pub(crate) fn stats(&self, bits: u32) -> Result<Option<stats::Stats>, OpError> {
+        let inverted = self.check()?;
+        Ok(stats::Stats::of(self.method, bits, inverted))
+    }
+
+    /// The passes' parameters of OpenCV's methods, or why the mode or block is refused.
+    pub(crate) fn filter(&self) -> Result<Filter, OpError> {
+        let inverted = self.check()?;
+        let (Local::Mean { block, c } | Local::Gaussian { block, c }) = self.method else {
+            return Err(OpError::param("method", self.method, "is scikit-image's, not adaptiveThreshold's"));
+        };
         // OpenCV: idelta = ceil(C) for THRESH_BINARY, floor(C) for THRESH_BINARY_INV; its table
         // compares v - m with -idelta. v - m lies in -255..=255: a limit beyond ±256 decides as
         // ±256 does.
         let limit = (-if inverted { c.floor() } else { c.ceil() }).clamp(-256, 256) as i32;
         let kind = match self.method {
             Local::Mean { .. } => Kind::Box { side: block },
-            Local::Gaussian { .. } => Kind::Gaussian { kernel: gaussian_kernel(block as usize) },
+            _ => Kind::Gaussian { kernel: gaussian_kernel(block as usize) },
         };
         Ok(Filter { kind, limit, inverted })
     }
@@ -216,22 +248,55 @@ impl Op for LocalThreshold {
     type Output = Frame;
 
     fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
+        let (w, h) = (frame.width, frame.height);
+        if let Some(stats) = with_samples!(&frame.pixels, v => self.stats(bits(v))?) {
+            let out = with_samples!(&frame.pixels, v => Element::into_pixels(stats::threshold(&stats, v, w, h, frame.maxval)));
+            return Ok(frame.derive(w, h, frame.maxval, out));
+        }
         let filter = self.filter()?;
         let samples = self.samples(frame)?;
-        let out = cpu::threshold(&filter, samples, frame.width, frame.height, frame.maxval as u8);
-        Ok(frame.derive(frame.width, frame.height, frame.maxval, Pixels::U8(out.into())))
+        let out = cpu::threshold(&filter, samples, w, h, frame.maxval as u8);
+        Ok(frame.derive(w, h, frame.maxval, Pixels::U8(out.into())))
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
+        let (w, h) = (frame.width, frame.height);
+        if with_samples!(&frame.pixels, v => self.stats(bits(v))?).is_some() {
+            let out = with_samples!(&frame.pixels, v => Element::into_pixels(self.gpu_stats(gpu, v, w, h, frame.maxval)?));
+            return Ok(frame.derive(w, h, frame.maxval, out));
+        }
         let samples = self.samples(frame)?;
-        let mut plan = LocalPlan::new(gpu, self, frame.width, frame.height, frame.maxval as u8)?;
+        let mut plan = LocalPlan::new(gpu, self, w, h, frame.maxval as u8)?;
         let n = samples.len();
         let src = gpu.upload("threshold.local.in", samples)?;
         let mut dst = gpu.buffer::<u8>("threshold.local.out", n)?;
         plan.queue(&src, &mut dst)?;
         let out = gpu.download_samples(&dst, n)?.into_vec();
-        Ok(frame.derive(frame.width, frame.height, frame.maxval, Pixels::U8(out.into())))
+        Ok(frame.derive(w, h, frame.maxval, Pixels::U8(out.into())))
     }
+}
+
+impl LocalThreshold {
+    fn gpu_stats<T: Sample>(
+        &self,
+        gpu: &Gpu,
+        samples: &[T],
+        w: usize,
+        h: usize,
+        maxval: u16,
+    ) -> Result<Vec<T>, OpError> {
+        let n = samples.len();
+        let mut plan = StatsPlan::<T>::new(gpu, self, w, h, maxval)?;
+        let src = gpu.upload("threshold.local.in", samples)?;
+        let mut dst = gpu.buffer::<T>("threshold.local.out", n)?;
+        plan.queue(&src, &mut dst)?;
+        Ok(gpu.download_samples(&dst, n)?.into_vec())
+    }
+}
+
+/// The bits of a sample type (8 or 16), from its samples.
+fn bits<T>(_: &[T]) -> u32 {
+    8 * std::mem::size_of::<T>() as u32
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::parallel::testing;
+use crate::threshold::local::stats;
 
 fn op(method: Local, mode: Mode) -> LocalThreshold {
     LocalThreshold { method, mode }
@@ -86,5 +87,30 @@ fn modes_depths_and_blocks_are_checked() {
     for block in [1, 4, MAX_BLOCK + 2] {
         let bad = Local::Gaussian { block, c: Offset { millionths: 0 } };
         assert!(op(bad, Mode::Binary).cpu(&eight).is_err(), "{block}");
+    }
+}
+
+#[test]
+fn reflection_is_numpys() {
+    // np.pad(np.arange(4), 6, mode='reflect'): 0 1 2 3 2 1 | 0 1 2 3 | 2 1 0 1 2 3
+    let padded: Vec<usize> = (-6..10).map(|i| stats::reflect(i, 4)).collect();
+    assert_eq!(padded, [0, 1, 2, 3, 2, 1, 0, 1, 2, 3, 2, 1, 0, 1, 2, 3]);
+    assert!((-5..5).all(|i| stats::reflect(i, 1) == 0));
+    assert_eq!((-3..5).map(|i| stats::reflect(i, 2)).collect::<Vec<_>>(), [1, 0, 1, 0, 1, 0, 1, 0]);
+}
+
+#[test]
+fn sauvola_and_niblack_give_the_same_bytes_on_every_pool() {
+    let mut rng = fastrand::Rng::with_seed(7);
+    for (w, h) in testing::sizes(&mut rng).into_iter().filter(|&(w, h)| w * h <= 20_000) {
+        for maxval in [255, 4095] {
+            let frame = testing::frame(&mut rng, w, h, maxval);
+            for method in
+                [Local::Sauvola { window: 15, k: 0.2, r: None }, Local::Niblack { window: 5, k: -0.3 }]
+            {
+                let op = op(method, Mode::Binary);
+                testing::same_on_each_pool(&format!("{method} {w}x{h}"), || op.cpu(&frame).unwrap());
+            }
+        }
     }
 }
