@@ -320,7 +320,7 @@ impl<'a, R: BufRead> AsciiSamples<'a, R> {
 
 /// A PBM bit as a sample of an 8-bit gray frame: netpbm's 1 is black, 0 white, and they become 0
 /// and 255, as OpenCV's `cv2.imread` gives them (and netpbm's `pbmtopgm` at maxval 255).
-pub(crate) fn bit_sample(bit: u8) -> u8 {
+pub(crate) const fn bit_sample(bit: u8) -> u8 {
     if bit & 1 == 1 {
         0
     } else {
@@ -341,6 +341,37 @@ impl<'a, R: BufRead> AsciiBits<'a, R> {
     /// A raster of `count` pixels.
     pub fn new(input: &'a mut R, frame: usize, count: usize) -> Self {
         AsciiBits { cursor: HeaderCursor::new(input, frame), read: 0, count }
+    }
+
+    /// The next pixels' samples, `out.len()` of them: the bits and whitespace the input holds
+    /// already taken in bulk, anything else (a comment, a bad byte, the end) by [`Self::next`].
+    pub fn fill(&mut self, out: &mut [u8]) -> Result<(), FrameError> {
+        let mut k = 0;
+        while k < out.len() {
+            let buf = self.cursor.input.fill_buf().unwrap_or_default();
+            let mut used = 0;
+            for &b in buf {
+                if k == out.len() {
+                    break;
+                }
+                match b {
+                    b'0' | b'1' => {
+                        out[k] = bit_sample(b - b'0');
+                        k += 1;
+                        self.read += 1;
+                    }
+                    b if b.is_ascii_whitespace() => {}
+                    _ => break,
+                }
+                used += 1;
+            }
+            self.cursor.input.consume(used);
+            if used == 0 {
+                out[k] = self.next()?;
+                k += 1;
+            }
+        }
+        Ok(())
     }
 
     /// The next pixel's sample.

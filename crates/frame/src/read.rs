@@ -15,6 +15,21 @@ use crate::{Channels, Depth, Format, Frame, FrameError, FrameErrorKind, Pixels, 
 /// frame is held whole. Packed PBM rasters are read in pieces of the same size.
 const COLOUR_PIECE: usize = 24 << 12;
 
+/// The samples of the eight pixels of each PBM byte, the first in the high bit ([`bit_sample`]).
+const BIT_SAMPLES: [[u8; 8]; 256] = {
+    let mut table = [[0u8; 8]; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut k = 0;
+        while k < 8 {
+            table[b][k] = bit_sample((b >> (7 - k)) as u8);
+            k += 1;
+        }
+        b += 1;
+    }
+    table
+};
+
 /// The default `--max-pixels`: 2^30 samples (1 GiB at 8 bits), far above any camera frame.
 pub const DEFAULT_MAX_PIXELS: u64 = 1 << 30;
 
@@ -419,7 +434,7 @@ impl<R: BufRead> FrameReader<R> {
         let pixels = match (coding, to_gray) {
             (Coding::PlainBits, _) => {
                 let mut bits = AsciiBits::new(&mut self.input, index, count);
-                Pixels::U8(fill_with(&self.memory, index, count, |_| bits.next())?)
+                Pixels::U8(fill_slices(&self.memory, index, count, |room| bits.fill(room))?)
             }
             (Coding::PackedBits, _) => self.packed_bits(index, &h)?,
             (Coding::Ascii, _) => self.ascii_raster(index, &h, to_gray)?,
@@ -508,7 +523,6 @@ impl<R: BufRead> FrameReader<R> {
             .ok_or_else(|| FrameError::invalid(index, "raster too large"))?;
         let mut piece = vec![0u8; COLOUR_PIECE.min(total)];
         let (mut at, mut len, mut got_bytes) = (0, 0, 0);
-        let (mut x, mut byte) = (0, 0u8);
         let input = &mut self.input;
         let mut next_byte = || -> Result<u8, FrameError> {
             if at == len {
@@ -529,13 +543,23 @@ impl<R: BufRead> FrameReader<R> {
             at += 1;
             Ok(piece[at - 1])
         };
-        let samples = fill_with(&self.memory, index, count, |_| {
-            if x % 8 == 0 {
-                byte = next_byte()?;
+        // x: the column of the next pixel; byte: the byte its bit is in.
+        let (mut x, mut byte) = (0, 0u8);
+        let samples = fill_slices(&self.memory, index, count, |room| {
+            let mut k = 0;
+            while k < room.len() {
+                if x % 8 == 0 && x + 8 <= width && k + 8 <= room.len() {
+                    room[k..k + 8].copy_from_slice(&BIT_SAMPLES[next_byte()? as usize]);
+                    (k, x) = (k + 8, if x + 8 == width { 0 } else { x + 8 });
+                    continue;
+                }
+                if x % 8 == 0 {
+                    byte = next_byte()?;
+                }
+                room[k] = BIT_SAMPLES[byte as usize][x % 8];
+                (k, x) = (k + 1, if x + 1 == width { 0 } else { x + 1 });
             }
-            let sample = bit_sample(byte >> (7 - x % 8));
-            x = if x + 1 == width { 0 } else { x + 1 };
-            Ok(sample)
+            Ok(())
         })?;
         Ok(Pixels::U8(samples))
     }
@@ -655,17 +679,31 @@ fn fill_with<T: Copy + Default + Send + Sync + 'static>(
     count: usize,
     mut sample: impl FnMut(usize) -> Result<T, FrameError>,
 ) -> Result<Samples<T>, FrameError> {
-    let mut v = Filling::<T>::new(memory, count, 0).map_err(|e| no_memory(index, e))?;
     let mut p = 0;
+    fill_slices(memory, index, count, |room| {
+        for s in room.iter_mut() {
+            *s = sample(p)?;
+            p += 1;
+        }
+        Ok(())
+    })
+}
+
+/// `count` samples into memory that grows as they come, filled a slice at a time by `fill` in
+/// order.
+fn fill_slices<T: Copy + Default + Send + Sync + 'static>(
+    memory: &SampleMemory,
+    index: usize,
+    count: usize,
+    mut fill: impl FnMut(&mut [T]) -> Result<(), FrameError>,
+) -> Result<Samples<T>, FrameError> {
+    let mut v = Filling::<T>::new(memory, count, 0).map_err(|e| no_memory(index, e))?;
     loop {
         let room = v.room().map_err(|e| no_memory(index, e))?;
         if room.is_empty() {
             return Ok(v.finish());
         }
-        for s in room.iter_mut() {
-            *s = sample(p)?;
-            p += 1;
-        }
+        fill(room)?;
         let n = room.len();
         v.filled(n);
     }
@@ -774,6 +812,32 @@ mod tests {
         assert_eq!(again, frames);
         let gray = ReadOptions { gray: true, ..Default::default() };
         assert_eq!(read_all(stream, gray).unwrap(), frames);
+    }
+
+    /// A PBM over the first piece of memory (1 MiB) is filled in several slices, one of them
+    /// ending inside a byte of P4 (pixel 2^20 is column 985 of 1503): the same pixels either way.
+    #[test]
+    fn a_large_pbm_is_the_same_across_the_pieces_it_is_filled_in() {
+        let (w, h) = (1503, 1001);
+        let mut rng = fastrand::Rng::with_seed(49);
+        let bits: Vec<u8> = (0..w * h).map(|_| rng.u8(..2)).collect();
+        let want: Vec<u8> = bits.iter().map(|&b| 255 * (1 - b)).collect();
+        let mut p4 = format!("P4 {w} {h}\n").into_bytes();
+        for row in bits.chunks(w) {
+            p4.extend(row.chunks(8).map(|b| b.iter().chain(&[1; 8]).take(8).fold(0, |a, &x| a << 1 | x)));
+        }
+        let mut p1 = format!("P1 {w} {h}\n").into_bytes();
+        for line in bits.chunks(70) {
+            p1.extend(line.iter().map(|b| b'0' + b));
+            p1.push(b'\n');
+        }
+        for input in [p4, p1] {
+            let mut r =
+                FrameReader::new(io::BufReader::with_capacity(4096, &input[..]), ReadOptions::default());
+            let f = r.next_frame().unwrap().unwrap();
+            assert!(f.pixels == Pixels::U8(want.clone().into()), "{}", shown(&input[..2]));
+            assert!(r.next_frame().unwrap().is_none());
+        }
     }
 
     #[test]
