@@ -424,3 +424,18 @@ fn gpu_matches_cpu_in_every_mode() {
         }
     }
 }
+
+/// A border copied from the frame is still border: `pad --mode M | rotate 30 | colhist` counts
+/// what it counts after the constant border (the original's pixels only), in every mode.
+#[test]
+fn colhist_leaves_out_a_copied_border() {
+    let coins = fixture_bytes("coins.pgm");
+    let counts = |mode: &str| {
+        let padded = run_ok("pad", "cpu", &["--mode", mode], &coins);
+        run_ok("colhist", "cpu", &[], &run_ok("rotate", "cpu", &["30"], &padded))
+    };
+    let constant = counts("constant");
+    for (mode, _) in &MODES[1..] {
+        assert!(counts(mode) == constant, "--mode {mode}");
+    }
+}
