@@ -10,8 +10,8 @@
                                     (a machine each, in this order; keep them in
                                     docs/bench-data/jobs/, where `report.py` alone finds them)
     report.py --stage NAME DIR [DIR...]
-                                    a stage of scripts/bench/run (thresholds, directions,
-                                    segments): its JSON lines in the DIRs are copied into
+                                    a stage of scripts/bench/run (thresholds, expected,
+                                    directions, segments): its JSON lines in the DIRs are copied into
                                     docs/bench-data/NAME/, and its section made from them
 
 Every form writes the whole file (--md, default docs/BENCHMARKS.md): its sections are SECTIONS,
@@ -501,6 +501,34 @@ def stage_results(dirs, stage):
     return rows, meta
 
 
+def peer_tables(k, peers, opencv_ops, floor, floor_from):
+    """A table per op of `peers` (op -> (the peers' op, peer impl, label)) that was measured: our GPU
+    beside the copy floor, our CPU on all threads, the peer; and the checks of its targets: the GPU
+    within `floor` times the floor from `floor_from` pixels, the CPU at or under OpenCV's time
+    (all threads) for the ops of `opencv_ops`. Returns (checks, table lines)."""
+    checks, tables = [], []
+    for op, (peer_op, peer, label) in peers.items():
+        if not any(k.get(op, i) for i in ("histopipe-gpu", "histopipe-cpu")) and not k.get(peer_op, peer):
+            continue
+        tables.append(f"### `{op}` (peer: {label}, `{peer}`)")
+        tables.append("")
+        tables.append(table_row(["size", "content", "GPU ms", "floor ms", "GPU/floor", "CPU ms", "peer ms",
+                            "CPU/peer", "GPU/peer"]))
+        tables.append("|" + "---|" * 9)
+        for w, h, c in sorted(set(k.cases(op)) | set(k.cases(peer_op)), key=lambda x: (x[0] * x[1], x[0], x[2])):
+            g, fl = k.get(op, "histopipe-gpu", w, h, c), k.get(op, "copy", w, h, c)
+            cpu, pm = k.get(op, "histopipe-cpu", w, h, c), k.get(peer_op, peer, w, h, c)
+            tables.append(table_row([f"{w}x{h}", c, fmt_ms(g), fmt_ms(fl), fmt_ratio(ratio(g, fl)), fmt_ms(cpu),
+                                fmt_ms(pm), fmt_ratio(ratio(cpu, pm)), fmt_ratio(ratio(g, pm))]))
+            if w * h >= floor_from:
+                check(checks, f"GPU `{op}` within {floor:g}x of the memory floor (from 3932x4000)",
+                      f"{w}x{h} {c}", ratio(g, fl), floor)
+            if op in opencv_ops:
+                check(checks, f"CPU `{op}` at or under OpenCV (all threads)", f"{w}x{h} {c}", ratio(cpu, pm), 1)
+        tables.append("")
+    return checks, tables
+
+
 def thresholds_section(dirs):
     """Issue 27's section (Markdown lines) from the JSON lines in `dirs`."""
     rows, meta = stage_results(dirs, "thresholds")
@@ -523,26 +551,7 @@ def thresholds_section(dirs):
              "threads); `match_histograms` returns float64 (ours is its `rint`, in 8 bits). `equalize.reference`'s "
              "reference is the 640x651 random frame; `equalize.mask`'s mask the disc inscribed in the frame.")
     L.append("")
-    checks, tables = [], []
-    for op, (peer_op, peer, label) in PEERS_27.items():
-        if not any(k.get(op, i) for i in ("histopipe-gpu", "histopipe-cpu")) and not k.get(peer_op, peer):
-            continue
-        tables.append(f"### `{op}` (peer: {label}, `{peer}`)")
-        tables.append("")
-        tables.append(table_row(["size", "content", "GPU ms", "floor ms", "GPU/floor", "CPU ms", "peer ms",
-                            "CPU/peer", "GPU/peer"]))
-        tables.append("|" + "---|" * 9)
-        for w, h, c in sorted(set(k.cases(op)) | set(k.cases(peer_op)), key=lambda x: (x[0] * x[1], x[0], x[2])):
-            g, fl = k.get(op, "histopipe-gpu", w, h, c), k.get(op, "copy", w, h, c)
-            cpu, pm = k.get(op, "histopipe-cpu", w, h, c), k.get(peer_op, peer, w, h, c)
-            tables.append(table_row([f"{w}x{h}", c, fmt_ms(g), fmt_ms(fl), fmt_ratio(ratio(g, fl)), fmt_ms(cpu),
-                                fmt_ms(pm), fmt_ratio(ratio(cpu, pm)), fmt_ratio(ratio(g, pm))]))
-            if w * h >= FLOOR_FROM_27:
-                check(checks, f"GPU `{op}` within {FLOOR_27:g}x of the memory floor (from 3932x4000)",
-                      f"{w}x{h} {c}", ratio(g, fl), FLOOR_27)
-            if op in OPENCV_27:
-                check(checks, f"CPU `{op}` at or under OpenCV (all threads)", f"{w}x{h} {c}", ratio(cpu, pm), 1)
-        tables.append("")
+    checks, tables = peer_tables(k, PEERS_27, OPENCV_27, FLOOR_27, FLOOR_FROM_27)
     L += ["### Targets", "", "| target | case | measured | required | verdict |", "|---|---|---|---|---|"]
     L += [table_row(r) for r in checks] + [""] + tables
     if tools:
@@ -557,6 +566,45 @@ def thresholds_section(dirs):
         L.append("")
     return L
 
+
+
+# Issue 49's kernels and the peer defining each answer (scripts/bench/expected.py).
+PEERS_49 = {
+    "threshold.mean": ("threshold.mean", "opencv-all", "OpenCV adaptiveThreshold(MEAN_C, 11, 2)"),
+    "threshold.gaussian": ("threshold.gaussian", "opencv-all", "OpenCV adaptiveThreshold(GAUSSIAN_C, 11, 2)"),
+    "threshold.sauvola": ("threshold.sauvola", "skimage", "skimage img > threshold_sauvola(img)"),
+    "pad.reflect101": ("pad.reflect101", "opencv-all", "OpenCV copyMakeBorder(BORDER_REFLECT_101)"),
+    "rotate.flip": ("rotate.flip", "opencv-all", "OpenCV flip(img, 1)"),
+    "stretch.to_float": ("stretch.to_float", "skimage", "skimage rescale_intensity(out_range=(0, 1))"),
+    "equalize.float": ("equalize.float", "skimage", "skimage equalize_hist (float)"),
+    "clahe.float": ("clahe.float", "skimage", "skimage equalize_adapthist (float)"),
+}
+OPENCV_49 = ["threshold.mean", "threshold.gaussian", "pad.reflect101", "rotate.flip"]
+SECTION_49 = "## Issue 49: the thresholds, borders and float inputs people expect"
+
+
+def expected_section(dirs):
+    """Issue 49's section (Markdown lines) from the expected stage's JSON lines in `dirs`."""
+    rows, meta = stage_results(dirs, "expected")
+    k = Kernels(rows)
+    L = [SECTION_49, ""]
+    L.append(f"Measured by `{meta.get('command', 'scripts/bench/run --stage expected')}` on {meta.get('gpu', '?')}, "
+             f"{meta.get('cpu', '?')} ({meta.get('threads', '?')} threads), commit {meta.get('commit', '?')}, "
+             f"{meta.get('date', '?')}.")
+    for d in (r for r in rows if r.get("suite") == "device"):
+        L.append("- " + ", ".join(f"{a} {b}" for a, b in d.items() if a != "suite"))
+    L.append("")
+    L.append("Each new kernel of issue 49 beside the peer that defines its answer, on the same inputs (the "
+             "benchmark's real frames), the outputs equal to the peer's where the tests say so. GPU: the "
+             "kernels in process (CUDA events); floor: a device-to-device copy of the bytes read and "
+             "written. CPU: our CPU backend on all threads. Peers: OpenCV on all its threads, scikit-image "
+             "on one (its code has none). `zscale` and the L*a*b* conversions run on the host for both "
+             "backends (their manuals give their times).")
+    L.append("")
+    checks, tables = peer_tables(k, PEERS_49, OPENCV_49, 1.5, 3932 * 4000)
+    L += ["### Targets", "", "| target | case | measured | required | verdict |", "|---|---|---|---|---|"]
+    L += [table_row(r) for r in checks] + [""] + tables
+    return L
 
 
 SECTION_28 = "## Issue 28: every direction at once (radon, colhist --angles, deskew)"
@@ -1054,7 +1102,8 @@ def jobs_dirs():
     return [d for _, d in sorted(found)]
 
 
-STAGES = {"thresholds": thresholds_section, "directions": directions_section, "segments": segments_section}
+STAGES = {"thresholds": thresholds_section, "expected": expected_section, "directions": directions_section,
+          "segments": segments_section}
 
 
 def main():
