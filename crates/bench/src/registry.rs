@@ -45,7 +45,9 @@ use histopipe_ops::clahe::{Clahe, ClahePlan};
 use histopipe_ops::colhist::{default_bins, ColHist, ColHistParams, ColHistSweep};
 use histopipe_ops::deskew::{Deskew, DeskewParams, DeskewPlan};
 use histopipe_ops::edges::Canny;
-use histopipe_ops::equalize::{Equalize, EqualizePlan, Remap, RemapPlan, TableRule};
+use histopipe_ops::equalize::{
+    Equalize, EqualizePlan, F32Bins, FloatEqualize, FloatEqualizePlan, Remap, RemapPlan, TableRule,
+};
 use histopipe_ops::histogram::{self, DistributionPlan, Histogram};
 use histopipe_ops::hough::{
     HoughLines, HoughLinesPlan, HoughParams, HoughSegments, HoughSpace, HoughVote, HoughVotePlan, Strategy,
@@ -120,6 +122,7 @@ pub fn all() -> Vec<Entry> {
         Entry::frame("equalize", equalize).with_cpu(equalize_cpu),
         Entry::frame("equalize.reference", equalize_reference).with_cpu(equalize_reference_cpu),
         Entry::frame("equalize.mask", equalize_mask).with_cpu(equalize_mask_cpu),
+        Entry::frame("equalize.float", equalize_float).with_cpu(equalize_float_cpu),
         Entry::frame("stretch", stretch).with_cpu(stretch_cpu),
         Entry::frame("stretch.float", stretch_float).with_cpu(stretch_float_cpu),
         Entry::frame("stretch.to_float", stretch_to_float).with_cpu(stretch_to_float_cpu),
@@ -903,6 +906,37 @@ fn stretch_cpu(_: &Input) -> Result<CpuRun, BenchError> {
 fn float_frame(input: &Input) -> Frame {
     let floats: Vec<f32> = input.pixels.iter().map(|&v| v as f32).collect();
     Frame::new(input.width, input.height, 1, Pixels::F32(floats.into()))
+}
+
+/// `equalize` of the frame as float samples (0..255): scikit-image's `equalize_hist` as
+/// `FloatEqualize::gpu` runs it (`FloatEqualizePlan`): `float_counts`, the counts' download (a
+/// wait on the host, as the tool's), the interpolation's table made on the host and uploaded,
+/// `float_interp`. The bins, from the samples' extremes on the host, are not timed (the CPU run
+/// finds them). Memory floor: a copy of the float frame.
+fn equalize_float<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    let n = input.width * input.height;
+    let frame = float_frame(input);
+    let Pixels::F32(floats) = &frame.pixels else { unreachable!("a float frame") };
+    let extremes = floats.iter().fold(None, |m: Option<(f32, f32)>, &v| match m {
+        Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+        None => Some((v, v)),
+    });
+    let bins = F32Bins::new(extremes)?;
+    let first = gpu.stream().clone_htod(&floats[..])?;
+    let mut sets = Sets::<f32, f32>::from_device(gpu, first, n)?;
+    let mut plan = FloatEqualizePlan::new(gpu, n)?;
+    Ok(Case::new(4 * n, 8 * n, sets.count(), move |_, i| {
+        let (src, dst) = sets.pair(i);
+        Ok(plan.queue(&bins, src, None, dst)?)
+    }))
+}
+
+fn equalize_float_cpu(input: &Input) -> Result<CpuRun, BenchError> {
+    let frame = float_frame(input);
+    cpu_run(move |_| {
+        black_box(FloatEqualize::default().cpu(&frame)?);
+        Ok(())
+    })
 }
 
 /// `stretch --scale asinh` of the frame as float samples to 16 bits: the per-sample curve of the
