@@ -57,6 +57,7 @@ const RUNS: &[(&str, Writes, &[&[&str]])] = &[
     ("cdf", Writes::Table, &[&[], &["--bins", "7"], &["--range", "-1:2"]]),
     ("equalize", Writes::Frames, &[&["--colour", "each"], &["--colour", "gray"]]),
     ("clahe", Writes::Refuses("float frames take finite samples"), &[&["--colour", "each"]]),
+    ("threshold", Writes::Frames, &[&[], &["--method", "triangle"], &["--mode", "binary-inv"]]),
 ];
 
 /// A `w x h` float frame of `channels`: about 3% each of NaN, +inf and -inf, 1% of -0, the rest in
