@@ -155,7 +155,8 @@ Usage: rotate ANGLE [OPTIONS] [FILE...]
             "X,Y",
             "turn about this point (pixel coordinates, pixel (x, y) centred on (x, y): \
              cv2.getRotationMatrix2D's centre) instead of the frame's centre ((W-1)/2, (H-1)/2)",
-        ),
+        )
+        .param("centre"),
     ];
     const HELP_END: &'static str = "\
 Example:

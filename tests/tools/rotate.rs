@@ -763,6 +763,8 @@ fn flip_and_centre_errors() {
         let e = run_err("rotate", &["30", "--centre", bad], &camera, 2);
         assert!(e.contains(&format!("--centre: bad value '{bad}': expected X,Y")), "{e}");
     }
+    let e = run_err("rotate", &["30", "--centre", "1.7e308,-1.7e308"], &camera, 2);
+    assert!(e.contains("frame 1: --centre 1.7e308,-1.7e308 is too far off: the turn's map overflows"), "{e}");
     let e = run_err("rotate", &["30", "--centre", "1,2", "--expand"], &camera, 2);
     assert!(e.contains("--centre cannot be combined with --expand"), "{e}");
 }

@@ -126,18 +126,28 @@ impl Rotate {
         if (self.out_width, self.out_height) != (self.width, self.height) {
             return Err(OpError::param_is(
                 "centre",
-                format!("{},{}", centre.0, centre.1),
+                format!("{:?},{:?}", centre.0, centre.1),
                 "keeps the frame's size; the bounding box (expand) is the same about any centre",
             ));
         }
         if !(centre.0.is_finite() && centre.1.is_finite()) {
-            return Err(OpError::param_is("centre", format!("{},{}", centre.0, centre.1), "is not finite"));
+            return Err(OpError::param_is(
+                "centre",
+                format!("{:?},{:?}", centre.0, centre.1),
+                "is not finite",
+            ));
         }
         let (turn, interpolation) = match self.turn {
             Turn::Quarter(q @ 1..=3) => (Turn::quarter_as_angle(q), Interpolation::Nearest),
             turn => (turn, self.interpolation),
         };
-        Ok(Rotate { turn, interpolation, centre: Some(centre), ..self })
+        let about = Rotate { turn, interpolation, centre: Some(centre), ..self };
+        let m = about.new_to_old();
+        if ![m.a, m.b, m.c, m.d, m.e, m.f].iter().all(|v| v.is_finite()) {
+            let text = format!("{:?},{:?}", centre.0, centre.1);
+            return Err(OpError::param_is("centre", text, "is too far off: the turn's map overflows"));
+        }
+        Ok(about)
     }
 
     /// The map from output pixel coordinates to those of the (mirrored) input.
