@@ -165,7 +165,8 @@ template <typename T> __device__ T np_clip(T x, T lo, T hi) {
 
 // --out LO:HI of float samples on the linear scale: scikit-image's float32 arithmetic,
 // to_float.rs's `Float32::value`: x = clip(v, lo, hi); (x - lo) / span * out_span + out_lo, each
-// operation rounded to float32; a flat range clip(x, out_lo, out_hi). NaN: the canonical NaN.
+// operation rounded to float32; a flat range clip(x, out_lo, out_hi). NaN, given or made: the
+// canonical NaN.
 extern "C" __global__ void to_float_f32_linear(const float* __restrict__ in, u64 n, float lo, float hi, float span,
                                                float out_span, float out_lo, float out_hi, u32 flat,
                                                float* __restrict__ out) {
@@ -178,7 +179,8 @@ extern "C" __global__ void to_float_f32_linear(const float* __restrict__ in, u64
             r = flat ? np_clip(x, out_lo, out_hi)
                      : __fadd_rn(__fmul_rn(__fdiv_rn(__fsub_rn(x, lo), span), out_span), out_lo);
         }
-        out[i] = r;
+        // 0 / 0 (a span of 0 in float32) or 0 * inf make a NaN: the canonical one, as the CPU's.
+        out[i] = canonical_nan(r);
     }
 }
 
@@ -200,6 +202,6 @@ extern "C" __global__ void to_float_f32_curve(const float* __restrict__ in, u64 
         } else {
             r = __double2float_rn(np_clip(lo, olo, ohi));
         }
-        out[i] = r;
+        out[i] = canonical_nan(r);
     }
 }

@@ -705,7 +705,9 @@ fn out_range_is_rescale_intensity_bit_for_bit() {
         ("camera.pgm", fixture_frame("camera.pgm"), (30.0, 200.5)),
         ("dem16.pgm", fixture_frame("dem16.pgm"), (300.0, 900.0)),
         ("dem.npy", fixture_frame("dem.npy"), (-10.5, 1e3)),
-        ("hard floats", float, (-0.1, 999.9)),
+        ("hard floats", float.clone(), (-0.1, 999.9)),
+        // A range of no float32 width: 0 / 0 is NaN in scikit-image too.
+        ("hard floats, a range of 0 in float32", float, (0.0, 1e-50)),
     ];
     for (name, frame, range) in &frames {
         for out in [(0.0, 1.0), (-1.0, 1.0), (0.1, 0.7), (-3.3e5, 1e-3)] {
@@ -809,8 +811,11 @@ fn gpu_out_range_matches_cpu() {
     v.extend((0..1 << 16).map(|_| f32::from_bits(rng.u32(..))));
     let frame = Frame::new(v.len(), 1, 1, Pixels::F32(v.into()));
     for (_, scale) in SCALES {
-        for (lo, hi) in [(-100.0, 300.0), (0.0, 1e-30), (-3e38, 3e38), (7.0, 7.0), (0.1, 0.1000000001)] {
-            for out in [(0.0, 1.0), (-1.5, 1e6), (0.3, 0.30000001)] {
+        for (lo, hi) in
+            [(-100.0, 300.0), (0.0, 1e-30), (0.0, 1e-50), (-3e38, 3e38), (7.0, 7.0), (0.1, 0.1000000001)]
+        {
+            // The last: B - A beyond float32, infinite there (0 times it is NaN).
+            for out in [(0.0, 1.0), (-1.5, 1e6), (0.3, 0.30000001), (0.0, 1e39)] {
                 let op = StretchTo { curve: Curve { lo, hi, scale, maxout: 0 }, out };
                 assert!(
                     same_bits(&op.cpu(&frame).unwrap(), &op.gpu(&gpu, &frame).unwrap()),
