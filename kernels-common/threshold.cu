@@ -164,3 +164,23 @@ extern "C" __global__ void stats_out_u16(const u16* in, const double* s, const d
                                          u32 sauvola, double k, double r, u32 inverted, u32 maxval, u16* out) {
     stats_out<u16>(in, s, q, w, h, win, sauvola, k, r, inverted, maxval, out);
 }
+
+// A float frame through scikit-image's thresholds (threshold/float.rs): binary, 255 where
+// v > t[0] (a NaN never), or labels, np.digitize's count of thresholds at or below v (a NaN the
+// last, `count`), numbered from the top when inverted.
+extern "C" __global__ void float_map(const float* __restrict__ in, u64 n, const float* __restrict__ t, u32 count,
+                                     u32 labels, u32 inverted, u8* __restrict__ out) {
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        const float v = in[i];
+        if (!labels) {
+            out[i] = ((v > t[0]) != (inverted != 0)) ? (u8)255 : (u8)0;
+            continue;
+        }
+        u32 label = count;
+        if (v == v) {
+            label = 0;
+            for (u32 j = 0; j < count; j++) label += t[j] <= v;
+        }
+        out[i] = (u8)(inverted ? count - label : label);
+    }
+}

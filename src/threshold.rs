@@ -93,6 +93,8 @@ const MAX_CLASSES: u16 = 256;
 
 impl Tool for Threshold {
     const NAME: &'static str = "threshold";
+    /// Float frames: scikit-image's thresholds of float images, the binary frame 8-bit.
+    const FLOAT: bool = true;
     const HELP: &'static str = "\
 threshold: each frame to a binary frame by a global threshold chosen from its own histogram.
 
@@ -107,7 +109,9 @@ each sample's label the number of thresholds at or below it (np.digitize).
 mean:BLOCK,C and gaussian:BLOCK,C give each pixel its own threshold, as cv2.adaptiveThreshold
 (ADAPTIVE_THRESH_MEAN_C, GAUSSIAN_C) byte for byte, 8-bit frames only; sauvola:W,K,R and
 niblack:W,K as scikit-image's threshold_sauvola and threshold_niblack, image > t.
-Colour frames are thresholded by their luma; float frames are refused (stretch converts them).
+Float frames take otsu, triangle, multiotsu (scikit-image's, 256 bins over the data's range; NaN
+and infinities left out of the histogram, a NaN never above t) and give an 8-bit frame 0/255.
+Colour frames are thresholded by their luma.
 With --format csv (or -o x.csv) it writes the thresholds instead, one row each:
 frame,source,method,threshold. With --mask FILE the histogram the thresholds are chosen from
 counts only the pixels where the mask is non-zero; every pixel is mapped. See docs/threshold.md.

@@ -26,7 +26,11 @@ impl Threshold<'_> {
             }
             _ => equalize::map(samples, &lut),
         };
-        Ok(Thresholded { thresholds, frame: output_frame(self.method, frame, mapped) })
+        Ok(Thresholded {
+            thresholds,
+            float_thresholds: Vec::new(),
+            frame: output_frame(self.method, frame, mapped),
+        })
     }
 }
 

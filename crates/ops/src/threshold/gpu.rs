@@ -79,7 +79,11 @@ impl Threshold<'_> {
         let mut dst = gpu.buffer::<T>("threshold.out", n)?;
         let thresholds = ThresholdPlan::<T>::new(gpu, *self, frame.maxval, n)?.queue(&src, &mut dst)?;
         let mapped = gpu.download_samples(&dst, n)?.into_vec();
-        Ok(Thresholded { thresholds, frame: output_frame(self.method, frame, mapped) })
+        Ok(Thresholded {
+            thresholds,
+            float_thresholds: Vec::new(),
+            frame: output_frame(self.method, frame, mapped),
+        })
     }
 }
 

@@ -33,6 +33,7 @@ use crate::mask::{self, Mask};
 use crate::{with_samples, Gpu, Op, OpError, Sample};
 
 mod cpu;
+mod float;
 pub mod gpu;
 pub mod local;
 #[cfg(test)]
@@ -505,10 +506,36 @@ impl Threshold<'_> {
     }
 }
 
+/// The table of thresholds holds integers: a float frame's are not tabled.
+fn refuse_float_table(frame: &Frame, method: Method) -> Result<(), OpError> {
+    match frame.pixels {
+        Pixels::F32(_) => Err(OpError::param(
+            "method",
+            method,
+            "of a float frame gives a frame, not a table of thresholds (--format takes integer frames)",
+        )),
+        _ => Ok(()),
+    }
+}
+
+impl Threshold<'_> {
+    /// A float frame's output: the 8-bit binary (or label) frame, maxval 255; the thresholds,
+    /// floats, as the nearest integers below them (the table refuses float frames).
+    fn float_output(&self, frame: &Frame, thresholds: Vec<f32>, out: Vec<u8>) -> Thresholded {
+        Thresholded {
+            thresholds: thresholds.iter().map(|t| t.floor() as i32).collect(),
+            float_thresholds: thresholds,
+            frame: frame.derive(frame.width, frame.height, 255, Pixels::U8(out.into())),
+        }
+    }
+}
+
 /// What [`Threshold`] gives: the thresholds chosen, and the binary (or label) frame.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Thresholded {
     pub thresholds: Vec<i32>,
+    /// A float frame's thresholds as chosen (empty for integer frames).
+    pub float_thresholds: Vec<f32>,
     pub frame: Frame,
 }
 
@@ -538,11 +565,13 @@ impl Op for Levels<'_> {
 
     fn cpu(&self, frame: &Frame) -> Result<Vec<i32>, OpError> {
         let mask = mask::fit_samples(self.mask, frame)?;
+        refuse_float_table(frame, self.method)?;
         with_samples!(&frame.pixels, v => self.cpu_counts(v, mask, frame.maxval))
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Vec<i32>, OpError> {
         mask::fit_samples(self.mask, frame)?;
+        refuse_float_table(frame, self.method)?;
         with_samples!(&frame.pixels, v => self.gpu_samples(gpu, v, frame.maxval))
     }
 }
@@ -553,12 +582,20 @@ impl Op for Threshold<'_> {
     fn cpu(&self, frame: &Frame) -> Result<Thresholded, OpError> {
         self.check()?;
         let mask = mask::fit_samples(self.mask, frame)?;
+        if let Pixels::F32(v) = &frame.pixels {
+            let (thresholds, out) = float::cpu(self.method, self.mode, v, mask)?;
+            return Ok(self.float_output(frame, thresholds, out));
+        }
         with_samples!(&frame.pixels, v => self.cpu_samples(frame, v, mask))
     }
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Thresholded, OpError> {
         self.check()?;
-        mask::fit_samples(self.mask, frame)?;
+        let mask = mask::fit_samples(self.mask, frame)?;
+        if let Pixels::F32(v) = &frame.pixels {
+            let (thresholds, out) = float::gpu(gpu, self.method, self.mode, v, mask)?;
+            return Ok(self.float_output(frame, thresholds, out));
+        }
         with_samples!(&frame.pixels, v => self.gpu_samples(gpu, frame, v))
     }
 }
