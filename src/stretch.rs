@@ -16,7 +16,7 @@ pub struct Stretch {
     /// `--contrast` or `--samples` given (they need `--zscale`).
     zscale_tuned: Option<&'static str>,
     depth: Option<u16>,
-    /// `--out LO:HI`: float32 output over [LO, HI].
+    /// `--out A:B`: float32 output over [A, B].
     out: Option<(f64, f64)>,
     scale: Scale,
     each: bool,
@@ -109,9 +109,10 @@ Each sample v becomes rint(f(t) * M), ties to even, with t = (v - LO) / (HI - LO
 [0, 1], f the scale and M the output's maxval; NaN becomes 0, infinities clamp. LO and HI are
 given (--in), astropy's ZScaleInterval limits (--zscale) or cut from the samples (--saturate):
 with k = floor(N P / 200) of the N samples (a float frame's finite ones), LO is the (k+1)-th
-smallest and HI the (k+1)-th largest, as ImageJ finds them. Colour frames get one map for all colour samples (hues stay), alpha rescaled to the
-output's depth. 8-bit, 16-bit and float input. With --mask FILE the cuts count only the samples
-of the pixels where the mask is non-zero; every pixel is mapped. With --out A:B, float32 samples
+smallest and HI the (k+1)-th largest, as ImageJ finds them. Colour frames get one map for all
+colour samples (hues stay), alpha rescaled to the output's depth. 8-bit, 16-bit and float input.
+With --mask FILE the cuts count only the samples of the pixels where the mask is non-zero; every
+pixel is mapped. With --out A:B, float32 samples
 (x - LO) / (HI - LO) * (B - A) + A of x = clip(v, LO, HI) instead, as rescale_intensity's
 out_range=(A, B) computes them. See docs/stretch.md.
 
@@ -139,8 +140,8 @@ Usage: stretch [OPTIONS] [FILE...]";
         .one_of(Depth::NAMES),
         Flag::with_value(
             "--out",
-            "LO:HI",
-            "float32 output over LO..HI instead (as rescale_intensity's out_range=(LO, HI))",
+            "A:B",
+            "float32 samples over A..B instead of levels (as rescale_intensity's out_range=(A, B))",
         ),
         Flag::with_value(
             "--scale",
@@ -277,7 +278,7 @@ Example:
 }
 
 impl Stretch {
-    /// `--out LO:HI`: each colour channel through its curve onto [LO, HI] as float32; alpha as a
+    /// `--out A:B`: each colour channel through its curve onto [A, B] as float32; alpha as a
     /// float from [0, 1], its integer values from [0, maxval] (a float one as it is, clipped).
     fn write_float(
         &self,

@@ -1,13 +1,13 @@
-//! `stretch --out LO:HI`: float32 output over [LO, HI], as scikit-image's
-//! `rescale_intensity(image, in_range=(lo, hi), out_range=(LO, HI))` computes it (0.26):
-//! `x = np.clip(image, lo, hi)`, then `(x - lo) / (hi - lo) * (HI - LO) + LO`, in the image's
-//! float type: double for 8- and 16-bit frames (the result rounded to float32 once), float32 for
-//! float32 frames (lo, HI - LO, ... each a double first, rounded to float32 where NumPy casts
-//! them, every operation rounded to float32). A flat range (lo = hi) gives
-//! `np.clip(lo, LO, HI)`. The other scales ([`Scale`]): t = (v - lo) / (hi - lo) clamped as
-//! [`Curve::t`], f(t) (HI - LO) + LO in double, rounded to float32 (no peer: astropy's
-//! stretches). NaN stays NaN (the canonical one). The GPU kernels of stretch.cu do the same
-//! correctly rounded operations in the same order.
+//! `stretch --out A:B`: float32 output over [A, B], as scikit-image's
+//! `rescale_intensity(image, in_range=(lo, hi), out_range=(A, B))` computes it (0.26):
+//! `x = np.clip(image, lo, hi)`, then `(x - lo) / (hi - lo) * (B - A) + A`, in the image's float
+//! type: double for 8- and 16-bit frames (the result rounded to float32 once), float32 for
+//! float32 frames (lo, hi - lo, B - A, ... each a double first, rounded to float32 where NumPy
+//! casts them, every operation rounded to float32). A flat range (lo = hi) gives
+//! `np.clip(lo, A, B)`. The other scales ([`Scale`]): t = (v - lo) / (hi - lo) clamped as
+//! [`Curve::t`], f(t) (B - A) + A in double, rounded to float32 (no peer: astropy's stretches).
+//! NaN, given or made, is the canonical NaN. The GPU kernels of stretch.cu do the same correctly
+//! rounded operations in the same order.
 
 use std::mem::MaybeUninit;
 
@@ -21,7 +21,7 @@ use crate::{Gpu, Op, OpError, Sample};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StretchTo {
     pub curve: Curve,
-    /// (LO, HI) of the output, finite, LO below HI.
+    /// (A, B) of the output, finite, A below B, B - A finite.
     pub out: (f64, f64),
 }
 
