@@ -57,6 +57,9 @@ pub fn clahe(clahe: &Clahe, frame: &Frame) -> Result<Frame, OpError> {
         return Err(OpError::invalid("float CLAHE of a frame of several channels"));
     }
     let (w, h) = (frame.width, frame.height);
+    if w == 0 || h == 0 {
+        return Ok(frame.clone());
+    }
     let levels = to_levels(&within_one(v)?);
     let kernel = kernel_size(clahe, w, h);
     let (ny, nx) = (h.div_ceil(kernel.0), w.div_ceil(kernel.1));
@@ -265,6 +268,12 @@ mod tests {
         clip_histogram(&mut h, 10);
         assert_eq!(h.iter().sum::<i64>(), 1030);
         assert_eq!(h[..6], [4, 4, 4, 10, 4, 4]);
+    }
+
+    #[test]
+    fn a_frame_of_no_pixel_is_itself() {
+        let f = Frame::new(0, 3, 1, Pixels::F32(Vec::new().into()));
+        assert_eq!(clahe(&Clahe::default(), &f).unwrap(), f);
     }
 
     #[test]

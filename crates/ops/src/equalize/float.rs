@@ -361,6 +361,11 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_of_no_pixel_is_itself() {
+        assert_eq!(equalize(&[], None).unwrap(), []);
+    }
+
+    #[test]
     fn too_narrow_a_range_is_refused_as_numpy_does() {
         let e = equalize(&[1000.0, 1000.01], None).unwrap_err().to_string();
         assert!(e.contains("too narrow for 256 float32 bins"), "{e}");
