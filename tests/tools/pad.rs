@@ -279,7 +279,9 @@ fn opencv_borders(frame: &Frame, borders: &[[usize; 4]]) -> Vec<Vec<u8>> {
 fn assert_modes_are_opencvs(name: &str, frame: &Frame, input: &[u8], borders: &[[usize; 4]]) {
     let expected = opencv_borders(frame, borders);
     let float = frame.depth() == Depth::F32;
-    let backends: &[&str] = if gpu().is_some() { &["cpu", "gpu"] } else { &["cpu"] };
+    // The lease is held while the GPU binaries run (a test with the GPU alone waits for it).
+    let lease = gpu();
+    let backends: &[&str] = if lease.is_some() { &["cpu", "gpu"] } else { &["cpu"] };
     let cases = borders.iter().flat_map(|b| MODES.iter().map(move |m| (b, m)));
     for (([t, b, l, r], (mode, cv)), want) in cases.zip(&expected) {
         let sides = [t, b, l, r].map(|n| n.to_string());

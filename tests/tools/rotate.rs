@@ -610,7 +610,9 @@ fn assert_turn_is_opencvs(
     let input = fixture_bytes(name);
     let angle: f64 = args[0].parse().unwrap();
     let (expected, near) = opencv_turn(&input, angle, flip, centre);
-    let backends: &[&str] = if gpu().is_some() { &["cpu", "gpu"] } else { &["cpu"] };
+    // The lease is held while the GPU binaries run (a test with the GPU alone waits for it).
+    let lease = gpu();
+    let backends: &[&str] = if lease.is_some() { &["cpu", "gpu"] } else { &["cpu"] };
     for backend in backends {
         let out = if name.ends_with(".png") {
             rotate_colour(backend, args, &input)
@@ -688,7 +690,9 @@ fn flip_moves_float_samples_bit_for_bit() {
         *v = s;
     }
     let tiff = float_tiff(&values, w, h);
-    let backends: &[&str] = if gpu().is_some() { &["cpu", "gpu"] } else { &["cpu"] };
+    // The lease is held while the GPU binaries run (a test with the GPU alone waits for it).
+    let lease = gpu();
+    let backends: &[&str] = if lease.is_some() { &["cpu", "gpu"] } else { &["cpu"] };
     for (word, code) in [("h", 1), ("v", 0), ("hv", -1)] {
         let expected = opencv(
             &format!(
