@@ -95,6 +95,11 @@ __device__ __forceinline__ u32 reflected(i64 i, u32 len) {
     return (u32)(j >= (i64)len ? period - j : j);
 }
 
+// A sample as _mean_std reads it: its value, and its square (float32 samples squared in float32).
+__device__ __forceinline__ double square_of(u8 v) { return __dmul_rn((double)v, (double)v); }
+__device__ __forceinline__ double square_of(u16 v) { return __dmul_rn((double)v, (double)v); }
+__device__ __forceinline__ double square_of(float v) { return (double)__fmul_rn(v, v); }
+
 template <typename T>
 __device__ void stats_cols(const T* __restrict__ in, u32 w, u32 h, u32 win, double* __restrict__ s,
                            double* __restrict__ q) {
@@ -104,8 +109,8 @@ __device__ void stats_cols(const T* __restrict__ in, u32 w, u32 h, u32 win, doub
         const u32 x = reflected((i64)j - before, w);
         double c = 0.0, cq = 0.0;
         for (u32 i = 0; i < ph; i++) {
-            const double v = (double)in[(u64)reflected((i64)i - before, h) * w + x];
-            const double vv = __dmul_rn(v, v);
+            const T sample = in[(u64)reflected((i64)i - before, h) * w + x];
+            const double v = (double)sample, vv = square_of(sample);
             c = i == 0 ? v : __dadd_rn(c, v);
             cq = i == 0 ? vv : __dadd_rn(cq, vv);
             s[(u64)i * pw + j] = c;
@@ -122,6 +127,10 @@ extern "C" __global__ void stats_cols_u16(const u16* in, u32 w, u32 h, u32 win, 
     stats_cols<u16>(in, w, h, win, s, q);
 }
 
+extern "C" __global__ void stats_cols_f32(const float* in, u32 w, u32 h, u32 win, double* s, double* q) {
+    stats_cols<float>(in, w, h, win, s, q);
+}
+
 extern "C" __global__ void stats_rows(double* __restrict__ s, double* __restrict__ q, u32 pw, u32 ph) {
     for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < 2 * ph; i += gridDim.x * blockDim.x) {
         double* row = (i < ph ? s : q) + (u64)(i % ph) * pw;
@@ -135,34 +144,58 @@ __device__ __forceinline__ double window_sum(const double* t, u32 pw, u32 x, u32
     return __dadd_rn(__dsub_rn(__dsub_rn(a, b), c), d);
 }
 
+// Whether v lies above its window's threshold: integers in float64 throughout, float32 samples'
+// statistics in float32 after the float64 sums (np.clip keeps a NaN: var < 0 ? 0 : var).
+__device__ __forceinline__ bool above(double v, double sum, double sumsq, u32 win, u32 sauvola, double k, double r) {
+    const double size = __dmul_rn((double)win, (double)win);
+    const double m = __ddiv_rn(sum, size), g2 = __ddiv_rn(sumsq, size);
+    const double var = __dsub_rn(g2, __dmul_rn(m, m));
+    const double sd = __dsqrt_rn(var < 0.0 ? 0.0 : var);
+    const double t = sauvola ? __dmul_rn(m, __dadd_rn(1.0, __dmul_rn(k, __dsub_rn(__ddiv_rn(sd, r), 1.0))))
+                             : __dsub_rn(m, __dmul_rn(k, sd));
+    return v > t;
+}
+
+__device__ __forceinline__ bool above(float v, double sum, double sumsq, u32 win, u32 sauvola, double k, double r) {
+    const float size = (float)(win * win);
+    const float m = __fdiv_rn((float)sum, size), g2 = __fdiv_rn((float)sumsq, size);
+    const float var = __fsub_rn(g2, __fmul_rn(m, m));
+    const float sd = __fsqrt_rn(var < 0.0f ? 0.0f : var);
+    const float kf = (float)k, rf = (float)r;
+    const float t = sauvola ? __fmul_rn(m, __fadd_rn(1.0f, __fmul_rn(kf, __fsub_rn(__fdiv_rn(sd, rf), 1.0f))))
+                            : __fsub_rn(m, __fmul_rn(kf, sd));
+    return v > t;
+}
+
 template <typename T>
 __device__ void stats_out(const T* __restrict__ in, const double* __restrict__ s, const double* __restrict__ q,
-                          u32 w, u32 h, u32 win, u32 sauvola, double k, double r, u32 inverted, u32 maxval,
-                          T* __restrict__ out) {
+                          u32 w, u32 h, u32 win, u32 sauvola, double k, double r, u32 inverted,
+                          u8* __restrict__ out) {
     const u64 total = (u64)w * h;
     const u32 pw = w + win;
-    const double size = (double)win * (double)win;
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (u64)gridDim.x * blockDim.x) {
         const u32 y = (u32)(i / w), x = (u32)(i - (u64)y * w);
-        const double m = __ddiv_rn(window_sum(s, pw, x, y, win), size);
-        const double g2 = __ddiv_rn(window_sum(q, pw, x, y, win), size);
-        const double var = __dsub_rn(g2, __dmul_rn(m, m));
-        const double sd = __dsqrt_rn(var > 0.0 ? var : 0.0);
-        const double t = sauvola ? __dmul_rn(m, __dadd_rn(1.0, __dmul_rn(k, __dsub_rn(__ddiv_rn(sd, r), 1.0))))
-                                 : __dsub_rn(m, __dmul_rn(k, sd));
-        const bool above = (double)in[i] > t;
-        out[i] = (above != (inverted != 0)) ? (T)maxval : (T)0;
+        const double sum = window_sum(s, pw, x, y, win), sumsq = window_sum(q, pw, x, y, win);
+        bool on;
+        if constexpr (sizeof(T) == 4) on = above((float)in[i], sum, sumsq, win, sauvola, k, r);
+        else on = above((double)in[i], sum, sumsq, win, sauvola, k, r);
+        out[i] = on != (inverted != 0) ? (u8)1 : (u8)0;
     }
 }
 
 extern "C" __global__ void stats_out_u8(const u8* in, const double* s, const double* q, u32 w, u32 h, u32 win,
-                                        u32 sauvola, double k, double r, u32 inverted, u32 maxval, u8* out) {
-    stats_out<u8>(in, s, q, w, h, win, sauvola, k, r, inverted, maxval, out);
+                                        u32 sauvola, double k, double r, u32 inverted, u8* out) {
+    stats_out<u8>(in, s, q, w, h, win, sauvola, k, r, inverted, out);
 }
 
 extern "C" __global__ void stats_out_u16(const u16* in, const double* s, const double* q, u32 w, u32 h, u32 win,
-                                         u32 sauvola, double k, double r, u32 inverted, u32 maxval, u16* out) {
-    stats_out<u16>(in, s, q, w, h, win, sauvola, k, r, inverted, maxval, out);
+                                         u32 sauvola, double k, double r, u32 inverted, u8* out) {
+    stats_out<u16>(in, s, q, w, h, win, sauvola, k, r, inverted, out);
+}
+
+extern "C" __global__ void stats_out_f32(const float* in, const double* s, const double* q, u32 w, u32 h,
+                                         u32 win, u32 sauvola, double k, double r, u32 inverted, u8* out) {
+    stats_out<float>(in, s, q, w, h, win, sauvola, k, r, inverted, out);
 }
 
 // A float frame through scikit-image's thresholds (threshold/float.rs): binary, 255 where

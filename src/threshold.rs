@@ -110,7 +110,8 @@ mean:BLOCK,C and gaussian:BLOCK,C give each pixel its own threshold, as cv2.adap
 (ADAPTIVE_THRESH_MEAN_C, GAUSSIAN_C) byte for byte, 8-bit frames only; sauvola:W,K,R and
 niblack:W,K as scikit-image's threshold_sauvola and threshold_niblack, image > t.
 Float frames take otsu, triangle, multiotsu (scikit-image's, 256 bins over the data's range; NaN
-and infinities left out of the histogram, a NaN never above t) and give an 8-bit frame 0/255.
+and infinities left out of the histogram, a NaN never above t), sauvola and niblack (as
+scikit-image's on float32 images) and give an 8-bit frame 0/255.
 Colour frames are thresholded by their luma.
 With --format csv (or -o x.csv) it writes the thresholds instead, one row each:
 frame,source,method,threshold. With --mask FILE the histogram the thresholds are chosen from

@@ -812,6 +812,7 @@ fn skimage_float(function: &str, out: &str, frames: &[Frame]) -> Vec<Option<(Vec
     let shapes: Vec<String> = frames.iter().map(|f| format!("({}, {})", f.height, f.width)).collect();
     let script = format!(
         "from skimage.filters import threshold_otsu, threshold_triangle, threshold_multiotsu\n\
+         from skimage.filters import threshold_sauvola, threshold_niblack\n\
          for path, (h, w) in zip(sys.argv[1:], [{}]):\n    \
          a = np.fromfile(path, '<f4').reshape(h, w)\n    \
          f = a[np.isfinite(a)]\n    \
@@ -887,6 +888,34 @@ fn float_frames_are_thresholded_as_scikit_image() {
     assert!(err.contains("not a table of thresholds"), "{err}");
 }
 
+/// Sauvola and Niblack on float frames: scikit-image's on the float32 image (its statistics in
+/// float32 after float64 sums, r 1 by default: half of dtype_limits' -1..1), NaN and infinities
+/// included as it has them; `image > t` as an 8-bit 0/255 frame.
+#[test]
+fn float_sauvola_and_niblack_are_scikit_images() {
+    let mut rng = rng();
+    let frames = float_frames(&mut rng);
+    let runs = [
+        (Local::Sauvola { window: 15, k: 0.2, r: None }, "threshold_sauvola(a)"),
+        (
+            Local::Sauvola { window: 5, k: 0.5, r: Some(0.25) },
+            "threshold_sauvola(a, window_size=5, k=0.5, r=0.25)",
+        ),
+        (Local::Niblack { window: 7, k: -0.3 }, "threshold_niblack(a, window_size=7, k=-0.3)"),
+    ];
+    for (method, call) in runs {
+        // No threshold to compare (one per pixel): 0 stands for it.
+        let expected = skimage_float("0.0", &format!("np.where(a > {call}, 255, 0)"), &frames);
+        for (frame, want) in frames.iter().zip(expected) {
+            let what = format!("{method} float {}x{}", frame.width, frame.height);
+            let (_, bytes) = want.unwrap_or_else(|| panic!("{what}: scikit-image raised"));
+            let got = LocalThreshold { method, mode: Mode::Binary }.cpu(frame).unwrap();
+            assert_eq!(got.maxval, 255, "{what}");
+            assert_same_bytes(&sample_bytes(&got), &bytes, &what);
+        }
+    }
+}
+
 /// Float frames on the GPU: the CPU's thresholds and bytes.
 #[test]
 fn float_frames_gpu_matches_cpu() {
@@ -910,6 +939,12 @@ fn float_frames_gpu_matches_cpu() {
                     (cpu, gpu) => panic!("{what}: the CPU gave {cpu:?}, the GPU {gpu:?}"),
                 }
             }
+        }
+        for method in [Local::Sauvola { window: 15, k: 0.2, r: None }, Local::Niblack { window: 31, k: -0.3 }]
+        {
+            let op = LocalThreshold { method, mode: Mode::BinaryInv };
+            let what = format!("{method} float {}x{}", frame.width, frame.height);
+            assert_eq!(op.cpu(frame).unwrap(), op.gpu(&gpu, frame).unwrap(), "{what}");
         }
     }
 }

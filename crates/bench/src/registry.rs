@@ -783,7 +783,7 @@ fn threshold_sauvola<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchE
     let n = input.width * input.height;
     let mut sets = Sets::new(gpu, input, n)?;
     let op = LocalThreshold { method: SAUVOLA, mode: Mode::Binary };
-    let mut plan = StatsPlan::<u8>::new(gpu, &op, input.width, input.height, 255)?;
+    let mut plan = StatsPlan::<u8>::new(gpu, &op, input.width, input.height)?;
     Ok(Case::new(n, 2 * n, sets.count(), move |_, i| {
         let (src, dst) = sets.pair(i);
         plan.queue(src, dst)?;

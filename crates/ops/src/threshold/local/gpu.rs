@@ -6,7 +6,7 @@ use histopipe_gpu::{kernels, launch, Buffer};
 
 use super::stats::Stats;
 use super::{Filter, Kind, LocalThreshold};
-use crate::{Gpu, OpError, Sample};
+use crate::{Element, Gpu, OpError};
 
 /// The row pass's sums on the device: integers for the box, floats for the Gaussian (with its
 /// coefficients).
@@ -91,27 +91,21 @@ impl<'g> LocalPlan<'g> {
 
 /// The device plan of Sauvola's or Niblack's threshold for frames of one size: the integral
 /// images' scratch (two f64 tables of the padded size) and the three kernels (`stats_cols`,
-/// `stats_rows`, `stats_out`). The one GPU sequence of `Op::gpu`.
-pub struct StatsPlan<'g, T: Sample> {
+/// `stats_rows`, `stats_out`), which write each sample's on (1) or off (0). The one GPU sequence
+/// of `Op::gpu` and the benchmark.
+pub struct StatsPlan<'g, T: Element> {
     gpu: &'g Gpu,
     stats: Stats,
     s: Buffer<'g, f64>,
     q: Buffer<'g, f64>,
     w: usize,
     h: usize,
-    maxval: u32,
     _sample: std::marker::PhantomData<T>,
 }
 
-impl<'g, T: Sample> StatsPlan<'g, T> {
-    /// The plan for frames of `w x h` samples of at most `maxval`; Sauvola or Niblack only.
-    pub fn new(
-        gpu: &'g Gpu,
-        op: &LocalThreshold,
-        w: usize,
-        h: usize,
-        maxval: u16,
-    ) -> Result<StatsPlan<'g, T>, OpError> {
+impl<'g, T: Element> StatsPlan<'g, T> {
+    /// The plan for frames of `w x h` samples of `T` (u8, u16 or f32); Sauvola or Niblack only.
+    pub fn new(gpu: &'g Gpu, op: &LocalThreshold, w: usize, h: usize) -> Result<StatsPlan<'g, T>, OpError> {
         let bits = 8 * std::mem::size_of::<T>() as u32;
         let Some(stats) = op.stats(bits)? else {
             return Err(OpError::param("method", op.method, "is adaptiveThreshold's: LocalPlan runs it"));
@@ -119,11 +113,11 @@ impl<'g, T: Sample> StatsPlan<'g, T> {
         let padded = ((w + stats.window) * (h + stats.window)).max(1);
         let s = gpu.buffer("threshold.local.integral", padded)?;
         let q = gpu.buffer("threshold.local.integral_sq", padded)?;
-        Ok(StatsPlan { gpu, stats, s, q, w, h, maxval: maxval as u32, _sample: std::marker::PhantomData })
+        Ok(StatsPlan { gpu, stats, s, q, w, h, _sample: std::marker::PhantomData })
     }
 
-    /// Queues the thresholding of the frame in `src` into `dst`.
-    pub fn queue(&mut self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<(), OpError> {
+    /// Queues the on/off flags of the frame in `src` into `dst`.
+    pub fn queue(&mut self, src: &CudaSlice<T>, dst: &mut CudaSlice<u8>) -> Result<(), OpError> {
         if self.w * self.h == 0 {
             return Ok(());
         }
@@ -143,11 +137,11 @@ impl<'g, T: Sample> StatsPlan<'g, T> {
             launch!(gpu, kernels::THRESHOLD, "stats_rows", histopipe_gpu::launch::cover(2 * ph as usize, 128);
                 &mut *self.s, &mut *self.q, &pw, &ph)
         }?;
-        // SAFETY: stats_out_*(in, s, q, w, h, win, sauvola, k, r, inverted, maxval, out); `dst`
-        // holds w x h samples.
+        // SAFETY: stats_out_*(in, s, q, w, h, win, sauvola, k, r, inverted, out); `dst` holds
+        // w x h bytes.
         unsafe {
             launch!(gpu, kernels::THRESHOLD, format!("stats_out_{suffix}"), histopipe_gpu::launch::cover(self.w * self.h, 256);
-                src, &*self.s, &*self.q, &w, &h, &win, &sauvola, &k, &r, &inverted, &self.maxval, dst)
+                src, &*self.s, &*self.q, &w, &h, &win, &sauvola, &k, &r, &inverted, dst)
         }?;
         Ok(())
     }

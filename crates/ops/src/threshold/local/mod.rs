@@ -19,7 +19,8 @@
 use histopipe_frame::{Frame, Pixels};
 
 use super::Mode;
-use crate::{with_samples, Element, Gpu, Op, OpError, Sample};
+use crate::{Element, Gpu, Op, OpError};
+use stats::StatSample;
 
 mod cpu;
 pub mod gpu;
@@ -249,9 +250,13 @@ impl Op for LocalThreshold {
 
     fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
         let (w, h) = (frame.width, frame.height);
-        if let Some(stats) = with_samples!(&frame.pixels, v => self.stats(bits(v))?) {
-            let out = with_samples!(&frame.pixels, v => Element::into_pixels(stats::threshold(&stats, v, w, h, frame.maxval)));
-            return Ok(frame.derive(w, h, frame.maxval, out));
+        if let Some(stats) = self.stats(bits_of(&frame.pixels))? {
+            let on = match &frame.pixels {
+                Pixels::U8(v) => stats::on(&stats, v, w, h),
+                Pixels::U16(v) => stats::on(&stats, v, w, h),
+                Pixels::F32(v) => stats::on(&stats, v, w, h),
+            };
+            return Ok(stats_output(frame, on));
         }
         let filter = self.filter()?;
         let samples = self.samples(frame)?;
@@ -261,9 +266,13 @@ impl Op for LocalThreshold {
 
     fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
         let (w, h) = (frame.width, frame.height);
-        if with_samples!(&frame.pixels, v => self.stats(bits(v))?).is_some() {
-            let out = with_samples!(&frame.pixels, v => Element::into_pixels(self.gpu_stats(gpu, v, w, h, frame.maxval)?));
-            return Ok(frame.derive(w, h, frame.maxval, out));
+        if self.stats(bits_of(&frame.pixels))?.is_some() {
+            let on = match &frame.pixels {
+                Pixels::U8(v) => self.gpu_stats(gpu, v, w, h)?,
+                Pixels::U16(v) => self.gpu_stats(gpu, v, w, h)?,
+                Pixels::F32(v) => self.gpu_stats(gpu, v, w, h)?,
+            };
+            return Ok(stats_output(frame, on));
         }
         let samples = self.samples(frame)?;
         let mut plan = LocalPlan::new(gpu, self, w, h, frame.maxval as u8)?;
@@ -276,27 +285,45 @@ impl Op for LocalThreshold {
     }
 }
 
+/// Sauvola's or Niblack's output from each sample's on (1) or off (0): a frame of the input's
+/// samples and maxval for integer frames, an 8-bit frame of 0 and 255 for float ones.
+fn stats_output(frame: &Frame, on: Vec<u8>) -> Frame {
+    let (w, h, maxval) = (frame.width, frame.height, frame.maxval);
+    match frame.pixels {
+        Pixels::U8(_) => {
+            frame.derive(w, h, maxval, Pixels::U8(on.iter().map(|&o| o * maxval as u8).collect()))
+        }
+        Pixels::U16(_) => {
+            frame.derive(w, h, maxval, Pixels::U16(on.iter().map(|&o| o as u16 * maxval).collect()))
+        }
+        Pixels::F32(_) => frame.derive(w, h, 255, Pixels::U8(on.iter().map(|&o| o * 255).collect())),
+    }
+}
+
 impl LocalThreshold {
-    fn gpu_stats<T: Sample>(
+    fn gpu_stats<T: Element + StatSample>(
         &self,
         gpu: &Gpu,
         samples: &[T],
         w: usize,
         h: usize,
-        maxval: u16,
-    ) -> Result<Vec<T>, OpError> {
+    ) -> Result<Vec<u8>, OpError> {
         let n = samples.len();
-        let mut plan = StatsPlan::<T>::new(gpu, self, w, h, maxval)?;
+        let mut plan = StatsPlan::<T>::new(gpu, self, w, h)?;
         let src = gpu.upload("threshold.local.in", samples)?;
-        let mut dst = gpu.buffer::<T>("threshold.local.out", n)?;
+        let mut dst = gpu.buffer::<u8>("threshold.local.out", n.max(1))?;
         plan.queue(&src, &mut dst)?;
         Ok(gpu.download_samples(&dst, n)?.into_vec())
     }
 }
 
-/// The bits of a sample type (8 or 16), from its samples.
-fn bits<T>(_: &[T]) -> u32 {
-    8 * std::mem::size_of::<T>() as u32
+/// The bits of a frame's samples: 8, 16, or 32 for floats.
+fn bits_of(pixels: &Pixels) -> u32 {
+    match pixels {
+        Pixels::U8(_) => 8,
+        Pixels::U16(_) => 16,
+        Pixels::F32(_) => 32,
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! sample v becomes maxval where v > t (binary), else 0.
 
 use super::Local;
-use crate::{parallel, Sample};
+use crate::parallel;
 
 /// The parameters of the window statistics and the threshold from them.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -47,10 +47,15 @@ impl Rule {
 }
 
 impl Stats {
-    /// The statistics of `method` (Sauvola or Niblack) for frames of `bits`-bit samples: r, where
-    /// not given, is half the sample type's range, as `dtype_limits` gives it (127.5, 32767.5).
+    /// The statistics of `method` (Sauvola or Niblack) for frames of `bits`-bit samples (32:
+    /// float): r, where not given, is half the sample type's range, as `dtype_limits` gives it
+    /// (127.5, 32767.5; 1 for floats).
     pub fn of(method: Local, bits: u32, inverted: bool) -> Option<Stats> {
-        let half_range = 0.5 * (((1u32 << bits) - 1) as f64 - 0.0);
+        // dtype_limits(clip_negative=False): 0..2^bits - 1 for integers, -1..1 for floats.
+        let half_range = match bits {
+            32 => 0.5 * (1.0 - -1.0),
+            _ => 0.5 * (((1u32 << bits) - 1) as f64 - 0.0),
+        };
         let (window, rule) = match method {
             Local::Niblack { window, k } => (window, Rule::Niblack { k }),
             Local::Sauvola { window, k, r } => (window, Rule::Sauvola { k, r: r.unwrap_or(half_range) }),
@@ -71,8 +76,63 @@ pub(crate) fn reflect(i: i64, len: usize) -> usize {
     (if j >= len as i64 { period - j } else { j }) as usize
 }
 
-/// The binary frame of the `w x h` `samples` of at most `maxval` by `stats`.
-pub(crate) fn threshold<T: Sample>(stats: &Stats, samples: &[T], w: usize, h: usize, maxval: u16) -> Vec<T> {
+/// A sample as `_mean_std` reads it: integers as float64 throughout; float32 samples squared in
+/// float32 (`padded *= padded`), summed in float64, and the statistics after the sums in float32
+/// (scikit-image's `float_dtype` of a float32 image).
+pub(crate) trait StatSample: Copy + Send + Sync {
+    fn value(self) -> f64;
+    fn square(self) -> f64;
+    /// Whether this sample lies above the threshold of its window's `sum` and `sumsq`.
+    fn above(self, stats: &Stats, sum: f64, sumsq: f64) -> bool;
+}
+
+macro_rules! integer_stat_sample {
+    ($t:ty) => {
+        impl StatSample for $t {
+            fn value(self) -> f64 {
+                self as f64
+            }
+            fn square(self) -> f64 {
+                let v = self as f64;
+                v * v
+            }
+            fn above(self, stats: &Stats, sum: f64, sumsq: f64) -> bool {
+                let size = (stats.window * stats.window) as f64;
+                let (m, g2) = (sum / size, sumsq / size);
+                let var = g2 - m * m;
+                let sd = (if var < 0.0 { 0.0 } else { var }).sqrt();
+                self as f64 > stats.rule.threshold(m, sd)
+            }
+        }
+    };
+}
+integer_stat_sample!(u8);
+integer_stat_sample!(u16);
+
+impl StatSample for f32 {
+    fn value(self) -> f64 {
+        self as f64
+    }
+    fn square(self) -> f64 {
+        (self * self) as f64
+    }
+    fn above(self, stats: &Stats, sum: f64, sumsq: f64) -> bool {
+        let size = (stats.window * stats.window) as f32;
+        let (m, g2) = (sum as f32 / size, sumsq as f32 / size);
+        let var = g2 - m * m;
+        // np.clip keeps a NaN.
+        let sd = (if var < 0.0 { 0.0 } else { var }).sqrt();
+        let t = match stats.rule {
+            Rule::Niblack { k } => m - k as f32 * sd,
+            Rule::Sauvola { k, r } => m * (1.0 + k as f32 * ((sd / r as f32) - 1.0)),
+        };
+        self > t
+    }
+}
+
+/// Whether each of the `w x h` `samples` is on in the output (above its threshold, or not when
+/// inverted): 1 or 0.
+pub(crate) fn on<S: StatSample>(stats: &Stats, samples: &[S], w: usize, h: usize) -> Vec<u8> {
     let n = w * h;
     if n == 0 {
         return Vec::new();
@@ -87,12 +147,15 @@ pub(crate) fn threshold<T: Sample>(stats: &Stats, samples: &[T], w: usize, h: us
     for i in 0..ph {
         let src = reflect(i as i64 - before, h) * w;
         for j in 0..pw {
-            let v: u32 = samples[src + cols[j]].into();
-            let v = v as f64;
-            let (above_s, above_q) =
-                if i == 0 { (0.0, 0.0) } else { (s[(i - 1) * pw + j], q[(i - 1) * pw + j]) };
-            s[i * pw + j] = if i == 0 { v } else { above_s + v };
-            q[i * pw + j] = if i == 0 { v * v } else { above_q + v * v };
+            let v = samples[src + cols[j]];
+            let (value, square) = (v.value(), v.square());
+            if i == 0 {
+                s[j] = value;
+                q[j] = square;
+            } else {
+                s[i * pw + j] = s[(i - 1) * pw + j] + value;
+                q[i * pw + j] = q[(i - 1) * pw + j] + square;
+            }
         }
     }
     // Along the rows (cumsum along axis 1), each row on its own.
@@ -107,34 +170,20 @@ pub(crate) fn threshold<T: Sample>(stats: &Stats, samples: &[T], w: usize, h: us
             }
         });
     }
-    let mut out = vec![T::from_u16(0); n];
+    let mut out = vec![0u8; n];
     let part = parallel::parts_warm(n * 4, 1 << 15);
     parallel::for_each_part(&mut out, h.div_ceil(part.max(1)) * w, |first, rows| {
         for (k, row) in rows.chunks_mut(w).enumerate() {
             let y = first / w + k;
             for (x, o) in row.iter_mut().enumerate() {
-                let v: u32 = samples[y * w + x].into();
-                let t = window_threshold(stats, &s, &q, pw, x, y);
-                let above = v as f64 > t;
-                *o = T::from_u16(if above != stats.inverted { maxval } else { 0 });
+                let sum = |t: &[f64]| {
+                    let (a, b) = (t[y * pw + x], t[y * pw + x + win]);
+                    let (c, d) = (t[(y + win) * pw + x], t[(y + win) * pw + x + win]);
+                    ((a - b) - c) + d
+                };
+                *o = (samples[y * w + x].above(stats, sum(&s), sum(&q)) != stats.inverted) as u8;
             }
         }
     });
     out
-}
-
-/// The threshold of the window at (x, y) from the integral images `s` and `q` (rows of `pw`).
-fn window_threshold(stats: &Stats, s: &[f64], q: &[f64], pw: usize, x: usize, y: usize) -> f64 {
-    let win = stats.window;
-    let sum = |t: &[f64]| {
-        let (a, b) = (t[y * pw + x], t[y * pw + x + win]);
-        let (c, d) = (t[(y + win) * pw + x], t[(y + win) * pw + x + win]);
-        ((a - b) - c) + d
-    };
-    let size = (win * win) as f64;
-    let m = sum(s) / size;
-    let g2 = sum(q) / size;
-    let var = g2 - m * m;
-    let sd = (if var > 0.0 { var } else { 0.0 }).sqrt();
-    stats.rule.threshold(m, sd)
 }
