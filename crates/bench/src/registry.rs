@@ -963,13 +963,14 @@ fn stretch_float_cpu(input: &Input) -> Result<CpuRun, BenchError> {
     })
 }
 
-/// `stretch --out 0:1` of the frame as float samples: scikit-image's float32 rescale of every
-/// sample (`to_float_f32_linear`; the cuts, on the host, not timed). Memory floor: a copy of the
-/// float frame.
+/// `stretch --saturate 0 --out 0:1` of the frame as float samples: scikit-image's float32 rescale
+/// of every sample (`to_float_f32_linear`; the range, the frame's minimum and maximum found on
+/// the host, not timed), as scripts/bench/expected.py's peer, `rescale_intensity(f,
+/// in_range="image", out_range=(0, 1))`. Memory floor: a copy of the float frame.
 fn stretch_to_float<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
     let n = input.width * input.height;
     let frame = float_frame(input);
-    let to = StretchTo { curve: stretch_curve(&frame, Scale::Linear, 0)?, out: (0.0, 1.0) };
+    let to = stretch_to_unit(&frame)?;
     let Pixels::F32(floats) = &frame.pixels else { unreachable!("a float frame") };
     let first = gpu.stream().clone_htod(&floats[..])?;
     let mut sets = Sets::<f32, f32>::from_device(gpu, first, n)?;
@@ -979,11 +980,17 @@ fn stretch_to_float<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchEr
     }))
 }
 
+/// The frame's minimum and maximum (`--saturate 0`) onto [0, 1], linearly.
+fn stretch_to_unit(frame: &Frame) -> Result<StretchTo, BenchError> {
+    let (lo, hi) = cuts::of_frame(frame, &[0], 0.0, None)?.unwrap_or((0.0, 0.0));
+    Ok(StretchTo { curve: Curve { lo, hi, scale: Scale::Linear, maxout: 0 }, out: (0.0, 1.0) })
+}
+
+/// The whole of `stretch --saturate 0 --out 0:1` on the CPU: the range, then the rescale.
 fn stretch_to_float_cpu(input: &Input) -> Result<CpuRun, BenchError> {
     let frame = float_frame(input);
     cpu_run(move |_| {
-        let to = StretchTo { curve: stretch_curve(&frame, Scale::Linear, 0)?, out: (0.0, 1.0) };
-        black_box(to.cpu(&frame)?);
+        black_box(stretch_to_unit(&frame)?.cpu(&frame)?);
         Ok(())
     })
 }

