@@ -898,3 +898,50 @@ fn zscale_of_fits_is_astropy_then_rescale_intensity() {
         eprintln!("{kind}: limits {ours:?}, astropy's {limits:?}");
     }
 }
+
+/// `--zscale --mask`: astropy's limits of the masked samples alone (what it makes of a masked
+/// array: the values where the mask is false, in order), here of the pixels the mask file keeps;
+/// the map then applies to every pixel: `--out 0:1` is scikit-image's rescale with those limits,
+/// bit for bit (astropy's line made exact, as in zscale_limits_are_astropys); gray float and
+/// 16-bit frames, and a colour one with a range a channel.
+#[test]
+fn zscale_with_a_mask_counts_the_pixels_in() {
+    let dir = temp_dir("stretch-zscale-mask");
+    let mut rng = rng();
+    let (w, h) = (61, 43);
+    let mask = random_mask(&mut rng, w, h);
+    let path = mask_file(&dir, "mask.pgm", w, h, &mask);
+    let sky: Vec<f32> = (0..w * h)
+        .map(|i| if i % 97 == 5 { f32::NAN } else { 50.0 + (i as f32 * 0.37).sin() * 9.0 })
+        .collect();
+    let frames = [
+        npy(Frame::new(w, h, 1, Pixels::F32(sky.into()))),
+        random_frame(&mut rng, w, h, 65535),
+        random_colour_frame(&mut rng, w, h, Channels::Rgb, 255),
+    ];
+    for frame in frames {
+        let n = frame.channels.count();
+        let each = n > 1;
+        let mut args = vec!["--zscale", "--mask", path.to_str().unwrap(), "--out", "0:1"];
+        if each {
+            args.extend(["--colour", "each"]);
+        }
+        let got = floats(
+            &read_frames(&run_ok("stretch", "cpu", &args, &stream(std::slice::from_ref(&frame)))).remove(0),
+        );
+        for c in 0..n {
+            let plane = frame.plane(c);
+            let kept: Vec<usize> = (0..w * h).filter(|&i| mask[i] != 0).collect();
+            let inside = match &plane.pixels {
+                Pixels::U8(v) => Pixels::U8(kept.iter().map(|&i| v[i]).collect::<Vec<_>>().into()),
+                Pixels::U16(v) => Pixels::U16(kept.iter().map(|&i| v[i]).collect::<Vec<_>>().into()),
+                Pixels::F32(v) => Pixels::F32(kept.iter().map(|&i| v[i]).collect::<Vec<_>>().into()),
+            };
+            let inside = Frame::new(kept.len(), 1, plane.maxval, inside);
+            let (_, exact) = astropy_zscale(&[(&inside, &[0], ZScale::default())]).remove(0).unwrap();
+            let want = skimage_rescale(&plane, exact, (0.0, 1.0));
+            let got_c: Vec<f32> = got.iter().skip(c).step_by(n).copied().collect();
+            assert_same_floats(&got_c, &want, &format!("{:?} channel {c}, limits {exact:?}", frame.depth()));
+        }
+    }
+}
