@@ -59,7 +59,7 @@ use histopipe_ops::radon::{Radon, RadonParams};
 use histopipe_ops::rotate::{Flip, Interpolation, Rotate, Turn};
 use histopipe_ops::stretch::{self as stretch_op, cuts, Curve, Scale, Stretch, StretchTo};
 use histopipe_ops::threshold::local::{Local, LocalPlan, LocalThreshold, Offset, StatsPlan};
-use histopipe_ops::threshold::{Method, Mode, Threshold, ThresholdPlan};
+use histopipe_ops::threshold::{FloatScan, FloatThresholdPlan, Method, Mode, Threshold, ThresholdPlan};
 use histopipe_ops::{Fill, Op};
 
 use crate::inputs::{self, Content, Input, InputKind};
@@ -132,6 +132,7 @@ pub fn all() -> Vec<Entry> {
         Entry::frame("threshold.mean", threshold_mean).with_cpu(threshold_mean_cpu),
         Entry::frame("threshold.gaussian", threshold_gaussian).with_cpu(threshold_gaussian_cpu),
         Entry::frame("threshold.sauvola", threshold_sauvola).with_cpu(threshold_sauvola_cpu),
+        Entry::frame("threshold.float", threshold_float).with_cpu(threshold_float_cpu),
         Entry::frame("deskew", deskew).with_cpu(deskew_cpu),
         Entry::frame("edges.gradient", edges_gradient),
         Entry::frame("edges", edges).with_cpu(edges_cpu),
@@ -906,6 +907,36 @@ fn stretch_cpu(_: &Input) -> Result<CpuRun, BenchError> {
 fn float_frame(input: &Input) -> Frame {
     let floats: Vec<f32> = input.pixels.iter().map(|&v| v as f32).collect();
     Frame::new(input.width, input.height, 1, Pixels::F32(floats.into()))
+}
+
+/// `threshold` of the frame as float samples (0..255): scikit-image's `threshold_otsu` as
+/// `Threshold::gpu` runs a float frame (`FloatThresholdPlan`): `float_counts`, the counts'
+/// download (a wait on the host, as the tool's), the choice on the host, `float_map`. The scan
+/// (first sample, extremes, bins), on the host, is not timed (the CPU run does it). Memory floor:
+/// the float frame read and the 8-bit output written.
+fn threshold_float<'g>(gpu: &'g Gpu, input: &Input) -> Result<Case<'g>, BenchError> {
+    let n = input.width * input.height;
+    let frame = float_frame(input);
+    let Pixels::F32(floats) = &frame.pixels else { unreachable!("a float frame") };
+    let scan = FloatScan::new(Method::Otsu, floats, None)?
+        .ok_or_else(|| BenchError("the frame has no finite sample".into()))?;
+    let first = gpu.stream().clone_htod(&floats[..])?;
+    let mut sets = Sets::<f32, u8>::from_device(gpu, first, n)?;
+    let mut plan = FloatThresholdPlan::new(gpu, Method::Otsu, Mode::Binary, n)?;
+    Ok(Case::new(4 * n, 5 * n, sets.count(), move |_, i| {
+        let (src, dst) = sets.pair(i);
+        plan.queue(&scan, src, None, dst)?;
+        Ok(())
+    }))
+}
+
+fn threshold_float_cpu(input: &Input) -> Result<CpuRun, BenchError> {
+    let frame = float_frame(input);
+    let op = Threshold { method: Method::Otsu, mode: Mode::Binary, mask: None };
+    cpu_run(move |_| {
+        black_box(op.cpu(&frame)?);
+        Ok(())
+    })
 }
 
 /// `equalize` of the frame as float samples (0..255): scikit-image's `equalize_hist` as

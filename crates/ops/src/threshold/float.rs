@@ -21,7 +21,8 @@
 //! - Multi-Otsu: the same search as integer frames' over the 256 bins' probabilities, the
 //!   thresholds the centres of the bins chosen.
 
-use histopipe_gpu::{kernels, launch};
+use histopipe_gpu::cudarc::driver::CudaSlice;
+use histopipe_gpu::{kernels, launch, Buffer};
 
 use super::{multi_otsu, Method, Mode};
 use crate::equalize::F32Bins;
@@ -238,9 +239,24 @@ pub(crate) fn check_mode(method: Method, mode: Mode) -> Result<(), OpError> {
     }
 }
 
-/// The thresholds and the 8-bit output of a float frame's `samples` on the GPU: the first,
-/// extremes and bins on the host, the counts (equalize.cu's `float_counts`, numpy's binning in
-/// `_rn` steps) and the map (`float_map`) on the device.
+/// What the host finds of a float frame before the counts: the first counted sample, whether all
+/// equal it, and the bins over their extremes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FloatScan {
+    first: f32,
+    all_equal: bool,
+    bins: F32Bins,
+}
+
+impl FloatScan {
+    /// The scan of `samples` (counting those `mask` selects) for `method`; `None` where no sample
+    /// is finite (otsu and triangle then have no threshold; multi-Otsu refuses the frame).
+    pub fn new(method: Method, samples: &[f32], mask: Option<&[u8]>) -> Result<Option<FloatScan>, OpError> {
+        Ok(scan(samples, mask, method)?.map(|(first, all_equal, bins)| FloatScan { first, all_equal, bins }))
+    }
+}
+
+/// The thresholds and the 8-bit output of a float frame's `samples` on the GPU.
 pub(crate) fn gpu(
     gpu: &Gpu,
     method: Method,
@@ -249,34 +265,81 @@ pub(crate) fn gpu(
     mask: Option<&[u8]>,
 ) -> Result<(Vec<f32>, Vec<u8>), OpError> {
     check_mode(method, mode)?;
-    let Some((first, all_equal, bins)) = scan(samples, mask, method)? else {
+    let Some(scan) = FloatScan::new(method, samples, mask)? else {
         let t = no_threshold(method)?;
         return Ok((t.clone(), samples.iter().map(|&v| map(v, &t, method.labels(), mode)).collect()));
     };
     let n = samples.len();
     let src = gpu.upload("threshold.float.in", samples)?;
-    let mut counts = gpu.buffer::<u64>("threshold.float.counts", BINS)?;
-    gpu.stream().memset_zeros(&mut *counts)?;
-    let mask_buf = gpu.upload("threshold.float.mask", mask.unwrap_or(&[0u8]))?;
-    let edges = gpu.upload("threshold.float.edges", &bins.edges)?;
-    let (n64, masked) = (n as u64, mask.is_some() as u32);
-    // SAFETY: float_counts(in, mask, masked, n, edges, lo, hi, delta, counts) in equalize.cu; `src`
-    // holds `n` samples, `mask_buf` `n` bytes when `masked`, `edges` 257, `counts` 256.
-    unsafe {
-        launch!(gpu, kernels::EQUALIZE, "float_counts", launch::cover(n, 256);
-            &*src, &*mask_buf, &masked, &n64, &*edges, &bins.lo, &bins.hi, &bins.delta, &mut *counts)
-    }?;
-    let counts = gpu.download_vec(&counts, BINS)?;
-    let t = choose(method, first, all_equal, &bins, &counts)?;
-    let thresholds = gpu.upload("threshold.float.thresholds", &t)?;
+    let mask = mask.map(|m| gpu.upload("threshold.float.mask", m)).transpose()?;
     let mut dst = gpu.buffer::<u8>("threshold.float.out", n.max(1))?;
-    let (count, labels) = (t.len() as u32, method.labels().is_some() as u32);
-    let inverted = (mode == Mode::BinaryInv) as u32;
-    // SAFETY: float_map(in, n, thresholds, count, labels, inverted, out) in threshold.cu; `src`
-    // and `dst` hold `n` samples, `thresholds` `count`.
-    unsafe {
-        launch!(gpu, kernels::THRESHOLD, "float_map", launch::cover(n, 256);
-            &*src, &n64, &*thresholds, &count, &labels, &inverted, &mut *dst)
-    }?;
+    let t = FloatThresholdPlan::new(gpu, method, mode, n)?.queue(&scan, &src, mask.as_deref(), &mut dst)?;
     Ok((t, gpu.download_samples(&dst, n)?.into_vec()))
+}
+
+/// The device plan of a float frame's global threshold, given its [`FloatScan`] (the host's
+/// part): the counts (equalize.cu's `float_counts`, numpy's float32 binning in `_rn` steps), their
+/// download, the choice on the host, the thresholds' upload and the map (`float_map`). The one
+/// GPU sequence of `Op::gpu` and the benchmark.
+pub struct FloatThresholdPlan<'g> {
+    gpu: &'g Gpu,
+    method: Method,
+    mode: Mode,
+    counts: Buffer<'g, u64>,
+    /// The mask kernel argument without a mask: one byte, never read.
+    no_mask: Buffer<'g, u8>,
+    n: usize,
+}
+
+impl<'g> FloatThresholdPlan<'g> {
+    pub fn new(
+        gpu: &'g Gpu,
+        method: Method,
+        mode: Mode,
+        n: usize,
+    ) -> Result<FloatThresholdPlan<'g>, OpError> {
+        check_mode(method, mode)?;
+        Ok(FloatThresholdPlan {
+            gpu,
+            method,
+            mode,
+            counts: gpu.buffer("threshold.float.counts", BINS)?,
+            no_mask: gpu.upload("threshold.float.no_mask", &[0u8])?,
+            n,
+        })
+    }
+
+    /// The whole operation on the `n` samples of `src` into `dst` (8-bit), counting those whose
+    /// byte in `mask` is non-zero (every one without); waits for the counts; the thresholds.
+    pub fn queue(
+        &mut self,
+        scan: &FloatScan,
+        src: &CudaSlice<f32>,
+        mask: Option<&CudaSlice<u8>>,
+        dst: &mut CudaSlice<u8>,
+    ) -> Result<Vec<f32>, OpError> {
+        let (gpu, n, bins) = (self.gpu, self.n, &scan.bins);
+        gpu.stream().memset_zeros(&mut *self.counts)?;
+        let edges = gpu.upload("threshold.float.edges", &bins.edges)?;
+        let (n64, masked) = (n as u64, mask.is_some() as u32);
+        let mask = mask.unwrap_or(&self.no_mask);
+        // SAFETY: float_counts(in, mask, masked, n, edges, lo, hi, delta, counts) in equalize.cu;
+        // `src` holds `n` samples, `mask` `n` bytes when `masked`, `edges` 257, `counts` 256.
+        unsafe {
+            launch!(gpu, kernels::EQUALIZE, "float_counts", launch::cover(n, 256);
+                src, mask, &masked, &n64, &*edges, &bins.lo, &bins.hi, &bins.delta, &mut *self.counts)
+        }?;
+        let counts = gpu.download_vec(&self.counts, BINS)?;
+        let t = choose(self.method, scan.first, scan.all_equal, bins, &counts)?;
+        let thresholds = gpu.upload("threshold.float.thresholds", &t)?;
+        let (count, labels) = (t.len() as u32, self.method.labels().is_some() as u32);
+        let inverted = (self.mode == Mode::BinaryInv) as u32;
+        // SAFETY: float_map(in, n, thresholds, count, labels, inverted, out) in threshold.cu; `src`
+        // and `dst` hold `n` samples, `thresholds` `count`.
+        unsafe {
+            launch!(gpu, kernels::THRESHOLD, "float_map", launch::cover(n, 256);
+                src, &n64, &*thresholds, &count, &labels, &inverted, dst)
+        }?;
+        Ok(t)
+    }
 }

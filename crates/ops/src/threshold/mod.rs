@@ -39,6 +39,7 @@ pub mod local;
 #[cfg(test)]
 mod tests;
 
+pub use float::{FloatScan, FloatThresholdPlan};
 pub use gpu::ThresholdPlan;
 
 /// How the thresholds are chosen from a frame's histogram.
