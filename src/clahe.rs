@@ -41,8 +41,9 @@ The output's maxval is 255 (8-bit) or 65535 (16-bit), the range OpenCV's tables 
 
 Colour frames (--colour): by default CLAHE of the Y of YCrCb, converted back, as OpenCV's recipe
 does it (cvtColor BGR2YCrCb, CLAHE of Y, cvtColor YCrCb2BGR), byte for byte at 8 and 16 bits;
-'each' works on R, G and B on their own; 'gray' reads colour as gray and writes gray. Alpha is
-carried unchanged (rescaled only when the maxval changes).
+'lab' does the same with the L of L*a*b* (cvtColor BGR2Lab, CLAHE of L, cvtColor Lab2BGR), byte
+for byte, 8-bit frames only; 'each' works on R, G and B on their own; 'gray' reads colour as gray
+and writes gray. Alpha is carried unchanged (rescaled only when the maxval changes).
 
 With --mask FILE (the frame's size) each tile's histogram counts only the pixels where the mask is
 non-zero, N of them, and is clipped at max(C * N / bins, 1); its table scales by (bins - 1) / N;

@@ -20,8 +20,9 @@ use table::{FailUnlessSet, FirstTable, Table};
 /// `--colour`, which `equalize` and `clahe` share: how a colour frame is equalized.
 pub const COLOUR: Flag = MAPPING.flag(
     "colour frames: luma (the Y of YCrCb alone, converted back as OpenCV converts), each (every \
-     colour channel on its own) or gray (read as gray, written gray); alpha is carried, never \
-     equalized [default: luma]",
+     colour channel on its own), gray (read as gray, written gray) or lab (the L of L*a*b* alone, \
+     8-bit frames, converted back as OpenCV converts); alpha is carried, never equalized \
+     [default: luma]",
 );
 
 /// `--reference`: match each frame's histogram to an image's.
@@ -86,9 +87,11 @@ level 0..maxval.
 
 Colour frames (--colour): by default the Y of YCrCb is equalized and converted back, as OpenCV's
 recipe does it (cvtColor BGR2YCrCb, equalizeHist of Y, cvtColor YCrCb2BGR), byte for byte on
-8-bit frames; 16-bit frames use OpenCV's 16-bit YCrCb and the 16-bit rule above. 'each'
-equalizes R, G and B on their own; 'gray' reads colour as gray and writes gray. Alpha is carried
-unchanged. The options above work on the same planes (a reference's Y, or its R, G, B).
+8-bit frames; 16-bit frames use OpenCV's 16-bit YCrCb and the 16-bit rule above. 'lab' does the
+same with the L of L*a*b* (cvtColor BGR2Lab, equalizeHist of L, cvtColor Lab2BGR), byte for byte,
+8-bit frames only. 'each' equalizes R, G and B on their own; 'gray' reads colour as gray and
+writes gray. Alpha is carried unchanged. The options above work on the same planes (a
+reference's Y or L, or its R, G, B).
 
 Float frames are equalized as scikit-image's equalize_hist(image, nbins=256, mask) does it, in its
 float32 arithmetic: numpy.histogram's 256 bins over the counted samples' range, each sample
@@ -150,7 +153,8 @@ Example:
         let options = ReadOptions { raw: common.raw, max_pixels: common.max_pixels, gray: self.reads_gray() };
         if let Some(path) = &self.reference_path {
             let frame = first_frame(REFERENCE, path, options)?;
-            self.reference = Some(Reference::of(&frame).map_err(|e| usage(REFERENCE, path, e))?);
+            let lab = self.colour == Colour::Lab;
+            self.reference = Some(Reference::of(&frame, lab).map_err(|e| usage(REFERENCE, path, e))?);
         }
         self.mask.check(common)?;
         if let Some(path) = &self.table_path {

@@ -11,8 +11,9 @@ use crate::mask::FLOAT;
 /// one count per level 0..=maxval of the reference.
 pub struct Reference {
     /// Its gray plane (a gray image, or colour read as gray with `--colour gray`), or the Y of
-    /// YCrCb of a colour image as OpenCV's `cvtColor(COLOR_BGR2YCrCb)` makes it: what a gray
-    /// frame, and the luma of a colour frame, are matched to.
+    /// YCrCb of a colour image as OpenCV's `cvtColor(COLOR_BGR2YCrCb)` makes it (its L of
+    /// L*a*b*, `COLOR_BGR2Lab`, with `--colour lab`): what a gray frame, and the luma (or L) of a
+    /// colour frame, are matched to.
     pub luma: Vec<u64>,
     /// R, G and B of a colour image, which `--colour each` matches a colour frame's channels to;
     /// `None` for a gray image (its gray plane is then every channel's).
@@ -20,8 +21,9 @@ pub struct Reference {
 }
 
 impl Reference {
-    /// What `--reference` keeps of `frame` (alpha is no plane of it); float samples are refused.
-    pub fn of(frame: &Frame) -> Result<Reference, String> {
+    /// What `--reference` keeps of `frame` (alpha is no plane of it), with its L of L*a*b* for
+    /// the luma with `lab` (8-bit colour images only); float samples are refused.
+    pub fn of(frame: &Frame, lab: bool) -> Result<Reference, String> {
         let bins = Bins::new(None, frame.maxval).map_err(|e| e.to_string())?;
         let count = |plane: &Frame| match &plane.pixels {
             Pixels::U8(v) => histogram::count(v, bins),
@@ -38,6 +40,14 @@ impl Reference {
         let n = frame.channels.count();
         let len = frame.pixel_count();
         let luma = match &frame.pixels {
+            Pixels::U8(v) if lab => {
+                let (mut l, mut a, mut b) = (vec![0u8; len], vec![0u8; len], vec![0u8; len]);
+                colour::to_lab_u8(v, n, &mut l, &mut a, &mut b);
+                histogram::count(&l, bins)
+            }
+            Pixels::U16(_) if lab => {
+                return Err("--colour lab takes 8-bit images, and this one's samples are 16-bit".into())
+            }
             Pixels::U8(v) => {
                 let (mut y, mut cr, mut cb) = (vec![0u8; len], vec![0u8; len], vec![0u8; len]);
                 colour::to_ycrcb_u8(v, n, &mut y, &mut cr, &mut cb);

@@ -203,3 +203,24 @@ fn gpu_matches_cpu_under_lab() {
         assert!(run_ok(tool, "gpu", args, &input) == run_ok(tool, "cpu", args, &input), "{tool} {args:?}");
     }
 }
+
+/// `--reference` under `lab` matches the frame's L to the reference's L: a frame matched to
+/// itself keeps its L, and comes out as OpenCV's round trip through L*a*b*; a 16-bit colour
+/// reference is refused in one line.
+#[test]
+fn a_reference_is_matched_by_its_l() {
+    let dir = temp_dir("lab-reference");
+    let frame = fixture_frame("astronaut.png");
+    let path = dir.join("astronaut.png");
+    std::fs::write(&path, fixture_bytes("astronaut.png")).unwrap();
+    let args = ["--colour", "lab", "--reference", path.to_str().unwrap()];
+    let out = read_frames(&run_ok("equalize", "cpu", &args, &fixture_bytes("astronaut.png"))).remove(0);
+    let round_trip = lab_recipe(std::slice::from_ref(&frame), &["g".to_owned()]).remove(0);
+    assert!(out.pixels == round_trip, "astronaut matched to itself under lab");
+    let mut rng = rng();
+    let deep = dir.join("deep.pam");
+    std::fs::write(&deep, stream(&[random_colour_frame(&mut rng, 8, 8, Channels::Rgb, 65535)])).unwrap();
+    let args = ["--colour", "lab", "--reference", deep.to_str().unwrap()];
+    let e = run_err("equalize", &args, &fixture_bytes("astronaut.png"), 2);
+    assert!(e.contains("--colour lab takes 8-bit images"), "{e}");
+}
