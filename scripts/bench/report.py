@@ -504,8 +504,9 @@ def stage_results(dirs, stage):
 def peer_tables(k, peers, opencv_ops, floor, floor_from):
     """A table per op of `peers` (op -> (the peers' op, peer impl, label)) that was measured: our GPU
     beside the copy floor, our CPU on all threads, the peer; and the checks of its targets: the GPU
-    within `floor` times the floor from `floor_from` pixels, the CPU at or under OpenCV's time
-    (all threads) for the ops of `opencv_ops`. Returns (checks, table lines)."""
+    within `floor` times the floor from `floor_from` pixels (no such check with `floor` None), the
+    CPU at or under OpenCV's time (all threads) for the ops of `opencv_ops`. Returns (checks, table
+    lines)."""
     checks, tables = [], []
     for op, (peer_op, peer, label) in peers.items():
         if not any(k.get(op, i) for i in ("histopipe-gpu", "histopipe-cpu")) and not k.get(peer_op, peer):
@@ -520,7 +521,7 @@ def peer_tables(k, peers, opencv_ops, floor, floor_from):
             cpu, pm = k.get(op, "histopipe-cpu", w, h, c), k.get(peer_op, peer, w, h, c)
             tables.append(table_row([f"{w}x{h}", c, fmt_ms(g), fmt_ms(fl), fmt_ratio(ratio(g, fl)), fmt_ms(cpu),
                                 fmt_ms(pm), fmt_ratio(ratio(cpu, pm)), fmt_ratio(ratio(g, pm))]))
-            if w * h >= floor_from:
+            if floor is not None and w * h >= floor_from:
                 check(checks, f"GPU `{op}` within {floor:g}x of the memory floor (from 3932x4000)",
                       f"{w}x{h} {c}", ratio(g, fl), floor)
             if op in opencv_ops:
@@ -601,8 +602,11 @@ def expected_section(dirs):
              "on one (its code has none). `zscale` and the L*a*b* conversions run on the host for both "
              "backends (their manuals give their times).")
     L.append("")
-    checks, tables = peer_tables(k, PEERS_49, OPENCV_49, 1.5, 3932 * 4000)
-    L += ["### Targets", "", "| target | case | measured | required | verdict |", "|---|---|---|---|---|"]
+    # The issue sets no speed target: its kernels measured. The check shown is the project's own
+    # bar, the CPU backend at or under OpenCV on all threads.
+    checks, tables = peer_tables(k, PEERS_49, OPENCV_49, None, 0)
+    L += ["### Our CPU against OpenCV", "", "| check | case | measured | required | verdict |",
+          "|---|---|---|---|---|"]
     L += [table_row(r) for r in checks] + [""] + tables
     return L
 
