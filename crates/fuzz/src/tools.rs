@@ -53,6 +53,8 @@ pub const INVOCATIONS: &[&[&str]] = &[
     &["equalize", "--table", "FILE"],
     &["equalize", "--reference", "FILE"],
     &["threshold", "--mask", "FILE"],
+    &["threshold", "--method", "gaussian:15,2", "--invert"],
+    &["threshold", "--method", "sauvola"],
 ];
 
 const SMALL_PGM: &[u8] = b"P5 4 4 255\n0123456789abcdef";
