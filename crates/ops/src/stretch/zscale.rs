@@ -127,16 +127,28 @@ impl ZScale {
         (lo, hi)
     }
 
-    /// The limits of the samples of `samples` whose index `wanted` keeps.
+    /// The limits of the samples of `samples` whose index `wanted` keeps (`None`: every one).
     fn of_samples<T: Copy + Into<f64>>(
         &self,
         samples: &[T],
-        wanted: &dyn Fn(usize) -> bool,
+        wanted: Option<&dyn Fn(usize) -> bool>,
         float32: bool,
     ) -> Option<(f64, f64)> {
-        let values = || samples.iter().enumerate().filter(|&(i, _)| wanted(i)).map(|(_, &s)| s.into());
-        let finite = values().filter(|v: &f64| v.is_finite()).count();
-        self.limits(values(), finite, float32)
+        let finite = |v: &f64| v.is_finite();
+        match wanted {
+            // Every sample: straight through the slice, without the index test (a 3840x2160
+            // float frame's whole --zscale run: 90 ms that way, 60-70 ms this way, on the 2-core
+            // build machine).
+            None => {
+                let values = || samples.iter().map(|&s| s.into());
+                self.limits(values(), values().filter(finite).count(), float32)
+            }
+            Some(wanted) => {
+                let values =
+                    || samples.iter().enumerate().filter(|&(i, _)| wanted(i)).map(|(_, &s)| s.into());
+                self.limits(values(), values().filter(finite).count(), float32)
+            }
+        }
     }
 
     /// The limits of `frame`'s samples of channels `channels` (a pixel's channel c is its sample
@@ -151,10 +163,12 @@ impl ZScale {
         let count = frame.channels.count();
         let mask = mask.map(|m| m.fit(frame)).transpose()?;
         let wanted = |i: usize| channels.contains(&(i % count)) && mask.is_none_or(|m| m[i / count] != 0);
+        let every = mask.is_none() && (0..count).all(|c| channels.contains(&c));
+        let wanted: Option<&dyn Fn(usize) -> bool> = if every { None } else { Some(&wanted) };
         Ok(match &frame.pixels {
-            Pixels::U8(v) => self.of_samples(v, &wanted, false),
-            Pixels::U16(v) => self.of_samples(v, &wanted, false),
-            Pixels::F32(v) => self.of_samples(v, &wanted, true),
+            Pixels::U8(v) => self.of_samples(v, wanted, false),
+            Pixels::U16(v) => self.of_samples(v, wanted, false),
+            Pixels::F32(v) => self.of_samples(v, wanted, true),
         })
     }
 }
