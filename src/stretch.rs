@@ -88,9 +88,14 @@ fn not_one_of(text: &str, words: &[&str]) -> FlagError {
 /// ImageJ's "Enhance Contrast" default: 0.35 % of the samples saturated.
 const DEFAULT_SATURATE: f64 = 0.35;
 
-/// `LO:HI`, two finite numbers, LO below HI, HI - LO finite.
-fn parse_range(text: &str) -> Result<(f64, f64), FlagError> {
-    let bad = || FlagError::Value(format!("bad value '{text}': give LO:HI, two numbers with LO below HI"));
+/// `LO:HI` of `--in` (`A:B` of `--out`: the names given), two finite numbers, LO below HI, HI - LO
+/// finite.
+fn parse_range(text: &str, (low, high): (&str, &str)) -> Result<(f64, f64), FlagError> {
+    let bad = || {
+        FlagError::Value(format!(
+            "bad value '{text}': give {low}:{high}, two numbers with {low} below {high}"
+        ))
+    };
     let (lo, hi) = text.split_once(':').ok_or_else(bad)?;
     let (lo, hi): (f64, f64) = (lo.trim().parse().map_err(|_| bad())?, hi.trim().parse().map_err(|_| bad())?);
     if !(lo.is_finite() && hi.is_finite() && lo < hi && (hi - lo).is_finite()) {
@@ -166,8 +171,8 @@ Example:
                 }
                 self.saturate = Some(p);
             }
-            "--in" => self.range = Some(parse_range(given.text()?)?),
-            "--out" => self.out = Some(parse_range(given.text()?)?),
+            "--in" => self.range = Some(parse_range(given.text()?, ("LO", "HI"))?),
+            "--out" => self.out = Some(parse_range(given.text()?, ("A", "B"))?),
             "--zscale" => self.zscale_on = true,
             "--contrast" => {
                 let c: f64 = given.parse()?;

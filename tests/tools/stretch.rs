@@ -287,7 +287,8 @@ fn bad_options_are_one_line_errors() {
     assert!(e.contains("--contrast is a parameter of --zscale"), "{e}");
     assert!(run_err("stretch", &["--zscale", "--contrast", "0"], &camera, 2).contains("--contrast"));
     assert!(run_err("stretch", &["--zscale", "--samples", "0"], &camera, 2).contains("--samples"));
-    assert!(run_err("stretch", &["--out", "1:0"], &camera, 2).contains("--out"));
+    let e = run_err("stretch", &["--out", "1:0"], &camera, 2);
+    assert!(e.contains("--out: bad value '1:0': give A:B, two numbers with A below B"), "{e}");
     let e = run_err("stretch", &["--out", "0:1", "--depth", "8"], &camera, 2);
     assert!(e.contains("--out writes float32 samples and --depth integer ones"), "{e}");
 }
