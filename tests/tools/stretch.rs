@@ -848,6 +848,17 @@ fn gpu_out_range_matches_cpu() {
             "{name} {args:?}"
         );
     }
+    // RGBA, 16-bit: the colours and alpha (a map each) through the float table kernel.
+    let px: Vec<u16> = (0..4 * 300).map(|_| rng.u16(0..=4095)).collect();
+    let rgba = Frame {
+        format: Format::Pam,
+        ..Frame::with_channels(30, 10, Channels::RgbAlpha, 4095, Pixels::U16(px.into()))
+    };
+    let input = stream(&[rgba]);
+    let args = ["--zscale", "--out", "-1:1"];
+    let (gpu_out, cpu_out) =
+        (run_to_tiff("stretch", "gpu", &args, &input), run_to_tiff("stretch", "cpu", &args, &input));
+    assert!(same_bits(&gpu_out, &cpu_out), "RGBA {args:?}");
 }
 
 /// A FITS image end to end, as an astronomer would display it with astropy and scikit-image:
