@@ -105,6 +105,8 @@ pub enum Container {
     Ppm,
     PlainPpm,
     Pam,
+    Pbm,
+    PlainPbm,
     Png,
     Jpeg,
     Tiff,
@@ -129,6 +131,8 @@ impl Container {
             Some(b"P6") => Container::Ppm,
             Some(b"P3") => Container::PlainPpm,
             Some(b"P7") => Container::Pam,
+            Some(b"P4") => Container::Pbm,
+            Some(b"P1") => Container::PlainPbm,
             Some([0x89, b'P']) => Container::Png,
             Some([0xff, 0xd8]) => Container::Jpeg,
             Some(b"II" | b"MM") => Container::Tiff,
@@ -147,6 +151,8 @@ impl Container {
             Container::Ppm => "ppm",
             Container::PlainPpm => "plain-ppm",
             Container::Pam => "pam",
+            Container::Pbm => "pbm",
+            Container::PlainPbm => "plain-pbm",
             Container::Png => "png",
             Container::Jpeg => "jpeg",
             Container::Tiff => "tiff",
@@ -670,6 +676,8 @@ mod tests {
         assert_eq!(Container::sniff(b"PF\n1 1\n1\n"), Container::Pfm);
         assert_eq!(Container::sniff(b"\x93NUMPY\x01\x00"), Container::Npy);
         assert_eq!(Container::sniff(b"SIMPLE  =                    T"), Container::Fits);
+        assert_eq!(Container::sniff(b"P4\n8 1\n\xff"), Container::Pbm);
+        assert_eq!(Container::sniff(b" P1 1 1 0"), Container::PlainPbm);
     }
 
     #[test]

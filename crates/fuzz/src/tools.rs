@@ -53,8 +53,33 @@ pub const INVOCATIONS: &[&[&str]] = &[
     &["equalize", "--table", "FILE"],
     &["equalize", "--reference", "FILE"],
     &["threshold", "--mask", "FILE"],
+    // Issue 49's options: local thresholds and cv2.threshold's modes, border modes, flips and
+    // centres, zscale and float output, Lab; the float paths of equalize, clahe and threshold are
+    // reached by the float seeds (NPY, PFM, FITS, float TIFF, signed 16-bit) through these and the
+    // plain invocations above.
     &["threshold", "--method", "gaussian:15,2", "--invert"],
+    &["threshold", "--method", "mean:3,-2", "--mode", "binary-inv"],
     &["threshold", "--method", "sauvola"],
+    &["threshold", "--method", "niblack:5,-0.5", "--mode", "binary-inv"],
+    &["threshold", "--method", "triangle", "--mode", "binary-inv"],
+    &["threshold", "--mode", "trunc"],
+    &["threshold", "--method", "value:100", "--mode", "tozero-inv"],
+    // K = 2: K = 3 of a dozen 16-bit pixels spanning ~46000 levels searches ~10^9 combinations
+    // (within docs/threshold.md's 2^30), 2.4 s of release CPU from 200 bytes, judged slow.
+    &["threshold", "--method", "multiotsu:2", "--mode", "binary-inv"],
+    &["pad", "--mode", "reflect101", "--border", "5"],
+    &["pad", "--mode", "wrap", "--left", "9", "--top", "1"],
+    &["pad", "--mode", "reflect", "--border", "40"],
+    &["pad", "--mode", "replicate"],
+    &["rotate", "30", "--flip", "hv", "--centre", "0,0"],
+    &["rotate", "90", "--bilinear", "--flip", "v", "--centre", "-1.5,2.5"],
+    &["stretch", "--zscale", "--scale", "asinh"],
+    &["stretch", "--zscale", "--contrast", "0.01", "--samples", "3", "--depth", "8"],
+    &["stretch", "--out", "-1:1", "--saturate", "0"],
+    &["equalize", "--colour", "lab"],
+    &["equalize", "--colour", "each"],
+    &["clahe", "--colour", "lab"],
+    &["clahe", "--colour", "each"],
 ];
 
 const SMALL_PGM: &[u8] = b"P5 4 4 255\n0123456789abcdef";
