@@ -17,8 +17,9 @@ names (scripts/bench/run --stage expected runs both, then report.py's section co
         rotate.flip         cv2.flip(img, 1)  (rotate 0 --flip h)
         stretch.to_float    rescale_intensity(f, in_range="image", out_range=(0, 1)) of the frame
                             as float32 samples 0..255  (stretch --out 0:1)
-        equalize.float      equalize_hist(f / 255) of the frame as float32  (equalize on floats)
-        clahe.float         equalize_adapthist(f / 255) of the frame as float32  (clahe on floats)
+        equalize.float      equalize_hist(f) of the frame as float32 samples 0..255  (equalize on
+                            floats)
+        threshold.float     f > threshold_otsu(f), the same float32 frame  (threshold on floats)
     The same outputs as ours where a test checks them (tests/tools/*.rs); here only the time.
 """
 import argparse
@@ -32,7 +33,7 @@ import numpy as np
 from cpu_peers import ceil_sqrt, inputs, parse_sizes, time_cpu
 
 OPS = ["threshold.mean", "threshold.gaussian", "threshold.sauvola", "pad.reflect101", "rotate.flip",
-       "stretch.to_float", "equalize.float", "clahe.float"]
+       "stretch.to_float", "equalize.float", "threshold.float"]
 
 
 def cases(img, ops):
@@ -51,22 +52,21 @@ def cases(img, ops):
             img, top, d - h - top, left, d - w - left, cv2.BORDER_REFLECT_101)
     if "rotate.flip" in ops:
         yield "rotate.flip", "opencv-all", lambda: cv2.flip(img, 1)
-    skimage_ops = {"threshold.sauvola", "stretch.to_float", "equalize.float", "clahe.float"}
+    skimage_ops = {"threshold.sauvola", "stretch.to_float", "equalize.float", "threshold.float"}
     if not skimage_ops & set(ops):
         return
-    from skimage.exposure import equalize_adapthist, equalize_hist, rescale_intensity
-    from skimage.filters import threshold_sauvola
+    from skimage.exposure import equalize_hist, rescale_intensity
+    from skimage.filters import threshold_otsu, threshold_sauvola
 
     f = img.astype(np.float32)
     if "threshold.sauvola" in ops:
         yield "threshold.sauvola", "skimage", lambda: img > threshold_sauvola(img)
     if "stretch.to_float" in ops:
         yield "stretch.to_float", "skimage", lambda: rescale_intensity(f, in_range="image", out_range=(0, 1))
-    unit = f / 255
     if "equalize.float" in ops:
-        yield "equalize.float", "skimage", lambda: equalize_hist(unit)
-    if "clahe.float" in ops:
-        yield "clahe.float", "skimage", lambda: equalize_adapthist(unit)
+        yield "equalize.float", "skimage", lambda: equalize_hist(f)
+    if "threshold.float" in ops:
+        yield "threshold.float", "skimage", lambda: f > threshold_otsu(f)
 
 
 def peers(args):
