@@ -13,7 +13,6 @@
 //! The counts are [`ColHist`]'s of `rotate`'s output, bit for bit: each column's pixels are the
 //! same, counted once each, in whatever order.
 
-use std::mem::MaybeUninit;
 use std::ops::Range;
 
 use rayon::prelude::*;
@@ -106,19 +105,13 @@ pub(super) fn count(input: &[u8], turns: Vec<Turn<'_>>) {
 /// b's counts of those columns in `out[b]`), `bins` being each sample value's bin.
 fn count_strip(bands: &[Band<'_>], xs: Range<usize>, bins: &[u8; 256], out: &mut [&mut [u32]]) {
     let mut counts = [[0u16; 256]; STRIP];
-    let mut samples = [MaybeUninit::<u8>::uninit(); STRIP];
     for (rows, spans, first) in bands {
         for (y, span) in (*first..).zip(spans) {
             let (lo, hi) = (span.start.max(xs.start), span.end.min(xs.end));
             if lo >= hi {
                 continue;
             }
-            let run = &mut samples[..hi - lo];
-            rows.span(y, lo..hi, run);
-            for (column, v) in counts[lo - xs.start..].iter_mut().zip(run.iter()) {
-                // SAFETY: `span` writes every sample of `run`.
-                column[unsafe { v.assume_init() } as usize] += 1;
-            }
+            rows.count_span(y, lo..hi, &mut counts[lo - xs.start..hi - xs.start]);
         }
     }
     // A bin's counts at a time: each a run of the matrix's row (a column at a time, each count

@@ -354,8 +354,8 @@ fn a_sweep_is_the_loop_of_rotate_then_colhist() {
 
 /// The 8-bit sweep counted without its turned frames (`fused`) gives the loop's counts, on
 /// fresh random frames each run (the seed is in the message): wider than a strip of columns and
-/// taller than a band of rows, any maxval, both interpolations, with and without a padded
-/// original's geometry, any bins, `expand`.
+/// taller than a band of rows, any maxval, both interpolations, quarter and other turns, with
+/// and without a padded original's geometry, any bins, `expand`.
 #[test]
 fn an_8_bit_sweep_counted_in_strips_is_the_loop() {
     let seed = fastrand::u64(..);
@@ -369,7 +369,12 @@ fn an_8_bit_sweep_counted_in_strips_is_the_loop() {
             let (dx, dy) = (rng.usize(0..=w - ow) as f64, rng.usize(0..=h - oh) as f64);
             f.geometry = Some(Geometry::identity(ow, oh).then(&Affine::translation(-dx, -dy)));
         }
-        let angles: Vec<f64> = (0..4).map(|_| rng.f64() * 720.0 - 360.0).collect();
+        // A quarter in four a quarter turn (`TurnedRows` steps those along each row).
+        let angle = |rng: &mut fastrand::Rng| match rng.u8(0..4) {
+            0 => 90.0 * rng.i8(-4..=4) as f64,
+            _ => rng.f64() * 720.0 - 360.0,
+        };
+        let angles: Vec<f64> = (0..4).map(|_| angle(&mut rng)).collect();
         let (bilinear, expand) = (rng.bool(), rng.bool());
         let bins = [None, Some(1), Some(7), Some(maxval as u32 + 1)][rng.usize(0..4)];
         let params = ColHistParams { bins, rows: false, count_padding: rng.u8(0..4) == 0 };

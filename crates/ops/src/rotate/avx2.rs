@@ -117,6 +117,42 @@ pub(super) unsafe fn nearest<T: Element>(
     whole
 }
 
+/// Counts the nearest samples of the pixels `xs` of `row` of an 8-bit frame, each in its
+/// column's counters (`counts[x - xs.start][v] += 1`), four at a time, as [`nearest`] makes
+/// them: all but the last `xs.len() % 4`, left to the caller. Returns how many it counted. The
+/// samples never go through memory: each is loaded by its index and counted at once (made into
+/// a span and counted from there, a store, a reload and a call a span more).
+///
+/// # Safety
+/// As [`nearest`]'s; `counts` is as long as `xs`, and no column's count overflows.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn nearest_count(
+    input: &[u8],
+    w: usize,
+    row: &RowMap,
+    xs: Range<usize>,
+    counts: &mut [[u16; 256]],
+) -> usize {
+    let lanes = Lanes::new(row, w);
+    let half = _mm256_set1_pd(0.5);
+    let mut fx = first_lanes(xs.start);
+    let whole = xs.len() / 4 * 4;
+    for quad in counts[..whole].chunks_exact_mut(4) {
+        let (sx, sy) = lanes.at(fx);
+        // floor(s + 0.5), as in `nearest`.
+        let (nx, ny) = (_mm256_floor_pd(_mm256_add_pd(sx, half)), _mm256_floor_pd(_mm256_add_pd(sy, half)));
+        let i = lanes.indices(nx, ny);
+        fx = _mm256_add_pd(fx, _mm256_set1_pd(4.0));
+        prefetch_next_tile(input, row, i[0]);
+        for (column, &i) in quad.iter_mut().zip(&i) {
+            // SAFETY: as in `nearest`, i < W H.
+            let v = unsafe { *input.get_unchecked(i as usize) };
+            column[v as usize] += 1;
+        }
+    }
+    whole
+}
+
 /// Writes the bilinear samples of the pixels `xs` of `row` to `out`, at most `maxval`, four at a
 /// time, as `Kernel::bilinear` does: all but the last `xs.len() % 4`, left to the caller. Returns
 /// how many it wrote.

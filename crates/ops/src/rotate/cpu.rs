@@ -65,23 +65,60 @@ impl Rotate {
         out: &mut [MaybeUninit<T>],
     ) {
         let (w, h) = (self.width, self.height);
-        let (ow, oh) = (self.out_width as i64, self.out_height as i64);
         let fill = T::from_fill(self.fill);
-        let (w2, h2) = (w as i64 - 1, h as i64 - 1);
-        let y = y as i64;
-        for (x, slot) in (xs.start as i64..).zip(out) {
-            // Doubled offsets from the output's centre keep half-pixel centres in integers;
-            // they are the input's offsets from its own centre, turned.
-            let (dx, dy) = (2 * x - (ow - 1), 2 * y - (oh - 1));
-            let (sx2, sy2) = match q & 3 {
-                0 => (dx, dy),
-                1 => (-dy, dx),
-                2 => (-dx, -dy),
-                _ => (dy, -dx),
-            };
-            let (sx, sy) = (halve_rounding_up(sx2 + w2), halve_rounding_up(sy2 + h2));
+        for (x, slot) in xs.zip(out) {
+            let (sx, sy) = self.quarter_source(q, x, y);
             let inside = sx >= 0 && sy >= 0 && sx < w as i64 && sy < h as i64;
             slot.write(if inside { input[sy as usize * w + sx as usize] } else { fill });
+        }
+    }
+
+    /// The input pixel `(sx, sy)` (maybe outside the input) of output pixel `(x, y)` of the
+    /// quarter turn `q`. Along an output row it moves a pixel per pixel: +x for q = 0, +y for
+    /// q = 1, -x for q = 2, -y for q = 3 (floor((2 x + k + 1) / 2) is x plus a constant).
+    fn quarter_source(&self, q: u8, x: usize, y: usize) -> (i64, i64) {
+        let (ow, oh) = (self.out_width as i64, self.out_height as i64);
+        let (w2, h2) = (self.width as i64 - 1, self.height as i64 - 1);
+        // Doubled offsets from the output's centre keep half-pixel centres in integers; they
+        // are the input's offsets from its own centre, turned.
+        let (dx, dy) = (2 * x as i64 - (ow - 1), 2 * y as i64 - (oh - 1));
+        let (sx2, sy2) = match q & 3 {
+            0 => (dx, dy),
+            1 => (-dy, dx),
+            2 => (-dx, -dy),
+            _ => (dy, -dx),
+        };
+        (halve_rounding_up(sx2 + w2), halve_rounding_up(sy2 + h2))
+    }
+
+    /// Counts the samples `xs` of output row `y` of the quarter turn `q` of the 8-bit `input`
+    /// in their columns' counters (`counts[x - xs.start][v] += 1`), the samples
+    /// [`Self::quarter_span`] writes: the source pixel stepped along the row, not made anew
+    /// each pixel. Odd turns read down input columns, each output row the next column over: a
+    /// line ahead is asked for (64 output rows on), as no prefetcher foresees those lines.
+    fn quarter_count(&self, input: &[u8], q: u8, y: usize, xs: Range<usize>, counts: &mut [[u16; 256]]) {
+        let (w, h) = (self.width as i64, self.height as i64);
+        let fill = u8::from_fill(self.fill) as usize;
+        let Some(last) = xs.end.checked_sub(1) else { return };
+        let (mut sx, mut sy) = self.quarter_source(q, xs.start, y);
+        let (step_x, step_y, ahead) = match q & 3 {
+            0 => (1, 0, 0),
+            1 => (0, 1, -64),
+            2 => (-1, 0, 0),
+            _ => (0, -1, 64),
+        };
+        let n = (last - xs.start) as i64;
+        debug_assert_eq!(self.quarter_source(q, last, y), (sx + n * step_x, sy + n * step_y));
+        for column in counts {
+            let v = if sx >= 0 && sy >= 0 && sx < w && sy < h {
+                let i = (sy * w + sx) as usize;
+                prefetch(input.as_ptr().wrapping_add(i).wrapping_offset(ahead));
+                input[i] as usize
+            } else {
+                fill
+            };
+            column[v] += 1;
+            (sx, sy) = (sx + step_x, sy + step_y);
         }
     }
 
@@ -265,6 +302,41 @@ impl TurnedRows<'_, u8> {
     }
 }
 
+impl TurnedRows<'_, u8> {
+    /// Counts the samples `xs` of output row `y` (one of these rows) in their columns'
+    /// counters: `counts[x - xs.start][v] += 1` for each pixel x of `xs` and its sample v, the
+    /// sample [`Self::span`] writes. Nearest general turns are counted as they are read
+    /// ([`Kernel::nearest_count`]); others are made a span at a time, then counted.
+    pub(crate) fn count_span(&self, y: usize, xs: Range<usize>, counts: &mut [[u16; 256]]) {
+        assert_eq!(counts.len(), xs.len());
+        if let Turn::Quarter(q) = self.turn.turn {
+            return self.turn.quarter_count(self.input, q, y, xs, counts);
+        }
+        if let (Turn::Angle { .. }, Interpolation::Nearest) = (self.turn.turn, self.turn.interpolation) {
+            let row = &self.rows[y - self.first];
+            let lo = row.nearest.start.clamp(xs.start, xs.end);
+            let near = lo..row.nearest.end.clamp(lo, xs.end);
+            let fill = u8::from_fill(self.turn.fill) as usize;
+            let (left, rest) = counts.split_at_mut(near.start - xs.start);
+            let (run, right) = rest.split_at_mut(near.len());
+            for column in left.iter_mut().chain(right) {
+                column[fill] += 1;
+            }
+            self.kernel.nearest_count(self.input, self.turn.width, &row.map, near, run);
+            return;
+        }
+        let mut samples = [MaybeUninit::<u8>::uninit(); 64];
+        for (x0, counts) in xs.clone().step_by(64).zip(counts.chunks_mut(64)) {
+            let run = &mut samples[..counts.len()];
+            self.span(y, x0..x0 + counts.len(), run);
+            for (column, v) in counts.iter_mut().zip(run.iter()) {
+                // SAFETY: `span` writes every sample of `run`.
+                column[unsafe { v.assume_init() } as usize] += 1;
+            }
+        }
+    }
+}
+
 /// An output row of a general turn: its map, and where it is evaluated how. Outside `nearest`
 /// the output is the fill value; inside `inner` (within `nearest`) a kernel evaluates it (for
 /// nearest, `inner` is `nearest`); between them, for bilinear, `sample_at` does.
@@ -290,6 +362,20 @@ fn prefetch_for_writing<T>(at: *const T, n: usize) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (at, n);
+}
+
+/// Asks for the cache line of `at` (any address: a prefetch never faults, and the pointer is
+/// never read), to be read soon.
+#[inline(always)]
+fn prefetch<T>(at: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: prefetching has no effect on memory, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(at.cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
 }
 
 /// What evaluates the interior runs of general turns (see `Rotate::row`).
@@ -337,6 +423,34 @@ impl Kernel {
         let done = 0;
         for (slot, x) in out[done..].iter_mut().zip(xs.start + done..xs.end) {
             slot.write(nearest_at(input, w, row, x));
+        }
+    }
+
+    /// Counts the nearest samples of the 8-bit pixels `xs` of `row` in their columns'
+    /// counters (`counts[x - xs.start][v] += 1`), as [`Self::nearest`] makes them.
+    ///
+    /// `xs` must lie in the row's nearest run, and `counts` be as long as `xs`.
+    pub(super) fn nearest_count(
+        self,
+        input: &[u8],
+        w: usize,
+        row: &RowMap,
+        xs: Range<usize>,
+        counts: &mut [[u16; 256]],
+    ) {
+        assert_eq!(counts.len(), xs.len());
+        #[cfg(target_arch = "x86_64")]
+        let done = if self == Kernel::Avx2 {
+            // SAFETY: as in `nearest`; `counts` is as long as `xs`, and the caller's columns
+            // are at most 65535 rows (`TurnedRows`' frames).
+            unsafe { avx2::nearest_count(input, w, row, xs.clone(), counts) }
+        } else {
+            0
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let done = 0;
+        for (column, x) in counts[done..].iter_mut().zip(xs.start + done..xs.end) {
+            column[nearest_at(input, w, row, x) as usize] += 1;
         }
     }
 
