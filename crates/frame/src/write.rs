@@ -123,7 +123,8 @@ impl<W: Write> FrameWriter<W> {
             None => match frame.format {
                 Format::Pgm | Format::Ppm | Format::Decoded => netpbm(false, false),
                 Format::PlainPgm => netpbm(false, true),
-                Format::Pam if float => netpbm(true, false),
+                // A float frame has no PAM: PFM, or NPY where it has alpha, as from any netpbm.
+                Format::Pam if float => netpbm(false, false),
                 Format::Pam => Written::Netpbm { pam: true, plain: false },
                 Format::Pfm if float && !ch.has_alpha() => Written::Pfm,
                 Format::Pfm => netpbm(false, false),
@@ -762,6 +763,32 @@ mod tests {
                         assert_eq!(back.depth(), depth, "{what}");
                     }
                 }
+            }
+        }
+    }
+
+    /// A float frame (`stretch --out` of a PAM, say) goes to PFM, or NPY with alpha, whatever
+    /// container it was read from: a gray+alpha PAM's had gone to PFM and tripped its assertion.
+    #[test]
+    fn float_frames_of_every_input_container_are_written_without_one_asked_for() {
+        let mut rng = fastrand::Rng::with_seed(49);
+        let all = [Channels::Gray, Channels::GrayAlpha, Channels::Rgb, Channels::RgbAlpha];
+        let formats = [Format::Pgm, Format::PlainPgm, Format::Ppm, Format::Pam, Format::Pfm, Format::Npy];
+        for format in formats.into_iter().chain([Format::Decoded, Format::Raw]) {
+            for channels in all {
+                let mut f = random_frame(channels, crate::Depth::F32, &mut rng);
+                f.format = format;
+                let bytes = write_in(None, &f).unwrap();
+                if format == Format::Raw {
+                    assert_eq!(bytes.len(), f.pixels.len() * 4, "{format:?} {channels:?}");
+                    continue;
+                }
+                let back =
+                    FrameReader::new(&bytes[..], ReadOptions::default()).next_frame().unwrap().unwrap();
+                let what = format!("{format:?} {channels:?}");
+                assert_eq!((back.channels, bits(&back.pixels)), (channels, bits(&f.pixels)), "{what}");
+                let npy = format == Format::Npy || channels.has_alpha();
+                assert_eq!(back.format, if npy { Format::Npy } else { Format::Pfm }, "{what}");
             }
         }
     }
