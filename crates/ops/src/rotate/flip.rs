@@ -65,13 +65,9 @@ impl Flip {
             for (y, row) in (first / width..).zip(part.chunks_exact_mut(width)) {
                 let from = &input[if v { height - 1 - y } else { y } * width..][..width];
                 if h {
-                    for (slot, &s) in row.iter_mut().zip(from.iter().rev()) {
-                        slot.write(s);
-                    }
+                    copy_reversed(row, from);
                 } else {
-                    for (slot, &s) in row.iter_mut().zip(from) {
-                        slot.write(s);
-                    }
+                    copy(row, from);
                 }
             }
         };
@@ -101,9 +97,64 @@ impl Flip {
     }
 }
 
+/// `to[i] = from[i]` for every element of `to` (as long as `from`): a `memcpy`.
+pub(crate) fn copy<T: Copy>(to: &mut [MaybeUninit<T>], from: &[T]) {
+    let from = &from[..to.len()];
+    // SAFETY: `to` and `from` are as long, and distinct (`to` is an output being written).
+    unsafe { std::ptr::copy_nonoverlapping(from.as_ptr(), to.as_mut_ptr().cast::<T>(), to.len()) };
+}
+
+/// `to[i] = from[n - 1 - i]` for the n elements of `to` (as long as `from`): a row mirrored.
+/// Built for AVX2 where the CPU has it, so that the compiler reverses 32 bytes at a time with
+/// `vpshufb` and `vpermq`; the build's baseline (SSE2) has no byte shuffle, and reversed 8-bit
+/// rows at a third of the speed (`rotate 0 --flip h` on 2 threads of the build machine, by
+/// `histopipe-bench cpu`: 640x651 in 0.0073 ms, was 0.0205, `cv2.flip` 0.0113; 2560x1707 in 0.10
+/// to 0.12 ms, was 0.23 to 0.66, `cv2.flip` 0.086).
+pub(crate) fn copy_reversed<T: Copy>(to: &mut [MaybeUninit<T>], from: &[T]) {
+    #[inline(always)]
+    fn each<T: Copy>(to: &mut [MaybeUninit<T>], from: &[T]) {
+        let n = to.len();
+        let from = &from[..n];
+        for (i, slot) in to.iter_mut().enumerate() {
+            slot.write(from[n - 1 - i]);
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        /// # Safety
+        /// The CPU has AVX2 (an `unsafe fn`: safe functions with target features need Rust 1.86,
+        /// and the workspace builds with 1.85).
+        #[target_feature(enable = "avx2")]
+        unsafe fn wide<T: Copy>(to: &mut [MaybeUninit<T>], from: &[T]) {
+            each(to, from)
+        }
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { wide(to, from) };
+    }
+    each(to, from)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rows of every sample type and of every length up to 100 (each remainder of the wide
+    /// loop) are reversed.
+    #[test]
+    fn rows_reverse_at_every_length() {
+        fn check<T: Copy + PartialEq + std::fmt::Debug>(row: &[T]) {
+            for n in 0..row.len() {
+                let mut to = vec![MaybeUninit::uninit(); n];
+                copy_reversed(&mut to, &row[..n]);
+                // SAFETY: `copy_reversed` wrote every slot.
+                let to: Vec<T> = to.into_iter().map(|v| unsafe { v.assume_init() }).collect();
+                assert_eq!(to, row[..n].iter().rev().copied().collect::<Vec<T>>(), "{n}");
+            }
+        }
+        check(&(0..100).map(|i| i as u8).collect::<Vec<u8>>());
+        check(&(0..100).map(|i| i as u16 * 517).collect::<Vec<u16>>());
+        check(&(0..100).map(|i| i as f32 * -0.25).collect::<Vec<f32>>());
+    }
 
     /// Each flip is NumPy's `a[:, ::-1]`, `a[::-1]` or `a[::-1, ::-1]`, and its map says where
     /// each pixel came from, whatever the split over the threads.
