@@ -70,11 +70,7 @@ impl StretchTo {
     fn cpu_float(&self, v: &[f32]) -> Vec<f32> {
         if self.float32_arithmetic() {
             let k = Float32::of(self);
-            super::map_parts(v, |src: &[f32], out: &mut [MaybeUninit<f32>]| {
-                for (slot, &s) in out.iter_mut().zip(src) {
-                    slot.write(canonical_nan(k.value(s)));
-                }
-            })
+            super::map_parts(v, |src: &[f32], out: &mut [MaybeUninit<f32>]| k.map(src, out))
         } else {
             let norm = self.curve.norm();
             super::map_parts(v, |src: &[f32], out: &mut [MaybeUninit<f32>]| {
@@ -162,6 +158,42 @@ impl Float32 {
     }
 }
 
+impl Float32 {
+    /// Writes [`Float32::value`] of each sample of `src` to `out` (as long), NaN canonical: the
+    /// same operations with the NaN test a select after them rather than a branch before, so
+    /// that the compiler maps 8 samples at a time, built for AVX2 where the CPU has it (no fused
+    /// multiply-add: Rust never fuses). Measured with the range's pass ([`super::cuts::extremes`]).
+    fn map(&self, src: &[f32], out: &mut [MaybeUninit<f32>]) {
+        #[inline(always)]
+        fn each(k: &Float32, src: &[f32], out: &mut [MaybeUninit<f32>]) {
+            if k.flat {
+                for (slot, &v) in out.iter_mut().zip(src) {
+                    slot.write(canonical_nan(k.value(v)));
+                }
+                return;
+            }
+            for (slot, &v) in out.iter_mut().zip(src) {
+                // Float32::value's steps, the NaN given (whose clip is lo) replaced after them.
+                let y = (clip(v, k.lo, k.hi) - k.lo) / k.span * k.out_span + k.out_lo;
+                slot.write(canonical_nan(if v.is_nan() { f32::NAN } else { y }));
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            /// # Safety
+            /// The CPU has AVX2 (an `unsafe fn`: safe functions with target features need Rust
+            /// 1.86, and the workspace builds with 1.85).
+            #[target_feature(enable = "avx2")]
+            unsafe fn wide(k: &Float32, src: &[f32], out: &mut [MaybeUninit<f32>]) {
+                each(k, src, out)
+            }
+            // SAFETY: the CPU has AVX2, checked just above.
+            return unsafe { wide(self, src, out) };
+        }
+        each(self, src, out)
+    }
+}
+
 impl Op for StretchTo {
     type Output = Frame;
 
@@ -210,6 +242,51 @@ mod tests {
         // A flat range: np.clip(lo, LO, HI).
         assert_eq!(to(5.0, 5.0, Scale::Sqrt, (0.0, 1.0)).value(7.0), 1.0);
         assert_eq!(to(0.5, 0.5, Scale::Linear, (0.0, 1.0)).value32(-3.0), 0.5);
+    }
+
+    /// The loop of every sample gives each one's [`Float32::value`], NaN canonical, bit for bit:
+    /// NaNs of any bits, infinities, signed zeros, subnormals, ranges flat and too wide for
+    /// float32's hi - lo.
+    #[test]
+    fn the_map_is_each_value() {
+        let mut rng = fastrand::Rng::with_seed(49);
+        let special = [
+            f32::NAN,
+            -f32::NAN,
+            f32::from_bits(0x7F80_0001),
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            0.0,
+            -0.0,
+            1e-45,
+            -1e-45,
+            f32::MAX,
+            f32::MIN,
+            10.0,
+            20.0,
+        ];
+        let mut src: Vec<f32> = special.to_vec();
+        src.extend((0..1000).map(|_| f32::from_bits(rng.u32(..))));
+        src.extend((0..1000).map(|_| rng.f32() * 40.0 - 10.0));
+        let ranges =
+            [(10.0, 20.0), (-0.0, 0.0), (5.0, 5.0), (-3e38, 3e38), (f32::MIN as f64, f32::MAX as f64)];
+        for (lo, hi) in ranges {
+            for out in [(0.0, 1.0), (-1.0, 1.0), (-1e38, 3e38)] {
+                let k = Float32::of(&to(lo, hi, Scale::Linear, out));
+                // From each of 40 starts, so that every sample passes through each lane.
+                for start in 0..40 {
+                    let src = &src[start..];
+                    let mut dst = vec![MaybeUninit::uninit(); src.len()];
+                    k.map(src, &mut dst);
+                    for (d, &v) in dst.iter().zip(src) {
+                        // SAFETY: `map` wrote every slot.
+                        let d = unsafe { d.assume_init() };
+                        let want = canonical_nan(k.value(v));
+                        assert_eq!(d.to_bits(), want.to_bits(), "{v:e} of {lo}..{hi} onto {out:?}");
+                    }
+                }
+            }
+        }
     }
 
     /// Split over any number of threads, the output is the one thread's.
