@@ -711,3 +711,60 @@ pub(super) fn sample_at<T: Blend>(
     let bottom = (1.0 - tx) * p01 + tx * p11;
     T::finish((1.0 - ty) * top + ty * bottom, maxval)
 }
+
+#[cfg(test)]
+mod counts {
+    use std::mem::MaybeUninit;
+
+    use histopipe_frame::{Frame, Pixels};
+
+    use super::{Kernel, TurnedRows};
+    use crate::rotate::{Interpolation, RotateBy, RotateParams};
+    use crate::Fill;
+
+    /// Every way this CPU counts a span (`count_span`: the portable kernel, AVX2, quarter
+    /// turns stepped) counts the samples `span` makes: random 8-bit frames and turns,
+    /// both interpolations, `expand`, random spans of random rows, counters already holding
+    /// counts.
+    #[test]
+    fn each_kernel_counts_the_samples_span_makes() {
+        let seed = fastrand::u64(..);
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let mut kernels = vec![Kernel::Scalar];
+        if Kernel::detect() != Kernel::Scalar {
+            kernels.push(Kernel::detect());
+        }
+        for _ in 0..40 {
+            let (w, h) = (rng.usize(1..300), rng.usize(1..300));
+            let input: Vec<u8> = (0..w * h).map(|_| rng.u8(..)).collect();
+            let frame = Frame::new(w, h, 255, Pixels::U8(input.clone().into()));
+            let degrees = if rng.bool() { 90.0 * rng.i8(-4..=4) as f64 } else { rng.f64() * 720.0 - 360.0 };
+            let interpolation = if rng.bool() { Interpolation::Nearest } else { Interpolation::Bilinear };
+            let by = RotateBy::Degrees(degrees);
+            let params =
+                RotateParams { by, interpolation, fill: Fill::Int(rng.u16(0..256)), expand: rng.bool() };
+            let r = params.for_frame(&frame).unwrap();
+            let what = format!("seed {seed}: {w}x{h} {degrees} {interpolation:?}");
+            let rows = r.turned_rows(&input, 0..r.out_height);
+            for _ in 0..20 {
+                let y = rng.usize(0..r.out_height);
+                let x0 = rng.usize(0..r.out_width);
+                let xs = x0..rng.usize(x0 + 1..=r.out_width);
+                let mut samples = vec![MaybeUninit::uninit(); xs.len()];
+                rows.span(y, xs.clone(), &mut samples);
+                let start: Vec<[u16; 256]> = xs.clone().map(|_| [rng.u16(..1000); 256]).collect();
+                let mut expected = start.clone();
+                for (column, v) in expected.iter_mut().zip(&samples) {
+                    // SAFETY: `span` writes every sample.
+                    column[unsafe { v.assume_init() } as usize] += 1;
+                }
+                for &kernel in &kernels {
+                    let rows = TurnedRows { kernel, ..r.turned_rows(&input, y..y + 1) };
+                    let mut got = start.clone();
+                    rows.count_span(y, xs.clone(), &mut got);
+                    assert!(got == expected, "{what}, row {y}, {xs:?}, {kernel:?}");
+                }
+            }
+        }
+    }
+}
