@@ -5,11 +5,13 @@
 
 use std::path::Path;
 
+use histopipe_frame::{Channels, Format, Frame, Pixels};
+
 use crate::common::*;
 
 /// Good files with bad ones in front, in the middle and at the end: a truncated JPEG, a file that
-/// is not there, a folder, a float frame `equalize` refuses, a PGM cut short after two good
-/// frames, and garbage. Returns the operands in order and the good files' names.
+/// is not there, a folder, a frame `equalize` refuses (float colour, which its default `--colour
+/// luma` does not take), a PGM cut short after two good frames, and garbage. Returns the operands in order and the good files' names.
 fn batch(dir: &Path) -> (Vec<String>, Vec<&'static str>) {
     copy_fixtures(
         dir,
@@ -18,7 +20,10 @@ fn batch(dir: &Path) -> (Vec<String>, Vec<&'static str>) {
     let jpeg = fixture_bytes("rocket.jpg");
     std::fs::write(dir.join("in/a-truncated.jpg"), &jpeg[..jpeg.len() / 3]).unwrap();
     std::fs::create_dir(dir.join("in/folder")).unwrap();
-    copy_fixtures(dir, &[("dem.npy", "in/float.npy")]);
+    let rgb = Pixels::F32((0..4 * 3 * 3).map(|v| v as f32 / 7.0).collect::<Vec<f32>>().into());
+    let mut float_colour = Frame::with_channels(4, 3, Channels::Rgb, 1, rgb);
+    float_colour.format = Format::Pfm;
+    std::fs::write(dir.join("in/float.pfm"), stream(&[float_colour])).unwrap();
     let text = read_frames(&fixture_bytes("text.pgm")).remove(0);
     let two = stream(&[text.clone(), text]);
     std::fs::write(dir.join("in/cut.pgm"), [two, b"P5 9 9 255\n\x01\x02".to_vec()].concat()).unwrap();
@@ -29,7 +34,7 @@ fn batch(dir: &Path) -> (Vec<String>, Vec<&'static str>) {
         "in/missing.pgm",
         "in/folder",
         "in/good2.pgm",
-        "in/float.npy",
+        "in/float.pfm",
         "in/cut.pgm",
         "in/good3.pgm",
         "in/zz-garbage.pgm",
@@ -62,7 +67,7 @@ fn every_file_is_worked_on_and_each_failure_is_one_line() {
             "equalize: in/a-truncated.jpg: frame 1: ",
             "equalize: in/missing.pgm: no such file",
             "equalize: in/folder: is a folder",
-            "equalize: in/float.npy: frame 1: 32-bit float samples",
+            "equalize: in/float.pfm: frame 1: --colour luma of a float colour frame",
             "equalize: in/cut.pgm: frame 3: ",
             "equalize: in/zz-garbage.pgm: frame 1: ",
             "equalize: 6 of 9 files failed",
@@ -124,7 +129,7 @@ fn one_output_file_is_all_or_nothing_and_fail_fast_stops_at_the_first() {
     let (code, stdout, lines) = run(&dir, &["--fail-fast", "-o", "out/{stem}.png"], &present);
     assert_eq!((code, stdout.len()), (Some(2), 0));
     assert_eq!(lines.len(), 1, "{lines:?}");
-    assert!(lines[0].starts_with("equalize: in/float.npy: frame 1: 32-bit float"), "{lines:?}");
+    assert!(lines[0].starts_with("equalize: in/float.pfm: frame 1: --colour luma of a float"), "{lines:?}");
     assert_eq!(names(&dir.join("out")), ["good1.png", "good2.png"], "the files before the first failure");
 }
 

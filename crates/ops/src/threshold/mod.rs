@@ -513,7 +513,7 @@ fn refuse_float_table(frame: &Frame, method: Method) -> Result<(), OpError> {
         Pixels::F32(_) => Err(OpError::param(
             "method",
             method,
-            "of a float frame gives a frame, not a table of thresholds (--format takes integer frames)",
+            "of a float frame gives a frame, not a table of thresholds (a table holds integer thresholds)",
         )),
         _ => Ok(()),
     }
