@@ -800,6 +800,44 @@ fn out_range_of_colour_with_alpha() {
     }
 }
 
+/// Gray+alpha made float by `--out`: on stdout an NPY (as docs/formats.md says of float frames
+/// with alpha: PFM holds none), the gray samples rescaled and alpha from [0, maxval] onto [0, 1];
+/// to a container that cannot hold it, one line naming the one that can (the fuzz finding
+/// crates/fuzz/regressions/tools/panic-f26802da3066fed5.bin had ended in "internal error in the
+/// writer: a PFM has 1 or 3 channels, not 2").
+#[test]
+fn out_range_of_gray_with_alpha() {
+    let mut rng = rng();
+    let px: Vec<u16> = (0..2 * 60).map(|_| rng.u16(0..=1000)).collect();
+    let ga = Frame {
+        format: Format::Pam,
+        ..Frame::with_channels(12, 5, Channels::GrayAlpha, 1000, Pixels::U16(px.into()))
+    };
+    let input = stream(std::slice::from_ref(&ga));
+    let args = ["--out", "-1:1", "--saturate", "0"];
+    let out = read_frames(&run_ok("stretch", "cpu", &args, &input));
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].format, out[0].channels), (Format::Npy, Channels::GrayAlpha));
+    let (lo, hi) =
+        (0..60).map(|i| ga.pixels.get(2 * i)).fold((u16::MAX, 0), |(l, h), v| (l.min(v), h.max(v)));
+    let colours = skimage_rescale(&ga, (lo as f64, hi as f64), (-1.0, 1.0));
+    for (i, &g) in floats(&out[0]).iter().enumerate() {
+        let v = ga.pixels.get(i) as f64;
+        let want = if i % 2 == 1 { (v / 1000.0) as f32 } else { colours[i] };
+        assert_eq!(g.to_bits(), want.to_bits(), "sample {i}");
+    }
+    let dir = temp_dir("stretch-out-gray-alpha");
+    for ext in ["pfm", "tif", "pam", "png"] {
+        let path = dir.join(format!("out.{ext}"));
+        let mut all = args.to_vec();
+        all.extend(["-o", path.to_str().unwrap()]);
+        let e = run_err("stretch", &all, &input, 2);
+        assert!(e.contains("cannot hold this 32-bit float gray+alpha frame: write .npy"), "{ext}: {e}");
+        assert_eq!(e.trim_end().lines().count(), 1, "{ext}: {e}");
+        assert!(!e.contains("internal error"), "{ext}: {e}");
+    }
+}
+
 /// The GPU's float output is the CPU's bit for bit: float frames (the float32 arithmetic of the
 /// linear scale, the double one of the others; NaN, infinities, zeros, subnormals, random bits;
 /// flat ranges), and the tables of 8- and 16-bit frames of every short length (a chunk of 16

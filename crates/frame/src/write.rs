@@ -119,6 +119,14 @@ impl<W: Write> FrameWriter<W> {
                 ch.name()
             ))
         };
+        // What a refusal names instead: containers that hold the frame. Float samples: TIFF (no
+        // gray+alpha), PFM (no alpha), NPY; integer ones: PNG, PAM, TIFF (no gray+alpha), NPY.
+        let float_instead = match ch {
+            Channels::GrayAlpha => ".npy",
+            Channels::RgbAlpha => ".tif or .npy",
+            _ => ".tif, .pfm or .npy",
+        };
+        let gray_alpha = ch == Channels::GrayAlpha;
         Ok(match self.options.container {
             None => match frame.format {
                 Format::Pgm | Format::Ppm | Format::Decoded => netpbm(false, false),
@@ -131,22 +139,30 @@ impl<W: Write> FrameWriter<W> {
                 Format::Npy => Written::Npy,
                 Format::Raw => Written::Raw,
             },
-            Some(Container::Pgm) if ch != Channels::Gray || float => {
-                return refuse("PGM", ".ppm, .pam, .png or .tif")
-            }
+            Some(Container::Pgm) if float => return refuse("PGM", float_instead),
+            Some(Container::Pgm) if gray_alpha => return refuse("PGM", ".pam or .png"),
+            Some(Container::Pgm) if ch.has_alpha() => return refuse("PGM", ".pam, .png or .tif"),
+            Some(Container::Pgm) if ch != Channels::Gray => return refuse("PGM", ".ppm, .pam, .png or .tif"),
             Some(Container::Pgm | Container::Pnm) => netpbm(false, false),
-            Some(Container::Ppm) if ch.has_alpha() || float => return refuse("PPM", ".pam, .png or .tif"),
+            Some(Container::Ppm) if float => return refuse("PPM", float_instead),
+            Some(Container::Ppm) if gray_alpha => return refuse("PPM", ".pam or .png"),
+            Some(Container::Ppm) if ch.has_alpha() => return refuse("PPM", ".pam, .png or .tif"),
             Some(Container::Ppm) => Written::Netpbm { pam: false, plain: false },
-            Some(Container::Pam) if float => return refuse("PAM", ".tif, .pfm or .npy"),
+            Some(Container::Pam) if float => return refuse("PAM", float_instead),
             Some(Container::Pam) => Written::Netpbm { pam: true, plain: false },
             Some(Container::Png { .. }) if float => {
-                return refuse("PNG", ".tif, .pfm or .npy, or make it integer with stretch")
+                return refuse("PNG", &format!("{float_instead}, or make it integer with stretch"))
             }
             Some(Container::Png { compression }) => Written::Png { compression },
-            Some(Container::Tiff) if ch == Channels::GrayAlpha => return refuse("TIFF", ".png or .pam"),
+            Some(Container::Tiff) if gray_alpha && float => return refuse("TIFF", ".npy"),
+            Some(Container::Tiff) if gray_alpha => return refuse("TIFF", ".png or .pam"),
             Some(Container::Tiff) => Written::Tiff,
+            Some(Container::Jpeg { .. }) if float => {
+                return refuse("JPEG", &format!("{float_instead} (JPEG holds 8-bit samples)"))
+            }
             Some(Container::Jpeg { .. }) if frame.depth() != crate::Depth::U8 => {
-                return refuse("JPEG", ".png or .tif (JPEG holds 8-bit samples)")
+                let instead = if gray_alpha { ".png or .pam" } else { ".png or .tif" };
+                return refuse("JPEG", &format!("{instead} (JPEG holds 8-bit samples)"));
             }
             // OpenCV's imwrite drops alpha silently; a tool that loses nothing unsaid refuses, as it
             // refuses 16-bit samples, and says how to drop it on purpose.
@@ -160,6 +176,8 @@ impl<W: Write> FrameWriter<W> {
                 )
             }
             Some(Container::Jpeg { quality }) => Written::Jpeg { quality },
+            Some(Container::Pfm) if float && ch.has_alpha() => return refuse("PFM", float_instead),
+            Some(Container::Pfm) if gray_alpha => return refuse("PFM", ".png, .pam or .npy"),
             Some(Container::Pfm) if ch.has_alpha() => return refuse("PFM", ".tif or .npy"),
             Some(Container::Pfm) => Written::Pfm,
             Some(Container::Npy) => Written::Npy,
@@ -765,6 +783,55 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Each refusal names only containers that hold the frame: a float gray+alpha frame refused
+    /// by PFM had been sent to TIFF, which refuses gray+alpha and named PNG and PAM, which refuse
+    /// float samples (`stretch --out` of a gray+alpha PAM, issue 49).
+    #[test]
+    fn refusals_name_containers_that_hold_the_frame() {
+        use crate::Depth;
+        let mut rng = fastrand::Rng::with_seed(49);
+        let all = [Channels::Gray, Channels::GrayAlpha, Channels::Rgb, Channels::RgbAlpha];
+        let containers = [
+            Container::Pnm,
+            Container::Pgm,
+            Container::Ppm,
+            Container::Pam,
+            Container::Png { compression: None },
+            Container::Tiff,
+            Container::Jpeg { quality: 90 },
+            Container::Pfm,
+            Container::Npy,
+        ];
+        let mut refused = 0;
+        for depth in [Depth::U8, Depth::U16, Depth::F32] {
+            for channels in all {
+                let f = random_frame(channels, depth, &mut rng);
+                for container in containers {
+                    let Err(e) = write_in(Some(container), &f) else { continue };
+                    refused += 1;
+                    let what = format!("{depth:?} {channels:?} in {container:?}: {e}");
+                    let named = e.message.split_once(": write ").expect("names what to write").1;
+                    let named: Vec<&str> =
+                        named.split([' ', ',']).filter_map(|w| w.strip_prefix('.')).collect();
+                    assert!(!named.is_empty(), "{what}");
+                    for ext in named {
+                        let instead = match ext {
+                            "ppm" => Container::Ppm,
+                            "pam" => Container::Pam,
+                            "png" => Container::Png { compression: None },
+                            "tif" => Container::Tiff,
+                            "pfm" => Container::Pfm,
+                            "npy" => Container::Npy,
+                            other => panic!("{what}: names .{other}"),
+                        };
+                        assert!(write_in(Some(instead), &f).is_ok(), "{what}: .{ext} refuses it too");
+                    }
+                }
+            }
+        }
+        assert!(refused > 20, "{refused} refusals");
     }
 
     /// A float frame (`stretch --out` of a PAM, say) goes to PFM, or NPY with alpha, whatever
