@@ -1048,6 +1048,7 @@ SECTIONS = [
     (SECTION_27[3:], "`scripts/bench/run --stage thresholds`, and for scikit-image's side `scripts/bench/run "
      "--stage thresholds --skimage` (no `.carry`: Python and the wheels of scripts/bench/skimage-wheels)",
      stage("thresholds", thresholds_section)),
+    (SECTION_49[3:], "`scripts/bench/run --stage expected`", stage("expected", expected_section)),
     (SECTION_28[3:], "`scripts/bench/run --stage directions`, and for scikit-image's side `scripts/bench/run "
      "--stage directions --skimage`", stage("directions", directions_section)),
     (SECTION_29[3:], "`scripts/bench/run --stage segments`", stage("segments", segments_section)),
