@@ -1079,6 +1079,24 @@ mod tests {
         assert_eq!(limit, (1 << 14) + (1 << 20));
     }
 
+    /// One of `seeds` with one to three mutations: a byte changed, the rest cut off, or a byte of
+    /// `alphabet` put in.
+    fn mutated(rng: &mut fastrand::Rng, seeds: &[&[u8]], alphabet: &[u8; 16]) -> Vec<u8> {
+        let mut input = seeds[rng.usize(..seeds.len())].to_vec();
+        for _ in 0..rng.usize(1..4) {
+            let i = rng.usize(..input.len());
+            match rng.u8(..3) {
+                0 => input[i] = rng.u8(..),
+                1 => input.truncate(i),
+                _ => input.insert(i, alphabet[rng.usize(..16)]),
+            }
+            if input.is_empty() {
+                break;
+            }
+        }
+        input
+    }
+
     /// Mangled PBM headers and rasters are errors, never panics or endless loops.
     #[test]
     fn mutated_pbm_never_panics() {
@@ -1089,18 +1107,7 @@ mod tests {
         ];
         let mut rng = fastrand::Rng::with_seed(0x9b3);
         for _ in 0..20000 {
-            let mut input = seeds[rng.usize(..seeds.len())].to_vec();
-            for _ in 0..rng.usize(1..4) {
-                let i = rng.usize(..input.len());
-                match rng.u8(..3) {
-                    0 => input[i] = rng.u8(..),
-                    1 => input.truncate(i),
-                    _ => input.insert(i, b"0123456789 #\nP4x"[rng.usize(..16)]),
-                }
-                if input.is_empty() {
-                    break;
-                }
-            }
+            let input = mutated(&mut rng, &seeds, b"0123456789 #\nP4x");
             let options = ReadOptions { max_pixels: 1 << 16, ..Default::default() };
             if let Ok(frames) = read_all(&input, options) {
                 for f in frames {
@@ -1122,18 +1129,7 @@ mod tests {
         ];
         let mut rng = fastrand::Rng::with_seed(0x5eed);
         for _ in 0..20000 {
-            let mut input = seeds[rng.usize(..seeds.len())].to_vec();
-            for _ in 0..rng.usize(1..4) {
-                let i = rng.usize(..input.len());
-                match rng.u8(..3) {
-                    0 => input[i] = rng.u8(..),
-                    1 => input.truncate(i),
-                    _ => input.insert(i, b"0123456789 #\nP5x"[rng.usize(..16)]),
-                }
-                if input.is_empty() {
-                    break;
-                }
-            }
+            let input = mutated(&mut rng, &seeds, b"0123456789 #\nP5x");
             let options = ReadOptions { max_pixels: 1 << 16, ..Default::default() };
             let _ = read_all(&input, options);
         }
