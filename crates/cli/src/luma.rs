@@ -5,8 +5,6 @@
 //! (`histopipe_frame::colour`) and run on the CPU, split over its pool's threads, whichever
 //! backend runs the operation, so both backends give the same colour frames.
 
-use std::sync::Mutex;
-
 use histopipe_frame::{colour, Channels, Frame, Pixels};
 use histopipe_ops::{parallel, OpError};
 
@@ -118,8 +116,7 @@ fn part_pixels(pixels: usize, width: usize) -> usize {
 }
 
 /// The three planes `convert` makes of `samples` (`n` a pixel, `width` pixels a row), converted
-/// in parts of whole rows on the CPU pool's threads ([`parallel::map_parts`]): each part's slices
-/// are behind a lock that the one thread converting that part takes.
+/// in parts of whole rows on the CPU pool's threads ([`parallel::for_each_part`]).
 fn to_planes<T: Copy + Default + Send + Sync>(
     samples: &[T],
     n: usize,
@@ -130,14 +127,13 @@ fn to_planes<T: Copy + Default + Send + Sync>(
     let mut planes = [vec![T::default(); pixels], vec![T::default(); pixels], vec![T::default(); pixels]];
     let part = part_pixels(pixels, width);
     let [p0, p1, p2] = &mut planes;
-    let parts: Vec<_> = samples
+    let mut parts: Vec<_> = samples
         .chunks(part * n)
         .zip(p0.chunks_mut(part).zip(p1.chunks_mut(part)).zip(p2.chunks_mut(part)))
-        .map(|(s, ((a, b), c))| Mutex::new((s, a, b, c)))
+        .map(|(s, ((a, b), c))| (s, a, b, c))
         .collect();
-    parallel::map_parts(&parts, 1, |_, part| {
-        for p in part {
-            let (s, a, b, c) = &mut *p.lock().expect("each part is converted by one thread");
+    parallel::for_each_part(&mut parts, 1, |_, part| {
+        for (s, a, b, c) in part {
             convert(s, n, a, b, c);
         }
     });
@@ -154,14 +150,13 @@ fn from_planes<T: Copy + Send + Sync>(
     convert: FromPlanes<T>,
 ) {
     let part = part_pixels(planes[0].len(), width);
-    let parts: Vec<_> = out
+    let mut parts: Vec<_> = out
         .chunks_mut(part * n)
         .zip(planes[0].chunks(part).zip(planes[1].chunks(part)).zip(planes[2].chunks(part)))
-        .map(|(o, ((a, b), c))| Mutex::new((o, a, b, c)))
+        .map(|(o, ((a, b), c))| (o, a, b, c))
         .collect();
-    parallel::map_parts(&parts, 1, |_, part| {
-        for p in part {
-            let (o, a, b, c) = &mut *p.lock().expect("each part is converted by one thread");
+    parallel::for_each_part(&mut parts, 1, |_, part| {
+        for (o, a, b, c) in part {
             convert(a, b, c, o, n);
         }
     });

@@ -204,7 +204,7 @@ pub(crate) fn parts_split_from(units: usize, min_split: usize, min_part: usize) 
 /// Calls `f(first, part)` for consecutive parts of `data`, `len` elements each (the last may be
 /// shorter), `first` being the index of the part's first element: on the pool's threads when
 /// there are several parts, else on the calling thread.
-pub(crate) fn for_each_part<T: Send>(data: &mut [T], len: usize, f: impl Fn(usize, &mut [T]) + Sync) {
+pub fn for_each_part<T: Send>(data: &mut [T], len: usize, f: impl Fn(usize, &mut [T]) + Sync) {
     use rayon::prelude::*;
     let len = len.max(1);
     if data.len() <= len {
