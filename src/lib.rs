@@ -20,6 +20,10 @@ macro_rules! tools {
         /// checks each tool's option table against them, and tools.toml holds the same tools.
         pub const TOOLS: &[(&str, &[histopipe_cli::Flag])] =
             &[$((stringify!($module), <$module::$tool as histopipe_cli::Tool>::FLAGS)),*];
+
+        /// Every tool, as the GPU service (`histopipe-service`) runs it for a client.
+        pub const SERVICE_TOOLS: &[histopipe_cli::service::Entry] =
+            &[$(histopipe_cli::service::entry::<$module::$tool>()),*];
     };
 }
 

@@ -60,6 +60,8 @@ pub fn tool(name: &str) -> Command {
     cmd.env_remove("HISTOPIPE_BACKEND");
     cmd.env_remove("HISTOPIPE_THREADS");
     cmd.env_remove("HISTOPIPE_RAW");
+    // The GPU service is tested on its own (service.rs): here each tool opens its own GPU.
+    cmd.env("HISTOPIPE_SERVICE", "off");
     cmd
 }
 
@@ -154,7 +156,8 @@ pub fn shell(dir: &Path, script: &str) -> StdCommand {
     cmd.args(["-o", "pipefail", "-c", script])
         .current_dir(dir)
         .env("PATH", path_with_tools())
-        .env("HISTOPIPE_BACKEND", "cpu");
+        .env("HISTOPIPE_BACKEND", "cpu")
+        .env("HISTOPIPE_SERVICE", "off");
     cmd
 }
 

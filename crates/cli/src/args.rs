@@ -12,7 +12,7 @@ use lexopt::{Arg, Parser, ValueExt};
 use crate::common::{Common, COMMON_FLAGS, COMMON_OPERANDS};
 use crate::flags::{find, flags_table, help_text, Given};
 use crate::inputs::Inputs;
-use crate::outputs::OutputSpec;
+use crate::outputs::{OutputSpec, Product};
 use crate::tool::Tool;
 use crate::{Error, Place};
 
@@ -23,6 +23,21 @@ pub(crate) struct Invocation {
     pub output: OutputSpec,
     /// The container frames are written in (`None`: each in the one it came in).
     pub container: Option<Container>,
+    /// The command line's words, for the GPU service, which parses them again.
+    pub args: Vec<OsString>,
+    /// Whether an option but `-o` names a file (`--mask FILE`): the service, which does not
+    /// read or write files for a client, is not asked to run such a command line.
+    pub names_files: bool,
+}
+
+/// The tool's part of a command line: its options and those every tool takes, the tool's own
+/// operands, all checked, and what it writes; the operands left name the input files.
+pub(crate) struct Command {
+    pub common: Common,
+    pub operands: VecDeque<OsString>,
+    pub output: OutputSpec,
+    pub product: Product,
+    pub names_files: bool,
 }
 
 /// What the command line asked for.
@@ -48,22 +63,61 @@ pub(crate) fn parse<T: Tool>(
     tool: &mut T,
     args: impl IntoIterator<Item = OsString>,
 ) -> Result<Parsed, Error> {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let Some(command) = parse_command(tool, args.clone(), Asked::Print)? else {
+        return Ok(Parsed::Printed);
+    };
+    let Command { common, operands, output, product, names_files } = command;
+    let container = match output.container(product, common.png)? {
+        Some(Container::Jpeg { .. }) => Some(Container::Jpeg { quality: common.quality }),
+        Some(Container::Png { .. }) => Some(Container::Png { compression: common.compression }),
+        other => other,
+    };
+    let inputs = Inputs::new(operands);
+    inputs.check(common.fail_fast)?;
+    Ok(Parsed::Run(Box::new(Invocation { common, inputs, output, container, args, names_files })))
+}
+
+/// What `--help` and `--version` do: print, or (for the service, which parses a client's
+/// command line) fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Asked {
+    Print,
+    Refuse,
+}
+
+/// The values options that name files go by ([`Flag::value`](crate::Flag)).
+const FILE_VALUES: [&str; 4] = ["FILE", "PATH", "DIR", "IMAGE"];
+
+/// Parses the tool's part of a command line ([`Command`]); `None` when `--help` or `--version`
+/// was printed.
+pub(crate) fn parse_command<T: Tool>(
+    tool: &mut T,
+    args: impl IntoIterator<Item = OsString>,
+    asked: Asked,
+) -> Result<Option<Command>, Error> {
     let mut common = Common::from_env()?;
     let mut operands = VecDeque::new();
+    let mut names_files = false;
     let mut parser = Parser::from_args(args);
     while let Some(arg) = parser.next()? {
         let written = match arg {
+            Arg::Short('h' | 'V') | Arg::Long("help" | "help-flags" | "version")
+                if asked == Asked::Refuse =>
+            {
+                return Err(Error::usage("--help and --version are answered by the tool itself"));
+            }
             Arg::Short('h') | Arg::Long("help") => {
                 print_out(&help::<T>())?;
-                return Ok(Parsed::Printed);
+                return Ok(None);
             }
             Arg::Long("help-flags") => {
                 print_out(&flags_table(T::FLAGS, COMMON_OPERANDS, COMMON_FLAGS))?;
-                return Ok(Parsed::Printed);
+                return Ok(None);
             }
             Arg::Short('V') | Arg::Long("version") => {
                 print_out(&format!("{} (histopipe) {}\n", T::NAME, env!("CARGO_PKG_VERSION")))?;
-                return Ok(Parsed::Printed);
+                return Ok(None);
             }
             Arg::Value(v) => {
                 operands.push_back(v);
@@ -79,20 +133,13 @@ pub(crate) fn parse<T: Tool>(
             Arg::Short(c) => format!("-{c}"),
             Arg::Long(l) => format!("--{l}"),
         };
-        option(&mut common, tool, written, &mut parser)?;
+        names_files |= option(&mut common, tool, written, &mut parser)?;
     }
     tool.operands(&mut operands)?;
     tool.check(&common)?;
     let output = OutputSpec::parse(common.output.as_deref())?;
     let product = tool.product(output.format)?;
-    let container = match output.container(product, common.png)? {
-        Some(Container::Jpeg { .. }) => Some(Container::Jpeg { quality: common.quality }),
-        Some(Container::Png { .. }) => Some(Container::Png { compression: common.compression }),
-        other => other,
-    };
-    let inputs = Inputs::new(operands);
-    inputs.check(common.fail_fast)?;
-    Ok(Parsed::Run(Box::new(Invocation { common, inputs, output, container })))
+    Ok(Some(Command { common, operands, output, product, names_files }))
 }
 
 /// `--help`: the tool's text and options, then those every tool takes, all from their definitions.
@@ -107,13 +154,14 @@ fn help<T: Tool>() -> String {
     format!("{text}\n\n{}", help_text(COMMON_OPERANDS, COMMON_FLAGS))
 }
 
-/// Hands option `written` (with its value, if it takes one) to whichever definition names it.
+/// Hands option `written` (with its value, if it takes one) to whichever definition names it;
+/// whether it names a file other than the output.
 fn option<T: Tool>(
     common: &mut Common,
     tool: &mut T,
     written: String,
     parser: &mut Parser,
-) -> Result<(), Error> {
+) -> Result<bool, Error> {
     let (flag, is_common) = match find(COMMON_FLAGS, &written) {
         Some(f) => (f, true),
         None => match find(T::FLAGS, &written) {
@@ -125,10 +173,11 @@ fn option<T: Tool>(
         Some(_) => Some(parser.value()?),
         None => None,
     };
+    let names_file = flag.value.is_some_and(|v| FILE_VALUES.contains(&v)) && flag.long != "--output";
     let given = Given::new(flag, written, value);
     let taken = if is_common { common.accept(&given) } else { tool.option(&given) };
     match taken {
-        Ok(true) => Ok(()),
+        Ok(true) => Ok(names_file),
         Ok(false) => Err(Error::internal(
             Place::default(),
             "command line",

@@ -91,14 +91,14 @@ impl Devices {
 
 /// The backend one operation runs on: the CPU, or the GPU of that index among the run's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Lane {
+pub(crate) enum Lane {
     Cpu,
     Gpu(usize),
 }
 
 /// The measured nanoseconds per pixel of one operation on one backend.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-struct Rate {
+pub(crate) struct Rate {
     ns: Option<f64>,
     /// Runs so far; a GPU's first compiles or loads the kernels, and is not counted.
     runs: u32,
@@ -108,7 +108,7 @@ impl Rate {
     /// The weight of the newest time in the running average.
     const NEWEST: f64 = 0.25;
 
-    fn record(&mut self, lane: Lane, ns_per_pixel: f64) {
+    pub(crate) fn record(&mut self, lane: Lane, ns_per_pixel: f64) {
         self.runs += 1;
         if matches!(lane, Lane::Gpu(_)) && self.runs == 1 {
             return;
@@ -120,10 +120,10 @@ impl Rate {
 /// What `auto` weighs for one backend: its rate, and the frames it holds (queued on a GPU,
 /// shared by the cores).
 #[derive(Debug, Clone, Copy)]
-struct Load {
-    lane: Lane,
-    rate: Rate,
-    holds: usize,
+pub(crate) struct Load {
+    pub lane: Lane,
+    pub rate: Rate,
+    pub holds: usize,
 }
 
 impl Load {
@@ -143,7 +143,7 @@ const WORTH: f64 = 2.0;
 /// measure it, one frame at a time: its first run compiles or loads the kernels, which may take
 /// seconds, and no other frame waits behind that), else the backend done first with it among the
 /// CPU and the measured GPUs worth it (the first GPU of equals, a GPU before the CPU).
-fn choose(cpu: Load, gpus: &[Load]) -> Lane {
+pub(crate) fn choose(cpu: Load, gpus: &[Load]) -> Lane {
     if let Some(new) = gpus.iter().find(|l| l.rate.ns.is_none() && l.holds == 0) {
         return new.lane;
     }
@@ -452,6 +452,30 @@ impl Backends {
         if self.choice == BackendChoice::Gpu {
             self.open_gpus_in_background();
         }
+    }
+
+    /// With `gpu`, waits for every GPU to open: an error if one cannot be used (the GPU service,
+    /// which answers its clients once it knows).
+    pub(crate) fn wait_open(&self) -> Result<(), OpError> {
+        if self.choice != BackendChoice::Gpu {
+            return Ok(());
+        }
+        self.open_gpus_in_background();
+        let gpus = self.gpus.get().map_or(&[][..], Vec::as_slice);
+        if gpus.is_empty() {
+            return Err(OpError::gpu("--device all: this machine has no usable CUDA device"));
+        }
+        self.open_gpus(gpus, true).map(drop)
+    }
+
+    /// The backend and devices, for the service's status: `gpu List([0])`.
+    pub(crate) fn describe(&self) -> String {
+        format!("{} {:?}", self.choice.word(), self.devices)
+    }
+
+    /// The memory frames are read into (page-locked once a GPU lends it).
+    pub(crate) fn memory(&self) -> &SampleMemory {
+        &self.memory
     }
 
     /// Called before frame `n` (from 1) is handed out. With `auto`, a stream (a second frame)

@@ -24,6 +24,7 @@ mod panic;
 mod progress;
 mod reader;
 mod run;
+pub mod service;
 pub mod side;
 mod signals;
 mod splice;

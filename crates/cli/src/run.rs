@@ -24,6 +24,7 @@ use crate::outputs::{Destinations, Target};
 use crate::panic::{self, catch};
 use crate::progress::Progress;
 use crate::reader::{Backlog, InputFrames, Read};
+use crate::service::client::Remote;
 use crate::signals;
 use crate::splice::PagePipe;
 use crate::stdout::{self, RawStdout};
@@ -69,7 +70,7 @@ pub(crate) fn run_frames<T: Tool>(
     pipe: Option<PagePipe>,
     backends: &mut Option<Arc<Backends>>,
 ) -> Result<(), Error> {
-    let Invocation { common, inputs, output, container } = invocation;
+    let Invocation { common, inputs, output, container, args, names_files } = invocation;
     let inputs_count = inputs.len();
     let keep_going = KeepGoing::new(common.fail_fast, inputs_count);
     let workers = common.workers();
@@ -97,7 +98,20 @@ pub(crate) fn run_frames<T: Tool>(
     *backends = Some(shared.clone());
     let (jobs, queue) = sync_channel::<Job>(workers);
     let queue = Mutex::new(queue);
-    let crew = Crew { tool, common: &common, backends: &shared, container, in_flight: &in_flight };
+    // With `gpu`, frames go to the GPU service where it can take them (docs/service.md), and
+    // with `auto` where it is up: every command line but those naming files or writing side
+    // files, which the tool runs itself.
+    let remote = (!names_files && tool.side_files().is_empty())
+        .then(|| Remote::new(T::NAME, args, &common.device, common.backend))
+        .flatten();
+    let crew = Crew {
+        tool,
+        common: &common,
+        backends: &shared,
+        container,
+        in_flight: &in_flight,
+        remote: remote.as_ref(),
+    };
     std::thread::scope(|scope| {
         for _ in 0..workers {
             let (crew, queue, theirs) = (&crew, &queue, done.clone());
@@ -107,7 +121,9 @@ pub(crate) fn run_frames<T: Tool>(
                 return;
             }
         }
-        shared.start();
+        if remote.is_none() {
+            shared.start();
+        }
         let stream =
             Stream { frames: &mut frames, destinations: &mut destinations, backlog: &backlog, keep_going };
         stream.hand_out(&shared, &in_flight, jobs, done);
@@ -116,7 +132,15 @@ pub(crate) fn run_frames<T: Tool>(
         Err(Error::internal(Place::default(), "writer", "its thread ended without a result"))
     });
     if common.progress && common.backend != BackendChoice::Cpu {
-        let _ = writeln!(io::stderr(), "{}: operations run on {}", T::NAME, shared.tally());
+        let line = match &remote {
+            Some(r) => format!(
+                "frames on the GPU service {}; operations in this process on {}",
+                r.served(),
+                r.local_backends().unwrap_or(&shared).tally()
+            ),
+            None => format!("operations run on {}", shared.tally()),
+        };
+        let _ = writeln!(io::stderr(), "{}: {line}", T::NAME);
     }
     result
 }
@@ -320,6 +344,8 @@ mod tests {
             inputs: Inputs::of(vec![Input::Bytes(input.into())]),
             output: OutputSpec::parse(None).unwrap(),
             container: None,
+            args: Vec::new(),
+            names_files: false,
         };
         run_frames(tool, invocation, Box::new(out), None, &mut None)
     }

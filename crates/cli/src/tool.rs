@@ -374,6 +374,12 @@ impl<'a> Context<'a> {
         Ok(())
     }
 
+    /// Appends `parts`, made elsewhere of this frame (by the GPU service).
+    pub(crate) fn extend(&mut self, parts: Vec<Part>) {
+        self.flush_text();
+        self.parts.extend(parts);
+    }
+
     fn flush_text(&mut self) {
         if !self.text.is_empty() {
             self.parts.push(Part::Bytes(std::mem::take(&mut self.text)));

@@ -13,6 +13,7 @@ use crate::dispatch::Backends;
 use crate::error::Place;
 use crate::outputs::Destination;
 use crate::panic::catch;
+use crate::service::client::{Outcome, Remote};
 use crate::tool::{Context, Tool, FLOAT_REFUSED};
 use crate::writer::{Done, InFlight, Part, PartWriter, Written};
 use crate::{Common, Error};
@@ -34,6 +35,8 @@ pub(crate) struct Crew<'a, T: Tool> {
     /// The container frames are written in (`None`: each in its own).
     pub container: Option<Container>,
     pub in_flight: &'a InFlight,
+    /// The GPU service, where frames go while it takes them.
+    pub remote: Option<&'a Remote>,
 }
 
 impl<T: Tool> Crew<'_, T> {
@@ -63,7 +66,8 @@ impl<T: Tool> Crew<'_, T> {
             Destination::Stream { starts } => (starts, Some(done.clone())),
             Destination::File(_) => (true, None),
         };
-        let mut cx = Context::new(n, &frame, self.common, T::FLAGS, self.backends, starts, side_files);
+        let backends = self.remote.and_then(Remote::local_backends).unwrap_or(self.backends);
+        let mut cx = Context::new(n, &frame, self.common, T::FLAGS, backends, starts, side_files);
         if let Some(done) = early {
             cx = cx.writing_early(done);
         }
@@ -73,7 +77,24 @@ impl<T: Tool> Crew<'_, T> {
         if !T::FLOAT && !frame.depth().is_integer() {
             return Err(cx.invalid(FLOAT_REFUSED));
         }
-        self.tool.frame(&mut cx, frame)?;
+        match self.remote {
+            None => self.tool.frame(&mut cx, frame)?,
+            Some(remote) => match remote.frame(n, &frame, starts) {
+                Outcome::Served(Ok(parts)) => cx.extend(parts),
+                Outcome::Served(Err((kind, message))) => return Err(Error { kind, place, message }),
+                Outcome::Local => {
+                    if remote.local_backends().is_none() {
+                        // The tool's own GPUs, opened now if not yet.
+                        self.backends.start();
+                    }
+                    let pixels = frame.pixel_count();
+                    let run = remote.local_begins();
+                    let done = self.tool.frame(&mut cx, frame);
+                    remote.local_ends(run, pixels, done.is_ok());
+                    done?;
+                }
+            },
+        }
         work.end();
         let parts = cx.finish();
         let encode = histopipe_trace::span("encode", n);

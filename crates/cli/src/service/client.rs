@@ -1,0 +1,314 @@
+//! A tool's side: its workers hand frames to the service, each on a connection of its own (taken
+//! from a pool, made on first need, the service started if it is not up), and get each frame's
+//! output parts back. Should the service be absent, refuse, take too long or fail mid-frame, the
+//! frame is the tool's to do ([`Outcome::Local`]), and so is every frame after it; the tool says
+//! so once on stderr.
+
+use std::ffi::OsString;
+use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, Once};
+use std::time::{Duration, Instant};
+
+use histopipe_frame::{Frame, SampleMemory};
+
+use super::channel::Channel;
+use super::shm::Block;
+use super::transfer::{frame_bytes, put_frame, take_parts};
+use super::wire::{Hello, Kind, Reader, Refusal, Writer, VERSION};
+use super::{connect_or_start, Address};
+use crate::dispatch::{choose, BackendChoice, Backends, Devices, Lane, Load, Rate};
+use crate::writer::Part;
+use crate::ErrorKind;
+
+/// How long a client waits for the service to start, and to answer its hello (it opens the GPU
+/// first).
+const START_WAIT: Duration = Duration::from_secs(20);
+
+/// How long a frame may take on the service before the tool does it itself. A frame within
+/// `--max-work` takes a GPU a second at most; the bound is for a service that hangs.
+const FRAME_WAIT: Duration = Duration::from_secs(120);
+
+/// What came of handing a frame to the service.
+pub(crate) enum Outcome {
+    /// The service ran the tool on the frame: its parts, or the tool's error (kind and words).
+    Served(Result<Vec<Part>, (ErrorKind, String)>),
+    /// The tool does the frame itself.
+    Local,
+}
+
+/// A connection, with the shared memory blocks of each direction.
+struct Connection {
+    channel: Channel,
+    /// Ours: the frames we send.
+    input: Option<Block>,
+    /// The service's: the outputs it sends.
+    output: Option<Block>,
+}
+
+/// Why no connection.
+enum NoSession {
+    /// The service cannot use the GPU: the tool finds out itself, in its own words.
+    Gpu,
+    Failed(String),
+}
+
+/// Which frames go to the service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// `--backend gpu`: every frame, the service started if it is not up.
+    Gpu,
+    /// `--backend auto` with the service up: each frame where it is done first, on the service
+    /// or on this process's cores, by their measured times (dispatch's [`choose`]).
+    Auto,
+}
+
+/// The times `auto` weighs: the service's per pixel and this process's cores', and the frames
+/// each holds now.
+#[derive(Default)]
+struct Rates {
+    service: Rate,
+    cpu: Rate,
+    on_service: usize,
+    on_cpu: usize,
+}
+
+/// A frame this process does itself under `auto`, timed from [`Remote::local_begins`].
+pub(crate) struct LocalRun(Option<Instant>);
+
+/// The service as one run of a tool uses it.
+pub(crate) struct Remote {
+    mode: Mode,
+    /// The backends of the frames this process does itself, where not the run's own: the CPU's
+    /// under `auto` (the run's would open GPUs of its own), and under a service that runs the
+    /// CPU backend (for tests, `HISTOPIPE_SERVICE_BACKEND=cpu`).
+    cpu: Option<Backends>,
+    rates: Mutex<Rates>,
+    tool: &'static str,
+    address: Address,
+    devices: Devices,
+    hello: Vec<u8>,
+    idle: Mutex<Vec<Connection>>,
+    /// The tool does every frame from now on.
+    local: AtomicBool,
+    told: Once,
+    /// Frames the service did.
+    served: AtomicU64,
+}
+
+impl Remote {
+    /// The service for a run of `tool` with command line `args` on `devices`, for `choice`:
+    /// `None` where the service is off or its folder cannot be used (the tool then works alone,
+    /// as without it), and for `auto` where it is not up, or for `cpu`.
+    pub(crate) fn new(
+        tool: &'static str,
+        args: Vec<OsString>,
+        devices: &Devices,
+        choice: BackendChoice,
+    ) -> Option<Remote> {
+        if !super::enabled() {
+            return None;
+        }
+        let address = Address::of(devices).ok()?;
+        let mode = match choice {
+            BackendChoice::Gpu => Mode::Gpu,
+            BackendChoice::Auto if super::connect(&address).is_ok() => Mode::Auto,
+            _ => return None,
+        };
+        let cpu = (mode == Mode::Auto || super::backend() == BackendChoice::Cpu).then(|| {
+            Backends::new(BackendChoice::Cpu, devices.clone(), Duration::ZERO, SampleMemory::default())
+        });
+        let hello = Hello { version: VERSION, tool: tool.to_owned(), args }.encode();
+        Some(Remote {
+            mode,
+            cpu,
+            rates: Mutex::new(Rates::default()),
+            tool,
+            address,
+            devices: devices.clone(),
+            hello,
+            idle: Mutex::new(Vec::new()),
+            local: AtomicBool::new(false),
+            told: Once::new(),
+            served: AtomicU64::new(0),
+        })
+    }
+
+    /// The frames the service did, for `--progress`.
+    pub(crate) fn served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
+    }
+
+    /// Whether frames still go to the service.
+    pub(crate) fn in_use(&self) -> bool {
+        !self.local.load(Ordering::Acquire)
+    }
+
+    /// The backends of the frames this process does itself, where not the run's own.
+    pub(crate) fn local_backends(&self) -> Option<&Backends> {
+        self.cpu.as_ref()
+    }
+
+    fn rates(&self) -> std::sync::MutexGuard<'_, Rates> {
+        self.rates.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A frame this process is about to do itself: timed under `auto`.
+    pub(crate) fn local_begins(&self) -> LocalRun {
+        if self.mode != Mode::Auto {
+            return LocalRun(None);
+        }
+        self.rates().on_cpu += 1;
+        LocalRun(Some(Instant::now()))
+    }
+
+    /// The frame of `pixels` begun at `run` is done: under `auto`, its time per pixel counts
+    /// towards the cores' (divided by the frames that shared them, as dispatch counts them).
+    pub(crate) fn local_ends(&self, run: LocalRun, pixels: usize, ok: bool) {
+        let Some(start) = run.0 else { return };
+        let mut rates = self.rates();
+        let sharing = rates.on_cpu.max(1) as f64;
+        rates.on_cpu -= 1;
+        if ok {
+            let ns = start.elapsed().as_nanos() as f64 / sharing / pixels.max(1) as f64;
+            rates.cpu.record(Lane::Cpu, ns);
+        }
+    }
+
+    /// Hands frame `n` (`starts`: its output starts the file or stream) to the service, or, under
+    /// `auto`, to whichever of the service and this process's cores is done with it first.
+    pub(crate) fn frame(&self, n: usize, frame: &Frame, starts: bool) -> Outcome {
+        if !self.in_use() {
+            return Outcome::Local;
+        }
+        if self.mode == Mode::Auto {
+            let mut rates = self.rates();
+            let cpu = Load { lane: Lane::Cpu, rate: rates.cpu, holds: rates.on_cpu };
+            let service = Load { lane: Lane::Gpu(0), rate: rates.service, holds: rates.on_service };
+            if choose(cpu, &[service]) == Lane::Cpu {
+                return Outcome::Local;
+            }
+            rates.on_service += 1;
+        }
+        let start = Instant::now();
+        let outcome = self.serve(n, frame, starts);
+        if self.mode == Mode::Auto {
+            let mut rates = self.rates();
+            rates.on_service -= 1;
+            if matches!(outcome, Outcome::Served(Ok(_))) {
+                let ns = start.elapsed().as_nanos() as f64 / frame.pixel_count().max(1) as f64;
+                rates.service.record(Lane::Cpu, ns);
+            }
+        }
+        outcome
+    }
+
+    fn serve(&self, n: usize, frame: &Frame, starts: bool) -> Outcome {
+        let pooled = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let mut connection = match pooled.map_or_else(|| self.open(), Ok) {
+            Ok(c) => c,
+            Err(NoSession::Gpu) => {
+                self.local.store(true, Ordering::Release);
+                return Outcome::Local;
+            }
+            Err(NoSession::Failed(why)) => return self.give_up(n, &why),
+        };
+        match connection.frame(n, frame, starts) {
+            Ok(served) => {
+                self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(connection);
+                self.served.fetch_add(1, Ordering::Relaxed);
+                Outcome::Served(served)
+            }
+            Err(why) => self.give_up(n, &why),
+        }
+    }
+
+    /// From frame `n` on, the tool does the frames; says why, once.
+    fn give_up(&self, n: usize, why: &str) -> Outcome {
+        self.local.store(true, Ordering::Release);
+        self.told.call_once(|| {
+            let _ = writeln!(
+                std::io::stderr(),
+                "{}: the GPU service: {why}; frame {n} and those after it are done in this process",
+                self.tool
+            );
+        });
+        Outcome::Local
+    }
+
+    /// A new connection, its session open.
+    fn open(&self) -> Result<Connection, NoSession> {
+        let stream = connect_or_start(&self.address, &self.devices, START_WAIT).map_err(NoSession::Failed)?;
+        let channel = Channel::new(stream);
+        let failed = |e: &dyn std::fmt::Display| NoSession::Failed(e.to_string());
+        channel.send(Kind::Hello, &self.hello, None).map_err(|e| failed(&e))?;
+        channel.stream.set_read_timeout(Some(START_WAIT)).map_err(|e| failed(&e))?;
+        let answer = channel.recv(START_WAIT).map_err(|e| failed(&e))?;
+        match answer.kind {
+            Kind::Ready => Ok(Connection { channel, input: None, output: None }),
+            Kind::Refused => match refusal(&answer.body) {
+                (Some(Refusal::Gpu), _) => Err(NoSession::Gpu),
+                (_, words) => Err(NoSession::Failed(format!("refused: {words}"))),
+            },
+            other => Err(NoSession::Failed(format!("answered a hello with {other:?}"))),
+        }
+    }
+}
+
+/// A refusal's reason and words.
+fn refusal(body: &[u8]) -> (Option<Refusal>, String) {
+    let mut r = Reader::new(body);
+    let why = r.u8("the refusal").ok().and_then(Refusal::of);
+    (why, r.text("the words").unwrap_or_default())
+}
+
+impl Connection {
+    /// Sends frame `n` and waits for its output; an error: the connection is done for.
+    fn frame(
+        &mut self,
+        n: usize,
+        frame: &Frame,
+        starts: bool,
+    ) -> Result<Result<Vec<Part>, (ErrorKind, String)>, String> {
+        let need = frame_bytes(frame);
+        let mut new_block = false;
+        if self.input.as_ref().is_none_or(|b| b.len() < need) {
+            self.input = Some(Block::create(need).map_err(|e| format!("no shared memory: {e}"))?);
+            new_block = true;
+        }
+        let mut w = Writer::default();
+        w.u64(n as u64).u8(starts as u8);
+        if let Some(block) = self.input.as_mut() {
+            put_frame(frame, block, 0, &mut w);
+        }
+        let fd = self.input.as_ref().filter(|_| new_block).map(Block::fd);
+        self.channel.send(Kind::Frame, &w.bytes, fd).map_err(|e| e.to_string())?;
+        self.channel.stream.set_read_timeout(Some(FRAME_WAIT)).map_err(|e| e.to_string())?;
+        let answer = self.channel.recv(FRAME_WAIT).map_err(|e| format!("no answer: {e}"))?;
+        match answer.kind {
+            Kind::Done => {}
+            Kind::Refused => return Err(format!("refused: {}", refusal(&answer.body).1)),
+            other => return Err(format!("answered a frame with {other:?}")),
+        }
+        if let Some(fd) = answer.fd {
+            self.output = Some(Block::receive(fd)?);
+        }
+        let mut r = Reader::new(&answer.body);
+        let bad = |e: super::wire::Bad| format!("a bad answer: {}", e.0);
+        let served = match r.u8("the result").map_err(bad)? {
+            0 => Ok(take_parts(&mut r, self.output.as_ref()).map_err(bad)?),
+            1 => {
+                let kind = match r.u8("the error's kind").map_err(bad)? {
+                    0 => ErrorKind::Usage,
+                    1 => ErrorKind::Input,
+                    2 => ErrorKind::Runtime,
+                    _ => ErrorKind::Internal,
+                };
+                Err((kind, r.text("the error's words").map_err(bad)?))
+            }
+            t => return Err(format!("a bad answer: result {t}")),
+        };
+        r.end().map_err(bad)?;
+        Ok(served)
+    }
+}

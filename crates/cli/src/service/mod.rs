@@ -1,0 +1,336 @@
+//! The GPU service: one long-lived process per user and GPU set that holds the CUDA context, the
+//! compiled kernels and the buffer pools, so that a tool run with `--backend gpu` does not open
+//! them itself (a third of a second a process) but hands its frames to the service and gets their
+//! outputs back. docs/service.md says what a user sees, and what happens on every failure.
+//!
+//! - Where: a Unix socket in a folder only the user can enter ([`Address`]): `$XDG_RUNTIME_DIR`'s
+//!   `histopipe/`, else `/tmp/histopipe-UID/`; the folder must be the user's, mode 0700, or the
+//!   service is not used. Each side checks the other's uid on every connection ([`same_user`]).
+//! - What travels: small messages on the socket ([`channel`], [`wire`]); samples in `memfd`
+//!   shared memory that only the two processes hold ([`shm`]), copied out by the receiver.
+//! - What runs: the client's own tool, parsed from its command line by the service as the tool
+//!   parses it, its [`Tool::frame`](crate::Tool::frame) on the service's backends: the same code
+//!   and the same bytes as in the tool's own process ([`server`]).
+//! - When it fails: absent (and not startable), busy past its bounds, or gone mid-frame, the tool
+//!   does the frame itself, says so once on stderr, and loses nothing ([`client`]).
+
+pub(crate) mod channel;
+pub(crate) mod client;
+pub(crate) mod server;
+pub(crate) mod shm;
+pub(crate) mod transfer;
+pub(crate) mod wire;
+
+use std::io::{self, Write as _};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use histopipe_frame::SampleMemory;
+use lexopt::{Arg, Parser, ValueExt};
+
+pub use server::{entry, Entry};
+
+use crate::dispatch::{BackendChoice, Backends, Devices};
+use channel::Channel;
+use wire::Kind;
+
+/// The environment variable that turns the service off (`off`) for the tools.
+pub const VARIABLE: &str = "HISTOPIPE_SERVICE";
+
+/// How long an idle service stays up by default (no session open).
+const IDLE: Duration = Duration::from_secs(300);
+
+/// Whether the tools use the service (`HISTOPIPE_SERVICE` is not `off` or `0`).
+pub(crate) fn enabled() -> bool {
+    !matches!(std::env::var(VARIABLE).as_deref(), Ok("off" | "0"))
+}
+
+/// The backend a service runs: `gpu`, or `cpu` where `HISTOPIPE_SERVICE_BACKEND=cpu` (for tests
+/// of the service on machines without a GPU: such a service has a socket of its own).
+pub(crate) fn backend() -> BackendChoice {
+    match std::env::var("HISTOPIPE_SERVICE_BACKEND").as_deref() {
+        Ok("cpu") => BackendChoice::Cpu,
+        _ => BackendChoice::Gpu,
+    }
+}
+
+/// Whether the process at the other end of `stream` runs as this process's user.
+pub(crate) fn same_user(stream: &UnixStream) -> bool {
+    rustix::net::sockopt::socket_peercred(stream).is_ok_and(|c| c.uid == rustix::process::getuid())
+}
+
+/// Where the service for a set of GPUs listens, and its files.
+#[derive(Debug, Clone)]
+pub(crate) struct Address {
+    pub socket: PathBuf,
+    /// Held (flock) by the running service: a second one started meanwhile ends at once.
+    pub lock: PathBuf,
+    /// The service's stderr.
+    pub log: PathBuf,
+    /// The socket's inode once bound, to remove it only while it is this service's.
+    bound: Option<u64>,
+}
+
+impl Address {
+    /// The address of the service for `devices` (with `CUDA_VISIBLE_DEVICES` as it is), in the
+    /// user's private folder, made if need be.
+    pub(crate) fn of(devices: &Devices) -> Result<Address, String> {
+        let dir = private_dir()?;
+        let mut name = match backend() {
+            BackendChoice::Cpu => "cpu-".to_owned(),
+            _ => "gpu-".to_owned(),
+        };
+        name += &match devices {
+            Devices::All => "all".to_owned(),
+            Devices::List(list) => list.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("_"),
+        };
+        if let Some(visible) = std::env::var_os("CUDA_VISIBLE_DEVICES") {
+            // FNV-1a: a short stable name for the set the driver shows.
+            let hash = visible
+                .as_encoded_bytes()
+                .iter()
+                .fold(0xcbf29ce484222325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100000001b3));
+            name += &format!("-v{:08x}", hash as u32);
+        }
+        let socket = dir.join(format!("{name}.sock"));
+        if socket.as_os_str().len() >= 100 {
+            return Err(format!("{}: too long a path for a socket", socket.display()));
+        }
+        Ok(Address {
+            lock: dir.join(format!("{name}.lock")),
+            log: dir.join(format!("{name}.log")),
+            socket,
+            bound: None,
+        })
+    }
+
+    /// Removes the socket if it is still the one this service bound.
+    pub(crate) fn remove_socket(&self) {
+        let ours = std::fs::symlink_metadata(&self.socket).is_ok_and(|m| Some(m.ino()) == self.bound);
+        if ours {
+            let _ = std::fs::remove_file(&self.socket);
+        }
+    }
+}
+
+/// The user's private folder for the service: `$HISTOPIPE_SERVICE_DIR`, else
+/// `$XDG_RUNTIME_DIR/histopipe`, else `/tmp/histopipe-UID`; made mode 0700 if absent, and used
+/// only if it is a folder (not a link) of this user that nobody else may enter.
+fn private_dir() -> Result<PathBuf, String> {
+    let uid = rustix::process::getuid().as_raw();
+    let dir = match (std::env::var_os("HISTOPIPE_SERVICE_DIR"), std::env::var_os("XDG_RUNTIME_DIR")) {
+        (Some(dir), _) if !dir.is_empty() => PathBuf::from(dir),
+        (_, Some(runtime)) if !runtime.is_empty() && Path::new(&runtime).is_dir() => {
+            Path::new(&runtime).join("histopipe")
+        }
+        _ => std::env::temp_dir().join(format!("histopipe-{uid}")),
+    };
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("{}: {e}", dir.display())),
+    }
+    let meta = std::fs::symlink_metadata(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
+        return Err(format!(
+            "{}: not a folder of this user's that only it may enter (mode 0700)",
+            dir.display()
+        ));
+    }
+    Ok(dir)
+}
+
+/// The service's binary: `$HISTOPIPE_SERVICE_BIN`, else `histopipe-service` beside this one.
+fn service_exe() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("HISTOPIPE_SERVICE_BIN").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let path = exe.parent()?.join("histopipe-service");
+    path.is_file().then_some(path)
+}
+
+/// Starts the service for `devices` in the background, detached from this process's group (so a
+/// Ctrl-C to the pipe that started it does not end it), its stderr to its log.
+fn spawn(address: &Address, devices: &Devices) -> Result<(), String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::process::CommandExt;
+    let exe = service_exe().ok_or("histopipe-service is not installed beside this tool")?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&address.log)
+        .map_err(|e| format!("{}: {e}", address.log.display()))?;
+    std::process::Command::new(&exe)
+        .args(["serve", "--device", &devices_spec(devices)])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .map(drop)
+        .map_err(|e| format!("{}: {e}", exe.display()))
+}
+
+fn devices_spec(devices: &Devices) -> String {
+    match devices {
+        Devices::All => "all".into(),
+        Devices::List(list) => list.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(","),
+    }
+}
+
+/// Connects to the service at `address`, checking it runs as this user.
+pub(crate) fn connect(address: &Address) -> io::Result<UnixStream> {
+    let stream = UnixStream::connect(&address.socket)?;
+    if !same_user(&stream) {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "the service's socket is another user's",
+        ));
+    }
+    Ok(stream)
+}
+
+/// Connects to the service, starting it first if it is not up; waits up to `wait` for it.
+fn connect_or_start(address: &Address, devices: &Devices, wait: Duration) -> Result<UnixStream, String> {
+    match connect(address) {
+        Ok(stream) => return Ok(stream),
+        Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused) => {}
+        Err(e) => return Err(format!("{}: {e}", address.socket.display())),
+    }
+    spawn(address, devices)?;
+    let deadline = Instant::now() + wait;
+    loop {
+        match connect(address) {
+            Ok(stream) => return Ok(stream),
+            Err(e) if Instant::now() >= deadline => {
+                return Err(format!(
+                    "did not start within {} s: {e} (see {})",
+                    wait.as_secs(),
+                    address.log.display()
+                ))
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(2)),
+        }
+    }
+}
+
+const USAGE: &str = "usage: histopipe-service [start|stop|status|serve] [--device LIST] [--idle SECONDS]
+
+Holds the GPU for histopipe tools run with --backend gpu (started by the first of them, or by
+`start`), and ends after SECONDS (default 300) with no tool connected. See docs/service.md.";
+
+/// The `histopipe-service` binary: `start` (the default), `stop`, `status`, and `serve` (the
+/// service itself, in the foreground), for the tools `tools`.
+pub fn main(tools: &'static [Entry]) -> ExitCode {
+    crate::panic::install_hook();
+    match command(tools) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = writeln!(io::stderr(), "histopipe-service: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn command(tools: &'static [Entry]) -> Result<(), String> {
+    let mut parser = Parser::from_env();
+    let mut verb = None;
+    let mut devices = Devices::List(vec![0]);
+    let mut idle = IDLE;
+    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+        match arg {
+            Arg::Long("device") => {
+                devices = Devices::parse(
+                    &parser.value().map_err(|e| e.to_string())?.string().map_err(|e| e.to_string())?,
+                )?
+            }
+            Arg::Long("idle") => {
+                let text = parser.value().map_err(|e| e.to_string())?.string().map_err(|e| e.to_string())?;
+                idle = match text.parse::<f64>() {
+                    Ok(s) if s.is_finite() && (0.0..=1e7).contains(&s) => Duration::from_secs_f64(s),
+                    _ => return Err(format!("--idle: bad value '{text}' (seconds, from 0 to 10000000)")),
+                };
+            }
+            Arg::Short('h') | Arg::Long("help") => {
+                server::say(&format!("{USAGE}\n"));
+                return Ok(());
+            }
+            Arg::Value(v) if verb.is_none() => verb = Some(v),
+            other => return Err(format!("{}\n{USAGE}", other.unexpected())),
+        }
+    }
+    let address = Address::of(&devices)?;
+    match verb.as_ref().and_then(|v| v.to_str()).unwrap_or("start") {
+        "serve" => serve(tools, address, devices, idle),
+        "start" => {
+            let stream = connect_or_start(&address, &devices, Duration::from_secs(30))?;
+            server::say(&ask(stream, Kind::Status)?);
+            Ok(())
+        }
+        "status" => match connect(&address) {
+            Ok(stream) => {
+                server::say(&ask(stream, Kind::Status)?);
+                Ok(())
+            }
+            Err(_) => {
+                server::say(&format!("not running ({})\n", address.socket.display()));
+                Ok(())
+            }
+        },
+        "stop" => match connect(&address) {
+            Ok(stream) => ask(stream, Kind::Stop).map(drop),
+            Err(_) => Ok(()),
+        },
+        other => Err(format!("unknown command '{other}'\n{USAGE}")),
+    }
+}
+
+/// Sends `kind` and returns the service's answer as text.
+fn ask(stream: UnixStream, kind: Kind) -> Result<String, String> {
+    let channel = Channel::new(stream);
+    channel.send(kind, b"", None).map_err(|e| e.to_string())?;
+    channel.stream.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| e.to_string())?;
+    let answer = channel.recv(Duration::from_secs(10)).map_err(|e| e.to_string())?;
+    Ok(String::from_utf8_lossy(&answer.body).into_owned())
+}
+
+/// The service itself: takes the lock (or ends: one is running), binds the socket, opens the
+/// GPUs while the first clients connect, and serves.
+fn serve(
+    tools: &'static [Entry],
+    mut address: Address,
+    devices: Devices,
+    idle: Duration,
+) -> Result<(), String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&address.lock)
+        .map_err(|e| format!("{}: {e}", address.lock.display()))?;
+    if rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
+        // Another service for these GPUs is running, or starting.
+        return Ok(());
+    }
+    // Only this user may connect, whatever the folder's mode becomes.
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
+    let _ = std::fs::remove_file(&address.socket);
+    let listener =
+        UnixListener::bind(&address.socket).map_err(|e| format!("{}: {e}", address.socket.display()))?;
+    address.bound = std::fs::symlink_metadata(&address.socket).ok().map(|m| m.ino());
+    histopipe_ops::parallel::set_threads(None);
+    let backends = Arc::new(Backends::new(backend(), devices, Duration::ZERO, SampleMemory::default()));
+    backends.start();
+    let service = Arc::new(server::Service::new(backends, tools, address, idle));
+    let result = service.run(listener).map_err(|e| e.to_string());
+    drop(lock);
+    result
+}

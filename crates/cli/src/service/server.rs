@@ -1,0 +1,392 @@
+//! The service's side: the listening socket, a thread per connection, and each session's frames
+//! run through the client's tool on the service's backends.
+
+use std::io::{self, Write as _};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use histopipe_frame::Depth;
+
+use super::channel::{Channel, RecvError};
+use super::shm::Block;
+use super::transfer::{parts_bytes, put_parts, take_frame};
+use super::wire::{Bad, FrameHeader, Hello, Kind, Reader, Refusal, Writer, VERSION};
+use super::{same_user, Address};
+use crate::args::{self, Asked};
+use crate::dispatch::Backends;
+use crate::panic::catch;
+use crate::tool::{Context, Tool, FLOAT_REFUSED};
+use crate::{Error, ErrorKind};
+
+/// The most sessions at once; a client past them is told the service is busy.
+const SESSIONS_MOST: usize = 256;
+
+/// How long the rest of a message may take once it has begun, and a new connection's first
+/// message.
+const WITHIN: Duration = Duration::from_secs(10);
+
+/// How long a frame waits for memory held by other sessions' frames before it is refused as busy
+/// (its client then does it itself).
+const MEMORY_WAIT: Duration = Duration::from_secs(10);
+
+/// How long a service whose GPUs cannot be opened stays up once idle: long enough for the
+/// clients of one batch to hear why, short enough not to linger on a machine without a GPU.
+const UNUSABLE_IDLE: Duration = Duration::from_secs(2);
+
+/// One tool the service runs: its name, and its sessions' loop.
+pub struct Entry {
+    pub name: &'static str,
+    serve: fn(&Service, &Channel, Hello),
+}
+
+/// The service's entry for tool `T`.
+pub const fn entry<T: Tool>() -> Entry {
+    Entry { name: T::NAME, serve: serve::<T> }
+}
+
+/// The bytes of frames the sessions hold at once, bounded: a frame past the bound waits for
+/// others to finish, then is refused.
+struct Budget {
+    used: Mutex<u64>,
+    freed: Condvar,
+    most: u64,
+}
+
+/// Bytes held from a [`Budget`] until dropped.
+struct Held<'a> {
+    budget: &'a Budget,
+    bytes: u64,
+}
+
+impl Budget {
+    fn hold(&self, bytes: u64) -> Option<Held<'_>> {
+        let deadline = Instant::now() + MEMORY_WAIT;
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        // A frame larger than the whole budget still runs, alone.
+        while *used > 0 && *used + bytes > self.most {
+            let left = deadline.checked_duration_since(Instant::now())?;
+            used = self.freed.wait_timeout(used, left).unwrap_or_else(|e| e.into_inner()).0;
+        }
+        *used += bytes;
+        Some(Held { budget: self, bytes })
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        let mut used = self.budget.used.lock().unwrap_or_else(|e| e.into_inner());
+        *used -= self.bytes;
+        self.budget.freed.notify_all();
+    }
+}
+
+/// The running service: its backends, shared by every session, and its counts.
+pub struct Service {
+    backends: Arc<Backends>,
+    tools: &'static [Entry],
+    address: Address,
+    started: Instant,
+    idle: Duration,
+    sessions: AtomicUsize,
+    frames: AtomicU64,
+    last: Mutex<Instant>,
+    budget: Budget,
+    /// The GPUs could not be opened: the service ends as soon as it is idle.
+    unusable: std::sync::atomic::AtomicBool,
+    /// `HISTOPIPE_SERVICE_FAIL_AT=N`, for the tests of a service lost mid-frame: the process ends
+    /// at once, unanswered, when its frame N comes.
+    fail_at: Option<u64>,
+}
+
+impl Service {
+    pub(crate) fn new(
+        backends: Arc<Backends>,
+        tools: &'static [Entry],
+        address: Address,
+        idle: Duration,
+    ) -> Service {
+        Service {
+            backends,
+            tools,
+            address,
+            started: Instant::now(),
+            idle,
+            sessions: AtomicUsize::new(0),
+            frames: AtomicU64::new(0),
+            last: Mutex::new(Instant::now()),
+            budget: Budget { used: Mutex::new(0), freed: Condvar::new(), most: memory_budget() },
+            unusable: std::sync::atomic::AtomicBool::new(false),
+            fail_at: std::env::var("HISTOPIPE_SERVICE_FAIL_AT").ok().and_then(|v| v.parse().ok()),
+        }
+    }
+
+    /// Serves connections on `listener` until told to stop or idle for its idle time.
+    pub(crate) fn run(self: Arc<Self>, listener: UnixListener) -> io::Result<()> {
+        let watcher = self.clone();
+        std::thread::Builder::new().name("histopipe-service-idle".into()).spawn(move || watcher.watch())?;
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            if !same_user(&stream) {
+                // Another user's process: closed unanswered.
+                continue;
+            }
+            if self.sessions.fetch_add(1, Ordering::AcqRel) >= SESSIONS_MOST {
+                self.sessions.fetch_sub(1, Ordering::AcqRel);
+                let channel = Channel::new(stream);
+                let _ = refuse(&channel, Refusal::Busy, &format!("{SESSIONS_MOST} sessions already"));
+                continue;
+            }
+            let this = self.clone();
+            let session = std::thread::Builder::new().name("histopipe-service-session".into());
+            let spawned = session.spawn(move || {
+                this.connection(stream);
+                this.touch();
+                this.sessions.fetch_sub(1, Ordering::AcqRel);
+            });
+            if spawned.is_err() {
+                self.sessions.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        Ok(())
+    }
+
+    fn touch(&self) {
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+    }
+
+    /// Ends the process once no session has been open for the idle time.
+    fn watch(&self) {
+        loop {
+            std::thread::sleep(Duration::from_millis(200).min(self.idle.max(Duration::from_millis(10))));
+            let last = *self.last.lock().unwrap_or_else(|e| e.into_inner());
+            let idle =
+                if self.unusable.load(Ordering::Acquire) { self.idle.min(UNUSABLE_IDLE) } else { self.idle };
+            if self.sessions.load(Ordering::Acquire) == 0 && last.elapsed() >= idle {
+                self.end();
+            }
+        }
+    }
+
+    /// Removes the socket (if it is still this service's) and ends the process.
+    fn end(&self) -> ! {
+        self.address.remove_socket();
+        std::process::exit(0)
+    }
+
+    /// One connection: its first message says what it wants.
+    fn connection(&self, stream: UnixStream) {
+        let channel = Channel::new(stream);
+        if channel.stream.set_read_timeout(Some(WITHIN)).is_err() {
+            return;
+        }
+        let message = match channel.recv(WITHIN) {
+            Ok(m) => m,
+            Err(RecvError::Closed | RecvError::Io(_)) => return,
+            Err(RecvError::Bad(why)) => {
+                let _ = refuse(&channel, Refusal::Protocol, &why);
+                return;
+            }
+        };
+        match message.kind {
+            Kind::Hello => match Hello::decode(&message.body) {
+                Ok(hello) if hello.version == VERSION => match self
+                    .tools
+                    .iter()
+                    .find(|t| t.name == hello.tool)
+                {
+                    Some(entry) => (entry.serve)(self, &channel, hello),
+                    None => {
+                        let _ =
+                            refuse(&channel, Refusal::CommandLine, &format!("no tool {:?} here", hello.tool));
+                    }
+                },
+                Ok(hello) => {
+                    let why = format!("protocol version {} (this service speaks {VERSION})", hello.version);
+                    let _ = refuse(&channel, Refusal::Protocol, &why);
+                }
+                Err(Bad(why)) => {
+                    let _ = refuse(&channel, Refusal::Protocol, &why);
+                }
+            },
+            Kind::Status => {
+                let _ = channel.send(Kind::Status, self.status().as_bytes(), None);
+            }
+            Kind::Stop => {
+                let _ = channel.send(Kind::Status, b"stopping\n", None);
+                self.end();
+            }
+            _ => {
+                let _ = refuse(&channel, Refusal::Protocol, "a session begins with a hello");
+            }
+        }
+    }
+
+    /// How the service stands, a `key value` line each.
+    fn status(&self) -> String {
+        format!(
+            "pid {}\nsocket {}\nbackend {}\nup {:.1} s\nsessions {}\nframes {}\nidle exit {} s\n",
+            std::process::id(),
+            self.address.socket.display(),
+            self.backends.describe(),
+            self.started.elapsed().as_secs_f64(),
+            // This connection is not a session.
+            self.sessions.load(Ordering::Acquire).saturating_sub(1),
+            self.frames.load(Ordering::Relaxed),
+            self.idle.as_secs_f64(),
+        )
+    }
+}
+
+/// Half the machine's memory: what the sessions' frames may hold at once.
+fn memory_budget() -> u64 {
+    // SAFETY: sysconf only reads system values.
+    let (count, page) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    (count.max(1 << 18) as u64).saturating_mul(page.max(4096) as u64) / 2
+}
+
+/// Says why the service will not go on with this connection.
+fn refuse(channel: &Channel, why: Refusal, words: &str) -> io::Result<()> {
+    let mut w = Writer::default();
+    w.u8(why as u8).text(words);
+    channel.send(Kind::Refused, &w.bytes, None)
+}
+
+/// An error's kind as it travels.
+pub(crate) fn kind_tag(kind: ErrorKind) -> u8 {
+    match kind {
+        ErrorKind::Usage => 0,
+        ErrorKind::Input => 1,
+        ErrorKind::Runtime | ErrorKind::BrokenPipe => 2,
+        ErrorKind::Internal => 3,
+    }
+}
+
+/// A session of tool `T`: the client's command line parsed as the tool parses it, then its frames
+/// one at a time until it closes the connection.
+fn serve<T: Tool>(service: &Service, channel: &Channel, hello: Hello) {
+    let mut tool = T::default();
+    let command = match args::parse_command(&mut tool, hello.args, Asked::Refuse) {
+        Ok(Some(command)) => command,
+        Ok(None) => return,
+        Err(e) => {
+            let _ = refuse(channel, Refusal::CommandLine, &e.message);
+            return;
+        }
+    };
+    if command.names_files || !tool.side_files().is_empty() {
+        let _ = refuse(channel, Refusal::CommandLine, "a command line that names files runs in its tool");
+        return;
+    }
+    if let Err(e) = service.backends.wait_open() {
+        service.unusable.store(true, Ordering::Release);
+        let _ = refuse(channel, Refusal::Gpu, &e.to_string());
+        return;
+    }
+    if channel.send(Kind::Ready, &Writer::default().u32(VERSION).bytes, None).is_err() {
+        return;
+    }
+    let common = command.common;
+    let mut input: Option<Block> = None;
+    let mut output: Option<Block> = None;
+    loop {
+        let message = match channel.recv(WITHIN) {
+            Ok(m) => m,
+            Err(RecvError::Bad(why)) => {
+                let _ = refuse(channel, Refusal::Protocol, &why);
+                return;
+            }
+            Err(_) => return,
+        };
+        if message.kind != Kind::Frame {
+            let _ = refuse(channel, Refusal::Protocol, "a session sends frames");
+            return;
+        }
+        if let Some(fd) = message.fd {
+            match Block::receive(fd) {
+                Ok(block) => input = Some(block),
+                Err(why) => {
+                    let _ = refuse(channel, Refusal::Protocol, &why);
+                    return;
+                }
+            }
+        }
+        let request = (|| {
+            let mut r = Reader::new(&message.body);
+            let n = r.size("the frame's number")?;
+            let starts = r.u8("whether the frame starts the output")? != 0;
+            let header = FrameHeader::decode(&mut r, common.max_pixels)?;
+            r.end()?;
+            let block = input.as_ref().ok_or_else(|| Bad("a frame with no memory block".into()))?;
+            header.samples.within(block.len())?;
+            Ok::<_, Bad>((n.max(1), starts, header, block))
+        })();
+        let (n, starts, header, block) = match request {
+            Ok(r) => r,
+            Err(Bad(why)) => {
+                let _ = refuse(channel, Refusal::Protocol, &why);
+                return;
+            }
+        };
+        let number = service.frames.fetch_add(1, Ordering::Relaxed) + 1;
+        if service.fail_at == Some(number) {
+            std::process::abort();
+        }
+        let Some(_held) = service.budget.hold(header.samples.len) else {
+            let _ = refuse(channel, Refusal::Busy, "out of memory for frames past the wait");
+            return;
+        };
+        let frame = match take_frame(header, block, service.backends.memory()) {
+            Ok(frame) => frame,
+            Err(Bad(why)) => {
+                let _ = refuse(channel, Refusal::Protocol, &why);
+                return;
+            }
+        };
+        let result = catch(|| {
+            let mut cx = Context::new(n, &frame, &common, T::FLAGS, &service.backends, starts, Vec::new());
+            if !T::FLOAT && frame.depth() == Depth::F32 {
+                return Err(cx.invalid(FLOAT_REFUSED));
+            }
+            tool.frame(&mut cx, frame)?;
+            Ok(cx.finish())
+        })
+        .unwrap_or_else(|panic| Err(Error::internal(Default::default(), "service", &panic)));
+        let mut w = Writer::default();
+        let mut new_block = false;
+        match result {
+            Ok(parts) => {
+                let need = parts_bytes(&parts);
+                if output.as_ref().is_none_or(|b| b.len() < need) {
+                    match Block::create(need) {
+                        Ok(block) => {
+                            output = Some(block);
+                            new_block = true;
+                        }
+                        Err(e) => {
+                            let _ = refuse(channel, Refusal::Busy, &format!("no shared memory: {e}"));
+                            return;
+                        }
+                    }
+                }
+                w.u8(0);
+                if let Some(block) = output.as_mut() {
+                    put_parts(&parts, block, &mut w);
+                }
+            }
+            Err(e) => {
+                w.u8(1).u8(kind_tag(e.kind)).text(&e.message);
+            }
+        }
+        let fd = output.as_ref().filter(|_| new_block).map(Block::fd);
+        if w.bytes.len() > super::wire::BODY_MOST || channel.send(Kind::Done, &w.bytes, fd).is_err() {
+            return;
+        }
+    }
+}
+
+/// Prints `text` for a command of the service's (`status`); a closed output is no failure.
+pub(crate) fn say(text: &str) {
+    let _ = io::stdout().write_all(text.as_bytes());
+}

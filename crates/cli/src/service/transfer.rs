@@ -1,0 +1,175 @@
+//! Frames and a frame's output parts into and out of shared memory: the sender lays samples and
+//! bytes out in its block and lists them in its message; the receiver checks each span against
+//! the block and copies it out into memory of its own.
+
+use histopipe_frame::{Depth, Frame, Pixels, SampleMemory, Samples};
+
+use super::shm::Block;
+use super::wire::{Bad, FrameHeader, Reader, Span, Writer};
+use crate::writer::Part;
+
+/// What a part is, in a reply.
+const FRAME: u8 = 0;
+const BYTES: u8 = 1;
+const WORDS: u8 = 2;
+
+/// The bytes of a frame's samples, as they lie in memory (little-endian on every machine this
+/// runs on: the service and its clients share one).
+fn sample_bytes(pixels: &Pixels) -> &[u8] {
+    match pixels {
+        Pixels::U8(s) => s,
+        Pixels::U16(s) => bytemuck::cast_slice(s),
+        Pixels::F32(s) => bytemuck::cast_slice(s),
+    }
+}
+
+/// `frame`'s header, its samples placed at `samples`.
+pub(crate) fn header_of(frame: &Frame, samples: Span) -> FrameHeader {
+    FrameHeader {
+        width: frame.width,
+        height: frame.height,
+        channels: frame.channels,
+        maxval: frame.maxval,
+        depth: frame.depth(),
+        format: frame.format,
+        geometry: frame.geometry.clone(),
+        annotations: frame.annotations.clone(),
+        source: frame.source.clone(),
+        samples,
+    }
+}
+
+/// Lays `frame`'s samples at `at` in `block` (which holds them) and writes its header.
+pub(crate) fn put_frame(frame: &Frame, block: &mut Block, at: usize, w: &mut Writer) -> usize {
+    let bytes = sample_bytes(&frame.pixels);
+    block.as_mut_slice()[at..at + bytes.len()].copy_from_slice(bytes);
+    header_of(frame, Span { offset: at as u64, len: bytes.len() as u64 }).encode(w);
+    at + bytes.len()
+}
+
+/// The bytes a frame's samples take.
+pub(crate) fn frame_bytes(frame: &Frame) -> usize {
+    sample_bytes(&frame.pixels).len()
+}
+
+/// The frame `header` describes, its samples copied out of `block` into memory from `memory`
+/// (page-locked where a GPU lends it); integer samples over the maxval are a fault, as the
+/// frame reader makes them.
+pub(crate) fn take_frame(header: FrameHeader, block: &Block, memory: &SampleMemory) -> Result<Frame, Bad> {
+    let range = header.samples.within(block.len())?;
+    let count = header.width * header.height * header.channels.count();
+    let pixels = match header.depth {
+        Depth::U8 => {
+            let mut s: Samples<u8> = memory.uninit(count);
+            block.copy_out(range, &mut s);
+            Pixels::U8(s)
+        }
+        Depth::U16 => {
+            let mut s: Samples<u16> = memory.uninit(count);
+            block.copy_out(range, bytemuck::cast_slice_mut(&mut s));
+            Pixels::U16(s)
+        }
+        Depth::F32 => {
+            let mut s: Samples<f32> = memory.uninit(count);
+            block.copy_out(range, bytemuck::cast_slice_mut(&mut s));
+            Pixels::F32(s)
+        }
+    };
+    let over = match &pixels {
+        Pixels::U8(s) => s.iter().any(|&v| u16::from(v) > header.maxval),
+        Pixels::U16(s) => s.iter().any(|&v| v > header.maxval),
+        Pixels::F32(_) => false,
+    };
+    if over {
+        return Err(Bad(format!("a sample over maxval {}", header.maxval)));
+    }
+    Ok(Frame {
+        width: header.width,
+        height: header.height,
+        channels: header.channels,
+        maxval: header.maxval,
+        pixels,
+        format: header.format,
+        geometry: header.geometry,
+        annotations: header.annotations,
+        source: header.source,
+    })
+}
+
+/// The bytes `parts` take in shared memory.
+pub(crate) fn parts_bytes(parts: &[Part]) -> usize {
+    parts
+        .iter()
+        .map(|p| match p {
+            Part::Frame(f) => frame_bytes(f),
+            Part::Encoded(b) | Part::Bytes(b) => b.len(),
+            Part::Words(w) => w.len() * 4,
+        })
+        .sum()
+}
+
+/// Lays `parts` out in `block` (which holds [`parts_bytes`] of them) and lists them.
+pub(crate) fn put_parts(parts: &[Part], block: &mut Block, w: &mut Writer) {
+    w.u32(parts.len() as u32);
+    let mut at = 0;
+    for part in parts {
+        let bytes: &[u8] = match part {
+            Part::Frame(frame) => {
+                w.u8(FRAME);
+                at = put_frame(frame, block, at, w);
+                continue;
+            }
+            Part::Encoded(b) | Part::Bytes(b) => {
+                w.u8(BYTES);
+                b
+            }
+            Part::Words(words) => {
+                w.u8(WORDS);
+                bytemuck::cast_slice(words)
+            }
+        };
+        block.as_mut_slice()[at..at + bytes.len()].copy_from_slice(bytes);
+        w.span(Span { offset: at as u64, len: bytes.len() as u64 });
+        at += bytes.len();
+    }
+}
+
+/// The parts a reply lists, copied out of `block`.
+pub(crate) fn take_parts(r: &mut Reader<'_>, block: Option<&Block>) -> Result<Vec<Part>, Bad> {
+    let n = r.count("parts", 17, super::wire::PARTS_MOST)?;
+    let mut parts = Vec::with_capacity(n);
+    for _ in 0..n {
+        let tag = r.u8("a part's kind")?;
+        if tag == FRAME {
+            let header = FrameHeader::decode(r, u64::MAX)?;
+            let block = block.ok_or_else(|| Bad("a frame with no memory block".into()))?;
+            parts.push(Part::Frame(take_frame(header, block, &SampleMemory::default())?));
+            continue;
+        }
+        let span = r.span("a part")?;
+        let range = match block {
+            Some(block) => span.within(block.len())?,
+            None if span.len == 0 => 0..0,
+            None => return Err(Bad("a part with no memory block".into())),
+        };
+        let copy = |out: &mut [u8]| {
+            if let Some(block) = block {
+                block.copy_out(range.clone(), out);
+            }
+        };
+        parts.push(match tag {
+            BYTES => {
+                let mut bytes = vec![0u8; range.len()];
+                copy(&mut bytes);
+                Part::Bytes(bytes)
+            }
+            WORDS if range.len() % 4 == 0 => {
+                let mut words = vec![0u32; range.len() / 4];
+                copy(bytemuck::cast_slice_mut(&mut words));
+                Part::Words(words)
+            }
+            _ => return Err(Bad(format!("bad part kind {tag}"))),
+        });
+    }
+    Ok(parts)
+}
