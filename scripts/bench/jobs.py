@@ -74,14 +74,15 @@ else:
 '''
 
 
-def make_inputs(work, n, width, height):
-    """N colour JPEGs and N gray PGMs of WxH, and N float32 .npy, from the fixtures' photos."""
+def make_inputs(work, n, width, height, kinds=("jpg", "pgm", "npy")):
+    """N colour JPEGs and N gray PGMs of WxH, and N float32 .npy, from the fixtures' photos (those
+    of `kinds`: scripts/bench/service.py takes the PGMs alone)."""
     import numpy as np
     import cv2
 
     photos = [cv2.imread(os.path.join(REPO, "tests/fixtures", f), cv2.IMREAD_COLOR)
               for f in ("rocket.jpg", "astronaut.png", "camera.png")]
-    paths = {"jpg": [], "pgm": [], "npy": []}
+    paths = {kind: [] for kind in kinds}
     for kind in paths:
         os.makedirs(os.path.join(work, kind), exist_ok=True)
     rng = np.random.default_rng(44)
@@ -94,21 +95,25 @@ def make_inputs(work, n, width, height):
         x, y = rng.integers(0, w - cw + 1), rng.integers(0, h - ch + 1)
         img = cv2.resize(photo[y:y + ch, x:x + cw], (width, height), interpolation=cv2.INTER_CUBIC)
         name = f"photo{i:03d}"
-        p = os.path.join(work, "jpg", name + ".jpg")
-        cv2.imwrite(p, img, [cv2.IMWRITE_JPEG_QUALITY, 90])
-        paths["jpg"].append(p)
-        p = os.path.join(work, "pgm", name + ".pgm")
-        cv2.imwrite(p, cv2.cvtColor(img, cv2.COLOR_BGR2GRAY))
-        paths["pgm"].append(p)
-        p = os.path.join(work, "npy", name + ".npy")
-        np.save(p, cv2.cvtColor(img, cv2.COLOR_BGR2GRAY).astype(np.float32) * 0.37 - 12.5)
-        paths["npy"].append(p)
+        if "jpg" in paths:
+            p = os.path.join(work, "jpg", name + ".jpg")
+            cv2.imwrite(p, img, [cv2.IMWRITE_JPEG_QUALITY, 90])
+            paths["jpg"].append(p)
+        if "pgm" in paths:
+            p = os.path.join(work, "pgm", name + ".pgm")
+            cv2.imwrite(p, cv2.cvtColor(img, cv2.COLOR_BGR2GRAY))
+            paths["pgm"].append(p)
+        if "npy" in paths:
+            p = os.path.join(work, "npy", name + ".npy")
+            np.save(p, cv2.cvtColor(img, cv2.COLOR_BGR2GRAY).astype(np.float32) * 0.37 - 12.5)
+            paths["npy"].append(p)
     return paths
 
 
-def timed(cmd, out, expect):
+def timed(cmd, out, expect, refuse=None):
     """Wall seconds of `cmd` (a shell command line), run with a fresh `out` folder; checks that
-    it succeeded and left `expect` files (None: not checked)."""
+    it succeeded and left `expect` files (None: not checked), and that its standard error does not
+    hold `refuse` (scripts/bench/service.py: a tool that left the GPU service)."""
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     start = time.perf_counter()
@@ -117,6 +122,8 @@ def timed(cmd, out, expect):
     took = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"failed ({done.returncode}): {cmd}\n{done.stderr.decode()[-2000:]}")
+    if refuse is not None and refuse in done.stderr.decode(errors="replace"):
+        raise SystemExit(f"{cmd}: '{refuse}' on its standard error:\n{done.stderr.decode()[-2000:]}")
     if expect is not None and len(os.listdir(out)) != expect:
         raise SystemExit(f"{cmd}: {len(os.listdir(out))} outputs, not {expect}")
     return took

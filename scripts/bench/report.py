@@ -9,6 +9,9 @@
     report.py --jobs DIR [DIR...]   the jobs section from these runs of scripts/bench/jobs.py --out
                                     (a machine each, in this order; keep them in
                                     docs/bench-data/jobs/, where `report.py` alone finds them)
+    report.py --service DIR [DIR...]
+                                    issue 50's section from these runs of scripts/bench/service.py
+                                    --out (keep them in docs/bench-data/service/, as the jobs')
     report.py --stage NAME DIR [DIR...]
                                     a stage of scripts/bench/run (thresholds, expected,
                                     directions, segments): its JSON lines in the DIRs are copied into
@@ -904,6 +907,124 @@ def jobs_section(dirs):
     return L
 
 
+SECTION_50 = "## Issue 50: the GPU service"
+# Issue 50's targets, whole commands, the service up: a 4K equalize within 10 ms of the CPU's
+# process, xargs -P16 of radon over 100 4K files at least 5 times the CPU's speed, and the
+# three-stage pipe on one 4K frame no slower than on the CPU.
+TARGET_EQUALIZE_S, TARGET_RADON_X = 0.010, 5.0
+TARGET_EQUALIZE_MS = f"{TARGET_EQUALIZE_S * 1000:g} ms"
+
+
+def service_runs(dirs):
+    """The service stage's runs in `dirs` (`scripts/bench/service.py --out DIR`): (rows, meta) each."""
+    runs = []
+    for d in dirs:
+        meta = {}
+        if os.path.exists(os.path.join(d, "service-meta.json")):
+            with open(os.path.join(d, "service-meta.json")) as f:
+                meta = json.load(f)
+        runs.append((load_jsonl(os.path.join(d, "service.jsonl")), meta))
+    return runs
+
+
+def in_ms(seconds):
+    v = seconds * 1000
+    return f"{v:.0f} ms" if v >= 100 else f"{v:.1f} ms"
+
+
+def service_verdict(job, gpu, cpu):
+    """Issue 50's verdict of job `job`: the service's row `gpu` against the CPU's `cpu`."""
+    if gpu.get("service_frames") != gpu.get("expected_frames"):
+        return (f"not measured: the service did {gpu.get('service_frames')} of the "
+                f"{gpu.get('expected_frames')} frames its commands had")
+    over = gpu["median_s"] - cpu["median_s"]
+    if job == "equalize":
+        side = f"{in_ms(over)} over the CPU" if over >= 0 else f"{in_ms(-over)} under the CPU"
+        if over <= TARGET_EQUALIZE_S:
+            return f"met: {side} (target: within {TARGET_EQUALIZE_MS})"
+        return f"missed by {in_ms(over - TARGET_EQUALIZE_S)}: {side} (target: within {TARGET_EQUALIZE_MS})"
+    if job == "radon":
+        per_file = gpu.get("files", 1) != cpu.get("files", 1)
+        speed = (cpu["median_s"] / cpu.get("files", 1)) / (gpu["median_s"] / gpu.get("files", 1))
+        how = f"{speed:.1f}x the CPU's speed"
+        if per_file:
+            how += f" per file (the CPU over {cpu.get('files')} files)"
+        if speed >= TARGET_RADON_X:
+            return f"met: {how} (target: {TARGET_RADON_X:g}x)"
+        return f"missed: {how} (target: {TARGET_RADON_X:g}x)"
+    share = f"{abs(over) / cpu['median_s'] * 100:.0f}%"
+    if over <= 0:
+        return f"met: {in_ms(-over)} ({share}) under the CPU (target: no slower)"
+    return f"missed by {in_ms(over)} ({share} slower than the CPU; target: no slower)"
+
+
+def service_section(runs):
+    """Issue 50's section (Markdown lines) from runs of scripts/bench/service.py: (rows, meta)
+    each, a machine each; a line saying how to measure it where there is none."""
+    L = [SECTION_50, ""]
+    L.append("Whole commands as a user runs them (`scripts/bench/service.py`, timed as the jobs are): "
+             "`--backend gpu` with the GPU service up (started before the timed runs in a private "
+             "HISTOPIPE_SERVICE_DIR, stopped after) beside `--backend cpu`, the commands of a job in turn, "
+             "the median wall time of the runs after a warm-up. The targets: a 4K `equalize` within "
+             f"{TARGET_EQUALIZE_MS} of the CPU's process (the process on the GPU without the service, "
+             "HISTOPIPE_SERVICE=off, and the driver and context alone beside them), `xargs -P16 -n1 radon` "
+             f"over 100 4K files at least {TARGET_RADON_X:g}x the CPU's speed (radon's default angles, "
+             "0:180:1, on both), and `pad | rotate 30 | colhist` on one 4K frame, every stage on the service, "
+             "no slower than every stage on the CPU. A run is valid where the service's count of frames grew "
+             "by the frames its commands had (none done by a tool itself), and its outputs are checked "
+             "against the CPU's bytes in the warm-up.")
+    L.append("")
+    if not runs:
+        L.append("Not measured yet: `scripts/bench/run --stage service` on the GPU machine, its "
+                 "$OUT/service kept as docs/bench-data/service/MACHINE-COMMIT.")
+        L.append("")
+        return L
+    L.append("The runs below are kept in docs/bench-data/service/, a folder a run (`--out DIR` of "
+             "`scripts/bench/service.py`).")
+    L.append("")
+    for rows, meta in runs:
+        L.append(f"### {meta.get('cores', '?')} cores ({meta.get('cpu', '?')}), GPU: {meta.get('gpu', '?')}, "
+                 f"{meta.get('date', '?')}")
+        L.append("")
+        if meta.get("service_backend") == "cpu":
+            L.append("**A test of the stage, not a measurement: the service ran the CPU backend "
+                     "(HISTOPIPE_SERVICE_BACKEND=cpu), so `gpu` below is the CPU behind the service.**")
+            L.append("")
+        L.append(f"Commit {meta.get('commit', '?')}; frames of {meta.get('size', '?')}; median of "
+                 f"{meta.get('reps', '?')} runs ({meta.get('radon_reps', '?')} for radon), min and max; "
+                 f"`xargs -P{meta.get('parallel', '?')}`; the service: {meta.get('service', '?')}"
+                 + ("; **it restarted during the run**" if meta.get("service_restarted") else "")
+                 + (f"; {meta['seconds']} s in all" if "seconds" in meta else "") + ".")
+        L.append("")
+        L.append("| job | command | median s | min-max s | against cpu | target |")
+        L.append("| --- | --- | --- | --- | --- | --- |")
+        different = []
+        for job in dict.fromkeys(r["job"] for r in rows):
+            mine = [r for r in rows if r["job"] == job]
+            gpu = next((r for r in mine if "service_frames" in r), None)
+            cpu = next((r for r in mine if r["command"].startswith("cpu")), None)
+            for r in mine:
+                against, verdict = "", ""
+                if cpu and r is not cpu:
+                    # Per file where the CPU's side took fewer files (--radon-cpu-files).
+                    mine_s = r["median_s"] / r.get("files", 1) * cpu.get("files", 1)
+                    d = mine_s - cpu["median_s"]
+                    against = f"{'+' if d >= 0 else '−'}{in_ms(abs(d))} ({mine_s / cpu['median_s']:.2f}x)"
+                    if r.get("files", 1) != cpu.get("files", 1):
+                        against += f" over {cpu.get('files')} files"
+                if r is gpu and cpu:
+                    verdict = service_verdict(job, gpu, cpu)
+                    if not gpu.get("same_bytes_as_cpu"):
+                        different.append(job)
+                L.append(table_row([r.get("title", job), r["command"], r["median_s"],
+                                    f"{r['min_s']}-{r['max_s']}", against, verdict]))
+        L.append("")
+        L.append("The service's outputs: " + ("the CPU's bytes in every job." if not different else
+                                              "**not the CPU's bytes** in " + ", ".join(different) + "."))
+        L.append("")
+    return L
+
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(ROOT, "docs", "bench-data")
 # What a section's text is when its data is not kept: docs/bench-data/sections/NAME.md.
@@ -1025,8 +1146,12 @@ def stage(name, builder):
     return make
 
 
-def jobs_part(_, jobs):
-    return jobs_section(jobs)[2:] if jobs else None
+def jobs_part(_, runs):
+    return jobs_section(runs["jobs"])[2:] if runs["jobs"] else None
+
+
+def service_part(_, runs):
+    return service_section(service_runs(runs["service"]))[2:]
 
 
 ON_DEVICE = "on the GPU machine at the repository root, after `. .carry/on-device`"
@@ -1058,6 +1183,8 @@ SECTIONS = [
     (SECTION_JOBS[3:], "`scripts/bench/run --stage jobs` on each machine, its $OUT/jobs kept as "
      "docs/bench-data/jobs/MACHINE, then `scripts/bench/report.py --jobs docs/bench-data/jobs/MACHINE...`",
      jobs_part),
+    (SECTION_50[3:], "`scripts/bench/run --stage service` on the GPU machine, its $OUT/service kept as "
+     "docs/bench-data/service/MACHINE-COMMIT, then `scripts/bench/report.py`", service_part),
     ("Kernels (median ms)", "`scripts/bench/run --no-tools --no-streams`", kernels_section),
     ("Agreement with OpenCV", "`scripts/bench/run --no-tools --no-streams`, with kornia-peer on PATH "
      "(scripts/bench/build-peers)", agreement_section),
@@ -1073,9 +1200,10 @@ def anchor(title):
     return "#" + re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
 
 
-def report(m, jobs):
-    """The whole report (its lines) from the main run `m` and the jobs runs `jobs`."""
-    parts = [(title, command, make(m, jobs)) for title, command, make in SECTIONS]
+def report(m, runs):
+    """The whole report (its lines) from the main run `m` and the runs of the stages kept a
+    machine a folder, `runs` (jobs, service: their folders)."""
+    parts = [(title, command, make(m, runs)) for title, command, make in SECTIONS]
     parts = [p for p in parts if p[2] is not None]
     L = ["# Benchmarks", ""]
     L.append("Generated by `scripts/bench/report.py` from the measurements kept in docs/bench-data/; do not edit "
@@ -1094,14 +1222,15 @@ def report(m, jobs):
     return L
 
 
-def jobs_dirs():
-    """The jobs runs kept in docs/bench-data/jobs/, the machine with most cores first."""
+def kept_dirs(stage):
+    """The runs of `stage` (jobs, service) kept in docs/bench-data/STAGE/, the machine with most
+    cores first."""
     found = []
-    for d in sorted(glob.glob(os.path.join(DATA, "jobs", "*", "jobs.jsonl"))):
+    for d in sorted(glob.glob(os.path.join(DATA, stage, "*", f"{stage}.jsonl"))):
         d = os.path.dirname(d)
         meta = {}
-        if os.path.exists(os.path.join(d, "jobs-meta.json")):
-            with open(os.path.join(d, "jobs-meta.json")) as f:
+        if os.path.exists(os.path.join(d, f"{stage}-meta.json")):
+            with open(os.path.join(d, f"{stage}-meta.json")) as f:
                 meta = json.load(f)
         found.append((-int(meta.get("cores") or 0), d))
     return [d for _, d in sorted(found)]
@@ -1120,6 +1249,8 @@ def main():
     p.add_argument("--command", help="the command of the main run, where meta.json has none")
     p.add_argument("--jobs", nargs="+", metavar="DIR",
                    help="the jobs section from these runs of scripts/bench/jobs.py --out, a machine each")
+    p.add_argument("--service", nargs="+", metavar="DIR",
+                   help="issue 50's section from these runs of scripts/bench/service.py --out, a machine each")
     p.add_argument("--stage", nargs="+", metavar=("NAME", "DIR"),
                    help="a stage's JSON lines in DIR... copied into docs/bench-data/NAME/ (see above)")
     a = p.parse_args()
@@ -1166,7 +1297,7 @@ def main():
     m = Main(a.results, plot_name)
     if a.command and not m.meta.get("command"):
         m.meta["command"] = a.command
-    lines = report(m, a.jobs or jobs_dirs())
+    lines = report(m, {"jobs": a.jobs or kept_dirs("jobs"), "service": a.service or kept_dirs("service")})
     with open(a.md, "w") as f:
         f.write("\n".join(lines))
     print(f"report: wrote {a.md} and {plot}")
