@@ -156,7 +156,7 @@ fn service_exe() -> Option<PathBuf> {
 
 /// Starts the service for `devices` in the background, detached from this process's group (so a
 /// Ctrl-C to the pipe that started it does not end it), its stderr to its log.
-fn spawn(address: &Address, devices: &Devices) -> Result<(), String> {
+fn spawn(address: &Address, devices: &Devices, idle: Option<Duration>) -> Result<(), String> {
     use std::os::unix::fs::OpenOptionsExt;
     use std::os::unix::process::CommandExt;
     let exe = service_exe().ok_or("histopipe-service is not installed beside this tool")?;
@@ -166,8 +166,12 @@ fn spawn(address: &Address, devices: &Devices) -> Result<(), String> {
         .mode(0o600)
         .open(&address.log)
         .map_err(|e| format!("{}: {e}", address.log.display()))?;
-    std::process::Command::new(&exe)
-        .args(["serve", "--device", &devices_spec(devices)])
+    let mut command = std::process::Command::new(&exe);
+    command.args(["serve", "--device", &devices_spec(devices)]);
+    if let Some(idle) = idle {
+        command.args(["--idle", &idle.as_secs_f64().to_string()]);
+    }
+    command
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(log)
@@ -196,14 +200,20 @@ pub(crate) fn connect(address: &Address) -> io::Result<UnixStream> {
     Ok(stream)
 }
 
-/// Connects to the service, starting it first if it is not up; waits up to `wait` for it.
-fn connect_or_start(address: &Address, devices: &Devices, wait: Duration) -> Result<UnixStream, String> {
+/// Connects to the service, starting it first (idle time `idle`, else its default) if it is not
+/// up; waits up to `wait` for it.
+fn connect_or_start(
+    address: &Address,
+    devices: &Devices,
+    idle: Option<Duration>,
+    wait: Duration,
+) -> Result<UnixStream, String> {
     match connect(address) {
         Ok(stream) => return Ok(stream),
         Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused) => {}
         Err(e) => return Err(format!("{}: {e}", address.socket.display())),
     }
-    spawn(address, devices)?;
+    spawn(address, devices, idle)?;
     let deadline = Instant::now() + wait;
     loop {
         match connect(address) {
@@ -242,7 +252,7 @@ fn command(tools: &'static [Entry]) -> Result<(), String> {
     let mut parser = Parser::from_env();
     let mut verb = None;
     let mut devices = Devices::List(vec![0]);
-    let mut idle = IDLE;
+    let mut idle_given = None;
     while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
         match arg {
             Arg::Long("device") => {
@@ -252,8 +262,8 @@ fn command(tools: &'static [Entry]) -> Result<(), String> {
             }
             Arg::Long("idle") => {
                 let text = parser.value().map_err(|e| e.to_string())?.string().map_err(|e| e.to_string())?;
-                idle = match text.parse::<f64>() {
-                    Ok(s) if s.is_finite() && (0.0..=1e7).contains(&s) => Duration::from_secs_f64(s),
+                idle_given = match text.parse::<f64>() {
+                    Ok(s) if s.is_finite() && (0.0..=1e7).contains(&s) => Some(Duration::from_secs_f64(s)),
                     _ => return Err(format!("--idle: bad value '{text}' (seconds, from 0 to 10000000)")),
                 };
             }
@@ -267,9 +277,9 @@ fn command(tools: &'static [Entry]) -> Result<(), String> {
     }
     let address = Address::of(&devices)?;
     match verb.as_ref().and_then(|v| v.to_str()).unwrap_or("start") {
-        "serve" => serve(tools, address, devices, idle),
+        "serve" => serve(tools, address, devices, idle_given.unwrap_or(IDLE)),
         "start" => {
-            let stream = connect_or_start(&address, &devices, Duration::from_secs(30))?;
+            let stream = connect_or_start(&address, &devices, idle_given, Duration::from_secs(30))?;
             server::say(&ask(stream, Kind::Status)?);
             Ok(())
         }

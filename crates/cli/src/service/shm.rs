@@ -63,10 +63,14 @@ impl Block {
 
     fn map(fd: OwnedFd, len: usize, writable: bool) -> io::Result<Block> {
         let prot = if writable { ProtFlags::READ | ProtFlags::WRITE } else { ProtFlags::READ };
+        // Our own block is populated at once: one call maps every page, where writing them would
+        // fault each. A received one is not: only the spans copied out of it are ever touched
+        // (populating a large sparse block would make its pages).
+        let flags = if writable { MapFlags::SHARED | MapFlags::POPULATE } else { MapFlags::SHARED };
         // SAFETY: a new mapping at an address of the kernel's choosing, of `len` bytes of a file
         // at least that long (ours: just truncated to it; a received one: its size, sealed
         // against shrinking), unmapped once, in drop.
-        let ptr = unsafe { rustix::mm::mmap(std::ptr::null_mut(), len, prot, MapFlags::SHARED, &fd, 0)? };
+        let ptr = unsafe { rustix::mm::mmap(std::ptr::null_mut(), len, prot, flags, &fd, 0)? };
         let ptr =
             NonNull::new(ptr.cast::<u8>()).ok_or_else(|| io::Error::other("mmap gave a null address"))?;
         Ok(Block { fd, ptr, len, writable })

@@ -75,9 +75,11 @@ pub(crate) fn take_frame(header: FrameHeader, block: &Block, memory: &SampleMemo
             Pixels::F32(s)
         }
     };
+    // The largest sample by a reduction the compiler vectorizes (no early exit), skipped where
+    // the maxval is the type's own.
     let over = match &pixels {
-        Pixels::U8(s) => s.iter().any(|&v| u16::from(v) > header.maxval),
-        Pixels::U16(s) => s.iter().any(|&v| v > header.maxval),
+        Pixels::U8(s) => header.maxval < 255 && u16::from(s.iter().fold(0, |m, &v| m.max(v))) > header.maxval,
+        Pixels::U16(s) => header.maxval < u16::MAX && s.iter().fold(0, |m, &v| m.max(v)) > header.maxval,
         Pixels::F32(_) => false,
     };
     if over {
