@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use histopipe_frame::Depth;
+use histopipe_frame::{Depth, DEFAULT_MAX_PIXELS};
 
 use super::channel::{Channel, RecvError};
 use super::shm::Block;
@@ -18,7 +18,7 @@ use crate::args::{self, Asked};
 use crate::dispatch::Backends;
 use crate::panic::catch;
 use crate::tool::{Context, Tool, FLOAT_REFUSED};
-use crate::{Error, ErrorKind};
+use crate::{Common, Error, ErrorKind};
 
 /// The most sessions at once; a client past them is told the service is busy.
 const SESSIONS_MOST: usize = 256;
@@ -64,8 +64,7 @@ impl Budget {
     fn hold(&self, bytes: u64) -> Option<Held<'_>> {
         let deadline = Instant::now() + MEMORY_WAIT;
         let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
-        // A frame larger than the whole budget still runs, alone.
-        while *used > 0 && *used + bytes > self.most {
+        while *used + bytes > self.most {
             let left = deadline.checked_duration_since(Instant::now())?;
             used = self.freed.wait_timeout(used, left).unwrap_or_else(|e| e.into_inner()).0;
         }
@@ -279,6 +278,16 @@ fn serve<T: Tool>(service: &Service, channel: &Channel, hello: Hello) {
         let _ = refuse(channel, Refusal::CommandLine, "a command line that names files runs in its tool");
         return;
     }
+    // The limits bound what one frame may cost the service: a command line that raises them
+    // runs in its tool, which may spend what it likes.
+    if command.common.max_pixels > DEFAULT_MAX_PIXELS || command.common.max_work > Common::MAX_WORK {
+        let _ = refuse(
+            channel,
+            Refusal::CommandLine,
+            "a command line that raises --max-pixels or --max-work runs in its tool",
+        );
+        return;
+    }
     if let Err(e) = service.backends.wait_open() {
         service.unusable.store(true, Ordering::Release);
         let _ = refuse(channel, Refusal::Gpu, &e.to_string());
@@ -332,6 +341,10 @@ fn serve<T: Tool>(service: &Service, channel: &Channel, hello: Hello) {
         let number = service.frames.fetch_add(1, Ordering::Relaxed) + 1;
         if service.fail_at == Some(number) {
             std::process::abort();
+        }
+        if header.samples.len > service.budget.most {
+            let _ = refuse(channel, Refusal::Busy, "a frame larger than the service's memory for frames");
+            return;
         }
         let Some(_held) = service.budget.hold(header.samples.len) else {
             let _ = refuse(channel, Refusal::Busy, "out of memory for frames past the wait");

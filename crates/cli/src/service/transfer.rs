@@ -2,7 +2,7 @@
 //! bytes out in its block and lists them in its message; the receiver checks each span against
 //! the block and copies it out into memory of its own.
 
-use histopipe_frame::{Depth, Frame, Pixels, SampleMemory, Samples};
+use histopipe_frame::{fallibly, Depth, Frame, Pixels, SampleMemory, Samples};
 
 use super::shm::Block;
 use super::wire::{Bad, FrameHeader, Reader, Span, Writer};
@@ -58,19 +58,21 @@ pub(crate) fn frame_bytes(frame: &Frame) -> usize {
 pub(crate) fn take_frame(header: FrameHeader, block: &Block, memory: &SampleMemory) -> Result<Frame, Bad> {
     let range = header.samples.within(block.len())?;
     let count = header.width * header.height * header.channels.count();
+    let no_memory = || Bad(format!("no memory for a frame of {} bytes", range.len()));
+    // Allocated so that a refusal is an error here, not the end of the process.
     let pixels = match header.depth {
         Depth::U8 => {
-            let mut s: Samples<u8> = memory.uninit(count);
+            let mut s: Samples<u8> = fallibly(|| memory.try_uninit(count)).ok_or_else(no_memory)?;
             block.copy_out(range, &mut s);
             Pixels::U8(s)
         }
         Depth::U16 => {
-            let mut s: Samples<u16> = memory.uninit(count);
+            let mut s: Samples<u16> = fallibly(|| memory.try_uninit(count)).ok_or_else(no_memory)?;
             block.copy_out(range, bytemuck::cast_slice_mut(&mut s));
             Pixels::U16(s)
         }
         Depth::F32 => {
-            let mut s: Samples<f32> = memory.uninit(count);
+            let mut s: Samples<f32> = fallibly(|| memory.try_uninit(count)).ok_or_else(no_memory)?;
             block.copy_out(range, bytemuck::cast_slice_mut(&mut s));
             Pixels::F32(s)
         }
