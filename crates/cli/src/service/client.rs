@@ -7,7 +7,7 @@
 use std::ffi::OsString;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, Once};
+use std::sync::{Condvar, Mutex, Once};
 use std::time::{Duration, Instant};
 
 use histopipe_frame::{Frame, SampleMemory};
@@ -28,6 +28,18 @@ const START_WAIT: Duration = Duration::from_secs(20);
 /// How long a frame may take on the service before the tool does it itself. A frame within
 /// `--max-work` takes a GPU a second at most; the bound is for a service that hangs.
 const FRAME_WAIT: Duration = Duration::from_secs(120);
+
+/// The most connections one process has to the service: frames take turns on the GPU anyway,
+/// and each connection is a thread and a block of shared memory in the service (16 processes of
+/// a `make -j16` hold 64).
+const CONNECTIONS_MOST: usize = 4;
+
+/// A process's connections: those idle, and how many are open.
+#[derive(Default)]
+struct Pool {
+    idle: Vec<Connection>,
+    open: usize,
+}
 
 /// What came of handing a frame to the service.
 pub(crate) enum Outcome {
@@ -88,7 +100,8 @@ pub(crate) struct Remote {
     address: Address,
     devices: Devices,
     hello: Vec<u8>,
-    idle: Mutex<Vec<Connection>>,
+    connections: Mutex<Pool>,
+    returned: Condvar,
     /// The tool does every frame from now on.
     local: AtomicBool,
     told: Once,
@@ -127,7 +140,8 @@ impl Remote {
             address,
             devices: devices.clone(),
             hello,
-            idle: Mutex::new(Vec::new()),
+            connections: Mutex::new(Pool::default()),
+            returned: Condvar::new(),
             local: AtomicBool::new(false),
             told: Once::new(),
             served: AtomicU64::new(0),
@@ -204,28 +218,68 @@ impl Remote {
     }
 
     fn serve(&self, n: usize, frame: &Frame, starts: bool) -> Outcome {
-        let pooled = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let Some(pooled) = self.take() else { return Outcome::Local };
         let mut connection = match pooled.map_or_else(|| self.open(), Ok) {
             Ok(c) => c,
             Err(NoSession::Gpu) => {
+                self.lose_one();
                 self.local.store(true, Ordering::Release);
+                self.returned.notify_all();
                 return Outcome::Local;
             }
-            Err(NoSession::Failed(why)) => return self.give_up(n, &why),
+            Err(NoSession::Failed(why)) => {
+                self.lose_one();
+                return self.give_up(n, &why);
+            }
         };
         match connection.frame(n, frame, starts) {
             Ok(served) => {
-                self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(connection);
+                self.pool().idle.push(connection);
+                self.returned.notify_one();
                 self.served.fetch_add(1, Ordering::Relaxed);
                 Outcome::Served(served)
             }
-            Err(why) => self.give_up(n, &why),
+            Err(why) => {
+                self.lose_one();
+                self.give_up(n, &why)
+            }
         }
+    }
+
+    fn pool(&self) -> std::sync::MutexGuard<'_, Pool> {
+        self.connections.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A connection for a frame: an idle one (`Some(Some)`), leave to open a new one
+    /// (`Some(None)`, below [`CONNECTIONS_MOST`]), or `None` once the service is given up,
+    /// waiting meanwhile for one to come back.
+    fn take(&self) -> Option<Option<Connection>> {
+        let mut pool = self.pool();
+        loop {
+            if !self.in_use() {
+                return None;
+            }
+            if let Some(c) = pool.idle.pop() {
+                return Some(Some(c));
+            }
+            if pool.open < CONNECTIONS_MOST {
+                pool.open += 1;
+                return Some(None);
+            }
+            pool = self.returned.wait(pool).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// A connection taken is gone (failed, or never made).
+    fn lose_one(&self) {
+        self.pool().open -= 1;
+        self.returned.notify_one();
     }
 
     /// From frame `n` on, the tool does the frames; says why, once.
     fn give_up(&self, n: usize, why: &str) -> Outcome {
         self.local.store(true, Ordering::Release);
+        self.returned.notify_all();
         self.told.call_once(|| {
             let _ = writeln!(
                 std::io::stderr(),
