@@ -1,7 +1,8 @@
-//! scripts/install and scripts/uninstall: the tools this test binary was built with, installed in
-//! a temporary PREFIX, their man pages read with `man -l` and their bash completions loaded as a
-//! shell loads them, then taken away again, leaving what was there before. Each page and each
-//! completion must have every option the tool defines (its option table, `--help-flags`).
+//! scripts/install and scripts/uninstall: the tools this test binary was built with, and the GPU
+//! service beside them, installed in a temporary PREFIX, their man pages read with `man -l` and
+//! their bash completions loaded as a shell loads them, then taken away again, leaving what was
+//! there before. Each page and each completion must have every option the tool defines (its option
+//! table, `--help-flags`).
 //!
 //! `man` is required (CI installs man-db); HISTOPIPE_SKIP_MAN=1 skips the man pages' reading,
 //! saying so, on a machine without it. zsh and fish completions are checked for syntax where
@@ -130,6 +131,20 @@ fn install_then_uninstall() {
             );
         }
     }
+    // The GPU service beside the tools, where they look for it, with its manual page.
+    let service = run(Command::new(prefix.join("bin/histopipe-service")).arg("--help")).stdout;
+    assert!(String::from_utf8_lossy(&service).starts_with("usage: histopipe-service "));
+    if let Some(page) = man(&prefix.join("share/man/man1/histopipe-service.1")) {
+        assert!(page.starts_with("HISTOPIPE-SERVICE(1)"), "{}", &page[..page.len().min(200)]);
+        for section in
+            ["NAME", "SYNOPSIS", "FILES", "ENVIRONMENT", "SECURITY", "FAILURES", "ERRORS", "EXAMPLE"]
+        {
+            assert!(page.contains(&format!("\n{section}\n")), "histopipe-service: no {section}");
+        }
+        assert!(page.contains("\n       histopipe-service - "), "histopipe-service: the NAME line");
+        assert!(!page.contains("](") && !page.contains('`'), "histopipe-service: Markdown left over");
+        assert!(page.contains("HISTOPIPE_SERVICE_DIR") && page.contains("histopipe-formats(7)"));
+    }
     if let Some(page) = man(&prefix.join("share/man/man1/cdf.1")) {
         assert!(page.contains("--bins N") && page.contains("--plot FILE"), "cdf's options");
     }
@@ -172,6 +187,7 @@ fn install_then_uninstall() {
     run(Command::new(repo().join("scripts/uninstall")).arg(&prefix));
     assert_eq!(files_under(&prefix), vec![PathBuf::from("share/man/man1/theirs.1")]);
     assert!(!prefix.join("bin").exists() && !prefix.join("share/zsh").exists());
+    assert!(!prefix.join("share/man/man1/histopipe-service.1").exists(), "the service's page stayed");
     let again = Command::new(repo().join("scripts/uninstall")).arg(&prefix).output().unwrap();
     assert!(
         !again.status.success() && String::from_utf8_lossy(&again.stderr).contains("nothing to uninstall")
