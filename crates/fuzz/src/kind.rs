@@ -11,11 +11,12 @@ pub enum Target {
     Side,
     Templates,
     Tools,
+    Service,
 }
 
 impl Target {
-    pub const ALL: [Target; 5] =
-        [Target::Reader, Target::Writers, Target::Side, Target::Templates, Target::Tools];
+    pub const ALL: [Target; 6] =
+        [Target::Reader, Target::Writers, Target::Side, Target::Templates, Target::Tools, Target::Service];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -24,14 +25,15 @@ impl Target {
             Target::Side => "side",
             Target::Templates => "templates",
             Target::Tools => "tools",
+            Target::Service => "service",
         }
     }
 
     pub fn parse(text: &str) -> Result<Target, String> {
         let target = Target::ALL.into_iter().find(|t| t.name() == text).ok_or_else(|| {
-            format!("unknown target '{text}' (there are reader, writers, side, templates, tools)")
+            format!("unknown target '{text}' (there are reader, writers, side, templates, tools, service)")
         })?;
-        if matches!(target, Target::Side | Target::Templates) && !cfg!(feature = "cli") {
+        if matches!(target, Target::Side | Target::Templates | Target::Service) && !cfg!(feature = "cli") {
             return Err(format!("the {text} target is not built in (the cli feature)"));
         }
         Ok(target)

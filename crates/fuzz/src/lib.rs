@@ -1,5 +1,6 @@
 //! histopipe's fuzz harness for the frame reader, on stable Rust, and for what else takes hostile
-//! bytes: the frame writers, side files, path templates and the tools' binaries (`targets`).
+//! bytes: the frame writers, side files, path templates, the tools' binaries and the GPU service's
+//! messages (`targets`).
 //!
 //! Seeds of every container (`seeds`), structure-aware mutations (`mutate`, `fields`), and a target
 //! that reads each input to its end, keeping colour and as gray, each from a slice and through a
@@ -27,6 +28,8 @@ pub mod minimize;
 pub mod mutate;
 pub mod panics;
 pub mod seeds;
+#[cfg(feature = "cli")]
+pub mod service;
 #[cfg(feature = "cli")]
 pub mod side;
 pub mod target;

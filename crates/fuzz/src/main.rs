@@ -24,11 +24,12 @@ usage: histopipe-fuzz [OPTIONS]
 Fuzzes histopipe's frame reader: every input is read to its end from a slice and through a pipe
 that gives 1-7 bytes per read, and must not panic, must stay within the allocation bound and the
 time limit, and must give the same frames and error both ways. Other targets: the frame writers,
-the side-file readers, path templates, and the tools' binaries (docs/fuzzing.md). Each new kind of
-finding is saved to the regressions folder (a folder of the target's name in it, but for the
-reader's). Exit status: 0 nothing found, 1 something found, 2 bad usage.
+the side-file readers, path templates, the tools' binaries and the GPU service's messages
+(docs/fuzzing.md). Each new kind of finding is saved to the regressions folder (a folder of the
+target's name in it, but for the reader's). Exit status: 0 nothing found, 1 something found, 2 bad
+usage.
 
-  --target T         reader (default), writers, side, templates or tools
+  --target T         reader (default), writers, side, templates, tools or service
   --work-per-byte    judge the reader's time per input byte (CPU time within a budget of
                      read_work_bound), at --max-pixels 2^26 unless given
 

@@ -1,8 +1,8 @@
 //! What a campaign fuzzes (`--target`): the frame reader (the default, [`crate::target`]), the
 //! frame writers ([`crate::writers`]), the side-file readers ([`crate::side`]), path templates
-//! ([`crate::templates`]), or the tools' binaries ([`crate::tools`]). Each takes one input and
-//! gives an outcome (for feedback) or a finding; each has its own seeds and its own folder of
-//! saved findings.
+//! ([`crate::templates`]), the tools' binaries ([`crate::tools`]), or the GPU service's messages
+//! ([`crate::service`]). Each takes one input and gives an outcome (for feedback) or a finding;
+//! each has its own seeds and its own folder of saved findings.
 
 pub use crate::kind::{Checked, Target};
 
@@ -26,6 +26,8 @@ impl Target {
         match self {
             #[cfg(feature = "cli")]
             Target::Templates => Ok(crate::templates::seeds()),
+            #[cfg(feature = "cli")]
+            Target::Service => Ok(crate::service::seeds()),
             Target::Tools => {
                 let mut seeds = crate::seeds::seeds()?;
                 seeds.extend(crate::tools::table_seeds());
@@ -47,8 +49,10 @@ pub fn check(input: &Input, limits: &Limits) -> Result<Checked, Finding> {
         Target::Side => crate::side::check(input, limits),
         #[cfg(feature = "cli")]
         Target::Templates => crate::templates::check(input, limits),
+        #[cfg(feature = "cli")]
+        Target::Service => crate::service::check(input, limits),
         #[cfg(not(feature = "cli"))]
-        Target::Side | Target::Templates => {
+        Target::Side | Target::Templates | Target::Service => {
             Ok(Checked { shape: 0, text: "not built (the cli feature)".into() })
         }
         Target::Tools => crate::tools::check(input, limits),

@@ -108,8 +108,9 @@ fn a_short_campaign_finds_nothing_new() {
     assert!(summary.corpus > 150, "the corpus did not grow past the seeds: {}", summary.corpus);
 }
 
-/// The writers, the side-file readers and the path templates, briefly each (the tools' binaries
-/// too, a handful of inputs, when they are built): nothing new found, feedback working.
+/// The writers, the side-file readers, the path templates and the service's messages, briefly each
+/// (the tools' binaries too, a handful of inputs, when they are built): nothing new found, feedback
+/// working.
 #[test]
 fn short_campaigns_of_the_other_targets_find_nothing_new() {
     let writers = short_campaign(Target::Writers, Limits::standard(), 1_500);
@@ -118,6 +119,8 @@ fn short_campaigns_of_the_other_targets_find_nothing_new() {
     assert!(side.shapes > 10, "side: only {} outcome shapes", side.shapes);
     let templates = short_campaign(Target::Templates, Limits::standard(), 10_000);
     assert!(templates.shapes > 10, "templates: only {} outcome shapes", templates.shapes);
+    let service = short_campaign(Target::Service, Limits::standard(), 5_000);
+    assert!(service.shapes > 10, "service: only {} outcome shapes", service.shapes);
     match histopipe_fuzz::tools::Tools::shared() {
         Ok(_) => {
             short_campaign(Target::Tools, Limits::standard(), 200);
@@ -158,7 +161,7 @@ fn work_over_the_per_byte_budget_is_a_finding() {
 #[test]
 fn every_saved_finding_of_the_other_targets_now_passes() {
     let mut failing = Vec::new();
-    for target in [Target::Writers, Target::Side, Target::Templates, Target::Tools] {
+    for target in [Target::Writers, Target::Side, Target::Templates, Target::Tools, Target::Service] {
         let limits = Limits { target, ..Limits::standard() };
         for s in saved_of(target) {
             if let Err(f) = targets::check(&s.input, &limits) {

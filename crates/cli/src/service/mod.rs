@@ -344,3 +344,186 @@ fn serve(
     drop(lock);
     result
 }
+
+/// The bytes of the shared memory block that [`decode_message`] reads frames and parts from: a
+/// page, so that a message naming one span many times (a reply may: a tool copies each part, and
+/// trusts its own user's service) cannot make a fuzzer's input allocate more than a page a part.
+pub const FUZZ_BLOCK: usize = 4096;
+
+thread_local! {
+    /// [`decode_message`]'s block, made once per thread: its byte `i` is `i * 31 + 7` (mod 256),
+    /// so that 8-bit frames of a maxval under 255 have samples over it somewhere.
+    static FUZZ_MEMORY: Option<shm::Block> = shm::Block::create(FUZZ_BLOCK).ok().map(|mut block| {
+        for (i, b) in block.as_mut_slice().iter_mut().enumerate() {
+            *b = (i.wrapping_mul(31) + 7) as u8;
+        }
+        block
+    });
+}
+
+/// For fuzzing (crates/fuzz's `service` target), not for the tools: decodes `body` as the
+/// service (or, for the service's own messages, a tool) decodes a message of kind `kind`, the byte
+/// after the magic in its header: a hello; a frame (its number, whether it starts the output and
+/// its header, at the tools' default `--max-pixels`, then its samples taken out of a block of
+/// [`FUZZ_BLOCK`] bytes); a reply (its parts taken out of that block, or an error); a refusal;
+/// the ready answer's version. `Err` says why the message was refused; a panic is a defect.
+pub fn decode_message(kind: u8, body: &[u8]) -> Result<(), String> {
+    use wire::{Bad, FrameHeader, Hello, Reader, Refusal};
+    let kind = Kind::of(kind).ok_or_else(|| format!("unknown message kind {kind}"))?;
+    FUZZ_MEMORY.with(|block| {
+        let block = block.as_ref().ok_or("no shared memory block")?;
+        let mut r = Reader::new(body);
+        let mut read = || -> Result<(), Bad> {
+            match kind {
+                Kind::Hello => return Hello::decode(body).map(drop),
+                Kind::Ready => {
+                    r.u32("the version")?;
+                }
+                Kind::Refused => {
+                    Refusal::of(r.u8("the refusal")?).ok_or_else(|| Bad("an unknown refusal".into()))?;
+                    r.text("the words")?;
+                }
+                // As the service reads a frame (server.rs).
+                Kind::Frame => {
+                    r.size("the frame's number")?;
+                    r.u8("whether the frame starts the output")?;
+                    let header = FrameHeader::decode(&mut r, histopipe_frame::DEFAULT_MAX_PIXELS)?;
+                    header.samples.within(block.len())?;
+                    transfer::take_frame(header, block, &SampleMemory::default())?;
+                }
+                // As a tool reads the service's reply (client.rs).
+                Kind::Done => match r.u8("the result")? {
+                    0 => {
+                        transfer::take_parts(&mut r, Some(block))?;
+                    }
+                    1 => {
+                        r.u8("the error's kind")?;
+                        r.text("the error's words")?;
+                    }
+                    t => return Err(Bad(format!("result {t}"))),
+                },
+                Kind::Stop | Kind::Status => return Ok(()),
+            }
+            r.end()
+        };
+        read().map_err(|Bad(why)| why)
+    })
+}
+
+/// For fuzzing (crates/fuzz's `service` target), not for the tools: `bytes` as a connection's
+/// stream, read message after message as the service reads it ([`Channel::recv`]: the header,
+/// its bounds, the body) and each decoded by [`decode_message`], until the stream ends or a
+/// message is refused. Bytes past the first 64 KiB are left out (a socket holds them unread).
+/// The messages read whole, and why the reading ended.
+pub fn decode_stream(bytes: &[u8]) -> (usize, String) {
+    let bytes = &bytes[..bytes.len().min(64 << 10)];
+    let (mut ours, theirs) = match UnixStream::pair() {
+        Ok(pair) => pair,
+        Err(e) => return (0, format!("no socket pair: {e}")),
+    };
+    if let Err(e) = ours.write_all(bytes) {
+        return (0, format!("cannot write the stream: {e}"));
+    }
+    drop(ours);
+    let channel = Channel::new(theirs);
+    let mut read = 0;
+    loop {
+        match channel.recv(Duration::from_secs(1)) {
+            Ok(message) => match decode_message(message.kind as u8, &message.body) {
+                Ok(()) => read += 1,
+                Err(why) => return (read, why),
+            },
+            Err(e) => return (read, e.to_string()),
+        }
+    }
+}
+
+/// For fuzzing: whole messages as they travel (header and body), one of each kind the service
+/// and the tools send, a frame's samples and a reply's parts within a block of [`FUZZ_BLOCK`]
+/// bytes; and a session's stream, a hello and two frames.
+pub fn seed_messages() -> Vec<Vec<u8>> {
+    use histopipe_frame::{Annotation, Channels, Depth, Format, Geometry, Origin, Source};
+    use wire::{FrameHeader, Hello, Span, Writer};
+    let message = |kind: Kind, body: &[u8]| {
+        let mut m = vec![b'H', b'P', kind as u8, 0];
+        m.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        m.extend_from_slice(body);
+        m
+    };
+    let header = |width: usize, height: usize, channels: Channels, depth: Depth, maxval: u16| {
+        let len = (width * height * channels.count() * depth.bytes()) as u64;
+        FrameHeader {
+            width,
+            height,
+            channels,
+            maxval,
+            depth,
+            format: Format::Pam,
+            geometry: Some(Geometry::identity(width + 2, height)),
+            annotations: vec![Annotation { key: "angles".into(), value: "0,90".into() }],
+            source: Some(Source { path: "in/a.png".into(), index: 2, origin: Origin::Stream }),
+            samples: Span { offset: 64, len },
+        }
+    };
+    let frame = |h: FrameHeader| {
+        let mut w = Writer::default();
+        w.u64(3).u8(1);
+        h.encode(&mut w);
+        message(Kind::Frame, &w.bytes)
+    };
+    let hello = |tool: &str, args: &[&str]| {
+        let args = args.iter().map(std::ffi::OsString::from).collect();
+        message(Kind::Hello, &Hello { version: wire::VERSION, tool: tool.into(), args }.encode())
+    };
+    let gray = frame(header(8, 4, Channels::Gray, Depth::U8, 255));
+    let rgb16 = frame(header(5, 3, Channels::Rgb, Depth::U16, 65535));
+    let float = frame(header(4, 4, Channels::GrayAlpha, Depth::F32, 1));
+    // A reply: a frame, bytes and words (tags 0, 1, 2), each a span of the block.
+    let mut reply = Writer::default();
+    reply.u8(0).u32(3).u8(0);
+    header(8, 4, Channels::Gray, Depth::U8, 255).encode(&mut reply);
+    reply.u8(1).span(Span { offset: 100, len: 20 }).u8(2).span(Span { offset: 200, len: 16 });
+    let mut error = Writer::default();
+    error.u8(1).u8(1).text("frame 1: a frame of 3x2 pixels, over --max-pixels 4");
+    let mut refused = Writer::default();
+    refused.u8(wire::Refusal::Busy as u8).text("256 sessions already");
+    let session = [hello("pad", &["--to", "9x9"]), gray.clone(), rgb16.clone()].concat();
+    vec![
+        hello("pad", &["--to", "9x9"]),
+        hello("radon", &["--angles", "0:180:0.5", "--circle"]),
+        gray,
+        rgb16,
+        float,
+        message(Kind::Done, &reply.bytes),
+        message(Kind::Done, &error.bytes),
+        message(Kind::Refused, &refused.bytes),
+        message(Kind::Ready, &Writer::default().u32(wire::VERSION).bytes),
+        message(Kind::Status, b""),
+        message(Kind::Stop, b""),
+        session,
+    ]
+}
+
+#[cfg(test)]
+mod fuzzing_tests {
+    use super::*;
+
+    /// The fuzz target's seeds are messages the service and the tools take, read whole; every cut
+    /// of them is refused or read short, never a panic.
+    #[test]
+    fn the_fuzz_seeds_decode_and_their_cuts_are_refused() {
+        let seeds = seed_messages();
+        for (i, seed) in seeds.iter().enumerate() {
+            let whole = if i + 1 == seeds.len() { 3 } else { 1 };
+            assert_eq!(decode_stream(seed), (whole, "the connection closed".into()), "seed {i}");
+            for cut in 1..seed.len() {
+                let (read, why) = decode_stream(&seed[..cut]);
+                // A cut between the session's messages is a shorter session.
+                let refused = whole > 1 || why != "the connection closed";
+                assert!(read < whole && refused, "seed {i} cut at {cut}: {why}");
+            }
+        }
+        assert!(decode_message(4, &seed_messages()[2][8..]).is_ok());
+        assert!(decode_message(9, b"").unwrap_err().contains("unknown message kind"));
+    }
+}
