@@ -540,17 +540,78 @@ impl TakeBack {
         let rows = this.cos.len();
         let parts = parallel::parts(this.pending.len() * rows, MIN_PART_VOTES);
         parallel::for_each_part(acc, rows.div_ceil(parts) * this.rhos, |first, part| {
+            let mut columns = Vec::new();
             for (r, row) in part.chunks_mut(this.rhos).enumerate() {
                 let n = first / this.rhos + r;
-                for &(x, y) in &this.pending {
-                    let cell = &mut row[this.column(n, x, y)];
-                    *cell = cell.saturating_sub(1);
+                match &this.base {
+                    Some(base) => {
+                        // The cell's bits less the row's first cell, as `column` has them.
+                        let to_column = base[n].wrapping_sub((n * this.rhos) as u32);
+                        rounded_columns(
+                            &this.xs,
+                            &this.ys,
+                            this.cos[n],
+                            this.sin[n],
+                            to_column,
+                            &mut columns,
+                        );
+                        take_back_row(row, &columns);
+                    }
+                    None => {
+                        for &(x, y) in &this.pending {
+                            let cell = &mut row[this.column(n, x, y)];
+                            *cell = cell.saturating_sub(1);
+                        }
+                    }
                 }
             }
         });
         self.pending.clear();
         self.xs.clear();
         self.ys.clear();
+    }
+}
+
+/// The columns of the votes of the pixels `(xs[k], ys[k])` at the angle of cosine `c` and sine
+/// `s`, rounded with [`ROUND_MAGIC`] as [`TakeBack::column`] rounds them, `to_column` taking a
+/// sum's bits to its column: all of them first, in a loop that vectorizes (8 pixels at a time
+/// with AVX2), then the decrements in [`take_back_row`]. One pixel at a time, each column
+/// computed beside its decrement, took back a quarter of a batch's CPU time.
+fn rounded_columns(xs: &[f32], ys: &[f32], c: f32, s: f32, to_column: u32, columns: &mut Vec<u32>) {
+    columns.clear();
+    columns.resize(xs.len(), 0);
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        unsafe { rounded_columns_avx2(xs, ys, c, s, to_column, columns) };
+        return;
+    }
+    rounded_columns_into(xs, ys, c, s, to_column, columns);
+}
+
+/// [`rounded_columns_into`] compiled for AVX2 (no FMA: each product and sum rounded on its own,
+/// as Rust never contracts them, so the same bits as one pixel at a time).
+///
+/// # Safety
+/// The CPU has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn rounded_columns_avx2(xs: &[f32], ys: &[f32], c: f32, s: f32, to_column: u32, columns: &mut [u32]) {
+    rounded_columns_into(xs, ys, c, s, to_column, columns)
+}
+
+#[inline(always)]
+fn rounded_columns_into(xs: &[f32], ys: &[f32], c: f32, s: f32, to_column: u32, columns: &mut [u32]) {
+    for ((column, &x), &y) in columns.iter_mut().zip(xs).zip(ys) {
+        *column = (x * c + y * s + ROUND_MAGIC).to_bits().wrapping_add(to_column);
+    }
+}
+
+/// Takes a vote back from each cell of `row` that `columns` names (a cell at 0 stays 0).
+fn take_back_row(row: &mut [u32], columns: &[u32]) {
+    for &column in columns {
+        let cell = &mut row[column as usize];
+        *cell = cell.saturating_sub(1);
     }
 }
 
