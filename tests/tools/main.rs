@@ -37,6 +37,7 @@ mod readme;
 mod registry;
 mod rotate;
 mod scaling;
+mod service;
 mod side_files;
 mod signed16;
 mod snakemake;
