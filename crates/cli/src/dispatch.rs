@@ -468,9 +468,16 @@ impl Backends {
         self.open_gpus(gpus, true).map(drop)
     }
 
-    /// The backend and devices, for the service's status: `gpu List([0])`.
+    /// The backend and devices, for the service's status: `gpu, device 0,1`, `cpu`.
     pub(crate) fn describe(&self) -> String {
-        format!("{} {:?}", self.choice.word(), self.devices)
+        match (self.choice, &self.devices) {
+            (BackendChoice::Cpu, _) => "cpu".into(),
+            (choice, Devices::All) => format!("{}, every device", choice.word()),
+            (choice, Devices::List(list)) => {
+                let list: Vec<String> = list.iter().map(|d| d.to_string()).collect();
+                format!("{}, device {}", choice.word(), list.join(","))
+            }
+        }
     }
 
     /// The memory frames are read into (page-locked once a GPU lends it).

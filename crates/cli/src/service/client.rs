@@ -14,8 +14,8 @@ use histopipe_frame::{Frame, SampleMemory};
 
 use super::channel::Channel;
 use super::shm::Block;
-use super::transfer::{frame_bytes, put_frame, take_parts};
-use super::wire::{Hello, Kind, Reader, Refusal, Writer, VERSION};
+use super::transfer::{decode_reply, frame_bytes, put_frame};
+use super::wire::{decode_refusal, FrameRequest, Hello, Kind, Refusal, VERSION};
 use super::{connect_or_start, Address};
 use crate::dispatch::{choose, BackendChoice, Backends, Devices, Lane, Load, Rate};
 use crate::writer::Part;
@@ -219,29 +219,37 @@ impl Remote {
 
     fn serve(&self, n: usize, frame: &Frame, starts: bool) -> Outcome {
         let Some(pooled) = self.take() else { return Outcome::Local };
-        let mut connection = match pooled.map_or_else(|| self.open(), Ok) {
-            Ok(c) => c,
-            Err(NoSession::Gpu) => {
-                self.lose_one();
-                self.local.store(true, Ordering::Release);
-                self.returned.notify_all();
-                return Outcome::Local;
-            }
-            Err(NoSession::Failed(why)) => {
-                self.lose_one();
-                return self.give_up(n, &why);
-            }
-        };
-        match connection.frame(n, frame, starts) {
-            Ok(served) => {
-                self.pool().idle.push(connection);
-                self.returned.notify_one();
-                self.served.fetch_add(1, Ordering::Relaxed);
-                Outcome::Served(served)
-            }
-            Err(why) => {
-                self.lose_one();
-                self.give_up(n, &why)
+        // A connection kept from an earlier frame may have been closed by the service meanwhile
+        // (an idle session is): the frame is tried once more on a new one.
+        let mut tries = if pooled.is_some() { 2 } else { 1 };
+        let mut pooled = pooled;
+        loop {
+            tries -= 1;
+            let mut connection = match pooled.take().map_or_else(|| self.open(), Ok) {
+                Ok(c) => c,
+                Err(NoSession::Gpu) => {
+                    self.lose_one();
+                    self.local.store(true, Ordering::Release);
+                    self.returned.notify_all();
+                    return Outcome::Local;
+                }
+                Err(NoSession::Failed(why)) => {
+                    self.lose_one();
+                    return self.give_up(n, &why);
+                }
+            };
+            match connection.frame(n, frame, starts) {
+                Ok(served) => {
+                    self.pool().idle.push(connection);
+                    self.returned.notify_one();
+                    self.served.fetch_add(1, Ordering::Relaxed);
+                    return Outcome::Served(served);
+                }
+                Err(_) if tries > 0 => continue,
+                Err(why) => {
+                    self.lose_one();
+                    return self.give_up(n, &why);
+                }
             }
         }
     }
@@ -310,11 +318,12 @@ impl Remote {
     }
 }
 
-/// A refusal's reason and words.
+/// A refusal's reason and words (none, if it is not one).
 fn refusal(body: &[u8]) -> (Option<Refusal>, String) {
-    let mut r = Reader::new(body);
-    let why = r.u8("the refusal").ok().and_then(Refusal::of);
-    (why, r.text("the words").unwrap_or_default())
+    match decode_refusal(body) {
+        Ok((why, words)) => (Some(why), words),
+        Err(e) => (None, format!("a bad refusal: {}", e.0)),
+    }
 }
 
 impl Connection {
@@ -331,13 +340,11 @@ impl Connection {
             self.input = Some(Block::create(need).map_err(|e| format!("no shared memory: {e}"))?);
             new_block = true;
         }
-        let mut w = Writer::default();
-        w.u64(n as u64).u8(starts as u8);
-        if let Some(block) = self.input.as_mut() {
-            put_frame(frame, block, 0, &mut w);
-        }
+        let block = self.input.as_mut().ok_or("no shared memory")?;
+        let (header, _) = put_frame(frame, block, 0);
+        let body = FrameRequest { n, starts, header }.encode();
         let fd = self.input.as_ref().filter(|_| new_block).map(Block::fd);
-        self.channel.send(Kind::Frame, &w.bytes, fd).map_err(|e| e.to_string())?;
+        self.channel.send(Kind::Frame, &body, fd).map_err(|e| e.to_string())?;
         self.channel.stream.set_read_timeout(Some(FRAME_WAIT)).map_err(|e| e.to_string())?;
         let answer = self.channel.recv(FRAME_WAIT).map_err(|e| format!("no answer: {e}"))?;
         match answer.kind {
@@ -348,22 +355,8 @@ impl Connection {
         if let Some(fd) = answer.fd {
             self.output = Some(Block::receive(fd)?);
         }
-        let mut r = Reader::new(&answer.body);
-        let bad = |e: super::wire::Bad| format!("a bad answer: {}", e.0);
-        let served = match r.u8("the result").map_err(bad)? {
-            0 => Ok(take_parts(&mut r, self.output.as_ref()).map_err(bad)?),
-            1 => {
-                let kind = match r.u8("the error's kind").map_err(bad)? {
-                    0 => ErrorKind::Usage,
-                    1 => ErrorKind::Input,
-                    2 => ErrorKind::Runtime,
-                    _ => ErrorKind::Internal,
-                };
-                Err((kind, r.text("the error's words").map_err(bad)?))
-            }
-            t => return Err(format!("a bad answer: result {t}")),
-        };
-        r.end().map_err(bad)?;
+        let served =
+            decode_reply(&answer.body, self.output.as_ref()).map_err(|e| format!("a bad answer: {}", e.0))?;
         Ok(served)
     }
 }

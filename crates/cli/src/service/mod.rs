@@ -368,43 +368,29 @@ thread_local! {
 /// [`FUZZ_BLOCK`] bytes); a reply (its parts taken out of that block, or an error); a refusal;
 /// the ready answer's version. `Err` says why the message was refused; a panic is a defect.
 pub fn decode_message(kind: u8, body: &[u8]) -> Result<(), String> {
-    use wire::{Bad, FrameHeader, Hello, Reader, Refusal};
+    use wire::{decode_refusal, Bad, FrameRequest, Hello, Reader};
     let kind = Kind::of(kind).ok_or_else(|| format!("unknown message kind {kind}"))?;
     FUZZ_MEMORY.with(|block| {
         let block = block.as_ref().ok_or("no shared memory block")?;
-        let mut r = Reader::new(body);
-        let mut read = || -> Result<(), Bad> {
+        let read = || -> Result<(), Bad> {
             match kind {
-                Kind::Hello => return Hello::decode(body).map(drop),
+                Kind::Hello => Hello::decode(body).map(drop),
                 Kind::Ready => {
+                    let mut r = Reader::new(body);
                     r.u32("the version")?;
+                    r.end()
                 }
-                Kind::Refused => {
-                    Refusal::of(r.u8("the refusal")?).ok_or_else(|| Bad("an unknown refusal".into()))?;
-                    r.text("the words")?;
-                }
+                Kind::Refused => decode_refusal(body).map(drop),
                 // As the service reads a frame (server.rs).
                 Kind::Frame => {
-                    r.size("the frame's number")?;
-                    r.u8("whether the frame starts the output")?;
-                    let header = FrameHeader::decode(&mut r, histopipe_frame::DEFAULT_MAX_PIXELS)?;
-                    header.samples.within(block.len())?;
-                    transfer::take_frame(header, block, &SampleMemory::default())?;
+                    let request =
+                        FrameRequest::decode(body, histopipe_frame::DEFAULT_MAX_PIXELS, block.len())?;
+                    transfer::take_frame(request.header, block, &SampleMemory::default()).map(drop)
                 }
                 // As a tool reads the service's reply (client.rs).
-                Kind::Done => match r.u8("the result")? {
-                    0 => {
-                        transfer::take_parts(&mut r, Some(block))?;
-                    }
-                    1 => {
-                        r.u8("the error's kind")?;
-                        r.text("the error's words")?;
-                    }
-                    t => return Err(Bad(format!("result {t}"))),
-                },
-                Kind::Stop | Kind::Status => return Ok(()),
+                Kind::Done => transfer::decode_reply(body, Some(block)).map(drop),
+                Kind::Stop | Kind::Status => Ok(()),
             }
-            r.end()
         };
         read().map_err(|Bad(why)| why)
     })

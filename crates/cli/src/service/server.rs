@@ -11,14 +11,14 @@ use histopipe_frame::{Depth, DEFAULT_MAX_PIXELS};
 
 use super::channel::{Channel, RecvError};
 use super::shm::Block;
-use super::transfer::{parts_bytes, put_parts, take_frame};
-use super::wire::{Bad, FrameHeader, Hello, Kind, Reader, Refusal, Writer, VERSION};
+use super::transfer::{encode_reply, parts_bytes, take_frame};
+use super::wire::{encode_refusal, Bad, FrameRequest, Hello, Kind, Refusal, Writer, VERSION};
 use super::{same_user, Address};
 use crate::args::{self, Asked};
 use crate::dispatch::Backends;
 use crate::panic::catch;
 use crate::tool::{Context, Tool, FLOAT_REFUSED};
-use crate::{Common, Error, ErrorKind};
+use crate::{Common, Error};
 
 /// The most sessions at once; a client past them is told the service is busy.
 const SESSIONS_MOST: usize = 256;
@@ -26,6 +26,9 @@ const SESSIONS_MOST: usize = 256;
 /// How long the rest of a message may take once it has begun, and a new connection's first
 /// message.
 const WITHIN: Duration = Duration::from_secs(10);
+
+/// How long a session waits for its next frame before it is closed.
+const SESSION_IDLE: Duration = Duration::from_secs(60);
 
 /// How long a frame waits for memory held by other sessions' frames before it is refused as busy
 /// (its client then does it itself).
@@ -247,19 +250,7 @@ fn memory_budget() -> u64 {
 
 /// Says why the service will not go on with this connection.
 fn refuse(channel: &Channel, why: Refusal, words: &str) -> io::Result<()> {
-    let mut w = Writer::default();
-    w.u8(why as u8).text(words);
-    channel.send(Kind::Refused, &w.bytes, None)
-}
-
-/// An error's kind as it travels.
-pub(crate) fn kind_tag(kind: ErrorKind) -> u8 {
-    match kind {
-        ErrorKind::Usage => 0,
-        ErrorKind::Input => 1,
-        ErrorKind::Runtime | ErrorKind::BrokenPipe => 2,
-        ErrorKind::Internal => 3,
-    }
+    channel.send(Kind::Refused, &encode_refusal(why, words), None)
 }
 
 /// A session of tool `T`: the client's command line parsed as the tool parses it, then its frames
@@ -300,6 +291,11 @@ fn serve<T: Tool>(service: &Service, channel: &Channel, hello: Hello) {
     let mut input: Option<Block> = None;
     let mut output: Option<Block> = None;
     loop {
+        // A session with no frame for a while is closed (its tool opens another if it has more):
+        // idle sessions would hold the service's places and keep it from ending.
+        if channel.stream.set_read_timeout(Some(SESSION_IDLE)).is_err() {
+            return;
+        }
         let message = match channel.recv(WITHIN) {
             Ok(m) => m,
             Err(RecvError::Bad(why)) => {
@@ -321,23 +317,18 @@ fn serve<T: Tool>(service: &Service, channel: &Channel, hello: Hello) {
                 }
             }
         }
-        let request = (|| {
-            let mut r = Reader::new(&message.body);
-            let n = r.size("the frame's number")?;
-            let starts = r.u8("whether the frame starts the output")? != 0;
-            let header = FrameHeader::decode(&mut r, common.max_pixels)?;
-            r.end()?;
-            let block = input.as_ref().ok_or_else(|| Bad("a frame with no memory block".into()))?;
-            header.samples.within(block.len())?;
-            Ok::<_, Bad>((n.max(1), starts, header, block))
-        })();
-        let (n, starts, header, block) = match request {
-            Ok(r) => r,
-            Err(Bad(why)) => {
-                let _ = refuse(channel, Refusal::Protocol, &why);
-                return;
-            }
+        let Some(block) = input.as_ref() else {
+            let _ = refuse(channel, Refusal::Protocol, "a frame with no memory block");
+            return;
         };
+        let FrameRequest { n, starts, header } =
+            match FrameRequest::decode(&message.body, common.max_pixels, block.len()) {
+                Ok(request) => request,
+                Err(Bad(why)) => {
+                    let _ = refuse(channel, Refusal::Protocol, &why);
+                    return;
+                }
+            };
         let number = service.frames.fetch_add(1, Ordering::Relaxed) + 1;
         if service.fail_at == Some(number) {
             std::process::abort();
@@ -366,34 +357,26 @@ fn serve<T: Tool>(service: &Service, channel: &Channel, hello: Hello) {
             Ok(cx.finish())
         })
         .unwrap_or_else(|panic| Err(Error::internal(Default::default(), "service", &panic)));
-        let mut w = Writer::default();
+        let result = result.map_err(|e| (e.kind, e.message));
         let mut new_block = false;
-        match result {
-            Ok(parts) => {
-                let need = parts_bytes(&parts);
-                if output.as_ref().is_none_or(|b| b.len() < need) {
-                    match Block::create(need) {
-                        Ok(block) => {
-                            output = Some(block);
-                            new_block = true;
-                        }
-                        Err(e) => {
-                            let _ = refuse(channel, Refusal::Busy, &format!("no shared memory: {e}"));
-                            return;
-                        }
+        if let Ok(parts) = &result {
+            let need = parts_bytes(parts);
+            if output.as_ref().is_none_or(|b| b.len() < need) {
+                match Block::create(need) {
+                    Ok(block) => {
+                        output = Some(block);
+                        new_block = true;
+                    }
+                    Err(e) => {
+                        let _ = refuse(channel, Refusal::Busy, &format!("no shared memory: {e}"));
+                        return;
                     }
                 }
-                w.u8(0);
-                if let Some(block) = output.as_mut() {
-                    put_parts(&parts, block, &mut w);
-                }
-            }
-            Err(e) => {
-                w.u8(1).u8(kind_tag(e.kind)).text(&e.message);
             }
         }
+        let body = encode_reply(&result, output.as_mut());
         let fd = output.as_ref().filter(|_| new_block).map(Block::fd);
-        if w.bytes.len() > super::wire::BODY_MOST || channel.send(Kind::Done, &w.bytes, fd).is_err() {
+        if channel.send(Kind::Done, &body, fd).is_err() {
             return;
         }
     }

@@ -7,6 +7,15 @@ use histopipe_frame::{fallibly, Depth, Frame, Pixels, SampleMemory, Samples};
 use super::shm::Block;
 use super::wire::{Bad, FrameHeader, Reader, Span, Writer};
 use crate::writer::Part;
+use crate::ErrorKind;
+
+/// `taken` bytes of a reply's parts and `more`, if they fit the block's `size`.
+fn within_block(taken: u64, more: u64, size: u64) -> Result<u64, Bad> {
+    match taken.checked_add(more) {
+        Some(sum) if sum <= size => Ok(sum),
+        _ => Err(Bad(format!("parts of more bytes than the block's {size}"))),
+    }
+}
 
 /// What a part is, in a reply.
 const FRAME: u8 = 0;
@@ -39,12 +48,12 @@ pub(crate) fn header_of(frame: &Frame, samples: Span) -> FrameHeader {
     }
 }
 
-/// Lays `frame`'s samples at `at` in `block` (which holds them) and writes its header.
-pub(crate) fn put_frame(frame: &Frame, block: &mut Block, at: usize, w: &mut Writer) -> usize {
+/// Lays `frame`'s samples at `at` in `block` (which holds them); its header, and where its
+/// samples end.
+pub(crate) fn put_frame(frame: &Frame, block: &mut Block, at: usize) -> (FrameHeader, usize) {
     let bytes = sample_bytes(&frame.pixels);
     block.as_mut_slice()[at..at + bytes.len()].copy_from_slice(bytes);
-    header_of(frame, Span { offset: at as u64, len: bytes.len() as u64 }).encode(w);
-    at + bytes.len()
+    (header_of(frame, Span { offset: at as u64, len: bytes.len() as u64 }), at + bytes.len())
 }
 
 /// The bytes a frame's samples take.
@@ -113,14 +122,16 @@ pub(crate) fn parts_bytes(parts: &[Part]) -> usize {
 }
 
 /// Lays `parts` out in `block` (which holds [`parts_bytes`] of them) and lists them.
-pub(crate) fn put_parts(parts: &[Part], block: &mut Block, w: &mut Writer) {
+fn put_parts(parts: &[Part], block: &mut Block, w: &mut Writer) {
     w.u32(parts.len() as u32);
     let mut at = 0;
     for part in parts {
         let bytes: &[u8] = match part {
             Part::Frame(frame) => {
                 w.u8(FRAME);
-                at = put_frame(frame, block, at, w);
+                let (header, end) = put_frame(frame, block, at);
+                header.encode(w);
+                at = end;
                 continue;
             }
             Part::Encoded(b) | Part::Bytes(b) => {
@@ -138,19 +149,78 @@ pub(crate) fn put_parts(parts: &[Part], block: &mut Block, w: &mut Writer) {
     }
 }
 
-/// The parts a reply lists, copied out of `block`.
-pub(crate) fn take_parts(r: &mut Reader<'_>, block: Option<&Block>) -> Result<Vec<Part>, Bad> {
+/// A frame's reply: its parts laid out in `block` (the tool's output), or the tool's error.
+pub(crate) fn encode_reply(
+    result: &Result<Vec<Part>, (ErrorKind, String)>,
+    block: Option<&mut Block>,
+) -> Vec<u8> {
+    let mut w = Writer::default();
+    match (result, block) {
+        (Ok(parts), Some(block)) => {
+            w.u8(0);
+            put_parts(parts, block, &mut w);
+        }
+        (Ok(_), None) => {
+            w.u8(0).u32(0);
+        }
+        (Err((kind, words)), _) => {
+            w.u8(1).u8(kind_tag(*kind)).text(words);
+        }
+    }
+    w.bytes
+}
+
+/// A frame's reply, its parts copied out of `block`.
+pub(crate) fn decode_reply(
+    body: &[u8],
+    block: Option<&Block>,
+) -> Result<Result<Vec<Part>, (ErrorKind, String)>, Bad> {
+    let mut r = Reader::new(body);
+    let reply = match r.u8("the result")? {
+        0 => Ok(take_parts(&mut r, block)?),
+        1 => {
+            let kind = match r.u8("the error's kind")? {
+                0 => ErrorKind::Usage,
+                1 => ErrorKind::Input,
+                2 => ErrorKind::Runtime,
+                _ => ErrorKind::Internal,
+            };
+            Err((kind, r.text("the error's words")?))
+        }
+        t => return Err(Bad(format!("result {t}"))),
+    };
+    r.end()?;
+    Ok(reply)
+}
+
+/// An error's kind as it travels.
+fn kind_tag(kind: ErrorKind) -> u8 {
+    match kind {
+        ErrorKind::Usage => 0,
+        ErrorKind::Input => 1,
+        ErrorKind::Runtime | ErrorKind::BrokenPipe => 2,
+        ErrorKind::Internal => 3,
+    }
+}
+
+/// The parts a reply lists, copied out of `block`: together no more bytes than the block holds
+/// (a part listed many times would copy it many times).
+fn take_parts(r: &mut Reader<'_>, block: Option<&Block>) -> Result<Vec<Part>, Bad> {
     let n = r.count("parts", 17, super::wire::PARTS_MOST)?;
     let mut parts = Vec::with_capacity(n);
+    let mut taken = 0u64;
+    let size = block.map_or(0, Block::len) as u64;
     for _ in 0..n {
         let tag = r.u8("a part's kind")?;
         if tag == FRAME {
             let header = FrameHeader::decode(r, u64::MAX)?;
+            taken = within_block(taken, header.samples.len, size)?;
             let block = block.ok_or_else(|| Bad("a frame with no memory block".into()))?;
             parts.push(Part::Frame(take_frame(header, block, &SampleMemory::default())?));
             continue;
         }
         let span = r.span("a part")?;
+        taken = within_block(taken, span.len, size)?;
         let range = match block {
             Some(block) => span.within(block.len())?,
             None if span.len == 0 => 0..0,

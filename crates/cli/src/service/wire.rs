@@ -254,6 +254,52 @@ impl Hello {
     }
 }
 
+/// A client's frame: its number in the stream, whether its output starts the file or stream,
+/// and the frame itself.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FrameRequest {
+    pub n: usize,
+    pub starts: bool,
+    pub header: FrameHeader,
+}
+
+impl FrameRequest {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.u64(self.n as u64).u8(self.starts as u8);
+        self.header.encode(&mut w);
+        w.bytes
+    }
+
+    /// Reads a frame request: a frame of at most `max_pixels`, its samples within a block of
+    /// `block` bytes.
+    pub(crate) fn decode(body: &[u8], max_pixels: u64, block: usize) -> Result<FrameRequest, Bad> {
+        let mut r = Reader::new(body);
+        let n = r.size("the frame's number")?.max(1);
+        let starts = r.u8("whether the frame starts the output")? != 0;
+        let header = FrameHeader::decode(&mut r, max_pixels)?;
+        r.end()?;
+        header.samples.within(block)?;
+        Ok(FrameRequest { n, starts, header })
+    }
+}
+
+/// A refusal as it travels: why, and words.
+pub(crate) fn encode_refusal(why: Refusal, words: &str) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.u8(why as u8).text(words);
+    w.bytes
+}
+
+/// A refusal's reason and words.
+pub(crate) fn decode_refusal(body: &[u8]) -> Result<(Refusal, String), Bad> {
+    let mut r = Reader::new(body);
+    let why = Refusal::of(r.u8("the refusal")?).ok_or_else(|| Bad::new("an unknown refusal"))?;
+    let words = r.text("the words")?;
+    r.end()?;
+    Ok((why, words))
+}
+
 /// A frame as it travels: everything but its samples, which lie at `samples` in the sender's
 /// shared memory.
 #[derive(Debug, Clone, PartialEq)]
@@ -493,7 +539,8 @@ mod tests {
 
     #[test]
     fn headers_that_describe_no_frame_are_refused() {
-        let cases: [(&str, fn(&mut FrameHeader)); 6] = [
+        type Change = fn(&mut FrameHeader);
+        let cases: [(&str, Change); 6] = [
             ("zero width", |h| h.width = 0),
             ("over max pixels", |h| h.height = 1 << 40),
             ("8-bit maxval 300", |h| (h.depth, h.samples.len) = (Depth::U8, 18)),
