@@ -20,10 +20,10 @@ use rayon::prelude::*;
 use super::cpu::split_lines;
 use super::{bin_of, ColHist};
 use crate::parallel;
-use crate::rotate::{Rotate, TurnedRows};
+use crate::rotate::{ColumnCounts, Rotate, TurnedRows, COLUMN_COUNTS};
 
 /// Columns counted by one task, as wide as `rotate`'s tiles: their counters, 16-bit, one per
-/// sample value, take 32 KiB (a core's L1 data cache).
+/// sample value ([`ColumnCounts`], padded), take 36 KiB, about a core's L1 data cache.
 const STRIP: usize = 64;
 /// Rows of a turn whose maps one task makes.
 const ROW_BAND: usize = 256;
@@ -104,7 +104,7 @@ pub(super) fn count(input: &[u8], turns: Vec<Turn<'_>>) {
 /// Writes the counts of the columns `xs` of the turn whose row bands are `bands` to `out` (bin
 /// b's counts of those columns in `out[b]`), `bins` being each sample value's bin.
 fn count_strip(bands: &[Band<'_>], xs: Range<usize>, bins: &[u8; 256], out: &mut [&mut [u32]]) {
-    let mut counts = [[0u16; 256]; STRIP];
+    let mut counts: [ColumnCounts; STRIP] = [[0; COLUMN_COUNTS]; STRIP];
     for (rows, spans, first) in bands {
         for (y, span) in (*first..).zip(spans) {
             let (lo, hi) = (span.start.max(xs.start), span.end.min(xs.end));

@@ -7,6 +7,7 @@ use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 use std::ops::Range;
 
+use super::cpu::ColumnCounts;
 use super::row_map::RowMap;
 use crate::{Element, Sample};
 
@@ -131,7 +132,7 @@ pub(super) unsafe fn nearest_count(
     w: usize,
     row: &RowMap,
     xs: Range<usize>,
-    counts: &mut [[u16; 256]],
+    counts: &mut [ColumnCounts],
 ) -> usize {
     let lanes = Lanes::new(row, w);
     let half = _mm256_set1_pd(0.5);

@@ -96,7 +96,7 @@ impl Rotate {
     /// [`Self::quarter_span`] writes: the source pixel stepped along the row, not made anew
     /// each pixel. Odd turns read down input columns, each output row the next column over: a
     /// line ahead is asked for (64 output rows on), as no prefetcher foresees those lines.
-    fn quarter_count(&self, input: &[u8], q: u8, y: usize, xs: Range<usize>, counts: &mut [[u16; 256]]) {
+    fn quarter_count(&self, input: &[u8], q: u8, y: usize, xs: Range<usize>, counts: &mut [ColumnCounts]) {
         let (w, h) = (self.width as i64, self.height as i64);
         let fill = u8::from_fill(self.fill) as usize;
         let Some(last) = xs.end.checked_sub(1) else { return };
@@ -247,6 +247,16 @@ const PARTS_PER_THREAD: usize = 16;
 /// Output rows per tile of a general turn (see `Rotate::affine`; its columns: [`TILE_W`]).
 const TILE_H: usize = 64;
 
+/// A column's counters of 8-bit samples for [`TurnedRows::count_span`]: `[v]` counts value v;
+/// the last 32 are never counted. They pad a column's counters to 9 cache lines, so that
+/// neighbouring columns' counters of one value (a photo's neighbouring columns hold alike values)
+/// fall in different sets of the L1 cache: 512 bytes apart, a strip's 64 columns shared 8 of its
+/// 64 sets, with the input's lines besides.
+pub(crate) type ColumnCounts = [u16; COLUMN_COUNTS];
+
+/// The length of [`ColumnCounts`].
+pub(crate) const COLUMN_COUNTS: usize = 256 + 32;
+
 /// A turn of one frame, read a span of an output row at a time without the turned frame being
 /// made: every sample exactly the turned frame's (`Rotate::quarter_span`'s, or
 /// `Rotate::affine_span`'s with the same rows and kernel). `colhist --angles` counts each turned
@@ -307,7 +317,7 @@ impl TurnedRows<'_, u8> {
     /// counters: `counts[x - xs.start][v] += 1` for each pixel x of `xs` and its sample v, the
     /// sample [`Self::span`] writes. Nearest general turns are counted as they are read
     /// ([`Kernel::nearest_count`]); others are made a span at a time, then counted.
-    pub(crate) fn count_span(&self, y: usize, xs: Range<usize>, counts: &mut [[u16; 256]]) {
+    pub(crate) fn count_span(&self, y: usize, xs: Range<usize>, counts: &mut [ColumnCounts]) {
         assert_eq!(counts.len(), xs.len());
         if let Turn::Quarter(q) = self.turn.turn {
             return self.turn.quarter_count(self.input, q, y, xs, counts);
@@ -436,7 +446,7 @@ impl Kernel {
         w: usize,
         row: &RowMap,
         xs: Range<usize>,
-        counts: &mut [[u16; 256]],
+        counts: &mut [ColumnCounts],
     ) {
         assert_eq!(counts.len(), xs.len());
         #[cfg(target_arch = "x86_64")]
@@ -718,7 +728,7 @@ mod counts {
 
     use histopipe_frame::{Frame, Pixels};
 
-    use super::{Kernel, TurnedRows};
+    use super::{ColumnCounts, Kernel, TurnedRows, COLUMN_COUNTS};
     use crate::rotate::{Interpolation, RotateBy, RotateParams};
     use crate::Fill;
 
@@ -752,7 +762,7 @@ mod counts {
                 let xs = x0..rng.usize(x0 + 1..=r.out_width);
                 let mut samples = vec![MaybeUninit::uninit(); xs.len()];
                 rows.span(y, xs.clone(), &mut samples);
-                let start: Vec<[u16; 256]> = xs.clone().map(|_| [rng.u16(..1000); 256]).collect();
+                let start: Vec<ColumnCounts> = xs.clone().map(|_| [rng.u16(..1000); COLUMN_COUNTS]).collect();
                 let mut expected = start.clone();
                 for (column, v) in expected.iter_mut().zip(&samples) {
                     // SAFETY: `span` writes every sample.

@@ -45,7 +45,7 @@ mod row_map;
 mod tests;
 pub mod turn;
 
-pub(crate) use cpu::TurnedRows;
+pub(crate) use cpu::{ColumnCounts, TurnedRows, COLUMN_COUNTS};
 pub use flip::Flip;
 pub use gpu::RotatePlan;
 pub use turn::{RotateBy, RotateParams, Turn};
