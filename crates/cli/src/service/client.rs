@@ -52,10 +52,9 @@ pub(crate) enum Outcome {
 /// A connection, with the shared memory blocks of each direction.
 struct Connection {
     channel: Channel,
-    /// Ours: the frames we send.
-    input: Option<Block>,
-    /// The service's: the outputs it sends.
-    output: Option<Block>,
+    /// The block the service lends the session: our frames go there, and its outputs come back
+    /// there.
+    block: Option<Block>,
 }
 
 /// Why no connection.
@@ -308,7 +307,7 @@ impl Remote {
         channel.stream.set_read_timeout(Some(START_WAIT)).map_err(|e| failed(&e))?;
         let answer = channel.recv(START_WAIT).map_err(|e| failed(&e))?;
         match answer.kind {
-            Kind::Ready => Ok(Connection { channel, input: None, output: None }),
+            Kind::Ready => Ok(Connection { channel, block: None }),
             Kind::Refused => match refusal(&answer.body) {
                 (Some(Refusal::Gpu), _) => Err(NoSession::Gpu),
                 (_, words) => Err(NoSession::Failed(format!("refused: {words}"))),
@@ -335,16 +334,20 @@ impl Connection {
         starts: bool,
     ) -> Result<Result<Vec<Part>, (ErrorKind, String)>, String> {
         let need = frame_bytes(frame);
-        let mut new_block = false;
-        if self.input.as_ref().is_none_or(|b| b.len() < need) {
-            self.input = Some(Block::create(need).map_err(|e| format!("no shared memory: {e}"))?);
-            new_block = true;
+        if self.block.as_ref().is_none_or(|b| b.len() < need) {
+            self.channel.send(Kind::Room, &(need as u64).to_le_bytes(), None).map_err(|e| e.to_string())?;
+            self.channel.stream.set_read_timeout(Some(START_WAIT)).map_err(|e| e.to_string())?;
+            let answer = self.channel.recv(START_WAIT).map_err(|e| format!("no answer: {e}"))?;
+            match (answer.kind, answer.fd) {
+                (Kind::Ready, Some(fd)) => self.block = Some(Block::receive(fd)?),
+                (Kind::Refused, _) => return Err(format!("refused: {}", refusal(&answer.body).1)),
+                (other, _) => return Err(format!("answered a request for room with {other:?}")),
+            }
         }
-        let block = self.input.as_mut().ok_or("no shared memory")?;
+        let block = self.block.as_mut().filter(|b| b.len() >= need).ok_or("no room for the frame")?;
         let (header, _) = put_frame(frame, block, 0);
         let body = FrameRequest { n, starts, header }.encode();
-        let fd = self.input.as_ref().filter(|_| new_block).map(Block::fd);
-        self.channel.send(Kind::Frame, &body, fd).map_err(|e| e.to_string())?;
+        self.channel.send(Kind::Frame, &body, None).map_err(|e| e.to_string())?;
         self.channel.stream.set_read_timeout(Some(FRAME_WAIT)).map_err(|e| e.to_string())?;
         let answer = self.channel.recv(FRAME_WAIT).map_err(|e| format!("no answer: {e}"))?;
         match answer.kind {
@@ -353,10 +356,10 @@ impl Connection {
             other => return Err(format!("answered a frame with {other:?}")),
         }
         if let Some(fd) = answer.fd {
-            self.output = Some(Block::receive(fd)?);
+            self.block = Some(Block::receive(fd)?);
         }
         let served =
-            decode_reply(&answer.body, self.output.as_ref()).map_err(|e| format!("a bad answer: {}", e.0))?;
+            decode_reply(&answer.body, self.block.as_ref()).map_err(|e| format!("a bad answer: {}", e.0))?;
         Ok(served)
     }
 }

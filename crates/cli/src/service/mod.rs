@@ -389,6 +389,11 @@ pub fn decode_message(kind: u8, body: &[u8]) -> Result<(), String> {
                 }
                 // As a tool reads the service's reply (client.rs).
                 Kind::Done => transfer::decode_reply(body, Some(block)).map(drop),
+                Kind::Room => {
+                    let mut r = Reader::new(body);
+                    r.u64("the bytes")?;
+                    r.end()
+                }
                 Kind::Stop | Kind::Status => Ok(()),
             }
         };

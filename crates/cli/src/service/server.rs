@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use histopipe_frame::{Depth, DEFAULT_MAX_PIXELS};
 
 use super::channel::{Channel, RecvError};
-use super::shm::Block;
+use super::shm::{Block, Pool};
 use super::transfer::{encode_reply, parts_bytes, take_frame};
-use super::wire::{encode_refusal, Bad, FrameRequest, Hello, Kind, Refusal, Writer, VERSION};
+use super::wire::{encode_refusal, Bad, FrameRequest, Hello, Kind, Reader, Refusal, Writer, VERSION};
 use super::{same_user, Address};
 use crate::args::{self, Asked};
 use crate::dispatch::Backends;
@@ -95,6 +95,8 @@ pub struct Service {
     frames: AtomicU64,
     last: Mutex<Instant>,
     budget: Budget,
+    /// The shared memory blocks not lent to a session.
+    pool: Pool,
     /// The GPUs could not be opened: the service ends as soon as it is idle.
     unusable: std::sync::atomic::AtomicBool,
     /// `HISTOPIPE_SERVICE_FAIL_AT=N`, for the tests of a service lost mid-frame: the process ends
@@ -119,6 +121,7 @@ impl Service {
             frames: AtomicU64::new(0),
             last: Mutex::new(Instant::now()),
             budget: Budget { used: Mutex::new(0), freed: Condvar::new(), most: memory_budget() },
+            pool: Pool::default(),
             unusable: std::sync::atomic::AtomicBool::new(false),
             fail_at: std::env::var("HISTOPIPE_SERVICE_FAIL_AT").ok().and_then(|v| v.parse().ok()),
         }
@@ -288,8 +291,7 @@ fn serve<T: Tool>(service: &Service, channel: &Channel, hello: Hello) {
         return;
     }
     let common = command.common;
-    let mut input: Option<Block> = None;
-    let mut output: Option<Block> = None;
+    let mut lent = Lent { pool: &service.pool, block: None };
     loop {
         // A session with no frame for a while is closed (its tool opens another if it has more):
         // idle sessions would hold the service's places and keep it from ending.
@@ -304,21 +306,45 @@ fn serve<T: Tool>(service: &Service, channel: &Channel, hello: Hello) {
             }
             Err(_) => return,
         };
-        if message.kind != Kind::Frame {
-            let _ = refuse(channel, Refusal::Protocol, "a session sends frames");
+        if message.fd.is_some() {
+            let _ = refuse(channel, Refusal::Protocol, "the service's memory is its own: a tool sends none");
             return;
         }
-        if let Some(fd) = message.fd {
-            match Block::receive(fd) {
-                Ok(block) => input = Some(block),
-                Err(why) => {
-                    let _ = refuse(channel, Refusal::Protocol, &why);
+        match message.kind {
+            Kind::Room => {
+                let bytes = match room(&message.body) {
+                    Ok(bytes) if bytes <= service.budget.most => bytes,
+                    Ok(_) => {
+                        let _ = refuse(
+                            channel,
+                            Refusal::Busy,
+                            "a frame larger than the service's memory for frames",
+                        );
+                        return;
+                    }
+                    Err(Bad(why)) => {
+                        let _ = refuse(channel, Refusal::Protocol, &why);
+                        return;
+                    }
+                };
+                if let Err(e) = lent.grow(bytes as usize) {
+                    let _ = refuse(channel, Refusal::Busy, &format!("no shared memory: {e}"));
                     return;
                 }
+                let fd = lent.block.as_ref().map(Block::fd);
+                if channel.send(Kind::Ready, &Writer::default().u32(VERSION).bytes, fd).is_err() {
+                    return;
+                }
+                continue;
+            }
+            Kind::Frame => {}
+            _ => {
+                let _ = refuse(channel, Refusal::Protocol, "a session sends frames");
+                return;
             }
         }
-        let Some(block) = input.as_ref() else {
-            let _ = refuse(channel, Refusal::Protocol, "a frame with no memory block");
+        let Some(block) = lent.block.as_mut() else {
+            let _ = refuse(channel, Refusal::Protocol, "a frame before its room");
             return;
         };
         let FrameRequest { n, starts, header } =
@@ -329,13 +355,11 @@ fn serve<T: Tool>(service: &Service, channel: &Channel, hello: Hello) {
                     return;
                 }
             };
+        // The tool wrote there: cleared before the block goes to another session.
+        block.used = block.used.max((header.samples.offset + header.samples.len) as usize);
         let number = service.frames.fetch_add(1, Ordering::Relaxed) + 1;
         if service.fail_at == Some(number) {
             std::process::abort();
-        }
-        if header.samples.len > service.budget.most {
-            let _ = refuse(channel, Refusal::Busy, "a frame larger than the service's memory for frames");
-            return;
         }
         let Some(_held) = service.budget.hold(header.samples.len) else {
             let _ = refuse(channel, Refusal::Busy, "out of memory for frames past the wait");
@@ -358,26 +382,58 @@ fn serve<T: Tool>(service: &Service, channel: &Channel, hello: Hello) {
         })
         .unwrap_or_else(|panic| Err(Error::internal(Default::default(), "service", &panic)));
         let result = result.map_err(|e| (e.kind, e.message));
-        let mut new_block = false;
+        // The outputs go where the frame was (copied out by now), in a larger block if need be.
+        let mut grown = false;
         if let Ok(parts) = &result {
             let need = parts_bytes(parts);
-            if output.as_ref().is_none_or(|b| b.len() < need) {
-                match Block::create(need) {
-                    Ok(block) => {
-                        output = Some(block);
-                        new_block = true;
-                    }
-                    Err(e) => {
-                        let _ = refuse(channel, Refusal::Busy, &format!("no shared memory: {e}"));
-                        return;
-                    }
+            if lent.block.as_ref().is_none_or(|b| b.len() < need) {
+                if let Err(e) = lent.grow(need) {
+                    let _ = refuse(channel, Refusal::Busy, &format!("no shared memory: {e}"));
+                    return;
                 }
+                grown = true;
+            }
+            if let Some(block) = lent.block.as_mut() {
+                block.used = block.used.max(need);
             }
         }
-        let body = encode_reply(&result, output.as_mut());
-        let fd = output.as_ref().filter(|_| new_block).map(Block::fd);
+        let body = encode_reply(&result, lent.block.as_mut());
+        let fd = lent.block.as_ref().filter(|_| grown).map(Block::fd);
         if channel.send(Kind::Done, &body, fd).is_err() {
             return;
+        }
+    }
+}
+
+/// A room request's bytes.
+fn room(body: &[u8]) -> Result<u64, Bad> {
+    let mut r = Reader::new(body);
+    let bytes = r.u64("the bytes")?;
+    r.end()?;
+    Ok(bytes)
+}
+
+/// The block a session has from the service's pool, given back when the session ends.
+struct Lent<'a> {
+    pool: &'a Pool,
+    block: Option<Block>,
+}
+
+impl Lent<'_> {
+    /// A block of at least `bytes` in place of the one lent (given back).
+    fn grow(&mut self, bytes: usize) -> io::Result<()> {
+        let block = self.pool.lend(bytes)?;
+        if let Some(old) = self.block.replace(block) {
+            self.pool.give_back(old);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        if let Some(block) = self.block.take() {
+            self.pool.give_back(block);
         }
     }
 }

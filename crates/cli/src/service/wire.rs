@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use histopipe_frame::{Affine, Annotation, Channels, Depth, Format, Geometry, Origin, Source};
 
 /// The protocol's version: a client and a service of other versions do not talk.
-pub(crate) const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 2;
 
 /// The most bytes a message's body holds: a frame's header with a long source path and its
 /// annotations, a reply's list of parts, an error's words.
@@ -47,13 +47,25 @@ pub(crate) enum Kind {
     Stop = 6,
     /// Client: how the service stands; service: the answer, as text.
     Status = 7,
+    /// Client: room for a frame of so many bytes (a u64); the service answers [`Kind::Ready`]
+    /// with its block of shared memory lent to the session.
+    Room = 8,
 }
 
 impl Kind {
     pub(crate) fn of(tag: u8) -> Option<Kind> {
-        [Kind::Hello, Kind::Ready, Kind::Refused, Kind::Frame, Kind::Done, Kind::Stop, Kind::Status]
-            .into_iter()
-            .find(|k| *k as u8 == tag)
+        [
+            Kind::Hello,
+            Kind::Ready,
+            Kind::Refused,
+            Kind::Frame,
+            Kind::Done,
+            Kind::Stop,
+            Kind::Status,
+            Kind::Room,
+        ]
+        .into_iter()
+        .find(|k| *k as u8 == tag)
     }
 }
 
