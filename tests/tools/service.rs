@@ -69,7 +69,11 @@ impl Service {
             Backend::Cpu => "c",
             Backend::Gpu => "g",
         };
-        let dir = temp_dir(&format!("svc-{test}-{tag}"));
+        // A folder no earlier service of the test used: one started late by a tool of an
+        // earlier run could still bind its socket there.
+        static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = temp_dir(&format!("svc-{test}-{tag}{n}"));
         std::fs::set_permissions(&*dir, Permissions::from_mode(0o700)).unwrap();
         Service { dir, backend, env: Vec::new(), child: None }
     }
@@ -454,6 +458,17 @@ fn assert_done_in_process(out: &Output, cpu: &[u8], what: &str) -> String {
     err
 }
 
+/// Waits for the test's own service process to end; asserts it aborted (HISTOPIPE_SERVICE_FAIL_AT).
+fn assert_aborted(svc: &mut Service, what: &str) {
+    let child = svc.child.as_mut().unwrap();
+    let mut ended = None;
+    wait_for("the service to abort", || {
+        ended = child.try_wait().unwrap();
+        ended.is_some()
+    });
+    assert_eq!(ended.unwrap().signal(), Some(libc::SIGABRT), "{what}: the service ended otherwise");
+}
+
 #[test]
 fn a_service_lost_mid_frame_loses_no_frame() {
     each_backend(|backend| {
@@ -461,17 +476,22 @@ fn a_service_lost_mid_frame_loses_no_frame() {
         for (name, args) in [("equalize", &[][..]), ("rotate", &["-20"][..]), ("cdf", &[][..])] {
             let what = format!("{backend:?} service: {name} {args:?}");
             let cpu = run_ok(name, "cpu", args, &input);
-            let mut svc = Service::new("lost", backend);
+            // No service can be started in its place: the tool does the rest itself.
+            let mut svc = Service::new("lost", backend).with_env("HISTOPIPE_SERVICE_BIN", "/nonexistent");
             svc.serve("30", &[("HISTOPIPE_SERVICE_FAIL_AT", "3")]);
             let out = run(svc.tool(name).args(["--backend", "gpu"]).args(args), &input);
             assert_done_in_process(&out, &cpu, &what);
-            let child = svc.child.as_mut().unwrap();
-            let mut ended = None;
-            wait_for("the service to abort", || {
-                ended = child.try_wait().unwrap();
-                ended.is_some()
-            });
-            assert_eq!(ended.unwrap().signal(), Some(libc::SIGABRT), "{what}: the service ended otherwise");
+            assert_aborted(&mut svc, &what);
+            // Where one can be started, the frame is tried again on a new service; whether that
+            // one or the tool does the rest depends on which comes first: the bytes do not.
+            let mut svc = Service::new("lost", backend);
+            svc.serve("30", &[("HISTOPIPE_SERVICE_FAIL_AT", "3")]);
+            let out = run(svc.tool(name).args(["--backend", "gpu"]).args(args), &input);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{what}, restartable: {err}");
+            assert!(out.stdout == cpu, "{what}, restartable: its output differs from the CPU's");
+            assert!(err.lines().count() <= 1, "{what}, restartable: {err}");
+            assert_aborted(&mut svc, &what);
         }
     });
 }
@@ -555,7 +575,7 @@ except OSError as e:
     print("no connection", e)
     sys.exit(0)
 print("connected")
-body = struct.pack("<II", 1, 3) + b"pad" + struct.pack("<I", 0)
+body = struct.pack("<II", 2, 3) + b"pad" + struct.pack("<I", 0)
 head = b""
 try:
     s.sendall(b"HP" + bytes([1, 0]) + struct.pack("<I", len(body)) + body)
@@ -613,9 +633,9 @@ fn message(kind: u8, body: &[u8]) -> Vec<u8> {
     [&b"HP"[..], &[kind, 0], &(body.len() as u32).to_le_bytes(), body].concat()
 }
 
-/// A hello's body: version 1, `tool`, `args`.
+/// A hello's body: the protocol's version (2: the service lends the memory), `tool`, `args`.
 fn hello(tool: &str, args: &[&str]) -> Vec<u8> {
-    let mut b = 1u32.to_le_bytes().to_vec();
+    let mut b = 2u32.to_le_bytes().to_vec();
     b.extend((tool.len() as u32).to_le_bytes());
     b.extend(tool.as_bytes());
     b.extend((args.len() as u32).to_le_bytes());
@@ -691,6 +711,36 @@ fn assert_refused(stream: &mut UnixStream, reason: u8, what: &str) {
     assert_eq!(answer(stream), None, "{what}: the connection goes on after a refusal");
 }
 
+/// Asks for room for `bytes` in the service's memory: its answer, and the block it lends, if any.
+fn room(stream: &mut UnixStream, bytes: u64) -> (Option<(u8, Vec<u8>)>, Option<std::fs::File>) {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+    stream.write_all(&message(8, &bytes.to_le_bytes())).unwrap();
+    stream.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut head = [0u8; 8];
+    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut ancillary = RecvAncillaryBuffer::new(&mut space);
+    let got = rustix::net::recvmsg(
+        &*stream,
+        &mut [std::io::IoSliceMut::new(&mut head)],
+        &mut ancillary,
+        RecvFlags::CMSG_CLOEXEC,
+    )
+    .unwrap();
+    let mut block = None;
+    for m in ancillary.drain() {
+        if let RecvAncillaryMessage::ScmRights(mut fds) = m {
+            block = fds.next().map(std::fs::File::from);
+        }
+    }
+    if got.bytes == 0 {
+        return (None, block);
+    }
+    (&*stream).read_exact(&mut head[got.bytes..]).unwrap();
+    let mut body = vec![0; u32::from_le_bytes(head[4..].try_into().unwrap()) as usize];
+    stream.read_exact(&mut body).unwrap();
+    (Some((head[2], body)), block)
+}
+
 /// Sends `bytes` with `fd` passed alongside (SCM_RIGHTS).
 fn send_with_fd(stream: &UnixStream, bytes: &[u8], fd: BorrowedFd<'_>) {
     use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
@@ -741,10 +791,13 @@ fn hostile_clients_cannot_crash_the_service() {
         let socket = PathBuf::from(field(&svc.status(), "socket").unwrap());
         let connect = || UnixStream::connect(&socket).unwrap();
 
-        // A valid frame through a raw session: the messages below differ from it only in their fault.
+        // A valid frame through a raw session, in the room the service lends: the messages below
+        // differ from it only in their fault.
         let mut s = session(&socket);
-        let block = memory_block(7, true);
-        send_with_fd(&s, &message(4, &frame_body(8, 8, 255, 64, 64)), block.as_fd());
+        let (got, block) = room(&mut s, 64);
+        assert_eq!(got.as_ref().map(|a| a.0), Some(READY), "room for a frame: {got:?}");
+        let block = block.expect("the service lends a block with its answer to room");
+        s.write_all(&message(4, &frame_body(8, 8, 255, 64, 64))).unwrap();
         let got = answer(&mut s);
         assert!(matches!(&got, Some((DONE, body)) if body.first() == Some(&0)), "a valid frame: {got:?}");
         drop(s);
@@ -783,24 +836,48 @@ fn hostile_clients_cannot_crash_the_service() {
 
         let mut s = session(&socket);
         s.write_all(&message(4, &frame_body(8, 8, 255, 0, 64))).unwrap();
-        assert_refused(&mut s, PROTOCOL, "a frame with no memory block");
-        svc.still_serves(pid, "a frame with no memory block");
+        assert_refused(&mut s, PROTOCOL, "a frame before its room");
+        svc.still_serves(pid, "a frame before its room");
 
+        let mut s = session(&socket);
+        s.write_all(&message(8, &u64::MAX.to_le_bytes())).unwrap();
+        assert_refused(&mut s, BUSY, "room for 2^64 bytes");
+        svc.still_serves(pid, "room for 2^64 bytes");
+
+        // Descriptors of the client's: the service maps none.
         let file_path = svc.dir.join("plain");
         std::fs::write(&file_path, [0u8; 4096]).unwrap();
-        let blocks = [
-            ("an unsealed memfd", memory_block(0, false), frame_body(8, 8, 255, 0, 64)),
-            ("a plain file", std::fs::File::open(&file_path).unwrap(), frame_body(8, 8, 255, 0, 64)),
-            ("a span past the block", memory_block(0, true), frame_body(100, 100, 255, 0, 10_000)),
-            ("a span past 2^64", memory_block(0, true), frame_body(8, 8, 255, u64::MAX - 10, 64)),
-            ("a sample over the maxval", memory_block(200, true), frame_body(8, 8, 100, 0, 64)),
+        let fds = [
+            ("an unsealed memfd", memory_block(0, false)),
+            ("a sealed memfd", memory_block(0, true)),
+            ("a plain file", std::fs::File::open(&file_path).unwrap()),
         ];
-        for (what, block, body) in blocks {
+        for (what, fd) in fds {
             let mut s = session(&socket);
-            send_with_fd(&s, &message(4, &body), block.as_fd());
+            let _ = room(&mut s, 64);
+            send_with_fd(&s, &message(4, &frame_body(8, 8, 255, 0, 64)), fd.as_fd());
             assert_refused(&mut s, PROTOCOL, what);
             svc.still_serves(pid, what);
         }
+
+        let frames = [
+            ("a span past the block", frame_body(2048, 2048, 255, 0, 2048 * 2048), 0),
+            ("a span past 2^64", frame_body(8, 8, 255, u64::MAX - 10, 64), 0),
+            ("a sample over the maxval", frame_body(8, 8, 100, 0, 64), 200),
+        ];
+        for (what, body, fill) in frames {
+            let mut s = session(&socket);
+            let (got, lent) = room(&mut s, 64);
+            assert_eq!(got.as_ref().map(|a| a.0), Some(READY), "{what}: room: {got:?}");
+            if fill != 0 {
+                let lent = lent.expect("a block with the room");
+                std::os::unix::fs::FileExt::write_all_at(&lent, &[fill; 64], 0).unwrap();
+            }
+            s.write_all(&message(4, &body)).unwrap();
+            assert_refused(&mut s, PROTOCOL, what);
+            svc.still_serves(pid, what);
+        }
+        drop(block);
 
         // A flood: 300 sessions at once, more than the service holds. Its memory stays within
         // 500 MB of what it held before (a GPU service's context is a few hundred MB of its own;
