@@ -154,7 +154,9 @@ impl<W: FrameOut> PartWriter<W> {
                     for w in &mut words {
                         *w = w.to_le();
                     }
-                    self.bytes(bytemuck::cast_slice_mut(&mut words), place)?
+                    self.bytes(bytemuck::cast_slice_mut(&mut words), place)?;
+                    // Cleared here for the next counts, rather than by their counting thread.
+                    histopipe_ops::parallel::give_back_words(words);
                 }
             }
         }

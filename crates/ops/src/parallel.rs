@@ -271,6 +271,46 @@ pub(crate) fn zeroed<T: Clone + Default>(n: usize) -> Vec<T> {
     out
 }
 
+/// Buffers of zeros given back by whoever was done with them ([`give_back_words`]): a sweep's
+/// counts, one buffer a group of turns, are written out by the tool's writer and come back here
+/// cleared on its thread, off the counting's way, where a new buffer (`vec![0; n]` of a heap
+/// block the last group freed) was cleared by the thread about to count into it.
+static SPARE_WORDS: std::sync::Mutex<Vec<Vec<u32>>> = std::sync::Mutex::new(Vec::new());
+
+/// At most this many spare buffers are kept, of at most [`SPARE_WORDS_MOST`] words in all.
+const SPARE_BUFFERS: usize = 4;
+const SPARE_WORDS_MOST: usize = 1 << 26;
+
+/// `n` zeros: a buffer given back if one of `n` to `2n` words is kept, else [`zeroed`].
+pub(crate) fn zeroed_words(n: usize) -> Vec<u32> {
+    let kept = {
+        let mut spare = SPARE_WORDS.lock().unwrap_or_else(|e| e.into_inner());
+        let fits = spare.iter().position(|b| b.len() >= n && b.len() / 2 <= n);
+        fits.map(|i| spare.swap_remove(i))
+    };
+    match kept {
+        Some(mut words) => {
+            words.truncate(n);
+            words
+        }
+        None => zeroed(n),
+    }
+}
+
+/// Takes back `words` that a [`zeroed_words`] gave (or any buffer of words), cleared here, for
+/// a later one; the oldest kept make way for it.
+pub fn give_back_words(mut words: Vec<u32>) {
+    if words.len() < (1 << 16) {
+        return;
+    }
+    words.fill(0);
+    let mut spare = SPARE_WORDS.lock().unwrap_or_else(|e| e.into_inner());
+    spare.push(words);
+    while spare.len() > SPARE_BUFFERS || spare.iter().map(Vec::len).sum::<usize>() > SPARE_WORDS_MOST {
+        spare.remove(0);
+    }
+}
+
 /// `n` copies of `value`, every page of them written now: for memory that is read where it was
 /// never written (an accumulator's cells that no vote reaches, scanned for peaks; flags mostly
 /// left false). Fresh zeroed memory (`vec![0; n]`, calloc) is mapped to the kernel's shared zero

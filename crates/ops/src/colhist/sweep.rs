@@ -148,7 +148,7 @@ impl Op for ColHistSweep {
             self.turns.iter().zip(&ops).map(|(r, op)| op.lines(r.out_width, r.out_height)).collect();
         let bins = ops.first().map_or(0, |op| op.bins as usize);
         let at = offsets(bins, &lines);
-        let mut counts = vec![0u32; at[at.len() - 1]];
+        let mut counts = parallel::zeroed_words(at[at.len() - 1]);
         let mut parts = Vec::with_capacity(self.turns.len());
         let mut rest = &mut counts[..];
         for l in &lines {
