@@ -452,7 +452,8 @@ fn assert_done_in_process(out: &Output, cpu: &[u8], what: &str) -> String {
     assert!(out.stdout == cpu, "{what}: its output differs from the CPU's");
     assert_eq!(err.lines().count(), 1, "{what}: not one line: {err}");
     assert!(
-        err.contains("the GPU service: ") && err.ends_with("and those after it are done in this process\n"),
+        err.contains("the GPU service: ")
+            && err.ends_with("the frames it has not done are done in this process\n"),
         "{what}: {err}"
     );
     err

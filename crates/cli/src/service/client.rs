@@ -290,7 +290,7 @@ impl Remote {
         self.told.call_once(|| {
             let _ = writeln!(
                 std::io::stderr(),
-                "{}: the GPU service: {why}; frame {n} and those after it are done in this process",
+                "{}: the GPU service: {why} (at frame {n}); the frames it has not done are done in this process",
                 self.tool
             );
         });

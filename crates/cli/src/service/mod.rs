@@ -156,7 +156,11 @@ fn service_exe() -> Option<PathBuf> {
 
 /// Starts the service for `devices` in the background, detached from this process's group (so a
 /// Ctrl-C to the pipe that started it does not end it), its stderr to its log.
-fn spawn(address: &Address, devices: &Devices, idle: Option<Duration>) -> Result<(), String> {
+fn spawn(
+    address: &Address,
+    devices: &Devices,
+    idle: Option<Duration>,
+) -> Result<std::process::Child, String> {
     use std::os::unix::fs::OpenOptionsExt;
     use std::os::unix::process::CommandExt;
     let exe = service_exe().ok_or("histopipe-service is not installed beside this tool")?;
@@ -177,7 +181,6 @@ fn spawn(address: &Address, devices: &Devices, idle: Option<Duration>) -> Result
         .stderr(log)
         .process_group(0)
         .spawn()
-        .map(drop)
         .map_err(|e| format!("{}: {e}", exe.display()))
 }
 
@@ -213,11 +216,19 @@ fn connect_or_start(
         Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused) => {}
         Err(e) => return Err(format!("{}: {e}", address.socket.display())),
     }
-    spawn(address, devices, idle)?;
+    let mut started = spawn(address, devices, idle)?;
     let deadline = Instant::now() + wait;
     loop {
         match connect(address) {
             Ok(stream) => return Ok(stream),
+            // The one started ended at once, unable to take the lock: a service that was ending
+            // (one that failed, whose socket refuses) still held it. Another is started.
+            Err(_)
+                if started.try_wait().is_ok_and(|status| status.is_some()) && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+                started = spawn(address, devices, idle)?;
+            }
             Err(e) if Instant::now() >= deadline => {
                 return Err(format!(
                     "did not start within {} s: {e} (see {})",
@@ -294,7 +305,15 @@ fn command(tools: &'static [Entry]) -> Result<(), String> {
             }
         },
         "stop" => match connect(&address) {
-            Ok(stream) => ask(stream, Kind::Stop).map(drop),
+            Ok(stream) => {
+                ask(stream, Kind::Stop)?;
+                // Done once the service has gone, its socket with it.
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while address.socket.exists() && connect(&address).is_ok() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Ok(())
+            }
             Err(_) => Ok(()),
         },
         other => Err(format!("unknown command '{other}'\n{USAGE}")),

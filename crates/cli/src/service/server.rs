@@ -20,6 +20,10 @@ use crate::panic::catch;
 use crate::tool::{Context, Tool, FLOAT_REFUSED};
 use crate::{Common, Error};
 
+/// The most connections at once: the sessions, and a few more, so that `status` and `stop` are
+/// answered when the sessions are all taken. One past them is closed unanswered.
+const CONNECTIONS_MOST: usize = SESSIONS_MOST + 16;
+
 /// The most sessions at once; a client past them is told the service is busy.
 const SESSIONS_MOST: usize = 256;
 
@@ -91,6 +95,8 @@ pub struct Service {
     address: Address,
     started: Instant,
     idle: Duration,
+    /// Connections open (each a thread), and sessions among them (a hello answered).
+    connections: AtomicUsize,
     sessions: AtomicUsize,
     frames: AtomicU64,
     last: Mutex<Instant>,
@@ -117,6 +123,7 @@ impl Service {
             address,
             started: Instant::now(),
             idle,
+            connections: AtomicUsize::new(0),
             sessions: AtomicUsize::new(0),
             frames: AtomicU64::new(0),
             last: Mutex::new(Instant::now()),
@@ -137,10 +144,8 @@ impl Service {
                 // Another user's process: closed unanswered.
                 continue;
             }
-            if self.sessions.fetch_add(1, Ordering::AcqRel) >= SESSIONS_MOST {
-                self.sessions.fetch_sub(1, Ordering::AcqRel);
-                let channel = Channel::new(stream);
-                let _ = refuse(&channel, Refusal::Busy, &format!("{SESSIONS_MOST} sessions already"));
+            if self.connections.fetch_add(1, Ordering::AcqRel) >= CONNECTIONS_MOST {
+                self.connections.fetch_sub(1, Ordering::AcqRel);
                 continue;
             }
             let this = self.clone();
@@ -148,10 +153,10 @@ impl Service {
             let spawned = session.spawn(move || {
                 this.connection(stream);
                 this.touch();
-                this.sessions.fetch_sub(1, Ordering::AcqRel);
+                this.connections.fetch_sub(1, Ordering::AcqRel);
             });
             if spawned.is_err() {
-                self.sessions.fetch_sub(1, Ordering::AcqRel);
+                self.connections.fetch_sub(1, Ordering::AcqRel);
             }
         }
         Ok(())
@@ -168,7 +173,7 @@ impl Service {
             let last = *self.last.lock().unwrap_or_else(|e| e.into_inner());
             let idle =
                 if self.unusable.load(Ordering::Acquire) { self.idle.min(UNUSABLE_IDLE) } else { self.idle };
-            if self.sessions.load(Ordering::Acquire) == 0 && last.elapsed() >= idle {
+            if self.connections.load(Ordering::Acquire) == 0 && last.elapsed() >= idle {
                 self.end();
             }
         }
@@ -201,7 +206,15 @@ impl Service {
                     .iter()
                     .find(|t| t.name == hello.tool)
                 {
-                    Some(entry) => (entry.serve)(self, &channel, hello),
+                    Some(entry) => {
+                        if self.sessions.fetch_add(1, Ordering::AcqRel) < SESSIONS_MOST {
+                            (entry.serve)(self, &channel, hello);
+                        } else {
+                            let busy = format!("{SESSIONS_MOST} sessions already");
+                            let _ = refuse(&channel, Refusal::Busy, &busy);
+                        }
+                        self.sessions.fetch_sub(1, Ordering::AcqRel);
+                    }
                     None => {
                         let _ =
                             refuse(&channel, Refusal::CommandLine, &format!("no tool {:?} here", hello.tool));
@@ -236,8 +249,7 @@ impl Service {
             self.address.socket.display(),
             self.backends.describe(),
             self.started.elapsed().as_secs_f64(),
-            // This connection is not a session.
-            self.sessions.load(Ordering::Acquire).saturating_sub(1),
+            self.sessions.load(Ordering::Acquire),
             self.frames.load(Ordering::Relaxed),
             self.idle.as_secs_f64(),
         )
