@@ -128,6 +128,8 @@ fn run(tool: &str, backend: &str, args: &[&str], input: &Path, save: Option<&Pat
     let mut child = Command::cargo_bin(tool)
         .unwrap_or_else(|e| panic!("binary {tool}: {e}"))
         .env_remove("HISTOPIPE_BACKEND")
+        // The in-process GPU's huge frames (the service declines a raised --max-pixels anyway).
+        .env("HISTOPIPE_SERVICE", "off")
         .args(["--backend", backend, "--max-pixels", &MAX_PIXELS.to_string()])
         .args(args)
         .stdin(File::open(input).unwrap())

@@ -24,7 +24,7 @@ use crate::outputs::{Destinations, Target};
 use crate::panic::{self, catch};
 use crate::progress::Progress;
 use crate::reader::{Backlog, InputFrames, Read};
-use crate::service::client::Remote;
+use crate::service::{self, client::Remote};
 use crate::signals;
 use crate::splice::PagePipe;
 use crate::stdout::{self, RawStdout};
@@ -99,11 +99,11 @@ pub(crate) fn run_frames<T: Tool>(
     let (jobs, queue) = sync_channel::<Job>(workers);
     let queue = Mutex::new(queue);
     // With `gpu`, frames go to the GPU service where it can take them (docs/service.md), and
-    // with `auto` where it is up: every command line but those naming files or writing side
-    // files, which the tool runs itself.
-    let remote = (!names_files && tool.side_files().is_empty())
-        .then(|| Remote::new(T::NAME, args, &common.device, common.backend))
-        .flatten();
+    // with `auto` where it is up: every command line but those it declines, which the tool runs
+    // itself.
+    let declined = service::declines(&common, names_files, !tool.side_files().is_empty());
+    let remote =
+        declined.is_none().then(|| Remote::new(T::NAME, args, &common.device, common.backend)).flatten();
     let crew = Crew {
         tool,
         common: &common,

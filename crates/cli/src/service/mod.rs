@@ -29,12 +29,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use histopipe_frame::SampleMemory;
+use histopipe_frame::{SampleMemory, DEFAULT_MAX_PIXELS};
 use lexopt::{Arg, Parser, ValueExt};
 
 pub use server::{entry, Entry};
 
 use crate::dispatch::{BackendChoice, Backends, Devices};
+use crate::Common;
 use channel::Channel;
 use wire::Kind;
 
@@ -56,6 +57,20 @@ pub(crate) fn backend() -> BackendChoice {
         Ok("cpu") => BackendChoice::Cpu,
         _ => BackendChoice::Gpu,
     }
+}
+
+/// Why the service does not run a command line, if it does not: one that names files (it reads
+/// and writes none for a tool), writes side files, or raises the limits that bound what one frame
+/// may cost it (`--max-pixels`, `--max-work`: such a command line runs in its tool, which may
+/// spend what it likes). The tool and the service ask the same.
+pub(crate) fn declines(common: &Common, names_files: bool, side_files: bool) -> Option<&'static str> {
+    if names_files || side_files {
+        return Some("a command line that names files runs in its tool");
+    }
+    if common.max_pixels > DEFAULT_MAX_PIXELS || common.max_work > Common::MAX_WORK {
+        return Some("a command line that raises --max-pixels or --max-work runs in its tool");
+    }
+    None
 }
 
 /// Whether the process at the other end of `stream` runs as this process's user.

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use histopipe_frame::{Depth, DEFAULT_MAX_PIXELS};
+use histopipe_frame::Depth;
 
 use super::channel::{Channel, RecvError};
 use super::shm::{Block, Pool};
@@ -18,7 +18,7 @@ use crate::args::{self, Asked};
 use crate::dispatch::Backends;
 use crate::panic::catch;
 use crate::tool::{Context, Tool, FLOAT_REFUSED};
-use crate::{Common, Error};
+use crate::Error;
 
 /// The most connections at once: the sessions, and a few more, so that `status` and `stop` are
 /// answered when the sessions are all taken. One past them is closed unanswered.
@@ -280,18 +280,8 @@ fn serve<T: Tool>(service: &Service, channel: &Channel, hello: Hello) {
             return;
         }
     };
-    if command.names_files || !tool.side_files().is_empty() {
-        let _ = refuse(channel, Refusal::CommandLine, "a command line that names files runs in its tool");
-        return;
-    }
-    // The limits bound what one frame may cost the service: a command line that raises them
-    // runs in its tool, which may spend what it likes.
-    if command.common.max_pixels > DEFAULT_MAX_PIXELS || command.common.max_work > Common::MAX_WORK {
-        let _ = refuse(
-            channel,
-            Refusal::CommandLine,
-            "a command line that raises --max-pixels or --max-work runs in its tool",
-        );
+    if let Some(why) = super::declines(&command.common, command.names_files, !tool.side_files().is_empty()) {
+        let _ = refuse(channel, Refusal::CommandLine, why);
         return;
     }
     if let Err(e) = service.backends.wait_open() {
