@@ -82,8 +82,8 @@ impl Channel {
             SendFlags::NOSIGNAL,
         )?;
         // The rest, if the socket took only part: the descriptor went with the first byte.
-        let rest: Vec<u8> = header.iter().chain(body).copied().skip(sent).collect();
         if sent < whole {
+            let rest: Vec<u8> = header.iter().chain(body).copied().skip(sent).collect();
             let mut at = 0;
             while at < rest.len() {
                 at += rustix::net::send(&self.stream, &rest[at..], SendFlags::NOSIGNAL)?;

@@ -151,7 +151,8 @@ impl Service {
             let this = self.clone();
             let session = std::thread::Builder::new().name("histopipe-service-session".into());
             let spawned = session.spawn(move || {
-                this.connection(stream);
+                // A panic outside a frame's own catch ends this connection, not the count.
+                let _ = catch(|| this.connection(stream));
                 this.touch();
                 this.connections.fetch_sub(1, Ordering::AcqRel);
             });
