@@ -17,8 +17,9 @@ use crate::digest::Digest;
 use crate::finding::{Finding, FindingKind};
 use crate::input::Input;
 use crate::kind::Checked;
-use crate::panics::{guarded, PanicNote};
+use crate::panics::guarded;
 use crate::seeds::Seed;
+use crate::side::panic_finding;
 use crate::target::Limits;
 
 /// The heap an input may hold whatever its length: a body of 1 MiB and room for the rest.
@@ -36,15 +37,6 @@ pub fn seeds() -> Vec<Seed> {
         .enumerate()
         .map(|(i, bytes)| Seed { name: format!("service message {i}"), input: Input::described(bytes) })
         .collect()
-}
-
-fn panic_finding(what: &str, note: PanicNote) -> Finding {
-    let file = note.location.rsplit_once(':').map_or(note.location.as_str(), |(file, _)| file);
-    Finding {
-        kind: FindingKind::Panic,
-        signature: format!("panic in {file} ({what})"),
-        detail: format!("{what}: {note}").replace('\n', " "),
-    }
 }
 
 /// The words of a refusal without its numbers, for the outcome's shape.
@@ -100,10 +92,10 @@ mod tests {
         }
     }
 
-    /// A reply naming the block's page in a thousand parts holds a thousand copies: within the
-    /// bound per byte, which a bound of the input's own bytes would not be.
+    /// A reply naming the block's page in a thousand parts would be a thousand copies of it: it
+    /// is refused, the parts together being more than the block holds.
     #[test]
-    fn a_reply_of_many_parts_is_within_the_bound() {
+    fn a_reply_of_many_parts_is_refused() {
         let mut body = vec![0u8];
         body.extend_from_slice(&1000u32.to_le_bytes());
         for _ in 0..1000 {
@@ -115,6 +107,9 @@ mod tests {
         message.extend_from_slice(&(body.len() as u32).to_le_bytes());
         message.extend_from_slice(&body);
         let checked = check(&Input::described(message), &Limits::standard()).unwrap();
-        assert!(checked.text.starts_with("1 messages"), "{checked}");
+        assert!(
+            checked.text.starts_with("0 messages, then parts of more bytes than the block's"),
+            "{checked}"
+        );
     }
 }

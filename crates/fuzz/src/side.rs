@@ -41,7 +41,8 @@ thread_local! {
     ).replace(['(', ')'], ""));
 }
 
-fn panic_finding(what: &str, note: PanicNote) -> Finding {
+/// A panic caught in `what`, as a finding named by the file it came from.
+pub(crate) fn panic_finding(what: &str, note: PanicNote) -> Finding {
     let file = note.location.rsplit_once(':').map_or(note.location.as_str(), |(file, _)| file);
     Finding {
         kind: FindingKind::Panic,
