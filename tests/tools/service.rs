@@ -804,7 +804,13 @@ fn hostile_clients_cannot_crash_the_service() {
         drop(s);
         svc.still_serves(pid, "a valid raw frame");
 
-        let cases: [(&str, Vec<u8>, u8); 6] = [
+        // A FIFO no one writes: a service that opened the file an option names would wait on it
+        // for ever, unanswering.
+        let fifo = svc.dir.join("mask.fifo");
+        let made = StdCommand::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success(), "mkfifo {}", fifo.display());
+        let fifo = fifo.to_str().unwrap().to_owned();
+        let cases: [(&str, Vec<u8>, u8); 7] = [
             ("garbage", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(), PROTOCOL),
             ("a header with a huge length", b"HP\x01\x00\xff\xff\xff\xff".to_vec(), PROTOCOL),
             ("an unknown kind", b"HP\x63\x00\x00\x00\x00\x00".to_vec(), PROTOCOL),
@@ -819,6 +825,8 @@ fn hostile_clients_cannot_crash_the_service() {
                 PROTOCOL,
             ),
             ("a hello for an unknown tool", message(1, &hello("no-such-tool", &[])), COMMAND_LINE),
+            // Refused before any check could open it.
+            ("a hello naming a file", message(1, &hello("equalize", &["--mask", &fifo])), COMMAND_LINE),
             ("a frame before a hello", message(4, &frame_body(8, 8, 255, 0, 64)), PROTOCOL),
         ];
         for (what, bytes, reason) in cases {

@@ -135,6 +135,11 @@ pub(crate) fn parse_command<T: Tool>(
         };
         names_files |= option(&mut common, tool, written, &mut parser)?;
     }
+    if asked == Asked::Refuse && names_files {
+        // The service parses a client's command line: it opens no file the options name (a
+        // check may read one, `--mask`), whatever the client sent.
+        return Err(Error::usage("a command line that names files runs in its tool"));
+    }
     tool.operands(&mut operands)?;
     tool.check(&common)?;
     let output = OutputSpec::parse(common.output.as_deref())?;
