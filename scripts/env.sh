@@ -75,8 +75,20 @@ _hp_point_at_venv() {
 
 # The cargo flags a build of the tools takes here: libjpeg-turbo's SIMD where nasm is (the same
 # bytes as its portable C, JPEG decoding and encoding about 1.4x faster; crates/frame/Cargo.toml).
+# A libjpeg-turbo that cargo built before nasm was installed stays the portable C (mozjpeg-sys
+# only warns, and its build is kept), so such a build is cleaned first.
 hp_cargo_features() {
-  if command -v nasm >/dev/null; then echo "--features histopipe/simd"; fi
+  command -v nasm >/dev/null || return 0
+  local out
+  for out in target/*/build/mozjpeg-sys-*/output; do
+    if [ -f "$out" ] && grep -q "NASM not installed" "$out"; then
+      hp_say "libjpeg-turbo was built here before nasm was installed: rebuilding it with its SIMD"
+      cargo clean -q -p mozjpeg-sys --release 2>/dev/null
+      cargo clean -q -p mozjpeg-sys 2>/dev/null
+      break
+    fi
+  done
+  echo "--features histopipe/simd"
 }
 
 hp_gpu_driver() {

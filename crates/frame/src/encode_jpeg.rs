@@ -139,3 +139,23 @@ mod tests {
         }
     }
 }
+
+/// A build with the `simd` feature whose libjpeg-turbo was built where nasm was missing falls
+/// back to the portable C silently (mozjpeg-sys only warns), and cargo keeps that build after nasm
+/// is installed; this test catches it (scripts/env.sh's `hp_cargo_features` cleans such a build).
+#[cfg(all(test, feature = "simd", target_arch = "x86_64"))]
+mod simd {
+    extern "C" {
+        /// libjpeg-turbo's: 1 where its SIMD forward DCT is built in and usable, else 0
+        /// (jsimd_none.c, the build without nasm).
+        fn jsimd_can_fdct_islow() -> std::os::raw::c_int;
+    }
+
+    #[test]
+    fn libjpeg_turbo_simd_is_built_in() {
+        // SAFETY: a libjpeg-turbo function of no arguments that reads the CPU's features.
+        let can = unsafe { jsimd_can_fdct_islow() };
+        assert_eq!(can, 1, "the simd feature is on but libjpeg-turbo was built without nasm: \
+             run `cargo clean -p mozjpeg-sys` (scripts/env.sh's hp_cargo_features does) and build again");
+    }
+}
