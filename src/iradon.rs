@@ -2,6 +2,7 @@ use histopipe_cli::{Context, Error, Flag, FlagError, Given, Tool};
 use histopipe_frame::{Format, Frame};
 use histopipe_ops::angles::{self, Angles};
 use histopipe_ops::iradon::{Filter, IradonParams, FILTER_NAMES};
+use histopipe_ops::Op;
 
 /// `iradon`: filtered back-projection of each sinogram, as scikit-image's `iradon`.
 #[derive(Default)]
@@ -85,6 +86,12 @@ Example:
             _ => return Ok(false),
         }
         Ok(true)
+    }
+
+    /// A column per angle (their count is checked when the frame is worked on).
+    fn visits_per_pixel(&self, frame: &Frame) -> f64 {
+        let params = IradonParams { angles: None, ..self.params.clone() };
+        params.for_size(frame.height, frame.width).map_or(1.0, |op| op.visits_per_pixel(frame))
     }
 
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error> {

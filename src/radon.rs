@@ -71,6 +71,10 @@ Example:
         Ok(true)
     }
 
+    fn visits_per_pixel(&self, _: &Frame) -> f64 {
+        self.params.angles.len() as f64
+    }
+
     fn check(&mut self, _: &Common) -> Result<(), Error> {
         if self.params.angles.is_empty() {
             return Err(Error::usage("--angles: give at least one angle"));

@@ -497,6 +497,34 @@ fn a_service_lost_mid_frame_loses_no_frame() {
     });
 }
 
+/// The frames `--progress` says the service did.
+fn served(out: &Output, tool: &str) -> usize {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{tool}: {err}");
+    let rest =
+        err.split(&format!("{tool}: frames on the GPU service ")).nth(1).unwrap_or_else(|| panic!("{err}"));
+    rest.split(';').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn auto_gives_the_service_streams_not_a_single_light_frame() {
+    each_backend(|backend| {
+        let mut svc = Service::new("auto", backend);
+        svc.serve("30", &[]);
+        let what = format!("{backend:?} service");
+        // One light frame: its copies to and from the service cost more than the cores take.
+        let one = stream(&[fixture_frame("coins.pgm")]);
+        let out = run(svc.tool("equalize").args(["--backend", "auto", "--progress"]), &one);
+        assert_eq!(served(&out, "equalize"), 0, "{what}: one light frame went to the service");
+        assert!(out.stdout == run_ok("equalize", "cpu", &[], &one), "{what}: one frame");
+        // A stream: from its second frame on, the service is measured (and then weighed).
+        let six = six_frames();
+        let out = run(svc.tool("equalize").args(["--backend", "auto", "--progress"]), &six);
+        assert!(served(&out, "equalize") >= 1, "{what}: no frame of a stream went to the service");
+        assert!(out.stdout == run_ok("equalize", "cpu", &[], &six), "{what}: six frames");
+    });
+}
+
 #[test]
 fn a_service_that_cannot_start_loses_no_frame() {
     each_backend(|backend| {

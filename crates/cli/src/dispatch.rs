@@ -115,6 +115,10 @@ impl Rate {
         }
         self.ns = Some(self.ns.map_or(ns_per_pixel, |old| old + Rate::NEWEST * (ns_per_pixel - old)));
     }
+
+    pub(crate) fn is_measured(&self) -> bool {
+        self.ns.is_some()
+    }
 }
 
 /// What `auto` weighs for one backend: its rate, and the frames it holds (queued on a GPU,
@@ -167,7 +171,7 @@ pub(crate) fn choose(cpu: Load, gpus: &[Load]) -> Lane {
 /// frame), and a 2-core machine several times longer.
 const HEAVY_VISITS: f64 = (1u64 << 29) as f64;
 
-fn is_heavy(visits: f64) -> bool {
+pub(crate) fn is_heavy(visits: f64) -> bool {
     visits >= HEAVY_VISITS
 }
 
@@ -483,6 +487,11 @@ impl Backends {
     /// The memory frames are read into (page-locked once a GPU lends it).
     pub(crate) fn memory(&self) -> &SampleMemory {
         &self.memory
+    }
+
+    /// Whether the stream has shown a second frame.
+    pub(crate) fn is_stream(&self) -> bool {
+        self.second.load(Ordering::Acquire)
     }
 
     /// Called before frame `n` (from 1) is handed out. With `auto`, a stream (a second frame)

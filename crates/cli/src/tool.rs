@@ -85,6 +85,16 @@ pub trait Tool: Default + Sync {
     /// [`Tool::frame`], with one line that says how to convert them ([`FLOAT_REFUSED`]).
     const FLOAT: bool = false;
 
+    /// How many times the tool's operation visits each pixel of `frame` (its op's
+    /// [`Op::visits_per_pixel`]). With `--backend auto` and the GPU service up, a stream's first
+    /// frame goes to the service only when this makes it heavy, as an `auto` without the service
+    /// opens a GPU only for such a frame: a lighter one is done first on the cores, whose time
+    /// then weighs the service's.
+    fn visits_per_pixel(&self, frame: &Frame) -> f64 {
+        let _ = frame;
+        1.0
+    }
+
     /// Handles one frame: usually transforms it and writes the result with [`Context::write`].
     fn frame(&self, cx: &mut Context<'_>, frame: Frame) -> Result<(), Error>;
 }

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use histopipe_frame::{Container, Depth, Format, Frame, FrameWriter, WriteOptions};
 
 use crate::atomic::AtomicFile;
-use crate::dispatch::Backends;
+use crate::dispatch::{is_heavy, Backends};
 use crate::error::Place;
 use crate::outputs::Destination;
 use crate::panic::catch;
@@ -79,7 +79,7 @@ impl<T: Tool> Crew<'_, T> {
         }
         match self.remote {
             None => self.tool.frame(&mut cx, frame)?,
-            Some(remote) => match remote.frame(n, &frame, starts) {
+            Some(remote) => match remote.frame(n, &frame, starts, self.worth_serving(&frame)) {
                 Outcome::Served(Ok(parts)) => cx.extend(parts),
                 Outcome::Served(Err((kind, message))) => return Err(Error { kind, place, message }),
                 Outcome::Local => {
@@ -111,6 +111,12 @@ impl<T: Tool> Crew<'_, T> {
         };
         encode.end();
         Ok(written)
+    }
+
+    /// Whether `frame` is worth the GPU service before its time there is measured (under `auto`):
+    /// a stream's (a second frame has come) or a heavy one (see [`Tool::visits_per_pixel`]).
+    fn worth_serving(&self, frame: &Frame) -> bool {
+        self.backends.is_stream() || is_heavy(frame.pixel_count() as f64 * self.tool.visits_per_pixel(frame))
     }
 
     /// Encodes the frames among `parts` whose encoding is more than a copy, so that it happens

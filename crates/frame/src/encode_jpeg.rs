@@ -155,7 +155,10 @@ mod simd {
     fn libjpeg_turbo_simd_is_built_in() {
         // SAFETY: a libjpeg-turbo function of no arguments that reads the CPU's features.
         let can = unsafe { jsimd_can_fdct_islow() };
-        assert_eq!(can, 1, "the simd feature is on but libjpeg-turbo was built without nasm: \
-             run `cargo clean -p mozjpeg-sys` (scripts/env.sh's hp_cargo_features does) and build again");
+        assert_eq!(
+            can, 1,
+            "the simd feature is on but libjpeg-turbo was built without nasm: \
+             run `cargo clean -p mozjpeg-sys` (scripts/env.sh's hp_cargo_features does) and build again"
+        );
     }
 }
