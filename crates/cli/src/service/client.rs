@@ -200,6 +200,8 @@ impl Remote {
         if !self.in_use() {
             return Outcome::Local;
         }
+        // The frames on the service as this one goes there (under `auto`).
+        let mut before = 0;
         if self.mode == Mode::Auto {
             let mut rates = self.rates();
             if !rates.service.is_measured() && !worth {
@@ -211,14 +213,22 @@ impl Remote {
                 return Outcome::Local;
             }
             rates.on_service += 1;
+            before = rates.on_service;
         }
         let start = Instant::now();
         let outcome = self.serve(n, frame, starts);
         if self.mode == Mode::Auto {
             let mut rates = self.rates();
+            let after = rates.on_service;
             rates.on_service -= 1;
             if matches!(outcome, Outcome::Served(Ok(_))) {
-                let ns = start.elapsed().as_nanos() as f64 / frame.pixel_count().max(1) as f64;
+                // Divided by the frames on the service meanwhile, on average, as the cores' time
+                // is by theirs, since `choose` multiplies it back by the frames there when it
+                // weighs the next one: unshared, a round trip that waited behind other frames
+                // counted their time twice.
+                let shared = (before + after) as f64 / 2.0;
+                let ns =
+                    start.elapsed().as_nanos() as f64 / shared.max(1.0) / frame.pixel_count().max(1) as f64;
                 rates.service.record(Lane::Cpu, ns);
             }
         }
