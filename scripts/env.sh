@@ -80,11 +80,10 @@ _hp_point_at_venv() {
 hp_cargo_features() {
   command -v nasm >/dev/null || return 0
   local out
-  for out in target/*/build/mozjpeg-sys-*/output; do
+  for out in "${CARGO_TARGET_DIR:-$_hp_root/target}"/*/build/mozjpeg-sys-*/output; do
     if [ -f "$out" ] && grep -q "NASM not installed" "$out"; then
       hp_say "libjpeg-turbo was built here before nasm was installed: rebuilding it with its SIMD"
-      cargo clean -q -p mozjpeg-sys --release 2>/dev/null
-      cargo clean -q -p mozjpeg-sys 2>/dev/null
+      (cd "$_hp_root" && cargo clean -q -p mozjpeg-sys --release && cargo clean -q -p mozjpeg-sys) 2>/dev/null
       break
     fi
   done
