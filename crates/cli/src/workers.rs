@@ -79,7 +79,7 @@ impl<T: Tool> Crew<'_, T> {
         }
         match self.remote {
             None => self.tool.frame(&mut cx, frame)?,
-            Some(remote) => match remote.frame(n, &frame, starts, self.worth_serving(&frame)) {
+            Some(remote) => match remote.frame(n, &frame, starts, || self.worth_serving(&frame)) {
                 Outcome::Served(Ok(parts)) => cx.extend(parts),
                 Outcome::Served(Err((kind, message))) => return Err(Error { kind, place, message }),
                 Outcome::Local => {

@@ -193,20 +193,27 @@ impl Remote {
 
     /// Hands frame `n` (`starts`: its output starts the file or stream) to the service, or, under
     /// `auto`, to whichever of the service and this process's cores is done with it first; before
-    /// the service is measured, only a frame `worth` it (a stream's, or a heavy one): a single
-    /// light frame costs its copies to and from the service more than the cores take for it (a
-    /// 4406 x 4406 frame's 36 column histograms: 0.10 s on the 16 cores, 0.36 s on the service).
-    pub(crate) fn frame(&self, n: usize, frame: &Frame, starts: bool, worth: bool) -> Outcome {
+    /// the service is measured, only a frame `worth` it (a stream's, or a heavy one; asked only
+    /// then): a single light frame costs its copies to and from the service more than the cores
+    /// take for it (a 4406 x 4406 frame's 36 column histograms: 0.10 s on the 16 cores, 0.36 s on
+    /// the service).
+    pub(crate) fn frame(
+        &self,
+        n: usize,
+        frame: &Frame,
+        starts: bool,
+        worth: impl FnOnce() -> bool,
+    ) -> Outcome {
         if !self.in_use() {
             return Outcome::Local;
         }
         // The frames on the service as this one goes there (under `auto`).
         let mut before = 0;
         if self.mode == Mode::Auto {
-            let mut rates = self.rates();
-            if !rates.service.is_measured() && !worth {
+            if !self.rates().service.is_measured() && !worth() {
                 return Outcome::Local;
             }
+            let mut rates = self.rates();
             let cpu = Load { lane: Lane::Cpu, rate: rates.cpu, holds: rates.on_cpu };
             let service = Load { lane: Lane::Gpu(0), rate: rates.service, holds: rates.on_service };
             if choose(cpu, &[service]) == Lane::Cpu {
