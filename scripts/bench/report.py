@@ -880,6 +880,10 @@ def jobs_section(dirs):
         L.append("")
         L.append(f"{meta.get('files', '?')} files of {meta.get('size', '?')} (the cube: one frame), "
                  f"median of {meta.get('reps', '?')} runs, commit {meta.get('commit', '?')}, {meta.get('date', '?')}.")
+        if meta.get("note"):
+            # What was learned of the run afterwards, kept with its data.
+            L.append("")
+            L.append(meta["note"])
         L.append("")
         L.append("| job | command | median s | min-max s | against the peer | target |")
         L.append("| --- | --- | --- | --- | --- | --- |")
