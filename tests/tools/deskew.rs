@@ -169,7 +169,9 @@ fn gpu_equals_cpu_on_turned_pages() {
 }
 
 /// Pages of text drawn by OpenCV's `putText` (`fonts` cycled, random sizes and stroke widths,
-/// random English words, ink 20 on paper 235, lines 1.5 to 2.2 line heights apart), each turned
+/// random English words, at least 40 a page (the size shrunk by tenths until they fit: a page of a
+/// few large words may by chance hang more ink below its lines than above, and read upside down),
+/// ink 20 on paper 235, lines 1.5 to 2.2 line heights apart), each turned
 /// by its skew (`warpAffine`, bilinear, counter-clockwise) and then by its quarter turns
 /// (`np.rot90`, counter-clockwise): `(skew degrees, quarters)` a page.
 fn drawn_text(rng: &mut fastrand::Rng, pages: &[(f64, u8)], fonts: &[u8]) -> Vec<u8> {
@@ -192,19 +194,24 @@ fn drawn_text(rng: &mut fastrand::Rng, pages: &[(f64, u8)], fonts: &[u8]) -> Vec
          '  tell us which way up the page is printed in several fonts and sizes 1984 '\n\
          '  Deskew finds lines of text Typography baseline ascender descender quality').split()\n\
          for (w, h, font, scale, thick, skew, q, seed) in [{}]:\n\
-         \x20   rng = np.random.default_rng(seed)\n\
          \x20   if font in (cv2.FONT_HERSHEY_PLAIN, cv2.FONT_HERSHEY_COMPLEX_SMALL): scale *= 2\n\
+         \x20   while True:\n\
+         \x20       rng = np.random.default_rng(seed)\n\
+         \x20       (tw, th), base = cv2.getTextSize('Hg', font, scale, thick)\n\
+         \x20       lines, y = [], 40 + th\n\
+         \x20       while y < h - 40:\n\
+         \x20           line = ''\n\
+         \x20           while True:\n\
+         \x20               more = (line + ' ' + words[rng.integers(len(words))]).strip()\n\
+         \x20               if cv2.getTextSize(more, font, scale, thick)[0][0] > w - 80: break\n\
+         \x20               line = more\n\
+         \x20           lines.append((line, y))\n\
+         \x20           y += int((th + base) * rng.uniform(1.5, 2.2))\n\
+         \x20       if sum(len(l.split()) for l, _ in lines) >= 40: break\n\
+         \x20       scale *= 0.9\n\
          \x20   page = np.full((h, w), 235, np.uint8)\n\
-         \x20   (tw, th), base = cv2.getTextSize('Hg', font, scale, thick)\n\
-         \x20   y = 40 + th\n\
-         \x20   while y < h - 40:\n\
-         \x20       line = ''\n\
-         \x20       while True:\n\
-         \x20           more = (line + ' ' + words[rng.integers(len(words))]).strip()\n\
-         \x20           if cv2.getTextSize(more, font, scale, thick)[0][0] > w - 80: break\n\
-         \x20           line = more\n\
+         \x20   for line, y in lines:\n\
          \x20       cv2.putText(page, line, (40, y), font, scale, 20, thick, cv2.LINE_AA)\n\
-         \x20       y += int((th + base) * rng.uniform(1.5, 2.2))\n\
          \x20   m = cv2.getRotationMatrix2D(((w - 1) / 2, (h - 1) / 2), skew, 1.0)\n\
          \x20   page = cv2.warpAffine(page, m, (w, h), flags=cv2.INTER_LINEAR, borderValue=235)\n\
          \x20   page = np.ascontiguousarray(np.rot90(page, q))\n\
