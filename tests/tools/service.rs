@@ -208,15 +208,21 @@ fn finish(mut child: Child, input: &[u8]) -> Output {
     out
 }
 
+/// The frames `--progress` says the service did.
+fn served(out: &Output, tool: &str) -> usize {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{tool}: {err}");
+    let rest =
+        err.split(&format!("{tool}: frames on the GPU service ")).nth(1).unwrap_or_else(|| panic!("{err}"));
+    rest.split(';').next().and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{err}"))
+}
+
 /// `out` is a success whose `--progress` says the service did all `frames` of `tool`, and whose
 /// stderr says nothing of frames done in the tool's own process.
 fn assert_served(out: &Output, tool: &str, frames: usize, what: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{what}: {tool} failed: {err}");
-    assert!(
-        err.contains(&format!("{tool}: frames on the GPU service {frames};")),
-        "{what}: {tool}'s frames did not all go to the service: {err}"
-    );
+    assert_eq!(served(out, tool), frames, "{what}: {tool}'s frames did not all go to the service: {err}");
     assert!(!err.contains("done in this process"), "{what}: {err}");
 }
 
@@ -495,15 +501,6 @@ fn a_service_lost_mid_frame_loses_no_frame() {
             assert_aborted(&mut svc, &what);
         }
     });
-}
-
-/// The frames `--progress` says the service did.
-fn served(out: &Output, tool: &str) -> usize {
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{tool}: {err}");
-    let rest =
-        err.split(&format!("{tool}: frames on the GPU service ")).nth(1).unwrap_or_else(|| panic!("{err}"));
-    rest.split(';').next().unwrap().parse().unwrap()
 }
 
 #[test]

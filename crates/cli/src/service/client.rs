@@ -32,9 +32,10 @@ const FRAME_WAIT: Duration = Duration::from_secs(120);
 /// The most connections one process has to the service. Frames take turns on the GPU, but their
 /// copies into and out of shared memory, on both sides, do not: 100 colour 4K JPEGs equalized to
 /// JPEG with `--backend gpu` took 1.29 s with 4 and 1.07 s with 8 on the H200 host, the cores
-/// alone 1.06 s (a batch of gray PGMs through `threshold` took 0.22 s with either). Each connection is a thread and a block of shared memory in the service, and a process
-/// opens one only when all its others are busy (16 processes of a `make -j16` hold at most 128
-/// of the service's 256 sessions).
+/// alone 1.06 s (a batch of gray PGMs through `threshold` took 0.22 s with either). Each
+/// connection is a thread and a block of shared memory in the service, and a process opens one
+/// only when all its others are busy (16 processes of a `make -j16` hold at most 128 of the
+/// service's 256 sessions).
 const CONNECTIONS_MOST: usize = 8;
 
 /// A process's connections: those idle, and how many are open.
