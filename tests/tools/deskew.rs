@@ -241,7 +241,8 @@ fn orient_finds_the_quarter_turn_of_drawn_text() {
     let upright = read_frames(&run_ok("deskew", "cpu", &["--orient"], &input));
     for (k, &(skew, q)) in pages.iter().enumerate() {
         let font = FONTS[k % FONTS.len()];
-        assert_eq!(found[k], q as f64 * 90.0, "page {k} (font {font}, skew {skew}, turned {q}): {csv:?}");
+        let table = String::from_utf8_lossy(&csv);
+        assert_eq!(found[k], q as f64 * 90.0, "page {k} (font {font}, skew {skew}, turned {q}):\n{table}");
         assert!((skews[k] - skew).abs() <= 0.2, "page {k} (font {font}) skew {skew}: {}", skews[k]);
         let (w, h) = (frames[k].width, frames[k].height);
         let size = if q % 2 == 1 { (h, w) } else { (w, h) };
@@ -249,8 +250,9 @@ fn orient_finds_the_quarter_turn_of_drawn_text() {
     }
     // Upright, they measure straight and upright.
     let again = run_ok("deskew", "cpu", &["--orient", "--format", "csv"], &stream(&upright));
-    assert!(column(&again, "orientation").iter().all(|&o| o == 0.0), "{again:?}");
-    assert!(angles(&again).iter().all(|a| a.abs() <= 0.1), "{again:?}");
+    let table = String::from_utf8_lossy(&again);
+    assert!(column(&again, "orientation").iter().all(|&o| o == 0.0), "upright pages:\n{table}");
+    assert!(angles(&again).iter().all(|a| a.abs() <= 0.1), "upright pages:\n{table}");
 }
 
 /// page.pgm (a photographed book page, not used to choose the method) turned by each quarter

@@ -297,15 +297,18 @@ fn the_confidence_is_the_best_score_over_the_median() {
 
 #[test]
 fn above_and_below_the_cores_swap_when_the_profile_is_reversed() {
-    // Two lines: cores of 4 bins at 40, a little ink above each (ascenders), less below.
-    let line = [0, 0, 6, 6, 40, 40, 40, 40, 2, 0, 0, 0];
+    // Two lines: cores of 4 bins at 40, their edges' bins 9 (left out), a little ink above
+    // each (ascenders), less below.
+    let line = [0, 5, 5, 9, 40, 40, 40, 40, 9, 2, 0, 0];
     let profile: Vec<u32> = line.iter().chain(&line).copied().collect();
     let (before, after) = above_below(&profile);
-    assert_eq!((before, after), (24, 4));
+    assert_eq!((before, after), (20, 4));
     let reversed: Vec<u32> = profile.iter().rev().copied().collect();
     assert_eq!(above_below(&reversed), (after, before));
-    // One core: its own length either side.
-    assert_eq!(above_below(&[1, 1, 1, 9, 9, 2, 2, 2]), (2, 4));
+    // One core: its own length either side, less the edge's bin.
+    assert_eq!(above_below(&[1, 1, 1, 9, 9, 2, 2, 2]), (1, 2));
+    // A core's edge bin on its one side only is not counted there: the ink is 1 bin above.
+    assert_eq!(above_below(&[0, 3, 30, 30, 30, 30, 0, 0, 0, 0, 0, 0]), (0, 0));
     assert_eq!(above_below(&[]), (0, 0));
     assert_eq!(above_below(&[0, 0]), (0, 0));
     let mut rng = fastrand::Rng::with_seed(9);
