@@ -12,8 +12,8 @@
 //!    fifth of the step apart, ±5 of them) gives its skew θ; in the profile at θ (or θ + 90),
 //!    [`above_below`] adds the ink just before each line's core and just after it (the bins at
 //!    the core's edges left out). Latin letters rise above the x-height (b d f h k l t,
-//!    capitals, digits, the dots of i and j) more
-//!    often than they fall below the baseline (g j p q y), so the side holding more is the top.
+//!    capitals, digits, the dots of i and j) more often than they fall below the baseline
+//!    (g j p q y), so the side holding more is the top.
 //!
 //! The page's orientation O is the counter-clockwise turn (rotate's sign) that the upright page
 //! was given: the direction (sin O, cos O) (x right, y down) is its down, the direction in which
