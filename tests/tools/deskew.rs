@@ -239,9 +239,9 @@ fn orient_finds_the_quarter_turn_of_drawn_text() {
     let (found, skews) = (column(&csv, "orientation"), angles(&csv));
     let frames = read_frames(&input);
     let upright = read_frames(&run_ok("deskew", "cpu", &["--orient"], &input));
+    let table = String::from_utf8_lossy(&csv);
     for (k, &(skew, q)) in pages.iter().enumerate() {
         let font = FONTS[k % FONTS.len()];
-        let table = String::from_utf8_lossy(&csv);
         assert_eq!(found[k], q as f64 * 90.0, "page {k} (font {font}, skew {skew}, turned {q}):\n{table}");
         assert!((skews[k] - skew).abs() <= 0.2, "page {k} (font {font}) skew {skew}: {}", skews[k]);
         let (w, h) = (frames[k].width, frames[k].height);

@@ -127,9 +127,9 @@ pub fn above_below(profile: &[u32]) -> (u64, u64) {
             (Some(b), None) => (b, b),
             (None, None) => (end - start, end - start),
         };
-        let (edge_before, edge_after) = (CORE_EDGE.min(reach_before), CORE_EDGE.min(reach_after));
-        before += sum(start.saturating_sub(reach_before), start - edge_before.min(start));
-        after += sum((end + edge_after).min(profile.len()), (end + reach_after).min(profile.len()));
+        let len = profile.len();
+        before += sum(start.saturating_sub(reach_before), start.saturating_sub(CORE_EDGE.min(reach_before)));
+        after += sum((end + CORE_EDGE.min(reach_after)).min(len), (end + reach_after).min(len));
     }
     (before, after)
 }
