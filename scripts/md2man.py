@@ -9,7 +9,8 @@ Markdown: `# title(N)` (or any `# title`, with --name and --section), `##` and `
 paragraphs, `-` lists and `1.` lists with indented continuation lines, four-space code blocks,
 pipe tables (set as preformatted text), and inline `code`, **bold**, *italic* and [links](x.md).
 A link to another tool's manual becomes a man page reference, cdf(1); to formats.md,
-histopipe-formats(7); to options.md, histopipe-options(7); to service.md, histopipe-service(1). Anything else is kept as text, escaped for roff.
+histopipe-formats(7); to options.md, histopipe-options(7) (the service's manual, histopipe-service.md,
+is a tool's: histopipe-service(1)). Anything else is kept as text, escaped for roff.
 
 With --flags FILE (the tool's option table, as `TOOL --help-flags` prints it from the options'
 definitions, which `--help` is made from too), the tool's options become the section OPTIONS and
@@ -26,7 +27,6 @@ from pathlib import Path
 PAGES = {
     "formats": ("histopipe-formats", "7"),
     "options": ("histopipe-options", "7"),
-    "service": ("histopipe-service", "1"),
 }
 
 

@@ -160,7 +160,7 @@ fn missing_parts(registry: &[Tool], root: &Path) -> Vec<String> {
         std::fs::read_dir(root.join("src/bin")).map(|d| d.flatten().collect()).unwrap_or_else(|_| Vec::new());
     for bin in bins {
         let file = bin.file_name().to_string_lossy().into_owned();
-        // The GPU service (docs/service.md) runs the tools for their processes; it is none itself.
+        // The GPU service (docs/histopipe-service.md) runs the tools for their processes; it is none itself.
         if file == "histopipe-service.rs" {
             continue;
         }

@@ -1,4 +1,4 @@
-//! The GPU service (crates/cli/src/service, docs/service.md) through its binaries: every tool's
+//! The GPU service (crates/cli/src/service, docs/histopipe-service.md) through its binaries: every tool's
 //! bytes through it equal the CPU's in process; many callers at once; a service lost mid-frame or
 //! absent; start, status, stop and the idle exit; another user's connection refused; hostile
 //! clients. Each test has a service of its own, in a private folder of its own, stopped when the

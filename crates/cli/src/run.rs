@@ -98,7 +98,7 @@ pub(crate) fn run_frames<T: Tool>(
     *backends = Some(shared.clone());
     let (jobs, queue) = sync_channel::<Job>(workers);
     let queue = Mutex::new(queue);
-    // With `gpu`, frames go to the GPU service where it can take them (docs/service.md), and
+    // With `gpu`, frames go to the GPU service where it can take them (docs/histopipe-service.md), and
     // with `auto` where it is up: every command line but those it declines, which the tool runs
     // itself.
     let declined = service::declines(&common, names_files, !tool.side_files().is_empty());

@@ -1,4 +1,4 @@
-//! The GPU service's target: its messages (`histopipe_cli::service`, docs/service.md), as a
+//! The GPU service's target: its messages (`histopipe_cli::service`, docs/histopipe-service.md), as a
 //! hostile client of the user's own sends them.
 //!
 //! An input is a connection's stream of bytes: read message after message as the service reads

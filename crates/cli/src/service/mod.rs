@@ -1,7 +1,7 @@
 //! The GPU service: one long-lived process per user and GPU set that holds the CUDA context, the
 //! compiled kernels and the buffer pools, so that a tool run with `--backend gpu` does not open
 //! them itself (a third of a second a process) but hands its frames to the service and gets their
-//! outputs back. docs/service.md says what a user sees, and what happens on every failure.
+//! outputs back. docs/histopipe-service.md says what a user sees, and what happens on every failure.
 //!
 //! - Where: a Unix socket in a folder only the user can enter ([`Address`]): `$XDG_RUNTIME_DIR`'s
 //!   `histopipe/`, else `/tmp/histopipe-UID/`; the folder must be the user's, mode 0700, or the
@@ -259,7 +259,8 @@ fn connect_or_start(
 const USAGE: &str = "usage: histopipe-service [start|stop|status|serve] [--device LIST] [--idle SECONDS]
 
 Holds the GPU for histopipe tools run with --backend gpu (started by the first of them, or by
-`start`), and ends after SECONDS (default 300) with no tool connected. See docs/service.md.";
+`start`), and ends after SECONDS (default 300) with no tool connected. See histopipe-service(1)
+(docs/histopipe-service.md).";
 
 /// The `histopipe-service` binary: `start` (the default), `stop`, `status`, and `serve` (the
 /// service itself, in the foreground), for the tools `tools`.
