@@ -503,6 +503,36 @@ fn a_service_lost_mid_frame_loses_no_frame() {
     });
 }
 
+/// A frame whose output the service sends in parts before it is done (`colhist --angles`: a
+/// group of turns' rows at a time) and that is lost after some were written: the frame is made
+/// again, by the tool or on a new service, and each byte is written once. The service counts on
+/// 3 threads, the tool on its own number, so the parts are cut at other bytes the second time.
+#[test]
+fn a_service_lost_after_sending_part_of_a_frame_writes_each_byte_once() {
+    each_backend(|backend| {
+        let input = stream(&[fixture_frame("coins.pgm"), fixture_frame("camera.pgm")]);
+        for (args, fail_at) in
+            [(&["--angles", "0:180:5"][..], "1:3"), (&["--angles", "-90:90:2.5"][..], "2:2")]
+        {
+            let what = format!("{backend:?} service: colhist {args:?}, lost at {fail_at}");
+            let cpu = run_ok("colhist", "cpu", args, &input);
+            let env = [("HISTOPIPE_SERVICE_FAIL_AT", fail_at), ("HISTOPIPE_THREADS", "3")];
+            let mut svc = Service::new("parts", backend).with_env("HISTOPIPE_SERVICE_BIN", "/nonexistent");
+            svc.serve("30", &env);
+            let out = run(svc.tool("colhist").args(["--backend", "gpu"]).args(args), &input);
+            assert_done_in_process(&out, &cpu, &what);
+            assert_aborted(&mut svc, &what);
+            let mut svc = Service::new("parts", backend);
+            svc.serve("30", &env);
+            let out = run(svc.tool("colhist").args(["--backend", "gpu"]).args(args), &input);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{what}, restartable: {err}");
+            assert!(out.stdout == cpu, "{what}, restartable: its output differs from the CPU's");
+            assert_aborted(&mut svc, &what);
+        }
+    });
+}
+
 #[test]
 fn auto_gives_the_service_streams_not_a_single_light_frame() {
     each_backend(|backend| {
@@ -601,7 +631,7 @@ except OSError as e:
     print("no connection", e)
     sys.exit(0)
 print("connected")
-body = struct.pack("<II", 2, 3) + b"pad" + struct.pack("<I", 0)
+body = struct.pack("<II", 3, 3) + b"pad" + struct.pack("<I", 0)
 head = b""
 try:
     s.sendall(b"HP" + bytes([1, 0]) + struct.pack("<I", len(body)) + body)
@@ -659,9 +689,10 @@ fn message(kind: u8, body: &[u8]) -> Vec<u8> {
     [&b"HP"[..], &[kind, 0], &(body.len() as u32).to_le_bytes(), body].concat()
 }
 
-/// A hello's body: the protocol's version (2: the service lends the memory), `tool`, `args`.
+/// A hello's body: the protocol's version (3: the service lends the memory, and sends parts
+/// before a frame is done), `tool`, `args`.
 fn hello(tool: &str, args: &[&str]) -> Vec<u8> {
-    let mut b = 2u32.to_le_bytes().to_vec();
+    let mut b = 3u32.to_le_bytes().to_vec();
     b.extend((tool.len() as u32).to_le_bytes());
     b.extend(tool.as_bytes());
     b.extend((args.len() as u32).to_le_bytes());

@@ -122,6 +122,13 @@ pub struct Context<'a> {
     /// The writer, where this frame's output goes to the one output stream: parts may go to it
     /// before the frame is done ([`Context::send_bytes`]).
     early: Option<Sender<Done>>,
+    /// Bytes of this frame's output handed on (to the writer, or by the GPU service to its tool)
+    /// and bytes made so far by this making of the frame: made again after a restart
+    /// ([`Context::restart`]), its first `handed` bytes are not handed on twice.
+    handed: u64,
+    made: u64,
+    /// A making of the frame gave other bytes than one before it had handed on.
+    diverged: bool,
 }
 
 impl<'a> Context<'a> {
@@ -145,6 +152,9 @@ impl<'a> Context<'a> {
             parts: Vec::new(),
             text: Vec::new(),
             early: None,
+            handed: 0,
+            made: 0,
+            diverged: false,
         }
     }
 
@@ -295,15 +305,75 @@ impl<'a> Context<'a> {
     fn send(&mut self, part: Part) {
         self.flush_text();
         self.parts.push(part);
-        let Some(done) = &self.early else { return };
-        if self.parts.iter().any(|p| matches!(p, Part::Frame(_))) {
+        self.hand_early();
+    }
+
+    /// Appends `parts`, made of this frame by the GPU service and sent before the frame was done,
+    /// and hands them to the writer as [`Context::send_bytes`] does.
+    pub(crate) fn send_parts(&mut self, parts: Vec<Part>) {
+        self.flush_text();
+        self.parts.extend(parts);
+        self.hand_early();
+    }
+
+    /// Hands the output so far to the writer, where it takes parts before the frame is done.
+    fn hand_early(&mut self) {
+        if self.early.is_none() || self.parts.iter().any(|p| matches!(p, Part::Frame(_))) {
             // A frame is encoded on the worker first: it goes with the frame's last parts.
             return;
         }
         let parts = std::mem::take(&mut self.parts);
+        let parts = self.unhanded(parts);
+        let Some(done) = &self.early else { return };
         let early = Done { n: self.index, place: self.place(), bytes: 0, result: Ok(Written::Early(parts)) };
         // A writer that has stopped takes nothing more; the frame's end finds out.
         let _ = done.send(early);
+    }
+
+    /// The frame is made again from its start, where the GPU service was lost in the middle of
+    /// it (on another connection, or in this process): what this making had made is dropped,
+    /// and of the next making's output only what follows the bytes handed on already is handed
+    /// on. The bytes are the same whoever makes them; how they are cut into parts may differ.
+    pub(crate) fn restart(&mut self) {
+        self.parts.clear();
+        self.text.clear();
+        self.made = 0;
+    }
+
+    /// Of `parts`, the next of this making's output, what was not handed on before a restart.
+    fn unhanded(&mut self, parts: Vec<Part>) -> Vec<Part> {
+        let mut out = Vec::with_capacity(parts.len());
+        for part in parts {
+            let len = match &part {
+                // A frame's bytes are known once it is written; a frame never goes early, so
+                // nothing was handed on past one.
+                Part::Frame(_) => {
+                    self.diverged |= self.made < self.handed;
+                    out.push(part);
+                    continue;
+                }
+                Part::Encoded(b) | Part::Bytes(b) => b.len() as u64,
+                Part::Words(w) => 4 * w.len() as u64,
+            };
+            let start = self.made;
+            self.made += len;
+            if self.made <= self.handed {
+                continue;
+            }
+            if start >= self.handed {
+                out.push(part);
+                continue;
+            }
+            let cut = (self.handed - start) as usize;
+            out.push(match part {
+                Part::Words(w) if cut % 4 == 0 => Part::Words(w[cut / 4..].to_vec()),
+                Part::Words(w) => Part::Bytes(w.iter().flat_map(|v| v.to_le_bytes()).skip(cut).collect()),
+                Part::Encoded(b) | Part::Bytes(b) => Part::Bytes(b[cut..].to_vec()),
+                frame @ Part::Frame(_) => frame,
+            });
+        }
+        self.handed = self.handed.max(self.made);
+        out
     }
 
     /// Whether this frame's output is the first in its file or stream: a table's header goes
@@ -396,9 +466,16 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// What the frame's work left to write.
-    pub(crate) fn finish(mut self) -> Vec<Part> {
+    /// What the frame's work left to write; an error where a making of the frame after a
+    /// restart gave other bytes than those handed on before it.
+    pub(crate) fn finish(mut self) -> Result<Vec<Part>, Error> {
         self.flush_text();
-        self.parts
+        let parts = std::mem::take(&mut self.parts);
+        let parts = self.unhanded(parts);
+        if self.diverged || self.made < self.handed {
+            let why = "the frame made again after the GPU service was lost is not what it had sent";
+            return Err(Error::internal(self.place(), "frame loop", why));
+        }
+        Ok(parts)
     }
 }

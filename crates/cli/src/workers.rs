@@ -79,10 +79,12 @@ impl<T: Tool> Crew<'_, T> {
         }
         match self.remote {
             None => self.tool.frame(&mut cx, frame)?,
-            Some(remote) => match remote.frame(n, &frame, starts, || self.worth_serving(&frame)) {
+            Some(remote) => match remote.frame(n, &frame, starts, || self.worth_serving(&frame), &mut cx) {
                 Outcome::Served(Ok(parts)) => cx.extend(parts),
                 Outcome::Served(Err((kind, message))) => return Err(Error { kind, place, message }),
                 Outcome::Local => {
+                    // Made from its start, what the service handed on of it already left out.
+                    cx.restart();
                     if remote.local_backends().is_none() {
                         // The tool's own GPUs, opened now if not yet.
                         self.backends.start();
@@ -96,7 +98,7 @@ impl<T: Tool> Crew<'_, T> {
             },
         }
         work.end();
-        let parts = cx.finish();
+        let parts = cx.finish()?;
         let encode = histopipe_trace::span("encode", n);
         let written = match destination {
             Destination::Stream { .. } => Written::Parts(self.encode(n, parts, &place)?),

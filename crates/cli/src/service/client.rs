@@ -18,6 +18,7 @@ use super::transfer::{decode_reply, frame_bytes, put_frame};
 use super::wire::{decode_refusal, FrameRequest, Hello, Kind, Refusal, VERSION};
 use super::{connect_or_start, Address};
 use crate::dispatch::{choose, BackendChoice, Backends, Devices, Lane, Load, Rate};
+use crate::tool::Context;
 use crate::writer::Part;
 use crate::ErrorKind;
 
@@ -198,12 +199,18 @@ impl Remote {
     /// then): a single light frame costs its copies to and from the service more than the cores
     /// take for it (a 4406 x 4406 frame's 36 column histograms: 0.10 s on the 16 cores, 0.36 s on
     /// the service).
+    ///
+    /// The parts the service sends before the frame is done (`colhist --angles`' cube, a group
+    /// of turns at a time) go to `cx` as they come, so they are written while the service makes
+    /// the rest; should the service be lost after some, the frame is made again (on another
+    /// connection, or by the tool) and `cx` leaves out what it has handed on.
     pub(crate) fn frame(
         &self,
         n: usize,
         frame: &Frame,
         starts: bool,
         worth: impl FnOnce() -> bool,
+        cx: &mut Context<'_>,
     ) -> Outcome {
         if !self.in_use() {
             return Outcome::Local;
@@ -224,7 +231,7 @@ impl Remote {
             before = rates.on_service;
         }
         let start = Instant::now();
-        let outcome = self.serve(n, frame, starts);
+        let outcome = self.serve(n, frame, starts, cx);
         if self.mode == Mode::Auto {
             let mut rates = self.rates();
             let after = rates.on_service;
@@ -243,7 +250,7 @@ impl Remote {
         outcome
     }
 
-    fn serve(&self, n: usize, frame: &Frame, starts: bool) -> Outcome {
+    fn serve(&self, n: usize, frame: &Frame, starts: bool, cx: &mut Context<'_>) -> Outcome {
         let Some(pooled) = self.take() else { return Outcome::Local };
         // A connection kept from an earlier frame may have been closed by the service meanwhile
         // (an idle session is): the frame is tried once more on a new one.
@@ -264,14 +271,17 @@ impl Remote {
                     return self.give_up(n, &why);
                 }
             };
-            match connection.frame(n, frame, starts) {
+            match connection.frame(n, frame, starts, cx) {
                 Ok(served) => {
                     self.pool().idle.push(connection);
                     self.returned.notify_one();
                     self.served.fetch_add(1, Ordering::Relaxed);
                     return Outcome::Served(served);
                 }
-                Err(_) if tries > 0 => continue,
+                Err(_) if tries > 0 => {
+                    cx.restart();
+                    continue;
+                }
                 Err(why) => {
                     self.lose_one();
                     return self.give_up(n, &why);
@@ -353,12 +363,15 @@ fn refusal(body: &[u8]) -> (Option<Refusal>, String) {
 }
 
 impl Connection {
-    /// Sends frame `n` and waits for its output; an error: the connection is done for.
+    /// Sends frame `n` and waits for its output, handing the parts sent before it is done to
+    /// `cx` (each taken out of the block before the service may write the next there); an error:
+    /// the connection is done for.
     fn frame(
         &mut self,
         n: usize,
         frame: &Frame,
         starts: bool,
+        cx: &mut Context<'_>,
     ) -> Result<Result<Vec<Part>, (ErrorKind, String)>, String> {
         let need = frame_bytes(frame);
         if self.block.as_ref().is_none_or(|b| b.len() < need) {
@@ -376,17 +389,26 @@ impl Connection {
         let body = FrameRequest { n, starts, header }.encode();
         self.channel.send(Kind::Frame, &body, None).map_err(|e| e.to_string())?;
         self.channel.stream.set_read_timeout(Some(FRAME_WAIT)).map_err(|e| e.to_string())?;
-        let answer = self.channel.recv(FRAME_WAIT).map_err(|e| format!("no answer: {e}"))?;
-        match answer.kind {
-            Kind::Done => {}
-            Kind::Refused => return Err(format!("refused: {}", refusal(&answer.body).1)),
-            other => return Err(format!("answered a frame with {other:?}")),
+        loop {
+            let answer = self.channel.recv(FRAME_WAIT).map_err(|e| format!("no answer: {e}"))?;
+            let done = match answer.kind {
+                Kind::Done => true,
+                Kind::Part => false,
+                Kind::Refused => return Err(format!("refused: {}", refusal(&answer.body).1)),
+                other => return Err(format!("answered a frame with {other:?}")),
+            };
+            if let Some(fd) = answer.fd {
+                self.block = Some(Block::receive(fd)?);
+            }
+            let served = decode_reply(&answer.body, self.block.as_ref())
+                .map_err(|e| format!("a bad answer: {}", e.0))?;
+            if done {
+                return Ok(served);
+            }
+            // Taken out of the block: the service may write its next parts there.
+            let parts = served.map_err(|_| "an error sent as a frame's part".to_string())?;
+            self.channel.send(Kind::Taken, &[], None).map_err(|e| e.to_string())?;
+            cx.send_parts(parts);
         }
-        if let Some(fd) = answer.fd {
-            self.block = Some(Block::receive(fd)?);
-        }
-        let served =
-            decode_reply(&answer.body, self.block.as_ref()).map_err(|e| format!("a bad answer: {}", e.0))?;
-        Ok(served)
     }
 }

@@ -423,13 +423,13 @@ pub fn decode_message(kind: u8, body: &[u8]) -> Result<(), String> {
                     transfer::take_frame(request.header, block, &SampleMemory::default()).map(drop)
                 }
                 // As a tool reads the service's reply (client.rs).
-                Kind::Done => transfer::decode_reply(body, Some(block)).map(drop),
+                Kind::Done | Kind::Part => transfer::decode_reply(body, Some(block)).map(drop),
                 Kind::Room => {
                     let mut r = Reader::new(body);
                     r.u64("the bytes")?;
                     r.end()
                 }
-                Kind::Stop | Kind::Status => Ok(()),
+                Kind::Stop | Kind::Status | Kind::Taken => Ok(()),
             }
         };
         read().map_err(|Bad(why)| why)
@@ -550,6 +550,6 @@ mod fuzzing_tests {
             }
         }
         assert!(decode_message(4, &seed_messages()[2][8..]).is_ok());
-        assert!(decode_message(9, b"").unwrap_err().contains("unknown message kind"));
+        assert!(decode_message(11, b"").unwrap_err().contains("unknown message kind"));
     }
 }

@@ -4,6 +4,7 @@
 use std::io::{self, Write as _};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,6 +19,7 @@ use crate::args::{self, Asked};
 use crate::dispatch::Backends;
 use crate::panic::catch;
 use crate::tool::{Context, Tool, FLOAT_REFUSED};
+use crate::writer::{Done, Part, Written};
 use crate::Error;
 
 /// The most connections at once: the sessions, and a few more, so that `status` and `stop` are
@@ -105,9 +107,18 @@ pub struct Service {
     pool: Pool,
     /// The GPUs could not be opened: the service ends as soon as it is idle.
     unusable: std::sync::atomic::AtomicBool,
-    /// `HISTOPIPE_SERVICE_FAIL_AT=N`, for the tests of a service lost mid-frame: the process ends
-    /// at once, unanswered, when its frame N comes.
-    fail_at: Option<u64>,
+    /// `HISTOPIPE_SERVICE_FAIL_AT=N` (or `N:K`), for the tests of a service lost mid-frame: the
+    /// process ends at once, unanswered, when its frame N comes (or as it would send frame N's
+    /// K-th part made before the frame is done).
+    fail_at: Option<(u64, u64)>,
+}
+
+/// `HISTOPIPE_SERVICE_FAIL_AT`'s frame and part (0: as the frame comes).
+fn fail_at(value: &str) -> Option<(u64, u64)> {
+    match value.split_once(':') {
+        Some((frame, part)) => Some((frame.parse().ok()?, part.parse().ok()?)),
+        None => Some((value.parse().ok()?, 0)),
+    }
 }
 
 impl Service {
@@ -130,7 +141,7 @@ impl Service {
             budget: Budget { used: Mutex::new(0), freed: Condvar::new(), most: memory_budget() },
             pool: Pool::default(),
             unusable: std::sync::atomic::AtomicBool::new(false),
-            fail_at: std::env::var("HISTOPIPE_SERVICE_FAIL_AT").ok().and_then(|v| v.parse().ok()),
+            fail_at: std::env::var("HISTOPIPE_SERVICE_FAIL_AT").ok().and_then(|v| fail_at(&v)),
         }
     }
 
@@ -361,7 +372,7 @@ fn serve<T: Tool>(service: &Service, channel: &Channel, hello: Hello) {
         // The tool wrote there: cleared before the block goes to another session.
         block.used = block.used.max((header.samples.offset + header.samples.len) as usize);
         let number = service.frames.fetch_add(1, Ordering::Relaxed) + 1;
-        if service.fail_at == Some(number) {
+        if service.fail_at == Some((number, 0)) {
             std::process::abort();
         }
         let Some(_held) = service.budget.hold(header.samples.len) else {
@@ -375,15 +386,30 @@ fn serve<T: Tool>(service: &Service, channel: &Channel, hello: Hello) {
                 return;
             }
         };
-        let result = catch(|| {
-            let mut cx = Context::new(n, &frame, &common, T::FLAGS, &service.backends, starts, Vec::new());
-            if !T::FLOAT && frame.depth() == Depth::F32 {
-                return Err(cx.invalid(FLOAT_REFUSED));
-            }
-            tool.frame(&mut cx, frame)?;
-            Ok(cx.finish())
-        })
-        .unwrap_or_else(|panic| Err(Error::internal(Default::default(), "service", &panic)));
+        // The parts the tool hands on before the frame is done go to the client as they come,
+        // from a thread of their own, while the tool makes the rest.
+        let (early, made) = std::sync::mpsc::channel();
+        let fail_after = service.fail_at.filter(|&(at, _)| at == number).map(|(_, part)| part);
+        let (result, forwarded) = std::thread::scope(|scope| {
+            let forwarder = scope.spawn(|| forward(channel, &mut lent, made, fail_after));
+            let result = catch(|| {
+                let mut cx =
+                    Context::new(n, &frame, &common, T::FLAGS, &service.backends, starts, Vec::new())
+                        .writing_early(early);
+                if !T::FLOAT && frame.depth() == Depth::F32 {
+                    return Err(cx.invalid(FLOAT_REFUSED));
+                }
+                tool.frame(&mut cx, frame)?;
+                cx.finish()
+            })
+            .unwrap_or_else(|panic| Err(Error::internal(Default::default(), "service", &panic)));
+            let forwarded = forwarder.join().unwrap_or_else(|_| Err("its thread ended".into()));
+            (result, forwarded)
+        });
+        if let Err(why) = forwarded {
+            let _ = refuse(channel, Refusal::Busy, &format!("a frame's parts not sent: {why}"));
+            return;
+        }
         let result = result.map_err(|e| (e.kind, e.message));
         // The outputs go where the frame was (copied out by now), in a larger block if need be.
         let mut grown = false;
@@ -405,6 +431,48 @@ fn serve<T: Tool>(service: &Service, channel: &Channel, hello: Hello) {
         if channel.send(Kind::Done, &body, fd).is_err() {
             return;
         }
+    }
+}
+
+/// Sends each group of parts a frame hands on before it is done ([`Kind::Part`]), laid out in
+/// the session's block once the client has taken the last group out of it ([`Kind::Taken`]),
+/// until the frame is done. After a failure, what is still made is dropped; the error is the
+/// session's end. `fail_after`: the test's abort as the K-th group would go.
+fn forward(
+    channel: &Channel,
+    lent: &mut Lent<'_>,
+    made: Receiver<Done>,
+    fail_after: Option<u64>,
+) -> Result<(), String> {
+    let mut outcome = Ok(());
+    for (k, done) in (1..).zip(made) {
+        let Ok(Written::Early(parts)) = done.result else { continue };
+        if outcome.is_ok() {
+            if fail_after == Some(k) {
+                std::process::abort();
+            }
+            outcome = send_parts(channel, lent, parts);
+        }
+    }
+    outcome
+}
+
+fn send_parts(channel: &Channel, lent: &mut Lent<'_>, parts: Vec<Part>) -> Result<(), String> {
+    let need = parts_bytes(&parts);
+    let grown = lent.block.as_ref().is_none_or(|b| b.len() < need);
+    if grown {
+        lent.grow(need).map_err(|e| format!("no shared memory: {e}"))?;
+    }
+    let block = lent.block.as_mut().ok_or("no shared memory")?;
+    block.used = block.used.max(need);
+    let body = encode_reply(&Ok(parts), Some(block));
+    let fd = lent.block.as_ref().filter(|_| grown).map(Block::fd);
+    channel.send(Kind::Part, &body, fd).map_err(|e| e.to_string())?;
+    channel.stream.set_read_timeout(Some(SESSION_IDLE)).map_err(|e| e.to_string())?;
+    let answer = channel.recv(WITHIN).map_err(|e| format!("no answer: {e:?}"))?;
+    match (answer.kind, answer.fd) {
+        (Kind::Taken, None) => Ok(()),
+        (other, _) => Err(format!("answered a frame's part with {other:?}")),
     }
 }
 

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use histopipe_frame::{Affine, Annotation, Channels, Depth, Format, Geometry, Origin, Source};
 
 /// The protocol's version: a client and a service of other versions do not talk.
-pub(crate) const VERSION: u32 = 2;
+pub(crate) const VERSION: u32 = 3;
 
 /// The most bytes a message's body holds: a frame's header with a long source path and its
 /// annotations, a reply's list of parts, an error's words.
@@ -50,6 +50,12 @@ pub(crate) enum Kind {
     /// Client: room for a frame of so many bytes (a u64); the service answers [`Kind::Ready`]
     /// with its block of shared memory lent to the session.
     Room = 8,
+    /// Service: parts of a frame's output made before the frame is done, in its shared memory
+    /// (a reply's body, as [`Kind::Done`]'s); the client answers [`Kind::Taken`] once it has
+    /// taken them out, and the frame's last parts come with `Done`.
+    Part = 9,
+    /// Client: the parts sent are taken out of the block.
+    Taken = 10,
 }
 
 impl Kind {
@@ -63,6 +69,8 @@ impl Kind {
             Kind::Stop,
             Kind::Status,
             Kind::Room,
+            Kind::Part,
+            Kind::Taken,
         ]
         .into_iter()
         .find(|k| *k as u8 == tag)
