@@ -732,3 +732,54 @@ pub fn assert_mask_size_refused(tool: &str, args: &[&str]) {
     let e = run_err(tool, &all, &fixture_bytes("moon.pgm"), 2);
     assert!(e.contains(&format!("--mask {} is 3x2, and the frame 512x512", path.display())), "{e}");
 }
+
+/// Runs `cmd` on `input` with its input kept open until `want` bytes of its output have come:
+/// a tool writes each frame of a stream once it is done, not when its input ends (a stream read
+/// as it comes, from a camera or another tool). Fails, the tool killed, when they have not come
+/// within a minute (a tool that held them back until the end); otherwise calls `meanwhile` with
+/// what came, closes the input and returns the tool's whole output and its exit status.
+pub fn output_before_the_end(
+    cmd: &mut StdCommand,
+    input: &[u8],
+    want: usize,
+    what: &str,
+    meanwhile: impl FnOnce(&[u8]),
+) -> (Vec<u8>, std::process::ExitStatus) {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    use std::sync::mpsc::{channel, RecvTimeoutError};
+    use std::time::{Duration, Instant};
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input).unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (chunks, got) = channel();
+    let reader = std::thread::spawn(move || {
+        let mut buf = vec![0u8; 1 << 16];
+        while let Ok(n @ 1..) = stdout.read(&mut buf) {
+            if chunks.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut out = Vec::new();
+    while out.len() < want {
+        match got.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(chunk) => out.extend(chunk),
+            Err(RecvTimeoutError::Timeout) => {
+                let _ = child.kill();
+                panic!("{what}: {} of {want} bytes came before the input's end", out.len());
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                panic!("{what}: the output ended after {} bytes, before the input's end", out.len())
+            }
+        }
+    }
+    meanwhile(&out);
+    drop(stdin);
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    out.extend(got.into_iter().flatten());
+    (out, status)
+}

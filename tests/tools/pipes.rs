@@ -2,6 +2,8 @@
 //! the pipe by their pages (crates/cli/src/splice.rs), the rest copied. Whatever the frame, a pipe
 //! must carry the bytes that a file gets, which is written as usual.
 
+use std::process::Command as StdCommand;
+
 use histopipe_frame::Format;
 
 use crate::common::*;
@@ -49,4 +51,28 @@ fn a_pipe_carries_the_bytes_a_file_gets() {
     let raw: Vec<u8> = (0..3 * 1111 * 999).flat_map(|_| rng.u16(..).to_le_bytes()).collect();
     pipe_and_file_agree("rotate", &["--raw", "1111x999:16", "0"], &raw, "raw");
     pipe_and_file_agree("pad", &["--raw", "1111x999:16"], &raw, "raw");
+}
+
+/// A frame of a stream is written once it is done, while the stream goes on: its bytes reach the
+/// pipe before the next frame (or the input's end) comes, whatever its size; the whole output is
+/// the bytes of the whole input.
+#[test]
+fn each_frame_reaches_the_pipe_before_the_input_ends() {
+    let mut rng = rng();
+    for (name, args, w, h) in [
+        ("equalize", &[][..], 300, 200),
+        ("rotate", &["30"][..], 64, 64),
+        ("pad", &["--top", "4"][..], 1500, 800),
+    ] {
+        let frame = random_frame(&mut rng, w, h, 255);
+        let one = run_ok(name, "cpu", args, &stream(std::slice::from_ref(&frame)));
+        let whole = run_ok(name, "cpu", args, &stream(&[frame.clone(), frame.clone()]));
+        let what = format!("{name} {args:?} on a {w}x{h} frame");
+        let mut cmd = StdCommand::new(assert_cmd::cargo::cargo_bin(name));
+        cmd.args(["--backend", "cpu"]).args(args).env("HISTOPIPE_SERVICE", "off");
+        let input = stream(&[frame.clone(), frame]);
+        let (out, status) = output_before_the_end(&mut cmd, &input, one.len(), &what, |_| {});
+        assert!(status.success(), "{what}");
+        assert!(out == whole, "{what}: the stream's output differs");
+    }
 }

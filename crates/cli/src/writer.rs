@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -448,13 +448,32 @@ fn write_in_order(
     // its output is in the stream half made.
     let mut started = 0;
     let mut next = 1;
-    for item in done {
+    // Written since the last flush: flushed whenever nothing more is ready to write, so that a
+    // frame reaches the pipe once it is done, not when more output or the end comes (a stream
+    // of frames read as they come, from a camera or another tool, gets each frame out at once),
+    // and a batch that keeps the writer busy is still written in large pieces.
+    let mut unflushed = false;
+    loop {
+        let item = match done.try_recv() {
+            Ok(item) => item,
+            Err(TryRecvError::Disconnected) => break,
+            Err(TryRecvError::Empty) => {
+                if std::mem::take(&mut unflushed) {
+                    out.flush()?;
+                }
+                match done.recv() {
+                    Ok(item) => item,
+                    Err(_) => break,
+                }
+            }
+        };
         let item = match item.result {
             Ok(Written::Early(parts)) => {
                 if item.n == next {
                     if !failures.skips(&item.place) {
                         *at = item.place.clone();
                         started = item.n;
+                        unflushed = true;
                         out.write(item.n, parts, &item.place)?;
                     }
                 } else {
@@ -470,11 +489,13 @@ fn write_in_order(
                 if !failures.skips(&place) {
                     *at = place.clone();
                     started = next;
+                    unflushed = true;
                     out.write(next, parts, &place)?;
                 }
             }
             let Some(item) = waiting.remove(&next) else { break };
             *at = item.place.clone();
+            unflushed = true;
             let span = histopipe_trace::span("write", item.n);
             match item.result {
                 Err(e) if started == item.n => return Err(e),
