@@ -840,6 +840,53 @@ fn resident(pid: u32) -> u64 {
     kb.trim().trim_end_matches("kB").trim().parse::<u64>().unwrap() * 1024
 }
 
+/// A client that keeps the block it was lent after its session, and reads it while the next
+/// tools' frames are on the service, never sees their samples: the service lends a block to one
+/// session and never again (a block cleared and lent to the next session would show its frames
+/// to every earlier holder, whose mapping the service cannot take back). Each tool is read while
+/// its session is open: its first frame's output is out, its input not yet closed.
+#[test]
+fn a_block_kept_after_its_session_never_shows_another_session_frames() {
+    use std::os::unix::fs::FileExt;
+    each_backend(|backend| {
+        let mut svc = Service::new("kept", backend);
+        svc.serve("30", &[]);
+        let socket = PathBuf::from(field(&svc.status(), "socket").unwrap());
+        let mut kept = Vec::new();
+        for _ in 0..3 {
+            let mut s = session(&socket);
+            let (got, block) = room(&mut s, 64);
+            assert_eq!(got.as_ref().map(|a| a.0), Some(READY), "room: {got:?}");
+            kept.push(block.expect("the service lends a block with its answer to room"));
+        }
+        wait_for("the sessions to end", || field(&svc.status(), "sessions") == Some("0"));
+        // A frame of the blocks' size (1 MiB), none of its samples zero.
+        let mut frame = random_frame(&mut rng(), 300, 200, 255);
+        if let Pixels::U8(p) = &mut frame.pixels {
+            p.iter_mut().for_each(|v| *v = (*v).max(1));
+        }
+        let input = stream(&[frame]);
+        for (name, args) in [("equalize", &[][..]), ("rotate", &["10"][..]), ("pad", &["--top", "3"][..])] {
+            // Read while the tool's session is open: its frame's output is out, its input open.
+            let mut cmd = svc.tool(name);
+            cmd.args(["--backend", "gpu"]).args(args);
+            let check = |_: &[u8]| {
+                for (i, block) in kept.iter().enumerate() {
+                    let mut bytes = vec![0u8; block.metadata().unwrap().len() as usize];
+                    block.read_exact_at(&mut bytes, 0).unwrap();
+                    let seen = bytes.iter().filter(|&&b| b != 0).count();
+                    assert_eq!(
+                        seen, 0,
+                        "{backend:?} service, {name}: kept block {i} shows {seen} bytes of a session"
+                    );
+                }
+            };
+            let (_, status) = output_before_the_end(&mut cmd, &input, 60_000, name, check);
+            assert!(status.success(), "{name}");
+        }
+    });
+}
+
 #[test]
 fn hostile_clients_cannot_crash_the_service() {
     each_backend(|backend| {

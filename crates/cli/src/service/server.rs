@@ -103,7 +103,7 @@ pub struct Service {
     frames: AtomicU64,
     last: Mutex<Instant>,
     budget: Budget,
-    /// The shared memory blocks not lent to a session.
+    /// The shared memory blocks made ahead, none lent yet.
     pool: Pool,
     /// The GPUs could not be opened: the service ends as soon as it is idle.
     unusable: std::sync::atomic::AtomicBool,
@@ -149,6 +149,10 @@ impl Service {
     pub(crate) fn run(self: Arc<Self>, listener: UnixListener) -> io::Result<()> {
         let watcher = self.clone();
         std::thread::Builder::new().name("histopipe-service-idle".into()).spawn(move || watcher.watch())?;
+        let maker = self.clone();
+        std::thread::Builder::new()
+            .name("histopipe-service-blocks".into())
+            .spawn(move || maker.pool.make_ahead())?;
         for stream in listener.incoming() {
             let Ok(stream) = stream else { continue };
             if !same_user(&stream) {
@@ -369,8 +373,6 @@ fn serve<T: Tool>(service: &Service, channel: &Channel, hello: Hello) {
                     return;
                 }
             };
-        // The tool wrote there: cleared before the block goes to another session.
-        block.used = block.used.max((header.samples.offset + header.samples.len) as usize);
         let number = service.frames.fetch_add(1, Ordering::Relaxed) + 1;
         if service.fail_at == Some((number, 0)) {
             std::process::abort();
@@ -422,9 +424,6 @@ fn serve<T: Tool>(service: &Service, channel: &Channel, hello: Hello) {
                 }
                 grown = true;
             }
-            if let Some(block) = lent.block.as_mut() {
-                block.used = block.used.max(need);
-            }
         }
         let body = encode_reply(&result, lent.block.as_mut());
         let fd = lent.block.as_ref().filter(|_| grown).map(Block::fd);
@@ -463,9 +462,7 @@ fn send_parts(channel: &Channel, lent: &mut Lent<'_>, parts: Vec<Part>) -> Resul
     if grown {
         lent.grow(need).map_err(|e| format!("no shared memory: {e}"))?;
     }
-    let block = lent.block.as_mut().ok_or("no shared memory")?;
-    block.used = block.used.max(need);
-    let body = encode_reply(&Ok(parts), Some(block));
+    let body = encode_reply(&Ok(parts), lent.block.as_mut());
     let fd = lent.block.as_ref().filter(|_| grown).map(Block::fd);
     channel.send(Kind::Part, &body, fd).map_err(|e| e.to_string())?;
     channel.stream.set_read_timeout(Some(SESSION_IDLE)).map_err(|e| e.to_string())?;
@@ -484,18 +481,18 @@ fn room(body: &[u8]) -> Result<u64, Bad> {
     Ok(bytes)
 }
 
-/// The block a session has from the service's pool, given back when the session ends.
+/// The block a session has from the service's pool: its own, retired once the session is done
+/// with it (freed, never lent again: [`Pool`]).
 struct Lent<'a> {
     pool: &'a Pool,
     block: Option<Block>,
 }
 
 impl Lent<'_> {
-    /// A block of at least `bytes` in place of the one lent (given back).
+    /// A block of at least `bytes` in place of the one lent.
     fn grow(&mut self, bytes: usize) -> io::Result<()> {
-        let block = self.pool.lend(bytes)?;
-        if let Some(old) = self.block.replace(block) {
-            self.pool.give_back(old);
+        if let Some(old) = self.block.replace(self.pool.lend(bytes)?) {
+            self.pool.retire(old);
         }
         Ok(())
     }
@@ -504,7 +501,7 @@ impl Lent<'_> {
 impl Drop for Lent<'_> {
     fn drop(&mut self) {
         if let Some(block) = self.block.take() {
-            self.pool.give_back(block);
+            self.pool.retire(block);
         }
     }
 }

@@ -3,15 +3,17 @@
 //! against changes of size before it is handed over, so that neither side's mapping can lose its
 //! pages (a shrunk file would end a reader of its mapping with SIGBUS).
 //!
-//! The service makes the blocks and lends one to each session (a pool keeps them between
-//! sessions, their pages made once: [`Pool`]); the tool writes its frame there and reads its
-//! outputs back. Each side copies what it reads out of a block ([`Block::copy_out`]), never
-//! holding a reference into memory the other process may change.
+//! The service makes the blocks and lends each to one session, once ([`Pool`]: a tool keeps its
+//! mapping as long as it likes, so a block lent again would show the next session's frames to
+//! the first); the tool writes its frame there and reads its outputs back. Each side copies what
+//! it reads out of a block ([`Block::copy_out`]), never holding a reference into memory the other
+//! process may change.
 
 use std::io;
 use std::ops::Range;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
+use std::time::{Duration, Instant};
 
 use rustix::fs::{MemfdFlags, SealFlags};
 use rustix::mm::{MapFlags, ProtFlags};
@@ -26,9 +28,6 @@ pub(crate) struct Block {
     fd: OwnedFd,
     ptr: NonNull<u8>,
     len: usize,
-    /// The bytes from the start that may have been written: cleared before the block is lent to
-    /// another session ([`Pool::give_back`]).
-    pub used: usize,
 }
 
 // SAFETY: the mapping is owned by this value alone, as a heap block is by a Vec; reads and writes
@@ -46,7 +45,11 @@ impl Block {
             rustix::fs::memfd_create("histopipe-service", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)?;
         rustix::fs::ftruncate(&fd, len as u64)?;
         rustix::fs::fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)?;
-        Block::map(fd, len)
+        let mut block = Block::map(fd, len)?;
+        // Each page written once: populating a shared mapping maps its pages for reading only, and
+        // the first write to each would fault where the service writes a frame's outputs.
+        block.as_mut_slice().iter_mut().step_by(4096).for_each(|b| *b = 0);
+        Ok(block)
     }
 
     /// Maps a block another process made and handed over, for reading and writing: refused
@@ -77,7 +80,7 @@ impl Block {
         let ptr = unsafe { rustix::mm::mmap(std::ptr::null_mut(), len, prot, flags, &fd, 0)? };
         let ptr =
             NonNull::new(ptr.cast::<u8>()).ok_or_else(|| io::Error::other("mmap gave a null address"))?;
-        Ok(Block { fd, ptr, len, used: 0 })
+        Ok(Block { fd, ptr, len })
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -108,38 +111,119 @@ impl Block {
     }
 }
 
-/// The service's blocks not lent to a session, kept for the next: a block's pages are made once
-/// (making them is most of what a new block costs: an 8 MB block took milliseconds), and at most
-/// [`Pool::KEPT`] bytes of them are kept.
+/// Blocks made ahead, never lent yet. A block is lent to one session and dropped once that
+/// session is done with it, never lent again: the tool may keep its mapping for as long as it
+/// likes, and nothing takes a mapping back, so a block cleared and lent to the next session would
+/// show that session's frames to the first. Making a block's pages is most of what a new block
+/// costs (an 8 MB block took milliseconds, on a tool's first frame), so a thread of the service
+/// makes blocks ahead ([`Pool::make_ahead`]): of each size, as many as sessions took in the last
+/// [`Pool::RECENT`], at most [`Pool::KEPT`] bytes of them in all.
 #[derive(Default)]
-pub(crate) struct Pool(std::sync::Mutex<Vec<Block>>);
+pub(crate) struct Pool {
+    stock: std::sync::Mutex<Stock>,
+    wanted: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct Stock {
+    fresh: Vec<Block>,
+    /// Blocks sessions are done with, unmapped and freed on the maker's thread: freeing a
+    /// block's pages costs about what making them does.
+    done: Vec<Block>,
+    /// The sizes of the blocks lent lately, and when, oldest first (at most [`Pool::TAKES`]).
+    taken: std::collections::VecDeque<(usize, Instant)>,
+}
 
 impl Pool {
-    const KEPT: usize = 2 << 30;
+    const KEPT: usize = 1 << 30;
+    const RECENT: Duration = Duration::from_secs(2);
+    const TAKES: usize = 256;
 
-    /// A block of at least `len` bytes, kept or new: at least 1 MiB, in powers of two, so that
-    /// sessions of frames of about one size take one another's blocks.
+    fn stock(&self) -> std::sync::MutexGuard<'_, Stock> {
+        self.stock.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A block of at least `len` bytes that no session has had: at least 1 MiB, in powers of two,
+    /// so that sessions of frames of about one size take blocks made ahead for one another.
     pub(crate) fn lend(&self, len: usize) -> io::Result<Block> {
         let len =
             len.max(1 << 20).checked_next_power_of_two().ok_or_else(|| io::Error::other("too large"))?;
-        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = kept.iter().position(|b| b.len() == len) {
-            return Ok(kept.swap_remove(i));
+        let mut stock = self.stock();
+        if stock.taken.len() == Pool::TAKES {
+            stock.taken.pop_front();
         }
-        drop(kept);
-        Block::create(len)
+        stock.taken.push_back((len, Instant::now()));
+        let fresh = stock.fresh.iter().position(|b| b.len() == len).map(|i| stock.fresh.swap_remove(i));
+        drop(stock);
+        self.wanted.notify_one();
+        fresh.map_or_else(|| Block::create(len), Ok)
     }
 
-    /// Takes `block` back once its session is done with it, cleared of what that session wrote
-    /// (the next session is another process's); the oldest kept blocks make way for it.
-    pub(crate) fn give_back(&self, mut block: Block) {
-        let used = block.used.min(block.len);
-        block.as_mut_slice()[..used].fill(0);
-        block.used = 0;
-        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        kept.push(block);
-        while kept.iter().map(Block::len).sum::<usize>() > Pool::KEPT {
-            kept.remove(0);
+    /// Takes back a block its session is done with, to be freed (never lent again) on the thread
+    /// that makes blocks ahead, in the time the frames leave.
+    pub(crate) fn retire(&self, block: Block) {
+        self.stock().done.push(block);
+        self.wanted.notify_one();
+    }
+
+    /// The size of the next block to make ahead, if one is wanted: a size lent more often lately
+    /// than blocks of it are in stock, within [`Pool::KEPT`].
+    fn next_wanted(stock: &mut Stock) -> Option<usize> {
+        let now = Instant::now();
+        while stock.taken.front().is_some_and(|&(_, at)| now.duration_since(at) > Pool::RECENT) {
+            stock.taken.pop_front();
+        }
+        let kept: usize = stock.fresh.iter().map(Block::len).sum();
+        stock.taken.iter().rev().map(|&(len, _)| len).find(|&len| {
+            let wanted = stock.taken.iter().filter(|&&(l, _)| l == len).count();
+            let have = stock.fresh.iter().filter(|b| b.len() == len).count();
+            have < wanted && kept + len <= Pool::KEPT
+        })
+    }
+
+    /// Makes one block ahead if one is wanted; whether it did.
+    #[cfg(test)]
+    fn make_one(&self) -> bool {
+        let Some(len) = Pool::next_wanted(&mut self.stock()) else { return false };
+        self.make(len)
+    }
+
+    /// Makes a block of `len` bytes for the stock; whether it could.
+    fn make(&self, len: usize) -> bool {
+        match Block::create(len) {
+            Ok(block) => {
+                self.stock().fresh.push(block);
+                true
+            }
+            // No memory now: blocks are made when lent, as without the stock.
+            Err(_) => false,
+        }
+    }
+
+    /// Makes blocks ahead as they are wanted, for as long as the service runs: on a thread of its
+    /// own, at the lowest priority (nice 19), so that making them takes the cores the frames
+    /// leave idle. What is wanted is asked under the lock a lending takes, so no lending goes
+    /// unseen.
+    pub(crate) fn make_ahead(&self) {
+        // This thread's alone (a thread's id as a process id names that thread, on Linux).
+        let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
+        loop {
+            let (done, len) = {
+                let mut stock = self.stock();
+                loop {
+                    let done = std::mem::take(&mut stock.done);
+                    let len = Pool::next_wanted(&mut stock);
+                    if !done.is_empty() || len.is_some() {
+                        break (done, len);
+                    }
+                    stock =
+                        self.wanted.wait_timeout(stock, Pool::RECENT).unwrap_or_else(|e| e.into_inner()).0;
+                }
+            };
+            drop(done);
+            if len.is_some_and(|len| !self.make(len)) {
+                std::thread::sleep(Pool::RECENT);
+            }
         }
     }
 }
@@ -169,17 +253,28 @@ mod tests {
     }
 
     #[test]
-    fn lent_blocks_come_back_cleared() {
+    fn a_block_is_lent_once_and_blocks_of_sizes_lent_lately_are_made_ahead() {
         let pool = Pool::default();
-        let mut block = pool.lend(5).unwrap();
-        assert_eq!(block.len(), 1 << 20);
-        block.as_mut_slice()[..3].copy_from_slice(b"abc");
-        block.used = 3;
-        pool.give_back(block);
+        let inode = |b: &Block| rustix::fs::fstat(b.fd()).unwrap().st_ino;
+        let mut first = pool.lend(5).unwrap();
+        assert_eq!(first.len(), 1 << 20);
+        first.as_mut_slice()[..3].copy_from_slice(b"abc");
+        let seen = inode(&first);
+        drop(first);
+        // One 1 MiB block lent lately, none in stock: one is made ahead, and no more.
+        assert!(pool.make_one());
+        assert!(!pool.make_one(), "as many made ahead as were lent lately");
         let again = pool.lend(1000).unwrap();
+        assert_ne!(inode(&again), seen, "a block is never lent twice");
         let mut out = [9u8; 3];
         again.copy_out(0..3, &mut out);
-        assert_eq!(out, [0, 0, 0], "another session never sees what the last one wrote");
+        assert_eq!(out, [0, 0, 0]);
+        // Two lent lately now, none in stock: two are made.
+        assert!(pool.make_one() && pool.make_one() && !pool.make_one());
+        assert_eq!(pool.lend(3 << 20).unwrap().len(), 4 << 20, "a size not made ahead is made at once");
+        assert!(pool.make_one() && !pool.make_one());
+        let sizes: Vec<usize> = pool.stock().fresh.iter().map(Block::len).collect();
+        assert_eq!(sizes, [1 << 20, 1 << 20, 4 << 20]);
     }
 
     #[test]
