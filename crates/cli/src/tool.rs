@@ -122,13 +122,68 @@ pub struct Context<'a> {
     /// The writer, where this frame's output goes to the one output stream: parts may go to it
     /// before the frame is done ([`Context::send_bytes`]).
     early: Option<Sender<Done>>,
-    /// Bytes of this frame's output handed on (to the writer, or by the GPU service to its tool)
-    /// and bytes made so far by this making of the frame: made again after a restart
-    /// ([`Context::restart`]), its first `handed` bytes are not handed on twice.
+    /// What of this frame's output was handed on, so that a making of it after a restart
+    /// ([`Context::restart`]) hands on only the rest.
+    handed: Handed,
+}
+
+/// Bytes of a frame's output handed on (to the writer, or by the GPU service to its tool), and
+/// bytes made so far by this making of the frame: made again after a restart, its first
+/// `handed` bytes are not handed on twice, however its parts are cut.
+#[derive(Default)]
+struct Handed {
     handed: u64,
     made: u64,
-    /// A making of the frame gave other bytes than one before it had handed on.
+    /// A making of the frame had a frame part where one before it had handed on bytes.
     diverged: bool,
+}
+
+impl Handed {
+    /// Of `parts`, the next of this making's output, what was not handed on before a restart.
+    fn pass(&mut self, parts: Vec<Part>) -> Vec<Part> {
+        let mut out = Vec::with_capacity(parts.len());
+        for part in parts {
+            let len = match &part {
+                // A frame's bytes are known once it is written; a frame never goes early, so
+                // nothing was handed on past one.
+                Part::Frame(_) => {
+                    self.diverged |= self.made < self.handed;
+                    out.push(part);
+                    continue;
+                }
+                Part::Encoded(b) | Part::Bytes(b) => b.len() as u64,
+                Part::Words(w) => 4 * w.len() as u64,
+            };
+            let start = self.made;
+            self.made += len;
+            if self.made <= self.handed {
+                continue;
+            }
+            if start >= self.handed {
+                out.push(part);
+                continue;
+            }
+            let cut = (self.handed - start) as usize;
+            out.push(match part {
+                Part::Words(w) if cut % 4 == 0 => Part::Words(w[cut / 4..].to_vec()),
+                Part::Words(w) => Part::Bytes(w.iter().flat_map(|v| v.to_le_bytes()).skip(cut).collect()),
+                Part::Encoded(b) | Part::Bytes(b) => Part::Bytes(b[cut..].to_vec()),
+                frame @ Part::Frame(_) => frame,
+            });
+        }
+        self.handed = self.handed.max(self.made);
+        out
+    }
+
+    /// The frame is made again from its start.
+    fn restart(&mut self) {
+        self.made = 0;
+    }
+
+    /// Whether this making fell short of what was handed on, or put a frame within it.
+    fn short(&self) -> bool {
+        self.diverged || self.made < self.handed
+    }
 }
 
 impl<'a> Context<'a> {
@@ -152,9 +207,7 @@ impl<'a> Context<'a> {
             parts: Vec::new(),
             text: Vec::new(),
             early: None,
-            handed: 0,
-            made: 0,
-            diverged: false,
+            handed: Handed::default(),
         }
     }
 
@@ -322,8 +375,7 @@ impl<'a> Context<'a> {
             // A frame is encoded on the worker first: it goes with the frame's last parts.
             return;
         }
-        let parts = std::mem::take(&mut self.parts);
-        let parts = self.unhanded(parts);
+        let parts = self.handed.pass(std::mem::take(&mut self.parts));
         let Some(done) = &self.early else { return };
         let early = Done { n: self.index, place: self.place(), bytes: 0, result: Ok(Written::Early(parts)) };
         // A writer that has stopped takes nothing more; the frame's end finds out.
@@ -337,43 +389,7 @@ impl<'a> Context<'a> {
     pub(crate) fn restart(&mut self) {
         self.parts.clear();
         self.text.clear();
-        self.made = 0;
-    }
-
-    /// Of `parts`, the next of this making's output, what was not handed on before a restart.
-    fn unhanded(&mut self, parts: Vec<Part>) -> Vec<Part> {
-        let mut out = Vec::with_capacity(parts.len());
-        for part in parts {
-            let len = match &part {
-                // A frame's bytes are known once it is written; a frame never goes early, so
-                // nothing was handed on past one.
-                Part::Frame(_) => {
-                    self.diverged |= self.made < self.handed;
-                    out.push(part);
-                    continue;
-                }
-                Part::Encoded(b) | Part::Bytes(b) => b.len() as u64,
-                Part::Words(w) => 4 * w.len() as u64,
-            };
-            let start = self.made;
-            self.made += len;
-            if self.made <= self.handed {
-                continue;
-            }
-            if start >= self.handed {
-                out.push(part);
-                continue;
-            }
-            let cut = (self.handed - start) as usize;
-            out.push(match part {
-                Part::Words(w) if cut % 4 == 0 => Part::Words(w[cut / 4..].to_vec()),
-                Part::Words(w) => Part::Bytes(w.iter().flat_map(|v| v.to_le_bytes()).skip(cut).collect()),
-                Part::Encoded(b) | Part::Bytes(b) => Part::Bytes(b[cut..].to_vec()),
-                frame @ Part::Frame(_) => frame,
-            });
-        }
-        self.handed = self.handed.max(self.made);
-        out
+        self.handed.restart();
     }
 
     /// Whether this frame's output is the first in its file or stream: a table's header goes
@@ -467,15 +483,89 @@ impl<'a> Context<'a> {
     }
 
     /// What the frame's work left to write; an error where a making of the frame after a
-    /// restart gave other bytes than those handed on before it.
+    /// restart was shorter than what had been handed on, or had a frame within it (the bytes
+    /// themselves are not kept to be compared: every making gives the same).
     pub(crate) fn finish(mut self) -> Result<Vec<Part>, Error> {
         self.flush_text();
-        let parts = std::mem::take(&mut self.parts);
-        let parts = self.unhanded(parts);
-        if self.diverged || self.made < self.handed {
-            let why = "the frame made again after the GPU service was lost is not what it had sent";
+        let parts = self.handed.pass(std::mem::take(&mut self.parts));
+        if self.handed.short() {
+            let why = "the frame made again after the GPU service was lost is shorter than what it had sent";
             return Err(Error::internal(self.place(), "frame loop", why));
         }
         Ok(parts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(parts: &[Part]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for p in parts {
+            match p {
+                Part::Bytes(b) | Part::Encoded(b) => out.extend_from_slice(b),
+                Part::Words(w) => out.extend(w.iter().flat_map(|v| v.to_le_bytes())),
+                Part::Frame(_) => panic!("no frames here"),
+            }
+        }
+        out
+    }
+
+    /// A making after a restart hands on only the bytes after those handed on, wherever either
+    /// making's parts are cut (words cut inside a word become bytes, between words stay words),
+    /// and one that falls short is told.
+    #[test]
+    fn a_restarted_making_hands_on_only_the_rest() {
+        let words: Vec<u32> = (0..10).map(|i| 0x0403_0201 * (i + 1)).collect();
+        let as_words = || {
+            vec![
+                Part::Bytes(b"header".to_vec()),
+                Part::Words(words[..3].to_vec()),
+                Part::Words(words[3..].to_vec()),
+            ]
+        };
+        let whole = bytes(&as_words());
+        let as_bytes =
+            |cut: usize| vec![Part::Bytes(whole[..cut].to_vec()), Part::Bytes(whole[cut..].to_vec())];
+        for cut in [0, 1, 4, 6, 7, 10, 18, 26, 45, 46] {
+            // Bytes handed on, then a making of words; words handed on, then a making of bytes.
+            for (first, second) in [(as_bytes(cut), as_words()), (as_words(), as_bytes(cut))] {
+                for handed_parts in 0..=first.len() {
+                    let mut h = Handed::default();
+                    let mut first =
+                        first.iter().map(|p| Part::Bytes(bytes(std::slice::from_ref(p)))).collect::<Vec<_>>();
+                    first.truncate(handed_parts);
+                    let mut out = bytes(&h.pass(first));
+                    h.restart();
+                    let second: Vec<Part> = second
+                        .iter()
+                        .map(|p| match p {
+                            Part::Words(w) => Part::Words(w.clone()),
+                            other => Part::Bytes(bytes(std::slice::from_ref(other))),
+                        })
+                        .collect();
+                    let rest = h.pass(second);
+                    assert!(!h.short());
+                    out.extend(bytes(&rest));
+                    assert_eq!(out, whole, "cut at {cut}, {handed_parts} parts handed on");
+                }
+            }
+        }
+        let mut h = Handed::default();
+        h.pass(vec![Part::Bytes(whole[..14].to_vec())]);
+        h.restart();
+        let rest = h.pass(as_words());
+        assert!(matches!(&rest[..], [Part::Words(w), _] if w.len() == 1), "a cut between words keeps words");
+        let mut h = Handed::default();
+        h.pass(vec![Part::Bytes(whole[..15].to_vec())]);
+        h.restart();
+        let rest = h.pass(as_words());
+        assert!(matches!(&rest[..], [Part::Bytes(b), _] if b.len() == 3), "a cut inside a word gives bytes");
+        let mut h = Handed::default();
+        h.pass(vec![Part::Bytes(vec![1; 10])]);
+        h.restart();
+        h.pass(vec![Part::Bytes(vec![1; 9])]);
+        assert!(h.short(), "a making shorter than what was handed on");
     }
 }
