@@ -20,7 +20,7 @@ use crate::dispatch::Backends;
 use crate::panic::catch;
 use crate::tool::{Context, Tool, FLOAT_REFUSED};
 use crate::writer::{Done, Part, Written};
-use crate::Error;
+use crate::{Error, ErrorKind};
 
 /// The most connections at once: the sessions, and a few more, so that `status` and `stop` are
 /// answered when the sessions are all taken. One past them is closed unanswered.
@@ -412,25 +412,43 @@ fn serve<T: Tool>(service: &Service, channel: &Channel, hello: Hello) {
             let _ = refuse(channel, Refusal::Busy, &format!("a frame's parts not sent: {why}"));
             return;
         }
-        let result = result.map_err(|e| (e.kind, e.message));
         // The outputs go where the frame was (copied out by now), in a larger block if need be.
-        let mut grown = false;
-        if let Ok(parts) = &result {
-            let need = parts_bytes(parts);
-            if lent.block.as_ref().is_none_or(|b| b.len() < need) {
-                if let Err(e) = lent.grow(need) {
-                    let _ = refuse(channel, Refusal::Busy, &format!("no shared memory: {e}"));
-                    return;
-                }
-                grown = true;
+        match send_reply(channel, &mut lent, Kind::Done, &result.map_err(|e| (e.kind, e.message))) {
+            Ok(()) => {}
+            Err(Unsent::NoMemory(why)) => {
+                let _ = refuse(channel, Refusal::Busy, &why);
+                return;
             }
-        }
-        let body = encode_reply(&result, lent.block.as_mut());
-        let fd = lent.block.as_ref().filter(|_| grown).map(Block::fd);
-        if channel.send(Kind::Done, &body, fd).is_err() {
-            return;
+            Err(Unsent::Closed(_)) => return,
         }
     }
+}
+
+/// Why a reply was not sent.
+enum Unsent {
+    /// No block large enough for its parts.
+    NoMemory(String),
+    /// The connection failed.
+    Closed(String),
+}
+
+/// Lays a frame's parts (or its error) out in the session's block, a larger one if need be (its
+/// descriptor then goes with the message), and sends them as `kind`: the frame's last
+/// ([`Kind::Done`]) or those made before it is done ([`Kind::Part`]).
+fn send_reply(
+    channel: &Channel,
+    lent: &mut Lent<'_>,
+    kind: Kind,
+    result: &Result<Vec<Part>, (ErrorKind, String)>,
+) -> Result<(), Unsent> {
+    let need = result.as_ref().map_or(0, |parts| parts_bytes(parts));
+    let grown = result.is_ok() && lent.block.as_ref().is_none_or(|b| b.len() < need);
+    if grown {
+        lent.grow(need).map_err(|e| Unsent::NoMemory(format!("no shared memory: {e}")))?;
+    }
+    let body = encode_reply(result, lent.block.as_mut());
+    let fd = lent.block.as_ref().filter(|_| grown).map(Block::fd);
+    channel.send(kind, &body, fd).map_err(|e| Unsent::Closed(e.to_string()))
 }
 
 /// Sends each group of parts a frame hands on before it is done ([`Kind::Part`]), laid out in
@@ -456,15 +474,10 @@ fn forward(
     outcome
 }
 
+/// Sends `parts` made before their frame is done, and waits for the client to take them out.
 fn send_parts(channel: &Channel, lent: &mut Lent<'_>, parts: Vec<Part>) -> Result<(), String> {
-    let need = parts_bytes(&parts);
-    let grown = lent.block.as_ref().is_none_or(|b| b.len() < need);
-    if grown {
-        lent.grow(need).map_err(|e| format!("no shared memory: {e}"))?;
-    }
-    let body = encode_reply(&Ok(parts), lent.block.as_mut());
-    let fd = lent.block.as_ref().filter(|_| grown).map(Block::fd);
-    channel.send(Kind::Part, &body, fd).map_err(|e| e.to_string())?;
+    send_reply(channel, lent, Kind::Part, &Ok(parts))
+        .map_err(|(Unsent::NoMemory(why) | Unsent::Closed(why))| why)?;
     channel.stream.set_read_timeout(Some(SESSION_IDLE)).map_err(|e| e.to_string())?;
     let answer = channel.recv(WITHIN).map_err(|e| format!("no answer: {e:?}"))?;
     match (answer.kind, answer.fd) {
