@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -448,24 +448,16 @@ fn write_in_order(
     // its output is in the stream half made.
     let mut started = 0;
     let mut next = 1;
-    // Written since the last flush: flushed whenever nothing more is ready to write, so that a
-    // frame reaches the pipe once it is done, not when more output or the end comes (a stream
-    // of frames read as they come, from a camera or another tool, gets each frame out at once),
-    // and a batch that keeps the writer busy is still written in large pieces.
-    let mut unflushed = false;
+    // After each frame, what is buffered is handed on unless the next frame is ready to write
+    // too, so that a frame reaches the pipe once it is done, not when more output or the end
+    // comes (a stream of frames read as they come, from a camera or another tool, gets each
+    // frame out at once), while a batch that keeps the writer busy is written in large pieces.
+    // An item taken to see whether it is the next frame waits here for its turn.
+    let mut ahead: Option<Done> = None;
     loop {
-        let item = match done.try_recv() {
+        let item = match ahead.take().map_or_else(|| done.recv(), Ok) {
             Ok(item) => item,
-            Err(TryRecvError::Disconnected) => break,
-            Err(TryRecvError::Empty) => {
-                if std::mem::take(&mut unflushed) {
-                    out.flush()?;
-                }
-                match done.recv() {
-                    Ok(item) => item,
-                    Err(_) => break,
-                }
-            }
+            Err(_) => break,
         };
         let item = match item.result {
             Ok(Written::Early(parts)) => {
@@ -473,7 +465,6 @@ fn write_in_order(
                     if !failures.skips(&item.place) {
                         *at = item.place.clone();
                         started = item.n;
-                        unflushed = true;
                         out.write(item.n, parts, &item.place)?;
                     }
                 } else {
@@ -489,14 +480,14 @@ fn write_in_order(
                 if !failures.skips(&place) {
                     *at = place.clone();
                     started = next;
-                    unflushed = true;
                     out.write(next, parts, &place)?;
                 }
             }
             let Some(item) = waiting.remove(&next) else { break };
             *at = item.place.clone();
-            unflushed = true;
             let span = histopipe_trace::span("write", item.n);
+            // The waits within this span alone (a frame's early parts are written outside it).
+            out.get_mut().take_waited();
             match item.result {
                 Err(e) if started == item.n => return Err(e),
                 Err(e) => failures.take(&item.place, e)?,
@@ -509,6 +500,17 @@ fn write_in_order(
                     }
                 }
                 Ok(Written::File(None)) => {}
+            }
+            if !waiting.contains_key(&(next + 1)) {
+                // Within the frame's write, where its waits are counted.
+                let item = done.try_recv().ok();
+                let ready = item
+                    .as_ref()
+                    .is_some_and(|i| i.n == next + 1 && !matches!(i.result, Ok(Written::Early(_))));
+                if !ready {
+                    out.flush()?;
+                }
+                ahead = item;
             }
             span.also("write.wait").end_with(out.get_mut().take_waited());
             span.end();
