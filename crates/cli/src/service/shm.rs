@@ -136,6 +136,7 @@ struct Stock {
 
 impl Pool {
     const KEPT: usize = 1 << 30;
+    const DONE_MOST: usize = 256 << 20;
     const RECENT: Duration = Duration::from_secs(2);
     const TAKES: usize = 256;
 
@@ -160,9 +161,18 @@ impl Pool {
     }
 
     /// Takes back a block its session is done with, to be freed (never lent again) on the thread
-    /// that makes blocks ahead, in the time the frames leave.
+    /// that makes blocks ahead, in the time the frames leave; freed at once where blocks of
+    /// [`Pool::DONE_MOST`] bytes wait already (that thread, of the lowest priority, gets little
+    /// time on cores the frames keep busy).
     pub(crate) fn retire(&self, block: Block) {
-        self.stock().done.push(block);
+        let mut stock = self.stock();
+        if stock.done.iter().map(Block::len).sum::<usize>() + block.len() > Pool::DONE_MOST {
+            drop(stock);
+            drop(block);
+            return;
+        }
+        stock.done.push(block);
+        drop(stock);
         self.wanted.notify_one();
     }
 
