@@ -455,10 +455,7 @@ fn write_in_order(
     // An item taken to see whether it is the next frame waits here for its turn.
     let mut ahead: Option<Done> = None;
     loop {
-        let item = match ahead.take().map_or_else(|| done.recv(), Ok) {
-            Ok(item) => item,
-            Err(_) => break,
-        };
+        let Some(item) = ahead.take().or_else(|| done.recv().ok()) else { break };
         let item = match item.result {
             Ok(Written::Early(parts)) => {
                 if item.n == next {
