@@ -631,7 +631,7 @@ except OSError as e:
     print("no connection", e)
     sys.exit(0)
 print("connected")
-body = struct.pack("<II", 3, 3) + b"pad" + struct.pack("<I", 0)
+body = struct.pack("<II", 4, 3) + b"pad" + struct.pack("<I", 0)
 head = b""
 try:
     s.sendall(b"HP" + bytes([1, 0]) + struct.pack("<I", len(body)) + body)
@@ -689,10 +689,10 @@ fn message(kind: u8, body: &[u8]) -> Vec<u8> {
     [&b"HP"[..], &[kind, 0], &(body.len() as u32).to_le_bytes(), body].concat()
 }
 
-/// A hello's body: the protocol's version (3: the service lends the memory, and sends parts
-/// before a frame is done), `tool`, `args`.
+/// A hello's body: the protocol's version (4: the service lends the memory, sends parts before a
+/// frame is done, and holds frames between tools of a pipe), `tool`, `args`.
 fn hello(tool: &str, args: &[&str]) -> Vec<u8> {
-    let mut b = 3u32.to_le_bytes().to_vec();
+    let mut b = 4u32.to_le_bytes().to_vec();
     b.extend((tool.len() as u32).to_le_bytes());
     b.extend(tool.as_bytes());
     b.extend((args.len() as u32).to_le_bytes());
@@ -708,6 +708,8 @@ fn hello(tool: &str, args: &[&str]) -> Vec<u8> {
 fn frame_body(width: u64, height: u64, maxval: u16, offset: u64, len: u64) -> Vec<u8> {
     let mut b = 1u64.to_le_bytes().to_vec();
     b.push(1);
+    b.push(0); // the output goes to no pipe
+    b.push(0); // the frame is in the block
     b.extend(width.to_le_bytes());
     b.extend(height.to_le_bytes());
     b.push(0); // gray
@@ -1025,5 +1027,132 @@ fn hostile_clients_cannot_crash_the_service() {
         svc.still_serves(pid, "300 sessions at once");
         let after = resident(pid);
         assert!(after < bound, "{backend:?} service: {} MB resident after the flood", after >> 20);
+    });
+}
+
+/// `stages` as one shell pipe, each tool with `--backend backend` (and its arguments), for this
+/// test's service; `tail` after the last stage, if any (`| head -c 100`).
+fn pipe_of(svc: &Service, stages: &[(&str, &[&str])], backend: &str, tail: &str) -> StdCommand {
+    let line: Vec<String> = stages
+        .iter()
+        .map(|(name, args)| {
+            let bin = assert_cmd::cargo::cargo_bin(name);
+            format!("'{}' --backend {backend} {}", bin.display(), args.join(" "))
+        })
+        .collect();
+    let mut cmd = StdCommand::new("bash");
+    svc.apply(&mut cmd).args(["-o", "pipefail", "-c", &format!("{}{tail}", line.join(" | "))]);
+    cmd
+}
+
+/// The pipes the stages read (the first's too: the test's), the service told they read them:
+/// waited for, so that every frame may be held (a writer's frame that comes first goes through
+/// the pipe as bytes).
+fn readers_known(svc: &Service, stages: usize) {
+    let want = stages.to_string();
+    wait_for("the tools to tell the service the pipes they read", || {
+        svc.try_status().is_some_and(|s| field(&s, "pipes read") == Some(&want))
+    });
+}
+
+fn held_since_start(svc: &Service) -> usize {
+    field(&svc.status(), "held since start").unwrap().parse().unwrap()
+}
+
+type Stages<'a> = &'a [(&'a str, &'a [&'a str])];
+
+/// Pipes of tools on the service, gray and colour frames of 8 and 16 bits.
+fn held_pipes() -> Vec<(Stages<'static>, Vec<u8>)> {
+    let mut rng = rng();
+    let gray = stream(&[
+        random_frame(&mut rng, 41, 29, 255),
+        fixture_frame("coins.pgm"),
+        random_frame(&mut rng, 17, 33, 65535),
+        random_frame(&mut rng, 50, 8, 1000),
+    ]);
+    vec![
+        (&[("pad", &[]), ("rotate", &["30"]), ("colhist", &[])], gray.clone()),
+        (&[("equalize", &[]), ("stretch", &["--saturate", "2"]), ("threshold", &[])], gray),
+        (&[("pad", &["--mode", "reflect"]), ("rotate", &["-15"]), ("equalize", &[])], six_frames()),
+    ]
+}
+
+/// Where both ends of a pipe are tools on the service, each frame stays there and only its
+/// reference crosses the pipe; the pipe's last output is the CPU's bytes.
+#[test]
+fn frames_stay_on_the_service_between_the_tools_of_a_pipe() {
+    each_backend(|backend| {
+        for (stages, input) in held_pipes() {
+            let what = format!("{backend:?} service: {stages:?}");
+            let mut svc = Service::new("held", backend);
+            svc.serve("30", &[]);
+            let cpu = run(&mut pipe_of(&svc, stages, "cpu", ""), &input);
+            assert!(cpu.status.success(), "{what} on the CPU: {}", String::from_utf8_lossy(&cpu.stderr));
+            let child = pipe_of(&svc, stages, "gpu", "")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            readers_known(&svc, stages.len());
+            let out = finish(child, &input);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success() && err.is_empty(), "{what}: {err}");
+            assert!(out.stdout == cpu.stdout, "{what}: the output differs from the CPU's");
+            let frames = read_frames(&input).len();
+            assert_eq!(held_since_start(&svc), frames * (stages.len() - 1), "{what}: frames held");
+            assert_eq!(field(&svc.status(), "frames held"), Some("0"), "{what}: none left held");
+        }
+    });
+}
+
+/// A service lost while frames are held between tools (at each of the pipe's first frames in
+/// turn): every frame is still written, the CPU's bytes, each tool saying once on stderr that it
+/// did the rest itself.
+#[test]
+fn a_service_lost_with_frames_held_loses_no_frame() {
+    each_backend(|backend| {
+        let (stages, input) = held_pipes().swap_remove(0);
+        for k in 1..=9 {
+            let what = format!("{backend:?} service lost at its frame {k}: {stages:?}");
+            let mut svc = Service::new("heldlost", backend).with_env("HISTOPIPE_SERVICE_BIN", "/nonexistent");
+            svc.serve("30", &[("HISTOPIPE_SERVICE_FAIL_AT", &k.to_string())]);
+            let cpu = run(&mut pipe_of(&svc, stages, "cpu", ""), &input);
+            let child = pipe_of(&svc, stages, "gpu", "")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            readers_known(&svc, stages.len());
+            let out = finish(child, &input);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{what}: {err}");
+            assert!(out.stdout == cpu.stdout, "{what}: the output differs from the CPU's");
+            assert!(err.lines().all(|l| l.ends_with("done in this process")), "{what}: {err}");
+            assert_aborted(&mut svc, &what);
+        }
+    });
+}
+
+/// A pipe whose reader ends early (`| head -c 100`): the tools before it end too, none waiting
+/// for a held frame to be taken, and no frame is left held.
+#[test]
+fn a_reader_that_ends_early_leaves_no_frame_held() {
+    each_backend(|backend| {
+        let (stages, input) = held_pipes().swap_remove(0);
+        let mut svc = Service::new("heldhead", backend);
+        svc.serve("30", &[]);
+        let stages = &stages[..2];
+        let child = pipe_of(&svc, stages, "gpu", " | head -c 100")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        readers_known(&svc, stages.len());
+        let out = finish(child, &input);
+        assert_eq!(out.stdout.len(), 100, "{}", String::from_utf8_lossy(&out.stderr));
+        wait_for("no frame held", || field(&svc.status(), "frames held") == Some("0"));
     });
 }

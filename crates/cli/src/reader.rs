@@ -2,7 +2,7 @@
 //! it, several files at once, and hand them over in the order of the stream.
 
 use std::collections::{HashMap, VecDeque};
-use std::io::BufReader;
+use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -14,17 +14,38 @@ use histopipe_trace::{Span, Timed};
 use crate::error::Place;
 use crate::inputs::{Input, Inputs, Opened};
 use crate::panic::catch;
+use crate::service::held::{self, Token};
 use crate::Error;
 
 /// Bytes of frames the readers may hold ready while the GPU is being opened.
 pub(crate) const READ_AHEAD_BYTES: usize = 512 << 20;
 
-/// What a reader hands over: a frame (and how long it took, for the trace), the end of its input,
-/// or why it stopped.
+/// What a reader hands over: a frame (and how long it took, for the trace), a reference to a
+/// frame the GPU service holds, the end of its input, or why it stopped.
 pub(crate) enum Read {
     Frame(Frame, ReadTime),
+    Held(HeldInput, ReadTime),
     End,
     Failed(Error),
+}
+
+/// A frame the GPU service holds, as its reference in the input names it
+/// ([`crate::service::held`]); its bytes, where they follow the reference, come from the reader
+/// once it has read them ([`HeldInput::frame`]).
+pub(crate) struct HeldInput {
+    pub token: Token,
+    bytes: Receiver<Result<Frame, Error>>,
+}
+
+impl HeldInput {
+    /// The frame's bytes, read from the input after its reference: waits for the writer to
+    /// write them.
+    pub(crate) fn frame(self) -> Result<Frame, Error> {
+        self.bytes.recv().unwrap_or_else(|_| {
+            let why = "a frame held by the GPU service was not given, and its bytes did not follow it";
+            Err(Error::internal(Place::default(), "reader", why))
+        })
+    }
 }
 
 /// How long a frame took to read, and of that, in the input's `read` calls, when a trace is being
@@ -56,7 +77,7 @@ impl Read {
     fn bytes(&self) -> usize {
         match self {
             Read::Frame(f, _) => f.pixels.len() * f.depth().bytes(),
-            Read::End | Read::Failed(_) => 0,
+            Read::Held(..) | Read::End | Read::Failed(_) => 0,
         }
     }
 }
@@ -147,12 +168,14 @@ pub(crate) struct InputFrames {
 
 impl InputFrames {
     /// Starts `readers` reader threads (at most one per input) reading into `memory` (page-locked
-    /// once the GPU lends it). The threads are not joined: if the work stops early, one may be
-    /// blocked on a read that never ends.
+    /// once the GPU lends it); with `held`, references to frames the GPU service holds are taken
+    /// in the inputs. The threads are not joined: if the work stops early, one may be blocked on
+    /// a read that never ends.
     pub(crate) fn spawn(
         inputs: Inputs,
         readers: usize,
         options: ReadOptions,
+        held: bool,
         memory: SampleMemory,
         backlog: Arc<Backlog>,
     ) -> Result<InputFrames, Error> {
@@ -166,7 +189,7 @@ impl InputFrames {
                 .spawn(move || loop {
                     let job = queue.lock().unwrap_or_else(|e| e.into_inner()).recv();
                     match job {
-                        Ok(job) => read_input(job, options, &memory, &backlog),
+                        Ok(job) => read_input(job, options, held, &memory, &backlog),
                         Err(_) => break,
                     }
                 })
@@ -196,7 +219,7 @@ impl InputFrames {
                 Read::Failed(_) => {
                     self.pending.pop_front();
                 }
-                Read::Frame(..) => {}
+                Read::Frame(..) | Read::Held(..) => {}
             }
             return item;
         }
@@ -218,10 +241,13 @@ impl InputFrames {
 }
 
 /// Reads every frame of one input into `job.frames`; see [`read_stream`].
-fn read_input(job: ReadJob, options: ReadOptions, memory: &SampleMemory, backlog: &Backlog) {
+fn read_input(job: ReadJob, options: ReadOptions, held: bool, memory: &SampleMemory, backlog: &Backlog) {
     let ReadJob { number, input, frames } = job;
     match input.open() {
-        Ok(opened) => read_stream(number, input.path(), opened, &frames, options, memory, backlog),
+        Ok(opened) => {
+            let how = How { options, held, memory, backlog };
+            read_stream(number, input.path(), opened, &frames, &how)
+        }
         Err(e) => {
             backlog.add(number, 0);
             let _ = frames.send(Read::Failed(e));
@@ -229,28 +255,49 @@ fn read_input(job: ReadJob, options: ReadOptions, memory: &SampleMemory, backlog
     }
 }
 
+/// How a reader reads: its options, whether references to held frames are taken, where samples
+/// go, and the backlog it waits on.
+struct How<'a> {
+    options: ReadOptions,
+    held: bool,
+    memory: &'a SampleMemory,
+    backlog: &'a Backlog,
+}
+
 /// Reads every frame of input `number` from `stream` into `frames`; frames of a named file get
 /// it as their source. Ends with [`Read::End`] or [`Read::Failed`]; a panic while reading becomes
 /// the latter, naming the frame.
-fn read_stream(
-    number: usize,
-    path: Option<&Path>,
-    input: Opened,
-    frames: &Sender<Read>,
-    options: ReadOptions,
-    memory: &SampleMemory,
-    backlog: &Backlog,
-) {
+fn read_stream(number: usize, path: Option<&Path>, input: Opened, frames: &Sender<Read>, how: &How<'_>) {
     let Opened { stream, unread } = input;
     let stream = BufReader::with_capacity(1 << 20, Timed::new(stream));
-    let mut reader = FrameReader::new(stream, options).with_memory(memory.clone());
+    let mut reader = FrameReader::new(stream, how.options).with_memory(how.memory.clone());
     if let Some(unread) = unread {
         reader = reader.with_unread(unread);
     }
     let place = |frame| Place { file: path.map(PathBuf::from), frame: Some(frame) };
+    let mut held_seen = false;
     loop {
         let index = reader.next_index();
         let span = histopipe_trace::span("read", 0);
+        if how.held {
+            match reader.get_mut().fill_buf().map(|b| b.first().copied()) {
+                // The end, after frames or references (an input of neither is the reader's error).
+                Ok(None) if index > 1 || held_seen => {
+                    how.backlog.add(number, 0);
+                    let _ = frames.send(Read::End);
+                    break;
+                }
+                Ok(Some(first)) if first == held::MAGIC[0] => {
+                    held_seen = true;
+                    if !read_held(&mut reader, index, span, frames, number, how.backlog, &place) {
+                        break;
+                    }
+                    continue;
+                }
+                // A frame (or an error the frame reader names).
+                _ => {}
+            }
+        }
         let item = match catch(|| reader.next_frame()) {
             Ok(Ok(Some(mut frame))) => {
                 if let Some(path) = path {
@@ -267,9 +314,74 @@ fn read_stream(
             Err(panic) => Read::Failed(Error::internal(place(index), "reader", &panic)),
         };
         let last = !matches!(item, Read::Frame(..));
-        backlog.add(number, item.bytes());
+        how.backlog.add(number, item.bytes());
         if frames.send(item).is_err() || last {
             break;
+        }
+    }
+}
+
+/// Reads a reference to a held frame and hands it over, then what follows it: nothing, or the
+/// frame's bytes, which go to the frame's worker (it needs them where the service did not give it
+/// the frame). Whether the input goes on.
+fn read_held<R: std::io::BufRead>(
+    reader: &mut FrameReader<R>,
+    index: usize,
+    span: Span,
+    frames: &Sender<Read>,
+    number: usize,
+    backlog: &Backlog,
+    place: &dyn Fn(usize) -> Place,
+) -> bool {
+    let failed = |why: String| Read::Failed(Error::input(place(index), why));
+    let token = match held::read_record(reader.get_mut()) {
+        Ok(Ok(token)) => token,
+        Ok(Err(why)) => {
+            backlog.add(number, 0);
+            let _ = frames.send(failed(why));
+            return false;
+        }
+        Err(e) => {
+            backlog.add(number, 0);
+            let _ = frames.send(Read::Failed(Error::io(&e).at(place(index))));
+            return false;
+        }
+    };
+    let (bytes, given) = channel();
+    backlog.add(number, 0);
+    let held = HeldInput { token, bytes: given };
+    if frames.send(Read::Held(held, ReadTime::of(span, Duration::ZERO))).is_err() {
+        return false;
+    }
+    let mut after = [0u8];
+    let what = reader.get_mut().read_exact(&mut after).map(|()| after[0]);
+    match what {
+        Ok(held::NOTHING_FOLLOWS) => true,
+        Ok(held::FRAME_FOLLOWS) => match catch(|| reader.next_frame()) {
+            Ok(Ok(Some(frame))) => {
+                // The worker may have had it from the service after all.
+                let _ = bytes.send(Ok(frame));
+                true
+            }
+            Ok(Ok(None)) => {
+                let why = "the input ended where a held frame's bytes were to follow";
+                let _ = bytes.send(Err(Error::input(place(index), why)));
+                false
+            }
+            Ok(Err(e)) => {
+                let at = place(e.frame);
+                let _ = bytes.send(Err(Error::from(e).at(at)));
+                false
+            }
+            Err(panic) => {
+                let _ = bytes.send(Err(Error::internal(place(index), "reader", &panic)));
+                false
+            }
+        },
+        _ => {
+            let why = "the input ended (or broke) after a held frame's reference, before what follows it";
+            let _ = bytes.send(Err(Error::input(place(index), why)));
+            false
         }
     }
 }
@@ -333,6 +445,7 @@ mod tests {
         loop {
             match frames.next() {
                 Read::Frame(f, _) => out.push(f),
+                Read::Held(..) => panic!("a reference where none is taken"),
                 Read::End => return (out, None),
                 Read::Failed(e) => return (out, Some(e)),
             }
@@ -342,7 +455,8 @@ mod tests {
     fn spawn(inputs: Vec<Input>, readers: usize) -> InputFrames {
         let backlog = Arc::new(Backlog::default());
         let options = ReadOptions::default();
-        InputFrames::spawn(Inputs::of(inputs), readers, options, SampleMemory::default(), backlog).unwrap()
+        InputFrames::spawn(Inputs::of(inputs), readers, options, false, SampleMemory::default(), backlog)
+            .unwrap()
     }
 
     #[test]
@@ -366,6 +480,51 @@ mod tests {
             assert_eq!(frames[6].source, None, "standard input has no file name");
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// References to held frames in a stream: each handed over, the bytes after one given to its
+    /// frame, nothing after another; one cut short ends the stream with an error.
+    #[test]
+    fn references_to_held_frames_come_in_order_with_what_follows_them() {
+        let (a, b) = (held::Token(1, 2), held::Token(1, 3));
+        let mut bytes = b"P5 1 1 255\n\x01".to_vec();
+        bytes.extend(held::record(a));
+        bytes.push(held::NOTHING_FOLLOWS);
+        bytes.extend(held::record(b));
+        bytes.push(held::FRAME_FOLLOWS);
+        bytes.extend(b"P5 1 1 255\n\x02P5 1 1 255\n\x03");
+        let backlog = Arc::new(Backlog::default());
+        let options = ReadOptions::default();
+        let inputs = Inputs::of(vec![Input::Bytes(bytes.clone().into())]);
+        let mut frames =
+            InputFrames::spawn(inputs, 1, options, true, SampleMemory::default(), backlog).unwrap();
+        let mut seen = Vec::new();
+        loop {
+            match frames.next() {
+                Read::Frame(f, _) => seen.push(format!("frame {}", f.pixels.get(0))),
+                Read::Held(h, _) => {
+                    let token = h.token;
+                    let given = h.frame().map(|f| f.pixels.get(0));
+                    seen.push(format!("held {} {:?}", token.1, given.ok()));
+                }
+                Read::End => break,
+                Read::Failed(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(seen, ["frame 1", "held 2 None", "held 3 Some(2)", "frame 3"]);
+        // Without `held`, a reference is no frame.
+        let backlog = Arc::new(Backlog::default());
+        let inputs = Inputs::of(vec![Input::Bytes(bytes[12..].to_vec().into())]);
+        let mut frames =
+            InputFrames::spawn(inputs, 1, options, false, SampleMemory::default(), backlog).unwrap();
+        assert!(matches!(frames.next(), Read::Failed(_)));
+        // Cut after a reference: its frame has no bytes, and the stream fails.
+        let backlog = Arc::new(Backlog::default());
+        let inputs = Inputs::of(vec![Input::Bytes(bytes[12..12 + held::RECORD].to_vec().into())]);
+        let mut frames =
+            InputFrames::spawn(inputs, 1, options, true, SampleMemory::default(), backlog).unwrap();
+        let Read::Held(h, _) = frames.next() else { panic!("the reference comes first") };
+        assert!(h.frame().is_err());
     }
 
     #[test]
@@ -413,7 +572,8 @@ mod tests {
         std::thread::spawn(move || {
             let (options, memory) = (ReadOptions::default(), SampleMemory::default());
             let input = Opened { stream: Box::new(input), unread: None };
-            read_stream(0, Some(Path::new("a.pgm")), input, &tx, options, &memory, &b)
+            let how = How { options, held: false, memory: &memory, backlog: &b };
+            read_stream(0, Some(Path::new("a.pgm")), input, &tx, &how)
         });
         let first = rx.recv().unwrap();
         backlog.take(0, &first);

@@ -13,18 +13,19 @@ use std::process::ExitCode;
 use std::sync::mpsc::{channel, sync_channel, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 
-use histopipe_frame::{ReadOptions, SampleMemory};
+use histopipe_frame::{Frame, Pixels, ReadOptions, SampleMemory};
 
 use crate::args::{self, Invocation, Parsed};
 use crate::atomic::{self, AtomicFile};
 use crate::dispatch::{BackendChoice, Backends};
 use crate::error::Place;
+use crate::inputs::Input;
 use crate::memory;
 use crate::outputs::{Destinations, Target};
 use crate::panic::{self, catch};
 use crate::progress::Progress;
 use crate::reader::{Backlog, InputFrames, Read};
-use crate::service::{self, client::Remote};
+use crate::service::{self, client::Remote, held::Pipe};
 use crate::signals;
 use crate::splice::PagePipe;
 use crate::stdout::{self, RawStdout};
@@ -79,7 +80,23 @@ pub(crate) fn run_frames<T: Tool>(
     let memory = SampleMemory::default();
     let backlog = Arc::new(Backlog::default());
     let options = ReadOptions { raw: common.raw, max_pixels: common.max_pixels, gray: tool.reads_gray() };
-    let mut frames = InputFrames::spawn(inputs, workers, options, memory.clone(), backlog.clone())?;
+    // With `gpu`, frames go to the GPU service where it can take them (docs/histopipe-service.md), and
+    // with `auto` where it is up: every command line but those it declines, which the tool runs
+    // itself. Where both ends of a pipe are tools on the service, frames may stay there, and only
+    // references to them cross the pipe: the service is told at once that this process reads its
+    // input pipe.
+    let declined = service::declines(&common, names_files, !tool.side_files().is_empty());
+    let mut remote =
+        declined.is_none().then(|| Remote::new(T::NAME, args, &common.device, common.backend)).flatten();
+    // Not where each frame's output is named after its source, which a reference does not carry.
+    let stdin_only = inputs.len() == 1
+        && matches!(inputs.get(0), Some(Input::Stdin))
+        && !matches!(output.target, Target::Template(_));
+    let pipe_in = (stdin_only && common.raw.is_none()).then(|| Pipe::of(std::io::stdin())).flatten();
+    let to_pipe = matches!(output.target, Target::Stdout) && container.is_none();
+    let pipe_out = to_pipe.then(|| Pipe::of(std::io::stdout())).flatten();
+    let held = remote.as_mut().is_some_and(|r| r.with_pipes(pipe_out, pipe_in));
+    let mut frames = InputFrames::spawn(inputs, workers, options, held, memory.clone(), backlog.clone())?;
     let (sink, mut destinations) = match output.target {
         Target::Stdout => (Sink::Stream(stdout, pipe), Destinations::stream(tool.side_files())),
         Target::File(path) => {
@@ -98,12 +115,6 @@ pub(crate) fn run_frames<T: Tool>(
     *backends = Some(shared.clone());
     let (jobs, queue) = sync_channel::<Job>(workers);
     let queue = Mutex::new(queue);
-    // With `gpu`, frames go to the GPU service where it can take them (docs/histopipe-service.md), and
-    // with `auto` where it is up: every command line but those it declines, which the tool runs
-    // itself.
-    let declined = service::declines(&common, names_files, !tool.side_files().is_empty());
-    let remote =
-        declined.is_none().then(|| Remote::new(T::NAME, args, &common.device, common.backend)).flatten();
     let crew = Crew {
         tool,
         common: &common,
@@ -180,10 +191,14 @@ impl Stream<'_> {
             if !in_flight.acquire() {
                 return;
             }
-            let frame = match self.frames.next() {
+            let (frame, held) = match self.frames.next() {
                 Read::Frame(frame, time) => {
                     time.record(n);
-                    frame
+                    (frame, None)
+                }
+                Read::Held(held, time) => {
+                    time.record(n);
+                    (Frame::new(0, 0, 255, Pixels::U8(Vec::new().into())), Some(held))
                 }
                 Read::End => return,
                 Read::Failed(mut e) => {
@@ -217,7 +232,7 @@ impl Stream<'_> {
                     return;
                 }
             };
-            if jobs.send(Job { n, frame, destination, side_files }).is_err() {
+            if jobs.send(Job { n, frame, destination, side_files, held }).is_err() {
                 return;
             }
         }

@@ -392,6 +392,24 @@ impl<'a> Context<'a> {
         self.handed.restart();
     }
 
+    /// The output is to follow a reference to it, handed on already (the GPU service held it
+    /// for the reader of this tool's pipe, which could not have it): [`FRAME_FOLLOWS`] is handed
+    /// on, and the making that comes next is the frame's whole output.
+    ///
+    /// [`FRAME_FOLLOWS`]: crate::service::held::FRAME_FOLLOWS
+    pub(crate) fn follow_reference(&mut self) {
+        self.parts.clear();
+        self.text.clear();
+        self.send(Part::Bytes(vec![crate::service::held::FRAME_FOLLOWS]));
+        self.handed = Handed::default();
+    }
+
+    /// The frame's source, once its bytes came (a frame held by the GPU service came first as a
+    /// reference, which names none).
+    pub(crate) fn set_source(&mut self, source: Option<Source>) {
+        self.source = source;
+    }
+
     /// Whether this frame's output is the first in its file or stream: a table's header goes
     /// there (once per file with `-o` fields, once per stream otherwise).
     pub fn starts_output(&self) -> bool {

@@ -13,6 +13,7 @@ use crate::dispatch::{is_heavy, Backends};
 use crate::error::Place;
 use crate::outputs::Destination;
 use crate::panic::catch;
+use crate::reader::HeldInput;
 use crate::service::client::{Outcome, Remote};
 use crate::tool::{Context, Tool, FLOAT_REFUSED};
 use crate::writer::{Done, InFlight, Part, PartWriter, Written};
@@ -25,6 +26,8 @@ pub(crate) struct Job {
     pub destination: Destination,
     /// The paths of the tool's side files for this frame.
     pub side_files: Vec<Option<PathBuf>>,
+    /// The frame is held by the GPU service (`frame` is then an empty stand-in): its reference.
+    pub held: Option<HeldInput>,
 }
 
 /// What every worker shares.
@@ -61,7 +64,7 @@ impl<T: Tool> Crew<'_, T> {
     }
 
     fn one_frame(&self, job: Job, done: &Sender<Done>) -> Result<Written, Error> {
-        let Job { n, frame, destination, side_files } = job;
+        let Job { n, frame, destination, side_files, held } = job;
         let (starts, early) = match destination {
             Destination::Stream { starts } => (starts, Some(done.clone())),
             Destination::File(_) => (true, None),
@@ -77,25 +80,45 @@ impl<T: Tool> Crew<'_, T> {
         if !T::FLOAT && !frame.depth().is_integer() {
             return Err(cx.invalid(FLOAT_REFUSED));
         }
-        match self.remote {
-            None => self.tool.frame(&mut cx, frame)?,
-            Some(remote) => match remote.frame(n, &frame, starts, || self.worth_serving(&frame), &mut cx) {
-                Outcome::Served(Ok(parts)) => cx.extend(parts),
-                Outcome::Served(Err((kind, message))) => return Err(Error { kind, place, message }),
-                Outcome::Local => {
+        let outcome = match (self.remote, &held) {
+            (None, _) => Outcome::Local,
+            (Some(remote), Some(held)) => remote.held_frame(n, held.token, starts, &mut cx),
+            (Some(remote), None) => remote.frame(n, &frame, starts, || self.worth_serving(&frame), &mut cx),
+        };
+        match outcome {
+            Outcome::Served(Ok(parts)) => cx.extend(parts),
+            Outcome::Served(Err((kind, message))) => return Err(Error { kind, place, message }),
+            Outcome::Local | Outcome::AfterReference => {
+                if matches!(outcome, Outcome::AfterReference) {
+                    cx.follow_reference();
+                } else {
                     // Made from its start, what the service handed on of it already left out.
                     cx.restart();
-                    if remote.local_backends().is_none() {
-                        // The tool's own GPUs, opened now if not yet.
-                        self.backends.start();
-                    }
-                    let pixels = frame.pixel_count();
-                    let run = remote.local_begins();
-                    let done = self.tool.frame(&mut cx, frame);
-                    remote.local_ends(run, pixels, done.is_ok());
-                    done?;
                 }
-            },
+                // A held frame's bytes follow its reference in the input.
+                let frame = match held {
+                    Some(held) => {
+                        let frame = held.frame()?;
+                        cx.set_source(frame.source.clone());
+                        frame
+                    }
+                    None => frame,
+                };
+                match self.remote {
+                    None => self.tool.frame(&mut cx, frame)?,
+                    Some(remote) => {
+                        if remote.local_backends().is_none() {
+                            // The tool's own GPUs, opened now if not yet.
+                            self.backends.start();
+                        }
+                        let pixels = frame.pixel_count();
+                        let run = remote.local_begins();
+                        let done = self.tool.frame(&mut cx, frame);
+                        remote.local_ends(run, pixels, done.is_ok());
+                        done?;
+                    }
+                }
+            }
         }
         work.end();
         let parts = cx.finish()?;

@@ -463,6 +463,9 @@ fn write_in_order(
                         *at = item.place.clone();
                         started = item.n;
                         out.write(item.n, parts, &item.place)?;
+                        // Parts handed on early are wanted downstream now: a held frame's
+                        // reference, whose writer waits for the reader to take it.
+                        out.flush()?;
                     }
                 } else {
                     early.entry(item.n).or_default().push((item.place, parts));
@@ -478,6 +481,7 @@ fn write_in_order(
                     *at = place.clone();
                     started = next;
                     out.write(next, parts, &place)?;
+                    out.flush()?;
                 }
             }
             let Some(item) = waiting.remove(&next) else { break };

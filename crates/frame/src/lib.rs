@@ -48,4 +48,4 @@ pub use geometry::{Affine, Geometry, Line, Point};
 pub use read::{parse_size, FrameReader, RawSpec, ReadOptions, Unread, DEFAULT_MAX_PIXELS};
 pub use samples::{advise_huge_pages, Lender, SampleMemory, Samples};
 pub use source::{Origin, Source};
-pub use write::{write_rgb8, Container, FrameWriter, WriteOptions};
+pub use write::{read_back_format, write_rgb8, Container, FrameWriter, WriteOptions};

@@ -3,7 +3,7 @@ use std::io::{self, Cursor, Write};
 use image::{ExtendedColorType, ImageEncoder};
 
 use crate::samples::le_bytes;
-use crate::{Channels, Format, Frame, FrameError, Pixels};
+use crate::{Channels, Depth, Format, Frame, FrameError, Pixels};
 
 /// A container to write frames in, whatever they were read in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,6 +96,31 @@ pub struct FrameWriter<W: Write> {
     options: WriteOptions,
     written: usize,
     scratch: Vec<u8>,
+}
+
+/// The format a reader of the stream that [`FrameWriter`] makes of `frame` (no container) names
+/// when it reads it back (`FrameReader`, default options), where nothing else of the frame changes
+/// on the way: a frame written as binary netpbm (P5, P6 or P7; 8-bit samples for a maxval up to
+/// 255, 16-bit above) or as PFM (float samples, no alpha, nothing in its header beyond PFM's
+/// own). `None` for any other frame (plain netpbm, NPY, raw, samples read at another depth). The
+/// GPU service hands a frame so from one tool to the next without writing it (see
+/// docs/histopipe-service.md): the next tool gets what it would have read.
+pub fn read_back_format(frame: &Frame) -> Option<Format> {
+    let written = FrameWriter::new(io::sink(), WriteOptions::default()).written(frame);
+    let bare = frame.geometry.is_none() && frame.annotations.is_empty() && frame.source.is_none();
+    match (written, frame.depth()) {
+        (Ok(Written::Netpbm { pam, plain: false }), depth)
+            if (depth == Depth::U8 && frame.maxval <= 255) || (depth == Depth::U16 && frame.maxval > 255) =>
+        {
+            Some(match (pam, frame.channels) {
+                (true, _) => Format::Pam,
+                (false, Channels::Gray) => Format::Pgm,
+                (false, _) => Format::Ppm,
+            })
+        }
+        (Ok(Written::Pfm), Depth::F32) if frame.maxval == 1 && bare => Some(Format::Pfm),
+        _ => None,
+    }
 }
 
 impl<W: Write> FrameWriter<W> {
@@ -465,6 +490,72 @@ mod tests {
             ..Default::default()
         };
         FrameReader::new(&bytes[..], options).next_frame().unwrap().unwrap()
+    }
+
+    #[test]
+    fn a_frame_read_back_is_what_a_reader_of_its_stream_reads() {
+        let geometry = Some(Geometry::identity(7, 9).then(&Affine {
+            a: 0.5,
+            b: 0.25,
+            c: -3.5,
+            d: -0.25,
+            e: 0.5,
+            f: 1.0,
+        }));
+        let formats = [
+            Format::Pgm,
+            Format::PlainPgm,
+            Format::Ppm,
+            Format::Pam,
+            Format::Pfm,
+            Format::Npy,
+            Format::Raw,
+            Format::Decoded,
+        ];
+        let channels = [Channels::Gray, Channels::GrayAlpha, Channels::Rgb, Channels::RgbAlpha];
+        let mut held = 0;
+        for format in formats {
+            for ch in channels {
+                for (depth, maxval) in [(0, 255), (0, 7), (1, 65535), (1, 1000), (2, 1)] {
+                    for extras in [false, true] {
+                        let n = 4 * 3 * ch.count();
+                        let pixels = match depth {
+                            0 => Pixels::U8((0..n).map(|i| (i * 37 % (maxval as usize + 1)) as u8).collect()),
+                            1 => Pixels::U16(
+                                (0..n).map(|i| (i * 9973 % (maxval as usize + 1)) as u16).collect(),
+                            ),
+                            _ => Pixels::F32((0..n).map(|i| i as f32 * 0.37 - 1.5).collect()),
+                        };
+                        let mut f = Frame::with_channels(4, 3, ch, maxval, pixels);
+                        f.format = format;
+                        if extras {
+                            f.geometry = geometry.clone();
+                            f.set_annotation("hough", "theta-min=0");
+                            f.source = Some(Source::from_stream("a.pgm", 2));
+                        }
+                        let case = format!("{format:?} {ch:?} depth {depth} maxval {maxval} extras {extras}");
+                        if let Some(format) = read_back_format(&f) {
+                            {
+                                let back = Frame { format, ..f.clone() };
+                                held += 1;
+                                let mut bytes = Vec::new();
+                                FrameWriter::new(&mut bytes, WriteOptions::default()).write(1, &f).unwrap();
+                                let mut reader = FrameReader::new(&bytes[..], ReadOptions::default());
+                                let read = reader.next_frame().unwrap().unwrap();
+                                assert_eq!(read, back, "{case}");
+                                assert!(reader.next_frame().unwrap().is_none(), "{case}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(held >= 100, "most frames of the stream formats are held: {held}");
+        let gray = Frame::new(2, 1, 255, Pixels::U8(vec![1, 2].into()));
+        assert_eq!(read_back_format(&gray), Some(Format::Pgm));
+        let mut decoded = Frame::with_channels(1, 1, Channels::Rgb, 65535, Pixels::U16(vec![9, 8, 7].into()));
+        decoded.format = Format::Decoded;
+        assert_eq!(read_back_format(&decoded), Some(Format::Ppm));
     }
 
     #[test]

@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 use histopipe_frame::{Frame, SampleMemory};
 
 use super::channel::Channel;
+use super::held::{self, Pipe, Token};
 use super::shm::Block;
 use super::transfer::{decode_reply, frame_bytes, put_frame};
-use super::wire::{decode_refusal, FrameRequest, Hello, Kind, Refusal, VERSION};
+use super::wire::{decode_refusal, FrameRequest, Hello, Input, Kind, Reader, Refusal, Writer, VERSION};
 use super::{connect_or_start, Address};
 use crate::dispatch::{choose, BackendChoice, Backends, Devices, Lane, Load, Rate};
 use crate::tool::Context;
@@ -29,6 +30,10 @@ const START_WAIT: Duration = Duration::from_secs(20);
 /// How long a frame may take on the service before the tool does it itself. A frame within
 /// `--max-work` takes a GPU a second at most; the bound is for a service that hangs.
 const FRAME_WAIT: Duration = Duration::from_secs(120);
+
+/// How long a writer waits for the reader of a frame held for it to be done with it: the
+/// service's own bound (120 s), and a margin.
+const HOLD_WAIT: Duration = Duration::from_secs(150);
 
 /// The most connections one process has to the service. Frames take turns on the GPU, but their
 /// copies into and out of shared memory, on both sides, do not: 100 colour 4K JPEGs equalized to
@@ -50,8 +55,32 @@ struct Pool {
 pub(crate) enum Outcome {
     /// The service ran the tool on the frame: its parts, or the tool's error (kind and words).
     Served(Result<Vec<Part>, (ErrorKind, String)>),
-    /// The tool does the frame itself.
+    /// The tool does the frame itself (a frame held by the service: from the bytes that follow
+    /// its reference in the stream).
     Local,
+    /// A reference to the frame's output, held by the service, was handed on, and its reader
+    /// could not have it: the tool makes the output itself, to follow the reference
+    /// ([`held::FRAME_FOLLOWS`]).
+    AfterReference,
+}
+
+/// What a frame handed to the service is.
+#[derive(Clone, Copy)]
+enum Give<'f> {
+    /// A frame of this process's.
+    Frame(&'f Frame),
+    /// A frame the service holds, whose reference this process read from its input.
+    Held(Token),
+}
+
+/// The service's answer to a frame.
+enum Reply {
+    Served(Result<Vec<Part>, (ErrorKind, String)>),
+    /// The output is held for the reader of the output's pipe.
+    Held(Token),
+    /// The held frame given cannot be taken (no longer held, or not as this tool reads it): its
+    /// bytes follow its reference.
+    NotTaken,
 }
 
 /// A connection, with the shared memory blocks of each direction.
@@ -111,6 +140,8 @@ pub(crate) struct Remote {
     told: Once,
     /// Frames the service did.
     served: AtomicU64,
+    /// The pipe the output goes to, where frames may be held for a tool that reads it.
+    pipe_out: Option<Pipe>,
 }
 
 impl Remote {
@@ -149,7 +180,33 @@ impl Remote {
             local: AtomicBool::new(false),
             told: Once::new(),
             served: AtomicU64::new(0),
+            pipe_out: None,
         })
+    }
+
+    /// The pipes of this run where frames may be held ([`super::held`]): `output`, where its
+    /// frames go, and `input`, where they come from, which the service is told this process
+    /// reads (at once, before any tool writing into it has a frame to hold). Whether the service
+    /// now knows it reads `input`.
+    pub(crate) fn with_pipes(&mut self, output: Option<Pipe>, input: Option<Pipe>) -> bool {
+        self.pipe_out = output;
+        let Some(pipe) = input else { return false };
+        // A connection of its own, kept for the frames after (none is open yet).
+        if !matches!(self.take(), Some(None)) {
+            return false;
+        }
+        let said = self.open().map_err(drop).and_then(|mut c| c.reads(pipe).map(|()| c).map_err(drop));
+        match said {
+            Ok(connection) => {
+                self.pool().idle.push(connection);
+                self.returned.notify_one();
+                true
+            }
+            Err(()) => {
+                self.lose_one();
+                false
+            }
+        }
     }
 
     /// The frames the service did, for `--progress`.
@@ -231,7 +288,7 @@ impl Remote {
             before = rates.on_service;
         }
         let start = Instant::now();
-        let outcome = self.serve(n, frame, starts, cx);
+        let outcome = self.serve(n, Give::Frame(frame), starts, cx);
         if self.mode == Mode::Auto {
             let mut rates = self.rates();
             let after = rates.on_service;
@@ -250,7 +307,22 @@ impl Remote {
         outcome
     }
 
-    fn serve(&self, n: usize, frame: &Frame, starts: bool, cx: &mut Context<'_>) -> Outcome {
+    /// Hands frame `n`, whose reference (a frame the service holds) this process read from its
+    /// input, to the service; done, says the service is done with it. Should the service not
+    /// take it ([`Outcome::Local`]), its bytes follow the reference in the input, and the tool
+    /// makes the output from them.
+    pub(crate) fn held_frame(&self, n: usize, token: Token, starts: bool, cx: &mut Context<'_>) -> Outcome {
+        if !self.in_use() {
+            // Its writer is told at once to write its bytes (it would wait for them otherwise).
+            if let Ok(mut c) = self.open() {
+                let _ = c.release(token, false);
+            }
+            return Outcome::Local;
+        }
+        self.serve(n, Give::Held(token), starts, cx)
+    }
+
+    fn serve(&self, n: usize, give: Give<'_>, starts: bool, cx: &mut Context<'_>) -> Outcome {
         let Some(pooled) = self.take() else { return Outcome::Local };
         // A connection kept from an earlier frame may have been closed by the service meanwhile
         // (an idle session is): the frame is tried once more on a new one.
@@ -271,13 +343,8 @@ impl Remote {
                     return self.give_up(n, &why);
                 }
             };
-            match connection.frame(n, frame, starts, cx) {
-                Ok(served) => {
-                    self.pool().idle.push(connection);
-                    self.returned.notify_one();
-                    self.served.fetch_add(1, Ordering::Relaxed);
-                    return Outcome::Served(served);
-                }
+            let reply = match connection.frame(n, give, starts, self.pipe_out, cx) {
+                Ok(reply) => reply,
                 Err(_) if tries > 0 => {
                     cx.restart();
                     continue;
@@ -286,7 +353,43 @@ impl Remote {
                     self.lose_one();
                     return self.give_up(n, &why);
                 }
+            };
+            // The output made (or held and over), the held input given, if any, is released:
+            // its writer need not write its bytes.
+            let (outcome, done) = match reply {
+                Reply::Served(served) => (Outcome::Served(served), true),
+                Reply::NotTaken => (Outcome::Local, false),
+                Reply::Held(token) => {
+                    cx.send_parts(vec![Part::Bytes(held::record(token))]);
+                    match connection.await_over(token) {
+                        Ok(true) => {
+                            (Outcome::Served(Ok(vec![Part::Bytes(vec![held::NOTHING_FOLLOWS])])), true)
+                        }
+                        Ok(false) => (Outcome::AfterReference, false),
+                        Err(why) => {
+                            self.lose_one();
+                            self.give_up(n, &why);
+                            return Outcome::AfterReference;
+                        }
+                    }
+                }
+            };
+            let released = match give {
+                Give::Held(token) => connection.release(token, done),
+                Give::Frame(_) => Ok(()),
+            };
+            match released {
+                Ok(()) => {
+                    self.pool().idle.push(connection);
+                    self.returned.notify_one();
+                }
+                // Its writer then writes the frame's bytes, which the input skips.
+                Err(_) => self.lose_one(),
             }
+            if matches!(outcome, Outcome::Served(_)) {
+                self.served.fetch_add(1, Ordering::Relaxed);
+            }
+            return outcome;
         }
     }
 
@@ -363,16 +466,8 @@ fn refusal(body: &[u8]) -> (Option<Refusal>, String) {
 }
 
 impl Connection {
-    /// Sends frame `n` and waits for its output, handing the parts sent before it is done to
-    /// `cx` (each taken out of the block before the service may write the next there); an error:
-    /// the connection is done for.
-    fn frame(
-        &mut self,
-        n: usize,
-        frame: &Frame,
-        starts: bool,
-        cx: &mut Context<'_>,
-    ) -> Result<Result<Vec<Part>, (ErrorKind, String)>, String> {
+    /// Puts `frame` in the session's block, a larger one asked for first if need be: its header.
+    fn put(&mut self, frame: &Frame) -> Result<super::wire::FrameHeader, String> {
         let need = frame_bytes(frame);
         if self.block.as_ref().is_none_or(|b| b.len() < need) {
             self.channel.send(Kind::Room, &(need as u64).to_le_bytes(), None).map_err(|e| e.to_string())?;
@@ -385,8 +480,62 @@ impl Connection {
             }
         }
         let block = self.block.as_mut().filter(|b| b.len() >= need).ok_or("no room for the frame")?;
-        let (header, _) = put_frame(frame, block, 0);
-        let body = FrameRequest { n, starts, header }.encode();
+        Ok(put_frame(frame, block, 0).0)
+    }
+
+    /// Sends `kind` with `body` and waits up to `wait` for an answer of `expected` kind: its
+    /// body.
+    fn ask(&mut self, kind: Kind, body: &[u8], expected: Kind, wait: Duration) -> Result<Vec<u8>, String> {
+        self.channel.send(kind, body, None).map_err(|e| e.to_string())?;
+        self.channel.stream.set_read_timeout(Some(wait)).map_err(|e| e.to_string())?;
+        let answer = self.channel.recv(wait).map_err(|e| format!("no answer: {e}"))?;
+        match answer.kind {
+            k if k == expected && answer.fd.is_none() => Ok(answer.body),
+            Kind::Refused => Err(format!("refused: {}", refusal(&answer.body).1)),
+            other => Err(format!("answered {kind:?} with {other:?}")),
+        }
+    }
+
+    /// Tells the service this process reads `pipe`.
+    fn reads(&mut self, pipe: Pipe) -> Result<(), String> {
+        let mut w = Writer::default();
+        pipe.encode(&mut w);
+        self.ask(Kind::Reads, &w.bytes, Kind::Ready, START_WAIT).map(drop)
+    }
+
+    /// Waits until the reader of held frame `token` is done with it: whether it is (or needs its
+    /// bytes).
+    fn await_over(&mut self, token: Token) -> Result<bool, String> {
+        let mut w = Writer::default();
+        token.encode(&mut w);
+        let body = self.ask(Kind::Await, &w.bytes, Kind::Over, HOLD_WAIT)?;
+        Ok(body == [1])
+    }
+
+    /// Done with held frame `token` (`done`), or its bytes are wanted after all.
+    fn release(&mut self, token: Token, done: bool) -> Result<(), String> {
+        let mut w = Writer::default();
+        token.encode(&mut w);
+        w.u8(done as u8);
+        self.ask(Kind::Release, &w.bytes, Kind::Ready, START_WAIT).map(drop)
+    }
+
+    /// Sends frame `n` and waits for its output, handing the parts sent before it is done to
+    /// `cx` (each taken out of the block before the service may write the next there); an error:
+    /// the connection is done for.
+    fn frame(
+        &mut self,
+        n: usize,
+        give: Give<'_>,
+        starts: bool,
+        pipe_out: Option<Pipe>,
+        cx: &mut Context<'_>,
+    ) -> Result<Reply, String> {
+        let input = match give {
+            Give::Frame(frame) => Input::Sent(self.put(frame)?),
+            Give::Held(token) => Input::Held(token),
+        };
+        let body = FrameRequest { n, starts, pipe_out, input }.encode();
         self.channel.send(Kind::Frame, &body, None).map_err(|e| e.to_string())?;
         self.channel.stream.set_read_timeout(Some(FRAME_WAIT)).map_err(|e| e.to_string())?;
         loop {
@@ -394,6 +543,12 @@ impl Connection {
             let done = match answer.kind {
                 Kind::Done => true,
                 Kind::Part => false,
+                Kind::Held => {
+                    let mut r = Reader::new(&answer.body);
+                    let token = Token::decode(&mut r).and_then(|t| r.end().map(|()| t));
+                    return token.map(Reply::Held).map_err(|e| format!("a bad answer: {}", e.0));
+                }
+                Kind::Over if matches!(give, Give::Held(_)) => return Ok(Reply::NotTaken),
                 Kind::Refused => return Err(format!("refused: {}", refusal(&answer.body).1)),
                 other => return Err(format!("answered a frame with {other:?}")),
             };
@@ -403,7 +558,7 @@ impl Connection {
             let served = decode_reply(&answer.body, self.block.as_ref())
                 .map_err(|e| format!("a bad answer: {}", e.0))?;
             if done {
-                return Ok(served);
+                return Ok(Reply::Served(served));
             }
             // Taken out of the block: the service may write its next parts there.
             let parts = served.map_err(|_| "an error sent as a frame's part".to_string())?;

@@ -16,6 +16,7 @@
 
 pub(crate) mod channel;
 pub(crate) mod client;
+pub(crate) mod held;
 pub(crate) mod server;
 pub(crate) mod shm;
 pub(crate) mod transfer;
@@ -420,13 +421,39 @@ pub fn decode_message(kind: u8, body: &[u8]) -> Result<(), String> {
                 Kind::Frame => {
                     let request =
                         FrameRequest::decode(body, histopipe_frame::DEFAULT_MAX_PIXELS, block.len())?;
-                    transfer::take_frame(request.header, block, &SampleMemory::default()).map(drop)
+                    match request.input {
+                        wire::Input::Sent(header) => {
+                            transfer::take_frame(header, block, &SampleMemory::default()).map(drop)
+                        }
+                        wire::Input::Held(_) => Ok(()),
+                    }
                 }
                 // As a tool reads the service's reply (client.rs).
                 Kind::Done | Kind::Part => transfer::decode_reply(body, Some(block)).map(drop),
                 Kind::Room => {
                     let mut r = Reader::new(body);
                     r.u64("the bytes")?;
+                    r.end()
+                }
+                Kind::Reads => {
+                    let mut r = Reader::new(body);
+                    held::Pipe::decode(&mut r)?;
+                    r.end()
+                }
+                Kind::Held | Kind::Await => {
+                    let mut r = Reader::new(body);
+                    held::Token::decode(&mut r)?;
+                    r.end()
+                }
+                Kind::Release => {
+                    let mut r = Reader::new(body);
+                    held::Token::decode(&mut r)?;
+                    r.u8("whether the reader is done")?;
+                    r.end()
+                }
+                Kind::Over => {
+                    let mut r = Reader::new(body);
+                    r.u8("whether the reader is done")?;
                     r.end()
                 }
                 Kind::Stop | Kind::Status | Kind::Taken => Ok(()),
@@ -492,10 +519,16 @@ pub fn seed_messages() -> Vec<Vec<u8>> {
         }
     };
     let frame = |h: FrameHeader| {
+        let request = wire::FrameRequest { n: 3, starts: true, pipe_out: None, input: wire::Input::Sent(h) };
+        message(Kind::Frame, &request.encode())
+    };
+    let (pipe, token) = (held::Pipe { dev: 14, ino: 90210 }, held::Token(0x5eed, 17));
+    let held_frame =
+        wire::FrameRequest { n: 2, starts: false, pipe_out: Some(pipe), input: wire::Input::Held(token) };
+    let with = |kind: Kind, f: &dyn Fn(&mut Writer)| {
         let mut w = Writer::default();
-        w.u64(3).u8(1);
-        h.encode(&mut w);
-        message(Kind::Frame, &w.bytes)
+        f(&mut w);
+        message(kind, &w.bytes)
     };
     let hello = |tool: &str, args: &[&str]| {
         let args = args.iter().map(std::ffi::OsString::from).collect();
@@ -526,6 +559,17 @@ pub fn seed_messages() -> Vec<Vec<u8>> {
         message(Kind::Ready, &Writer::default().u32(wire::VERSION).bytes),
         message(Kind::Status, b""),
         message(Kind::Stop, b""),
+        message(Kind::Frame, &held_frame.encode()),
+        with(Kind::Reads, &|w| pipe.encode(w)),
+        with(Kind::Held, &|w| token.encode(w)),
+        with(Kind::Await, &|w| token.encode(w)),
+        with(Kind::Release, &|w| {
+            token.encode(w);
+            w.u8(1);
+        }),
+        with(Kind::Over, &|w| {
+            w.u8(1);
+        }),
         session,
     ]
 }

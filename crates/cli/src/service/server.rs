@@ -8,12 +8,13 @@ use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use histopipe_frame::Depth;
+use histopipe_frame::{read_back_format, Channels, Depth};
 
 use super::channel::{Channel, RecvError};
+use super::held::{Pipe, Shelf, Token, Visits};
 use super::shm::{Block, Pool};
 use super::transfer::{encode_reply, parts_bytes, take_frame};
-use super::wire::{encode_refusal, Bad, FrameRequest, Hello, Kind, Reader, Refusal, Writer, VERSION};
+use super::wire::{encode_refusal, Bad, FrameRequest, Hello, Input, Kind, Reader, Refusal, Writer, VERSION};
 use super::{same_user, Address};
 use crate::args::{self, Asked};
 use crate::dispatch::Backends;
@@ -39,6 +40,9 @@ const SESSION_IDLE: Duration = Duration::from_secs(60);
 /// How long a frame waits for memory held by other sessions' frames before it is refused as busy
 /// (its client then does it itself).
 const MEMORY_WAIT: Duration = Duration::from_secs(10);
+
+/// The longest a frame is held for its reader: past it, its writer writes its bytes.
+const HOLD_MOST: Duration = Duration::from_secs(120);
 
 /// How long a service whose GPUs cannot be opened stays up once idle: long enough for the
 /// clients of one batch to hear why, short enough not to linger on a machine without a GPU.
@@ -71,7 +75,12 @@ struct Held<'a> {
 
 impl Budget {
     fn hold(&self, bytes: u64) -> Option<Held<'_>> {
-        let deadline = Instant::now() + MEMORY_WAIT;
+        self.hold_within(bytes, MEMORY_WAIT)
+    }
+
+    /// Holds `bytes`, waiting at most `wait` for other frames to give them back.
+    fn hold_within(&self, bytes: u64, wait: Duration) -> Option<Held<'_>> {
+        let deadline = Instant::now() + wait;
         let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
         while *used + bytes > self.most {
             let left = deadline.checked_duration_since(Instant::now())?;
@@ -82,11 +91,27 @@ impl Budget {
     }
 }
 
+impl Budget {
+    /// Gives back `bytes` held before.
+    fn free(&self, bytes: u64) {
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        *used -= bytes;
+        self.freed.notify_all();
+    }
+}
+
+impl Held<'_> {
+    /// Keeps the bytes held past this value: they are given back by [`Budget::free`].
+    fn keep(self) -> u64 {
+        let bytes = self.bytes;
+        std::mem::forget(self);
+        bytes
+    }
+}
+
 impl Drop for Held<'_> {
     fn drop(&mut self) {
-        let mut used = self.budget.used.lock().unwrap_or_else(|e| e.into_inner());
-        *used -= self.bytes;
-        self.budget.freed.notify_all();
+        self.budget.free(self.bytes);
     }
 }
 
@@ -105,6 +130,8 @@ pub struct Service {
     budget: Budget,
     /// The shared memory blocks made ahead, none lent yet.
     pool: Pool,
+    /// Frames held between two tools of a pipe.
+    shelf: Shelf,
     /// The GPUs could not be opened: the service ends as soon as it is idle.
     unusable: std::sync::atomic::AtomicBool,
     /// `HISTOPIPE_SERVICE_FAIL_AT=N` (or `N:K`), for the tests of a service lost mid-frame: the
@@ -140,6 +167,7 @@ impl Service {
             last: Mutex::new(Instant::now()),
             budget: Budget { used: Mutex::new(0), freed: Condvar::new(), most: memory_budget() },
             pool: Pool::default(),
+            shelf: Shelf::default(),
             unusable: std::sync::atomic::AtomicBool::new(false),
             fail_at: std::env::var("HISTOPIPE_SERVICE_FAIL_AT").ok().and_then(|v| fail_at(&v)),
         }
@@ -259,8 +287,9 @@ impl Service {
 
     /// How the service stands, a `key value` line each.
     fn status(&self) -> String {
+        let (pipes, holding, held) = self.shelf.counts();
         format!(
-            "pid {}\nsocket {}\nbackend {}\nup {:.1} s\nsessions {}\nframes {}\nidle exit {} s\n",
+            "pid {}\nsocket {}\nbackend {}\nup {:.1} s\nsessions {}\nframes {}\npipes read {pipes}\nframes held {holding}\nheld since start {held}\nidle exit {} s\n",
             std::process::id(),
             self.address.socket.display(),
             self.backends.describe(),
@@ -310,6 +339,7 @@ fn serve<T: Tool>(service: &Service, channel: &Channel, hello: Hello) {
     }
     let common = command.common;
     let mut lent = Lent { pool: &service.pool, block: None };
+    let mut visits = Visiting { service, visits: service.shelf.visits() };
     loop {
         // A session with no frame for a while is closed (its tool opens another if it has more):
         // idle sessions would hold the service's places and keep it from ending.
@@ -328,99 +358,228 @@ fn serve<T: Tool>(service: &Service, channel: &Channel, hello: Hello) {
             let _ = refuse(channel, Refusal::Protocol, "the service's memory is its own: a tool sends none");
             return;
         }
-        match message.kind {
-            Kind::Room => {
-                let bytes = match room(&message.body) {
-                    Ok(bytes) if bytes <= service.budget.most => bytes,
-                    Ok(_) => {
-                        let _ = refuse(
-                            channel,
-                            Refusal::Busy,
-                            "a frame larger than the service's memory for frames",
-                        );
-                        return;
-                    }
-                    Err(Bad(why)) => {
-                        let _ = refuse(channel, Refusal::Protocol, &why);
-                        return;
-                    }
-                };
-                if let Err(e) = lent.grow(bytes as usize) {
-                    let _ = refuse(channel, Refusal::Busy, &format!("no shared memory: {e}"));
-                    return;
-                }
-                let fd = lent.block.as_ref().map(Block::fd);
-                if channel.send(Kind::Ready, &Writer::default().u32(VERSION).bytes, fd).is_err() {
-                    return;
-                }
-                continue;
+        let answered = match message.kind {
+            Kind::Room => room_for(service, channel, &mut lent, &message.body),
+            Kind::Reads => reads(service, channel, &mut visits.visits, &message.body),
+            Kind::Await => await_over(service, channel, &mut visits.visits, &message.body),
+            Kind::Release => release(service, channel, &mut visits.visits, &message.body),
+            Kind::Frame => {
+                one_frame(service, channel, &mut lent, &mut visits.visits, &common, &message.body, &mut tool)
             }
-            Kind::Frame => {}
             _ => {
                 let _ = refuse(channel, Refusal::Protocol, "a session sends frames");
-                return;
+                Err(())
             }
-        }
-        let Some(block) = lent.block.as_mut() else {
-            let _ = refuse(channel, Refusal::Protocol, "a frame before its room");
-            return;
         };
-        let FrameRequest { n, starts, header } =
-            match FrameRequest::decode(&message.body, common.max_pixels, block.len()) {
-                Ok(request) => request,
-                Err(Bad(why)) => {
-                    let _ = refuse(channel, Refusal::Protocol, &why);
-                    return;
-                }
-            };
-        let number = service.frames.fetch_add(1, Ordering::Relaxed) + 1;
-        if service.fail_at == Some((number, 0)) {
-            std::process::abort();
-        }
-        let Some(_held) = service.budget.hold(header.samples.len) else {
-            let _ = refuse(channel, Refusal::Busy, "out of memory for frames past the wait");
+        if answered.is_err() {
             return;
-        };
-        let frame = match take_frame(header, block, service.backends.memory()) {
-            Ok(frame) => frame,
+        }
+    }
+}
+
+/// A session's visits to the shelf of held frames, undone when the session ends.
+struct Visiting<'a> {
+    service: &'a Service,
+    visits: Visits,
+}
+
+impl Drop for Visiting<'_> {
+    fn drop(&mut self) {
+        self.service.shelf.leave(&mut self.visits, |bytes| self.service.budget.free(bytes));
+    }
+}
+
+/// A session's answer to a message, or the session's end (`Err`).
+type Answered = Result<(), ()>;
+
+/// Answers a request for room: the session's block, a larger one if need be.
+fn room_for(service: &Service, channel: &Channel, lent: &mut Lent<'_>, body: &[u8]) -> Answered {
+    let bytes = match room(body) {
+        Ok(bytes) if bytes <= service.budget.most => bytes,
+        Ok(_) => {
+            let _ = refuse(channel, Refusal::Busy, "a frame larger than the service's memory for frames");
+            return Err(());
+        }
+        Err(Bad(why)) => {
+            let _ = refuse(channel, Refusal::Protocol, &why);
+            return Err(());
+        }
+    };
+    if let Err(e) = lent.grow(bytes as usize) {
+        let _ = refuse(channel, Refusal::Busy, &format!("no shared memory: {e}"));
+        return Err(());
+    }
+    let fd = lent.block.as_ref().map(Block::fd);
+    channel.send(Kind::Ready, &Writer::default().u32(VERSION).bytes, fd).map_err(drop)
+}
+
+/// Takes a message's body as `read` reads it, or refuses it.
+fn body<T>(
+    channel: &Channel,
+    body: &[u8],
+    read: impl FnOnce(&mut Reader<'_>) -> Result<T, Bad>,
+) -> Result<T, ()> {
+    let mut r = Reader::new(body);
+    match read(&mut r).and_then(|v| r.end().map(|()| v)) {
+        Ok(v) => Ok(v),
+        Err(Bad(why)) => {
+            let _ = refuse(channel, Refusal::Protocol, &why);
+            Err(())
+        }
+    }
+}
+
+/// The session's tool reads a pipe: frames for it may be held.
+fn reads(service: &Service, channel: &Channel, visits: &mut Visits, message: &[u8]) -> Answered {
+    let pipe = body(channel, message, Pipe::decode)?;
+    service.shelf.reads(visits, pipe);
+    channel.send(Kind::Ready, &Writer::default().u32(VERSION).bytes, None).map_err(drop)
+}
+
+/// Waits until the reader of a frame this session held is done with it, and says whether it is.
+fn await_over(service: &Service, channel: &Channel, visits: &mut Visits, message: &[u8]) -> Answered {
+    let token = body(channel, message, Token::decode)?;
+    let gone = || closed(&channel.stream);
+    let over = service.shelf.wait(visits, token, HOLD_MOST, gone, |bytes| service.budget.free(bytes));
+    channel.send(Kind::Over, &[over as u8], None).map_err(drop)
+}
+
+/// The session is done with a held frame it took, or wants its bytes after all.
+fn release(service: &Service, channel: &Channel, visits: &mut Visits, message: &[u8]) -> Answered {
+    let (token, done) =
+        body(channel, message, |r| Ok((Token::decode(r)?, r.u8("whether it is done")? != 0)))?;
+    // A frame the session did not take, declined: its writer writes its bytes.
+    if !done {
+        if let Some(bytes) = service.shelf.drop_waiting(token) {
+            service.budget.free(bytes);
+        }
+    }
+    service.shelf.release(visits, token, done);
+    channel.send(Kind::Ready, &Writer::default().u32(VERSION).bytes, None).map_err(drop)
+}
+
+/// Whether the other end of `stream` has closed it (a message waiting is no close).
+fn closed(stream: &UnixStream) -> bool {
+    let mut byte = [0u8; 1];
+    let flags = rustix::net::RecvFlags::PEEK | rustix::net::RecvFlags::DONTWAIT;
+    matches!(rustix::net::recv(stream, &mut byte, flags), Ok((0, _)) | Err(rustix::io::Errno::CONNRESET))
+}
+
+/// Runs the session's tool (`frame`) on the frame of a frame request, and answers with its
+/// output: sent back in the session's block, or held for the reader of the client's pipe.
+fn one_frame<T: Tool>(
+    service: &Service,
+    channel: &Channel,
+    lent: &mut Lent<'_>,
+    visits: &mut Visits,
+    common: &crate::Common,
+    message: &[u8],
+    tool: &mut T,
+) -> Answered {
+    let block_len = lent.block.as_ref().map_or(0, Block::len);
+    let FrameRequest { n, starts, pipe_out, input } =
+        match FrameRequest::decode(message, common.max_pixels, block_len) {
+            Ok(request) => request,
             Err(Bad(why)) => {
                 let _ = refuse(channel, Refusal::Protocol, &why);
-                return;
+                return Err(());
             }
         };
-        // The parts the tool hands on before the frame is done go to the client as they come,
-        // from a thread of their own, while the tool makes the rest.
-        let (early, made) = std::sync::mpsc::channel();
-        let fail_after = service.fail_at.filter(|&(at, _)| at == number).map(|(_, part)| part);
-        let (result, forwarded) = std::thread::scope(|scope| {
-            let forwarder = scope.spawn(|| forward(channel, &mut lent, made, fail_after));
-            let result = catch(|| {
-                let mut cx =
-                    Context::new(n, &frame, &common, T::FLAGS, &service.backends, starts, Vec::new())
-                        .writing_early(early);
-                if !T::FLOAT && frame.depth() == Depth::F32 {
-                    return Err(cx.invalid(FLOAT_REFUSED));
+    let number = service.frames.fetch_add(1, Ordering::Relaxed) + 1;
+    if service.fail_at == Some((number, 0)) {
+        std::process::abort();
+    }
+    let (frame, _held) = match input {
+        Input::Sent(header) => {
+            let Some(block) = lent.block.as_ref() else {
+                let _ = refuse(channel, Refusal::Protocol, "a frame before its room");
+                return Err(());
+            };
+            let Some(held) = service.budget.hold(header.samples.len) else {
+                let _ = refuse(channel, Refusal::Busy, "out of memory for frames past the wait");
+                return Err(());
+            };
+            match take_frame(header, block, service.backends.memory()) {
+                Ok(frame) => (frame, held),
+                Err(Bad(why)) => {
+                    let _ = refuse(channel, Refusal::Protocol, &why);
+                    return Err(());
                 }
-                tool.frame(&mut cx, frame)?;
-                cx.finish()
-            })
-            .unwrap_or_else(|panic| Err(Error::internal(Default::default(), "service", &panic)));
-            let forwarded = forwarder.join().unwrap_or_else(|_| Err("its thread ended".into()));
-            (result, forwarded)
-        });
-        if let Err(why) = forwarded {
-            let _ = refuse(channel, Refusal::Busy, &format!("a frame's parts not sent: {why}"));
-            return;
-        }
-        // The outputs go where the frame was (copied out by now), in a larger block if need be.
-        match send_reply(channel, &mut lent, Kind::Done, &result.map_err(|e| (e.kind, e.message))) {
-            Ok(()) => {}
-            Err(Unsent::NoMemory(why)) => {
-                let _ = refuse(channel, Refusal::Busy, &why);
-                return;
             }
-            Err(Unsent::Closed(_)) => return,
         }
+        Input::Held(token) => match service.shelf.take(visits, token) {
+            // Only a frame the tool would have read as it is: its reading makes colour gray for
+            // some tools, and refuses frames past its --max-pixels.
+            Some((frame, bytes))
+                if frame.pixel_count() as u64 <= common.max_pixels
+                    && (frame.channels == Channels::Gray || !tool.reads_gray()) =>
+            {
+                (frame, Held { budget: &service.budget, bytes })
+            }
+            taken => {
+                if let Some((_, bytes)) = taken {
+                    service.budget.free(bytes);
+                    service.shelf.release(visits, token, false);
+                }
+                // Its bytes follow it in the stream.
+                return channel.send(Kind::Over, &[0], None).map_err(drop);
+            }
+        },
+    };
+    // The parts the tool hands on before the frame is done go to the client as they come,
+    // from a thread of their own, while the tool makes the rest.
+    let (early, made) = std::sync::mpsc::channel();
+    let fail_after = service.fail_at.filter(|&(at, _)| at == number).map(|(_, part)| part);
+    let (result, forwarded) = std::thread::scope(|scope| {
+        let forwarder = scope.spawn(|| forward(channel, lent, made, fail_after));
+        let result = catch(|| {
+            let mut cx = Context::new(n, &frame, common, T::FLAGS, &service.backends, starts, Vec::new())
+                .writing_early(early);
+            if !T::FLOAT && frame.depth() == Depth::F32 {
+                return Err(cx.invalid(FLOAT_REFUSED));
+            }
+            tool.frame(&mut cx, frame)?;
+            cx.finish()
+        })
+        .unwrap_or_else(|panic| Err(Error::internal(Default::default(), "service", &panic)));
+        let forwarded = forwarder.join().unwrap_or_else(|_| Err("its thread ended".into()));
+        (result, forwarded)
+    });
+    let sent_early = match forwarded {
+        Ok(groups) => groups > 0,
+        Err(why) => {
+            let _ = refuse(channel, Refusal::Busy, &format!("a frame's parts not sent: {why}"));
+            return Err(());
+        }
+    };
+    let mut result = result.map_err(|e| (e.kind, e.message));
+    // A frame alone, for the reader of the client's pipe: held, and only its reference crosses
+    // the pipe.
+    if let (Some(pipe), Ok(parts), false) = (pipe_out, &mut result, sent_early) {
+        if matches!(parts.as_slice(), [Part::Frame(_)]) && service.shelf.is_read(pipe) {
+            let Some(Part::Frame(mut frame)) = parts.pop() else { unreachable!("a frame alone") };
+            let bytes = (frame.pixels.len() * frame.depth().bytes()) as u64;
+            let room = || service.budget.hold_within(bytes, Duration::ZERO);
+            match read_back_format(&frame).and_then(|format| Some((format, room()?))) {
+                Some((format, held)) => {
+                    frame.format = format;
+                    let token = service.shelf.hold(visits, frame, held.keep(), pipe);
+                    let mut w = Writer::default();
+                    token.encode(&mut w);
+                    return channel.send(Kind::Held, &w.bytes, None).map_err(drop);
+                }
+                None => parts.push(Part::Frame(frame)),
+            }
+        }
+    }
+    // The outputs go where the frame was (copied out by now), in a larger block if need be.
+    match send_reply(channel, lent, Kind::Done, &result) {
+        Ok(()) => Ok(()),
+        Err(Unsent::NoMemory(why)) => {
+            let _ = refuse(channel, Refusal::Busy, &why);
+            Err(())
+        }
+        Err(Unsent::Closed(_)) => Err(()),
     }
 }
 
@@ -460,15 +619,15 @@ fn forward(
     lent: &mut Lent<'_>,
     made: Receiver<Done>,
     fail_after: Option<u64>,
-) -> Result<(), String> {
-    let mut outcome = Ok(());
+) -> Result<u64, String> {
+    let mut outcome = Ok(0);
     for (k, done) in (1..).zip(made) {
         let Ok(Written::Early(parts)) = done.result else { continue };
         if outcome.is_ok() {
             if fail_after == Some(k) {
                 std::process::abort();
             }
-            outcome = send_parts(channel, lent, parts);
+            outcome = send_parts(channel, lent, parts).map(|()| k);
         }
     }
     outcome

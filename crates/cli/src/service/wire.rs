@@ -13,8 +13,10 @@ use std::path::PathBuf;
 
 use histopipe_frame::{Affine, Annotation, Channels, Depth, Format, Geometry, Origin, Source};
 
+pub(crate) use super::held::{Pipe, Token};
+
 /// The protocol's version: a client and a service of other versions do not talk.
-pub(crate) const VERSION: u32 = 3;
+pub(crate) const VERSION: u32 = 4;
 
 /// The most bytes a message's body holds: a frame's header with a long source path and its
 /// annotations, a reply's list of parts, an error's words.
@@ -56,6 +58,22 @@ pub(crate) enum Kind {
     Part = 9,
     /// Client: the parts sent are taken out of the block.
     Taken = 10,
+    /// Client: this process reads a pipe (its [`Pipe`]): frames for it may be held
+    /// ([`super::held`]); the service answers [`Kind::Ready`].
+    Reads = 11,
+    /// Service: a frame's output is held for the reader of the client's pipe (its [`Token`]),
+    /// not sent; the client writes the reference, then asks [`Kind::Await`].
+    Held = 12,
+    /// Client: waits until the reader is done with held frame [`Token`]; the service answers
+    /// [`Kind::Over`].
+    Await = 13,
+    /// Service: a held frame is over (a u8): 1, its reader is done with it; 0, its bytes are
+    /// wanted (the writer makes and writes them). Also the answer to a frame whose held input
+    /// cannot be taken: its bytes follow it in the stream.
+    Over = 14,
+    /// Client: done with the held frame it took (a [`Token`], and a u8: 1 done, 0 its bytes are
+    /// wanted after all); the service answers [`Kind::Ready`].
+    Release = 15,
 }
 
 impl Kind {
@@ -71,6 +89,11 @@ impl Kind {
             Kind::Room,
             Kind::Part,
             Kind::Taken,
+            Kind::Reads,
+            Kind::Held,
+            Kind::Await,
+            Kind::Over,
+            Kind::Release,
         ]
         .into_iter()
         .find(|k| *k as u8 == tag)
@@ -275,19 +298,39 @@ impl Hello {
 }
 
 /// A client's frame: its number in the stream, whether its output starts the file or stream,
-/// and the frame itself.
+/// the pipe its output goes to (held for that pipe's reader where a tool on the service reads it),
+/// and the frame itself: in the client's block, or held by the service ([`super::held`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct FrameRequest {
     pub n: usize,
     pub starts: bool,
-    pub header: FrameHeader,
+    pub pipe_out: Option<Pipe>,
+    pub input: Input,
+}
+
+/// Where a frame to work on is.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Input {
+    /// In the client's block.
+    Sent(FrameHeader),
+    /// Held by the service.
+    Held(Token),
 }
 
 impl FrameRequest {
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut w = Writer::default();
         w.u64(self.n as u64).u8(self.starts as u8);
-        self.header.encode(&mut w);
+        match self.pipe_out {
+            Some(pipe) => pipe.encode(w.u8(1)),
+            None => {
+                w.u8(0);
+            }
+        }
+        match &self.input {
+            Input::Sent(header) => header.encode(w.u8(0)),
+            Input::Held(token) => token.encode(w.u8(1)),
+        }
         w.bytes
     }
 
@@ -297,10 +340,22 @@ impl FrameRequest {
         let mut r = Reader::new(body);
         let n = r.size("the frame's number")?.max(1);
         let starts = r.u8("whether the frame starts the output")? != 0;
-        let header = FrameHeader::decode(&mut r, max_pixels)?;
+        let pipe_out = match r.u8("whether the output goes to a pipe")? {
+            0 => None,
+            1 => Some(Pipe::decode(&mut r)?),
+            _ => return Err(Bad::new("a bad pipe flag")),
+        };
+        let input = match r.u8("where the frame is")? {
+            0 => {
+                let header = FrameHeader::decode(&mut r, max_pixels)?;
+                header.samples.within(block)?;
+                Input::Sent(header)
+            }
+            1 => Input::Held(Token::decode(&mut r)?),
+            _ => return Err(Bad::new("a bad place for the frame")),
+        };
         r.end()?;
-        header.samples.within(block)?;
-        Ok(FrameRequest { n, starts, header })
+        Ok(FrameRequest { n, starts, pipe_out, input })
     }
 }
 
@@ -580,6 +635,31 @@ mod tests {
         let mut w = Writer::default();
         h.encode(&mut w);
         assert!(FrameHeader::decode(&mut Reader::new(&w.bytes), 1 << 20).is_err(), "annotation key");
+    }
+
+    #[test]
+    fn frame_requests_come_back_as_sent_and_cut_ones_are_faults() {
+        let requests = [
+            FrameRequest { n: 3, starts: true, pipe_out: None, input: Input::Sent(header()) },
+            FrameRequest {
+                n: 9,
+                starts: false,
+                pipe_out: Some(Pipe { dev: 12, ino: 345 }),
+                input: Input::Held(Token(7, 8)),
+            },
+        ];
+        for request in requests {
+            let bytes = request.encode();
+            assert_eq!(FrameRequest::decode(&bytes, 1 << 20, 100).unwrap(), request);
+            for cut in 0..bytes.len() {
+                assert!(FrameRequest::decode(&bytes[..cut], 1 << 20, 100).is_err(), "cut at {cut}");
+            }
+            for i in 0..bytes.len() {
+                let mut changed = bytes.clone();
+                changed[i] = 0xff;
+                let _ = FrameRequest::decode(&changed, 1 << 20, 100);
+            }
+        }
     }
 
     #[test]
