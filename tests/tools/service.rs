@@ -1051,12 +1051,12 @@ fn pipe_of(svc: &Service, stages: &[(&str, &[&str])], backend: &str, tail: &str)
 fn readers_known(svc: &Service, stages: usize) {
     let want = stages.to_string();
     wait_for("the tools to tell the service the pipes they read", || {
-        svc.try_status().is_some_and(|s| field(&s, "pipes read") == Some(&want))
+        svc.try_status().is_some_and(|s| field(&s, "pipes") == Some(&want))
     });
 }
 
 fn held_since_start(svc: &Service) -> usize {
-    field(&svc.status(), "held since start").unwrap().parse().unwrap()
+    field(&svc.status(), "held-total").unwrap().parse().unwrap()
 }
 
 type Stages<'a> = &'a [(&'a str, &'a [&'a str])];
@@ -1101,7 +1101,7 @@ fn frames_stay_on_the_service_between_the_tools_of_a_pipe() {
             assert!(out.stdout == cpu.stdout, "{what}: the output differs from the CPU's");
             let frames = read_frames(&input).len();
             assert_eq!(held_since_start(&svc), frames * (stages.len() - 1), "{what}: frames held");
-            assert_eq!(field(&svc.status(), "frames held"), Some("0"), "{what}: none left held");
+            assert_eq!(field(&svc.status(), "held"), Some("0"), "{what}: none left held");
         }
     });
 }
@@ -1153,6 +1153,6 @@ fn a_reader_that_ends_early_leaves_no_frame_held() {
         readers_known(&svc, stages.len());
         let out = finish(child, &input);
         assert_eq!(out.stdout.len(), 100, "{}", String::from_utf8_lossy(&out.stderr));
-        wait_for("no frame held", || field(&svc.status(), "frames held") == Some("0"));
+        wait_for("no frame held", || field(&svc.status(), "held") == Some("0"));
     });
 }

@@ -289,7 +289,7 @@ impl Service {
     fn status(&self) -> String {
         let (pipes, holding, held) = self.shelf.counts();
         format!(
-            "pid {}\nsocket {}\nbackend {}\nup {:.1} s\nsessions {}\nframes {}\npipes read {pipes}\nframes held {holding}\nheld since start {held}\nidle exit {} s\n",
+            "pid {}\nsocket {}\nbackend {}\nup {:.1} s\nsessions {}\nframes {}\npipes {pipes}\nheld {holding}\nheld-total {held}\nidle exit {} s\n",
             std::process::id(),
             self.address.socket.display(),
             self.backends.describe(),
