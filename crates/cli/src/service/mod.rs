@@ -13,6 +13,8 @@
 //!   and the same bytes as in the tool's own process ([`server`]).
 //! - When it fails: absent (and not startable), busy past its bounds, or gone mid-frame, the tool
 //!   does the frame itself, says so once on stderr, and loses nothing ([`client`]).
+//! - Between tools: where both ends of a pipe are tools on the service, a frame stays in the
+//!   service and a reference to it crosses the pipe ([`held`]).
 
 pub(crate) mod channel;
 pub(crate) mod client;
