@@ -10,6 +10,7 @@
 use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc::{channel, sync_channel, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 
@@ -122,6 +123,7 @@ pub(crate) fn run_frames<T: Tool>(
         container,
         in_flight: &in_flight,
         remote: remote.as_ref(),
+        working: AtomicUsize::new(0),
     };
     std::thread::scope(|scope| {
         for _ in 0..workers {
@@ -137,7 +139,7 @@ pub(crate) fn run_frames<T: Tool>(
         }
         let stream =
             Stream { frames: &mut frames, destinations: &mut destinations, backlog: &backlog, keep_going };
-        stream.hand_out(&shared, &in_flight, jobs, done);
+        stream.hand_out(&shared, &in_flight, remote.as_ref(), jobs, done);
     });
     let result = writer.join().unwrap_or_else(|_| {
         Err(Error::internal(Place::default(), "writer", "its thread ended without a result"))
@@ -184,6 +186,7 @@ impl Stream<'_> {
         self,
         backends: &Arc<Backends>,
         in_flight: &InFlight,
+        remote: Option<&Remote>,
         jobs: SyncSender<Job>,
         done: Sender<Done>,
     ) {
@@ -223,6 +226,9 @@ impl Stream<'_> {
             let (destination, side_files) = match placed {
                 Ok(placed) => placed,
                 Err(e) => {
+                    if let (Some(held), Some(remote)) = (&held, remote) {
+                        remote.decline(held.token);
+                    }
                     let place = Place::of(frame.source.as_ref(), n);
                     let go_on = self.keep_going.past(&place, &e);
                     done_err_at(&done, n, place, e);

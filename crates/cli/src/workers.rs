@@ -3,6 +3,7 @@
 //! plain netpbm), or, with one file per frame, written whole to its temporary file.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Mutex;
 
@@ -40,6 +41,8 @@ pub(crate) struct Crew<'a, T: Tool> {
     pub in_flight: &'a InFlight,
     /// The GPU service, where frames go while it takes them.
     pub remote: Option<&'a Remote>,
+    /// Frames the workers have now.
+    pub working: AtomicUsize,
 }
 
 impl<T: Tool> Crew<'_, T> {
@@ -50,13 +53,19 @@ impl<T: Tool> Crew<'_, T> {
             let job = jobs.lock().unwrap_or_else(|e| e.into_inner()).recv();
             let Ok(job) = job else { break };
             if self.in_flight.is_closed() {
-                // The writer has stopped: nothing more will be written.
+                // The writer has stopped: nothing more will be written. A held frame is declined,
+                // so that its writer does not wait for this process to take it.
+                if let (Some(held), Some(remote)) = (&job.held, self.remote) {
+                    remote.decline(held.token);
+                }
                 continue;
             }
             let (n, place) = (job.n, Place::of(job.frame.source.as_ref(), job.n));
             let bytes = (job.frame.pixel_count() * job.frame.depth().bytes()) as u64;
+            self.working.fetch_add(1, Ordering::AcqRel);
             let result = catch(|| self.one_frame(job, &done))
                 .unwrap_or_else(|panic| Err(Error::internal(place.clone(), "frame loop", &panic)));
+            self.working.fetch_sub(1, Ordering::AcqRel);
             if done.send(Done { n, place, bytes, result }).is_err() {
                 break;
             }
@@ -80,10 +89,17 @@ impl<T: Tool> Crew<'_, T> {
         if !T::FLOAT && !frame.depth().is_integer() {
             return Err(cx.invalid(FLOAT_REFUSED));
         }
+        // The service holds the output for a tool reading the pipe ([`crate::service::held`]) only
+        // for the one frame the workers have: a frame held waits for its reader to be done with
+        // it, and the stream behind it; frames that come together go through the pipe, the
+        // tools working on them at once.
+        let hold = self.working.load(Ordering::Acquire) == 1;
         let outcome = match (self.remote, &held) {
             (None, _) => Outcome::Local,
-            (Some(remote), Some(held)) => remote.held_frame(n, held.token, starts, &mut cx),
-            (Some(remote), None) => remote.frame(n, &frame, starts, || self.worth_serving(&frame), &mut cx),
+            (Some(remote), Some(held)) => remote.held_frame(n, held.token, starts, hold, &mut cx),
+            (Some(remote), None) => {
+                remote.frame(n, &frame, starts, hold, || self.worth_serving(&frame), &mut cx)
+            }
         };
         match outcome {
             Outcome::Served(Ok(parts)) => cx.extend(parts),

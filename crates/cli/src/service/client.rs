@@ -250,7 +250,8 @@ impl Remote {
         }
     }
 
-    /// Hands frame `n` (`starts`: its output starts the file or stream) to the service, or, under
+    /// Hands frame `n` (`starts`: its output starts the file or stream; `hold`: its output may be
+    /// held for a tool reading this run's output pipe) to the service, or, under
     /// `auto`, to whichever of the service and this process's cores is done with it first; before
     /// the service is measured, only a frame `worth` it (a stream's, or a heavy one; asked only
     /// then): a single light frame costs its copies to and from the service more than the cores
@@ -266,6 +267,7 @@ impl Remote {
         n: usize,
         frame: &Frame,
         starts: bool,
+        hold: bool,
         worth: impl FnOnce() -> bool,
         cx: &mut Context<'_>,
     ) -> Outcome {
@@ -288,7 +290,7 @@ impl Remote {
             before = rates.on_service;
         }
         let start = Instant::now();
-        let outcome = self.serve(n, Give::Frame(frame), starts, cx);
+        let outcome = self.serve(n, Give::Frame(frame), starts, hold, cx);
         if self.mode == Mode::Auto {
             let mut rates = self.rates();
             let after = rates.on_service;
@@ -310,19 +312,34 @@ impl Remote {
     /// Hands frame `n`, whose reference (a frame the service holds) this process read from its
     /// input, to the service; done, says the service is done with it. Should the service not
     /// take it ([`Outcome::Local`]), its bytes follow the reference in the input, and the tool
-    /// makes the output from them.
-    pub(crate) fn held_frame(&self, n: usize, token: Token, starts: bool, cx: &mut Context<'_>) -> Outcome {
+    /// makes the output from them. `hold`: as [`Remote::frame`]'s.
+    pub(crate) fn held_frame(
+        &self,
+        n: usize,
+        token: Token,
+        starts: bool,
+        hold: bool,
+        cx: &mut Context<'_>,
+    ) -> Outcome {
         if !self.in_use() {
-            // Its writer is told at once to write its bytes (it would wait for them otherwise).
-            if let Ok(mut c) = self.open() {
-                let _ = c.release(token, false);
-            }
+            self.decline(token);
             return Outcome::Local;
         }
-        self.serve(n, Give::Held(token), starts, cx)
+        self.serve(n, Give::Held(token), starts, hold, cx)
     }
 
-    fn serve(&self, n: usize, give: Give<'_>, starts: bool, cx: &mut Context<'_>) -> Outcome {
+    /// Declines held frame `token`, read from the input, which this process will not take: its
+    /// writer is told at once to write its bytes (it would wait for this process to take it).
+    pub(crate) fn decline(&self, token: Token) {
+        if let Ok(mut c) = self.open() {
+            let _ = c.release(token, false);
+        }
+    }
+
+    /// Hands `give` to the service, its output held for the reader of this run's output pipe
+    /// where `hold` and a tool on the service reads it.
+    fn serve(&self, n: usize, give: Give<'_>, starts: bool, hold: bool, cx: &mut Context<'_>) -> Outcome {
+        let pipe_out = self.pipe_out.filter(|_| hold);
         let Some(pooled) = self.take() else { return Outcome::Local };
         // A connection kept from an earlier frame may have been closed by the service meanwhile
         // (an idle session is): the frame is tried once more on a new one.
@@ -343,7 +360,7 @@ impl Remote {
                     return self.give_up(n, &why);
                 }
             };
-            let reply = match connection.frame(n, give, starts, self.pipe_out, cx) {
+            let reply = match connection.frame(n, give, starts, pipe_out, cx) {
                 Ok(reply) => reply,
                 Err(_) if tries > 0 => {
                     cx.restart();

@@ -596,6 +596,6 @@ mod fuzzing_tests {
             }
         }
         assert!(decode_message(4, &seed_messages()[2][8..]).is_ok());
-        assert!(decode_message(11, b"").unwrap_err().contains("unknown message kind"));
+        assert!(decode_message(16, b"").unwrap_err().contains("unknown message kind"));
     }
 }
