@@ -249,6 +249,20 @@ pub enum Format {
     Decoded,
 }
 
+impl Format {
+    /// Every format, in the order of the enum.
+    pub const ALL: [Format; 8] = [
+        Format::Pgm,
+        Format::PlainPgm,
+        Format::Ppm,
+        Format::Pam,
+        Format::Pfm,
+        Format::Npy,
+        Format::Raw,
+        Format::Decoded,
+    ];
+}
+
 /// One image of a stream: gray or colour, integer or float samples.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Frame {

@@ -393,16 +393,7 @@ pub(crate) struct FrameHeader {
 
 const CHANNELS: [Channels; 4] = [Channels::Gray, Channels::GrayAlpha, Channels::Rgb, Channels::RgbAlpha];
 const DEPTHS: [Depth; 3] = [Depth::U8, Depth::U16, Depth::F32];
-const FORMATS: [Format; 8] = [
-    Format::Pgm,
-    Format::PlainPgm,
-    Format::Ppm,
-    Format::Pam,
-    Format::Pfm,
-    Format::Npy,
-    Format::Raw,
-    Format::Decoded,
-];
+const FORMATS: [Format; 8] = Format::ALL;
 
 fn tag_of<T: PartialEq>(all: &[T], v: &T) -> u8 {
     all.iter().position(|x| x == v).unwrap_or(0) as u8
