@@ -749,6 +749,7 @@ fn answer(stream: &mut UnixStream) -> Option<(u8, Vec<u8>)> {
 const READY: u8 = 2;
 const REFUSED: u8 = 3;
 const DONE: u8 = 5;
+const OVER: u8 = 14;
 /// Refusals' reasons.
 const PROTOCOL: u8 = 2;
 const BUSY: u8 = 3;
@@ -957,6 +958,27 @@ fn hostile_clients_cannot_crash_the_service() {
         s.write_all(&message(8, &u64::MAX.to_le_bytes())).unwrap();
         assert_refused(&mut s, BUSY, "room for 2^64 bytes");
         svc.still_serves(pid, "room for 2^64 bytes");
+
+        // Held frames: a token no one holds is answered as such (its bytes would follow it);
+        // releasing or waiting for one is no fault; a session says it reads a few pipes at most.
+        let token = [7u8; 16];
+        let mut s = session(&socket);
+        let held_frame = [&1u64.to_le_bytes()[..], &[1, 0, 1], &token].concat();
+        s.write_all(&message(4, &held_frame)).unwrap();
+        assert_eq!(answer(&mut s), Some((OVER, vec![0])), "a frame no one holds");
+        s.write_all(&message(13, &token)).unwrap();
+        assert_eq!(answer(&mut s), Some((OVER, vec![0])), "waiting for a frame no one holds");
+        s.write_all(&message(15, &[&token[..], &[1]].concat())).unwrap();
+        assert_eq!(answer(&mut s).map(|a| a.0), Some(READY), "releasing a frame no one holds");
+        for ino in 0..5u64 {
+            s.write_all(&message(11, &[&9u64.to_le_bytes()[..], &ino.to_le_bytes()].concat())).unwrap();
+            if ino < 4 {
+                assert_eq!(answer(&mut s).map(|a| a.0), Some(READY), "pipe {ino}");
+            }
+        }
+        assert_refused(&mut s, PROTOCOL, "a fifth pipe read");
+        svc.still_serves(pid, "held frames no one holds");
+        wait_for("the refused session's pipes let go", || field(&svc.status(), "pipes") == Some("0"));
 
         // Descriptors of the client's: the service maps none.
         let file_path = svc.dir.join("plain");

@@ -66,6 +66,9 @@ impl Token {
     }
 }
 
+/// The most pipes one session may say it reads: a tool reads one, its standard input.
+pub(crate) const READS_MOST: usize = 4;
+
 /// What a reference starts with in a stream: no image format starts so (netpbm and PFM start
 /// with `P`, PNG, JPEG, NPY with a byte over 127, TIFF with `I` or `M`, BMP `B`, FITS `S`).
 pub(crate) const MAGIC: &[u8; 8] = b"HPHELD\x00\x01";
@@ -164,12 +167,16 @@ impl Shelf {
         Visits { session: self.count.fetch_add(1, Ordering::Relaxed), ..Visits::default() }
     }
 
-    /// The session reads `pipe`.
-    pub(crate) fn reads(&self, visits: &mut Visits, pipe: Pipe) {
+    /// The session reads `pipe`; false past [`READS_MOST`] pipes (a tool reads one).
+    pub(crate) fn reads(&self, visits: &mut Visits, pipe: Pipe) -> bool {
         if !visits.reads.contains(&pipe) {
+            if visits.reads.len() >= READS_MOST {
+                return false;
+            }
             *self.lock().readers.entry(pipe).or_default() += 1;
             visits.reads.push(pipe);
         }
+        true
     }
 
     /// Whether a tool on the service reads `pipe`.
@@ -326,8 +333,14 @@ mod tests {
         let (mut writer, mut reader) = (shelf.visits(), shelf.visits());
         let pipe = Pipe { dev: 1, ino: 2 };
         assert!(!shelf.is_read(pipe));
-        shelf.reads(&mut reader, pipe);
+        assert!(shelf.reads(&mut reader, pipe));
         assert!(shelf.is_read(pipe));
+        let mut other = shelf.visits();
+        for ino in 0..READS_MOST as u64 {
+            assert!(shelf.reads(&mut other, Pipe { dev: 9, ino }));
+        }
+        assert!(!shelf.reads(&mut other, Pipe { dev: 9, ino: 99 }), "past the most a session reads");
+        shelf.leave(&mut other, |_| {});
         let token = shelf.hold(&mut writer, frame(), 2, pipe);
         assert!(shelf.take(&mut reader, Token(token.0, token.1 + 1)).is_none(), "no such frame");
         let (taken, bytes) = shelf.take(&mut reader, token).unwrap();

@@ -432,7 +432,10 @@ fn body<T>(
 /// The session's tool reads a pipe: frames for it may be held.
 fn reads(service: &Service, channel: &Channel, visits: &mut Visits, message: &[u8]) -> Answered {
     let pipe = body(channel, message, Pipe::decode)?;
-    service.shelf.reads(visits, pipe);
+    if !service.shelf.reads(visits, pipe) {
+        let _ = refuse(channel, Refusal::Protocol, "more pipes than a tool reads");
+        return Err(());
+    }
     channel.send(Kind::Ready, &Writer::default().u32(VERSION).bytes, None).map_err(drop)
 }
 
