@@ -93,13 +93,15 @@ pub(crate) fn record(token: Token) -> Vec<u8> {
 /// Reads a reference from `input`, whose next byte is `MAGIC`'s first: its token, or why the
 /// bytes are none.
 pub(crate) fn read_record(input: &mut impl Read) -> io::Result<Result<Token, String>> {
-    let mut bytes = [0u8; RECORD];
-    input.read_exact(&mut bytes)?;
-    if &bytes[..8] != MAGIC {
+    let mut words = [[0u8; 8]; RECORD / 8];
+    for word in &mut words {
+        input.read_exact(word)?;
+    }
+    let [magic, key, count] = words;
+    if &magic != MAGIC {
         return Ok(Err("bytes that are no frame (neither an image nor a held frame's reference)".into()));
     }
-    let word = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
-    Ok(Ok(Token(word(8), word(16))))
+    Ok(Ok(Token(u64::from_le_bytes(key), u64::from_le_bytes(count))))
 }
 
 /// Where a held frame stands.
@@ -201,16 +203,16 @@ impl Shelf {
     pub(crate) fn take(&self, visits: &mut Visits, token: Token) -> Option<(Frame, u64)> {
         let mut s = self.lock();
         let entry = s.frames.get_mut(&token)?;
-        if !matches!(entry.state, State::Waiting { .. }) {
-            return None;
+        match std::mem::replace(&mut entry.state, State::Taken { by: visits.session }) {
+            State::Waiting { frame, bytes } => {
+                visits.taken.push(token);
+                Some((frame, bytes))
+            }
+            other => {
+                entry.state = other;
+                None
+            }
         }
-        let State::Waiting { frame, bytes } =
-            std::mem::replace(&mut entry.state, State::Taken { by: visits.session })
-        else {
-            unreachable!("matched above")
-        };
-        visits.taken.push(token);
-        Some((frame, bytes))
     }
 
     /// The session is done with held frame `token` (`done`), or needs its bytes after all.

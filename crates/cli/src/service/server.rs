@@ -559,19 +559,24 @@ fn one_frame<T: Tool>(
     // A frame alone, for the reader of the client's pipe: held, and only its reference crosses
     // the pipe.
     if let (Some(pipe), Ok(parts), false) = (pipe_out, &mut result, sent_early) {
-        if matches!(parts.as_slice(), [Part::Frame(_)]) && service.shelf.is_read(pipe) {
-            let Some(Part::Frame(mut frame)) = parts.pop() else { unreachable!("a frame alone") };
-            let bytes = (frame.pixels.len() * frame.depth().bytes()) as u64;
-            let room = || service.budget.hold_within(bytes, Duration::ZERO);
-            match read_back_format(&frame).and_then(|format| Some((format, room()?))) {
-                Some((format, held)) => {
-                    frame.format = format;
-                    let token = service.shelf.hold(visits, frame, held.keep(), pipe);
-                    let mut w = Writer::default();
-                    token.encode(&mut w);
-                    return channel.send(Kind::Held, &w.bytes, None).map_err(drop);
+        if parts.len() == 1 && service.shelf.is_read(pipe) {
+            match parts.pop() {
+                Some(Part::Frame(mut frame)) => {
+                    let bytes = (frame.pixels.len() * frame.depth().bytes()) as u64;
+                    let room = || service.budget.hold_within(bytes, Duration::ZERO);
+                    match read_back_format(&frame).and_then(|format| Some((format, room()?))) {
+                        Some((format, held)) => {
+                            frame.format = format;
+                            let token = service.shelf.hold(visits, frame, held.keep(), pipe);
+                            let mut w = Writer::default();
+                            token.encode(&mut w);
+                            return channel.send(Kind::Held, &w.bytes, None).map_err(drop);
+                        }
+                        None => parts.push(Part::Frame(frame)),
+                    }
                 }
-                None => parts.push(Part::Frame(frame)),
+                Some(other) => parts.push(other),
+                None => {}
             }
         }
     }
