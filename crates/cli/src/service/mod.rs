@@ -193,7 +193,10 @@ fn spawn(
     if let Some(idle) = idle {
         command.args(["--idle", &idle.as_secs_f64().to_string()]);
     }
+    // A trace is of the tool's run: a service it starts outlives it, and traces only if started
+    // by hand with the variable set.
     command
+        .env_remove(histopipe_trace::VARIABLE)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(log)
@@ -269,6 +272,7 @@ Holds the GPU for histopipe tools run with --backend gpu (started by the first o
 /// service itself, in the foreground), for the tools `tools`.
 pub fn main(tools: &'static [Entry]) -> ExitCode {
     crate::panic::install_hook();
+    crate::run::keep_freed_memory();
     match command(tools) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -375,6 +379,9 @@ fn serve(
         UnixListener::bind(&address.socket).map_err(|e| format!("{}: {e}", address.socket.display()))?;
     address.bound = std::fs::symlink_metadata(&address.socket).ok().map(|m| m.ino());
     histopipe_ops::parallel::set_threads(None);
+    // With HISTOPIPE_TRACE in its environment (a service started by hand), the service traces its
+    // side of each frame.
+    let _ = histopipe_trace::start("histopipe-service");
     let backends = Arc::new(Backends::new(backend(), devices, Duration::ZERO, SampleMemory::default()));
     backends.start();
     let service = Arc::new(server::Service::new(backends, tools, address, idle));
