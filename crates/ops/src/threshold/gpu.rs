@@ -78,7 +78,8 @@ impl Threshold<'_> {
         let src = gpu.upload("threshold.in", samples)?;
         let mut dst = gpu.buffer::<T>("threshold.out", n)?;
         let thresholds = ThresholdPlan::<T>::new(gpu, *self, frame.maxval, n)?.queue(&src, &mut dst)?;
-        let mapped = gpu.download_samples(&dst, n)?.into_vec();
+        // Kept in page-locked memory: a copy to the heap here would hold the GPU for it.
+        let mapped = gpu.download_samples(&dst, n)?;
         Ok(Thresholded {
             thresholds,
             float_thresholds: Vec::new(),

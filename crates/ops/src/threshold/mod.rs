@@ -27,7 +27,7 @@
 //! their parameters), `cpu` (the histogram and the map on the host), [`gpu`] (the device
 //! plan, [`ThresholdPlan`]).
 
-use histopipe_frame::{Frame, Pixels};
+use histopipe_frame::{Frame, Pixels, Samples};
 
 use crate::mask::{self, Mask};
 use crate::{with_samples, Gpu, Op, OpError, Sample};
@@ -551,10 +551,11 @@ pub const LABEL_MAXVAL: u16 = 255;
 
 /// The frame's output: the mapped samples as a frame of the input's maxval, or for labels an
 /// 8-bit frame of maxval [`LABEL_MAXVAL`].
-fn output_frame<T: Sample>(method: Method, frame: &Frame, mapped: Vec<T>) -> Frame {
+fn output_frame<T: Sample>(method: Method, frame: &Frame, mapped: impl Into<Samples<T>>) -> Frame {
+    let mapped = mapped.into();
     match method.labels() {
         Some(_) => {
-            let labels: Vec<u8> = mapped.into_iter().map(|v| Into::<u32>::into(v) as u8).collect();
+            let labels: Vec<u8> = mapped.iter().map(|&v| Into::<u32>::into(v) as u8).collect();
             frame.derive(frame.width, frame.height, LABEL_MAXVAL, Pixels::U8(labels.into()))
         }
         None => frame.derive(frame.width, frame.height, frame.maxval, T::into_pixels(mapped)),

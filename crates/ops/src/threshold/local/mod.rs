@@ -280,8 +280,8 @@ impl Op for LocalThreshold {
         let src = gpu.upload("threshold.local.in", samples)?;
         let mut dst = gpu.buffer::<u8>("threshold.local.out", n)?;
         plan.queue(&src, &mut dst)?;
-        let out = gpu.download_samples(&dst, n)?.into_vec();
-        Ok(frame.derive(w, h, frame.maxval, Pixels::U8(out.into())))
+        let out = gpu.download_samples(&dst, n)?;
+        Ok(frame.derive(w, h, frame.maxval, Pixels::U8(out)))
     }
 }
 
