@@ -44,6 +44,12 @@ fn tune_process_for_streams() {
         // SAFETY: F_SETPIPE_SZ only asks the kernel to resize a pipe; on anything else it fails.
         unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, 1 << 20) };
     }
+    keep_freed_memory();
+}
+
+/// Sets the heap up for frames, before any thread is made (the GPU service's too: its frames,
+/// and a sweep's counts, were page-faulted afresh for every frame).
+pub(crate) fn keep_freed_memory() {
     // glibc maps every large block afresh and returns it to the kernel when freed, so each
     // frame's buffers would be page-faulted and zeroed anew; with no mapped blocks at all (its
     // mmap threshold cannot be raised past 32 MiB, and an 8K 16-bit frame is 66 MB) they come

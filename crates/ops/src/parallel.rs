@@ -214,6 +214,20 @@ pub fn for_each_part<T: Send>(data: &mut [T], len: usize, f: impl Fn(usize, &mut
     data.par_chunks_mut(len).enumerate().for_each(|(k, part)| f(k * len, part));
 }
 
+/// The part length at which [`copy`] splits a copy of `len` bytes over the pool: about one part a
+/// thread, none under 1 MiB (a thread copies that in about 0.1 ms; waking one costs about as much).
+pub fn copy_part(len: usize) -> usize {
+    len.div_ceil(threads()).max(1 << 20)
+}
+
+/// `dst` := `src` (of one length), in parts on the pool's threads: a frame of tens of megabytes
+/// into or out of shared memory is copied at the memory's speed, not one core's.
+pub fn copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
+    assert_eq!(dst.len(), src.len(), "a copy between slices of one length");
+    let part = copy_part(std::mem::size_of_val(src)) / std::mem::size_of::<T>().max(1);
+    for_each_part(dst, part, |first, out| out.copy_from_slice(&src[first..first + out.len()]));
+}
+
 /// `f(first, part)` for consecutive parts of `items`, `len` elements each (the last may be
 /// shorter), `first` being the index of the part's first element, in the parts' order: on the
 /// pool's threads when there are several parts, else on the calling thread. For the tools' own
@@ -282,7 +296,7 @@ const SPARE_BUFFERS: usize = 4;
 const SPARE_WORDS_MOST: usize = 1 << 26;
 
 /// `n` zeros: a buffer given back if one of `n` to `2n` words is kept, else [`zeroed`].
-pub(crate) fn zeroed_words(n: usize) -> Vec<u32> {
+pub fn zeroed_words(n: usize) -> Vec<u32> {
     let kept = {
         let mut spare = SPARE_WORDS.lock().unwrap_or_else(|e| e.into_inner());
         let fits = spare.iter().position(|b| b.len() >= n && b.len() / 2 <= n);

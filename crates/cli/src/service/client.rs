@@ -548,15 +548,19 @@ impl Connection {
         pipe_out: Option<Pipe>,
         cx: &mut Context<'_>,
     ) -> Result<Reply, String> {
+        let putting = histopipe_trace::span("service.put", n);
         let input = match give {
             Give::Frame(frame) => Input::Sent(self.put(frame)?),
             Give::Held(token) => Input::Held(token),
         };
+        putting.end();
         let body = FrameRequest { n, starts, pipe_out, input }.encode();
         self.channel.send(Kind::Frame, &body, None).map_err(|e| e.to_string())?;
         self.channel.stream.set_read_timeout(Some(FRAME_WAIT)).map_err(|e| e.to_string())?;
         loop {
+            let waiting = histopipe_trace::span("service.wait", n);
             let answer = self.channel.recv(FRAME_WAIT).map_err(|e| format!("no answer: {e}"))?;
+            waiting.end();
             let done = match answer.kind {
                 Kind::Done => true,
                 Kind::Part => false,
@@ -572,8 +576,10 @@ impl Connection {
             if let Some(fd) = answer.fd {
                 self.block = Some(Block::receive(fd)?);
             }
+            let taking = histopipe_trace::span("service.take", n);
             let served = decode_reply(&answer.body, self.block.as_ref())
                 .map_err(|e| format!("a bad answer: {}", e.0))?;
+            taking.end();
             if done {
                 return Ok(Reply::Served(served));
             }

@@ -492,6 +492,8 @@ fn one_frame<T: Tool>(
     if service.fail_at == Some((number, 0)) {
         std::process::abort();
     }
+    histopipe_trace::set_frame(n);
+    let taking = histopipe_trace::span("service.in", n);
     let (frame, _held) = match input {
         Input::Sent(header) => {
             let Some(block) = lent.block.as_ref() else {
@@ -529,12 +531,14 @@ fn one_frame<T: Tool>(
             }
         },
     };
+    taking.end();
     // The parts the tool hands on before the frame is done go to the client as they come,
     // from a thread of their own, while the tool makes the rest.
     let (early, made) = std::sync::mpsc::channel();
     let fail_after = service.fail_at.filter(|&(at, _)| at == number).map(|(_, part)| part);
     let (result, forwarded) = std::thread::scope(|scope| {
         let forwarder = scope.spawn(|| forward(channel, lent, made, fail_after));
+        let working = histopipe_trace::span("service.work", n);
         let result = catch(|| {
             let mut cx = Context::new(n, &frame, common, T::FLAGS, &service.backends, starts, Vec::new())
                 .writing_early(early);
@@ -545,6 +549,7 @@ fn one_frame<T: Tool>(
             cx.finish()
         })
         .unwrap_or_else(|panic| Err(Error::internal(Default::default(), "service", &panic)));
+        working.end();
         let forwarded = forwarder.join().unwrap_or_else(|_| Err("its thread ended".into()));
         (result, forwarded)
     });
@@ -613,7 +618,9 @@ fn send_reply(
     if grown {
         lent.grow(need).map_err(|e| Unsent::NoMemory(format!("no shared memory: {e}")))?;
     }
+    let laying = histopipe_trace::span_here("service.out");
     let body = encode_reply(result, lent.block.as_mut());
+    laying.end();
     let fd = lent.block.as_ref().filter(|_| grown).map(Block::fd);
     channel.send(kind, &body, fd).map_err(|e| Unsent::Closed(e.to_string()))
 }
@@ -643,8 +650,15 @@ fn forward(
 
 /// Sends `parts` made before their frame is done, and waits for the client to take them out.
 fn send_parts(channel: &Channel, lent: &mut Lent<'_>, parts: Vec<Part>) -> Result<(), String> {
-    send_reply(channel, lent, Kind::Part, &Ok(parts))
+    let parts = Ok(parts);
+    send_reply(channel, lent, Kind::Part, &parts)
         .map_err(|(Unsent::NoMemory(why) | Unsent::Closed(why))| why)?;
+    // Counts laid out, their buffer kept for the next group's (a cube's, of tens of megabytes).
+    for part in parts.into_iter().flatten() {
+        if let Part::Words(words) = part {
+            histopipe_ops::parallel::give_back_words(words);
+        }
+    }
     channel.stream.set_read_timeout(Some(SESSION_IDLE)).map_err(|e| e.to_string())?;
     let answer = channel.recv(WITHIN).map_err(|e| format!("no answer: {e:?}"))?;
     match (answer.kind, answer.fd) {

@@ -102,12 +102,44 @@ impl Block {
     /// change them meanwhile, which gives other bytes, never a fault: the block cannot shrink.
     pub(crate) fn copy_out(&self, range: Range<usize>, out: &mut [u8]) {
         assert!(range.end <= self.len && range.len() == out.len(), "a range within the block");
-        // SAFETY: the range lies within the mapping (checked above), which lives as long as self;
-        // `out` is this process's own memory, apart from the mapping. A raw copy, so no reference
-        // into memory another process may write is ever made.
+        // SAFETY: `out` is `range.len()` bytes.
+        unsafe { self.copy_to(range, out.as_mut_ptr()) }
+    }
+
+    /// Bytes `range` of the block as a new vector, copied as [`Block::copy_out`] copies (not
+    /// cleared first).
+    pub(crate) fn to_vec(&self, range: Range<usize>) -> Vec<u8> {
+        assert!(range.end <= self.len, "a range within the block");
+        let mut out = Vec::with_capacity(range.len());
+        // SAFETY: `out` has room for range.len() bytes, all written before its length is set.
         unsafe {
-            std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(range.start), out.as_mut_ptr(), range.len())
-        };
+            self.copy_to(range.clone(), out.as_mut_ptr());
+            out.set_len(range.len());
+        }
+        out
+    }
+
+    /// Copies bytes `range` of the block (within it) to `out`, in parts on the CPU pool's threads.
+    ///
+    /// # Safety
+    /// `out` is valid for `range.len()` bytes of writes, apart from the mapping.
+    unsafe fn copy_to(&self, range: Range<usize>, out: *mut u8) {
+        assert!(range.end <= self.len, "a range within the block");
+        let part = histopipe_ops::parallel::copy_part(range.len());
+        let starts: Vec<usize> = (0..range.len()).step_by(part.max(1)).collect();
+        let (from, to) = (self.ptr.as_ptr() as usize + range.start, out as usize);
+        let len = range.len();
+        histopipe_ops::parallel::map_parts(&starts, 1, |_, first| {
+            for &first in first {
+                let n = part.min(len - first);
+                // SAFETY: [first, first + n) lies within the range, which lies within the mapping
+                // (alive as long as self) and within `out` (the caller's word). A raw copy, so no
+                // reference into memory another process may write is ever made.
+                unsafe {
+                    std::ptr::copy_nonoverlapping((from + first) as *const u8, (to + first) as *mut u8, n)
+                };
+            }
+        });
     }
 }
 

@@ -52,7 +52,7 @@ pub(crate) fn header_of(frame: &Frame, samples: Span) -> FrameHeader {
 /// samples end.
 pub(crate) fn put_frame(frame: &Frame, block: &mut Block, at: usize) -> (FrameHeader, usize) {
     let bytes = sample_bytes(&frame.pixels);
-    block.as_mut_slice()[at..at + bytes.len()].copy_from_slice(bytes);
+    histopipe_ops::parallel::copy(&mut block.as_mut_slice()[at..at + bytes.len()], bytes);
     (header_of(frame, Span { offset: at as u64, len: bytes.len() as u64 }), at + bytes.len())
 }
 
@@ -143,7 +143,7 @@ fn put_parts(parts: &[Part], block: &mut Block, w: &mut Writer) {
                 bytemuck::cast_slice(words)
             }
         };
-        block.as_mut_slice()[at..at + bytes.len()].copy_from_slice(bytes);
+        histopipe_ops::parallel::copy(&mut block.as_mut_slice()[at..at + bytes.len()], bytes);
         w.span(Span { offset: at as u64, len: bytes.len() as u64 });
         at += bytes.len();
     }
@@ -226,23 +226,19 @@ fn take_parts(r: &mut Reader<'_>, block: Option<&Block>) -> Result<Vec<Part>, Ba
             None if span.len == 0 => 0..0,
             None => return Err(Bad("a part with no memory block".into())),
         };
-        let copy = |out: &mut [u8]| {
-            if let Some(block) = block {
-                block.copy_out(range.clone(), out);
-            }
-        };
-        parts.push(match tag {
-            BYTES => {
-                let mut bytes = vec![0u8; range.len()];
-                copy(&mut bytes);
-                Part::Bytes(bytes)
-            }
-            WORDS if range.len() % 4 == 0 => {
-                let mut words = vec![0u32; range.len() / 4];
-                copy(bytemuck::cast_slice_mut(&mut words));
+        parts.push(match (tag, block) {
+            (BYTES, Some(block)) => Part::Bytes(block.to_vec(range)),
+            (BYTES, None) => Part::Bytes(Vec::new()),
+            (WORDS, _) if range.len() % 4 == 0 => {
+                // A buffer the writer gave back, if one is kept (a cube's counts come in groups
+                // of tens of megabytes: fresh pages cost their faults).
+                let mut words = histopipe_ops::parallel::zeroed_words(range.len() / 4);
+                if let Some(block) = block {
+                    block.copy_out(range, bytemuck::cast_slice_mut(&mut words));
+                }
                 Part::Words(words)
             }
-            _ => return Err(Bad(format!("bad part kind {tag}"))),
+            (tag, _) => return Err(Bad(format!("bad part kind {tag}"))),
         });
     }
     Ok(parts)

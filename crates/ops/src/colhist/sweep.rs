@@ -195,7 +195,10 @@ impl ColHistSweep {
         let src = gpu.upload::<T>("colhist.sweep.in", input)?;
         let mut out = gpu.buffer::<u32>("colhist.sweep.counts", n.max(1))?;
         self.plan::<T>(gpu, frame)?.queue(&src, &mut out)?;
-        Ok(gpu.download_vec(&out, n)?)
+        // Into a buffer the writer gave back, if one is kept: fresh pages cost their faults.
+        let mut counts = parallel::zeroed_words(n);
+        gpu.download(&out, &mut counts)?;
+        Ok(counts)
     }
 
     /// The device plan of this sweep of `frame` (its size, maxval and geometry; not its samples).
