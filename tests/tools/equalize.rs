@@ -403,13 +403,16 @@ fn bad_colour_modes_are_refused() {
     }
 }
 
-/// Colour frames on the GPU: the same bytes as the CPU's in every mode (the Y plane's work runs
-/// on the GPU, the conversions on the CPU).
+/// Colour frames on the GPU: the same bytes as the CPU's in every mode (under `luma` every step
+/// on the GPU, the conversions too; under the others the planes' work on the GPU), maxvals under
+/// the sample type's included.
 #[test]
 fn gpu_matches_cpu_on_colour_frames() {
     let Some(_gpu) = gpu() else { return };
     let mut rng = rng();
-    let frames = gpu_colour_frames(&mut rng);
+    let mut frames = gpu_colour_frames(&mut rng);
+    frames.extend(hard_colour_frames(&mut rng, Channels::Rgb, 200).into_iter().step_by(2));
+    frames.extend(hard_colour_frames(&mut rng, Channels::RgbAlpha, 4000).into_iter().step_by(2));
     let input = stream(&frames);
     for mode in ["luma", "each"] {
         let args = ["--colour", mode];

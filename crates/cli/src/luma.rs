@@ -3,10 +3,46 @@
 //! the Y of YCrCb with Cr and Cb carried, or the L of L\*a\*b\* with a and b carried
 //! ([`Lightness`]); alpha carried past an operation. The conversions are OpenCV's
 //! (`histopipe_frame::colour`) and run on the CPU, split over its pool's threads, whichever
-//! backend runs the operation, so both backends give the same colour frames.
+//! backend runs the operation, so both backends give the same colour frames; but for an operation
+//! on the luma that maps a plane on the device ([`Op::plane_map`]), which a GPU runs with the
+//! conversions on the device too ([`OnLuma`]: the same samples).
 
 use histopipe_frame::{colour, Channels, Frame, Pixels};
-use histopipe_ops::{parallel, OpError};
+use histopipe_ops::{lightness, parallel, Gpu, Op, OpError, Work};
+
+/// `op` on the luma of a colour frame as one operation: on the CPU, [`split`], `op`, [`merge`];
+/// on a GPU, every step on the device ([`lightness::on_luma`]), for an operation with a
+/// [`Op::plane_map`] (any other's GPU run converts on the host, as the CPU's).
+pub(crate) struct OnLuma<'a, O> {
+    pub(crate) op: &'a O,
+}
+
+impl<O: Op<Output = Frame>> Op for OnLuma<'_, O> {
+    type Output = Frame;
+
+    fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
+        let (l, chroma) = split(frame, Lightness::Luma)?;
+        Ok(merge(&self.op.cpu(&l)?, &chroma, frame))
+    }
+
+    fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
+        match self.op.plane_map() {
+            Some(map) => lightness::on_luma(gpu, frame, map),
+            None => {
+                let (l, chroma) = split(frame, Lightness::Luma)?;
+                Ok(merge(&self.op.gpu(gpu, &l)?, &chroma, frame))
+            }
+        }
+    }
+
+    fn visits_per_pixel(&self, frame: &Frame) -> f64 {
+        self.op.visits_per_pixel(frame)
+    }
+
+    fn work(&self, frame: &Frame) -> Work {
+        self.op.work(frame)
+    }
+}
 
 /// The plane of a colour frame that an operation on its lightness works on, and the two carried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -215,6 +251,49 @@ mod tests {
         let parts = (width * height).div_ceil(part);
         let threads = parallel::threads();
         assert!(if threads == 1 { parts == 1 } else { (2..=threads * 4).contains(&parts) }, "{parts}");
+    }
+
+    /// Equalizing a colour frame's luma with every step on the device gives the CPU's samples:
+    /// 8- and 16-bit, RGB and RGBA, maxvals under the type's (R, G and B clamped to them), flat
+    /// and saturated frames, sizes that are no multiple of a block.
+    #[test]
+    fn the_luma_on_the_device_is_the_cpus() {
+        let Some(gpu) = histopipe_ops::testing::gpu_or_skip() else { return };
+        let mut rng = fastrand::Rng::with_seed(fastrand::u64(..));
+        let seed = rng.get_seed();
+        let op = OnLuma { op: &histopipe_ops::equalize::Equalize };
+        for (channels, maxval) in [
+            (Channels::Rgb, 255),
+            (Channels::RgbAlpha, 255),
+            (Channels::Rgb, 200),
+            (Channels::RgbAlpha, 65535),
+            (Channels::Rgb, 4000),
+            (Channels::RgbAlpha, 1),
+        ] {
+            for (w, h) in [(1, 1), (7, 3), (257, 31), (640, 480), (0, 4)] {
+                let n = w * h * channels.count();
+                let skew = rng.u16(0..=maxval);
+                let mut sample = || match rng.u8(0..4) {
+                    0 => maxval,
+                    1 => skew,
+                    _ => rng.u16(0..=maxval),
+                };
+                let pixels = if maxval <= 255 {
+                    Pixels::U8((0..n).map(|_| sample() as u8).collect::<Vec<_>>().into())
+                } else {
+                    Pixels::U16((0..n).map(|_| sample()).collect::<Vec<_>>().into())
+                };
+                let frame = Frame::with_channels(w, h, channels, maxval, pixels);
+                let cpu = op.cpu(&frame).unwrap();
+                let on_gpu = op.gpu(&gpu, &frame).unwrap();
+                assert!(
+                    on_gpu.pixels == cpu.pixels
+                        && on_gpu.maxval == cpu.maxval
+                        && on_gpu.channels == cpu.channels,
+                    "{channels:?} maxval {maxval}, {w}x{h}, seed {seed}"
+                );
+            }
+        }
     }
 
     #[test]

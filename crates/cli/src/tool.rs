@@ -283,8 +283,9 @@ impl<'a> Context<'a> {
     /// a gray frame, and converts the result back with the frame's Cr and Cb (`COLOR_YCrCb2BGR`)
     /// or a and b (`COLOR_Lab2BGR`); alpha is carried as [`Context::run_each_colour_channel`]
     /// carries it. A gray frame is the operation's alone, a gray frame with alpha that of its gray
-    /// plane. The conversions run on the CPU whichever backend runs `op`. The operation must keep
-    /// the frame's size and sample width.
+    /// plane. The conversions run on the CPU whichever backend runs `op`, but for the luma of an
+    /// operation with a [`Op::plane_map`], which a GPU runs with the conversions on the device
+    /// ([`luma::OnLuma`]). The operation must keep the frame's size and sample width.
     pub fn run_on_lightness<O: Op<Output = Frame>>(
         &mut self,
         frame: &Frame,
@@ -296,6 +297,9 @@ impl<'a> Context<'a> {
             Channels::GrayAlpha => {
                 let gray = self.run(op, &frame.plane(0))?;
                 Ok(luma::carry_alpha(frame, vec![gray]))
+            }
+            Channels::Rgb | Channels::RgbAlpha if space == Lightness::Luma && op.plane_map().is_some() => {
+                self.run(&luma::OnLuma { op }, frame)
             }
             Channels::Rgb | Channels::RgbAlpha => {
                 let (l, chroma) = luma::split(frame, space).map_err(|e| self.op_error(e))?;

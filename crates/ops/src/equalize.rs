@@ -23,6 +23,7 @@ use histopipe_gpu::{kernels, launch, Buffer};
 
 use crate::bins::Bins;
 use crate::histogram::{self, check_len, Distribution, DistributionPlan};
+use crate::lightness::PlaneMap;
 use crate::mask::{self, Mask};
 use crate::{lut, matching, parallel, with_samples, Element, Gpu, Op, OpError, Sample};
 
@@ -251,6 +252,36 @@ impl Op for Equalize {
         let pixels =
             with_samples!(&frame.pixels, v => Element::into_pixels(Self::gpu_samples(gpu, v, frame.maxval)?));
         Ok(frame.derive(frame.width, frame.height, frame.maxval, pixels))
+    }
+
+    fn plane_map(&self) -> Option<&dyn PlaneMap> {
+        Some(self)
+    }
+}
+
+/// A colour frame's luma equalized on the device ([`crate::lightness::on_luma`]): the sequence
+/// of [`Op::gpu`] on a plane already there.
+impl PlaneMap for Equalize {
+    fn queue_u8(
+        &self,
+        gpu: &Gpu,
+        maxval: u16,
+        n: usize,
+        src: &CudaSlice<u8>,
+        dst: &mut CudaSlice<u8>,
+    ) -> Result<(), OpError> {
+        EqualizePlan::new(gpu, maxval, n)?.queue(src, dst)
+    }
+
+    fn queue_u16(
+        &self,
+        gpu: &Gpu,
+        maxval: u16,
+        n: usize,
+        src: &CudaSlice<u16>,
+        dst: &mut CudaSlice<u16>,
+    ) -> Result<(), OpError> {
+        EqualizePlan::new(gpu, maxval, n)?.queue(src, dst)
     }
 }
 

@@ -16,6 +16,7 @@ pub mod equalize;
 pub mod histogram;
 pub mod hough;
 pub mod iradon;
+pub mod lightness;
 mod lut;
 pub mod mask;
 pub mod matching;

@@ -11,6 +11,8 @@ use std::fmt;
 use histopipe_frame::Frame;
 use histopipe_gpu::{Gpu, GpuError};
 
+use crate::lightness::PlaneMap;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpErrorKind {
     /// The frame or the parameters do not allow the operation (a usage or input error).
@@ -181,6 +183,13 @@ pub trait Op {
     /// a stream's frames do not wait for one another's host work to use the GPU.
     fn gpu_parts<'a>(&'a self, gpu: &Gpu, frame: &'a Frame) -> Result<GpuPart<'a, Self::Output>, OpError> {
         self.gpu(gpu, frame).map(GpuPart::Done)
+    }
+
+    /// The operation as a map of a gray frame's samples already on the device, for an operation
+    /// that keeps a gray frame's size, sample width and maxval and has such a sequence: a colour
+    /// frame's luma is then mapped with every step on the GPU ([`crate::lightness::on_luma`]).
+    fn plane_map(&self) -> Option<&dyn PlaneMap> {
+        None
     }
 
     /// How many times the CPU backend visits each pixel of `frame`: 1 for an operation whose work
