@@ -23,7 +23,7 @@ use histopipe_gpu::{kernels, launch, Buffer};
 
 use crate::bins::Bins;
 use crate::histogram::{self, check_len, Distribution, DistributionPlan};
-use crate::lightness::PlaneMap;
+use crate::lightness::{Plane, PlaneMap};
 use crate::mask::{self, Mask};
 use crate::{lut, matching, parallel, with_samples, Element, Gpu, Op, OpError, Sample};
 
@@ -262,26 +262,11 @@ impl Op for Equalize {
 /// A colour frame's luma equalized on the device ([`crate::lightness::on_luma`]): the sequence
 /// of [`Op::gpu`] on a plane already there.
 impl PlaneMap for Equalize {
-    fn queue_u8(
-        &self,
-        gpu: &Gpu,
-        maxval: u16,
-        n: usize,
-        src: &CudaSlice<u8>,
-        dst: &mut CudaSlice<u8>,
-    ) -> Result<(), OpError> {
-        EqualizePlan::new(gpu, maxval, n)?.queue(src, dst)
-    }
-
-    fn queue_u16(
-        &self,
-        gpu: &Gpu,
-        maxval: u16,
-        n: usize,
-        src: &CudaSlice<u16>,
-        dst: &mut CudaSlice<u16>,
-    ) -> Result<(), OpError> {
-        EqualizePlan::new(gpu, maxval, n)?.queue(src, dst)
+    fn queue(&self, gpu: &Gpu, maxval: u16, n: usize, plane: Plane<'_>) -> Result<(), OpError> {
+        match plane {
+            Plane::U8(src, dst) => EqualizePlan::new(gpu, maxval, n)?.queue(src, dst),
+            Plane::U16(src, dst) => EqualizePlan::new(gpu, maxval, n)?.queue(src, dst),
+        }
     }
 }
 

@@ -13,65 +13,35 @@ use histopipe_gpu::{kernels, launch};
 
 use crate::{with_samples, Element, Gpu, OpError, Sample};
 
+/// A gray plane on the device and where its map goes, of one sample width.
+pub enum Plane<'a> {
+    U8(&'a CudaSlice<u8>, &'a mut CudaSlice<u8>),
+    U16(&'a CudaSlice<u16>, &'a mut CudaSlice<u16>),
+}
+
 /// An operation that maps a gray frame of integer samples to one of the same size, sample width
 /// and maxval, queued on samples already on the device: what [`on_luma`] runs on a colour frame's
 /// luma there. An operation with one says so ([`Op::plane_map`](crate::Op::plane_map)).
 pub trait PlaneMap {
-    /// Queues the map of the first `n` samples (maxval `maxval`) of `src` into `dst`'s first `n`.
-    fn queue_u8(
-        &self,
-        gpu: &Gpu,
-        maxval: u16,
-        n: usize,
-        src: &CudaSlice<u8>,
-        dst: &mut CudaSlice<u8>,
-    ) -> Result<(), OpError>;
-    /// As [`PlaneMap::queue_u8`], for 16-bit samples.
-    fn queue_u16(
-        &self,
-        gpu: &Gpu,
-        maxval: u16,
-        n: usize,
-        src: &CudaSlice<u16>,
-        dst: &mut CudaSlice<u16>,
-    ) -> Result<(), OpError>;
+    /// Queues the map of the first `n` samples (maxval `maxval`) of `plane`'s source into the
+    /// first `n` of its output.
+    fn queue(&self, gpu: &Gpu, maxval: u16, n: usize, plane: Plane<'_>) -> Result<(), OpError>;
 }
 
-/// A sample type's map through a [`PlaneMap`].
-trait Mapped: Sample {
-    fn queue(
-        map: &dyn PlaneMap,
-        gpu: &Gpu,
-        maxval: u16,
-        n: usize,
-        src: &CudaSlice<Self>,
-        dst: &mut CudaSlice<Self>,
-    ) -> Result<(), OpError>;
+/// A sample type's [`Plane`].
+trait Planar: Sample {
+    fn plane<'a>(src: &'a CudaSlice<Self>, dst: &'a mut CudaSlice<Self>) -> Plane<'a>;
 }
 
-impl Mapped for u8 {
-    fn queue(
-        map: &dyn PlaneMap,
-        gpu: &Gpu,
-        maxval: u16,
-        n: usize,
-        src: &CudaSlice<u8>,
-        dst: &mut CudaSlice<u8>,
-    ) -> Result<(), OpError> {
-        map.queue_u8(gpu, maxval, n, src, dst)
+impl Planar for u8 {
+    fn plane<'a>(src: &'a CudaSlice<u8>, dst: &'a mut CudaSlice<u8>) -> Plane<'a> {
+        Plane::U8(src, dst)
     }
 }
 
-impl Mapped for u16 {
-    fn queue(
-        map: &dyn PlaneMap,
-        gpu: &Gpu,
-        maxval: u16,
-        n: usize,
-        src: &CudaSlice<u16>,
-        dst: &mut CudaSlice<u16>,
-    ) -> Result<(), OpError> {
-        map.queue_u16(gpu, maxval, n, src, dst)
+impl Planar for u16 {
+    fn plane<'a>(src: &'a CudaSlice<u16>, dst: &'a mut CudaSlice<u16>) -> Plane<'a> {
+        Plane::U16(src, dst)
     }
 }
 
@@ -87,7 +57,7 @@ pub fn on_luma(gpu: &Gpu, frame: &Frame, map: &dyn PlaneMap) -> Result<Frame, Op
     Ok(frame.derive_with(frame.width, frame.height, frame.channels, frame.maxval, pixels))
 }
 
-fn queue<T: Mapped>(
+fn queue<T: Planar>(
     gpu: &Gpu,
     frame: &Frame,
     samples: &[T],
@@ -110,7 +80,7 @@ fn queue<T: Mapped>(
         unsafe {
             launch!(gpu, kernels::LIGHTNESS, format!("luma_{}", T::KERNEL_SUFFIX), cfg; &*src, &n, &ch, &mut *y)
         }?;
-        T::queue(map, gpu, frame.maxval, pixels, &y, &mut mapped)?;
+        map.queue(gpu, frame.maxval, pixels, T::plane(&y, &mut mapped))?;
         // SAFETY: from_luma_*(rgb, mapped, pixels, channels, maxval, out): `mapped` holds `pixels`
         // samples, `out` as many as `src`.
         unsafe {
