@@ -552,6 +552,68 @@ fn auto_gives_the_service_streams_not_a_single_light_frame() {
     });
 }
 
+/// The stages of `tool`'s lines in trace file `path`, by frame.
+fn traced_stages(path: &Path, tool: &str) -> std::collections::BTreeMap<usize, Vec<String>> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut stages = std::collections::BTreeMap::<usize, Vec<String>>::new();
+    for line in text.lines().skip(1) {
+        let fields: Vec<&str> = line.split(',').collect();
+        if fields.len() == 6 && fields[0] == tool {
+            stages.entry(fields[3].parse().unwrap()).or_default().push(fields[2].to_owned());
+        }
+    }
+    stages
+}
+
+/// With HISTOPIPE_TRACE, a tool on the service traces its copies and waits of every frame, and a
+/// service started by hand with the variable its own side of each; a service a tool starts is not
+/// given the tool's variable (it outlives the tool's run).
+#[test]
+fn the_service_and_its_tools_trace_each_frame() {
+    each_backend(|backend| {
+        let what = format!("{backend:?} service");
+        let mut svc = Service::new("trace", backend);
+        let (tool_trace, service_trace) = (svc.dir.join("tool.csv"), svc.dir.join("service.csv"));
+        svc.serve("30", &[("HISTOPIPE_TRACE", service_trace.to_str().unwrap())]);
+        let input = six_frames();
+        let out = run(
+            svc.tool("equalize").args(["--backend", "gpu", "--progress"]).env("HISTOPIPE_TRACE", &tool_trace),
+            &input,
+        );
+        assert_served(&out, "equalize", 6, &what);
+        let has = |stages: &[String], stage: &str| stages.iter().any(|s| s == stage);
+        let tool = traced_stages(&tool_trace, "equalize");
+        let service = traced_stages(&service_trace, "histopipe-service");
+        for n in 1..=6 {
+            for stage in ["work", "service.put", "service.wait", "service.take"] {
+                assert!(
+                    tool.get(&n).is_some_and(|s| has(s, stage)),
+                    "{what}: frame {n}: no {stage} in {tool:?}"
+                );
+            }
+            for stage in ["service.in", "service.work", "service.out"] {
+                let lines = service.get(&n);
+                assert!(lines.is_some_and(|s| has(s, stage)), "{what}: frame {n}: no {stage} in {service:?}");
+            }
+        }
+        assert_eq!(service.len(), 6, "{what}: the service traced other frames: {service:?}");
+        // A service the tool starts itself.
+        let started = Service::new("trace-started", backend);
+        let trace = started.dir.join("trace.csv");
+        let out = run(
+            started.tool("equalize").args(["--backend", "gpu", "--progress"]).env("HISTOPIPE_TRACE", &trace),
+            &input,
+        );
+        assert_served(&out, "equalize", 6, &format!("{what} a tool started"));
+        let own = traced_stages(&trace, "equalize");
+        assert!((1..=6).all(|n| own.contains_key(&n)), "{what}: the tool's own lines: {own:?}");
+        assert!(
+            traced_stages(&trace, "histopipe-service").is_empty(),
+            "{what}: a service a tool started traced"
+        );
+    });
+}
+
 #[test]
 fn a_service_that_cannot_start_loses_no_frame() {
     each_backend(|backend| {
