@@ -282,6 +282,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn long_ranges_are_copied_whole_in_parts() {
+        // Over several copy parts (1 MiB at least each), starting and ending off a part's edge.
+        let len = 5 << 20;
+        let mut made = Block::create(len).unwrap();
+        let mut rng = fastrand::Rng::with_seed(44);
+        let bytes: Vec<u8> = (0..len).map(|_| rng.u8(..)).collect();
+        histopipe_ops::parallel::copy(made.as_mut_slice(), &bytes);
+        assert!(made.as_mut_slice() == &bytes[..]);
+        let got = Block::receive(made.fd().try_clone_to_owned().unwrap()).unwrap();
+        for range in [3..len - 5, 0..len, (1 << 20) - 1..(3 << 20) + 1, 7..7] {
+            let mut out = vec![0u8; range.len()];
+            got.copy_out(range.clone(), &mut out);
+            assert!(out == bytes[range.clone()], "{range:?}");
+            assert!(got.to_vec(range.clone()) == bytes[range.clone()], "{range:?}");
+        }
+    }
+
+    #[test]
     fn a_block_is_read_back_through_its_descriptor() {
         let mut made = Block::create(10_000).unwrap();
         assert_eq!(made.len(), 12_288);
