@@ -456,8 +456,8 @@ impl Remote {
 
     /// A new connection, its session open.
     fn open(&self) -> Result<Connection, NoSession> {
-        let stream =
-            connect_or_start(&self.address, &self.devices, None, START_WAIT).map_err(NoSession::Failed)?;
+        let stream = connect_or_start(&self.address, &self.devices, None, true, START_WAIT)
+            .map_err(NoSession::Failed)?;
         let channel = Channel::new(stream);
         let failed = |e: &dyn std::fmt::Display| NoSession::Failed(e.to_string());
         channel.send(Kind::Hello, &self.hello, None).map_err(|e| failed(&e))?;

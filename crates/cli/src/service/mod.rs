@@ -173,11 +173,13 @@ fn service_exe() -> Option<PathBuf> {
 }
 
 /// Starts the service for `devices` in the background, detached from this process's group (so a
-/// Ctrl-C to the pipe that started it does not end it), its stderr to its log.
+/// Ctrl-C to the pipe that started it does not end it), its stderr to its log. `by_tool`: for a
+/// tool's frames, not by `histopipe-service start`.
 fn spawn(
     address: &Address,
     devices: &Devices,
     idle: Option<Duration>,
+    by_tool: bool,
 ) -> Result<std::process::Child, String> {
     use std::os::unix::fs::OpenOptionsExt;
     use std::os::unix::process::CommandExt;
@@ -195,8 +197,10 @@ fn spawn(
     }
     // A trace is of the tool's run: a service it starts outlives it, and traces only if started
     // by hand with the variable set.
+    if by_tool {
+        command.env_remove(histopipe_trace::VARIABLE);
+    }
     command
-        .env_remove(histopipe_trace::VARIABLE)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(log)
@@ -224,12 +228,13 @@ pub(crate) fn connect(address: &Address) -> io::Result<UnixStream> {
     Ok(stream)
 }
 
-/// Connects to the service, starting it first (idle time `idle`, else its default) if it is not
-/// up; waits up to `wait` for it.
+/// Connects to the service, starting it first (idle time `idle`, else its default; `by_tool` as
+/// [`spawn`]'s) if it is not up; waits up to `wait` for it.
 fn connect_or_start(
     address: &Address,
     devices: &Devices,
     idle: Option<Duration>,
+    by_tool: bool,
     wait: Duration,
 ) -> Result<UnixStream, String> {
     match connect(address) {
@@ -237,7 +242,7 @@ fn connect_or_start(
         Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused) => {}
         Err(e) => return Err(format!("{}: {e}", address.socket.display())),
     }
-    let mut started = spawn(address, devices, idle)?;
+    let mut started = spawn(address, devices, idle, by_tool)?;
     let deadline = Instant::now() + wait;
     loop {
         match connect(address) {
@@ -248,7 +253,7 @@ fn connect_or_start(
                 if started.try_wait().is_ok_and(|status| status.is_some()) && Instant::now() < deadline =>
             {
                 std::thread::sleep(Duration::from_millis(5));
-                started = spawn(address, devices, idle)?;
+                started = spawn(address, devices, idle, by_tool)?;
             }
             Err(e) if Instant::now() >= deadline => {
                 return Err(format!(
@@ -313,7 +318,7 @@ fn command(tools: &'static [Entry]) -> Result<(), String> {
     match verb.as_ref().and_then(|v| v.to_str()).unwrap_or("start") {
         "serve" => serve(tools, address, devices, idle_given.unwrap_or(IDLE)),
         "start" => {
-            let stream = connect_or_start(&address, &devices, idle_given, Duration::from_secs(30))?;
+            let stream = connect_or_start(&address, &devices, idle_given, false, Duration::from_secs(30))?;
             server::say(&ask(stream, Kind::Status)?);
             Ok(())
         }

@@ -537,7 +537,10 @@ fn one_frame<T: Tool>(
     let (early, made) = std::sync::mpsc::channel();
     let fail_after = service.fail_at.filter(|&(at, _)| at == number).map(|(_, part)| part);
     let (result, forwarded) = std::thread::scope(|scope| {
-        let forwarder = scope.spawn(|| forward(channel, lent, made, fail_after));
+        let forwarder = scope.spawn(|| {
+            histopipe_trace::set_frame(n);
+            forward(channel, lent, made, fail_after)
+        });
         let working = histopipe_trace::span("service.work", n);
         let result = catch(|| {
             let mut cx = Context::new(n, &frame, common, T::FLAGS, &service.backends, starts, Vec::new())

@@ -10,6 +10,7 @@
 //! process may change.
 
 use std::io;
+use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
@@ -101,44 +102,37 @@ impl Block {
     /// Copies bytes `range` of the block into `out` (of the same length); the other process may
     /// change them meanwhile, which gives other bytes, never a fault: the block cannot shrink.
     pub(crate) fn copy_out(&self, range: Range<usize>, out: &mut [u8]) {
-        assert!(range.end <= self.len && range.len() == out.len(), "a range within the block");
-        // SAFETY: `out` is `range.len()` bytes.
-        unsafe { self.copy_to(range, out.as_mut_ptr()) }
+        assert!(range.len() == out.len(), "a range within the block");
+        // SAFETY: u8 and MaybeUninit<u8> have one layout; only initialised bytes are written.
+        let out = unsafe { &mut *(out as *mut [u8] as *mut [MaybeUninit<u8>]) };
+        self.copy_to(range, out);
     }
 
     /// Bytes `range` of the block as a new vector, copied as [`Block::copy_out`] copies (not
     /// cleared first).
     pub(crate) fn to_vec(&self, range: Range<usize>) -> Vec<u8> {
-        assert!(range.end <= self.len, "a range within the block");
         let mut out = Vec::with_capacity(range.len());
-        // SAFETY: `out` has room for range.len() bytes, all written before its length is set.
-        unsafe {
-            self.copy_to(range.clone(), out.as_mut_ptr());
-            out.set_len(range.len());
-        }
+        let len = range.len();
+        self.copy_to(range, &mut out.spare_capacity_mut()[..len]);
+        // SAFETY: copy_to wrote all `len` bytes.
+        unsafe { out.set_len(len) };
         out
     }
 
-    /// Copies bytes `range` of the block (within it) to `out`, in parts on the CPU pool's threads.
-    ///
-    /// # Safety
-    /// `out` is valid for `range.len()` bytes of writes, apart from the mapping.
-    unsafe fn copy_to(&self, range: Range<usize>, out: *mut u8) {
-        assert!(range.end <= self.len, "a range within the block");
+    /// Copies bytes `range` of the block into `out` (as long), in parts on the CPU pool's
+    /// threads ([`histopipe_ops::parallel::copy_part`]).
+    fn copy_to(&self, range: Range<usize>, out: &mut [MaybeUninit<u8>]) {
+        assert!(range.end <= self.len && range.len() == out.len(), "a range within the block");
+        let from = self.ptr.as_ptr() as usize + range.start;
         let part = histopipe_ops::parallel::copy_part(range.len());
-        let starts: Vec<usize> = (0..range.len()).step_by(part.max(1)).collect();
-        let (from, to) = (self.ptr.as_ptr() as usize + range.start, out as usize);
-        let len = range.len();
-        histopipe_ops::parallel::map_parts(&starts, 1, |_, first| {
-            for &first in first {
-                let n = part.min(len - first);
-                // SAFETY: [first, first + n) lies within the range, which lies within the mapping
-                // (alive as long as self) and within `out` (the caller's word). A raw copy, so no
-                // reference into memory another process may write is ever made.
-                unsafe {
-                    std::ptr::copy_nonoverlapping((from + first) as *const u8, (to + first) as *mut u8, n)
-                };
-            }
+        histopipe_ops::parallel::for_each_part(out, part, |first, out| {
+            // SAFETY: [first, first + out.len()) lies within the range, which lies within the
+            // mapping (alive as long as self); `out` is this process's own memory, apart from
+            // the mapping. A raw copy, so no reference into memory another process may write is
+            // ever made.
+            unsafe {
+                std::ptr::copy_nonoverlapping((from + first) as *const u8, out.as_mut_ptr().cast(), out.len())
+            };
         });
     }
 }
