@@ -205,3 +205,52 @@ extern "C" __global__ void to_float_f32_curve(const float* __restrict__ in, u64 
         out[i] = canonical_nan(r);
     }
 }
+
+// The cuts of `--saturate` on float frames (crates/ops/src/stretch/cuts.rs, which states the rule):
+// each finite sample's key, its bits made unsigned in f32::total_cmp's order, counted by its high
+// 16 bits (`key_counts_high`), then, within the two buckets holding the ranks sought, by its low 16
+// bits (`key_counts_low`). Counts are whole numbers, so the host finds the ranks the CPU finds.
+// Lanes of a warp whose samples share a bin add once, with the group's size, as histogram.cu's
+// global histogram; every lane of a warp runs the same iterations (its first index bounds the
+// loop), as __match_any_sync needs. A lane with nothing to count gets a bin no sample has.
+__device__ __forceinline__ bool float_key(float v, u32* key) {
+    const u32 bits = __float_as_uint(v);
+    if ((bits & 0x7f800000u) == 0x7f800000u) return false;
+    *key = (bits >> 31) ? ~bits : (bits | 0x80000000u);
+    return true;
+}
+
+// high[b] += the finite samples whose key's high 16 bits are b (high: 65536 counts, zeroed).
+extern "C" __global__ void key_counts_high(const float* __restrict__ in, u64 n, u64* __restrict__ high) {
+    const u32 lane = threadIdx.x & 31;
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i - lane < n; i += stride) {
+        u32 key = 0;
+        const bool counted = i < n && float_key(in[i], &key);
+        const u32 b = counted ? key >> 16 : 0xffffffffu;
+        const u32 group = __match_any_sync(FULL_MASK, b);
+        if (counted && lane == (u32)(__ffs(group) - 1)) atomicAdd(&high[b], (u64)__popc(group));
+    }
+}
+
+// For the finite samples whose key's high 16 bits are lo_high (hi_high), lo_low[l] (hi_low[l]) +=
+// those whose low 16 bits are l; a sample in both buckets (lo_high == hi_high) counts in both.
+// lo_low and hi_low: 65536 counts each, zeroed.
+extern "C" __global__ void key_counts_low(const float* __restrict__ in, u64 n, u32 lo_high, u32 hi_high,
+                                          u64* __restrict__ lo_low, u64* __restrict__ hi_low) {
+    const u32 lane = threadIdx.x & 31;
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i - lane < n; i += stride) {
+        u32 key = 0;
+        const bool finite = i < n && float_key(in[i], &key);
+        const bool lo = finite && key >> 16 == lo_high, hi = finite && key >> 16 == hi_high;
+        // The low 16 bits, and which buckets: 1 << 16 for lo_high's, 1 << 17 for hi_high's.
+        const u32 b = lo || hi ? (key & 0xffffu) | (lo ? 1u << 16 : 0u) | (hi ? 1u << 17 : 0u) : 0xffffffffu;
+        const u32 group = __match_any_sync(FULL_MASK, b);
+        if ((lo || hi) && lane == (u32)(__ffs(group) - 1)) {
+            const u64 count = (u64)__popc(group);
+            if (lo) atomicAdd(&lo_low[key & 0xffffu], count);
+            if (hi) atomicAdd(&hi_low[key & 0xffffu], count);
+        }
+    }
+}

@@ -1,6 +1,6 @@
 use histopipe_cli::{Common, Context, Error, Flag, FlagError, Given, Tool};
 use histopipe_frame::Frame;
-use histopipe_ops::stretch::{cuts, Curve, Scale, Stretch as Map, StretchTo, ZScale};
+use histopipe_ops::stretch::{cuts, Curve, Saturated, Scale, Stretch as Map, StretchTo, ZScale};
 
 use crate::colour::{Colour, RANGES};
 use crate::mask::{Masking, MASK};
@@ -242,6 +242,14 @@ Example:
         let maxout = self.depth.unwrap_or(if integer { frame.maxval } else { 65535 });
         let colours: Vec<usize> = (0..frame.channels.colour_count()).collect();
         let mask = self.mask.fit(cx, &frame)?;
+        let one_curve = colours.len() == 1 || !self.each;
+        let whole = one_curve && !frame.channels.has_alpha() && mask.is_none();
+        if whole && self.range.is_none() && !self.zscale_on && self.out.is_none() {
+            // --saturate over every sample: one operation, whose cuts are counted where it runs.
+            let percent = self.saturate.unwrap_or(DEFAULT_SATURATE);
+            let out = cx.run(&Saturated { percent, scale: self.scale, maxout }, &frame)?;
+            return cx.write(out);
+        }
         let curve_of = |channels: &[usize]| -> Result<Curve, Error> {
             let (lo, hi) = match (self.range, self.zscale_on.then_some(self.zscale)) {
                 (Some(range), _) => range,

@@ -4,7 +4,7 @@
 //! CPU.
 
 use histopipe_frame::{Channels, Format, Frame, Pixels};
-use histopipe_ops::stretch::{Curve, Scale, Stretch, StretchTo, ZScale};
+use histopipe_ops::stretch::{Curve, Saturated, Scale, Stretch, StretchTo, ZScale};
 use histopipe_ops::Op;
 
 use crate::common::*;
@@ -315,6 +315,51 @@ fn gpu_matches_cpu_on_float_frames() {
                 );
             }
         }
+    }
+}
+
+/// `--saturate` over a whole float frame on the GPU (`Saturated`, its keys counted there) finds
+/// the CPU's cuts and gives its bytes: specials, -0 against +0, one value everywhere (every lane
+/// of a warp in one bucket), values a bucket apart, lengths off a warp, no finite sample, and every
+/// share from none to all.
+#[test]
+fn saturate_cuts_on_the_gpu_are_the_cpus() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, f32::MIN_POSITIVE / 3.0, f32::MAX];
+    let mut frames: Vec<Vec<f32>> = vec![
+        (0..1 << 18).map(|_| f32::from_bits(rng.u32(..))).chain(specials).collect(),
+        (0..300_001).map(|_| (rng.f32() - 0.2) * 500.0).collect(),
+        vec![0.25; 70_000],
+        (0..4099).map(|i| [-0.0, 0.0, f32::NAN, 1.0][i % 4]).collect(),
+        // Keys one apart at each bucket's edge: 0x3f80_ffff and 0x3f81_0000 as bits.
+        (0..10_000).map(|i| f32::from_bits(0x3f80_fffe + (i % 3) as u32)).collect(),
+        vec![f32::NAN, f32::INFINITY],
+        vec![-2.5],
+        (0..33).map(|_| rng.f32()).collect(),
+    ];
+    frames.push((0..1 << 16).map(|i| if i % 97 == 0 { f32::NAN } else { rng.i32(-3..3) as f32 }).collect());
+    for v in frames {
+        let n = v.len();
+        let frame = Frame::new(n, 1, 1, Pixels::F32(v.clone().into()));
+        for percent in [0.0, 1e-9, 0.35, 7.0, 50.0, 99.9, 100.0] {
+            let src = gpu.upload("test.in", &v).unwrap();
+            let on_gpu = histopipe_ops::stretch::float_cuts(&gpu, &src, n, percent).unwrap();
+            let on_cpu = histopipe_ops::stretch::cuts::of_floats(v.iter().copied(), percent);
+            let bits = |c: Option<(f32, f32)>| c.map(|(lo, hi)| (lo.to_bits(), hi.to_bits()));
+            assert_eq!(bits(on_gpu), bits(on_cpu), "{n} samples, {percent}%");
+            for maxout in [255, 65535] {
+                let op = Saturated { percent, scale: Scale::Linear, maxout };
+                assert!(op.cpu(&frame).unwrap() == op.gpu(&gpu, &frame).unwrap(), "{n} {percent}% {maxout}");
+            }
+        }
+    }
+    // Integer and colour frames: the cuts of their histograms on the CPU, the map on the GPU.
+    let samples: Vec<u16> = (0..31 * 17 * 3).map(|_| rng.u16(..4096)).collect();
+    let colour = Frame::with_channels(31, 17, Channels::Rgb, 4095, Pixels::U16(samples.into()));
+    for frame in [random_frame(&mut rng, 1023, 77, 255), colour] {
+        let op = Saturated { percent: 2.0, scale: Scale::Sqrt, maxout: 255 };
+        assert_eq!(op.cpu(&frame).unwrap(), op.gpu(&gpu, &frame).unwrap());
     }
 }
 

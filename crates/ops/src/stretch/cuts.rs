@@ -4,8 +4,9 @@
 //! k = floor(N P / 200) in double precision, at most (N - 1) / 2:
 //! lo = s_k and hi = s_(N-1-k), so at most k samples lie below lo and at most k above hi.
 //! (ImageJ: threshold = (int)(N * saturated / 200), hmin the first level whose cumulative count
-//! exceeds it, hmax the last whose count from the top does.) Computed on the CPU, for both
-//! backends: the GPU's share of `stretch` is the map, the bulk of the work.
+//! exceeds it, hmax the last whose count from the top does.) Computed on the CPU, except a whole
+//! float frame's where the stretch runs on the GPU ([`super::Saturated`]): its keys are counted
+//! there, and the ranks found in the counts as here.
 
 use histopipe_frame::{Frame, Pixels};
 
@@ -40,67 +41,95 @@ pub fn of_counts(counts: &[u64], percent: f64) -> Option<(u16, u16)> {
 
 /// (s_k, s_(n-1-k)) of the finite values of `values`, `None` for none: the values of those
 /// ranks in `f32::total_cmp`'s order (where -0 comes before +0), found without sorting or
-/// copying. Each value's bits are made a key whose unsigned order is that order; a first pass
-/// counts the keys' high 16 bits and finds the bucket of each rank, a second counts the low 16
-/// bits of the keys in those two buckets, which gives each rank's key whole. Two passes over the
-/// samples and tables of 2^16 counts: 25 ms for a 4K float frame where copying and selecting took
-/// 85 ms (one core of the 2-core build machine).
+/// copying. Each value's bits are made a key whose unsigned order is that order ([`key`]); a
+/// first pass counts the keys' high 16 bits and finds the bucket of each rank ([`Ranks`]), a
+/// second counts the low 16 bits of the keys in those two buckets, which gives each rank's key
+/// whole. Two passes over the samples and tables of 2^16 counts: 25 ms for a 4K float frame where
+/// copying and selecting took 85 ms (one core of the 2-core build machine). The GPU counts the
+/// same way ([`super::gpu::float_cuts`]); the counts are whole numbers, so it finds the same keys.
 pub fn of_floats<I: Iterator<Item = f32> + Clone>(values: I, percent: f64) -> Option<(f32, f32)> {
-    const BUCKETS: usize = 1 << 16;
-    let keys = values.filter(|v| v.is_finite()).map(|v| {
-        let bits = v.to_bits();
-        if bits >> 31 == 1 {
-            !bits
-        } else {
-            bits | 1 << 31
-        }
-    });
+    let keys = values.filter(|v| v.is_finite()).map(key);
     if saturated(usize::MAX, percent) == 0 {
         // k = 0 for any count (percent 0, or so small that no count reaches a sample): the
         // smallest and the largest key, one pass and no tables (on the 2-core build machine,
         // `--saturate 0 --out 0:1` of a 640x651 float frame: 2.1 ms with the two passes, 0.78).
         let (lo, hi) = keys.fold((u32::MAX, 0), |(lo, hi), k| (lo.min(k), hi.max(k)));
-        let value = |key: u32| f32::from_bits(if key >> 31 == 1 { key & !(1 << 31) } else { !key });
-        return (lo <= hi).then(|| (value(lo), value(hi)));
+        return (lo <= hi).then(|| (of_key(lo), of_key(hi)));
     }
     let mut high = vec![0u64; BUCKETS];
-    let mut n = 0u64;
     for key in keys.clone() {
         high[(key >> 16) as usize] += 1;
-        n += 1;
     }
-    if n == 0 {
-        return None;
-    }
-    let k = saturated(n as usize, percent) as u64;
-    // The bucket holding rank r of `counts`, and r's rank within it.
-    let find = |counts: &[u64], r: u64| {
-        let mut below = 0;
-        for (bucket, &c) in counts.iter().enumerate() {
-            if below + c > r {
-                return (bucket as u32, r - below);
-            }
-            below += c;
-        }
-        unreachable!("rank {r} of {below} values")
-    };
-    let (lo_high, lo_rank) = find(&high, k);
-    let (hi_high, hi_rank) = find(&high, n - 1 - k);
+    let ranks = Ranks::of_high(&high, percent)?;
     let (mut lo_low, mut hi_low) = (vec![0u64; BUCKETS], vec![0u64; BUCKETS]);
     for key in keys {
         let low = (key & 0xFFFF) as usize;
-        if key >> 16 == lo_high {
+        if key >> 16 == ranks.lo.0 {
             lo_low[low] += 1;
         }
-        if key >> 16 == hi_high {
+        if key >> 16 == ranks.hi.0 {
             hi_low[low] += 1;
         }
     }
-    let value = |high: u32, low: u32| {
-        let key = high << 16 | low;
-        f32::from_bits(if key >> 31 == 1 { key & !(1 << 31) } else { !key })
-    };
-    Some((value(lo_high, find(&lo_low, lo_rank).0), value(hi_high, find(&hi_low, hi_rank).0)))
+    ranks.cuts(&lo_low, &hi_low)
+}
+
+/// The tables of [`of_floats`]' passes: one count for each value of a key's 16 bits.
+pub(crate) const BUCKETS: usize = 1 << 16;
+
+/// A finite float's key: its bits made unsigned in `f32::total_cmp`'s order (negative values'
+/// bits inverted, positive ones' sign bit set).
+fn key(v: f32) -> u32 {
+    let bits = v.to_bits();
+    if bits >> 31 == 1 {
+        !bits
+    } else {
+        bits | 1 << 31
+    }
+}
+
+/// The float whose [`key`] is `key`.
+fn of_key(key: u32) -> f32 {
+    f32::from_bits(if key >> 31 == 1 { key & !(1 << 31) } else { !key })
+}
+
+/// The bucket of `counts` holding rank `r` of the values counted, and `r`'s rank within it;
+/// `None` where fewer than r + 1 values were counted.
+fn find(counts: &[u64], r: u64) -> Option<(u32, u64)> {
+    let mut below = 0;
+    for (bucket, &c) in counts.iter().enumerate() {
+        if below + c > r {
+            return Some((bucket as u32, r - below));
+        }
+        below += c;
+    }
+    None
+}
+
+/// The ranks `--saturate` seeks, k and n - 1 - k of n values: for each, the bucket of the keys'
+/// high 16 bits holding it and its rank among that bucket's values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ranks {
+    pub lo: (u32, u64),
+    pub hi: (u32, u64),
+}
+
+impl Ranks {
+    /// The ranks of `percent` among the values counted in `high` ([`BUCKETS`] counts of the keys'
+    /// high 16 bits), `None` for none counted.
+    pub(crate) fn of_high(high: &[u64], percent: f64) -> Option<Ranks> {
+        let n: u64 = high.iter().sum();
+        let k = saturated(usize::try_from(n).ok()?, percent) as u64;
+        Some(Ranks { lo: find(high, k)?, hi: find(high, n.checked_sub(1 + k)?)? })
+    }
+
+    /// The two values, from the counts of the low 16 bits of the keys in each rank's bucket;
+    /// `None` where those counts hold too few values for the ranks.
+    pub(crate) fn cuts(&self, lo_low: &[u64], hi_low: &[u64]) -> Option<(f32, f32)> {
+        let (lo, _) = find(lo_low, self.lo.1)?;
+        let (hi, _) = find(hi_low, self.hi.1)?;
+        Some((of_key(self.lo.0 << 16 | lo), of_key(self.hi.0 << 16 | hi)))
+    }
 }
 
 /// [`of_floats`] of every value of `values` with k = 0: the smallest and the largest finite value
@@ -116,8 +145,7 @@ pub fn extremes(values: &[f32]) -> Option<(f32, f32)> {
         crate::parallel::parts_split_from(n, crate::parallel::split_from(super::MIN_SPLIT), super::MIN_PART);
     let each = crate::parallel::map_parts(values, n.div_ceil(parts), |_, part| key_extremes(part));
     let (lo, hi) = each.into_iter().fold((u32::MAX, 0), |(lo, hi), (l, h)| (lo.min(l), hi.max(h)));
-    let value = |key: u32| f32::from_bits(if key >> 31 == 1 { key & !(1 << 31) } else { !key });
-    (lo <= hi).then(|| (value(lo), value(hi)))
+    (lo <= hi).then(|| (of_key(lo), of_key(hi)))
 }
 
 /// The least and the greatest key of the finite values of `values` (of_floats's keys: unsigned

@@ -1,11 +1,13 @@
 //! The device side of `stretch`: the look-up of integer samples in a table made on the host
-//! ([`LutPlan`]), and the curve of float samples computed per sample ([`queue_curve`]), both in
+//! ([`LutPlan`]), the curve of float samples computed per sample ([`queue_curve`]), and the
+//! cuts of `--saturate` on float samples counted on the device ([`float_cuts`]), all in
 //! stretch.cu.
 
 use histopipe_gpu::cudarc::driver::CudaSlice;
 use histopipe_gpu::{kernels, launch, Buffer};
 
 use super::curve::{Curve, LN2, LN_TERMS, SQRT2};
+use super::cuts::{Ranks, BUCKETS};
 use super::to_float::{Float32, StretchTo};
 use crate::histogram::check_len;
 use crate::{Element, Gpu, OpError, Sample};
@@ -115,4 +117,50 @@ pub fn queue_to_float(
             src, &count, &curve.lo, &curve.hi, &kind, &param, &norm, &olo, &ohi, &ln2, &sqrt2, &terms, dst)
     }?;
     Ok(())
+}
+
+/// The cuts of `--saturate percent` of the first `n` float samples of `src`: [`super::cuts::of_floats`]
+/// of them all, its two passes on the device. `key_counts_high` counts the keys' high 16 bits;
+/// the host finds the bucket of each rank in those counts ([`Ranks`]); `key_counts_low` counts the
+/// low 16 bits of the keys in those two buckets, where the host finds each rank's key. The counts
+/// are whole numbers, so the cuts are the CPU's. `None` for no finite sample.
+pub fn float_cuts(
+    gpu: &Gpu,
+    src: &CudaSlice<f32>,
+    n: usize,
+    percent: f64,
+) -> Result<Option<(f32, f32)>, OpError> {
+    check_len("stretch input", src.len(), n)?;
+    let count = n as u64;
+    let cover = histopipe_gpu::launch::cover(n.max(1), 256);
+    let mut high = gpu.buffer::<u64>("stretch.keys", BUCKETS)?;
+    gpu.stream().memset_zeros(&mut high.slice_mut(..BUCKETS))?;
+    if n > 0 {
+        // SAFETY: key_counts_high(in, n, high) in stretch.cu; `src` holds `n` samples, `high`
+        // BUCKETS counts (a key's high 16 bits index it).
+        unsafe { launch!(gpu, kernels::STRETCH, "key_counts_high", cover; src, &count, &mut *high) }?;
+    }
+    let Some(ranks) = Ranks::of_high(&gpu.download_vec(&high, BUCKETS)?, percent) else {
+        return Ok(None);
+    };
+    let mut lo_low = gpu.buffer::<u64>("stretch.keys.lo", BUCKETS)?;
+    let mut hi_low = gpu.buffer::<u64>("stretch.keys.hi", BUCKETS)?;
+    gpu.stream().memset_zeros(&mut lo_low.slice_mut(..BUCKETS))?;
+    gpu.stream().memset_zeros(&mut hi_low.slice_mut(..BUCKETS))?;
+    let (lo_high, hi_high) = (ranks.lo.0, ranks.hi.0);
+    // SAFETY: key_counts_low(in, n, lo_high, hi_high, lo_low, hi_low) in stretch.cu; `src` holds
+    // `n` samples (n > 0: a rank was found), `lo_low` and `hi_low` BUCKETS counts each (a key's
+    // low 16 bits index them).
+    unsafe {
+        launch!(gpu, kernels::STRETCH, "key_counts_low", cover;
+            src, &count, &lo_high, &hi_high, &mut *lo_low, &mut *hi_low)
+    }?;
+    let lo_low = gpu.download_vec(&lo_low, BUCKETS)?;
+    let hi_low = gpu.download_vec(&hi_low, BUCKETS)?;
+    match ranks.cuts(&lo_low, &hi_low) {
+        Some(cuts) => Ok(Some(cuts)),
+        None => {
+            Err(OpError::gpu("the device's counts of the keys do not hold the ranks its first counts found"))
+        }
+    }
 }

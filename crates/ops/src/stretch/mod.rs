@@ -2,7 +2,9 @@
 //! `pnmnorm` and scikit-image's `rescale_intensity`: every sample v through a [`Curve`],
 //! out = rint(f(t) * maxout) with t = (v - lo) / (hi - lo) clamped to [0, 1] and f a display
 //! scale ([`Scale`]); NaN gives 0. The input range is given, or found by [`cuts`] (order
-//! statistics) or [`zscale`] (astropy's `ZScaleInterval`), on the CPU for both backends.
+//! statistics) or [`zscale`] (astropy's `ZScaleInterval`), on the CPU for both backends; except
+//! `--saturate` over a whole float frame, whose cuts [`Saturated`] counts on the GPU where the
+//! stretch runs there.
 //!
 //! - Integer frames: the curve's levels of 0..=maxval are a look-up table made on the host
 //!   ([`Curve::table`]), shared by both backends; each sample is looked up (CPU, or the
@@ -21,13 +23,14 @@ pub mod zscale;
 
 pub use curve::{ln, Curve, Scale, ASINH_B, LOG_A};
 pub use gpu::queue_to_float;
-pub use gpu::{queue_curve, LutPlan};
+pub use gpu::{float_cuts, queue_curve, LutPlan};
 pub use to_float::StretchTo;
 pub use zscale::ZScale;
 
 use std::mem::MaybeUninit;
 
 use histopipe_frame::{Frame, Pixels};
+use histopipe_gpu::cudarc::driver::CudaSlice;
 
 use crate::{parallel, Gpu, Op, OpError, Sample};
 
@@ -146,12 +149,24 @@ impl Stretch {
         Ok(O::into_pixels(gpu.download_samples(&dst, n)?))
     }
 
-    fn gpu_float<O: Sample>(&self, gpu: &Gpu, samples: &[f32]) -> Result<Pixels, OpError> {
-        let n = samples.len();
-        let src = gpu.upload("stretch.in", samples)?;
-        let mut dst = gpu.buffer::<O>("stretch.out", n)?;
-        queue_curve(gpu, &self.curve, &src, n, &mut dst)?;
-        Ok(O::into_pixels(gpu.download_samples(&dst, n)?))
+    /// The levels of the first `n` float samples of `src`, on the device, as `O`: 8-bit for a
+    /// maxout up to 255.
+    fn gpu_float(&self, gpu: &Gpu, src: &CudaSlice<f32>, n: usize) -> Result<Pixels, OpError> {
+        fn levels<O: Sample>(
+            curve: &Curve,
+            gpu: &Gpu,
+            src: &CudaSlice<f32>,
+            n: usize,
+        ) -> Result<Pixels, OpError> {
+            let mut dst = gpu.buffer::<O>("stretch.out", n)?;
+            queue_curve(gpu, curve, src, n, &mut dst)?;
+            Ok(O::into_pixels(gpu.download_samples(&dst, n)?))
+        }
+        if self.curve.maxout <= 255 {
+            levels::<u8>(&self.curve, gpu, src, n)
+        } else {
+            levels::<u16>(&self.curve, gpu, src, n)
+        }
     }
 
     fn output(&self, frame: &Frame, pixels: Pixels) -> Frame {
@@ -178,10 +193,51 @@ impl Op for Stretch {
             (Pixels::U8(v), false) => self.gpu_integer::<u8, u16>(gpu, v, frame.maxval)?,
             (Pixels::U16(v), true) => self.gpu_integer::<u16, u8>(gpu, v, frame.maxval)?,
             (Pixels::U16(v), false) => self.gpu_integer::<u16, u16>(gpu, v, frame.maxval)?,
-            (Pixels::F32(v), true) => self.gpu_float::<u8>(gpu, v)?,
-            (Pixels::F32(v), false) => self.gpu_float::<u16>(gpu, v)?,
+            (Pixels::F32(v), _) => self.gpu_float(gpu, &*gpu.upload("stretch.in", v)?, v.len())?,
         };
         Ok(self.output(frame, pixels))
+    }
+}
+
+/// `--saturate percent` over every sample of a frame, and the [`Stretch`] of every sample through
+/// the curve (`scale`, `maxout`) from those cuts ([`cuts::of_frame`] of all its channels; no
+/// sample to count, as no finite float: lo = hi = 0). One operation, so that on the GPU a float
+/// frame is uploaded once and its cuts counted there ([`float_cuts`]), the same cuts as the
+/// CPU's; an integer frame's come from its histogram on the CPU, for both backends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Saturated {
+    pub percent: f64,
+    pub scale: Scale,
+    pub maxout: u16,
+}
+
+impl Saturated {
+    fn stretch(&self, (lo, hi): (f64, f64)) -> Stretch {
+        Stretch { curve: Curve { lo, hi, scale: self.scale, maxout: self.maxout } }
+    }
+
+    fn on_cpu(&self, frame: &Frame) -> Result<Stretch, OpError> {
+        let every: Vec<usize> = (0..frame.channels.count()).collect();
+        Ok(self.stretch(cuts::of_frame(frame, &every, self.percent, None)?.unwrap_or((0.0, 0.0))))
+    }
+}
+
+impl Op for Saturated {
+    type Output = Frame;
+
+    fn cpu(&self, frame: &Frame) -> Result<Frame, OpError> {
+        self.on_cpu(frame)?.cpu(frame)
+    }
+
+    fn gpu(&self, gpu: &Gpu, frame: &Frame) -> Result<Frame, OpError> {
+        let Pixels::F32(v) = &frame.pixels else {
+            return self.on_cpu(frame)?.gpu(gpu, frame);
+        };
+        let (src, n) = (gpu.upload("stretch.in", v)?, v.len());
+        let cuts = float_cuts(gpu, &src, n, self.percent)?;
+        let stretch = self.stretch(cuts.map_or((0.0, 0.0), |(lo, hi)| (lo as f64, hi as f64)));
+        let pixels = stretch.gpu_float(gpu, &src, n)?;
+        Ok(stretch.output(frame, pixels))
     }
 }
 
