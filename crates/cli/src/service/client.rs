@@ -38,7 +38,11 @@ const HOLD_WAIT: Duration = Duration::from_secs(150);
 /// The most connections one process has to the service. Frames take turns on the GPU, but their
 /// copies into and out of shared memory, on both sides, do not: 100 colour 4K JPEGs equalized to
 /// JPEG with `--backend gpu` took 1.29 s with 4 and 1.07 s with 8 on the H200 host, the cores
-/// alone 1.06 s (a batch of gray PGMs through `threshold` took 0.22 s with either). Each
+/// alone 1.06 s (a batch of gray PGMs through `threshold` took 0.22 s with either). 16 were
+/// slower than 8 on every batch tried at 263bbdd, side by side in one call on the H200 host:
+/// threshold 278.7 against 214.4 ms, stretch of float NPY to PNG 2340.5 against 2194.8,
+/// equalize to JPEG 1172.3 against 1001.8 (more frames at once contend for the service's memory
+/// bandwidth and GPU lane, and the client's workers wait there instead of here). Each
 /// connection is a thread and a block of shared memory in the service, and a process opens one
 /// only when all its others are busy (16 processes of a `make -j16` hold at most 128 of the
 /// service's 256 sessions).
