@@ -102,7 +102,6 @@ impl Block {
     /// Copies bytes `range` of the block into `out` (of the same length); the other process may
     /// change them meanwhile, which gives other bytes, never a fault: the block cannot shrink.
     pub(crate) fn copy_out(&self, range: Range<usize>, out: &mut [u8]) {
-        assert!(range.len() == out.len(), "a range within the block");
         // SAFETY: u8 and MaybeUninit<u8> have one layout; only initialised bytes are written.
         let out = unsafe { &mut *(out as *mut [u8] as *mut [MaybeUninit<u8>]) };
         self.copy_to(range, out);
