@@ -348,21 +348,34 @@ impl<R: BufRead> FrameReader<R> {
             copied: true,
             gray: self.options.gray,
         };
-        let walked = float::walk(&mut src, format, &limits)?;
-        let annotations = walked.annotations();
-        let bytes = src.into_bytes();
-        let decoded = float::decode(&bytes, &walked, index)?;
-        drop(bytes);
-        let channels = Channels::of_count(decoded.channels).ok_or_else(|| {
-            FrameError::invalid(index, format!("{} channels are not supported", decoded.channels))
-        })?;
-        let maxval = decoded.maxval;
-        let pixels = match decoded.raster {
-            Raster::U8(v) => Pixels::U8(v.into()),
-            Raster::U16(v) => Pixels::U16(v.into()),
-            Raster::F32(v) => Pixels::F32(v.into()),
+        // An NPY of bytes, 16-bit integers or 32-bit floats: its samples are read straight into
+        // the frame's memory after its header (a 4K float32 array was gathered onto the heap,
+        // then converted into new memory: two fresh 33 MB buffers, whose pages the kernel zeroes,
+        // where one does).
+        let (annotations, image) = match format {
+            FloatFormat::Npy => {
+                let (walk, len) = float::npy::walk_header(&mut src, &limits)?;
+                match walk.read_as_they_lie() {
+                    Some((depth, big_endian)) => {
+                        drop(src);
+                        (walk.annotations.clone(), self.npy_samples(index, &walk, depth, big_endian)?)
+                    }
+                    None => {
+                        float::want(&mut src, len, index, "NPY samples")?;
+                        let walked = float::Walked::Npy(walk);
+                        (walked.annotations(), FloatImage::decoded(&walked, src.into_bytes(), index)?)
+                    }
+                }
+            }
+            _ => {
+                let walked = float::walk(&mut src, format, &limits)?;
+                (walked.annotations(), FloatImage::decoded(&walked, src.into_bytes(), index)?)
+            }
         };
-        let mut frame = Frame::with_channels(decoded.width, decoded.height, channels, maxval, pixels);
+        let FloatImage { width, height, channels, maxval, pixels } = image;
+        let channels = Channels::of_count(channels)
+            .ok_or_else(|| FrameError::invalid(index, format!("{channels} channels are not supported")))?;
+        let mut frame = Frame::with_channels(width, height, channels, maxval, pixels);
         frame.format = match format {
             FloatFormat::Pfm => Format::Pfm,
             FloatFormat::Npy => Format::Npy,
@@ -373,6 +386,29 @@ impl<R: BufRead> FrameReader<R> {
             frame = colour::gray_frame(&frame);
         }
         Ok(frame)
+    }
+
+    /// The samples of the NPY `walk` found (of `depth`, in `big_endian` byte order or not), read
+    /// from the input as they lie, into the frame's memory.
+    fn npy_samples(
+        &mut self,
+        index: usize,
+        walk: &float::npy::NpyWalk,
+        depth: Depth,
+        big_endian: bool,
+    ) -> Result<FloatImage, FrameError> {
+        let (width, height, channels) = walk.shape();
+        let samples = width * height * channels;
+        let (got, pixels) = self.binary_raster(index, depth, samples, big_endian, true)?;
+        if got < samples * depth.bytes() {
+            return Err(FrameError::invalid(index, "truncated NPY samples"));
+        }
+        let maxval = match depth {
+            Depth::U8 => 255,
+            Depth::U16 => 65535,
+            Depth::F32 => 1,
+        };
+        Ok(FloatImage { width, height, channels, maxval, pixels })
     }
 
     /// What decoded images become.
@@ -738,6 +774,32 @@ fn read_filling<R: BufRead, T: Copy + Default + Send + Sync + 'static>(
     }
 }
 
+/// A PFM, NPY or FITS image read: its shape, its samples' maxval (see [`float::Decoded`]) and
+/// its samples.
+struct FloatImage {
+    width: usize,
+    height: usize,
+    channels: usize,
+    maxval: u16,
+    pixels: Pixels,
+}
+
+impl FloatImage {
+    /// The image `walked` found, decoded from its `bytes` (dropped once decoded).
+    fn decoded(walked: &float::Walked, bytes: Vec<u8>, index: usize) -> Result<FloatImage, FrameError> {
+        let decoded = float::decode(&bytes, walked, index)?;
+        drop(bytes);
+        let pixels = match decoded.raster {
+            Raster::U8(v) => Pixels::U8(v.into()),
+            Raster::U16(v) => Pixels::U16(v.into()),
+            Raster::F32(v) => Pixels::F32(v.into()),
+        };
+        let (width, height, channels, maxval) =
+            (decoded.width, decoded.height, decoded.channels, decoded.maxval);
+        Ok(FloatImage { width, height, channels, maxval, pixels })
+    }
+}
+
 /// No memory for a frame: an error of the machine, not of the input.
 fn no_memory(index: usize, e: NoMemory) -> FrameError {
     let err = io::Error::new(
@@ -1077,6 +1139,43 @@ mod tests {
             assert!(buffer <= 1 << 12, "{buffer}");
         }
         assert_eq!(limit, (1 << 14) + (1 << 20));
+    }
+
+    /// An NPY's samples read straight into the frame's memory are those its bytes decode to
+    /// (bytes, 16-bit integers and floats of either byte order; bools, as before, gathered and
+    /// converted), in a stream read a few bytes at a time; cut short, they are an error.
+    #[test]
+    fn npy_samples_read_as_they_lie_are_those_decoded() {
+        let files: [&[u8]; 6] = [
+            include_bytes!("../tests/data/numpy_u1_2x3x3.npy"),
+            include_bytes!("../tests/data/numpy_u2_1x1x4.npy"),
+            include_bytes!("../tests/data/numpy_u2_be_1x3x1.npy"),
+            include_bytes!("../tests/data/numpy_f4_3x4.npy"),
+            include_bytes!("../tests/data/numpy_f4_be_v2_3x1.npy"),
+            include_bytes!("../tests/data/numpy_b1_2x3.npy"),
+        ];
+        let stream = files.concat();
+        let mut r = FrameReader::new(io::BufReader::with_capacity(7, &stream[..]), ReadOptions::default());
+        for bytes in files {
+            let frame = r.next_frame().unwrap().unwrap();
+            let (want, _) = float::decode_float(bytes, 1, 1 << 20).unwrap();
+            let got = match &frame.pixels {
+                Pixels::U8(s) => Raster::U8(s.to_vec()),
+                Pixels::U16(s) => Raster::U16(s.to_vec()),
+                Pixels::F32(s) => Raster::F32(s.to_vec()),
+            };
+            assert_eq!(
+                (frame.width, frame.height, frame.channels.count()),
+                (want.width, want.height, want.channels)
+            );
+            assert_eq!((frame.maxval, frame.format), (want.maxval, Format::Npy));
+            assert_eq!(format!("{got:?}"), format!("{:?}", want.raster));
+        }
+        assert!(r.next_frame().unwrap().is_none());
+        for bytes in &files[..5] {
+            let mut r = FrameReader::new(&bytes[..bytes.len() - 1], ReadOptions::default());
+            assert_eq!(r.next_frame().unwrap_err().to_string(), "frame 1: truncated NPY samples");
+        }
     }
 
     /// One of `seeds` with one to three mutations: a byte changed, the rest cut off, or a byte of

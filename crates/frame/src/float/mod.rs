@@ -15,7 +15,7 @@
 //! says.
 
 mod fits;
-mod npy;
+pub(crate) mod npy;
 mod pfm;
 
 use std::io::BufRead;
@@ -157,7 +157,7 @@ fn truncated(frame: usize, what: &str) -> FrameError {
 }
 
 /// Makes the first `n` bytes of the image available, or says what was cut short.
-fn want(src: &mut impl Source, n: usize, frame: usize, what: &str) -> Result<(), FrameError> {
+pub(crate) fn want(src: &mut impl Source, n: usize, frame: usize, what: &str) -> Result<(), FrameError> {
     match src.want(n) {
         Ok(true) => Ok(()),
         Ok(false) => Err(truncated(frame, what)),

@@ -29,7 +29,7 @@ use std::fmt;
 
 use super::{f32_be, f32_le, f64_be, f64_le, samples, shown, want, Declared, Decoded, Limits, Raster};
 use crate::decode::source::Source;
-use crate::{Annotation, FrameError};
+use crate::{Annotation, Depth, FrameError};
 
 /// The longest header read.
 const MAX_HEADER: usize = 64 << 10;
@@ -93,6 +93,25 @@ pub(crate) struct NpyWalk {
     data_at: usize,
     /// The header's `# histopipe-*` comments.
     pub(crate) annotations: Vec<Annotation>,
+}
+
+impl NpyWalk {
+    /// The pixels' width, height and channels.
+    pub(crate) fn shape(&self) -> (usize, usize, usize) {
+        (self.width, self.height, self.channels)
+    }
+
+    /// The depth of samples that are read as they lie, straight into the frame's memory (bytes,
+    /// 16-bit integers and 32-bit floats), and whether their bytes are big-endian; `None` for
+    /// those that [`decode`] converts (bool, int16, float64).
+    pub(crate) fn read_as_they_lie(&self) -> Option<(Depth, bool)> {
+        match self.descr {
+            Descr::U8 => Some((Depth::U8, false)),
+            Descr::U16 { big } => Some((Depth::U16, big)),
+            Descr::F32 { big } => Some((Depth::F32, big)),
+            Descr::Bool | Descr::I16 { .. } | Descr::F64 { .. } => None,
+        }
+    }
 }
 
 /// The dict of a header, as read.
@@ -245,6 +264,14 @@ fn parse_header(text: &[u8]) -> Result<Header, String> {
 
 /// Takes one `.npy`: its header, then, once the array fits the limits, its samples.
 pub(crate) fn walk(src: &mut impl Source, limits: &Limits) -> Result<NpyWalk, FrameError> {
+    let (walk, len) = walk_header(src, limits)?;
+    want(src, len, limits.frame, "NPY samples")?;
+    Ok(walk)
+}
+
+/// Takes one `.npy`'s header, and checks its array against the limits: what it says, and the
+/// length of the whole image (header and samples), whose samples follow in `src`.
+pub(crate) fn walk_header(src: &mut impl Source, limits: &Limits) -> Result<(NpyWalk, usize), FrameError> {
     let frame = limits.frame;
     let bad = |what: String| FrameError::invalid(frame, format!("bad NPY header: {what}"));
     want(src, 8, frame, "NPY header")?;
@@ -299,15 +326,15 @@ pub(crate) fn walk(src: &mut impl Source, limits: &Limits) -> Result<NpyWalk, Fr
         image_len: (data_at as u64).saturating_add(data),
     };
     let len = limits.check(&declared)?;
-    want(src, len, frame, "NPY samples")?;
-    Ok(NpyWalk {
+    let walk = NpyWalk {
         width: width as usize,
         height: height as usize,
         channels: channels as usize,
         descr,
         data_at,
         annotations: header.annotations,
-    })
+    };
+    Ok((walk, len))
 }
 
 /// Decodes a walked `.npy`.
