@@ -403,12 +403,7 @@ impl<R: BufRead> FrameReader<R> {
         if got < samples * depth.bytes() {
             return Err(FrameError::invalid(index, "truncated NPY samples"));
         }
-        let maxval = match depth {
-            Depth::U8 => 255,
-            Depth::U16 => 65535,
-            Depth::F32 => 1,
-        };
-        Ok(FloatImage { width, height, channels, maxval, pixels })
+        Ok(FloatImage { width, height, channels, maxval: walk.maxval(), pixels })
     }
 
     /// What decoded images become.

@@ -382,7 +382,11 @@ impl Remote {
         let mut pooled = pooled;
         loop {
             tries -= 1;
-            let mut connection = match pooled.take().map_or_else(|| self.open_for(opened), Ok) {
+            let opening = || {
+                *opened = true;
+                self.open()
+            };
+            let mut connection = match pooled.take().map_or_else(opening, Ok) {
                 Ok(c) => c,
                 Err(NoSession::Gpu) => {
                     self.lose_one();
@@ -487,12 +491,6 @@ impl Remote {
             );
         });
         Outcome::Local
-    }
-
-    /// [`Remote::open`] for a frame, which notes in `opened` that it was.
-    fn open_for(&self, opened: &mut bool) -> Result<Connection, NoSession> {
-        *opened = true;
-        self.open()
     }
 
     /// A new connection, its session open.

@@ -101,6 +101,16 @@ impl NpyWalk {
         (self.width, self.height, self.channels)
     }
 
+    /// The samples' maxval (see [`Decoded`]): 255 for bytes, 65535 for 16-bit integers, 1 for the
+    /// rest.
+    pub(crate) fn maxval(&self) -> u16 {
+        match self.descr {
+            Descr::U8 => 255,
+            Descr::U16 { .. } => 65535,
+            Descr::Bool | Descr::I16 { .. } | Descr::F32 { .. } | Descr::F64 { .. } => 1,
+        }
+    }
+
     /// The depth of samples that are read as they lie, straight into the frame's memory (bytes,
     /// 16-bit integers and 32-bit floats), and whether their bytes are big-endian; `None` for
     /// those that [`decode`] converts (bool, int16, float64).
@@ -359,12 +369,13 @@ pub(crate) fn decode(bytes: &[u8], walk: &NpyWalk, frame: usize) -> Result<Decod
         Descr::F64 { big: false } => Raster::F32(samples(data, 8, |b| f64_le(b) as f32)),
         Descr::F64 { big: true } => Raster::F32(samples(data, 8, |b| f64_be(b) as f32)),
     };
-    let maxval = match walk.descr {
-        Descr::U8 => 255,
-        Descr::U16 { .. } => 65535,
-        Descr::Bool | Descr::I16 { .. } | Descr::F32 { .. } | Descr::F64 { .. } => 1,
-    };
-    Ok(Decoded { width: walk.width, height: walk.height, channels: walk.channels, raster, maxval })
+    Ok(Decoded {
+        width: walk.width,
+        height: walk.height,
+        channels: walk.channels,
+        raster,
+        maxval: walk.maxval(),
+    })
 }
 
 /// The samples of an array to write with [`encode_npy_array`], in C order (last index fastest).
