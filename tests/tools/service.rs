@@ -552,6 +552,53 @@ fn auto_gives_the_service_streams_not_a_single_light_frame() {
     });
 }
 
+/// The file of runs `auto` remembers (crates/cli/src/service/past.rs) in `svc`'s folder, if any.
+fn runs_file(svc: &Service) -> Option<PathBuf> {
+    let entries = std::fs::read_dir(&*svc.dir).unwrap();
+    entries.map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "runs"))
+}
+
+/// `auto` remembers whole runs: a `--backend gpu` run makes the file and a `--backend cpu` run
+/// updates it; once both are known, every frame of the kind goes where the runs were faster.
+#[test]
+fn auto_sends_a_kind_of_run_where_its_earlier_runs_were_faster() {
+    each_backend(|backend| {
+        let mut svc = Service::new("past", backend);
+        svc.serve("30", &[]);
+        let what = format!("{backend:?} service");
+        let six = six_frames();
+        let cpu = run_ok("equalize", "cpu", &[], &six);
+        let out = run(svc.tool("equalize").args(["--backend", "cpu", "--progress"]), &six);
+        assert!(out.status.success() && out.stdout == cpu, "{what}: cpu");
+        assert!(runs_file(&svc).is_none(), "{what}: a cpu run made the file");
+        let out = run(svc.tool("equalize").args(["--backend", "gpu", "--progress"]), &six);
+        assert_served(&out, "equalize", 6, &what);
+        let path = runs_file(&svc).unwrap_or_else(|| panic!("{what}: a gpu run made no file"));
+        let line = std::fs::read_to_string(&path).unwrap();
+        let fields: Vec<&str> = line.trim_end().splitn(5, ' ').collect();
+        assert_eq!(line.lines().count(), 1, "{what}: {line}");
+        assert_eq!(&fields[..2], ["-", "1"], "{what}: {line}");
+        assert!(fields[2].parse::<f64>().is_ok_and(|ns| ns > 0.0) && fields[3] == "0", "{what}: {line}");
+        let kind = fields[4].to_owned();
+        assert!(kind.starts_with("equalize in:stream px:"), "{what}: {line}");
+        let out = run(svc.tool("equalize").args(["--backend", "cpu"]), &six);
+        assert!(out.status.success() && out.stdout == cpu, "{what}: cpu");
+        let line = std::fs::read_to_string(&path).unwrap();
+        let fields: Vec<&str> = line.trim_end().splitn(5, ' ').collect();
+        assert!(fields[0].parse::<f64>().is_ok_and(|ns| ns > 0.0), "{what}: {line}");
+        assert_eq!([fields[1], fields[3], fields[4]], ["0", "1", &kind], "{what}: {line}");
+        for (cores, service, frames, says) in
+            [("1", "1000", 0, "every frame on the cores"), ("1000", "1", 6, "every frame to the service")]
+        {
+            std::fs::write(&path, format!("{cores} 0 {service} 0 {kind}\n")).unwrap();
+            let out = run(svc.tool("equalize").args(["--backend", "auto", "--progress"]), &six);
+            assert_eq!(served(&out, "equalize"), frames, "{what}: cores {cores}, service {service}");
+            assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{what}: {says}");
+            assert!(out.stdout == cpu, "{what}: auto's output differs from the CPU's");
+        }
+    });
+}
+
 /// The stages of `tool`'s lines in trace file `path`, by frame.
 fn traced_stages(path: &Path, tool: &str) -> std::collections::BTreeMap<usize, Vec<String>> {
     let text = std::fs::read_to_string(path).unwrap_or_default();

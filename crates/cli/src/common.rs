@@ -112,8 +112,9 @@ pub const COMMON_FLAGS: &[Flag] = &[
         "B",
         "auto, cpu or gpu [default: $HISTOPIPE_BACKEND, else auto]; auto opens the GPUs once a stream \
          has run for $HISTOPIPE_GPU_AFTER seconds [1] (at once for a frame of many directions' work, \
-         as radon's), then gives each frame to a GPU or to the CPU, whichever is done first; the \
-         output is the same on all",
+         as radon's), then gives each frame to a GPU or to the CPU, whichever is done first; with the \
+         GPU service up, a whole run to the service or to the CPU, whichever earlier runs of its kind \
+         were faster on (histopipe-service(1)); the output is the same on all",
     )
     .one_of(BackendChoice::NAMES)
     .group("Backend"),

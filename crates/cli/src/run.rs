@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc::{channel, sync_channel, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use histopipe_frame::{Frame, Pixels, ReadOptions, SampleMemory};
 
@@ -26,6 +27,7 @@ use crate::outputs::{Destinations, Target};
 use crate::panic::{self, catch};
 use crate::progress::Progress;
 use crate::reader::{Backlog, InputFrames, Read};
+use crate::service::past::{self, Plan, Shape, Tally};
 use crate::service::{self, client::Remote, held::Pipe};
 use crate::signals;
 use crate::splice::PagePipe;
@@ -79,6 +81,7 @@ pub(crate) fn run_frames<T: Tool>(
     backends: &mut Option<Arc<Backends>>,
 ) -> Result<(), Error> {
     let Invocation { common, inputs, output, container, args, names_files } = invocation;
+    let begun = Instant::now();
     let inputs_count = inputs.len();
     let keep_going = KeepGoing::new(common.fail_fast, inputs_count);
     let workers = common.workers();
@@ -93,8 +96,12 @@ pub(crate) fn run_frames<T: Tool>(
     // references to them cross the pipe: the service is told at once that this process reads its
     // input pipe.
     let declined = service::declines(&common, names_files, !tool.side_files().is_empty());
-    let mut remote =
-        declined.is_none().then(|| Remote::new(T::NAME, args, &common.device, common.backend)).flatten();
+    // The kind of run, for what `auto` remembers of runs (service::past).
+    let kind = (declined.is_none() && service::enabled()).then(|| past::kind(T::NAME, &args, &inputs));
+    let mut remote = declined
+        .is_none()
+        .then(|| Remote::new(T::NAME, args, &common.device, common.backend, kind.clone().unwrap_or_default()))
+        .flatten();
     // Not where each frame's output is named after its source, which a reference does not carry.
     let stdin_only = inputs.len() == 1
         && matches!(inputs.get(0), Some(Input::Stdin))
@@ -118,8 +125,17 @@ pub(crate) fn run_frames<T: Tool>(
     let progress = common.progress.then(|| Progress::new(T::NAME));
     let failures = Failures::new(keep_going, T::NAME, inputs_count);
     let writer = spawn_writer(sink, container, finished, in_flight.clone(), progress, failures)?;
-    let shared = Arc::new(Backends::new(common.backend, common.device.clone(), common.gpu_after, memory));
+    // Where the frames this process does run on the CPU whatever happens (under `auto` with the
+    // service up), it opens no GPU of its own: `auto` would open one once the stream had run a
+    // second, for nothing (100 4K float NPYs stretched to PNG, all on the service: 1.605 s
+    // against `gpu`'s 1.441 on the H200 host).
+    let own = match remote.as_ref().and_then(Remote::local_backends) {
+        Some(_) => BackendChoice::Cpu,
+        None => common.backend,
+    };
+    let shared = Arc::new(Backends::new(own, common.device.clone(), common.gpu_after, memory));
     *backends = Some(shared.clone());
+    let mut tally = Tally::default();
     let (jobs, queue) = sync_channel::<Job>(workers);
     let queue = Mutex::new(queue);
     let crew = Crew {
@@ -143,19 +159,33 @@ pub(crate) fn run_frames<T: Tool>(
         if remote.is_none() {
             shared.start();
         }
-        let stream =
-            Stream { frames: &mut frames, destinations: &mut destinations, backlog: &backlog, keep_going };
+        let stream = Stream {
+            frames: &mut frames,
+            destinations: &mut destinations,
+            backlog: &backlog,
+            keep_going,
+            tally: &mut tally,
+        };
         stream.hand_out(&shared, &in_flight, remote.as_ref(), jobs, done);
     });
     let result = writer.join().unwrap_or_else(|_| {
         Err(Error::internal(Place::default(), "writer", "its thread ended without a result"))
     });
+    if result.is_ok() {
+        past::remember(common.backend, &common.device, remote.as_ref(), kind, &tally, begun.elapsed());
+    }
     if common.progress && common.backend != BackendChoice::Cpu {
         let line = match &remote {
             Some(r) => format!(
-                "frames on the GPU service {}; operations in this process on {}",
+                "frames on the GPU service {}; operations in this process on {}{}",
                 r.served(),
-                r.local_backends().unwrap_or(&shared).tally()
+                r.local_backends().unwrap_or(&shared).tally(),
+                match r.plan() {
+                    Some(Plan::Cores) => "; auto, from earlier runs of the kind: every frame on the cores",
+                    Some(Plan::Service) =>
+                        "; auto, from earlier runs of the kind: every frame to the service",
+                    _ => "",
+                }
             ),
             None => format!("operations run on {}", shared.tally()),
         };
@@ -182,6 +212,7 @@ struct Stream<'a> {
     destinations: &'a mut Destinations,
     backlog: &'a Backlog,
     keep_going: KeepGoing,
+    tally: &'a mut Tally,
 }
 
 impl Stream<'_> {
@@ -203,10 +234,15 @@ impl Stream<'_> {
             let (frame, held) = match self.frames.next() {
                 Read::Frame(frame, time) => {
                     time.record(n);
+                    if let (None, Some(remote)) = (self.tally.first, remote) {
+                        remote.first_read(Shape::of(&frame));
+                    }
+                    self.tally.count(Some(&frame));
                     (frame, None)
                 }
                 Read::Held(held, time) => {
                     time.record(n);
+                    self.tally.count(None);
                     (Frame::new(0, 0, 255, Pixels::U8(Vec::new().into())), Some(held))
                 }
                 Read::End => return,

@@ -7,13 +7,14 @@
 use std::ffi::OsString;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, Once};
+use std::sync::{Condvar, Mutex, Once, OnceLock};
 use std::time::{Duration, Instant};
 
 use histopipe_frame::{Frame, SampleMemory};
 
 use super::channel::Channel;
 use super::held::{self, Pipe, Token};
+use super::past::{Past, Plan, Shape, Went};
 use super::shm::Block;
 use super::transfer::{decode_reply, frame_bytes, put_frame};
 use super::wire::{decode_refusal, FrameRequest, Hello, Input, Kind, Reader, Refusal, Writer, VERSION};
@@ -107,10 +108,12 @@ enum NoSession {
 pub(crate) enum Mode {
     /// `--backend gpu`: every frame, the service started if it is not up.
     Gpu,
-    /// `--backend auto` with the service up: each frame where it is done first, on the service
-    /// or on this process's cores, by their measured times (dispatch's [`choose`]).
+    /// `--backend auto` with the service up: every frame where earlier runs of the kind were done
+    /// sooner, on the service or on this process's cores ([`super::past`]); for a kind not run
+    /// both ways, each frame where it is done first, by their measured times (dispatch's
+    /// [`choose`]).
     ///
-    /// A batch of 4K files then goes mostly to the cores, and takes as long as with `cpu`: 10% to
+    /// Frame by frame, a batch of 4K files goes mostly to the cores, and takes as long as with `cpu`: 10% to
     /// 17% longer than with `gpu` where the service is the faster (a colour JPEG's equalization,
     /// edges and hough-segments, a float NPY's stretch). Two other rules were tried on the H200
     /// host and not kept, since neither came near the better of the two on every batch (medians of
@@ -159,6 +162,13 @@ pub(crate) struct Remote {
     told: Once,
     /// Frames the service did.
     served: AtomicU64,
+    /// What earlier runs of this kind took, and where this run's frames go under `auto` (chosen
+    /// at its first frame).
+    past: Past,
+    first: OnceLock<Shape>,
+    plan: OnceLock<Plan>,
+    /// A service was started for this run.
+    started: AtomicBool,
     /// The pipe the output goes to, where frames may be held for a tool that reads it.
     pipe_out: Option<Pipe>,
 }
@@ -166,12 +176,14 @@ pub(crate) struct Remote {
 impl Remote {
     /// The service for a run of `tool` with command line `args` on `devices`, for `choice`:
     /// `None` where the service is off or its folder cannot be used (the tool then works alone,
-    /// as without it), and for `auto` where it is not up, or for `cpu`.
+    /// as without it), and for `auto` where it is not up, or for `cpu`. `kind`: the run's kind
+    /// but for its frames ([`super::past::kind`]).
     pub(crate) fn new(
         tool: &'static str,
         args: Vec<OsString>,
         devices: &Devices,
         choice: BackendChoice,
+        kind: String,
     ) -> Option<Remote> {
         if !super::enabled() {
             return None;
@@ -187,6 +199,10 @@ impl Remote {
         });
         let hello = Hello { version: VERSION, tool: tool.to_owned(), args }.encode();
         Some(Remote {
+            past: Past::new(address.runs.clone(), kind),
+            first: OnceLock::new(),
+            plan: OnceLock::new(),
+            started: AtomicBool::new(false),
             mode,
             cpu,
             rates: Mutex::new(Rates::default()),
@@ -231,6 +247,35 @@ impl Remote {
     /// The frames the service did, for `--progress`.
     pub(crate) fn served(&self) -> u64 {
         self.served.load(Ordering::Relaxed)
+    }
+
+    /// What earlier runs took, where this run is taken in.
+    pub(crate) fn past(&self) -> &Past {
+        &self.past
+    }
+
+    /// Where most of the `frames` of this run went, as [`super::past`] counts a run: `None` for
+    /// a run that started the service, or whose frames were done by GPUs of its own
+    /// (`--backend gpu` once the service is lost).
+    pub(crate) fn went(&self, frames: u64) -> Option<Went> {
+        if self.started.load(Ordering::Relaxed) || frames == 0 {
+            None
+        } else if self.served() * 2 >= frames {
+            Some(Went::Service)
+        } else {
+            self.cpu.is_some().then_some(Went::Cores)
+        }
+    }
+
+    /// The stream's first frame read (not held by the service) is of `shape`: its kind of run
+    /// is chosen by it, whichever frame a worker hands over first.
+    pub(crate) fn first_read(&self, shape: Shape) {
+        let _ = self.first.set(shape);
+    }
+
+    /// Where this run's frames go under `auto`, if chosen yet, for `--progress`.
+    pub(crate) fn plan(&self) -> Option<Plan> {
+        self.plan.get().copied()
     }
 
     /// Whether frames still go to the service.
@@ -295,8 +340,19 @@ impl Remote {
         }
         // The frames on the service as this one goes there (under `auto`).
         let mut before = 0;
+        let mut opened = false;
         if self.mode == Mode::Auto {
-            if !self.rates().service.is_measured() && !worth() {
+            let worth = worth();
+            let plan = *self.plan.get_or_init(|| {
+                let first = self.first.get().copied().unwrap_or_else(|| Shape::of(frame));
+                self.past.plan(&self.past.key(first), worth)
+            });
+            match plan {
+                Plan::Cores => return Outcome::Local,
+                Plan::Service => return self.serve(n, Give::Frame(frame), starts, hold, cx, &mut opened),
+                Plan::FrameByFrame => {}
+            }
+            if !self.rates().service.is_measured() && !worth {
                 return Outcome::Local;
             }
             let mut rates = self.rates();
@@ -309,7 +365,6 @@ impl Remote {
             before = rates.on_service;
         }
         let start = Instant::now();
-        let mut opened = false;
         let outcome = self.serve(n, Give::Frame(frame), starts, hold, cx, &mut opened);
         if self.mode == Mode::Auto {
             let mut rates = self.rates();
@@ -495,8 +550,11 @@ impl Remote {
 
     /// A new connection, its session open.
     fn open(&self) -> Result<Connection, NoSession> {
-        let stream = connect_or_start(&self.address, &self.devices, None, true, START_WAIT)
+        let (stream, started) = connect_or_start(&self.address, &self.devices, None, true, START_WAIT)
             .map_err(NoSession::Failed)?;
+        if started {
+            self.started.store(true, Ordering::Relaxed);
+        }
         let channel = Channel::new(stream);
         let failed = |e: &dyn std::fmt::Display| NoSession::Failed(e.to_string());
         channel.send(Kind::Hello, &self.hello, None).map_err(|e| failed(&e))?;

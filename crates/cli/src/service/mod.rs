@@ -19,6 +19,7 @@
 pub(crate) mod channel;
 pub(crate) mod client;
 pub(crate) mod held;
+pub(crate) mod past;
 pub(crate) mod server;
 pub(crate) mod shm;
 pub(crate) mod transfer;
@@ -89,6 +90,8 @@ pub(crate) struct Address {
     pub lock: PathBuf,
     /// The service's stderr.
     pub log: PathBuf,
+    /// What `auto` remembers of its tools' runs ([`past`]).
+    pub runs: PathBuf,
     /// The socket's inode once bound, to remove it only while it is this service's.
     bound: Option<u64>,
 }
@@ -97,7 +100,15 @@ impl Address {
     /// The address of the service for `devices` (with `CUDA_VISIBLE_DEVICES` as it is), in the
     /// user's private folder, made if need be.
     pub(crate) fn of(devices: &Devices) -> Result<Address, String> {
-        let dir = private_dir()?;
+        Address::in_dir(private_dir(true)?, devices)
+    }
+
+    /// [`Address::of`], where the user's private folder is there already (none is made).
+    pub(crate) fn if_made(devices: &Devices) -> Result<Address, String> {
+        Address::in_dir(private_dir(false)?, devices)
+    }
+
+    fn in_dir(dir: PathBuf, devices: &Devices) -> Result<Address, String> {
         let mut name = match backend() {
             BackendChoice::Cpu => "cpu-".to_owned(),
             _ => "gpu-".to_owned(),
@@ -121,6 +132,7 @@ impl Address {
         Ok(Address {
             lock: dir.join(format!("{name}.lock")),
             log: dir.join(format!("{name}.log")),
+            runs: dir.join(format!("{name}.runs")),
             socket,
             bound: None,
         })
@@ -136,9 +148,9 @@ impl Address {
 }
 
 /// The user's private folder for the service: `$HISTOPIPE_SERVICE_DIR`, else
-/// `$XDG_RUNTIME_DIR/histopipe`, else `/tmp/histopipe-UID`; made mode 0700 if absent, and used
-/// only if it is a folder (not a link) of this user that nobody else may enter.
-fn private_dir() -> Result<PathBuf, String> {
+/// `$XDG_RUNTIME_DIR/histopipe`, else `/tmp/histopipe-UID`; made mode 0700 if absent (and
+/// `make`), and used only if it is a folder (not a link) of this user that nobody else may enter.
+fn private_dir(make: bool) -> Result<PathBuf, String> {
     let uid = rustix::process::getuid().as_raw();
     let dir = match (std::env::var_os("HISTOPIPE_SERVICE_DIR"), std::env::var_os("XDG_RUNTIME_DIR")) {
         (Some(dir), _) if !dir.is_empty() => PathBuf::from(dir),
@@ -147,10 +159,10 @@ fn private_dir() -> Result<PathBuf, String> {
         }
         _ => std::env::temp_dir().join(format!("histopipe-{uid}")),
     };
-    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(format!("{}: {e}", dir.display())),
+    match make.then(|| std::fs::DirBuilder::new().mode(0o700).create(&dir)) {
+        None | Some(Ok(())) => {}
+        Some(Err(e)) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Some(Err(e)) => return Err(format!("{}: {e}", dir.display())),
     }
     let meta = std::fs::symlink_metadata(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
@@ -229,16 +241,17 @@ pub(crate) fn connect(address: &Address) -> io::Result<UnixStream> {
 }
 
 /// Connects to the service, starting it first (idle time `idle`, else its default; `by_tool` as
-/// [`spawn`]'s) if it is not up; waits up to `wait` for it.
+/// [`spawn`]'s) if it is not up; waits up to `wait` for it. With the connection, whether a
+/// service was started for it.
 fn connect_or_start(
     address: &Address,
     devices: &Devices,
     idle: Option<Duration>,
     by_tool: bool,
     wait: Duration,
-) -> Result<UnixStream, String> {
+) -> Result<(UnixStream, bool), String> {
     match connect(address) {
-        Ok(stream) => return Ok(stream),
+        Ok(stream) => return Ok((stream, false)),
         Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused) => {}
         Err(e) => return Err(format!("{}: {e}", address.socket.display())),
     }
@@ -246,7 +259,7 @@ fn connect_or_start(
     let deadline = Instant::now() + wait;
     loop {
         match connect(address) {
-            Ok(stream) => return Ok(stream),
+            Ok(stream) => return Ok((stream, true)),
             // The one started ended at once, unable to take the lock: a service that was ending
             // (one that failed, whose socket refuses) still held it. Another is started.
             Err(_)
@@ -318,7 +331,8 @@ fn command(tools: &'static [Entry]) -> Result<(), String> {
     match verb.as_ref().and_then(|v| v.to_str()).unwrap_or("start") {
         "serve" => serve(tools, address, devices, idle_given.unwrap_or(IDLE)),
         "start" => {
-            let stream = connect_or_start(&address, &devices, idle_given, false, Duration::from_secs(30))?;
+            let (stream, _) =
+                connect_or_start(&address, &devices, idle_given, false, Duration::from_secs(30))?;
             server::say(&ask(stream, Kind::Status)?);
             Ok(())
         }
