@@ -28,7 +28,7 @@ use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
 use rustix::fs::{MemfdFlags, SealFlags};
-use rustix::mm::{MapFlags, ProtFlags};
+use rustix::mm::{Advice, MapFlags, ProtFlags};
 
 /// The most bytes a received block may have: more than any frame the limits admit (an 8K frame
 /// of RGBA floats is 530 MB), far less than the address space.
@@ -58,9 +58,11 @@ impl Block {
         rustix::fs::ftruncate(&fd, len as u64)?;
         rustix::fs::fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)?;
         let mut block = Block::map(fd, len)?;
-        // Each page written once: populating a shared mapping maps its pages for reading only, and
-        // the first write to each would fault where the service writes a frame's outputs.
-        block.as_mut_slice().iter_mut().step_by(4096).for_each(|b| *b = 0);
+        if !block.populate_for_writing() {
+            // Each page written once instead: where the service writes a frame's outputs, the
+            // first write to each would fault.
+            block.as_mut_slice().iter_mut().step_by(4096).for_each(|b| *b = 0);
+        }
         Ok(block)
     }
 
@@ -78,14 +80,28 @@ impl Block {
         if size == 0 || size > BLOCK_MOST {
             return Err(format!("a memory block of {size} bytes (1 to {BLOCK_MOST})"));
         }
-        Block::map(fd, size as usize).map_err(|e| format!("cannot map the memory block: {e}"))
+        let mut block =
+            Block::map(fd, size as usize).map_err(|e| format!("cannot map the memory block: {e}"))?;
+        // Its pages were made by its maker: only the page tables are filled, at once, for the
+        // frames this process writes there (else the first write to each page faults).
+        block.populate_for_writing();
+        Ok(block)
+    }
+
+    /// Makes every page of the block that is not made yet and maps each for writing, in one call
+    /// (`MADV_POPULATE_WRITE`, Linux 5.14 on); whether the kernel could. A shared mapping
+    /// populated as it is made (`MAP_POPULATE`) maps its pages for reading only, so each page's
+    /// first write faults again: a 64 MiB block made so and written a page at a time took 72.0 ms
+    /// on a 2-core machine, 62.5 ms made this way (medians of 9).
+    fn populate_for_writing(&mut self) -> bool {
+        // SAFETY: advice on this block's own mapping, `len` bytes alive while self is; it makes
+        // and maps pages of the file (sealed against shrinking), and changes no byte.
+        unsafe { rustix::mm::madvise(self.ptr.as_ptr().cast(), self.len, Advice::LinuxPopulateWrite) }.is_ok()
     }
 
     fn map(fd: OwnedFd, len: usize) -> io::Result<Block> {
         let prot = ProtFlags::READ | ProtFlags::WRITE;
-        // Populated at once: one call maps every page, where writing them would fault each (a
-        // received block's pages were made by its maker: only the page tables are filled).
-        let flags = MapFlags::SHARED | MapFlags::POPULATE;
+        let flags = MapFlags::SHARED;
         // SAFETY: a new mapping at an address of the kernel's choosing, of `len` bytes of a file
         // at least that long (ours: just truncated to it; a received one: its size, sealed
         // against shrinking), unmapped once, in drop.
@@ -180,11 +196,14 @@ impl Pool {
         self.stock.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A block of at least `len` bytes that no session has had: at least 1 MiB, in powers of two,
-    /// so that sessions of frames of about one size take blocks made ahead for one another.
+    /// A block of at least `len` bytes that no session has had: at least 1 MiB, in eighths of a
+    /// power of two, so that sessions of frames of about one size take blocks made ahead for one
+    /// another, and a block is at most an eighth larger than asked (in powers of two, a 4K colour
+    /// frame's 24.9 MB took 32 MiB, made and mapped on both sides; now 24 MiB).
     pub(crate) fn lend(&self, len: usize) -> io::Result<Block> {
-        let len =
-            len.max(1 << 20).checked_next_power_of_two().ok_or_else(|| io::Error::other("too large"))?;
+        let len = len.max(1 << 20);
+        let step = len.checked_next_power_of_two().ok_or_else(|| io::Error::other("too large"))? / 8;
+        let len = len.div_ceil(step) * step;
         let mut stock = self.stock();
         if stock.taken.len() == Pool::TAKES {
             stock.taken.pop_front();
@@ -335,10 +354,13 @@ mod tests {
         assert_eq!(out, [0, 0, 0]);
         // Two lent lately now, none in stock: two are made.
         assert!(pool.make_one() && pool.make_one() && !pool.make_one());
-        assert_eq!(pool.lend(3 << 20).unwrap().len(), 4 << 20, "a size not made ahead is made at once");
+        // In eighths of the next power of two: 3 MiB and a byte in 3.5 MiB.
+        assert_eq!(pool.lend((3 << 20) + 1).unwrap().len(), 7 << 19, "a size not made ahead is made at once");
         assert!(pool.make_one() && !pool.make_one());
         let sizes: Vec<usize> = pool.stock().fresh.iter().map(Block::len).collect();
-        assert_eq!(sizes, [1 << 20, 1 << 20, 4 << 20]);
+        assert_eq!(sizes, [1 << 20, 1 << 20, 7 << 19]);
+        assert_eq!(pool.lend(24_883_200).unwrap().len(), 24 << 20, "a 4K colour frame");
+        assert_eq!(pool.lend(1 << 24).unwrap().len(), 1 << 24);
     }
 
     #[test]
