@@ -113,20 +113,21 @@ pub(crate) enum Mode {
     /// both ways, each frame where it is done first, by their measured times (dispatch's
     /// [`choose`]).
     ///
-    /// Frame by frame, a batch of 4K files goes mostly to the cores, and takes as long as with `cpu`: 10% to
-    /// 17% longer than with `gpu` where the service is the faster (a colour JPEG's equalization,
-    /// edges and hough-segments, a float NPY's stretch). Two other rules were tried on the H200
-    /// host and not kept, since neither came near the better of the two on every batch (medians of
-    /// 5, 100 files): the first frames dealt evenly between the two, so that each is timed sharing
-    /// as many frames, then every frame to a service measured twice as fast as the cores (a frame
-    /// waiting for it costs the cores nothing) and each where it is done first otherwise. Against
-    /// the better of `cpu` and `gpu`: equalize to PNG 2698.5 ms against 2530.2, to JPEG 2163.9
-    /// against 1987.2, edges and hough-segments 915.8 against 812.9, stretch 1913.6 against
-    /// 1748.5, threshold 190.7 against 165.0 (its dealt frames opened connections, paid once a
-    /// process); and the choices it made changed from run to run (threshold: 18 frames on the
-    /// service in one run, 70 in another with at most four dealt at once). Every frame to the
-    /// service whenever it is measured worth it, without the dealing: the service, timed one frame
-    /// at a time while the cores shared fifteen, was never found worth it.
+    /// Frame by frame, a batch of 4K files goes mostly to the cores, and takes as long as with
+    /// `cpu`: 10% to 17% longer than with `gpu` where the service is the faster (a colour JPEG's
+    /// equalization, edges and hough-segments, a float NPY's stretch). Hence the whole runs
+    /// remembered. Two other frame-by-frame rules were tried on the H200 host and not kept, since
+    /// neither came near the better of the two on every batch (medians of 5, 100 files): the first
+    /// frames dealt evenly between the two, so that each is timed sharing as many frames, then
+    /// every frame to a service measured twice as fast as the cores (a frame waiting for it costs
+    /// the cores nothing) and each where it is done first otherwise. Against the better of `cpu`
+    /// and `gpu`: equalize to PNG 2698.5 ms against 2530.2, to JPEG 2163.9 against 1987.2, edges
+    /// and hough-segments 915.8 against 812.9, stretch 1913.6 against 1748.5, threshold 190.7
+    /// against 165.0 (its dealt frames opened connections, paid once a process); and the choices it
+    /// made changed from run to run (threshold: 18 frames on the service in one run, 70 in another
+    /// with at most four dealt at once). Every frame to the service whenever it is measured worth
+    /// it, without the dealing: the service, timed one frame at a time while the cores shared
+    /// fifteen, was never found worth it.
     Auto,
 }
 

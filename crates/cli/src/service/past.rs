@@ -283,10 +283,16 @@ pub(crate) fn kind(tool: &str, args: &[OsString], inputs: &Inputs) -> String {
 }
 
 /// The kinds and times in the file at `path`, in the order written (the most recently run last);
-/// none if it is absent or unreadable, and without the lines that do not parse.
+/// none if it is absent, unreadable or not a plain file (a FIFO would wait for a writer), and
+/// without the lines that do not parse.
 fn read(path: &Path) -> Vec<(String, Times)> {
     let mut text = String::new();
-    let Ok(file) = std::fs::File::open(path) else { return Vec::new() };
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)
+        .and_then(|f| f.metadata().map(|m| (f, m.is_file())));
+    let Ok((file, true)) = opened else { return Vec::new() };
     if file.take(FILE_MOST).read_to_string(&mut text).is_err() {
         return Vec::new();
     }
@@ -433,6 +439,12 @@ mod tests {
         assert_eq!(kinds.len(), KINDS_MOST);
         assert_eq!(kinds[0].0, "kind 3");
         assert_eq!(past.plan(&key, false), Plan::FrameByFrame);
+        // Not a plain file: nothing is read (a FIFO is not waited on), and a run replaces it.
+        std::fs::remove_file(&path).unwrap();
+        rustix::fs::mknodat(rustix::fs::CWD, &path, rustix::fs::FileType::Fifo, 0o600.into(), 0).unwrap();
+        assert_eq!(past.plan(&key, false), Plan::FrameByFrame);
+        past.record(&key, Went::Cores, took, 1000, false);
+        assert_eq!(read(&path).len(), 1);
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 
