@@ -1,6 +1,6 @@
 //! What `auto` remembers of earlier runs while the service is up: for each kind of run, the wall
-//! time a pixel of the latest runs done wholly on the tool's own cores and of those done wholly on
-//! the service. A run of a kind that both have done goes wholly to the one that was faster.
+//! time a pixel of the latest runs done on the tool's own cores and of those done on the service.
+//! A run of a kind that both have done goes wholly to the one that was faster.
 //!
 //! Frame by frame, `auto` cannot tell which is faster for a batch (see [`Mode::Auto`]): a frame's
 //! time on the service leaves out what its copies cost the cores' other frames, and a frame's
@@ -247,7 +247,9 @@ impl Past {
 /// The kind of a run of `tool` with command line `args` over `inputs`, but for its frames (see
 /// the module's note): the words, a space between, each with its spaces and controls as `_`.
 pub(crate) fn kind(tool: &str, args: &[OsString], inputs: &Inputs) -> String {
-    let files: Vec<&Path> = (0..inputs.len()).filter_map(|i| inputs.get(i).and_then(Input::path)).collect();
+    // A set: `xargs` may name tens of thousands of files.
+    let files: std::collections::HashSet<&std::ffi::OsStr> =
+        (0..inputs.len()).filter_map(|i| inputs.get(i).and_then(Input::path)).map(Path::as_os_str).collect();
     let extension = |path: &str| {
         let ext = Path::new(path).extension().map(|e| e.to_string_lossy().to_lowercase());
         format!("-o .{}", ext.unwrap_or_default())
@@ -255,7 +257,7 @@ pub(crate) fn kind(tool: &str, args: &[OsString], inputs: &Inputs) -> String {
     let mut words = vec![tool.to_owned()];
     let mut args = args.iter();
     while let Some(arg) = args.next() {
-        if files.iter().any(|f| f.as_os_str() == arg) {
+        if files.contains(arg.as_os_str()) {
             continue;
         }
         let word = arg.to_string_lossy();
