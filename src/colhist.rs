@@ -587,9 +587,9 @@ impl ColHist {
             ));
         }
         let colour_turns = frame.channels.is_colour() && turns.interpolation == Interpolation::Bilinear;
-        let frame = if colour_turns { frame } else { histopipe_frame::colour::gray_frame(&frame) };
+        let frame = if colour_turns { frame } else { histopipe_frame::colour::into_gray(frame) };
         let sweep = self.sweep_of(cx, turns, &frame)?;
-        // The whole sweep's work, though it is counted a group of turns at a time.
+        // The whole sweep's work, though it is counted a turn or a group of turns at a time.
         cx.check_work(&sweep.work(&frame))?;
         let ops = sweep.counts(&frame).map_err(|e| cx.op_error(e))?;
         let bins = ops.first().map_or(0, |op| op.bins as usize);
@@ -608,8 +608,15 @@ impl ColHist {
         let labels = self.bin_labels(&ops[0], bins);
         self.sweep_header(cx, bins, &lines);
         if self.along.is_none() && !colour_turns {
-            // The turns a group at a time, each group's output handed to the writer while the
-            // next is counted: a long cube is written as it is made.
+            // On the cores, each turn's output handed to the writer as soon as it and those
+            // before it are counted, while the next are: a long cube is written as it is made.
+            let streamed = cx.on_cores(|cx| {
+                sweep.cpu_each(&frame, |first, counted| self.sweep_rows(cx, turns, counted, first, &labels))
+            });
+            if let Some(done) = streamed {
+                return done.map_err(|e| cx.op_error(e));
+            }
+            // Elsewhere (the GPU, or auto's choice frame by frame), the turns a group at a time.
             let per_turn = bins * lines.iter().max().copied().unwrap_or(0) * 4;
             let group = sweep.turns_per_group(&frame, per_turn);
             // The last group's turns one at a time: what is left to write once the counting is

@@ -592,9 +592,20 @@ impl Backends {
 
     /// Runs `op` on the cores, as one of the frames sharing the pool ([`FrameWork`]).
     fn on_cpu<O: Op>(&self, op: &O, frame: &Frame) -> Result<O::Output, OpError> {
+        self.counted_on_cpu(|| op.cpu(frame))
+    }
+
+    /// Runs `work` as the CPU backend runs an operation (counted for `--progress`, one of the
+    /// frames sharing the pool), where this run's operations are all the CPU's: with `cpu`, or
+    /// `auto` that sent the run to the cores (see service::past). `None` otherwise, `work` not run.
+    pub(crate) fn on_cores<T>(&self, work: impl FnOnce() -> T) -> Option<T> {
+        (self.choice == BackendChoice::Cpu).then(|| self.counted_on_cpu(work))
+    }
+
+    fn counted_on_cpu<T>(&self, work: impl FnOnce() -> T) -> T {
         self.cpu_runs.fetch_add(1, Ordering::Relaxed);
         let _work = FrameWork::begin();
-        op.cpu(frame)
+        work()
     }
 
     /// Runs `op` on `frame`, the stream's frame `n` (from 1), on the backend chosen for it.

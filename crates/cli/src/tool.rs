@@ -225,6 +225,17 @@ impl<'a> Context<'a> {
         self.backends.run(op, frame, self.index).map_err(|e| self.op_error(e))
     }
 
+    /// Runs `work` on this frame's context where every operation of the run is the CPU's
+    /// (`--backend cpu`, or `auto` that sent the run to the cores), as the CPU backend runs an
+    /// operation; `None` otherwise, `work` not run, the operations going through
+    /// [`Context::run`]. For CPU work that hands its output on as it is made, in more pieces than
+    /// an operation's output: `colhist --angles`, each turn's counts to the writer as they are
+    /// counted. Its work is checked by the caller ([`Context::check_work`]).
+    pub fn on_cores<T>(&mut self, work: impl FnOnce(&mut Self) -> T) -> Option<T> {
+        let backends = self.backends;
+        backends.on_cores(|| work(self))
+    }
+
     /// Refuses this frame when `work` (an operation's, [`Op::work`], or a tool's whole frame's
     /// made of several runs) is over `--max-work`, before any of it is done, whichever backend
     /// would do it.

@@ -155,7 +155,7 @@ impl<W: FrameOut> PartWriter<W> {
                         *w = w.to_le();
                     }
                     self.bytes(bytemuck::cast_slice_mut(&mut words), place)?;
-                    // Cleared here for the next counts, rather than by their counting thread.
+                    // Kept for the next counts, which overwrite them.
                     histopipe_ops::parallel::give_back_words(words);
                 }
             }

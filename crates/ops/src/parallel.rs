@@ -241,6 +241,65 @@ pub fn map_parts<T: Sync, R: Send>(items: &[T], len: usize, f: impl Fn(usize, &[
     items.par_chunks(len).enumerate().map(|(k, part)| f(k * len, part)).collect()
 }
 
+/// `take(i, make(i))` for `i` in `0..n`, in that order on the calling thread, each `make(i)` run
+/// on the pool's threads as soon as fewer than `ahead` of those before it are still to be taken:
+/// a few items made at once, so that while one item's last parts are made the threads idle in
+/// none of its own joins but work on the next items (a loop over items each split over the pool
+/// waits for every item's slowest part). `make` may split its work over the pool itself. On one
+/// thread, or on one of the pool's (which must not wait on the pool's own work), each item is
+/// made and taken in turn on the calling thread. A panic in `make` is the caller's, once the
+/// items under way are done.
+pub fn in_order<T: Send>(
+    n: usize,
+    ahead: usize,
+    make: impl Fn(usize) -> T + Sync,
+    mut take: impl FnMut(usize, T),
+) {
+    use std::collections::BTreeMap;
+    use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+    if n <= 1 || threads() <= 1 || rayon::current_thread_index().is_some() {
+        for i in 0..n {
+            take(i, make(i));
+        }
+        return;
+    }
+    let make = &make;
+    let (made, arrive) = std::sync::mpsc::channel();
+    let mut lost = None;
+    rayon::in_place_scope_fifo(|scope| {
+        let mut ready = BTreeMap::new();
+        let (mut started, mut next) = (0, 0);
+        while next < n {
+            while started < n && started < next + ahead.max(1) {
+                let (made, i) = (made.clone(), started);
+                scope.spawn_fifo(move |_| {
+                    // Sent, panic or not: the loop below waits for every item it started.
+                    let _ = made.send((i, catch_unwind(AssertUnwindSafe(|| make(i)))));
+                });
+                started += 1;
+            }
+            // A sender is held here: the loop ends by its own condition or a lost item.
+            let Ok((i, item)) = arrive.recv() else { break };
+            match item {
+                Ok(item) => {
+                    ready.insert(i, item);
+                }
+                Err(panic) => {
+                    lost = Some(panic);
+                    break;
+                }
+            }
+            while let Some(item) = ready.remove(&next) {
+                take(next, item);
+                next += 1;
+            }
+        }
+    });
+    if let Some(panic) = lost {
+        resume_unwind(panic);
+    }
+}
+
 /// An empty vector with room for `n` elements: the output an operation writes in parts on the
 /// pool's threads (see [`for_each_part`]). A large one is asked to be backed by huge pages
 /// ([`advise_huge_pages`]).
@@ -285,18 +344,20 @@ pub(crate) fn zeroed<T: Clone + Default>(n: usize) -> Vec<T> {
     out
 }
 
-/// Buffers of zeros given back by whoever was done with them ([`give_back_words`]): a sweep's
-/// counts, one buffer a group of turns, are written out by the tool's writer and come back here
-/// cleared on its thread, off the counting's way, where a new buffer (`vec![0; n]` of a heap
-/// block the last group freed) was cleared by the thread about to count into it.
+/// Buffers of words given back by whoever was done with them ([`give_back_words`]): a sweep's
+/// counts, one buffer a turn or a group of turns, written out by the tool's writer and taken
+/// again by the next turn. Not cleared: whoever takes one overwrites every word ([`words`]).
+/// Cleared on the writer's thread, as they were, they took a fifth of its time writing a cube
+/// on the 16-core GPU host, where the writer is what the cube waits for last.
 static SPARE_WORDS: std::sync::Mutex<Vec<Vec<u32>>> = std::sync::Mutex::new(Vec::new());
 
 /// At most this many spare buffers are kept, of at most [`SPARE_WORDS_MOST`] words in all.
 const SPARE_BUFFERS: usize = 4;
 const SPARE_WORDS_MOST: usize = 1 << 26;
 
-/// `n` zeros: a buffer given back if one of `n` to `2n` words is kept, else [`zeroed`].
-pub fn zeroed_words(n: usize) -> Vec<u32> {
+/// `n` words for the caller to overwrite, every one: a buffer given back if one of `n` to `2n`
+/// words is kept (holding whatever it held), else fresh zeroed memory ([`zeroed`]).
+pub fn words(n: usize) -> Vec<u32> {
     let kept = {
         let mut spare = SPARE_WORDS.lock().unwrap_or_else(|e| e.into_inner());
         let fits = spare.iter().position(|b| b.len() >= n && b.len() / 2 <= n);
@@ -311,13 +372,12 @@ pub fn zeroed_words(n: usize) -> Vec<u32> {
     }
 }
 
-/// Takes back `words` that a [`zeroed_words`] gave (or any buffer of words), cleared here, for
-/// a later one; the oldest kept make way for it.
-pub fn give_back_words(mut words: Vec<u32>) {
+/// Takes back `words` that [`words`] gave (or any buffer of words) for a later one; the oldest
+/// kept make way for it.
+pub fn give_back_words(words: Vec<u32>) {
     if words.len() < (1 << 16) {
         return;
     }
-    words.fill(0);
     let mut spare = SPARE_WORDS.lock().unwrap_or_else(|e| e.into_inner());
     spare.push(words);
     while spare.len() > SPARE_BUFFERS || spare.iter().map(Vec::len).sum::<usize>() > SPARE_WORDS_MOST {
@@ -447,6 +507,47 @@ mod tests {
             assert!(pool_running(), "inside a local pool");
             assert_eq!(split_from(1000), 1000);
         });
+    }
+
+    /// Items are taken in order, each made at most `ahead` items past the last taken, and each
+    /// once; a panic in one is the caller's, after which no later item is taken.
+    #[test]
+    fn items_are_taken_in_order_and_made_a_few_ahead() {
+        use std::sync::atomic::AtomicUsize;
+        use std::sync::Mutex;
+        for (n, ahead) in [(0usize, 3usize), (1, 3), (40, 1), (40, 3), (7, 100)] {
+            let taken = AtomicUsize::new(0);
+            let made = Mutex::new(vec![0u8; n]);
+            let mut order = Vec::new();
+            in_order(
+                n,
+                ahead,
+                |i| {
+                    assert!(i < taken.load(Ordering::Acquire) + ahead.max(1), "item {i} made too early");
+                    made.lock().unwrap()[i] += 1;
+                    // Work split over the pool inside an item, as a turn's counting is.
+                    map_parts(&(0..1000u64).collect::<Vec<_>>(), 10, |_, p| p.iter().sum::<u64>())
+                        .iter()
+                        .sum::<u64>()
+                        + i as u64
+                },
+                |i, item| {
+                    assert_eq!(item, 499_500 + i as u64);
+                    order.push(i);
+                    taken.store(i + 1, Ordering::Release);
+                },
+            );
+            assert_eq!(order, (0..n).collect::<Vec<_>>(), "{n} items, {ahead} ahead");
+            assert!(made.into_inner().unwrap().iter().all(|&m| m == 1), "each made once");
+        }
+        let mut order = Vec::new();
+        let lost = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            in_order(20, 3, |i| if i == 7 { panic!("item 7") } else { i }, |i, _| order.push(i))
+        }));
+        assert_eq!(lost.unwrap_err().downcast_ref::<&str>(), Some(&"item 7"));
+        // Item 7 is started once item 4 is taken; 5 and 6 may be under way when it is lost.
+        assert_eq!(order, (0..order.len()).collect::<Vec<_>>());
+        assert!((5..=7).contains(&order.len()), "{order:?}");
     }
 
     #[test]

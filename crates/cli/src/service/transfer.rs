@@ -232,7 +232,7 @@ fn take_parts(r: &mut Reader<'_>, block: Option<&Block>) -> Result<Vec<Part>, Ba
             (WORDS, _) if range.len() % 4 == 0 => {
                 // A buffer the writer gave back, if one is kept (a cube's counts come in groups
                 // of tens of megabytes: fresh pages cost their faults).
-                let mut words = histopipe_ops::parallel::zeroed_words(range.len() / 4);
+                let mut words = histopipe_ops::parallel::words(range.len() / 4);
                 if let Some(block) = block {
                     block.copy_out(range, bytemuck::cast_slice_mut(&mut words));
                 }

@@ -34,7 +34,8 @@ const MIN_PART: usize = 1 << 16;
 type Band<'a> = (TurnedRows<'a, u8>, Vec<Range<usize>>, usize);
 
 /// A turn, how `colhist` counts its turned frame, and where its counts go (`op.bins x
-/// r.out_width`, bin-major; zeroed, and each bin that holds a value overwritten).
+/// r.out_width`, bin-major; every count overwritten, whatever it held: every bin holds a value,
+/// as [`Bins`](crate::bins::Bins) has it).
 pub(super) type Turn<'a> = (&'a Rotate, &'a ColHist, &'a mut [u32]);
 
 /// Whether this path counts turn `r` as `op` counts it: columns, at most 256 bins, at most 65535

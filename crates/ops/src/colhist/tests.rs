@@ -394,6 +394,46 @@ fn an_8_bit_sweep_counted_in_strips_is_the_loop() {
     }
 }
 
+/// `fused` writes every count of its output, whatever the output held (a buffer given back by
+/// the writer is not cleared), and `cpu_each` hands on the sweep's counts in order, a turn at a
+/// time for 8-bit gray frames and a group at a time for others, as `Op::cpu` makes them.
+#[test]
+fn a_sweep_handed_on_as_it_is_counted_is_the_whole_sweep() {
+    let seed = fastrand::u64(..);
+    let mut rng = fastrand::Rng::with_seed(seed);
+    for maxval in [255, 40, 1000] {
+        let (w, h) = (rng.usize(70..300), rng.usize(1..300));
+        let f = parallel::testing::frame(&mut rng, w, h, maxval);
+        let angles: Vec<f64> = (0..rng.usize(1..6)).map(|_| rng.f64() * 360.0).collect();
+        let bins = [None, Some(1), Some(7)][rng.usize(0..3)];
+        let params = ColHistParams { bins, rows: false, count_padding: false };
+        let what = format!("seed {seed}: {w}x{h} maxval {maxval} {params:?} {angles:?}");
+        let sweep = sweep_of(&f, &angles, false, false, params);
+        let whole = sweep.cpu(&f).unwrap();
+        let (mut counts, mut next) = (Vec::new(), 0);
+        sweep
+            .cpu_each(&f, |first, part| {
+                assert_eq!(first, next, "{what}: parts in order");
+                assert!(maxval > 255 || part.lines.len() == 1, "{what}: an 8-bit frame's turns one by one");
+                next += part.lines.len();
+                counts.extend_from_slice(&part.counts);
+            })
+            .unwrap();
+        assert_eq!(next, angles.len(), "{what}");
+        assert!(counts == whole.counts, "{what}");
+        if maxval > 255 {
+            continue;
+        }
+        let Pixels::U8(bytes) = &f.pixels else { unreachable!("an 8-bit frame") };
+        let ops = sweep.counts(&f).unwrap();
+        for (i, (r, op)) in sweep.turns.iter().zip(&ops).enumerate() {
+            let mut dirty = vec![u32::MAX; whole.turn(i).len()];
+            super::fused::count(bytes, vec![(r, op, &mut dirty[..])]);
+            assert!(dirty == whole.turn(i), "{what}, angle {}: counted into a used buffer", angles[i]);
+        }
+    }
+}
+
 /// The GPU's sweep is the CPU's, bit for bit: both interpolations, 8- and 16-bit, several bin
 /// counts (the pairs kernel and the tiled one), rows, padding, `expand`'s changing sizes.
 #[test]
