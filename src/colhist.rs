@@ -618,17 +618,12 @@ impl ColHist {
             }
             // Elsewhere (the GPU, or auto's choice frame by frame), the turns a group at a time.
             let per_turn = bins * lines.iter().max().copied().unwrap_or(0) * 4;
-            let group = sweep.turns_per_group(&frame, per_turn);
-            // The last group's turns one at a time: what is left to write once the counting is
-            // done is one turn's counts, not a group's.
-            let tail = if sweep.turns.len() > group { group } else { 0 };
-            let (body, last) = sweep.turns.split_at(sweep.turns.len() - tail);
             let mut first = 0;
-            for turns_of_group in body.chunks(group).chain(last.chunks(1)) {
-                let part = ColHistSweep { turns: turns_of_group.to_vec(), params: self.params };
+            for part in sweep.groups(&frame, per_turn) {
+                let turns_of_part = part.turns.len();
                 let counted = cx.run(&part, &frame)?;
                 self.sweep_rows(cx, turns, counted, first, &labels);
-                first += turns_of_group.len();
+                first += turns_of_part;
             }
             return Ok(());
         }

@@ -101,7 +101,7 @@ impl ColHistSweep {
     /// frame a group, the first written after a few ms); others' are not as evenly, and take at
     /// least a turn a thread (with 3 turns a group, 16 cores made a 4K cube of 37 turns in 0.21
     /// s).
-    pub fn turns_per_group(&self, frame: &Frame, turn_bytes: usize) -> usize {
+    fn turns_per_group(&self, frame: &Frame, turn_bytes: usize) -> usize {
         let mut most = ((16 << 20) / turn_bytes.max(1)).max(1);
         if gray_bytes(frame).is_none() {
             most = most.max(parallel::threads());
@@ -110,13 +110,25 @@ impl ColHistSweep {
         n.div_ceil(n.div_ceil(most).max(1)).max(1)
     }
 
+    /// The sweep in parts to count one after the other where each part's counts go to a writer
+    /// while the next is counted: groups of turns ([`ColHistSweep::turns_per_group`], each
+    /// turn's counts `turn_bytes` long), the last group's turns one at a time, so that what is
+    /// left to write once the counting is done is one turn's counts, not a group's.
+    pub fn groups(&self, frame: &Frame, turn_bytes: usize) -> Vec<ColHistSweep> {
+        let group = self.turns_per_group(frame, turn_bytes);
+        let n = self.turns.len();
+        let (body, last) = self.turns.split_at(if n > group { n - group } else { n });
+        let part = |turns: &[Rotate]| ColHistSweep { turns: turns.to_vec(), params: self.params };
+        body.chunks(group).chain(last.chunks(1)).map(part).collect()
+    }
+
     /// [`Op::cpu`]'s counts handed on as they are made: `each(first, part)` for consecutive
     /// parts of the sweep in order, `part` holding turns `first..`, each as soon as it and the
     /// turns before it are counted. An 8-bit gray frame's turns (`fused`) go a turn at a time, a
     /// few counted at once ([`parallel::in_order`]): in groups of turns, the pool's threads
     /// waited for each group's last strips and for the calling thread between groups (a padded
     /// 4K cube of 36 turns: 16 threads busy 75% of the time, 100% once all in one group). Other
-    /// frames go a group at a time ([`ColHistSweep::turns_per_group`]). The counts are
+    /// frames go a group at a time ([`ColHistSweep::groups`]). The counts are
     /// [`Op::cpu`]'s, bit for bit.
     pub fn cpu_each(&self, frame: &Frame, mut each: impl FnMut(usize, Sweep)) -> Result<(), OpError> {
         let ops = self.check(frame)?;
@@ -125,9 +137,11 @@ impl ColHistSweep {
             self.turns.iter().zip(&ops).map(|(r, op)| op.lines(r.out_width, r.out_height)).collect();
         let fused_all = self.turns.iter().zip(&ops).all(|(r, op)| fused::applies(r, op));
         let Some(bytes) = gray_bytes(frame).filter(|_| fused_all) else {
-            let group = self.turns_per_group(frame, 4 * bins * lines.iter().max().copied().unwrap_or(0));
-            for (k, turns) in self.turns.chunks(group).enumerate() {
-                each(k * group, ColHistSweep { turns: turns.to_vec(), params: self.params }.cpu(frame)?);
+            let mut first = 0;
+            for part in self.groups(frame, 4 * bins * lines.iter().max().copied().unwrap_or(0)) {
+                let turns = part.turns.len();
+                each(first, part.cpu(frame)?);
+                first += turns;
             }
             return Ok(());
         };
