@@ -419,6 +419,12 @@ impl<'a> Context<'a> {
         self.handed = Handed::default();
     }
 
+    /// The memory this run's frames take their samples from (blocks of dropped frames kept for
+    /// the next): for the frames the GPU service sends back.
+    pub(crate) fn memory(&self) -> &histopipe_frame::SampleMemory {
+        self.backends.memory()
+    }
+
     /// The frame's source, once its bytes came (a frame held by the GPU service came first as a
     /// reference, which names none).
     pub(crate) fn set_source(&mut self, source: Option<Source>) {

@@ -4,6 +4,7 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{
@@ -35,6 +36,16 @@ pub fn driver_present() -> bool {
 }
 
 type Pool = HashMap<(&'static str, TypeId), Box<dyn Any + Send>>;
+
+/// Kernel modules this process has loaded (compiled, or read from the disk cache), on every GPU.
+static MODULES_LOADED: AtomicU64 = AtomicU64::new(0);
+
+/// How many kernel modules this process has loaded so far, on every GPU: a frame during which the
+/// count grew paid for a first use (a compile of seconds, or a load of milliseconds), which a
+/// frame after it will not pay (the GPU service's tools leave such a run out of their times).
+pub fn modules_loaded() -> u64 {
+    MODULES_LOADED.load(Ordering::Relaxed)
+}
 
 /// One GPU, as a process uses it: a context, one stream, compiled kernels, pooled buffers and
 /// page-locked host memory.
@@ -179,6 +190,7 @@ impl Gpu {
             }
         };
         self.modules.borrow_mut().insert(source.name, module.clone());
+        MODULES_LOADED.fetch_add(1, Ordering::Relaxed);
         Ok(module)
     }
 

@@ -22,5 +22,5 @@ pub mod testing;
 
 pub use cudarc;
 pub use error::GpuError;
-pub use gpu::{device_count, Buffer, Gpu, LaunchConfig};
+pub use gpu::{device_count, modules_loaded, Buffer, Gpu, LaunchConfig};
 pub use host::{HostPool, Lease};

@@ -30,6 +30,6 @@ mod sample;
 pub mod stretch;
 pub mod threshold;
 
-pub use histopipe_gpu::{device_count, testing, Gpu, GpuError};
+pub use histopipe_gpu::{device_count, modules_loaded, testing, Gpu, GpuError};
 pub use op::{GpuPart, Op, OpError, OpErrorKind, ParamValue, Piece, Work};
 pub use sample::{canonical_nan, Element, Fill, Fills, Sample, CANONICAL_NAN};

@@ -17,7 +17,7 @@ use super::held::{self, Pipe, Token};
 use super::past::{Past, Plan, Shape, Went};
 use super::shm::Block;
 use super::transfer::{decode_reply, frame_bytes, put_frame};
-use super::wire::{decode_refusal, FrameRequest, Hello, Input, Kind, Reader, Refusal, Writer, VERSION};
+use super::wire::{decode_held, decode_refusal, FrameRequest, Hello, Input, Kind, Refusal, Writer, VERSION};
 use super::{connect_or_start, Address};
 use crate::dispatch::{choose, BackendChoice, Backends, Devices, Lane, Load, Rate};
 use crate::tool::Context;
@@ -170,6 +170,8 @@ pub(crate) struct Remote {
     plan: OnceLock<Plan>,
     /// A service was started for this run.
     started: AtomicBool,
+    /// The service loaded kernels for a frame of this run (see [`super::past`]).
+    loaded: AtomicBool,
     /// The pipe the output goes to, where frames may be held for a tool that reads it.
     pipe_out: Option<Pipe>,
 }
@@ -204,6 +206,7 @@ impl Remote {
             first: OnceLock::new(),
             plan: OnceLock::new(),
             started: AtomicBool::new(false),
+            loaded: AtomicBool::new(false),
             mode,
             cpu,
             rates: Mutex::new(Rates::default()),
@@ -256,10 +259,11 @@ impl Remote {
     }
 
     /// Where most of the `frames` of this run went, as [`super::past`] counts a run: `None` for
-    /// a run that started the service, or whose frames were done by GPUs of its own
-    /// (`--backend gpu` once the service is lost).
+    /// a run that started the service or had it load kernels (costs paid once, not by the runs
+    /// after), or whose frames were done by GPUs of its own (`--backend gpu` once the service is
+    /// lost).
     pub(crate) fn went(&self, frames: u64) -> Option<Went> {
-        if self.started.load(Ordering::Relaxed) || frames == 0 {
+        if self.started.load(Ordering::Relaxed) || self.loaded.load(Ordering::Relaxed) || frames == 0 {
             None
         } else if self.served() * 2 >= frames {
             Some(Went::Service)
@@ -341,7 +345,7 @@ impl Remote {
         }
         // The frames on the service as this one goes there (under `auto`).
         let mut before = 0;
-        let mut opened = false;
+        let mut first = false;
         if self.mode == Mode::Auto {
             let worth = worth();
             let plan = *self.plan.get_or_init(|| {
@@ -350,7 +354,7 @@ impl Remote {
             });
             match plan {
                 Plan::Cores => return Outcome::Local,
-                Plan::Service => return self.serve(n, Give::Frame(frame), starts, hold, cx, &mut opened),
+                Plan::Service => return self.serve(n, Give::Frame(frame), starts, hold, cx, &mut first),
                 Plan::FrameByFrame => {}
             }
             if !self.rates().service.is_measured() && !worth {
@@ -366,18 +370,18 @@ impl Remote {
             before = rates.on_service;
         }
         let start = Instant::now();
-        let outcome = self.serve(n, Give::Frame(frame), starts, hold, cx, &mut opened);
+        let outcome = self.serve(n, Give::Frame(frame), starts, hold, cx, &mut first);
         if self.mode == Mode::Auto {
             let mut rates = self.rates();
             let after = rates.on_service;
             rates.on_service -= 1;
-            // Not a frame that opened its connection, as a GPU's first frame is not (dispatch's
-            // `Rate::record`): the session's start and its shared memory (both sides' first
-            // touch of its pages) are paid once a connection. Counted, they made the service
+            // Not a frame that opened its connection or had kernels loaded, as a GPU's first
+            // frame is not (dispatch's `Rate::record`): the session's start and its shared
+            // memory (both sides' first touch of its pages) are paid once a connection. Counted, they made the service
             // look several times slower than it is: 8.8 to 24 ns a pixel for the first frame of
             // 100 4K JPEGs equalized to PNG on the H200 host, 1.0 to 2.6 once connections were
             // open, while the cores' took 3.0 to 5.3.
-            if matches!(outcome, Outcome::Served(Ok(_))) && !opened {
+            if matches!(outcome, Outcome::Served(Ok(_))) && !first {
                 // Divided by the frames on the service meanwhile, on average, as the cores' time
                 // is by theirs, since `choose` multiplies it back by the frames there when it
                 // weighs the next one: unshared, a round trip that waited behind other frames
@@ -419,8 +423,8 @@ impl Remote {
     }
 
     /// Hands `give` to the service, its output held for the reader of this run's output pipe
-    /// where `hold` and a tool on the service reads it; `opened` is set if a connection was
-    /// opened for it.
+    /// where `hold` and a tool on the service reads it; `first` is set if it paid for a first
+    /// use: a connection opened for it, or kernels the service loaded for it.
     fn serve(
         &self,
         n: usize,
@@ -428,7 +432,7 @@ impl Remote {
         starts: bool,
         hold: bool,
         cx: &mut Context<'_>,
-        opened: &mut bool,
+        first: &mut bool,
     ) -> Outcome {
         let pipe_out = self.pipe_out.filter(|_| hold);
         let Some(pooled) = self.take() else { return Outcome::Local };
@@ -439,7 +443,7 @@ impl Remote {
         loop {
             tries -= 1;
             let opening = || {
-                *opened = true;
+                *first = true;
                 self.open()
             };
             let mut connection = match pooled.take().map_or_else(opening, Ok) {
@@ -455,7 +459,13 @@ impl Remote {
                     return self.give_up(n, &why);
                 }
             };
-            let reply = match connection.frame(n, give, starts, pipe_out, cx) {
+            let mut loaded = false;
+            let reply = connection.frame(n, give, starts, pipe_out, cx, &mut loaded);
+            if loaded {
+                *first = true;
+                self.loaded.store(true, Ordering::Relaxed);
+            }
+            let reply = match reply {
                 Ok(reply) => reply,
                 Err(_) if tries > 0 => {
                     cx.restart();
@@ -637,7 +647,8 @@ impl Connection {
 
     /// Sends frame `n` and waits for its output, handing the parts sent before it is done to
     /// `cx` (each taken out of the block before the service may write the next there); an error:
-    /// the connection is done for.
+    /// the connection is done for. `loaded` is set where the service says it loaded kernels for
+    /// the frame.
     fn frame(
         &mut self,
         n: usize,
@@ -645,6 +656,7 @@ impl Connection {
         starts: bool,
         pipe_out: Option<Pipe>,
         cx: &mut Context<'_>,
+        loaded: &mut bool,
     ) -> Result<Reply, String> {
         let putting = histopipe_trace::span("service.put", n);
         let input = match give {
@@ -663,9 +675,10 @@ impl Connection {
                 Kind::Done => true,
                 Kind::Part => false,
                 Kind::Held => {
-                    let mut r = Reader::new(&answer.body);
-                    let token = Token::decode(&mut r).and_then(|t| r.end().map(|()| t));
-                    return token.map(Reply::Held).map_err(|e| format!("a bad answer: {}", e.0));
+                    let (token, load) =
+                        decode_held(&answer.body).map_err(|e| format!("a bad answer: {}", e.0))?;
+                    *loaded |= load;
+                    return Ok(Reply::Held(token));
                 }
                 Kind::Over if matches!(give, Give::Held(_)) => return Ok(Reply::NotTaken),
                 Kind::Refused => return Err(format!("refused: {}", refusal(&answer.body).1)),
@@ -675,8 +688,9 @@ impl Connection {
                 self.block = Some(Block::receive(fd)?);
             }
             let taking = histopipe_trace::span("service.take", n);
-            let served = decode_reply(&answer.body, self.block.as_ref())
+            let (served, load) = decode_reply(&answer.body, self.block.as_ref(), cx.memory())
                 .map_err(|e| format!("a bad answer: {}", e.0))?;
+            *loaded |= load;
             taking.end();
             if done {
                 return Ok(Reply::Served(served));

@@ -457,7 +457,9 @@ pub fn decode_message(kind: u8, body: &[u8]) -> Result<(), String> {
                     }
                 }
                 // As a tool reads the service's reply (client.rs).
-                Kind::Done | Kind::Part => transfer::decode_reply(body, Some(block)).map(drop),
+                Kind::Done | Kind::Part => {
+                    transfer::decode_reply(body, Some(block), &SampleMemory::default()).map(drop)
+                }
                 Kind::Room => {
                     let mut r = Reader::new(body);
                     r.u64("the bytes")?;
@@ -468,7 +470,8 @@ pub fn decode_message(kind: u8, body: &[u8]) -> Result<(), String> {
                     held::Pipe::decode(&mut r)?;
                     r.end()
                 }
-                Kind::Held | Kind::Await => {
+                Kind::Held => wire::decode_held(body).map(drop),
+                Kind::Await => {
                     let mut r = Reader::new(body);
                     held::Token::decode(&mut r)?;
                     r.end()
@@ -565,13 +568,14 @@ pub fn seed_messages() -> Vec<Vec<u8>> {
     let gray = frame(header(8, 4, Channels::Gray, Depth::U8, 255));
     let rgb16 = frame(header(5, 3, Channels::Rgb, Depth::U16, 65535));
     let float = frame(header(4, 4, Channels::GrayAlpha, Depth::F32, 1));
-    // A reply: a frame, bytes and words (tags 0, 1, 2), each a span of the block.
+    // A reply (kernels loaded for it): a frame, bytes and words (tags 0, 1, 2), each a span of the
+    // block.
     let mut reply = Writer::default();
-    reply.u8(0).u32(3).u8(0);
+    reply.u8(1).u8(0).u32(3).u8(0);
     header(8, 4, Channels::Gray, Depth::U8, 255).encode(&mut reply);
     reply.u8(1).span(Span { offset: 100, len: 20 }).u8(2).span(Span { offset: 200, len: 16 });
     let mut error = Writer::default();
-    error.u8(1).u8(1).text("frame 1: a frame of 3x2 pixels, over --max-pixels 4");
+    error.u8(0).u8(1).u8(1).text("frame 1: a frame of 3x2 pixels, over --max-pixels 4");
     let mut refused = Writer::default();
     refused.u8(wire::Refusal::Busy as u8).text("256 sessions already");
     let session = [hello("pad", &["--to", "9x9"]), gray.clone(), rgb16.clone()].concat();
@@ -589,7 +593,7 @@ pub fn seed_messages() -> Vec<Vec<u8>> {
         message(Kind::Stop, b""),
         message(Kind::Frame, &held_frame.encode()),
         with(Kind::Reads, &|w| pipe.encode(w)),
-        with(Kind::Held, &|w| token.encode(w)),
+        message(Kind::Held, &wire::encode_held(token, true)),
         with(Kind::Await, &|w| token.encode(w)),
         with(Kind::Release, &|w| {
             token.encode(w);

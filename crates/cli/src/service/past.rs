@@ -15,8 +15,9 @@
 //!   pixels (to half a power of two), channels and sample type.
 //! - **A run's time**: from the start of its frames to its last output written, over the pixels
 //!   of its frames. A run counts for the side most of its frames went to (the cores: where they
-//!   were done on the CPU). Neither a run that failed nor one that started the service counts
-//!   (the service's start is paid once, not a run).
+//!   were done on the CPU). Neither a run that failed, one that started the service, nor one for
+//!   which the service loaded kernels counts: the service's start and its first use of a kernel
+//!   (a compile of seconds on a fresh install) are paid once, not by the runs after.
 //! - **The choice** ([`plan`]): known for both, the faster; known for one, the other is tried
 //!   (except where the service is known and the frame is heavy: the cores may take seconds);
 //!   known for neither, frame by frame as before (the run then counts for the side most of its

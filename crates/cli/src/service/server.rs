@@ -13,15 +13,17 @@ use histopipe_frame::{read_back_format, Channels, Depth};
 use super::channel::{Channel, RecvError};
 use super::held::{Pipe, Shelf, Token, Visits};
 use super::shm::{Block, Pool};
-use super::transfer::{encode_reply, parts_bytes, take_frame};
-use super::wire::{encode_refusal, Bad, FrameRequest, Hello, Input, Kind, Reader, Refusal, Writer, VERSION};
+use super::transfer::{encode_reply, parts_bytes, take_frame, Served};
+use super::wire::{
+    encode_held, encode_refusal, Bad, FrameRequest, Hello, Input, Kind, Reader, Refusal, Writer, VERSION,
+};
 use super::{same_user, Address};
 use crate::args::{self, Asked};
 use crate::dispatch::Backends;
 use crate::panic::catch;
 use crate::tool::{Context, Tool, FLOAT_REFUSED};
 use crate::writer::{Done, Part, Written};
-use crate::{Error, ErrorKind};
+use crate::Error;
 
 /// The most connections at once: the sessions, and a few more, so that `status` and `stop` are
 /// answered when the sessions are all taken. One past them is closed unanswered.
@@ -532,6 +534,7 @@ fn one_frame<T: Tool>(
         },
     };
     taking.end();
+    let loads = Loads::now();
     // The parts the tool hands on before the frame is done go to the client as they come,
     // from a thread of their own, while the tool makes the rest.
     let (early, made) = std::sync::mpsc::channel();
@@ -539,7 +542,7 @@ fn one_frame<T: Tool>(
     let (result, forwarded) = std::thread::scope(|scope| {
         let forwarder = scope.spawn(|| {
             histopipe_trace::set_frame(n);
-            forward(channel, lent, made, fail_after)
+            forward(channel, lent, made, loads, fail_after)
         });
         let working = histopipe_trace::span("service.work", n);
         let result = catch(|| {
@@ -576,9 +579,8 @@ fn one_frame<T: Tool>(
                         Some((format, held)) => {
                             frame.format = format;
                             let token = service.shelf.hold(visits, frame, held.keep(), pipe);
-                            let mut w = Writer::default();
-                            token.encode(&mut w);
-                            return channel.send(Kind::Held, &w.bytes, None).map_err(drop);
+                            let body = encode_held(token, loads.since());
+                            return channel.send(Kind::Held, &body, None).map_err(drop);
                         }
                         None => parts.push(Part::Frame(frame)),
                     }
@@ -589,13 +591,31 @@ fn one_frame<T: Tool>(
         }
     }
     // The outputs go where the frame was (copied out by now), in a larger block if need be.
-    match send_reply(channel, lent, Kind::Done, &result) {
+    match send_reply(channel, lent, Kind::Done, &result, loads.since()) {
         Ok(()) => Ok(()),
         Err(Unsent::NoMemory(why)) => {
             let _ = refuse(channel, Refusal::Busy, &why);
             Err(())
         }
         Err(Unsent::Closed(_)) => Err(()),
+    }
+}
+
+/// The kernel modules the process had loaded when a frame began: a frame for which more were
+/// loaded paid for a first use (seconds, for a compile), which the next will not; the tool is
+/// told, and leaves the run out of the times `auto` weighs ([`super::past`]). A load for another
+/// session's frame meanwhile counts too: that frame held the GPU while it loaded.
+#[derive(Clone, Copy)]
+struct Loads(u64);
+
+impl Loads {
+    fn now() -> Loads {
+        Loads(histopipe_ops::modules_loaded())
+    }
+
+    /// Whether kernels were loaded since.
+    fn since(self) -> bool {
+        histopipe_ops::modules_loaded() != self.0
     }
 }
 
@@ -609,12 +629,14 @@ enum Unsent {
 
 /// Lays a frame's parts (or its error) out in the session's block, a larger one if need be (its
 /// descriptor then goes with the message), and sends them as `kind`: the frame's last
-/// ([`Kind::Done`]) or those made before it is done ([`Kind::Part`]).
+/// ([`Kind::Done`]) or those made before it is done ([`Kind::Part`]); `loaded`: kernels were
+/// loaded since the frame began ([`Loads`]).
 fn send_reply(
     channel: &Channel,
     lent: &mut Lent<'_>,
     kind: Kind,
-    result: &Result<Vec<Part>, (ErrorKind, String)>,
+    result: &Served,
+    loaded: bool,
 ) -> Result<(), Unsent> {
     let need = result.as_ref().map_or(0, |parts| parts_bytes(parts));
     let grown = result.is_ok() && lent.block.as_ref().is_none_or(|b| b.len() < need);
@@ -622,7 +644,7 @@ fn send_reply(
         lent.grow(need).map_err(|e| Unsent::NoMemory(format!("no shared memory: {e}")))?;
     }
     let laying = histopipe_trace::span_here("service.out");
-    let body = encode_reply(result, lent.block.as_mut());
+    let body = encode_reply(result, lent.block.as_mut(), loaded);
     laying.end();
     let fd = lent.block.as_ref().filter(|_| grown).map(Block::fd);
     channel.send(kind, &body, fd).map_err(|e| Unsent::Closed(e.to_string()))
@@ -636,6 +658,7 @@ fn forward(
     channel: &Channel,
     lent: &mut Lent<'_>,
     made: Receiver<Done>,
+    loads: Loads,
     fail_after: Option<u64>,
 ) -> Result<u64, String> {
     let mut outcome = Ok(0);
@@ -645,16 +668,16 @@ fn forward(
             if fail_after == Some(k) {
                 std::process::abort();
             }
-            outcome = send_parts(channel, lent, parts).map(|()| k);
+            outcome = send_parts(channel, lent, parts, loads.since()).map(|()| k);
         }
     }
     outcome
 }
 
 /// Sends `parts` made before their frame is done, and waits for the client to take them out.
-fn send_parts(channel: &Channel, lent: &mut Lent<'_>, parts: Vec<Part>) -> Result<(), String> {
+fn send_parts(channel: &Channel, lent: &mut Lent<'_>, parts: Vec<Part>, loaded: bool) -> Result<(), String> {
     let parts = Ok(parts);
-    send_reply(channel, lent, Kind::Part, &parts)
+    send_reply(channel, lent, Kind::Part, &parts, loaded)
         .map_err(|(Unsent::NoMemory(why) | Unsent::Closed(why))| why)?;
     // Counts laid out, their buffer kept for the next group's (a cube's, of tens of megabytes).
     for part in parts.into_iter().flatten() {

@@ -9,6 +9,9 @@ use super::wire::{Bad, FrameHeader, Reader, Span, Writer};
 use crate::writer::Part;
 use crate::ErrorKind;
 
+/// A frame's output as the service sends it: its parts, or the tool's error (kind and words).
+pub(crate) type Served = Result<Vec<Part>, (ErrorKind, String)>;
+
 /// `taken` bytes of a reply's parts and `more`, if they fit the block's `size`.
 fn within_block(taken: u64, more: u64, size: u64) -> Result<u64, Bad> {
     match taken.checked_add(more) {
@@ -149,12 +152,12 @@ fn put_parts(parts: &[Part], block: &mut Block, w: &mut Writer) {
     }
 }
 
-/// A frame's reply: its parts laid out in `block` (the tool's output), or the tool's error.
-pub(crate) fn encode_reply(
-    result: &Result<Vec<Part>, (ErrorKind, String)>,
-    block: Option<&mut Block>,
-) -> Vec<u8> {
+/// A frame's reply: whether the service loaded kernels for it (`loaded`: a first use, paid once,
+/// see [`histopipe_ops::modules_loaded`]), then its parts laid out in `block` (the tool's output),
+/// or the tool's error.
+pub(crate) fn encode_reply(result: &Served, block: Option<&mut Block>, loaded: bool) -> Vec<u8> {
     let mut w = Writer::default();
+    w.u8(loaded as u8);
     match (result, block) {
         (Ok(parts), Some(block)) => {
             w.u8(0);
@@ -170,14 +173,19 @@ pub(crate) fn encode_reply(
     w.bytes
 }
 
-/// A frame's reply, its parts copied out of `block`.
+/// A frame's reply ([`encode_reply`]'s), its parts copied out of `block`, a frame's samples into
+/// `memory` (the run's, whose blocks of frames written and dropped are kept for the next: a 4K
+/// frame copied into fresh pages pays for their faults): the reply, and whether the service
+/// loaded kernels for the frame.
 pub(crate) fn decode_reply(
     body: &[u8],
     block: Option<&Block>,
-) -> Result<Result<Vec<Part>, (ErrorKind, String)>, Bad> {
+    memory: &SampleMemory,
+) -> Result<(Served, bool), Bad> {
     let mut r = Reader::new(body);
+    let loaded = r.flag("whether kernels were loaded")?;
     let reply = match r.u8("the result")? {
-        0 => Ok(take_parts(&mut r, block)?),
+        0 => Ok(take_parts(&mut r, block, memory)?),
         1 => {
             let kind = match r.u8("the error's kind")? {
                 0 => ErrorKind::Usage,
@@ -190,7 +198,7 @@ pub(crate) fn decode_reply(
         t => return Err(Bad(format!("result {t}"))),
     };
     r.end()?;
-    Ok(reply)
+    Ok((reply, loaded))
 }
 
 /// An error's kind as it travels.
@@ -205,7 +213,7 @@ fn kind_tag(kind: ErrorKind) -> u8 {
 
 /// The parts a reply lists, copied out of `block`: together no more bytes than the block holds
 /// (a part listed many times would copy it many times).
-fn take_parts(r: &mut Reader<'_>, block: Option<&Block>) -> Result<Vec<Part>, Bad> {
+fn take_parts(r: &mut Reader<'_>, block: Option<&Block>, memory: &SampleMemory) -> Result<Vec<Part>, Bad> {
     let n = r.count("parts", 17, super::wire::PARTS_MOST)?;
     let mut parts = Vec::with_capacity(n);
     let mut taken = 0u64;
@@ -216,7 +224,7 @@ fn take_parts(r: &mut Reader<'_>, block: Option<&Block>) -> Result<Vec<Part>, Ba
             let header = FrameHeader::decode(r, u64::MAX)?;
             taken = within_block(taken, header.samples.len, size)?;
             let block = block.ok_or_else(|| Bad("a frame with no memory block".into()))?;
-            parts.push(Part::Frame(take_frame(header, block, &SampleMemory::default())?));
+            parts.push(Part::Frame(take_frame(header, block, memory)?));
             continue;
         }
         let span = r.span("a part")?;

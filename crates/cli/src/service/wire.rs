@@ -16,7 +16,7 @@ use histopipe_frame::{Affine, Annotation, Channels, Depth, Format, Geometry, Ori
 pub(crate) use super::held::{Pipe, Token};
 
 /// The protocol's version: a client and a service of other versions do not talk.
-pub(crate) const VERSION: u32 = 4;
+pub(crate) const VERSION: u32 = 5;
 
 /// The most bytes a message's body holds: a frame's header with a long source path and its
 /// annotations, a reply's list of parts, an error's words.
@@ -221,6 +221,14 @@ impl<'a> Reader<'a> {
     pub(crate) fn u8(&mut self, what: &str) -> Result<u8, Bad> {
         Ok(self.take(1, what)?[0])
     }
+    /// A yes or no: 1 or 0.
+    pub(crate) fn flag(&mut self, what: &str) -> Result<bool, Bad> {
+        match self.u8(what)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(Bad::new(format!("{what}: {other}, not 0 or 1"))),
+        }
+    }
     pub(crate) fn u16(&mut self, what: &str) -> Result<u16, Bad> {
         Ok(u16::from_le_bytes(self.array(what)?))
     }
@@ -357,6 +365,24 @@ impl FrameRequest {
         r.end()?;
         Ok(FrameRequest { n, starts, pipe_out, input })
     }
+}
+
+/// The service's answer that a frame's output is held ([`Kind::Held`]): its token, and whether
+/// the service loaded kernels for the frame (as a reply says, see `transfer::encode_reply`).
+pub(crate) fn encode_held(token: Token, loaded: bool) -> Vec<u8> {
+    let mut w = Writer::default();
+    token.encode(&mut w);
+    w.u8(loaded as u8);
+    w.bytes
+}
+
+/// [`encode_held`]'s token and flag.
+pub(crate) fn decode_held(body: &[u8]) -> Result<(Token, bool), Bad> {
+    let mut r = Reader::new(body);
+    let token = Token::decode(&mut r)?;
+    let loaded = r.flag("whether kernels were loaded")?;
+    r.end()?;
+    Ok((token, loaded))
 }
 
 /// A refusal as it travels: why, and words.
@@ -649,6 +675,31 @@ mod tests {
                 let mut changed = bytes.clone();
                 changed[i] = 0xff;
                 let _ = FrameRequest::decode(&changed, 1 << 20, 100);
+            }
+        }
+    }
+
+    /// Whether the service loaded kernels for a frame travels with its answer, held or sent
+    /// back; any byte but 0 or 1 there is a fault.
+    #[test]
+    fn answers_say_whether_kernels_were_loaded() {
+        for loaded in [false, true] {
+            let held = encode_held(Token(3, 4), loaded);
+            assert_eq!(decode_held(&held).unwrap(), (Token(3, 4), loaded));
+            for cut in 0..held.len() {
+                assert!(decode_held(&held[..cut]).is_err(), "cut at {cut}");
+            }
+            let error = Err((crate::ErrorKind::Input, "frame 2: bad".to_string()));
+            let reply = super::super::transfer::encode_reply(&error, None, loaded);
+            let memory = histopipe_frame::SampleMemory::default();
+            let (back, said) = super::super::transfer::decode_reply(&reply, None, &memory).unwrap();
+            assert_eq!((back.map(drop), said), (error.map(drop), loaded));
+            for bad in [2u8, 0xff] {
+                let (mut held, mut reply) = (held.clone(), reply.clone());
+                *held.last_mut().unwrap() = bad;
+                reply[0] = bad;
+                assert!(decode_held(&held).is_err());
+                assert!(super::super::transfer::decode_reply(&reply, None, &memory).is_err());
             }
         }
     }
