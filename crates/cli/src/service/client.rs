@@ -377,10 +377,10 @@ impl Remote {
             rates.on_service -= 1;
             // Not a frame that opened its connection or had kernels loaded, as a GPU's first
             // frame is not (dispatch's `Rate::record`): the session's start and its shared
-            // memory (both sides' first touch of its pages) are paid once a connection. Counted, they made the service
-            // look several times slower than it is: 8.8 to 24 ns a pixel for the first frame of
-            // 100 4K JPEGs equalized to PNG on the H200 host, 1.0 to 2.6 once connections were
-            // open, while the cores' took 3.0 to 5.3.
+            // memory (both sides' first touch of its pages) are paid once a connection.
+            // Counted, they made the service look several times slower than it is: 8.8 to 24 ns
+            // a pixel for the first frame of 100 4K JPEGs equalized to PNG on the H200 host, 1.0
+            // to 2.6 once connections were open, while the cores' took 3.0 to 5.3.
             if matches!(outcome, Outcome::Served(Ok(_))) && !first {
                 // Divided by the frames on the service meanwhile, on average, as the cores' time
                 // is by theirs, since `choose` multiplies it back by the frames there when it
