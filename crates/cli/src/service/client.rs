@@ -16,13 +16,12 @@ use super::channel::Channel;
 use super::held::{self, Pipe, Token};
 use super::past::{Past, Plan, Shape, Went};
 use super::shm::Block;
-use super::transfer::{decode_reply, frame_bytes, put_frame};
+use super::transfer::{decode_reply, frame_bytes, put_frame, Served};
 use super::wire::{decode_held, decode_refusal, FrameRequest, Hello, Input, Kind, Refusal, Writer, VERSION};
 use super::{connect_or_start, Address};
 use crate::dispatch::{choose, BackendChoice, Backends, Devices, Lane, Load, Rate};
 use crate::tool::Context;
 use crate::writer::Part;
-use crate::ErrorKind;
 
 /// How long a client waits for the service to start, and to answer its hello (it opens the GPU
 /// first).
@@ -59,7 +58,7 @@ struct Pool {
 /// What came of handing a frame to the service.
 pub(crate) enum Outcome {
     /// The service ran the tool on the frame: its parts, or the tool's error (kind and words).
-    Served(Result<Vec<Part>, (ErrorKind, String)>),
+    Served(Served),
     /// The tool does the frame itself (a frame held by the service: from the bytes that follow
     /// its reference in the stream).
     Local,
@@ -80,7 +79,7 @@ enum Give<'f> {
 
 /// The service's answer to a frame.
 enum Reply {
-    Served(Result<Vec<Part>, (ErrorKind, String)>),
+    Served(Served),
     /// The output is held for the reader of the output's pipe.
     Held(Token),
     /// The held frame given cannot be taken (no longer held, or not as this tool reads it): its
