@@ -63,8 +63,14 @@ hp_python_requirements() {
   _hp_point_at_venv
 }
 
+# The tests' Python is the one the packages were just installed for: a HISTOPIPE_PYTHON inherited
+# from elsewhere (another checkout's .deps/venv, sourced in the same shell) may lack them, and every
+# peer test would fail for it.
 _hp_point_at_venv() {
-  export HISTOPIPE_PYTHON="${HISTOPIPE_PYTHON:-$_hp_venv/bin/python}"
+  if [ -n "${HISTOPIPE_PYTHON:-}" ] && [ "$HISTOPIPE_PYTHON" != "$_hp_venv/bin/python" ]; then
+    hp_say "HISTOPIPE_PYTHON was $HISTOPIPE_PYTHON: using $_hp_venv/bin/python, where the packages are"
+  fi
+  export HISTOPIPE_PYTHON="$_hp_venv/bin/python"
   local lib
   for lib in "$_hp_venv"/lib/python3*/site-packages/nvidia/cu13/lib; do
     if [ -d "$lib" ] && [[ ":${LD_LIBRARY_PATH:-}:" != *":$lib:"* ]]; then

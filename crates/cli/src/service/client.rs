@@ -11,6 +11,7 @@ use std::sync::{Condvar, Mutex, Once, OnceLock};
 use std::time::{Duration, Instant};
 
 use histopipe_frame::{Frame, SampleMemory};
+use histopipe_ops::parallel::FrameWork;
 
 use super::channel::Channel;
 use super::held::{self, Pipe, Token};
@@ -433,6 +434,9 @@ impl Remote {
         cx: &mut Context<'_>,
         first: &mut bool,
     ) -> Outcome {
+        // One of the frames under way, whose copies into and out of shared memory split only for
+        // its share of the pool's threads.
+        let _work = FrameWork::begin();
         let pipe_out = self.pipe_out.filter(|_| hold);
         let Some(pooled) = self.take() else { return Outcome::Local };
         // A connection kept from an earlier frame may have been closed by the service meanwhile

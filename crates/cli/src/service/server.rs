@@ -9,6 +9,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use histopipe_frame::{read_back_format, Channels, Depth};
+use histopipe_ops::parallel::FrameWork;
 
 use super::channel::{Channel, RecvError};
 use super::held::{Pipe, Shelf, Token, Visits};
@@ -495,6 +496,9 @@ fn one_frame<T: Tool>(
         std::process::abort();
     }
     histopipe_trace::set_frame(n);
+    // One of the frames under way on the service, as a tool's worker's is: its copies and its
+    // host work split only for its share of the pool's threads.
+    let _work = FrameWork::begin();
     let taking = histopipe_trace::span("service.in", n);
     let (frame, _held) = match input {
         Input::Sent(header) => {
