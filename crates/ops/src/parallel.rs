@@ -231,17 +231,23 @@ pub fn for_each_part<T: Send>(data: &mut [T], len: usize, f: impl Fn(usize, &mut
     data.par_chunks_mut(len).enumerate().for_each(|(k, part)| f(k * len, part));
 }
 
-/// The part length at which [`copy`] splits a copy of `len` bytes over the pool: about one part
-/// for each thread of the frame's [`share`], none under 1 MiB (a thread copies that in about 0.1
-/// ms; waking one costs about as much). A frame alone (one 4K frame into the GPU service, a cube
-/// of counts out of it) is copied at the memory's speed, not one core's; a batch's frames, as many
-/// as the threads, copy each their own, as their work is split: split regardless, the copies into
-/// and out of the service's shared memory (the tool's workers' and the service's sessions') waited
-/// on each other's parts. 100 4K files on the H200 host, `--backend gpu`, medians of 11 and 5,
-/// side by side: `threshold` 194.1 ms split regardless, 160.6 not split (`cpu` 173.6);
-/// `equalize` to JPEG 1058.1 against 953.3; `edges | hough-segments` 819.6 against 786.3.
+/// The part length at which [`copy`] splits a copy of `len` bytes over the pool: about one part a
+/// thread, none under 1 MiB (a thread copies that in about 0.1 ms; waking one costs about as much),
+/// and none at all while other frames are under way ([`FrameWork`]). A frame alone (one 4K frame
+/// into the GPU service, a cube of counts out of it) is copied at the memory's speed, not one
+/// core's; a batch's frames already share the memory's speed, and split, the copies into and out of
+/// the service's shared memory (the tool's workers' and the service's sessions') waited on each
+/// other's parts. 100 4K files on the H200 host, `--backend gpu`, medians of 11 and 5, side by
+/// side: `threshold` 194.1 ms split regardless, 160.6 ms not split (`cpu` 173.6); `equalize` to
+/// JPEG 1058.1 against 953.3; `edges | hough-segments` 819.6 against 786.3. Split for the frame's
+/// [`share`] of the pool instead (two parts a copy, with eight sessions on the service), the
+/// batches took about as long as split regardless.
 pub fn copy_part(len: usize) -> usize {
-    len.div_ceil(share()).max(1 << 20)
+    let n = threads();
+    if share() < n {
+        return len.max(1);
+    }
+    len.div_ceil(n).max(1 << 20)
 }
 
 /// `dst` := `src` (of one length), in parts on the pool's threads: a frame of tens of megabytes
@@ -514,11 +520,10 @@ mod tests {
         assert_eq!(whole_copy, (1usize << 30).div_ceil(n));
         with_frames(2, || {
             assert_eq!(share(), (n / 2).max(1));
-            assert_eq!(copy_part(1 << 30), (1usize << 30).div_ceil((n / 2).max(1)));
+            assert_eq!(copy_part(1 << 30), 1 << 30, "other frames under way: a copy not split");
         });
         with_frames(n, || {
             assert_eq!(parts(1 << 30, 1), 1, "as many frames as threads: no split");
-            assert_eq!(copy_part(1 << 30), 1 << 30, "nor a copy split");
             let three = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
             three.install(|| assert_eq!(parts(1 << 30, 1), 12, "inside a pool: its threads"));
         });
