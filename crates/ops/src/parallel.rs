@@ -235,13 +235,14 @@ pub fn for_each_part<T: Send>(data: &mut [T], len: usize, f: impl Fn(usize, &mut
 /// thread, none under 1 MiB (a thread copies that in about 0.1 ms; waking one costs about as much),
 /// and none at all while other frames are under way ([`FrameWork`]). A frame alone (one 4K frame
 /// into the GPU service, a cube of counts out of it) is copied at the memory's speed, not one
-/// core's; a batch's frames already share the memory's speed, and split, the copies into and out of
-/// the service's shared memory (the tool's workers' and the service's sessions') waited on each
-/// other's parts. 100 4K files on the H200 host, `--backend gpu`, medians of 11 and 5, side by
-/// side: `threshold` 194.1 ms split regardless, 160.6 ms not split (`cpu` 173.6); `equalize` to
-/// JPEG 1058.1 against 953.3; `edges | hough-segments` 819.6 against 786.3. Split for the frame's
-/// [`share`] of the pool instead (two parts a copy, with eight sessions on the service), the
-/// batches took about as long as split regardless.
+/// core's; a batch's frames share the memory's speed already, and split, the copies into and out
+/// of the service's shared memory (the tool's workers' and the service's sessions') waited on each
+/// other's parts. 100 4K files on the H200 host, `--backend gpu`, side by side (medians of 11 for
+/// `threshold`, 5 for the others): split regardless, `threshold` took 194.1 ms, not split 160.6
+/// (`cpu` 173.6); `equalize` to JPEG 1058.1 against 953.3; `edges | hough-segments` 819.6
+/// against 786.3. Split for the frame's [`share`] of the pool (two parts a copy while eight
+/// sessions' frames are on the service), in another call: 158.9 ms against 148.6 for a frame
+/// alone only (`cpu` 147.7); 773.7 against 735.1; 676.9 against 658.7.
 pub fn copy_part(len: usize) -> usize {
     let n = threads();
     if share() < n {

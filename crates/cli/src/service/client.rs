@@ -434,8 +434,8 @@ impl Remote {
         cx: &mut Context<'_>,
         first: &mut bool,
     ) -> Outcome {
-        // One of the frames under way, whose copies into and out of shared memory split only for
-        // its share of the pool's threads.
+        // One of the frames under way: its copies into and out of shared memory are split over
+        // the pool only while no other frame is (histopipe_ops::parallel::copy_part).
         let _work = FrameWork::begin();
         let pipe_out = self.pipe_out.filter(|_| hold);
         let Some(pooled) = self.take() else { return Outcome::Local };

@@ -496,8 +496,9 @@ fn one_frame<T: Tool>(
         std::process::abort();
     }
     histopipe_trace::set_frame(n);
-    // One of the frames under way on the service, as a tool's worker's is: its copies and its
-    // host work split only for its share of the pool's threads.
+    // One of the frames under way on the service, as a tool's worker's is: its copies are split
+    // over the pool only while no other frame is (histopipe_ops::parallel::copy_part), its host
+    // work for its share of the pool's threads.
     let _work = FrameWork::begin();
     let taking = histopipe_trace::span("service.in", n);
     let (frame, _held) = match input {

@@ -146,7 +146,7 @@ impl Block {
     }
 
     /// Copies bytes `range` of the block into `out` (as long), in parts on the CPU pool's
-    /// threads ([`histopipe_ops::parallel::copy_part`]).
+    /// threads for a frame alone ([`histopipe_ops::parallel::copy_part`]).
     fn copy_to(&self, range: Range<usize>, out: &mut [MaybeUninit<u8>]) {
         assert!(range.end <= self.len && range.len() == out.len(), "a range within the block");
         let from = self.ptr.as_ptr() as usize + range.start;
