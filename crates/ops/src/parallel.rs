@@ -88,9 +88,10 @@ static FRAMES: AtomicUsize = AtomicUsize::new(0);
 ///
 /// A thread has one frame at a time: a `FrameWork` begun on a thread that has one under way
 /// already counts nothing (the GPU service counts a session's frame whole, and the host part of
-/// an operation on it again).
+/// an operation on it again); it ends on the thread it began on (hence not `Send`).
 pub struct FrameWork {
     counted: bool,
+    _thread: std::marker::PhantomData<*const ()>,
 }
 
 thread_local! {
@@ -104,7 +105,7 @@ impl FrameWork {
         if counted {
             FRAMES.fetch_add(1, Ordering::AcqRel);
         }
-        FrameWork { counted }
+        FrameWork { counted, _thread: std::marker::PhantomData }
     }
 }
 
