@@ -1103,6 +1103,11 @@ fn hostile_clients_cannot_crash_the_service() {
         }
         assert_refused(&mut s, PROTOCOL, "a fifth pipe read");
         svc.still_serves(pid, "held frames no one holds");
+        // A flag is 0 or 1.
+        let mut s = session(&socket);
+        s.write_all(&message(15, &[&token[..], &[2]].concat())).unwrap();
+        assert_refused(&mut s, PROTOCOL, "a release whose flag is 2");
+        svc.still_serves(pid, "a release whose flag is 2");
         wait_for("the refused session's pipes let go", || field(&svc.status(), "pipes") == Some("0"));
 
         // Descriptors of the client's: the service maps none.
@@ -1125,6 +1130,15 @@ fn hostile_clients_cannot_crash_the_service() {
             ("a span past the block", frame_body(2048, 2048, 255, 0, 2048 * 2048), 0),
             ("a span past 2^64", frame_body(8, 8, 255, u64::MAX - 10, 64), 0),
             ("a sample over the maxval", frame_body(8, 8, 100, 0, 64), 200),
+            (
+                "a frame whose flag of starting the output is 2",
+                {
+                    let mut b = frame_body(8, 8, 255, 0, 64);
+                    b[8] = 2;
+                    b
+                },
+                0,
+            ),
         ];
         for (what, body, fill) in frames {
             let mut s = session(&socket);

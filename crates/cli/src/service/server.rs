@@ -452,8 +452,7 @@ fn await_over(service: &Service, channel: &Channel, visits: &mut Visits, message
 
 /// The session is done with a held frame it took, or wants its bytes after all.
 fn release(service: &Service, channel: &Channel, visits: &mut Visits, message: &[u8]) -> Answered {
-    let (token, done) =
-        body(channel, message, |r| Ok((Token::decode(r)?, r.u8("whether it is done")? != 0)))?;
+    let (token, done) = body(channel, message, |r| Ok((Token::decode(r)?, r.flag("whether it is done")?)))?;
     // A frame the session did not take, declined: its writer writes its bytes.
     if !done {
         if let Some(bytes) = service.shelf.drop_waiting(token) {

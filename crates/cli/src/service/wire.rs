@@ -347,7 +347,7 @@ impl FrameRequest {
     pub(crate) fn decode(body: &[u8], max_pixels: u64, block: usize) -> Result<FrameRequest, Bad> {
         let mut r = Reader::new(body);
         let n = r.size("the frame's number")?.max(1);
-        let starts = r.u8("whether the frame starts the output")? != 0;
+        let starts = r.flag("whether the frame starts the output")?;
         let pipe_out = match r.u8("whether the output goes to a pipe")? {
             0 => None,
             1 => Some(Pipe::decode(&mut r)?),
@@ -676,6 +676,12 @@ mod tests {
                 changed[i] = 0xff;
                 let _ = FrameRequest::decode(&changed, 1 << 20, 100);
             }
+            // The byte saying whether the frame starts the output: 0 or 1, nothing else.
+            let other = FrameRequest { starts: !request.starts, ..request.clone() }.encode();
+            let at = (0..bytes.len()).find(|&i| bytes[i] != other[i]).unwrap();
+            let mut changed = bytes.clone();
+            changed[at] = 2;
+            assert!(FrameRequest::decode(&changed, 1 << 20, 100).is_err(), "starts flag 2");
         }
     }
 
